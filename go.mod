@@ -1,0 +1,3 @@
+module github.com/proserun/prose
+
+go 1.26
