@@ -4,4 +4,4 @@ package prose
 
 //go:generate go tool buf format -w
 //go:generate go tool buf lint
-//go:generate go tool buf generate --clean
+//go:generate go tool buf generate
