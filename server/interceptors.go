@@ -1,0 +1,454 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"go.einride.tech/aip/fieldbehavior"
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+)
+
+// RequestIDHeader is the metadata key (and HTTP header) carrying the request
+// id, in both directions.
+const RequestIDHeader = "x-request-id"
+
+type requestIDKey struct{}
+
+// callInfo is placed in the context by the outermost interceptor so that
+// entries outside the request id one (recovery) can still log the id.
+type callInfo struct{ requestID string }
+
+type callInfoKey struct{}
+
+// RequestID returns the request id of the call ctx belongs to, or "".
+func RequestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// ContextWithRequestID returns ctx carrying id as its request id.
+func ContextWithRequestID(ctx context.Context, id string) context.Context {
+	if ci, ok := ctx.Value(callInfoKey{}).(*callInfo); ok {
+		ci.requestID = id
+	}
+	return context.WithValue(ctx, requestIDKey{}, id)
+}
+
+// ValidRequestID reports whether a client-supplied request id is accepted:
+// 1 to 128 characters of [A-Za-z0-9._:-].
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '-', c == '_', c == '.', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// NewRequestID returns a fresh random request id (32 hex digits).
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// serverStream replaces the context of a grpc.ServerStream.
+type serverStream struct {
+	grpc.ServerStream
+	ctx context.Context
+}
+
+func (s *serverStream) Context() context.Context { return s.ctx }
+
+func withStreamContext(ss grpc.ServerStream, ctx context.Context) grpc.ServerStream {
+	if w, ok := ss.(*serverStream); ok {
+		return &serverStream{ServerStream: w.ServerStream, ctx: ctx}
+	}
+	return &serverStream{ServerStream: ss, ctx: ctx}
+}
+
+// --- recovery -------------------------------------------------------------
+
+func recoveryUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		ci := &callInfo{}
+		ctx = context.WithValue(ctx, callInfoKey{}, ci)
+		defer func() {
+			if p := recover(); p != nil {
+				err = recovered(log, ci, info.FullMethod, p)
+				resp = nil
+			}
+		}()
+		return handler(ctx, req)
+	}
+}
+
+func recoveryStream(log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		ci := &callInfo{}
+		ss = withStreamContext(ss, context.WithValue(ss.Context(), callInfoKey{}, ci))
+		defer func() {
+			if p := recover(); p != nil {
+				err = recovered(log, ci, info.FullMethod, p)
+			}
+		}()
+		return handler(srv, ss)
+	}
+}
+
+func recovered(log *slog.Logger, ci *callInfo, method string, p any) error {
+	log.Error("panic in handler",
+		slog.String("method", method),
+		slog.String("code", codes.Internal.String()),
+		slog.String("request_id", ci.requestID),
+		slog.String("panic", fmt.Sprint(p)),
+		slog.String("stack", string(debug.Stack())),
+	)
+	return NewError(codes.Internal, ReasonInternal, internalMessage).Err()
+}
+
+// --- request id -----------------------------------------------------------
+
+func incomingRequestID(ctx context.Context) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, id := range md.Get(RequestIDHeader) {
+		if ValidRequestID(id) {
+			return id
+		}
+	}
+	return NewRequestID()
+}
+
+func requestIDUnary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		id := incomingRequestID(ctx)
+		ctx = ContextWithRequestID(ctx, id)
+		// Header for callers that read headers; trailer too, because an
+		// error without a message is sent as a trailers-only response.
+		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, id))
+		_ = grpc.SetTrailer(ctx, metadata.Pairs(RequestIDHeader, id))
+		return handler(ctx, req)
+	}
+}
+
+func requestIDStream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		id := incomingRequestID(ss.Context())
+		_ = ss.SetHeader(metadata.Pairs(RequestIDHeader, id))
+		ss.SetTrailer(metadata.Pairs(RequestIDHeader, id))
+		return handler(srv, withStreamContext(ss, ContextWithRequestID(ss.Context(), id)))
+	}
+}
+
+// --- logging --------------------------------------------------------------
+
+func logCall(ctx context.Context, log *slog.Logger, method string, start time.Time, err error) {
+	code := status.Code(err)
+	level := slog.LevelInfo
+	switch code {
+	case codes.Internal, codes.Unknown, codes.DataLoss, codes.Unavailable:
+		level = slog.LevelError
+	}
+	attrs := []slog.Attr{
+		slog.String("method", method),
+		slog.String("code", code.String()),
+		slog.Duration("duration", time.Since(start)),
+		slog.String("request_id", RequestID(ctx)),
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", status.Convert(err).Message()))
+	}
+	log.LogAttrs(ctx, level, "rpc", attrs...)
+}
+
+func loggingUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		start := time.Now()
+		resp, err := handler(ctx, req)
+		logCall(ctx, log, info.FullMethod, start, err)
+		return resp, err
+	}
+}
+
+func loggingStream(log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		start := time.Now()
+		err := handler(srv, ss)
+		logCall(ss.Context(), log, info.FullMethod, start, err)
+		return err
+	}
+}
+
+// --- error normalisation --------------------------------------------------
+
+func normalise(ctx context.Context, log *slog.Logger, method string, err error) error {
+	if err == nil {
+		return nil
+	}
+	st, replaced := ToStatus(err)
+	if replaced {
+		log.LogAttrs(ctx, slog.LevelError, "non-status error replaced",
+			slog.String("method", method),
+			slog.String("request_id", RequestID(ctx)),
+			slog.String("error", err.Error()),
+			slog.String("code", st.Code().String()),
+		)
+	}
+	return st.Err()
+}
+
+func errorsUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		resp, err := handler(ctx, req)
+		if err != nil {
+			return nil, normalise(ctx, log, info.FullMethod, err)
+		}
+		return resp, nil
+	}
+}
+
+func errorsStream(log *slog.Logger) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		return normalise(ss.Context(), log, info.FullMethod, handler(srv, ss))
+	}
+}
+
+// --- auth -----------------------------------------------------------------
+
+// Authenticator establishes who is calling. It reads the credential
+// (`authorization: Bearer …` or `x-api-key`) from the incoming metadata and
+// returns a context carrying the principal, or an error: UNAUTHENTICATED for a
+// missing or unknown credential, PERMISSION_DENIED for one that may not call
+// fullMethod. Public methods never reach it.
+type Authenticator interface {
+	Authenticate(ctx context.Context, fullMethod string) (context.Context, error)
+}
+
+// AuthenticatorFunc adapts a function to Authenticator.
+type AuthenticatorFunc func(ctx context.Context, fullMethod string) (context.Context, error)
+
+// Authenticate calls f.
+func (f AuthenticatorFunc) Authenticate(ctx context.Context, fullMethod string) (context.Context, error) {
+	return f(ctx, fullMethod)
+}
+
+// AllowAll is the default Authenticator: every call passes unchanged.
+var AllowAll Authenticator = AuthenticatorFunc(func(ctx context.Context, _ string) (context.Context, error) {
+	return ctx, nil
+})
+
+// DefaultPublicMethods are callable without credentials: gRPC health and
+// server reflection. Entries ending in "/" match a whole service.
+var DefaultPublicMethods = []string{
+	"/grpc.health.v1.Health/",
+	"/grpc.reflection.v1.ServerReflection/",
+	"/grpc.reflection.v1alpha.ServerReflection/",
+}
+
+type publicSet struct {
+	exact    map[string]bool
+	prefixes []string
+}
+
+func newPublicSet(methods []string) publicSet {
+	p := publicSet{exact: map[string]bool{}}
+	for _, m := range methods {
+		if strings.HasSuffix(m, "/") {
+			p.prefixes = append(p.prefixes, m)
+		} else {
+			p.exact[m] = true
+		}
+	}
+	return p
+}
+
+func (p publicSet) has(method string) bool {
+	if p.exact[method] {
+		return true
+	}
+	for _, pre := range p.prefixes {
+		if strings.HasPrefix(method, pre) {
+			return true
+		}
+	}
+	return false
+}
+
+func authUnary(a Authenticator, public publicSet) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if !public.has(info.FullMethod) {
+			var err error
+			if ctx, err = a.Authenticate(ctx, info.FullMethod); err != nil {
+				return nil, err
+			}
+		}
+		return handler(ctx, req)
+	}
+}
+
+func authStream(a Authenticator, public publicSet) grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if !public.has(info.FullMethod) {
+			ctx, err := a.Authenticate(ss.Context(), info.FullMethod)
+			if err != nil {
+				return err
+			}
+			ss = withStreamContext(ss, ctx)
+		}
+		return handler(srv, ss)
+	}
+}
+
+// --- validation -----------------------------------------------------------
+
+// Validate checks a request: every field marked
+// `(google.api.field_behavior) = REQUIRED` must be set (INVALID_ARGUMENT with
+// one BadRequest violation per missing field), then the message's own
+// `Validate() error`, if it has one, is called. A Validate error that is a
+// status passes as it is; any other becomes INVALID_ARGUMENT.
+func Validate(req any) error {
+	m, ok := req.(proto.Message)
+	if !ok {
+		return nil
+	}
+	if err := fieldbehavior.ValidateRequiredFields(m); err != nil {
+		var missing []*FieldViolation
+		collectMissing(m.ProtoReflect(), "", &missing)
+		if len(missing) == 0 { // cannot happen, but never lose the error
+			missing = append(missing, Violation("", err.Error()))
+		}
+		fields := make([]string, len(missing))
+		for i, v := range missing {
+			fields[i] = v.GetField()
+		}
+		return NewError(codes.InvalidArgument, ReasonRequiredFieldMissing,
+			"missing required field: "+strings.Join(fields, ", ")).
+			Meta("fields", strings.Join(fields, ",")).
+			Violations(missing...).Err()
+	}
+	if v, ok := req.(interface{ Validate() error }); ok {
+		if err := v.Validate(); err != nil {
+			if _, isStatus := status.FromError(err); isStatus {
+				return err
+			}
+			return NewError(codes.InvalidArgument, ReasonInvalidRequest, err.Error()).Err()
+		}
+	}
+	return nil
+}
+
+// collectMissing walks m like fieldbehavior.ValidateRequiredFields but
+// records every missing required field instead of stopping at the first.
+func collectMissing(m protoreflect.Message, path string, out *[]*FieldViolation) {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		f := fields.Get(i)
+		p := string(f.Name())
+		if path != "" {
+			p = path + "." + p
+		}
+		if !present(m, f) {
+			if fieldbehavior.Has(f, annotations.FieldBehavior_REQUIRED) {
+				*out = append(*out, Violation(p, "required field is missing"))
+			}
+			continue
+		}
+		if f.Kind() != protoreflect.MessageKind {
+			continue
+		}
+		v := m.Get(f)
+		switch {
+		case f.IsList():
+			for j := 0; j < v.List().Len(); j++ {
+				collectMissing(v.List().Get(j).Message(), fmt.Sprintf("%s[%d]", p, j), out)
+			}
+		case f.IsMap():
+			if f.MapValue().Kind() != protoreflect.MessageKind {
+				continue
+			}
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				collectMissing(mv.Message(), fmt.Sprintf("%s[%v]", p, k.Interface()), out)
+				return true
+			})
+		default:
+			collectMissing(v.Message(), p, out)
+		}
+	}
+}
+
+// present mirrors fieldbehavior's notion of a set field: a zero scalar, an
+// empty list or map and an unset message are all missing, presence or not.
+func present(m protoreflect.Message, f protoreflect.FieldDescriptor) bool {
+	v := m.Get(f)
+	if !v.IsValid() {
+		return false
+	}
+	switch {
+	case f.IsList():
+		return v.List().Len() > 0
+	case f.IsMap():
+		return v.Map().Len() > 0
+	}
+	switch f.Kind() {
+	case protoreflect.EnumKind:
+		return v.Enum() != 0
+	case protoreflect.BoolKind:
+		return v.Bool()
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Int64Kind,
+		protoreflect.Sint64Kind, protoreflect.Sfixed32Kind, protoreflect.Sfixed64Kind:
+		return v.Int() != 0
+	case protoreflect.Uint32Kind, protoreflect.Uint64Kind, protoreflect.Fixed32Kind, protoreflect.Fixed64Kind:
+		return v.Uint() != 0
+	case protoreflect.FloatKind, protoreflect.DoubleKind:
+		return v.Float() != 0
+	case protoreflect.StringKind:
+		return v.String() != ""
+	case protoreflect.BytesKind:
+		return len(v.Bytes()) > 0
+	case protoreflect.MessageKind:
+		return v.Message().IsValid()
+	}
+	return true
+}
+
+func validationUnary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if err := Validate(req); err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+type validatingStream struct{ grpc.ServerStream }
+
+func (s validatingStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return Validate(m)
+}
+
+func validationStream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		return handler(srv, validatingStream{ss})
+	}
+}

@@ -1,0 +1,150 @@
+// Package server holds the gRPC side of Prose: one file per service, and the
+// transport infrastructure every service shares — the interceptor chain
+// (recovery → request id → logging → metrics → errors → auth → validation),
+// AIP-193 error helpers, gRPC health and server reflection.
+//
+// HTTP requests reach the same *grpc.Server through the gateway's in-process
+// client connection, so everything here runs for both transports.
+package server
+
+import (
+	"errors"
+	"log/slog"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+)
+
+// Middleware is one named entry of the interceptor chain. Either interceptor
+// may be nil when the entry applies to one kind of call only.
+type Middleware struct {
+	Name   string
+	Unary  grpc.UnaryServerInterceptor
+	Stream grpc.StreamServerInterceptor
+}
+
+// Names of the built-in chain entries, outermost first.
+const (
+	MiddlewareRecovery   = "recovery"
+	MiddlewareRequestID  = "request_id"
+	MiddlewareLogging    = "logging"
+	MiddlewareMetrics    = "metrics"
+	MiddlewareErrors     = "errors"
+	MiddlewareAuth       = "auth"
+	MiddlewareValidation = "validation"
+)
+
+// Options configures New. The zero value is usable: it logs to
+// slog.Default(), registers metrics with prometheus.DefaultRegisterer and
+// lets every call through.
+type Options struct {
+	// Logger receives one line per call and panics with their stacks.
+	Logger *slog.Logger
+	// Authenticator decides who may call non-public methods. Nil: AllowAll.
+	Authenticator Authenticator
+	// PublicMethods are added to DefaultPublicMethods: full method names
+	// ("/prose.legacy.v2.LegacyService/GetHealth") or whole services
+	// ("/prose.legacy.v2.LegacyService/"). Public methods skip the
+	// Authenticator (they still get validation).
+	PublicMethods []string
+	// Registerer receives the per-method counters and latency histograms.
+	// Nil: prometheus.DefaultRegisterer. Registering twice (several servers
+	// in one process, as in tests) reuses the metrics already registered.
+	Registerer prometheus.Registerer
+	// Health is the health service to register; nil makes one that reports
+	// SERVING for "". Pass your own to flip it to NOT_SERVING on shutdown.
+	Health *health.Server
+	// DisableReflection leaves server reflection out.
+	DisableReflection bool
+	// Extra entries are appended after validation (innermost).
+	Extra []Middleware
+	// ServerOptions are passed to grpc.NewServer after the interceptors.
+	ServerOptions []grpc.ServerOption
+}
+
+func (o Options) logger() *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	return slog.Default()
+}
+
+// Chain returns the named interceptor entries New installs, outermost
+// first. A caller wanting a different chain can edit this slice and pass
+// it to ServerOptionsFor.
+func Chain(opts Options) []Middleware {
+	log := opts.logger()
+	auth := opts.Authenticator
+	if auth == nil {
+		auth = AllowAll
+	}
+	public := newPublicSet(append(append([]string{}, DefaultPublicMethods...), opts.PublicMethods...))
+	metrics := serverMetrics(opts.Registerer)
+	chain := []Middleware{
+		{Name: MiddlewareRecovery, Unary: recoveryUnary(log), Stream: recoveryStream(log)},
+		{Name: MiddlewareRequestID, Unary: requestIDUnary(), Stream: requestIDStream()},
+		{Name: MiddlewareLogging, Unary: loggingUnary(log), Stream: loggingStream(log)},
+		{Name: MiddlewareMetrics, Unary: metrics.UnaryServerInterceptor(), Stream: metrics.StreamServerInterceptor()},
+		{Name: MiddlewareErrors, Unary: errorsUnary(log), Stream: errorsStream(log)},
+		{Name: MiddlewareAuth, Unary: authUnary(auth, public), Stream: authStream(auth, public)},
+		{Name: MiddlewareValidation, Unary: validationUnary(), Stream: validationStream()},
+	}
+	return append(chain, opts.Extra...)
+}
+
+// ServerOptionsFor turns chain entries into grpc.ServerOptions.
+func ServerOptionsFor(chain []Middleware) []grpc.ServerOption {
+	var unary []grpc.UnaryServerInterceptor
+	var stream []grpc.StreamServerInterceptor
+	for _, m := range chain {
+		if m.Unary != nil {
+			unary = append(unary, m.Unary)
+		}
+		if m.Stream != nil {
+			stream = append(stream, m.Stream)
+		}
+	}
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+	}
+}
+
+// New returns a gRPC server with the interceptor chain installed and gRPC
+// health and server reflection registered. Register the Prose services on
+// it, then serve it (gateway.ListenAndServe).
+func New(opts Options) *grpc.Server {
+	s := grpc.NewServer(append(ServerOptionsFor(Chain(opts)), opts.ServerOptions...)...)
+	hs := opts.Health
+	if hs == nil {
+		hs = health.NewServer()
+		hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	}
+	healthpb.RegisterHealthServer(s, hs)
+	if !opts.DisableReflection {
+		reflection.Register(s)
+	}
+	return s
+}
+
+func serverMetrics(reg prometheus.Registerer) *grpcprom.ServerMetrics {
+	if reg == nil {
+		reg = prometheus.DefaultRegisterer
+	}
+	m := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
+	if err := reg.Register(m); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(*grpcprom.ServerMetrics); ok {
+				return existing
+			}
+		}
+		// Some other collector clashes: keep counting, unexported.
+		return m
+	}
+	return m
+}
