@@ -1,0 +1,302 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	spb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+// ErrorDomain is the ErrorInfo domain the gateway uses for errors it makes
+// itself (routing, bodies); it is the same as the server's.
+const ErrorDomain = "prose.run"
+
+// Shape is the form of an error body, chosen by path prefix.
+type Shape int
+
+const (
+	// ShapeAIP is AIP-193: {"error": {"code", "message", "status", "details"}}.
+	// Used for /api/v1 and every path not named below.
+	ShapeAIP Shape = iota
+	// ShapeLegacyV1 is the deprecated x-api-key API's {statusCode, message}
+	// (403 {message} for a bad key), for /v1.
+	ShapeLegacyV1
+	// ShapeLegacyV2 is {status_code, message, details}, for /v2.
+	ShapeLegacyV2
+)
+
+// ShapeFor returns the error shape of a request path.
+func ShapeFor(path string) Shape {
+	switch {
+	case path == "/v1" || strings.HasPrefix(path, "/v1/"):
+		return ShapeLegacyV1
+	case path == "/v2" || strings.HasPrefix(path, "/v2/"):
+		return ShapeLegacyV2
+	}
+	return ShapeAIP
+}
+
+// Render returns the HTTP status and JSON body of st for a request path.
+// httpStatus, when not zero, overrides the status the code maps to (routing
+// errors: 404, 405, 400 for a malformed path).
+func Render(path string, st *spb.Status, httpStatus int) (int, []byte) {
+	c := codes.Code(st.GetCode())
+	switch ShapeFor(path) {
+	case ShapeLegacyV1:
+		return legacyV1(c, st.GetMessage(), httpStatus)
+	case ShapeLegacyV2:
+		if httpStatus == 0 {
+			httpStatus = runtime.HTTPStatusFromCode(c)
+		}
+		body, _ := json.Marshal(struct {
+			StatusCode int               `json:"status_code"`
+			Message    string            `json:"message"`
+			Details    []json.RawMessage `json:"details,omitempty"`
+		}{httpStatus, st.GetMessage(), details(st)})
+		return httpStatus, body
+	}
+	if httpStatus == 0 {
+		httpStatus = runtime.HTTPStatusFromCode(c)
+	}
+	return httpStatus, aipBody(st, httpStatus)
+}
+
+// legacyV1 maps codes the way the v1 API documents them.
+func legacyV1(c codes.Code, msg string, httpStatus int) (int, []byte) {
+	type statusBody struct {
+		StatusCode int    `json:"statusCode"`
+		Message    string `json:"message"`
+	}
+	var status int
+	switch {
+	case httpStatus != 0 && httpStatus != http.StatusInternalServerError:
+		// Routing errors keep their own status (404 unknown path, 405).
+		status, msg = httpStatus, http.StatusText(httpStatus)
+	case c == codes.Unauthenticated:
+		// invalidApiKeyResponse: 403 with only a message.
+		body, _ := json.Marshal(struct {
+			Message string `json:"message"`
+		}{msg})
+		return http.StatusForbidden, body
+	case c == codes.PermissionDenied, c == codes.InvalidArgument:
+		status = http.StatusBadRequest // departmentMismatch, bad request
+	case c == codes.NotFound:
+		status = http.StatusNotFound // invalidShareIdResponse, invalidWorkerIdResponse
+	default:
+		status, msg = http.StatusInternalServerError, "Internal server error"
+	}
+	body, _ := json.Marshal(statusBody{status, msg})
+	return status, body
+}
+
+// aipBody renders the AIP-193 body; httpStatus 0 means "map the code".
+func aipBody(st *spb.Status, httpStatus int) []byte {
+	c := codes.Code(st.GetCode())
+	if httpStatus == 0 {
+		httpStatus = runtime.HTTPStatusFromCode(c)
+	}
+	body, _ := json.Marshal(struct {
+		Error aipError `json:"error"`
+	}{aipError{
+		Code:    httpStatus,
+		Message: st.GetMessage(),
+		Status:  codeName(c),
+		Details: details(st),
+	}})
+	return body
+}
+
+type aipError struct {
+	Code    int               `json:"code"`
+	Message string            `json:"message"`
+	Status  string            `json:"status"`
+	Details []json.RawMessage `json:"details,omitempty"`
+}
+
+func codeName(c codes.Code) string {
+	if n, ok := code.Code_name[int32(c)]; ok {
+		return n
+	}
+	return code.Code_UNKNOWN.String()
+}
+
+var detailJSON = protojson.MarshalOptions{UseProtoNames: true}
+
+// details renders each detail as protojson with its "@type"; a detail whose
+// type is not linked in is left out rather than failing the whole error.
+func details(st *spb.Status) []json.RawMessage {
+	out := make([]json.RawMessage, 0, len(st.GetDetails()))
+	for _, d := range st.GetDetails() {
+		b, err := detailJSON.Marshal(d)
+		if err != nil {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// withErrorInfo makes sure st carries an ErrorInfo (AIP-193 asks for one),
+// adding {reason: <CODE_NAME>, domain: prose.run} when it has none.
+func withErrorInfo(st *spb.Status, reason string) *spb.Status {
+	for _, d := range st.GetDetails() {
+		if d.MessageIs((*errdetails.ErrorInfo)(nil)) {
+			return st
+		}
+	}
+	if reason == "" {
+		reason = codeName(codes.Code(st.GetCode()))
+	}
+	info, err := anypb.New(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain})
+	if err != nil {
+		return st
+	}
+	return &spb.Status{
+		Code:    st.GetCode(),
+		Message: st.GetMessage(),
+		Details: append([]*anypb.Any{info}, st.GetDetails()...),
+	}
+}
+
+// errorHandler is the mux's runtime.ErrorHandlerFunc.
+func (g *gw) errorHandler(ctx context.Context, mux *runtime.ServeMux, _ runtime.Marshaler, w http.ResponseWriter, r *http.Request, err error) {
+	if probeFrom(r.Context()) != nil {
+		return // an Allow probe: nothing is written
+	}
+	httpStatus, reason := 0, ""
+	var hse *runtime.HTTPStatusError
+	if errors.As(err, &hse) {
+		httpStatus = hse.HTTPStatus
+		err = hse.Err
+	}
+	st, ok := status.FromError(err)
+	if !ok || st.Code() == codes.Unknown {
+		// Not a status: the gateway itself failed. Log it, send nothing of it.
+		g.log.LogAttrs(ctx, slog.LevelError, "gateway error",
+			slog.String("path", r.URL.Path),
+			slog.String("request_id", w.Header().Get(requestIDHTTPHeader)),
+			slog.String("error", err.Error()))
+		st = status.New(codes.Internal, "internal error")
+		reason = "INTERNAL"
+	}
+	if md, ok := runtime.ServerMetadataFromContext(ctx); ok {
+		g.copyHeaders(w, md.HeaderMD)
+	}
+	g.writeError(w, r, st.Proto(), httpStatus, reason)
+}
+
+func (g *gw) writeError(w http.ResponseWriter, r *http.Request, st *spb.Status, httpStatus int, reason string) {
+	st = withErrorInfo(st, reason)
+	h := w.Header()
+	h.Del("Trailer")
+	h.Del("Transfer-Encoding")
+	h.Del("Content-Length")
+	h.Set("Content-Type", "application/json")
+	code, body := Render(r.URL.Path, st, httpStatus)
+	if code == http.StatusUnauthorized {
+		h.Set("WWW-Authenticate", `Bearer realm="`+ErrorDomain+`"`)
+	}
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+// streamErrorHandler keeps status errors and hides anything else.
+func (g *gw) streamErrorHandler(ctx context.Context, err error) *status.Status {
+	st, ok := status.FromError(err)
+	if !ok || st.Code() == codes.Unknown {
+		g.log.LogAttrs(ctx, slog.LevelError, "gateway stream error", slog.String("error", err.Error()))
+		return status.New(codes.Internal, "internal error")
+	}
+	return status.FromProto(withErrorInfo(st.Proto(), ""))
+}
+
+// routingErrorHandler renders 404 for an unknown path and 405 with an Allow
+// header for a known path asked with the wrong method (grpc-gateway's
+// default would be 501).
+func (g *gw) routingErrorHandler(ctx context.Context, mux *runtime.ServeMux, m runtime.Marshaler, w http.ResponseWriter, r *http.Request, httpStatus int) {
+	if probeFrom(r.Context()) != nil {
+		return
+	}
+	var st *status.Status
+	reason := ""
+	switch httpStatus {
+	case http.StatusMethodNotAllowed:
+		allow := g.allowed(r)
+		if len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+		}
+		st = status.New(codes.Unimplemented, "method "+r.Method+" is not allowed on "+r.URL.Path)
+		reason = "METHOD_NOT_ALLOWED"
+	case http.StatusNotFound:
+		st = status.New(codes.NotFound, "no such path: "+r.URL.Path)
+		reason = "PATH_NOT_FOUND"
+	case http.StatusBadRequest:
+		st = status.New(codes.InvalidArgument, "malformed path: "+r.URL.Path)
+		reason = "MALFORMED_PATH"
+	default:
+		st = status.New(codes.Internal, "internal error")
+		httpStatus = http.StatusInternalServerError
+	}
+	g.writeError(w, r, st.Proto(), httpStatus, reason)
+}
+
+// probe marks a request the gateway sends to its own mux to learn which
+// methods a path accepts; the first middleware sees it and stops.
+type probe struct{ matched bool }
+
+type probeKey struct{}
+
+func probeFrom(ctx context.Context) *probe {
+	p, _ := ctx.Value(probeKey{}).(*probe)
+	return p
+}
+
+func probeMiddleware(next runtime.HandlerFunc) runtime.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, params map[string]string) {
+		if p := probeFrom(r.Context()); p != nil {
+			p.matched = true
+			return
+		}
+		next(w, r, params)
+	}
+}
+
+var probeMethods = []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+
+// allowed returns the methods the mux has a route for at r's path.
+func (g *gw) allowed(r *http.Request) []string {
+	var allow []string
+	for _, m := range probeMethods {
+		if m == r.Method {
+			continue
+		}
+		p := &probe{}
+		pr := r.Clone(context.WithValue(r.Context(), probeKey{}, p))
+		pr.Method = m
+		pr.Header = http.Header{}
+		pr.Body = http.NoBody
+		pr.ContentLength = 0
+		g.mux.ServeHTTP(discardWriter{}, pr)
+		if p.matched {
+			allow = append(allow, m)
+		}
+	}
+	return allow
+}
+
+type discardWriter struct{}
+
+func (discardWriter) Header() http.Header         { return http.Header{} }
+func (discardWriter) Write(b []byte) (int, error) { return len(b), nil }
+func (discardWriter) WriteHeader(int)             {}

@@ -1,0 +1,123 @@
+// Package gateway is the HTTP side of Prose: a grpc-gateway mux that turns
+// HTTP/JSON into calls on a real gRPC client connection (so the server's
+// interceptors run for both transports and server streams work over HTTP),
+// the JSON marshaler, the error renderers (AIP-193 for /api/v1, the legacy
+// shapes for /v1 and /v2), /metrics, /openapi.json, /healthz, and serving
+// gRPC and HTTP on one port.
+package gateway
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+)
+
+// RegisterFunc is the signature of the generated RegisterXxxHandler
+// functions.
+type RegisterFunc = func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error
+
+// Options configures New.
+type Options struct {
+	// OpenAPI is served at GET /openapi.json when not nil.
+	OpenAPI []byte
+	// Metrics is served at GET /metrics; nil means promhttp.Handler()
+	// (the default Prometheus registry).
+	Metrics http.Handler
+	// DisableMetrics leaves /metrics out.
+	DisableMetrics bool
+	// Logger receives errors the gateway hides from clients.
+	Logger *slog.Logger
+	// ResponseHeaders are gRPC response header metadata keys copied to the
+	// HTTP response under their own name (e.g. "location"). Nothing else is:
+	// no Grpc-Metadata-* header reaches a client.
+	ResponseHeaders []string
+	// MuxOptions are appended to the gateway's own runtime.ServeMuxOptions.
+	MuxOptions []runtime.ServeMuxOption
+}
+
+type gw struct {
+	mux             *runtime.ServeMux
+	log             *slog.Logger
+	responseHeaders map[string]bool
+}
+
+// New builds the HTTP handler. conn is a client connection to the gRPC
+// server (use NewInProcess for one without a network round trip); register
+// are the generated RegisterXxxHandler functions. HTTP never bypasses gRPC:
+// do not pass RegisterXxxHandlerServer functions.
+func New(ctx context.Context, conn *grpc.ClientConn, opts Options, register ...RegisterFunc) (http.Handler, error) {
+	g := &gw{log: opts.Logger, responseHeaders: map[string]bool{}}
+	if g.log == nil {
+		g.log = slog.Default()
+	}
+	for _, h := range opts.ResponseHeaders {
+		g.responseHeaders[strings.ToLower(h)] = true
+	}
+	// The request id and the status override are handled apart.
+	delete(g.responseHeaders, requestIDMetadata)
+	delete(g.responseHeaders, HTTPCodeMetadata)
+
+	muxOpts := []runtime.ServeMuxOption{
+		// First, so that every route (generated or HandlePath) is wrapped.
+		runtime.WithMiddlewares(probeMiddleware),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, NewMarshaler()),
+		runtime.WithErrorHandler(g.errorHandler),
+		runtime.WithStreamErrorHandler(g.streamErrorHandler),
+		runtime.WithRoutingErrorHandler(g.routingErrorHandler),
+		runtime.WithIncomingHeaderMatcher(incomingHeaderMatcher),
+		runtime.WithOutgoingHeaderMatcher(g.outgoingHeaderMatcher),
+		runtime.WithOutgoingTrailerMatcher(noTrailers),
+		runtime.WithForwardResponseOption(httpCodeOption),
+		runtime.WithDisableHTTPMethodOverride(),
+		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
+	}
+	g.mux = runtime.NewServeMux(append(muxOpts, opts.MuxOptions...)...)
+
+	if opts.OpenAPI != nil {
+		doc := opts.OpenAPI
+		if err := g.mux.HandlePath(http.MethodGet, "/openapi.json", func(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(doc)
+		}); err != nil {
+			return nil, fmt.Errorf("gateway: /openapi.json: %w", err)
+		}
+	}
+	if !opts.DisableMetrics {
+		metrics := opts.Metrics
+		if metrics == nil {
+			metrics = promhttp.Handler()
+		}
+		if err := g.mux.HandlePath(http.MethodGet, "/metrics", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+			metrics.ServeHTTP(w, r)
+		}); err != nil {
+			return nil, fmt.Errorf("gateway: /metrics: %w", err)
+		}
+	}
+	for i, reg := range register {
+		if err := reg(ctx, g.mux, conn); err != nil {
+			return nil, fmt.Errorf("gateway: register handler %d: %w", i, err)
+		}
+	}
+	return withRequestID(g.mux), nil
+}
+
+// Mux is like New but also returns the runtime.ServeMux, for callers that
+// add hand-written routes with HandlePath (e.g. a file upload endpoint).
+// Routes added this way get the same error shapes, 405 handling and
+// request ids.
+func Mux(ctx context.Context, conn *grpc.ClientConn, opts Options, register ...RegisterFunc) (*runtime.ServeMux, http.Handler, error) {
+	var mux *runtime.ServeMux
+	opts.MuxOptions = append(append([]runtime.ServeMuxOption{}, opts.MuxOptions...), func(m *runtime.ServeMux) { mux = m })
+	h, err := New(ctx, conn, opts, register...)
+	if err != nil {
+		return nil, nil, err
+	}
+	return mux, h, nil
+}

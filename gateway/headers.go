@@ -1,0 +1,124 @@
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/http"
+	"net/textproto"
+	"strconv"
+	"strings"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	requestIDHTTPHeader = "X-Request-Id"
+	requestIDMetadata   = "x-request-id"
+	// HTTPCodeMetadata is the response header metadata key a handler sets to
+	// choose the HTTP status of a successful unary response (e.g. "201").
+	// The gateway removes it; it never reaches the HTTP client.
+	HTTPCodeMetadata = "x-http-code"
+)
+
+// incomingHeaderMatcher forwards only the headers the server reads.
+// Authorization is forwarded by grpc-gateway itself (as "authorization").
+func incomingHeaderMatcher(key string) (string, bool) {
+	switch textproto.CanonicalMIMEHeaderKey(key) {
+	case "X-Api-Key":
+		return "x-api-key", true
+	case requestIDHTTPHeader:
+		return requestIDMetadata, true
+	}
+	return "", false
+}
+
+// outgoingHeaderMatcher passes only the header metadata keys named in
+// Options.ResponseHeaders, under their own name (never Grpc-Metadata-*).
+// x-request-id is written by the request id middleware, x-http-code is
+// consumed by httpCodeOption.
+func (g *gw) outgoingHeaderMatcher(key string) (string, bool) {
+	key = strings.ToLower(key)
+	if g.responseHeaders[key] {
+		return textproto.CanonicalMIMEHeaderKey(key), true
+	}
+	return "", false
+}
+
+func noTrailers(string) (string, bool) { return "", false }
+
+func (g *gw) copyHeaders(w http.ResponseWriter, md metadata.MD) {
+	for k, vs := range md {
+		if h, ok := g.outgoingHeaderMatcher(k); ok {
+			for _, v := range vs {
+				w.Header().Add(h, v)
+			}
+		}
+	}
+}
+
+// httpCodeOption sets the status of a successful unary response from the
+// x-http-code header metadata, and removes it. Streams always answer 200:
+// grpc-gateway calls the option with a nil message before a stream's first
+// message, which drops the key.
+func httpCodeOption(ctx context.Context, w http.ResponseWriter, resp proto.Message) error {
+	md, ok := runtime.ServerMetadataFromContext(ctx)
+	if !ok {
+		return nil
+	}
+	vals := md.HeaderMD.Get(HTTPCodeMetadata)
+	if len(vals) == 0 {
+		return nil
+	}
+	delete(md.HeaderMD, HTTPCodeMetadata)
+	w.Header().Del(HTTPCodeMetadata)
+	if resp == nil {
+		return nil
+	}
+	code, err := strconv.Atoi(vals[0])
+	if err != nil || code < 200 || code > 299 {
+		return nil
+	}
+	w.WriteHeader(code)
+	return nil
+}
+
+// validRequestID matches server.ValidRequestID (kept apart so the gateway
+// does not import the server): 1–128 of [A-Za-z0-9._:-].
+func validRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '-', c == '_', c == '.', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func newRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// withRequestID gives every HTTP request an id before routing, so routing
+// errors carry one too: the client's X-Request-Id when valid, else a new
+// one. It is forwarded to gRPC (which then keeps it) and echoed.
+func withRequestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get(requestIDHTTPHeader)
+		if !validRequestID(id) {
+			id = newRequestID()
+		}
+		r.Header.Set(requestIDHTTPHeader, id)
+		w.Header().Set(requestIDHTTPHeader, id)
+		next.ServeHTTP(w, r)
+	})
+}

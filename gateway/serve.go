@@ -1,0 +1,191 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+)
+
+// InProcess serves a *grpc.Server on an in-memory listener and holds a
+// client connection to it, so the gateway's calls cost no TCP round trip
+// while still crossing the whole gRPC stack (interceptors, streams).
+type InProcess struct {
+	lis  *bufconn.Listener
+	conn *grpc.ClientConn
+	done chan struct{}
+}
+
+const inProcessBuffer = 1 << 20
+
+// NewInProcess starts serving s in memory. Call it after every service is
+// registered on s (grpc-go refuses registration after Serve). Close it
+// after s is stopped.
+func NewInProcess(s *grpc.Server) (*InProcess, error) {
+	lis := bufconn.Listen(inProcessBuffer)
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return lis.DialContext(ctx)
+		}),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+	)
+	if err != nil {
+		_ = lis.Close()
+		return nil, fmt.Errorf("gateway: in-process client: %w", err)
+	}
+	p := &InProcess{lis: lis, conn: conn, done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		_ = s.Serve(lis) // returns when s stops or lis closes
+	}()
+	return p, nil
+}
+
+// Conn is the client connection to pass to New.
+func (p *InProcess) Conn() *grpc.ClientConn { return p.conn }
+
+// Close closes the connection and the listener and waits for the serving
+// goroutine. Stop (or GracefulStop) the server first, or its connections
+// stay open.
+func (p *InProcess) Close() error {
+	err := p.conn.Close()
+	_ = p.lis.Close()
+	<-p.done
+	return err
+}
+
+// IsGRPC reports whether r is a gRPC call (HTTP/2, Content-Type
+// application/grpc, application/grpc+proto, …).
+func IsGRPC(r *http.Request) bool {
+	return r.ProtoMajor == 2 && strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc")
+}
+
+// Handler answers gRPC calls with grpcServer and everything else with
+// httpHandler. Serve it with HTTP/2 enabled (Serve does).
+func Handler(grpcServer *grpc.Server, httpHandler http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if IsGRPC(r) {
+			grpcServer.ServeHTTP(w, r)
+			return
+		}
+		httpHandler.ServeHTTP(w, r)
+	})
+}
+
+// ServeOption tunes Serve and ListenAndServe.
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	shutdownTimeout time.Duration
+	grpcListener    net.Listener
+}
+
+// WithShutdownTimeout bounds each drain step of the shutdown (HTTP, then
+// gRPC); past it, remaining connections are closed. Default 15s.
+func WithShutdownTimeout(d time.Duration) ServeOption {
+	return func(c *serveConfig) { c.shutdownTimeout = d }
+}
+
+// WithGRPCListener also serves grpcServer natively on lis (gRPC only,
+// faster than the shared port's net/http path).
+func WithGRPCListener(lis net.Listener) ServeOption {
+	return func(c *serveConfig) { c.grpcListener = lis }
+}
+
+// ListenAndServe listens on addr and calls Serve.
+func ListenAndServe(ctx context.Context, addr string, grpcServer *grpc.Server, httpHandler http.Handler, logger *slog.Logger, opts ...ServeOption) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("gateway: listen %s: %w", addr, err)
+	}
+	return Serve(ctx, lis, grpcServer, httpHandler, logger, opts...)
+}
+
+// Serve answers gRPC (by content type, over h2c with prior knowledge) and
+// HTTP/1.1 and h2c (the gateway) on lis until ctx is cancelled, then shuts
+// down gracefully: stop accepting, drain HTTP (which includes gRPC calls on
+// this port) within the shutdown timeout, then GracefulStop the gRPC server
+// (in-process and extra gRPC listeners), forcing Stop past the timeout. It
+// returns nil after a shutdown caused by ctx, or the error that stopped it.
+func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpHandler http.Handler, logger *slog.Logger, opts ...ServeOption) error {
+	cfg := serveConfig{shutdownTimeout: 15 * time.Second}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if logger == nil {
+		logger = slog.Default()
+	}
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{
+		Handler:           Handler(grpcServer, httpHandler),
+		Protocols:         &protocols,
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+
+	errc := make(chan error, 2)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("gateway: serve http: %w", err)
+		}
+	}()
+	if cfg.grpcListener != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := grpcServer.Serve(cfg.grpcListener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				errc <- fmt.Errorf("gateway: serve grpc: %w", err)
+			}
+		}()
+	}
+	logger.Info("serving", slog.String("addr", lis.Addr().String()))
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+
+	shutdown(srv, grpcServer, cfg.shutdownTimeout, logger)
+	wg.Wait()
+	return serveErr
+}
+
+func shutdown(srv *http.Server, grpcServer *grpc.Server, timeout time.Duration, logger *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		logger.Warn("http drain timed out; closing connections", slog.String("error", err.Error()))
+		_ = srv.Close()
+	}
+	stopped := make(chan struct{})
+	go func() {
+		grpcServer.GracefulStop()
+		close(stopped)
+	}()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	select {
+	case <-stopped:
+	case <-timer.C:
+		logger.Warn("grpc drain timed out; stopping")
+		grpcServer.Stop()
+		<-stopped
+	}
+	logger.Info("stopped")
+}
