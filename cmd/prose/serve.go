@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/proserun/prose/gateway"
+	"github.com/proserun/prose/gen/openapi"
+	"github.com/proserun/prose/server"
+)
+
+func init() {
+	register("serve", command{summary: "serve the API (gRPC and HTTP/JSON on one port)", run: serveCmd})
+}
+
+type serveConfig struct {
+	addr     string
+	data     string
+	database string
+	logLevel string
+}
+
+func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg serveConfig
+	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "address to listen on (gRPC and HTTP)")
+	fs.StringVar(&cfg.data, "data", "./prose-data", "data directory of the embedded SQLite database")
+	fs.StringVar(&cfg.database, "database", "", "a postgres://… URL; overrides --data")
+	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
+		fmt.Fprintf(stderr, "serve: bad --log-level: %v\n", err)
+		return 2
+	}
+	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	app, err := newApp(ctx, cfg, logger, stderr)
+	if err != nil {
+		logger.Error("start", "err", err)
+		return 1
+	}
+	defer app.Close()
+
+	lis, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		logger.Error("listen", "addr", cfg.addr, "err", err)
+		return 1
+	}
+	logger.Info("serving", "addr", lis.Addr().String(), "version", server.Version)
+	if err := gateway.Serve(ctx, lis, app.grpc, app.http, logger, gateway.WithShutdownTimeout(15*time.Second)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("serve", "err", err)
+		return 1
+	}
+	logger.Info("stopped")
+	return 0
+}
+
+// app is the assembled service: the gRPC server with every service registered,
+// and the HTTP gateway that calls it through an in-process connection.
+type app struct {
+	grpc    *grpc.Server
+	http    http.Handler
+	closers []func() error
+}
+
+func (a *app) Close() {
+	for i := len(a.closers) - 1; i >= 0; i-- {
+		if err := a.closers[i](); err != nil {
+			fmt.Fprintln(os.Stderr, "close:", err)
+		}
+	}
+}
+
+func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, _ io.Writer) (*app, error) {
+	a := &app{}
+	services := server.Services{
+		LegacyV2: server.NewLegacyV2(nil),
+	}
+	a.grpc = server.New(server.Options{Logger: logger})
+	services.Register(a.grpc)
+
+	inproc, err := gateway.NewInProcess(a.grpc)
+	if err != nil {
+		return nil, fmt.Errorf("in-process connection: %w", err)
+	}
+	a.closers = append(a.closers, inproc.Close)
+	a.http, err = gateway.New(ctx, inproc.Conn(), gateway.Options{OpenAPI: openapi.JSON, Logger: logger}, gateway.Handlers()...)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	return a, nil
+}

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"google.golang.org/grpc"
+
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
+	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+)
+
+// Services holds one implementation per gRPC service. A nil member is
+// registered as its generated Unimplemented server, so every RPC of the
+// contract is routed and answers UNIMPLEMENTED (naming the method) until it is
+// built. README.md keeps the table of what is implemented.
+type Services struct {
+	Runs          platformv1.RunServiceServer
+	Automations   platformv1.AutomationServiceServer
+	Workspaces    platformv1.WorkspaceServiceServer
+	Organizations platformv1.OrganizationServiceServer
+	Exceptions    platformv1.ExceptionServiceServer
+	Events        platformv1.EventServiceServer
+	APIKeys       platformv1.ApiKeyServiceServer
+	Files         platformv1.FileServiceServer
+	Books         bookv1.BookServiceServer
+	LegacyV1      legacyv1.LegacyServiceServer
+	LegacyV2      legacyv2.LegacyServiceServer
+}
+
+type (
+	unimplementedRuns          struct{ platformv1.UnimplementedRunServiceServer }
+	unimplementedAutomations   struct{ platformv1.UnimplementedAutomationServiceServer }
+	unimplementedWorkspaces    struct{ platformv1.UnimplementedWorkspaceServiceServer }
+	unimplementedOrganizations struct{ platformv1.UnimplementedOrganizationServiceServer }
+	unimplementedExceptions    struct{ platformv1.UnimplementedExceptionServiceServer }
+	unimplementedEvents        struct{ platformv1.UnimplementedEventServiceServer }
+	unimplementedAPIKeys       struct{ platformv1.UnimplementedApiKeyServiceServer }
+	unimplementedFiles         struct{ platformv1.UnimplementedFileServiceServer }
+	unimplementedBooks         struct{ bookv1.UnimplementedBookServiceServer }
+	unimplementedLegacyV1      struct{ legacyv1.UnimplementedLegacyServiceServer }
+	unimplementedLegacyV2      struct{ legacyv2.UnimplementedLegacyServiceServer }
+)
+
+// Register adds every service of the contract to s.
+func (sv Services) Register(s grpc.ServiceRegistrar) {
+	if sv.Runs == nil {
+		sv.Runs = unimplementedRuns{}
+	}
+	if sv.Automations == nil {
+		sv.Automations = unimplementedAutomations{}
+	}
+	if sv.Workspaces == nil {
+		sv.Workspaces = unimplementedWorkspaces{}
+	}
+	if sv.Organizations == nil {
+		sv.Organizations = unimplementedOrganizations{}
+	}
+	if sv.Exceptions == nil {
+		sv.Exceptions = unimplementedExceptions{}
+	}
+	if sv.Events == nil {
+		sv.Events = unimplementedEvents{}
+	}
+	if sv.APIKeys == nil {
+		sv.APIKeys = unimplementedAPIKeys{}
+	}
+	if sv.Files == nil {
+		sv.Files = unimplementedFiles{}
+	}
+	if sv.Books == nil {
+		sv.Books = unimplementedBooks{}
+	}
+	if sv.LegacyV1 == nil {
+		sv.LegacyV1 = unimplementedLegacyV1{}
+	}
+	if sv.LegacyV2 == nil {
+		sv.LegacyV2 = unimplementedLegacyV2{}
+	}
+	platformv1.RegisterRunServiceServer(s, sv.Runs)
+	platformv1.RegisterAutomationServiceServer(s, sv.Automations)
+	platformv1.RegisterWorkspaceServiceServer(s, sv.Workspaces)
+	platformv1.RegisterOrganizationServiceServer(s, sv.Organizations)
+	platformv1.RegisterExceptionServiceServer(s, sv.Exceptions)
+	platformv1.RegisterEventServiceServer(s, sv.Events)
+	platformv1.RegisterApiKeyServiceServer(s, sv.APIKeys)
+	platformv1.RegisterFileServiceServer(s, sv.Files)
+	bookv1.RegisterBookServiceServer(s, sv.Books)
+	legacyv1.RegisterLegacyServiceServer(s, sv.LegacyV1)
+	legacyv2.RegisterLegacyServiceServer(s, sv.LegacyV2)
+}
