@@ -255,12 +255,14 @@ var AllowAll Authenticator = AuthenticatorFunc(func(ctx context.Context, _ strin
 	return ctx, nil
 })
 
-// DefaultPublicMethods are callable without credentials: gRPC health and
-// server reflection. Entries ending in "/" match a whole service.
+// DefaultPublicMethods are callable without credentials: gRPC health,
+// server reflection and the legacy GET /v2/health. Entries ending in "/"
+// match a whole service.
 var DefaultPublicMethods = []string{
 	"/grpc.health.v1.Health/",
 	"/grpc.reflection.v1.ServerReflection/",
 	"/grpc.reflection.v1alpha.ServerReflection/",
+	"/prose.legacy.v2.LegacyService/Health",
 }
 
 type publicSet struct {

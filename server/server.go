@@ -8,13 +8,16 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"log/slog"
+	"strconv"
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
+	"google.golang.org/grpc/metadata"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 )
@@ -147,4 +150,15 @@ func serverMetrics(reg prometheus.Registerer) *grpcprom.ServerMetrics {
 		return m
 	}
 	return m
+}
+
+// HTTPCodeHeader is the response header metadata key the gateway reads to
+// set the HTTP status of a successful call; it never reaches HTTP clients.
+const HTTPCodeHeader = "x-http-code"
+
+// SetHTTPStatus asks the gateway to answer a successful unary call over
+// HTTP with code (2xx, e.g. 201 for POST /v1/invoke/{share_id}). gRPC
+// clients see the header metadata x-http-code and may ignore it.
+func SetHTTPStatus(ctx context.Context, code int) error {
+	return grpc.SetHeader(ctx, metadata.Pairs(HTTPCodeHeader, strconv.Itoa(code)))
 }

@@ -1,0 +1,192 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
+	"github.com/proserun/prose/server"
+)
+
+func TestErrorHelpers(t *testing.T) {
+	tests := []struct {
+		name   string
+		err    error
+		code   codes.Code
+		reason string
+	}{
+		{"not found", server.NotFound("RUN_NOT_FOUND", "runs/1"), codes.NotFound, "RUN_NOT_FOUND"},
+		{"already exists", server.AlreadyExists("BOOK_EXISTS", "books/a/1"), codes.AlreadyExists, "BOOK_EXISTS"},
+		{"invalid", server.InvalidArgument("BAD_FILTER", "bad filter", server.Violation("filter", "unknown field x")), codes.InvalidArgument, "BAD_FILTER"},
+		{"precondition", server.FailedPrecondition("NOT_PENDING", "exception is resolved", map[string]string{"state": "RESOLVED"}), codes.FailedPrecondition, "NOT_PENDING"},
+		{"denied", server.PermissionDenied("READ_ONLY_KEY", "key is read only"), codes.PermissionDenied, "READ_ONLY_KEY"},
+		{"unauthenticated", server.Unauthenticated("API_KEY_INVALID", "invalid key"), codes.Unauthenticated, "API_KEY_INVALID"},
+		{"aborted", server.Aborted("CONCURRENT_UPDATE", "try again"), codes.Aborted, "CONCURRENT_UPDATE"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := status.Convert(tt.err)
+			if st.Code() != tt.code {
+				t.Errorf("code = %v", st.Code())
+			}
+			var info *errdetails.ErrorInfo
+			for _, d := range st.Details() {
+				if i, ok := d.(*errdetails.ErrorInfo); ok {
+					info = i
+				}
+			}
+			if info == nil || info.GetReason() != tt.reason || info.GetDomain() != server.ErrorDomain {
+				t.Errorf("ErrorInfo = %v", info)
+			}
+		})
+	}
+	st := status.Convert(server.NotFound("RUN_NOT_FOUND", "runs/1"))
+	if st.Message() != "runs/1 not found" {
+		t.Errorf("message = %q", st.Message())
+	}
+	for _, d := range st.Details() {
+		if i, ok := d.(*errdetails.ErrorInfo); ok && i.GetMetadata()["resource_name"] != "runs/1" {
+			t.Errorf("metadata = %v", i.GetMetadata())
+		}
+	}
+}
+
+func TestToStatus(t *testing.T) {
+	tests := []struct {
+		err      error
+		code     codes.Code
+		replaced bool
+	}{
+		{server.NotFound("X", "y"), codes.NotFound, false},
+		{fmt.Errorf("wrapped: %w", server.NotFound("X", "y")), codes.NotFound, false},
+		{errors.New("plain"), codes.Internal, true},
+		{status.Error(codes.Unknown, "unknown"), codes.Internal, true},
+		{context.Canceled, codes.Canceled, true},
+		{fmt.Errorf("q: %w", context.DeadlineExceeded), codes.DeadlineExceeded, true},
+	}
+	for _, tt := range tests {
+		st, replaced := server.ToStatus(tt.err)
+		if st.Code() != tt.code || replaced != tt.replaced {
+			t.Errorf("ToStatus(%v) = %v, %v", tt.err, st.Code(), replaced)
+		}
+		if tt.code == codes.Internal && st.Message() != "internal error" {
+			t.Errorf("ToStatus(%v) message %q leaks", tt.err, st.Message())
+		}
+	}
+}
+
+func violations(t *testing.T, err error) []string {
+	t.Helper()
+	st := status.Convert(err)
+	if st.Code() != codes.InvalidArgument {
+		t.Fatalf("code = %v (%v)", st.Code(), err)
+	}
+	var out []string
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				out = append(out, v.GetField())
+			}
+		}
+	}
+	return out
+}
+
+func TestValidate(t *testing.T) {
+	if err := server.Validate(&legacyv2.CreateRunRequest{Name: "n", ProcessId: "p", AgentId: "a", Stage: "Draft"}); err != nil {
+		t.Fatalf("complete request: %v", err)
+	}
+	got := violations(t, server.Validate(&legacyv2.CreateRunRequest{}))
+	if fmt.Sprint(got) != "[name process_id agent_id stage]" {
+		t.Errorf("violations = %v", got)
+	}
+	// Nested messages, lists and maps are walked; every missing field is named.
+	if got := violations(t, server.Validate(nestedMessage(t))); fmt.Sprint(got) != "[a inner.b items[1].b]" {
+		t.Errorf("nested violations = %v", got)
+	}
+	if server.Reason(server.Validate(&legacyv2.GetRunRequest{})) != server.ReasonRequiredFieldMissing {
+		t.Error("reason")
+	}
+	// Not a proto message: nothing to check.
+	if err := server.Validate(struct{}{}); err != nil {
+		t.Error(err)
+	}
+}
+
+// validator is a request with its own Validate method.
+type validator struct {
+	legacyv2.GetRunRequest
+	err error
+}
+
+func (v *validator) Validate() error { return v.err }
+
+func TestValidateMethod(t *testing.T) {
+	err := server.Validate(&validator{GetRunRequest: legacyv2.GetRunRequest{Id: "x"}, err: errors.New("id must be numeric")})
+	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != "id must be numeric" {
+		t.Errorf("plain Validate error: %v", err)
+	}
+	want := server.FailedPrecondition("NOPE", "no", nil)
+	if err := server.Validate(&validator{GetRunRequest: legacyv2.GetRunRequest{Id: "x"}, err: want}); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("status Validate error: %v", err)
+	}
+}
+
+// nestedMessage builds, without generated code, a message
+//
+//	message Outer { string a = 1 [REQUIRED]; Inner inner = 2; repeated Inner items = 3; }
+//	message Inner { string b = 1 [REQUIRED]; }
+//
+// with a unset, inner set but empty, and items = [{b: "x"}, {}].
+func nestedMessage(t *testing.T) proto.Message {
+	t.Helper()
+	required := func() *descriptorpb.FieldOptions {
+		o := &descriptorpb.FieldOptions{}
+		proto.SetExtension(o, annotations.E_FieldBehavior, []annotations.FieldBehavior{annotations.FieldBehavior_REQUIRED})
+		return o
+	}
+	str := descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum()
+	msg := descriptorpb.FieldDescriptorProto_TYPE_MESSAGE.Enum()
+	opt := descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum()
+	rep := descriptorpb.FieldDescriptorProto_LABEL_REPEATED.Enum()
+	fd, err := protodesc.NewFile(&descriptorpb.FileDescriptorProto{
+		Name:    proto.String("servertest/nested.proto"),
+		Package: proto.String("servertest"),
+		Syntax:  proto.String("proto3"),
+		MessageType: []*descriptorpb.DescriptorProto{
+			{Name: proto.String("Outer"), Field: []*descriptorpb.FieldDescriptorProto{
+				{Name: proto.String("a"), JsonName: proto.String("a"), Number: proto.Int32(1), Type: str, Label: opt, Options: required()},
+				{Name: proto.String("inner"), JsonName: proto.String("inner"), Number: proto.Int32(2), Type: msg, Label: opt, TypeName: proto.String(".servertest.Inner")},
+				{Name: proto.String("items"), JsonName: proto.String("items"), Number: proto.Int32(3), Type: msg, Label: rep, TypeName: proto.String(".servertest.Inner")},
+			}},
+			{Name: proto.String("Inner"), Field: []*descriptorpb.FieldDescriptorProto{
+				{Name: proto.String("b"), JsonName: proto.String("b"), Number: proto.Int32(1), Type: str, Label: opt, Options: required()},
+			}},
+		},
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outerD := fd.Messages().ByName("Outer")
+	innerD := fd.Messages().ByName("Inner")
+	outer := dynamicpb.NewMessage(outerD)
+	outer.Set(outerD.Fields().ByName("inner"), protoreflect.ValueOfMessage(dynamicpb.NewMessage(innerD)))
+	items := outer.Mutable(outerD.Fields().ByName("items")).List()
+	first := dynamicpb.NewMessage(innerD)
+	first.Set(innerD.Fields().ByName("b"), protoreflect.ValueOfString("x"))
+	items.Append(protoreflect.ValueOfMessage(first))
+	items.Append(protoreflect.ValueOfMessage(dynamicpb.NewMessage(innerD)))
+	return outer
+}

@@ -1,0 +1,241 @@
+package server_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/test/bufconn"
+
+	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
+	"github.com/proserun/prose/server"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuffer is a log sink safe for the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fakeLegacy answers GetRun by id: "panic" panics, "plain" returns a
+// non-status error, "slow" waits for its context; anything else is NOT_FOUND.
+type fakeLegacy struct {
+	legacyv2.UnimplementedLegacyServiceServer
+	sawRequestID chan string
+}
+
+func (f *fakeLegacy) GetRun(ctx context.Context, req *legacyv2.GetRunRequest) (*legacyv2.Run, error) {
+	if f.sawRequestID != nil {
+		f.sawRequestID <- server.RequestID(ctx)
+	}
+	switch req.GetId() {
+	case "panic":
+		panic("boom")
+	case "plain":
+		return nil, errors.New("database is on fire")
+	case "ok":
+		return &legacyv2.Run{Id: "ok"}, nil
+	}
+	return nil, server.NotFound("RUN_NOT_FOUND", "runs/"+req.GetId())
+}
+
+func (f *fakeLegacy) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest) (*legacyv2.Run, error) {
+	return &legacyv2.Run{Id: "r1", Name: req.GetName()}, nil
+}
+
+func (f *fakeLegacy) Health(context.Context, *legacyv2.HealthRequest) (*legacyv2.HealthResponse, error) {
+	return &legacyv2.HealthResponse{}, nil
+}
+
+type env struct {
+	conn *grpc.ClientConn
+	logs *syncBuffer
+}
+
+func start(t *testing.T, opts server.Options, impl legacyv2.LegacyServiceServer) *env {
+	t.Helper()
+	logs := &syncBuffer{}
+	opts.Logger = slog.New(slog.NewJSONHandler(logs, nil))
+	opts.Registerer = prometheus.NewRegistry()
+	s := server.New(opts)
+	legacyv2.RegisterLegacyServiceServer(s, impl)
+	lis := bufconn.Listen(1 << 20)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = s.Serve(lis) }()
+	conn, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = conn.Close()
+		s.Stop()
+		<-done
+	})
+	return &env{conn: conn, logs: logs}
+}
+
+func TestPanicBecomesInternal(t *testing.T) {
+	e := start(t, server.Options{}, &fakeLegacy{})
+	c := legacyv2.NewLegacyServiceClient(e.conn)
+	_, err := c.GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "panic"})
+	if status.Code(err) != codes.Internal {
+		t.Fatalf("code = %v, want INTERNAL (%v)", status.Code(err), err)
+	}
+	if strings.Contains(err.Error(), "boom") {
+		t.Errorf("panic value leaked to the client: %v", err)
+	}
+	if !strings.Contains(e.logs.String(), "panic in handler") || !strings.Contains(e.logs.String(), "goroutine") {
+		t.Errorf("panic and stack not logged:\n%s", e.logs)
+	}
+	// The server is still up.
+	if _, err := c.GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "ok"}); err != nil {
+		t.Fatalf("after panic: %v", err)
+	}
+}
+
+func TestNonStatusErrorBecomesGenericInternal(t *testing.T) {
+	e := start(t, server.Options{}, &fakeLegacy{})
+	_, err := legacyv2.NewLegacyServiceClient(e.conn).GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "plain"})
+	st := status.Convert(err)
+	if st.Code() != codes.Internal || st.Message() != "internal error" {
+		t.Fatalf("got %v %q, want INTERNAL \"internal error\"", st.Code(), st.Message())
+	}
+	if server.Reason(err) != server.ReasonInternal {
+		t.Errorf("reason = %q", server.Reason(err))
+	}
+	if !strings.Contains(e.logs.String(), "database is on fire") {
+		t.Errorf("original error not logged:\n%s", e.logs)
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	f := &fakeLegacy{sawRequestID: make(chan string, 1)}
+	e := start(t, server.Options{}, f)
+	c := legacyv2.NewLegacyServiceClient(e.conn)
+
+	t.Run("given", func(t *testing.T) {
+		var hdr metadata.MD
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "x-request-id", "abc-123")
+		_, _ = c.GetRun(ctx, &legacyv2.GetRunRequest{Id: "ok"}, grpc.Header(&hdr))
+		if got := <-f.sawRequestID; got != "abc-123" {
+			t.Errorf("handler saw %q", got)
+		}
+		if got := hdr.Get("x-request-id"); len(got) != 1 || got[0] != "abc-123" {
+			t.Errorf("header x-request-id = %v", got)
+		}
+	})
+	t.Run("made", func(t *testing.T) {
+		var hdr, trl metadata.MD
+		_, err := c.GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "missing"}, grpc.Header(&hdr), grpc.Trailer(&trl))
+		if status.Code(err) != codes.NotFound {
+			t.Fatalf("err = %v", err)
+		}
+		id := <-f.sawRequestID
+		if len(id) != 32 {
+			t.Errorf("made id %q", id)
+		}
+		got := append(hdr.Get("x-request-id"), trl.Get("x-request-id")...)
+		if len(got) == 0 || got[0] != id {
+			t.Errorf("x-request-id header/trailer = %v, want %q", got, id)
+		}
+		if !strings.Contains(e.logs.String(), `"request_id":"`+id+`"`) {
+			t.Errorf("request id not in the call's log line:\n%s", e.logs)
+		}
+	})
+	t.Run("invalid replaced", func(t *testing.T) {
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "x-request-id", "bad id with spaces")
+		_, _ = c.GetRun(ctx, &legacyv2.GetRunRequest{Id: "ok"})
+		if got := <-f.sawRequestID; got == "bad id with spaces" || got == "" {
+			t.Errorf("handler saw %q", got)
+		}
+	})
+}
+
+func TestLogLine(t *testing.T) {
+	e := start(t, server.Options{}, &fakeLegacy{})
+	_, _ = legacyv2.NewLegacyServiceClient(e.conn).GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "nope"})
+	logs := e.logs.String()
+	for _, want := range []string{`"msg":"rpc"`, `"method":"/prose.legacy.v2.LegacyService/GetRun"`, `"code":"NotFound"`, `"duration":`, `"request_id":`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %s:\n%s", want, logs)
+		}
+	}
+}
+
+func TestAuth(t *testing.T) {
+	auth := server.AuthenticatorFunc(func(ctx context.Context, method string) (context.Context, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		if len(md.Get("x-api-key")) == 0 {
+			return nil, server.Unauthenticated("API_KEY_MISSING", "missing x-api-key")
+		}
+		return ctx, nil
+	})
+	e := start(t, server.Options{Authenticator: auth}, &fakeLegacy{})
+	c := legacyv2.NewLegacyServiceClient(e.conn)
+
+	_, err := c.GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "ok"})
+	if status.Code(err) != codes.Unauthenticated || server.Reason(err) != "API_KEY_MISSING" {
+		t.Errorf("without key: %v", err)
+	}
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-api-key", "k")
+	if _, err := c.GetRun(ctx, &legacyv2.GetRunRequest{Id: "ok"}); err != nil {
+		t.Errorf("with key: %v", err)
+	}
+	// Public methods skip the authenticator.
+	if _, err := c.Health(context.Background(), &legacyv2.HealthRequest{}); err != nil {
+		t.Errorf("v2 health: %v", err)
+	}
+	if _, err := healthpb.NewHealthClient(e.conn).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Errorf("grpc health: %v", err)
+	}
+}
+
+func TestValidationOverGRPC(t *testing.T) {
+	e := start(t, server.Options{}, &fakeLegacy{})
+	_, err := legacyv2.NewLegacyServiceClient(e.conn).CreateRun(context.Background(), &legacyv2.CreateRunRequest{Name: "n", Stage: "Draft"})
+	st := status.Convert(err)
+	if st.Code() != codes.InvalidArgument {
+		t.Fatalf("err = %v", err)
+	}
+	var fields []string
+	for _, d := range st.Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				fields = append(fields, v.GetField())
+			}
+		}
+	}
+	if strings.Join(fields, ",") != "process_id,agent_id" {
+		t.Errorf("violations = %v", fields)
+	}
+}
