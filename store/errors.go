@@ -1,0 +1,27 @@
+package store
+
+import "errors"
+
+// Sentinel errors. Every method of every interface in this package returns
+// errors that wrap at most one of these (checked with errors.Is), with context
+// in the message. Any other error is an internal failure of the backend.
+var (
+	// ErrNotFound: the addressed record, or a parent or referenced record, does
+	// not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a record with the same identity or unique key exists.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrFailedPrecondition: the system is not in a state the operation needs
+	// (a built-in role cannot be deleted, a role of the wrong scope, ...).
+	ErrFailedPrecondition = errors.New("failed precondition")
+	// ErrConflict: a concurrent change won (a compare-and-set lost, a lease is
+	// held by another owner, a state transition raced). Retrying after a re-read
+	// may succeed. Maps to ABORTED.
+	ErrConflict = errors.New("conflict")
+	// ErrInvalidArgument: a malformed request: negative page size, a page token
+	// that is corrupt or bound to other parameters, a filter or order_by outside
+	// the allow-list.
+	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrResourceExhausted: a quota is reached (API keys per organization).
+	ErrResourceExhausted = errors.New("resource exhausted")
+)

@@ -1,0 +1,215 @@
+package sqlstore
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/pagination"
+)
+
+// keyKind is the type of a sort key column.
+type keyKind int
+
+const (
+	keyText keyKind = iota
+	keyTime
+	keyInt
+)
+
+// sortCol maps a public order_by field to a column expression.
+type sortCol struct {
+	Field string
+	Col   string
+	Kind  keyKind
+}
+
+// keyset describes the sort of one list query: the order_by fields, then the
+// id tiebreaker.
+type keyset struct {
+	cols []sortCol
+	desc []bool
+}
+
+// newKeyset resolves an order_by against the columns of a resource and
+// appends idCol as tiebreaker in the direction of the last field.
+func newKeyset(ob store.OrderBy, def store.OrderBy, cols map[string]sortCol, idCol string) (keyset, error) {
+	if len(ob) == 0 {
+		ob = def
+	}
+	var k keyset
+	for _, f := range ob {
+		c, ok := cols[f.Field]
+		if !ok {
+			return keyset{}, fmt.Errorf("%w: order_by: unsupported field %q", store.ErrInvalidArgument, f.Field)
+		}
+		k.cols = append(k.cols, c)
+		k.desc = append(k.desc, f.Desc)
+	}
+	last := false
+	if n := len(k.desc); n > 0 {
+		last = k.desc[n-1]
+	}
+	k.cols = append(k.cols, sortCol{Field: "id", Col: idCol, Kind: keyText})
+	k.desc = append(k.desc, last)
+	return k, nil
+}
+
+// orderBy renders the ORDER BY clause body.
+func (k keyset) orderBy() string {
+	parts := make([]string, len(k.cols))
+	for i, c := range k.cols {
+		parts[i] = c.Col
+		if k.desc[i] {
+			parts[i] += " DESC"
+		} else {
+			parts[i] += " ASC"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (k keyset) value(i int, s string) (any, error) {
+	switch k.cols[i].Kind {
+	case keyTime:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: page_token is malformed", store.ErrInvalidArgument)
+		}
+		return time.UnixMicro(n).UTC(), nil
+	case keyInt:
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: page_token is malformed", store.ErrInvalidArgument)
+		}
+		return n, nil
+	}
+	return s, nil
+}
+
+// after renders the condition selecting rows strictly after the row whose
+// sort key is keys. With one direction it is a row-value comparison (which
+// both engines turn into an index range); with mixed directions the
+// expanded OR form.
+func (k keyset) after(a *store.Args, keys []string) (string, error) {
+	vals := make([]any, len(keys))
+	for i, s := range keys {
+		v, err := k.value(i, s)
+		if err != nil {
+			return "", err
+		}
+		vals[i] = v
+	}
+	same := true
+	for _, d := range k.desc {
+		same = same && d == k.desc[0]
+	}
+	if same {
+		op := ">"
+		if k.desc[0] {
+			op = "<"
+		}
+		cols := make([]string, len(k.cols))
+		ph := make([]string, len(k.cols))
+		for i, c := range k.cols {
+			cols[i] = c.Col
+			ph[i] = a.Add(vals[i])
+		}
+		return fmt.Sprintf("(%s) %s (%s)", strings.Join(cols, ", "), op, strings.Join(ph, ", ")), nil
+	}
+	var ors []string
+	for i := range k.cols {
+		var ands []string
+		for j := 0; j < i; j++ {
+			ands = append(ands, fmt.Sprintf("%s = %s", k.cols[j].Col, a.Add(vals[j])))
+		}
+		op := ">"
+		if k.desc[i] {
+			op = "<"
+		}
+		ands = append(ands, fmt.Sprintf("%s %s %s", k.cols[i].Col, op, a.Add(vals[i])))
+		ors = append(ors, "("+strings.Join(ands, " AND ")+")")
+	}
+	return "(" + strings.Join(ors, " OR ") + ")", nil
+}
+
+// binding is the canonical text of the order_by, bound into tokens.
+func (k keyset) binding() string {
+	parts := make([]string, len(k.cols))
+	for i, c := range k.cols {
+		parts[i] = c.Field
+		if k.desc[i] {
+			parts[i] += " desc"
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+func timeKey(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
+
+// listQuery assembles a keyset-paged SELECT.
+type listQuery struct {
+	a       *store.Args
+	selects string // "SELECT ... FROM ... "
+	where   []string
+	ks      keyset
+	bind    pagination.Binding
+	size    int
+}
+
+// newList starts a list query: it decodes the token (bound to parts plus the
+// filter and the ordering) and adds the keyset condition.
+func newList(d store.Dialect, ks keyset, f store.Filter, token string, size int, selects string, parts ...string) (*listQuery, error) {
+	parts = append(parts, "filter="+store.FilterKey(f), "order_by="+ks.binding())
+	lq := &listQuery{a: store.NewArgs(d), selects: selects, ks: ks, bind: pagination.Bind(parts...), size: pagination.Normalize(size)}
+	keys, err := pagination.Decode(token, lq.bind, len(ks.cols))
+	if err != nil {
+		return nil, err
+	}
+	if f != nil {
+		cond, err := f.SQL(lq.a)
+		if err != nil {
+			return nil, err
+		}
+		lq.where = append(lq.where, cond)
+	}
+	if keys != nil {
+		cond, err := ks.after(lq.a, keys)
+		if err != nil {
+			return nil, err
+		}
+		lq.where = append(lq.where, cond)
+	}
+	return lq, nil
+}
+
+// cond adds a condition; args must be added through lq.a by the caller.
+func (lq *listQuery) cond(c string) { lq.where = append(lq.where, c) }
+
+// sql renders the query fetching one row more than the page, to know
+// whether a next page exists.
+func (lq *listQuery) sql() string {
+	var b strings.Builder
+	b.WriteString(lq.selects)
+	if len(lq.where) > 0 {
+		b.WriteString(" WHERE ")
+		b.WriteString(strings.Join(lq.where, " AND "))
+	}
+	b.WriteString(" ORDER BY ")
+	b.WriteString(lq.ks.orderBy())
+	b.WriteString(" LIMIT ")
+	b.WriteString(lq.a.Add(lq.size + 1))
+	return b.String()
+}
+
+// page trims items to the page size and makes the next token from the last
+// item's keys.
+func page[T any](lq *listQuery, items []T, keys func(T) []string) store.Page[T] {
+	if len(items) <= lq.size {
+		return store.Page[T]{Items: items}
+	}
+	items = items[:lq.size]
+	return store.Page[T]{Items: items, NextPageToken: pagination.Encode(lq.bind, keys(items[len(items)-1]))}
+}

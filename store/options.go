@@ -1,0 +1,29 @@
+package store
+
+import "time"
+
+// Options configure a backend.
+type Options struct {
+	// Now is the clock used for create/update times; nil means time.Now.
+	Now func() time.Time
+	// SkipMigrations opens the database without applying migrations.
+	SkipMigrations bool
+}
+
+// Option changes Options.
+type Option func(*Options)
+
+// WithClock sets the clock.
+func WithClock(now func() time.Time) Option { return func(o *Options) { o.Now = now } }
+
+// WithoutMigrations opens without migrating (for read-only tools).
+func WithoutMigrations() Option { return func(o *Options) { o.SkipMigrations = true } }
+
+// ApplyOptions folds opts into Options.
+func ApplyOptions(opts []Option) Options {
+	var o Options
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}

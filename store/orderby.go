@@ -1,0 +1,83 @@
+package store
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// OrderField is one field of an AIP-132 order_by.
+type OrderField struct {
+	Field string
+	Desc  bool
+}
+
+// OrderBy is a parsed, allow-listed order_by. The backends always append the
+// record id as the last tiebreaker (in the direction of the last field).
+type OrderBy []OrderField
+
+// String renders o canonically ("title, create_time desc").
+func (o OrderBy) String() string {
+	parts := make([]string, len(o))
+	for i, f := range o {
+		parts[i] = f.Field
+		if f.Desc {
+			parts[i] += " desc"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Ordering is the order_by allow-list of one list method.
+type Ordering struct {
+	Fields  []string
+	Default OrderBy
+}
+
+// Orderings of the list methods.
+var (
+	WorkspaceOrdering = Ordering{
+		Fields:  []string{"title", "create_time", "update_time"},
+		Default: OrderBy{{Field: "create_time", Desc: true}},
+	}
+	WorkspaceUserOrdering = Ordering{
+		Fields:  []string{"display_name", "email", "created_time", "updated_time"},
+		Default: OrderBy{{Field: "created_time", Desc: true}},
+	}
+	ExceptionOrdering = Ordering{
+		Fields:  []string{"create_time", "update_time"},
+		Default: OrderBy{{Field: "create_time", Desc: true}},
+	}
+)
+
+// ParseOrderBy parses an AIP-132 order_by ("a, b desc") and checks every field
+// against the allow-list. An empty string yields the default ordering. Errors
+// wrap ErrInvalidArgument. A field may appear once.
+func ParseOrderBy(s string, allowed Ordering) (OrderBy, error) {
+	if strings.TrimSpace(s) == "" {
+		return slices.Clone(allowed.Default), nil
+	}
+	var out OrderBy
+	for part := range strings.SplitSeq(s, ",") {
+		words := strings.Fields(part)
+		var f OrderField
+		switch {
+		case len(words) == 1:
+			f.Field = words[0]
+		case len(words) == 2 && (words[1] == "desc" || words[1] == "asc"):
+			f.Field, f.Desc = words[0], words[1] == "desc"
+		case len(words) == 0:
+			return nil, fmt.Errorf("%w: order_by %q: empty field", ErrInvalidArgument, s)
+		default:
+			return nil, fmt.Errorf("%w: order_by %q: %q is not \"field\" or \"field desc\"", ErrInvalidArgument, s, strings.TrimSpace(part))
+		}
+		if !slices.Contains(allowed.Fields, f.Field) {
+			return nil, fmt.Errorf("%w: order_by: unsupported field %q (allowed: %s)", ErrInvalidArgument, f.Field, strings.Join(allowed.Fields, ", "))
+		}
+		if slices.ContainsFunc(out, func(o OrderField) bool { return o.Field == f.Field }) {
+			return nil, fmt.Errorf("%w: order_by: field %q given twice", ErrInvalidArgument, f.Field)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}

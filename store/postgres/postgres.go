@@ -1,0 +1,138 @@
+// Package postgres is the PostgreSQL store backend over a pgx connection
+// pool (github.com/jackc/pgx/v5/pgxpool), used through pgx's database/sql
+// adapter so both backends share one implementation.
+package postgres
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/internal/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is the PostgreSQL store.
+type Store struct {
+	*sqlstore.DB
+	pool    *pgxpool.Pool
+	db      *sql.DB
+	ownPool bool
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Open connects to the database at url (postgres://...), applies the
+// migrations (under an advisory lock, so several servers may start at once)
+// and returns the store. Close closes the pool.
+func Open(ctx context.Context, url string, opts ...store.Option) (*Store, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse url: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: connect: %w", err)
+	}
+	s, err := New(ctx, pool, opts...)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownPool = true
+	return s, nil
+}
+
+// New wraps an existing pool (migrating it unless WithoutMigrations). Close
+// does not close a pool passed to New.
+func New(ctx context.Context, pool *pgxpool.Pool, opts ...store.Option) (*Store, error) {
+	o := store.ApplyOptions(opts)
+	db := stdlib.OpenDBFromPool(pool)
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("postgres: ping: %w", err)
+	}
+	if !o.SkipMigrations {
+		if _, err := migrate(ctx, db); err != nil {
+			_ = db.Close()
+			return nil, err
+		}
+	}
+	s := &Store{pool: pool, db: db}
+	s.DB = sqlstore.New(sqlstore.Config{
+		Dialect: store.Postgres, Read: db, Write: db, Classify: classify, Now: o.Now,
+		OnClose: func() error {
+			if s.ownPool {
+				s.pool.Close()
+			}
+			return nil
+		},
+	})
+	return s, nil
+}
+
+// Migrate applies the embedded migrations to the database at url and
+// returns the version reached.
+func Migrate(ctx context.Context, url string) (int64, error) {
+	s, err := Open(ctx, url, store.WithoutMigrations())
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	return migrate(ctx, s.db)
+}
+
+func migrate(ctx context.Context, db *sql.DB) (int64, error) {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return 0, err
+	}
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return 0, err
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
+		goose.WithDisableGlobalRegistry(true), goose.WithSessionLocker(locker))
+	if err != nil {
+		return 0, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return 0, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return p.GetDBVersion(ctx)
+}
+
+// Pool is the pgx pool (for bulk loads with CopyFrom in benchmarks and
+// tools).
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// SQLDB is the database/sql view of the pool.
+func (s *Store) SQLDB() *sql.DB { return s.db }
+
+func classify(err error) sqlstore.ErrorKind {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return sqlstore.KindOther
+	}
+	switch pe.Code {
+	case "23505":
+		return sqlstore.KindUnique
+	case "23503":
+		return sqlstore.KindForeignKey
+	case "40001", "40P01":
+		return sqlstore.KindBusy
+	}
+	return sqlstore.KindOther
+}

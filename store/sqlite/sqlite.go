@@ -1,0 +1,169 @@
+// Package sqlite is the embedded store backend: one SQLite database file
+// (modernc.org/sqlite, pure Go) in WAL mode with foreign keys on and a busy
+// timeout. Writes go through a single connection (SQLite has one writer;
+// queuing in Go beats spinning on SQLITE_BUSY); reads use a pool.
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+
+	"github.com/pressly/goose/v3"
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/internal/sqlstore"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// FileName is the database file inside a data directory.
+const FileName = "prose.db"
+
+// Store is the SQLite store.
+type Store struct {
+	*sqlstore.DB
+	w, r *sql.DB
+	path string
+}
+
+var _ store.Store = (*Store)(nil)
+
+// Path returns the database file path for a data directory or file path:
+// a path ending in ".db" is the file itself; anything else is a directory
+// holding prose.db.
+func Path(dirOrFile string) string {
+	if strings.HasSuffix(dirOrFile, ".db") {
+		return dirOrFile
+	}
+	return filepath.Join(dirOrFile, FileName)
+}
+
+func dsn(path string, readOnly bool) string {
+	q := url.Values{}
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "busy_timeout(10000)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		q.Set("_txlock", "immediate")
+	}
+	return "file:" + path + "?" + q.Encode()
+}
+
+// Open opens (creating the directory and file if missing) the database in
+// dirOrFile and applies the migrations.
+func Open(ctx context.Context, dirOrFile string, opts ...store.Option) (*Store, error) {
+	o := store.ApplyOptions(opts)
+	path := Path(dirOrFile)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("sqlite: create data directory: %w", err)
+	}
+	w, err := sql.Open("sqlite", dsn(path, false))
+	if err != nil {
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := w.PingContext(ctx); err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	if !o.SkipMigrations {
+		if err := migrate(ctx, w); err != nil {
+			_ = w.Close()
+			return nil, err
+		}
+	}
+	r, err := sql.Open("sqlite", dsn(path, true))
+	if err != nil {
+		_ = w.Close()
+		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
+	}
+	n := max(4, runtime.GOMAXPROCS(0))
+	r.SetMaxOpenConns(n)
+	r.SetMaxIdleConns(n)
+	r.SetConnMaxIdleTime(0)
+	r.SetConnMaxLifetime(0)
+	s := &Store{w: w, r: r, path: path}
+	s.DB = sqlstore.New(sqlstore.Config{Dialect: store.SQLite, Read: r, Write: w, Classify: classify, Now: o.Now})
+	return s, nil
+}
+
+// Migrate applies the embedded migrations to the database in dirOrFile
+// (creating it if missing) and returns the version reached.
+func Migrate(ctx context.Context, dirOrFile string) (int64, error) {
+	s, err := Open(ctx, dirOrFile, store.WithoutMigrations())
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	if err := migrate(ctx, s.w); err != nil {
+		return 0, err
+	}
+	p, err := provider(s.w)
+	if err != nil {
+		return 0, err
+	}
+	return p.GetDBVersion(ctx)
+}
+
+func provider(db *sql.DB) (*goose.Provider, error) {
+	sub, err := fs.Sub(migrations, "migrations")
+	if err != nil {
+		return nil, err
+	}
+	return goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true))
+}
+
+func migrate(ctx context.Context, db *sql.DB) error {
+	p, err := provider(db)
+	if err != nil {
+		return fmt.Errorf("sqlite: migrations: %w", err)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		return fmt.Errorf("sqlite: migrate: %w", err)
+	}
+	return nil
+}
+
+// WriteDB is the single-connection write handle (for bulk loads in
+// benchmarks and tools). Do not hold it across calls into the store.
+func (s *Store) WriteDB() *sql.DB { return s.w }
+
+// ReadDB is the read pool.
+func (s *Store) ReadDB() *sql.DB { return s.r }
+
+// FilePath is the database file.
+func (s *Store) FilePath() string { return s.path }
+
+func classify(err error) sqlstore.ErrorKind {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return sqlstore.KindOther
+	}
+	switch se.Code() {
+	case sqlite3.SQLITE_CONSTRAINT_UNIQUE, sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY:
+		return sqlstore.KindUnique
+	case sqlite3.SQLITE_CONSTRAINT_FOREIGNKEY:
+		return sqlstore.KindForeignKey
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED, sqlite3.SQLITE_BUSY_SNAPSHOT:
+		return sqlstore.KindBusy
+	}
+	return sqlstore.KindOther
+}
