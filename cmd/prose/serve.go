@@ -28,6 +28,9 @@ type serveConfig struct {
 	data     string
 	database string
 	logLevel string
+
+	// serverOptions are extra gRPC server options (tests use them to observe calls).
+	serverOptions []grpc.ServerOption
 }
 
 func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -94,7 +97,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, _ io.Writ
 	services := server.Services{
 		LegacyV2: server.NewLegacyV2(nil),
 	}
-	a.grpc = server.New(server.Options{Logger: logger})
+	a.grpc = server.New(server.Options{Logger: logger, ServerOptions: cfg.serverOptions})
 	services.Register(a.grpc)
 
 	inproc, err := gateway.NewInProcess(a.grpc)
