@@ -1,0 +1,614 @@
+package gateway_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
+	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/gateway"
+	"github.com/proserun/prose/server"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// --- fakes ----------------------------------------------------------------
+
+// errorFor maps a magic id to the error a fake handler returns.
+func errorFor(id string) error {
+	switch id {
+	case "missing":
+		return server.NotFound("RUN_NOT_FOUND", "runs/missing")
+	case "denied":
+		return server.PermissionDenied("DEPARTMENT_MISMATCH", "mismatch with department")
+	case "bad":
+		return server.InvalidArgument("BAD_ID", "bad id", server.Violation("id", "must be numeric"))
+	case "conflict":
+		return server.FailedPrecondition("NOT_PENDING", "not pending", nil)
+	case "plain":
+		return io.ErrUnexpectedEOF
+	case "panic":
+		panic("handler exploded")
+	}
+	return nil
+}
+
+type fakeV1 struct {
+	legacyv1.UnimplementedLegacyServiceServer
+	mu  sync.Mutex
+	md  metadata.MD
+	req *legacyv1.InvokeRequest
+}
+
+func (f *fakeV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*legacyv1.InvokeResponse, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	f.mu.Lock()
+	f.md, f.req = md, req
+	f.mu.Unlock()
+	if err := errorFor(req.GetShareId()); err != nil {
+		return nil, err
+	}
+	_ = grpc.SetHeader(ctx, metadata.Pairs("internal-secret", "s3cr3t"))
+	_ = server.SetHTTPStatus(ctx, http.StatusCreated)
+	return &legacyv1.InvokeResponse{WorkerId: "w-1"}, nil
+}
+
+func (f *fakeV1) GetRunStatus(ctx context.Context, req *legacyv1.GetRunStatusRequest) (*legacyv1.GetRunStatusResponse, error) {
+	if err := errorFor(req.GetWorkerId()); err != nil {
+		return nil, err
+	}
+	return &legacyv1.GetRunStatusResponse{State: "done"}, nil
+}
+
+type fakeV2 struct {
+	legacyv2.UnimplementedLegacyServiceServer
+}
+
+func (fakeV2) Health(context.Context, *legacyv2.HealthRequest) (*legacyv2.HealthResponse, error) {
+	return &legacyv2.HealthResponse{}, nil
+}
+
+func (fakeV2) GetRun(ctx context.Context, req *legacyv2.GetRunRequest) (*legacyv2.Run, error) {
+	if err := errorFor(req.GetId()); err != nil {
+		return nil, err
+	}
+	return &legacyv2.Run{Id: req.GetId(), Name: "n"}, nil
+}
+
+func (fakeV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest) (*legacyv2.Run, error) {
+	return &legacyv2.Run{Id: "r-1", Name: req.GetName()}, nil
+}
+
+type fakeBooks struct {
+	bookv1.UnimplementedBookServiceServer
+}
+
+func (fakeBooks) GetBook(ctx context.Context, req *bookv1.GetBookRequest) (*bookv1.GetBookResponse, error) {
+	if req.GetName() == "known" {
+		return &bookv1.GetBookResponse{Book: &bookv1.Book{Name: "known", Version: req.GetVersion(), DisplayName: "Known"}}, nil
+	}
+	return nil, server.NotFound("BOOK_NOT_FOUND", "books/"+req.GetName()+"/versions/"+req.GetVersion())
+}
+
+func (fakeBooks) ListWorkspaceBooks(context.Context, *bookv1.ListWorkspaceBooksRequest) (*bookv1.ListWorkspaceBooksResponse, error) {
+	return &bookv1.ListWorkspaceBooksResponse{}, nil
+}
+
+func (fakeBooks) CreateWorkspaceBook(ctx context.Context, req *bookv1.CreateWorkspaceBookRequest) (*bookv1.Book, error) {
+	return req.GetBook(), nil
+}
+
+type fakeEvents struct {
+	platformv1.UnimplementedEventServiceServer
+}
+
+// StreamEvents sends two events; for run "broken" it fails after the first.
+func (fakeEvents) StreamEvents(req *platformv1.StreamEventsRequest, stream grpc.ServerStreamingServer[platformv1.StreamEventsResponse]) error {
+	for i, name := range []string{"e1", "e2"} {
+		if i == 1 && req.GetRunId() == "broken" {
+			return server.FailedPrecondition("RUN_GONE", "the run went away", nil)
+		}
+		if err := stream.Send(&platformv1.StreamEventsResponse{Event: &platformv1.Event{Name: name, State: platformv1.Event_STATE_COMPLETE}}); err != nil {
+			return err
+		}
+	}
+	if req.GetRunId() == "missing" {
+		return nil
+	}
+	return nil
+}
+
+// --- harness --------------------------------------------------------------
+
+type stack struct {
+	base   string
+	addr   string
+	client *http.Client
+	logs   *syncBuffer
+	v1     *fakeV1
+}
+
+// authByKey rejects x-api-key "wrong" and lets everything else through.
+var authByKey = server.AuthenticatorFunc(func(ctx context.Context, _ string) (context.Context, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, k := range md.Get("x-api-key") {
+		if k == "wrong" {
+			return nil, server.Unauthenticated("API_KEY_INVALID", "Invalid API key")
+		}
+	}
+	for _, a := range md.Get("authorization") {
+		if a == "Bearer wrong" {
+			return nil, server.Unauthenticated("API_KEY_INVALID", "Invalid API key")
+		}
+	}
+	return ctx, nil
+})
+
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewJSONHandler(logs, nil))
+	reg := prometheus.NewRegistry()
+	gs := server.New(server.Options{Logger: logger, Registerer: reg, Authenticator: authByKey})
+	v1 := &fakeV1{}
+	legacyv1.RegisterLegacyServiceServer(gs, v1)
+	legacyv2.RegisterLegacyServiceServer(gs, fakeV2{})
+	bookv1.RegisterBookServiceServer(gs, fakeBooks{})
+	platformv1.RegisterEventServiceServer(gs, fakeEvents{})
+
+	ip, err := gateway.NewInProcess(gs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	mux, h, err := gateway.Mux(ctx, ip.Conn(), gateway.Options{
+		OpenAPI: []byte(`{"swagger":"2.0"}`),
+		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
+		Logger:  logger,
+	},
+		legacyv1.RegisterLegacyServiceHandler,
+		legacyv2.RegisterLegacyServiceHandler,
+		bookv1.RegisterBookServiceHandler,
+		platformv1.RegisterEventServiceHandler,
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A hand-written route, as the file upload endpoint will be.
+	if err := mux.HandlePath(http.MethodPost, "/api/v1/hand/{id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		_, _ = io.WriteString(w, `{"id":"`+p["id"]+`"}`)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- gateway.Serve(ctx, lis, gs, h, logger) }()
+	client := &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(func() {
+		client.CloseIdleConnections()
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		_ = ip.Close()
+	})
+	return &stack{base: "http://" + lis.Addr().String(), addr: lis.Addr().String(), client: client, logs: logs, v1: v1}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (s *stack) do(t *testing.T, method, path, body string, header ...string) response {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, s.base+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{resp.StatusCode, resp.Header, string(b)}
+}
+
+// jsonEq compares JSON documents ignoring formatting; want may leave out
+// "details" (checked separately).
+func decode(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatalf("body %q: %v", s, err)
+	}
+	return m
+}
+
+func mustEqualJSON(t *testing.T, got, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		t.Fatalf("body %q: %v", got, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	gb, _ := json.Marshal(g)
+	wb, _ := json.Marshal(w)
+	if !bytes.Equal(gb, wb) {
+		t.Errorf("body\n got %s\nwant %s", gb, wb)
+	}
+}
+
+// --- tests ----------------------------------------------------------------
+
+func TestLegacyV1ErrorShapes(t *testing.T) {
+	s := startStack(t)
+	tests := []struct {
+		name   string
+		path   string
+		header []string
+		status int
+		body   string
+	}{
+		{"not found", "/v1/run/missing", nil, 404, `{"statusCode":404,"message":"runs/missing not found"}`},
+		{"department mismatch", "/v1/run/denied", nil, 400, `{"statusCode":400,"message":"mismatch with department"}`},
+		{"invalid argument", "/v1/run/bad", nil, 400, `{"statusCode":400,"message":"bad id"}`},
+		{"other code", "/v1/run/conflict", nil, 500, `{"statusCode":500,"message":"Internal server error"}`},
+		{"non-status error", "/v1/run/plain", nil, 500, `{"statusCode":500,"message":"Internal server error"}`},
+		{"panic", "/v1/run/panic", nil, 500, `{"statusCode":500,"message":"Internal server error"}`},
+		{"invalid api key", "/v1/run/ok", []string{"x-api-key", "wrong"}, 403, `{"message":"Invalid API key"}`},
+		{"unknown path", "/v1/nothing/here", nil, 404, `{"statusCode":404,"message":"Not Found"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := s.do(t, http.MethodGet, tt.path, "", tt.header...)
+			if r.status != tt.status {
+				t.Errorf("status = %d, want %d (%s)", r.status, tt.status, r.body)
+			}
+			if ct := r.header.Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			mustEqualJSON(t, r.body, tt.body)
+		})
+	}
+	if !strings.Contains(s.logs.String(), "handler exploded") {
+		t.Error("panic not logged")
+	}
+}
+
+func TestAIP193ErrorShape(t *testing.T) {
+	s := startStack(t)
+	r := s.do(t, http.MethodGet, "/api/v1/books/nope/1.0.0", "")
+	if r.status != http.StatusNotFound {
+		t.Fatalf("status = %d (%s)", r.status, r.body)
+	}
+	mustEqualJSON(t, r.body, `{"error":{
+		"code":404,
+		"message":"books/nope/versions/1.0.0 not found",
+		"status":"NOT_FOUND",
+		"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"BOOK_NOT_FOUND","domain":"prose.run","metadata":{"resource_name":"books/nope/versions/1.0.0"}}]}}`)
+
+	// Unauthenticated on /api/v1 is 401 with a challenge.
+	r = s.do(t, http.MethodGet, "/api/v1/books/known/1", "", "Authorization", "Bearer wrong")
+	if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
+		t.Errorf("bad bearer: %d %v %s", r.status, r.header, r.body)
+	}
+	if e := decode(t, r.body)["error"].(map[string]any); e["status"] != "UNAUTHENTICATED" || e["code"] != float64(401) {
+		t.Errorf("bad bearer body %s", r.body)
+	}
+
+	// Unknown path outside the legacy prefixes: AIP-193 404 with an ErrorInfo.
+	r = s.do(t, http.MethodGet, "/api/v1/nothing", "")
+	if r.status != http.StatusNotFound {
+		t.Fatalf("status = %d", r.status)
+	}
+	e := decode(t, r.body)["error"].(map[string]any)
+	if e["status"] != "NOT_FOUND" || len(e["details"].([]any)) != 1 {
+		t.Errorf("unknown path body %s", r.body)
+	}
+}
+
+func TestSuccessBodySnakeCase(t *testing.T) {
+	s := startStack(t)
+	r := s.do(t, http.MethodGet, "/api/v1/books/known/1.0.0", "")
+	if r.status != 200 {
+		t.Fatalf("status %d %s", r.status, r.body)
+	}
+	mustEqualJSON(t, r.body, `{"book":{"name":"known","version":"1.0.0","display_name":"Known"}}`)
+}
+
+func TestLegacyV2ErrorShape(t *testing.T) {
+	s := startStack(t)
+	r := s.do(t, http.MethodGet, "/v2/runs/missing", "")
+	if r.status != http.StatusNotFound {
+		t.Fatalf("status = %d (%s)", r.status, r.body)
+	}
+	mustEqualJSON(t, r.body, `{"status_code":404,"message":"runs/missing not found",
+		"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"RUN_NOT_FOUND","domain":"prose.run","metadata":{"resource_name":"runs/missing"}}]}`)
+
+	// Required fields: one violation per missing field.
+	r = s.do(t, http.MethodPost, "/v2/runs", `{"name":"n","stage":"Draft"}`)
+	if r.status != http.StatusBadRequest {
+		t.Fatalf("status = %d (%s)", r.status, r.body)
+	}
+	body := decode(t, r.body)
+	if body["status_code"] != float64(400) {
+		t.Errorf("body %s", r.body)
+	}
+	var fields []string
+	for _, d := range body["details"].([]any) {
+		d := d.(map[string]any)
+		if d["@type"] == "type.googleapis.com/google.rpc.BadRequest" {
+			for _, v := range d["field_violations"].([]any) {
+				fields = append(fields, v.(map[string]any)["field"].(string))
+			}
+		}
+	}
+	if strings.Join(fields, ",") != "process_id,agent_id" {
+		t.Errorf("violations %v in %s", fields, r.body)
+	}
+
+	// /v2/health is public even with a bad key.
+	if r := s.do(t, http.MethodGet, "/v2/health", "", "x-api-key", "wrong"); r.status != 200 {
+		t.Errorf("/v2/health: %d %s", r.status, r.body)
+	}
+}
+
+func TestUnknownFieldsRejected(t *testing.T) {
+	s := startStack(t)
+	for _, tt := range []struct{ path, body string }{
+		{"/v2/runs", `{"name":"n","process_id":"p","agent_id":"a","stage":"Draft","colour":"red"}`},
+		{"/api/v1/organizations/o/workspaces/w/books", `{"name":"b","version":"1","nonsense":true}`},
+	} {
+		r := s.do(t, http.MethodPost, tt.path, tt.body)
+		if r.status != http.StatusBadRequest {
+			t.Errorf("%s: status = %d (%s)", tt.path, r.status, r.body)
+		}
+		if !strings.Contains(r.body, "unknown field") {
+			t.Errorf("%s: body %s", tt.path, r.body)
+		}
+	}
+	// And the same bodies without the extra field pass.
+	if r := s.do(t, http.MethodPost, "/v2/runs", `{"name":"n","process_id":"p","agent_id":"a","stage":"Draft"}`); r.status != 200 {
+		t.Errorf("valid body: %d %s", r.status, r.body)
+	}
+}
+
+func TestMethodNotAllowed(t *testing.T) {
+	s := startStack(t)
+	tests := []struct {
+		path, method, allow string
+		shape              string
+	}{
+		{"/api/v1/organizations/o/workspaces/w/books", http.MethodPut, "GET, POST", "aip"},
+		{"/v1/run/w-1", http.MethodPost, "GET", "v1"},
+		{"/v2/runs", http.MethodDelete, "GET, POST", "v2"},
+		{"/openapi.json", http.MethodPost, "GET", "aip"},
+		{"/api/v1/hand/7", http.MethodGet, "POST", "aip"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
+			r := s.do(t, tt.method, tt.path, "")
+			if r.status != http.StatusMethodNotAllowed {
+				t.Fatalf("status = %d (%s)", r.status, r.body)
+			}
+			if got := r.header.Get("Allow"); got != tt.allow {
+				t.Errorf("Allow = %q, want %q", got, tt.allow)
+			}
+			body := decode(t, r.body)
+			switch tt.shape {
+			case "aip":
+				if body["error"].(map[string]any)["code"] != float64(405) {
+					t.Errorf("body %s", r.body)
+				}
+			case "v1":
+				mustEqualJSON(t, r.body, `{"statusCode":405,"message":"Method Not Allowed"}`)
+			case "v2":
+				if body["status_code"] != float64(405) {
+					t.Errorf("body %s", r.body)
+				}
+			}
+		})
+	}
+}
+
+func TestHTTPCodeOverrideAndHeaders(t *testing.T) {
+	s := startStack(t)
+	r := s.do(t, http.MethodPost, "/v1/invoke/share-1?attachments_key=files", `{"a":1,"files":["blob:1"]}`,
+		"x-api-key", "key-1", "Authorization", "Bearer tok", "X-Request-Id", "req-42", "Grpc-Metadata-Evil", "x")
+	if r.status != http.StatusCreated {
+		t.Fatalf("status = %d (%s)", r.status, r.body)
+	}
+	mustEqualJSON(t, r.body, `{"worker_id":"w-1"}`)
+	for k := range r.header {
+		lk := strings.ToLower(k)
+		if strings.HasPrefix(lk, "grpc-") || lk == "x-http-code" || lk == "internal-secret" {
+			t.Errorf("header %s leaked: %v", k, r.header[k])
+		}
+	}
+	if got := r.header.Get("X-Request-Id"); got != "req-42" {
+		t.Errorf("X-Request-Id = %q", got)
+	}
+	s.v1.mu.Lock()
+	md, req := s.v1.md, s.v1.req
+	s.v1.mu.Unlock()
+	if got := md.Get("x-api-key"); len(got) != 1 || got[0] != "key-1" {
+		t.Errorf("x-api-key metadata = %v", got)
+	}
+	if got := md.Get("authorization"); len(got) != 1 || got[0] != "Bearer tok" {
+		t.Errorf("authorization metadata = %v", got)
+	}
+	if got := md.Get("x-request-id"); len(got) != 1 || got[0] != "req-42" {
+		t.Errorf("x-request-id metadata = %v", got)
+	}
+	if len(md.Get("evil")) != 0 {
+		t.Error("Grpc-Metadata-* request header forwarded")
+	}
+	if req.GetAttachmentsKey() != "files" || req.GetParameters().GetFields()["a"].GetNumberValue() != 1 {
+		t.Errorf("request = %v", req)
+	}
+}
+
+func TestRequestIDEverywhere(t *testing.T) {
+	s := startStack(t)
+	// Made when absent, on success, gRPC errors and routing errors alike.
+	for _, p := range []string{"/v2/runs/ok", "/v2/runs/missing", "/no/such/path"} {
+		r := s.do(t, http.MethodGet, p, "")
+		if id := r.header.Get("X-Request-Id"); len(id) != 32 {
+			t.Errorf("%s: X-Request-Id = %q", p, id)
+		}
+		if len(r.header.Values("X-Request-Id")) != 1 {
+			t.Errorf("%s: X-Request-Id repeated: %v", p, r.header.Values("X-Request-Id"))
+		}
+	}
+	r := s.do(t, http.MethodGet, "/v2/runs/missing", "", "X-Request-Id", "mine-1")
+	if got := r.header.Get("X-Request-Id"); got != "mine-1" {
+		t.Errorf("echo = %q", got)
+	}
+	if !strings.Contains(s.logs.String(), `"request_id":"mine-1"`) {
+		t.Error("request id not in the gRPC log line")
+	}
+}
+
+func TestNDJSONStream(t *testing.T) {
+	s := startStack(t)
+	const base = "/api/v1/organizations/o/workspaces/w/automations/a/runs/%s/agents/g/events:stream"
+	r := s.do(t, http.MethodGet, strings.Replace(base, "%s", "r1", 1), "")
+	if r.status != 200 || r.header.Get("Content-Type") != gateway.NDJSON {
+		t.Fatalf("status %d, Content-Type %q, body %s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	lines := strings.Split(strings.TrimSuffix(r.body, "\n"), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("lines = %q", lines)
+	}
+	mustEqualJSON(t, lines[0], `{"result":{"event":{"name":"e1","state":"STATE_COMPLETE"}}}`)
+	mustEqualJSON(t, lines[1], `{"result":{"event":{"name":"e2","state":"STATE_COMPLETE"}}}`)
+
+	// An error after the first message is a last line in the AIP-193 shape.
+	r = s.do(t, http.MethodGet, strings.Replace(base, "%s", "broken", 1), "")
+	sc := bufio.NewScanner(strings.NewReader(r.body))
+	var got []string
+	for sc.Scan() {
+		got = append(got, sc.Text())
+	}
+	if len(got) != 2 {
+		t.Fatalf("lines = %q", got)
+	}
+	last := decode(t, got[1])["error"].(map[string]any)
+	if last["status"] != "FAILED_PRECONDITION" || last["code"] != float64(400) || last["message"] != "the run went away" {
+		t.Errorf("error line %s", got[1])
+	}
+}
+
+func TestOnePortServesGRPCAndHTTP(t *testing.T) {
+	s := startStack(t)
+	conn, err := grpc.NewClient(s.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	resp, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+	if err != nil || resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("grpc health over the shared port: %v %v", resp, err)
+	}
+	// A gRPC error over the shared port keeps its status and details.
+	_, err = legacyv2.NewLegacyServiceClient(conn).GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "missing"})
+	if status.Code(err) != codes.NotFound || server.Reason(err) != "RUN_NOT_FOUND" {
+		t.Errorf("grpc GetRun: %v", err)
+	}
+	// Panics over native gRPC too.
+	_, err = legacyv2.NewLegacyServiceClient(conn).GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "panic"})
+	if status.Code(err) != codes.Internal {
+		t.Errorf("grpc panic: %v", err)
+	}
+
+	r := s.do(t, http.MethodGet, "/healthz", "")
+	if r.status != 200 {
+		t.Errorf("/healthz: %d %s", r.status, r.body)
+	}
+	mustEqualJSON(t, r.body, `{"status":"SERVING"}`)
+	if r := s.do(t, http.MethodGet, "/openapi.json", ""); r.status != 200 || r.body != `{"swagger":"2.0"}` {
+		t.Errorf("/openapi.json: %d %s", r.status, r.body)
+	}
+	if r := s.do(t, http.MethodGet, "/metrics", ""); r.status != 200 || !strings.Contains(r.body, `grpc_server_handled_total{grpc_code="NotFound",grpc_method="GetRun"`) {
+		t.Errorf("/metrics: %d %s", r.status, r.body)
+	}
+	if r := s.do(t, http.MethodPost, "/api/v1/hand/7", ""); r.status != 200 || r.body != `{"id":"7"}` {
+		t.Errorf("hand route: %d %s", r.status, r.body)
+	}
+}
+
+func TestH2CGateway(t *testing.T) {
+	s := startStack(t)
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	tr := &http.Transport{Protocols: &protocols}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(s.base + "/v2/runs/missing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.ProtoMajor != 2 || resp.StatusCode != 404 || !strings.Contains(string(b), `"status_code":404`) {
+		t.Errorf("h2c: proto %d status %d body %s", resp.ProtoMajor, resp.StatusCode, b)
+	}
+}
