@@ -23,11 +23,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/proserun/prose/gateway"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/gateway"
 	"github.com/proserun/prose/server"
 )
 
@@ -436,7 +436,7 @@ func TestMethodNotAllowed(t *testing.T) {
 	s := startStack(t)
 	tests := []struct {
 		path, method, allow string
-		shape              string
+		shape               string
 	}{
 		{"/api/v1/organizations/o/workspaces/w/books", http.MethodPut, "GET, POST", "aip"},
 		{"/v1/run/w-1", http.MethodPost, "GET", "v1"},
