@@ -79,7 +79,8 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 // app is the assembled service: the gRPC server with every service registered,
 // and the HTTP gateway that calls it through an in-process connection.
 type app struct {
-	grpc    *grpc.Server
+	services server.Services
+	grpc     *grpc.Server
 	http    http.Handler
 	closers []func() error
 }
@@ -94,11 +95,11 @@ func (a *app) Close() {
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, _ io.Writer) (*app, error) {
 	a := &app{}
-	services := server.Services{
+	a.services = server.Services{
 		LegacyV2: server.NewLegacyV2(nil),
 	}
 	a.grpc = server.New(server.Options{Logger: logger, ServerOptions: cfg.serverOptions})
-	services.Register(a.grpc)
+	a.services.Register(a.grpc)
 
 	inproc, err := gateway.NewInProcess(a.grpc)
 	if err != nil {
