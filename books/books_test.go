@@ -96,8 +96,8 @@ func TestMatch(t *testing.T) {
 		{`count the words of "a b c"`, ws, "standard", "count_words", nil},
 		{`send an email to "ana@example.com"`, ws, "acme.mail", "send_email", nil},
 		{`send an email to "ana@example.com"`, books.Workspace{}, "", "", books.ErrNoMatch}, // not registered there
-		{`send a letter to "ana@example.com"`, ws, "", "", books.ErrNoMatch},                 // object is no input: must be named
-		{"generate an id for the order", ws, "", "", books.ErrNoMatch},                       // preposition differs
+		{`send a letter to "ana@example.com"`, ws, "", "", books.ErrNoMatch},                // object is no input: must be named
+		{"generate an id for the order", ws, "", "", books.ErrNoMatch},                      // preposition differs
 		{"paint the fence", ws, "", "", books.ErrNoMatch},
 	}
 	for _, c := range cases {
