@@ -81,8 +81,8 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 type app struct {
 	services server.Services
 	grpc     *grpc.Server
-	http    http.Handler
-	closers []func() error
+	http     http.Handler
+	closers  []func() error
 }
 
 func (a *app) Close() {
