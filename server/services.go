@@ -28,17 +28,39 @@ type Services struct {
 }
 
 type (
-	unimplementedRuns          struct{ platformv1.UnimplementedRunServiceServer }
-	unimplementedAutomations   struct{ platformv1.UnimplementedAutomationServiceServer }
-	unimplementedWorkspaces    struct{ platformv1.UnimplementedWorkspaceServiceServer }
-	unimplementedOrganizations struct{ platformv1.UnimplementedOrganizationServiceServer }
-	unimplementedExceptions    struct{ platformv1.UnimplementedExceptionServiceServer }
-	unimplementedEvents        struct{ platformv1.UnimplementedEventServiceServer }
-	unimplementedAPIKeys       struct{ platformv1.UnimplementedApiKeyServiceServer }
-	unimplementedFiles         struct{ platformv1.UnimplementedFileServiceServer }
-	unimplementedBooks         struct{ bookv1.UnimplementedBookServiceServer }
-	unimplementedLegacyV1      struct{ legacyv1.UnimplementedLegacyServiceServer }
-	unimplementedLegacyV2      struct{ legacyv2.UnimplementedLegacyServiceServer }
+	unimplementedRuns struct {
+		platformv1.UnimplementedRunServiceServer
+	}
+	unimplementedAutomations struct {
+		platformv1.UnimplementedAutomationServiceServer
+	}
+	unimplementedWorkspaces struct {
+		platformv1.UnimplementedWorkspaceServiceServer
+	}
+	unimplementedOrganizations struct {
+		platformv1.UnimplementedOrganizationServiceServer
+	}
+	unimplementedExceptions struct {
+		platformv1.UnimplementedExceptionServiceServer
+	}
+	unimplementedEvents struct {
+		platformv1.UnimplementedEventServiceServer
+	}
+	unimplementedAPIKeys struct {
+		platformv1.UnimplementedApiKeyServiceServer
+	}
+	unimplementedFiles struct {
+		platformv1.UnimplementedFileServiceServer
+	}
+	unimplementedBooks struct {
+		bookv1.UnimplementedBookServiceServer
+	}
+	unimplementedLegacyV1 struct {
+		legacyv1.UnimplementedLegacyServiceServer
+	}
+	unimplementedLegacyV2 struct {
+		legacyv2.UnimplementedLegacyServiceServer
+	}
 )
 
 // Register adds every service of the contract to s.

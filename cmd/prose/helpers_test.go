@@ -8,9 +8,3 @@ func testServeConfig(t *testing.T) serveConfig {
 	return serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error"}
 }
 
-// routeTestHeaders are the headers that authenticate requests of the route
-// and README tests.
-func routeTestHeaders(t *testing.T) map[string]string {
-	t.Helper()
-	return nil
-}
