@@ -105,7 +105,7 @@ func New(ctx context.Context, conn *grpc.ClientConn, opts Options, register ...R
 			return nil, fmt.Errorf("gateway: register handler %d: %w", i, err)
 		}
 	}
-	return withRequestID(g.mux), nil
+	return withRequestID(g.recoverHTTP(g.mux)), nil
 }
 
 // Mux is like New but also returns the runtime.ServeMux, for callers that

@@ -100,20 +100,25 @@ func (f *fakeV1) GetRunStatus(ctx context.Context, req *legacyv1.GetRunStatusReq
 
 type fakeV2 struct {
 	legacyv2.UnimplementedLegacyServiceServer
+	entered, release chan struct{}
 }
 
-func (fakeV2) Health(context.Context, *legacyv2.HealthRequest) (*legacyv2.HealthResponse, error) {
+func (*fakeV2) Health(context.Context, *legacyv2.HealthRequest) (*legacyv2.HealthResponse, error) {
 	return &legacyv2.HealthResponse{}, nil
 }
 
-func (fakeV2) GetRun(ctx context.Context, req *legacyv2.GetRunRequest) (*legacyv2.Run, error) {
+func (f *fakeV2) GetRun(ctx context.Context, req *legacyv2.GetRunRequest) (*legacyv2.Run, error) {
+	if req.GetId() == "slow" {
+		close(f.entered)
+		<-f.release
+	}
 	if err := errorFor(req.GetId()); err != nil {
 		return nil, err
 	}
 	return &legacyv2.Run{Id: req.GetId(), Name: "n"}, nil
 }
 
-func (fakeV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest) (*legacyv2.Run, error) {
+func (*fakeV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest) (*legacyv2.Run, error) {
 	return &legacyv2.Run{Id: "r-1", Name: req.GetName()}, nil
 }
 
@@ -142,6 +147,9 @@ type fakeEvents struct {
 
 // StreamEvents sends two events; for run "broken" it fails after the first.
 func (fakeEvents) StreamEvents(req *platformv1.StreamEventsRequest, stream grpc.ServerStreamingServer[platformv1.StreamEventsResponse]) error {
+	if req.GetRunId() == "missing" {
+		return server.NotFound("RUN_NOT_FOUND", "runs/missing")
+	}
 	for i, name := range []string{"e1", "e2"} {
 		if i == 1 && req.GetRunId() == "broken" {
 			return server.FailedPrecondition("RUN_GONE", "the run went away", nil)
@@ -149,9 +157,6 @@ func (fakeEvents) StreamEvents(req *platformv1.StreamEventsRequest, stream grpc.
 		if err := stream.Send(&platformv1.StreamEventsResponse{Event: &platformv1.Event{Name: name, State: platformv1.Event_STATE_COMPLETE}}); err != nil {
 			return err
 		}
-	}
-	if req.GetRunId() == "missing" {
-		return nil
 	}
 	return nil
 }
@@ -164,6 +169,8 @@ type stack struct {
 	client *http.Client
 	logs   *syncBuffer
 	v1     *fakeV1
+	v2     *fakeV2
+	stop   func() error // cancels Serve's context and waits for it
 }
 
 // authByKey rejects x-api-key "wrong" and lets everything else through.
@@ -190,7 +197,8 @@ func startStack(t *testing.T) *stack {
 	gs := server.New(server.Options{Logger: logger, Registerer: reg, Authenticator: authByKey})
 	v1 := &fakeV1{}
 	legacyv1.RegisterLegacyServiceServer(gs, v1)
-	legacyv2.RegisterLegacyServiceServer(gs, fakeV2{})
+	v2 := &fakeV2{entered: make(chan struct{}), release: make(chan struct{})}
+	legacyv2.RegisterLegacyServiceServer(gs, v2)
 	bookv1.RegisterBookServiceServer(gs, fakeBooks{})
 	platformv1.RegisterEventServiceServer(gs, fakeEvents{})
 
@@ -214,6 +222,9 @@ func startStack(t *testing.T) *stack {
 	}
 	// A hand-written route, as the file upload endpoint will be.
 	if err := mux.HandlePath(http.MethodPost, "/api/v1/hand/{id}", func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+		if p["id"] == "panic" {
+			panic("hand-written route exploded")
+		}
 		_, _ = io.WriteString(w, `{"id":"`+p["id"]+`"}`)
 	}); err != nil {
 		t.Fatal(err)
@@ -225,15 +236,23 @@ func startStack(t *testing.T) *stack {
 	done := make(chan error, 1)
 	go func() { done <- gateway.Serve(ctx, lis, gs, h, logger) }()
 	client := &http.Client{Transport: &http.Transport{}}
+	var once sync.Once
+	var serveErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			serveErr = <-done
+			client.CloseIdleConnections()
+			_ = ip.Close()
+		})
+		return serveErr
+	}
 	t.Cleanup(func() {
-		client.CloseIdleConnections()
-		cancel()
-		if err := <-done; err != nil {
+		if err := stop(); err != nil {
 			t.Errorf("Serve: %v", err)
 		}
-		_ = ip.Close()
 	})
-	return &stack{base: "http://" + lis.Addr().String(), addr: lis.Addr().String(), client: client, logs: logs, v1: v1}
+	return &stack{base: "http://" + lis.Addr().String(), addr: lis.Addr().String(), client: client, logs: logs, v1: v1, v2: v2, stop: stop}
 }
 
 type response struct {
@@ -610,5 +629,79 @@ func TestH2CGateway(t *testing.T) {
 	b, _ := io.ReadAll(resp.Body)
 	if resp.ProtoMajor != 2 || resp.StatusCode != 404 || !strings.Contains(string(b), `"status_code":404`) {
 		t.Errorf("h2c: proto %d status %d body %s", resp.ProtoMajor, resp.StatusCode, b)
+	}
+}
+
+func TestStreamErrorBeforeFirstMessage(t *testing.T) {
+	s := startStack(t)
+	r := s.do(t, http.MethodGet, "/api/v1/organizations/o/workspaces/w/automations/a/runs/missing/agents/g/events:stream", "")
+	if r.status != http.StatusNotFound {
+		t.Fatalf("status %d body %s", r.status, r.body)
+	}
+	e := decode(t, strings.TrimSpace(r.body))["error"].(map[string]any)
+	if e["status"] != "NOT_FOUND" || e["code"] != float64(404) {
+		t.Errorf("body %s", r.body)
+	}
+}
+
+func TestHTTPHandlerPanic(t *testing.T) {
+	s := startStack(t)
+	r := s.do(t, http.MethodPost, "/api/v1/hand/panic", "")
+	if r.status != http.StatusInternalServerError {
+		t.Fatalf("status %d body %s", r.status, r.body)
+	}
+	if e := decode(t, r.body)["error"].(map[string]any); e["status"] != "INTERNAL" || strings.Contains(r.body, "exploded") {
+		t.Errorf("body %s", r.body)
+	}
+	if !strings.Contains(s.logs.String(), "hand-written route exploded") {
+		t.Error("panic not logged")
+	}
+	// Still serving.
+	if r := s.do(t, http.MethodPost, "/api/v1/hand/1", ""); r.status != 200 {
+		t.Errorf("after panic: %d", r.status)
+	}
+}
+
+func TestGracefulShutdownDrains(t *testing.T) {
+	s := startStack(t)
+	type result struct {
+		r   response
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		resp, err := s.client.Get(s.base + "/v2/runs/slow")
+		if err != nil {
+			got <- result{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		got <- result{response{resp.StatusCode, resp.Header, string(b)}, err}
+	}()
+	<-s.v2.entered
+
+	stopped := make(chan error, 1)
+	go func() { stopped <- s.stop() }()
+	// Wait until the listener is closed: shutdown has begun.
+	for {
+		c, err := net.Dial("tcp", s.addr)
+		if err != nil {
+			break
+		}
+		_ = c.Close()
+		select {
+		case err := <-stopped:
+			t.Fatalf("Serve returned while a request was in flight: %v", err)
+		default:
+		}
+	}
+	close(s.v2.release)
+	res := <-got
+	if res.err != nil || res.r.status != 200 {
+		t.Fatalf("in-flight request: %v %+v", res.err, res.r)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatalf("Serve: %v", err)
 	}
 }

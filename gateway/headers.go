@@ -4,13 +4,18 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/textproto"
+	"runtime/debug"
 	"strconv"
 	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -119,6 +124,30 @@ func withRequestID(next http.Handler) http.Handler {
 		}
 		r.Header.Set(requestIDHTTPHeader, id)
 		w.Header().Set(requestIDHTTPHeader, id)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// recoverHTTP turns a panic in an HTTP-side handler (a hand-written route)
+// into a 500 in the path's error shape instead of a dropped connection.
+// gRPC handlers never get here: the server's recovery interceptor has them.
+func (g *gw) recoverHTTP(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			p := recover()
+			if p == nil {
+				return
+			}
+			if p == http.ErrAbortHandler {
+				panic(p)
+			}
+			g.log.Error("panic in http handler",
+				slog.String("path", r.URL.Path),
+				slog.String("request_id", w.Header().Get(requestIDHTTPHeader)),
+				slog.String("panic", fmt.Sprint(p)),
+				slog.String("stack", string(debug.Stack())))
+			g.writeError(w, r, status.New(codes.Internal, "internal error").Proto(), 0, "INTERNAL")
+		}()
 		next.ServeHTTP(w, r)
 	})
 }
