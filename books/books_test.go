@@ -381,3 +381,41 @@ func TestRegistryCallsExternalBook(t *testing.T) {
 		t.Errorf("call from another workspace: err = %v", err)
 	}
 }
+
+func TestFilter(t *testing.T) {
+	b := &bookv1.Book{Name: "acme.mail", Version: "1.2.0", Author: "Acme", Tags: []string{"email", "crm"}}
+	cases := []struct {
+		filter string
+		want   bool
+		bad    bool
+	}{
+		{"", true, false},
+		{`name = "acme.mail"`, true, false},
+		{`name != "acme.mail"`, false, false},
+		{`author:"acm"`, true, false},
+		{`tags:"email" AND version = "1.2.0"`, true, false},
+		{`tags:"sms" OR hidden = true`, false, false},
+		{`NOT hidden = true`, true, false},
+		{`-tags:"crm"`, false, false},
+		{`color = "red"`, false, true},
+		{`name = 3`, false, true},
+		{`tags = "email"`, false, true},
+		{`name = (`, false, true},
+	}
+	for _, c := range cases {
+		f, err := books.ParseFilter(c.filter)
+		if c.bad {
+			if !errors.Is(err, books.ErrInvalidArgument) {
+				t.Errorf("ParseFilter(%q) err = %v, want ErrInvalidArgument", c.filter, err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("ParseFilter(%q): %v", c.filter, err)
+			continue
+		}
+		if got := f.Match(b); got != c.want {
+			t.Errorf("filter %q matches = %v, want %v", c.filter, got, c.want)
+		}
+	}
+}
