@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -82,12 +83,19 @@ func httpCodeOption(ctx context.Context, w http.ResponseWriter, resp proto.Messa
 	if resp == nil {
 		return nil
 	}
-	code, err := strconv.Atoi(vals[0])
-	if err != nil || code < 200 || code > 299 {
-		return nil
+	// A value that is not a 2xx status is ignored: the call succeeded.
+	if code, ok := successCode(vals[0]); ok {
+		w.WriteHeader(code)
 	}
-	w.WriteHeader(code)
 	return nil
+}
+
+func successCode(v string) (int, bool) {
+	code, err := strconv.Atoi(v)
+	if err != nil || code < 200 || code > 299 {
+		return 0, false
+	}
+	return code, true
 }
 
 // validRequestID matches server.ValidRequestID (kept apart so the gateway
@@ -138,7 +146,7 @@ func (g *gw) recoverHTTP(next http.Handler) http.Handler {
 			if p == nil {
 				return
 			}
-			if p == http.ErrAbortHandler {
+			if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 				panic(p)
 			}
 			g.log.Error("panic in http handler",

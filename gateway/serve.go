@@ -153,7 +153,7 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 			}
 		}()
 	}
-	logger.Info("serving", slog.String("addr", lis.Addr().String()))
+	logger.Debug("gateway: serving", slog.String("addr", lis.Addr().String()))
 
 	var serveErr error
 	select {
@@ -187,5 +187,5 @@ func shutdown(srv *http.Server, grpcServer *grpc.Server, timeout time.Duration, 
 		grpcServer.Stop()
 		<-stopped
 	}
-	logger.Info("stopped")
+	logger.Debug("gateway: shutdown complete")
 }
