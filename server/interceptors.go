@@ -93,7 +93,7 @@ func recoveryUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 		ctx = context.WithValue(ctx, callInfoKey{}, ci)
 		defer func() {
 			if p := recover(); p != nil {
-				err = recovered(log, ci, info.FullMethod, p)
+				err = recovered(log, ci.requestID, info.FullMethod, p)
 				resp = nil
 			}
 		}()
@@ -107,18 +107,18 @@ func recoveryStream(log *slog.Logger) grpc.StreamServerInterceptor {
 		ss = withStreamContext(ss, context.WithValue(ss.Context(), callInfoKey{}, ci))
 		defer func() {
 			if p := recover(); p != nil {
-				err = recovered(log, ci, info.FullMethod, p)
+				err = recovered(log, ci.requestID, info.FullMethod, p)
 			}
 		}()
 		return handler(srv, ss)
 	}
 }
 
-func recovered(log *slog.Logger, ci *callInfo, method string, p any) error {
+func recovered(log *slog.Logger, requestID, method string, p any) error {
 	log.Error("panic in handler",
 		slog.String("method", method),
 		slog.String("code", codes.Internal.String()),
-		slog.String("request_id", ci.requestID),
+		slog.String("request_id", requestID),
 		slog.String("panic", fmt.Sprint(p)),
 		slog.String("stack", string(debug.Stack())),
 	)
@@ -215,9 +215,18 @@ func normalise(ctx context.Context, log *slog.Logger, method string, err error) 
 	return st.Err()
 }
 
+// The errors entry also recovers panics of the entries inside it and of the
+// handler, so that logging and metrics (outside it) count them as INTERNAL;
+// the outermost recovery entry is left for panics in the chain itself.
+
 func errorsUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		resp, err := handler(ctx, req)
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				resp, err = nil, recovered(log, RequestID(ctx), info.FullMethod, p)
+			}
+		}()
+		resp, err = handler(ctx, req)
 		if err != nil {
 			return nil, normalise(ctx, log, info.FullMethod, err)
 		}
@@ -226,7 +235,12 @@ func errorsUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
 }
 
 func errorsStream(log *slog.Logger) grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = recovered(log, RequestID(ss.Context()), info.FullMethod, p)
+			}
+		}()
 		return normalise(ss.Context(), log, info.FullMethod, handler(srv, ss))
 	}
 }

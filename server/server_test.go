@@ -114,8 +114,13 @@ func TestPanicBecomesInternal(t *testing.T) {
 	if strings.Contains(err.Error(), "boom") {
 		t.Errorf("panic value leaked to the client: %v", err)
 	}
-	if !strings.Contains(e.logs.String(), "panic in handler") || !strings.Contains(e.logs.String(), "goroutine") {
-		t.Errorf("panic and stack not logged:\n%s", e.logs)
+	logs := e.logs.String()
+	if !strings.Contains(logs, "panic in handler") || !strings.Contains(logs, "fakeLegacy).GetRun") {
+		t.Errorf("panic and the handler's stack not logged:\n%s", logs)
+	}
+	// Logging (and metrics) saw the call as INTERNAL.
+	if !strings.Contains(logs, `"msg":"rpc","method":"/prose.legacy.v2.LegacyService/GetRun","code":"Internal"`) {
+		t.Errorf("no INTERNAL log line for the panicking call:\n%s", logs)
 	}
 	// The server is still up.
 	if _, err := c.GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "ok"}); err != nil {
