@@ -705,3 +705,49 @@ func TestGracefulShutdownDrains(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
+
+func TestSecondGRPCListener(t *testing.T) {
+	gs := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry()})
+	ip, err := gateway.NewInProcess(gs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ip.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	h, err := gateway.New(ctx, ip.Conn(), gateway.Options{DisableMetrics: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	grpcLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- gateway.Serve(ctx, httpLis, gs, h, nil, gateway.WithGRPCListener(grpcLis)) }()
+
+	conn, err := grpc.NewClient(grpcLis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+		t.Errorf("health over the gRPC-only listener: %v", err)
+	}
+	_ = conn.Close()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+}
+
+func TestListenAndServeBadAddress(t *testing.T) {
+	gs := server.New(server.Options{Registerer: prometheus.NewRegistry()})
+	defer gs.Stop()
+	err := gateway.ListenAndServe(context.Background(), "127.0.0.1:-1", gs, http.NotFoundHandler(), nil)
+	if err == nil {
+		t.Fatal("no error for a bad address")
+	}
+}
