@@ -4,6 +4,31 @@
 // the JSON marshaler, the error renderers (AIP-193 for /api/v1, the legacy
 // shapes for /v1 and /v2), /metrics, /openapi.json, /healthz, and serving
 // gRPC and HTTP on one port.
+//
+// Assembly (cmd/prose/serve.go):
+//
+//	gs := server.New(server.Options{Logger: logger, Authenticator: auth})
+//	services.Register(gs)                    // every service, before NewInProcess
+//	ip, err := gateway.NewInProcess(gs)      // gs served in memory + a client conn
+//	defer ip.Close()                         // after Serve returned (gs stopped)
+//	h, err := gateway.New(ctx, ip.Conn(), gateway.Options{OpenAPI: openapi.JSON, Logger: logger},
+//		gateway.Handlers()...)
+//	err = gateway.ListenAndServe(ctx, addr, gs, h, logger) // returns after a graceful shutdown
+//
+// Error bodies by path prefix (the HTTP status always matches the body):
+//
+//	/v1/...  {"statusCode": 404, "message": "..."}; UNAUTHENTICATED is 403 {"message": "..."};
+//	         PERMISSION_DENIED and INVALID_ARGUMENT 400, NOT_FOUND 404, anything else
+//	         500 {"statusCode": 500, "message": "Internal server error"}
+//	/v2/...  {"status_code": <http>, "message": "...", "details": [...]}
+//	others   {"error": {"code": <http>, "message": "...", "status": "NOT_FOUND", "details": [...]}}
+//
+// A wrong method on a known path is 405 with an Allow header, an unknown path
+// 404, each in its prefix's shape. A handler chooses a 2xx status for HTTP
+// with server.SetHTTPStatus (header metadata x-http-code, removed here).
+// Only X-Request-Id and the header metadata named in Options.ResponseHeaders
+// reach HTTP responses; Authorization, X-Api-Key and X-Request-Id reach gRPC
+// metadata.
 package gateway
 
 import (
