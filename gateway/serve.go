@@ -131,6 +131,7 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 		Handler:           Handler(grpcServer, httpHandler),
 		Protocols:         &protocols,
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
