@@ -209,6 +209,10 @@ func NewRegistry(opts ...Option) *Registry {
 	return r
 }
 
+// Compare orders books by name, then by version (dotted numeric parts
+// compared as numbers): the order of Books and WorkspaceBooks.
+func Compare(a, b *bookv1.Book) int { return compareBooks(a, b) }
+
 func compareBooks(a, b *bookv1.Book) int {
 	return cmp.Or(strings.Compare(a.GetName(), b.GetName()), compareVersions(a.GetVersion(), b.GetVersion()))
 }

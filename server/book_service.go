@@ -1,0 +1,326 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/proserun/prose/books"
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	"github.com/proserun/prose/store/pagination"
+)
+
+// Reasons of the book service's errors.
+const (
+	ReasonBookNotFound       = "BOOK_NOT_FOUND"
+	ReasonBookAlreadyExists  = "BOOK_ALREADY_EXISTS"
+	ReasonInvalidBook        = "INVALID_BOOK"
+	ReasonInvalidFilter      = "INVALID_FILTER"
+	ReasonInvalidPageToken   = "INVALID_PAGE_TOKEN"
+	ReasonInvalidPageSize    = "INVALID_PAGE_SIZE"
+	ReasonInvalidUpdateMask  = "INVALID_UPDATE_MASK"
+	ReasonBuiltinBookChanged = "BUILTIN_BOOK_READ_ONLY"
+)
+
+// BookService serves prose.book.v1.BookService over a books.Registry: the
+// built-in books for everyone, and the books registered in each workspace.
+// Whether the caller may see or change a workspace is the auth interceptor's
+// concern, not this handler's.
+type BookService struct {
+	bookv1.UnimplementedBookServiceServer
+	reg *books.Registry
+}
+
+// NewBookService returns the book service over reg.
+func NewBookService(reg *books.Registry) *BookService { return &BookService{reg: reg} }
+
+var _ bookv1.BookServiceServer = (*BookService)(nil)
+
+// ListBooks lists every version of every built-in book.
+func (s *BookService) ListBooks(_ context.Context, req *bookv1.ListBooksRequest) (*bookv1.ListBooksResponse, error) {
+	page, next, err := paginate(s.reg.Books(), req.GetPageSize(), req.GetPageToken(), req.GetFilter(), "ListBooks")
+	if err != nil {
+		return nil, err
+	}
+	return &bookv1.ListBooksResponse{Books: page, NextPageToken: next}, nil
+}
+
+// ListLatestBooks lists the latest version of every built-in book.
+func (s *BookService) ListLatestBooks(_ context.Context, req *bookv1.ListLatestBooksRequest) (*bookv1.ListLatestBooksResponse, error) {
+	page, next, err := paginate(books.Latest(s.reg.Books()), req.GetPageSize(), req.GetPageToken(), req.GetFilter(), "ListLatestBooks")
+	if err != nil {
+		return nil, err
+	}
+	return &bookv1.ListLatestBooksResponse{Books: page, NextPageToken: next}, nil
+}
+
+// GetBook returns one version of a built-in book.
+func (s *BookService) GetBook(ctx context.Context, req *bookv1.GetBookRequest) (*bookv1.GetBookResponse, error) {
+	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
+		return nil, err
+	}
+	b, err := s.reg.Book(ctx, books.Workspace{}, req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, bookError(err, req.GetName(), req.GetVersion())
+	}
+	return &bookv1.GetBookResponse{Book: b}, nil
+}
+
+// ListBookProcedures returns the procedures of one version of a built-in book.
+func (s *BookService) ListBookProcedures(ctx context.Context, req *bookv1.ListBookProceduresRequest) (*bookv1.ListBookProceduresResponse, error) {
+	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
+		return nil, err
+	}
+	b, err := s.reg.Book(ctx, books.Workspace{}, req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, bookError(err, req.GetName(), req.GetVersion())
+	}
+	return &bookv1.ListBookProceduresResponse{Procedures: b.GetProcedures()}, nil
+}
+
+// ListTags returns the tags used across the built-in books.
+func (s *BookService) ListTags(context.Context, *bookv1.ListTagsRequest) (*bookv1.ListTagsResponse, error) {
+	return &bookv1.ListTagsResponse{Tags: s.reg.Tags()}, nil
+}
+
+// ListWorkspaceBooks lists the built-in books and the workspace's books.
+func (s *BookService) ListWorkspaceBooks(ctx context.Context, req *bookv1.ListWorkspaceBooksRequest) (*bookv1.ListWorkspaceBooksResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	all, err := s.reg.WorkspaceBooks(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	page, next, err := paginate(all, req.GetPageSize(), req.GetPageToken(), req.GetFilter(), "ListWorkspaceBooks", ws.OrganizationID, ws.WorkspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return &bookv1.ListWorkspaceBooksResponse{Books: page, NextPageToken: next}, nil
+}
+
+// ListWorkspaceBookProcedures returns the procedures of a book the workspace
+// sees (built in or registered there).
+func (s *BookService) ListWorkspaceBookProcedures(ctx context.Context, req *bookv1.ListWorkspaceBookProceduresRequest) (*bookv1.ListWorkspaceBookProceduresResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
+		return nil, err
+	}
+	b, err := s.reg.Book(ctx, ws, req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, bookError(err, req.GetName(), req.GetVersion())
+	}
+	return &bookv1.ListWorkspaceBookProceduresResponse{Procedures: b.GetProcedures()}, nil
+}
+
+// CreateWorkspaceBook registers an external book in a workspace.
+func (s *BookService) CreateWorkspaceBook(ctx context.Context, req *bookv1.CreateWorkspaceBookRequest) (*bookv1.Book, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	b := req.GetBook()
+	if err := requireFields(map[string]string{
+		"book.name": b.GetName(), "book.version": b.GetVersion(), "book.endpoint": b.GetEndpoint(),
+	}); err != nil {
+		return nil, err
+	}
+	if id := req.GetRequestId(); id != "" && !ValidRequestID(id) {
+		return nil, InvalidArgument(ReasonInvalidRequest, "request_id is not valid", Violation("request_id", "must be a valid request id"))
+	}
+	created, err := s.reg.Register(ctx, ws, b, req.GetRequestId())
+	if err != nil {
+		return nil, bookError(err, b.GetName(), b.GetVersion())
+	}
+	return created, nil
+}
+
+// UpdateWorkspaceBook changes a book registered in a workspace. The
+// update_mask lists top-level Book fields; without it, every field the
+// request's book sets is taken. The name and version cannot change.
+func (s *BookService) UpdateWorkspaceBook(ctx context.Context, req *bookv1.UpdateWorkspaceBookRequest) (*bookv1.Book, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
+		return nil, err
+	}
+	if req.GetBook() == nil {
+		return nil, InvalidArgument(ReasonRequiredFieldMissing, "book is required", Violation("book", "is required"))
+	}
+	in := req.GetBook()
+	if (in.GetName() != "" && in.GetName() != req.GetName()) || (in.GetVersion() != "" && in.GetVersion() != req.GetVersion()) {
+		return nil, InvalidArgument(ReasonInvalidBook, "the name and version of a book cannot change",
+			Violation("book.name", "must be empty or equal name"), Violation("book.version", "must be empty or equal version"))
+	}
+	if s.reg.IsBuiltin(req.GetName(), req.GetVersion()) {
+		return nil, FailedPrecondition(ReasonBuiltinBookChanged, fmt.Sprintf("book %s version %s is built in and cannot be changed", req.GetName(), req.GetVersion()), nil)
+	}
+	cur, err := s.reg.Book(ctx, ws, req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, bookError(err, req.GetName(), req.GetVersion())
+	}
+	if err := applyMask(cur, in, req.GetUpdateMask().GetPaths()); err != nil {
+		return nil, err
+	}
+	cur.Name, cur.Version = req.GetName(), req.GetVersion()
+	if err := s.reg.Update(ctx, ws, cur); err != nil {
+		return nil, bookError(err, req.GetName(), req.GetVersion())
+	}
+	return cur, nil
+}
+
+// DeleteWorkspaceBook removes a book registered in a workspace.
+func (s *BookService) DeleteWorkspaceBook(ctx context.Context, req *bookv1.DeleteWorkspaceBookRequest) (*emptypb.Empty, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
+		return nil, err
+	}
+	if s.reg.IsBuiltin(req.GetName(), req.GetVersion()) {
+		return nil, FailedPrecondition(ReasonBuiltinBookChanged, fmt.Sprintf("book %s version %s is built in and cannot be deleted", req.GetName(), req.GetVersion()), nil)
+	}
+	err = s.reg.Unregister(ctx, ws, req.GetName(), req.GetVersion())
+	if errors.Is(err, books.ErrNotFound) && req.GetAllowMissing() {
+		err = nil
+	}
+	if err != nil {
+		return nil, bookError(err, req.GetName(), req.GetVersion())
+	}
+	return &emptypb.Empty{}, nil
+}
+
+type workspaceRequest interface {
+	GetOrganizationId() string
+	GetWorkspaceId() string
+}
+
+func workspaceOf(req workspaceRequest) (books.Workspace, error) {
+	if err := requireFields(map[string]string{"organization_id": req.GetOrganizationId(), "workspace_id": req.GetWorkspaceId()}); err != nil {
+		return books.Workspace{}, err
+	}
+	return books.Workspace{OrganizationID: req.GetOrganizationId(), WorkspaceID: req.GetWorkspaceId()}, nil
+}
+
+// requireFields reports every empty field (by proto path) as one
+// INVALID_ARGUMENT with a violation each, in a stable order.
+func requireFields(fields map[string]string) error {
+	var missing []string
+	for f, v := range fields {
+		if v == "" {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	vs := make([]*FieldViolation, len(missing))
+	for i, f := range missing {
+		vs[i] = Violation(f, "is required")
+	}
+	return InvalidArgument(ReasonRequiredFieldMissing, strings.Join(missing, ", ")+" required", vs...)
+}
+
+// bookError maps registry errors to AIP-193 statuses.
+func bookError(err error, name, version string) error {
+	resource := "books/" + name + "/versions/" + version
+	switch {
+	case errors.Is(err, books.ErrNotFound):
+		return NotFound(ReasonBookNotFound, resource)
+	case errors.Is(err, books.ErrAlreadyExists):
+		return AlreadyExists(ReasonBookAlreadyExists, resource)
+	case errors.Is(err, books.ErrInvalidArgument):
+		return NewError(codes.InvalidArgument, ReasonInvalidBook, err.Error()).Meta("resource_name", resource).Err()
+	}
+	return err
+}
+
+// paginate filters books (already in Compare order) and cuts one page. The
+// page token carries the name and version of the page's last book and is
+// bound to the method, the parent and the filter.
+func paginate(all []*bookv1.Book, size int32, token, filter string, binding ...string) ([]*bookv1.Book, string, error) {
+	n, err := pagination.PageSize(size)
+	if err != nil {
+		return nil, "", InvalidArgument(ReasonInvalidPageSize, "page_size must not be negative",
+			Violation("page_size", "must not be negative"))
+	}
+	f, err := books.ParseFilter(filter)
+	if err != nil {
+		return nil, "", InvalidArgument(ReasonInvalidFilter, err.Error(), Violation("filter", err.Error()))
+	}
+	bind := pagination.Bind(append(binding, filter)...)
+	keys, err := pagination.Decode(token, bind, 2)
+	if err != nil {
+		return nil, "", InvalidArgument(ReasonInvalidPageToken, "page_token is not valid for this request",
+			Violation("page_token", "is malformed or was issued for other parameters"))
+	}
+	var after *bookv1.Book
+	if keys != nil {
+		after = &bookv1.Book{Name: keys[0], Version: keys[1]}
+	}
+	var page []*bookv1.Book
+	for _, b := range all {
+		if after != nil && books.Compare(b, after) <= 0 {
+			continue
+		}
+		if !f.Match(b) {
+			continue
+		}
+		if len(page) == n {
+			last := page[len(page)-1]
+			return page, pagination.Encode(bind, []string{last.GetName(), last.GetVersion()}), nil
+		}
+		page = append(page, b)
+	}
+	return page, "", nil
+}
+
+// applyMask copies the fields named by paths (top-level Book fields) from src
+// to dst; with no paths, every field src sets. "*" replaces every field.
+func applyMask(dst, src *bookv1.Book, paths []string) error {
+	md := dst.ProtoReflect().Descriptor()
+	sr, dr := src.ProtoReflect(), dst.ProtoReflect()
+	if len(paths) == 0 {
+		sr.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+			dr.Set(fd, v)
+			return true
+		})
+		return nil
+	}
+	for _, p := range paths {
+		if p == "*" {
+			proto.Reset(dst)
+			proto.Merge(dst, src)
+			return nil
+		}
+		fd := md.Fields().ByName(protoreflect.Name(p))
+		if fd == nil || strings.Contains(p, ".") {
+			return InvalidArgument(ReasonInvalidUpdateMask, fmt.Sprintf("update_mask path %q is not a field of Book", p),
+				Violation("update_mask", fmt.Sprintf("%q is not a top-level field of Book", p)))
+		}
+		if p == "name" || p == "version" {
+			continue // identity; checked by the caller
+		}
+		if sr.Has(fd) {
+			dr.Set(fd, sr.Get(fd))
+		} else {
+			dr.Clear(fd)
+		}
+	}
+	return nil
+}
