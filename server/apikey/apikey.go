@@ -2,16 +2,16 @@
 //
 // A key value looks like
 //
-//	prose_Ab3dE6gH9k_<43 base62 characters of secret><6 base62 characters of checksum>
+//		prose_Ab3dE6gH9k_<43 base62 characters of secret><6 base62 characters of checksum>
 //
-//   - "prose_" makes a leaked key recognisable to secret scanners;
-//   - the 10 characters after it are random and public: with the "prose_"
-//     they form the key's prefix, stored in clear for lookup and display;
-//   - the secret is 32 bytes of crypto/rand, base62-encoded (43 characters);
-//   - the checksum is the CRC-32 (IEEE) of everything before it,
-//     base62-encoded on 6 characters, so a typo or a truncated copy is
-//     rejected without a database lookup, and scanners can tell a real key
-//     from random text.
+//	  - "prose_" makes a leaked key recognisable to secret scanners;
+//	  - the 10 characters after it are random and public: with the "prose_"
+//	    they form the key's prefix, stored in clear for lookup and display;
+//	  - the secret is 32 bytes of crypto/rand, base62-encoded (43 characters);
+//	  - the checksum is the CRC-32 (IEEE) of everything before it,
+//	    base62-encoded on 6 characters, so a typo or a truncated copy is
+//	    rejected without a database lookup, and scanners can tell a real key
+//	    from random text.
 //
 // Only Hash(value) (SHA-256: the secret has 256 bits of entropy, so a slow
 // password hash adds nothing) is stored; Verify compares in constant time.
