@@ -88,8 +88,8 @@ func TestMatch(t *testing.T) {
 		wantProc string
 		wantErr  error
 	}{
-		{"generate an id", ws, "standard", "generate_id", nil},
-		{"generate a new id", ws, "standard", "generate_id", nil}, // head matches
+		{"get the new id", ws, "standard", "new_id", nil},
+		{"get a new id", ws, "standard", "new_id", nil},
 		{"get the current time", books.Workspace{}, "standard", "get_current_time", nil},
 		{"format 1234.5 as text", ws, "standard", "format_number", nil},
 		{"format the total as text", ws, "standard", "format_number", nil}, // a fact fills the input
@@ -97,7 +97,7 @@ func TestMatch(t *testing.T) {
 		{`send an email to "ana@example.com"`, ws, "acme.mail", "send_email", nil},
 		{`send an email to "ana@example.com"`, books.Workspace{}, "", "", books.ErrNoMatch}, // not registered there
 		{`send a letter to "ana@example.com"`, ws, "", "", books.ErrNoMatch},                // object is no input: must be named
-		{"generate an id for the order", ws, "", "", books.ErrNoMatch},                      // preposition differs
+		{"get the new id for the order", ws, "", "", books.ErrNoMatch},                      // preposition differs
 		{"paint the fence", ws, "", "", books.ErrNoMatch},
 	}
 	for _, c := range cases {
@@ -231,7 +231,7 @@ func TestStandardBook(t *testing.T) {
 		return r.Call(ctx, books.Workspace{}, books.ProcedureRef{Book: "standard", Version: "1.0.0", Procedure: proc}, "", in)
 	}
 
-	out, err := call("generate_id", nil)
+	out, err := call("new_id", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -417,5 +417,23 @@ func TestFilter(t *testing.T) {
 		if got := f.Match(b); got != c.want {
 			t.Errorf("filter %q matches = %v, want %v", c.filter, got, c.want)
 		}
+	}
+}
+
+func TestRunBooks(t *testing.T) {
+	ctx := context.Background()
+	r := books.NewRegistry()
+	rb := r.ForWorkspace(ws)
+	c := rb.Lookup("format the total as text")
+	if len(c) == 0 || c[0].Book != "standard@1.0.0" || c[0].Name != "format_number" ||
+		c[0].Signature != "format a number as text (the formatted number)" {
+		t.Fatalf("Lookup = %+v", c)
+	}
+	if c := rb.Lookup("paint the fence"); len(c) != 0 {
+		t.Errorf("Lookup(paint) = %+v", c)
+	}
+	out, err := rb.Call(ctx, c[0], map[string]lang.Value{"number": lang.Int(1234)})
+	if err != nil || out["formatted number"].AsText() != "1,234.00" {
+		t.Errorf("Call = %v, %v", out, err)
 	}
 }

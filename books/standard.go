@@ -26,14 +26,15 @@ type Clock func() time.Time
 // Standard returns the standard built-in book: small utilities for
 // automations that need no network. Its clock is now (time.Now when nil).
 //
-//	generate an id (the id)                        → a random UUID (version 4)
+//	get the new id (the id)                        → a random UUID (version 4)
 //	get the current time (the current time)        → the clock's reading (UTC)
 //	format a number as text (the formatted number) → "1,234.50"; inputs
 //	    "decimal places" (default 2) and "thousands separator" (default ",")
 //	count the words of a text (the word count)     → the number of words
 //
-// generate and get are not deterministic, which is why they are book calls:
-// the run's journal records their results.
+// The first two are not deterministic, which is why they are book calls: the
+// run's journal records their results. Signatures follow the language's
+// convention: `a`/`an` and a noun is an input; other words are fixed.
 func Standard(now Clock) *Builtin {
 	if now == nil {
 		now = time.Now
@@ -43,12 +44,12 @@ func Standard(now Clock) *Builtin {
 	never := bookv1.ConnectionRequired_Never
 	procs := []*bookv1.Procedure{
 		{
-			Id:                 "generate_id",
-			Signature:          Signature("generate an id (the id)"),
+			Id:                 "new_id",
+			Signature:          Signature("get the new id (the id)"),
 			Outputs:            []*bookv1.Concept{concept("id", scalar(bookv1.ConceptScalarType_ConceptScalarTypeUUID), "A random UUID (version 4).", nil)},
 			ShortDescription:   "Generates a random unique identifier.",
 			ConnectionRequired: never,
-			Examples:           []*bookv1.Example{{Description: "A new order number", Snippet: "generate an id\nthe order number is the above"}},
+			Examples:           []*bookv1.Example{{Description: "A new order number", Snippet: "get the new id\nthe order number is the above"}},
 			SearchHints:        []string{"uuid", "identifier", "random"},
 		},
 		{
@@ -106,7 +107,7 @@ func Standard(now Clock) *Builtin {
 	return &Builtin{
 		Book: book,
 		Funcs: map[string]Func{
-			"generate_id": func(context.Context, map[string]lang.Value) (map[string]lang.Value, error) {
+			"new_id": func(context.Context, map[string]lang.Value) (map[string]lang.Value, error) {
 				id, err := newUUID()
 				if err != nil {
 					return nil, err
