@@ -1,0 +1,186 @@
+package lang
+
+import (
+	"context"
+	"strings"
+)
+
+// BookProcedure is a procedure that a book offers to runs.
+type BookProcedure struct {
+	// Book and Name identify the procedure; the journal records them.
+	Book string
+	Name string
+	// Signature is its sentence without `to`, with its outputs in
+	// parentheses: "send an email to a recipient (the message id)". An input
+	// is `a`/`an` and its noun; the interpreter matches call sentences
+	// against it as it does for the program's own procedures.
+	Signature string
+}
+
+func (p BookProcedure) key() string { return p.Book + "/" + p.Name }
+
+// Books gives a run the procedures of its books. The run engine's book
+// registry implements it.
+type Books interface {
+	// Lookup returns the procedures whose signatures may match a sentence
+	// (candidates; the interpreter does the matching, in the order given).
+	Lookup(sentence string) []BookProcedure
+	// Call runs a procedure with its inputs (by noun: "recipient", and the
+	// facts of the call's where/with block, by name without "the") and
+	// returns its outputs by name ("message id"). An error becomes a
+	// user_system_error exception; the run may retry it.
+	Call(ctx context.Context, proc BookProcedure, inputs map[string]Value) (map[string]Value, error)
+}
+
+// bookCall matches a sentence against the books and calls the procedure,
+// or takes its result from the journal when the run already made the call.
+func (m *machine) bookCall(s *stmt, hasArgs bool) error {
+	c := s.call
+	if m.opts.Books == nil {
+		return m.unknown(s)
+	}
+	for _, proc := range m.opts.Books.Lookup(c.sentence) {
+		lx := &lexer{src: proc.Signature}
+		ln, err := lx.line(0, len(proc.Signature), 1)
+		if err != nil || ln == nil {
+			continue
+		}
+		toks := ln.toks
+		if len(toks) > 0 && toks[0].is("to") {
+			toks = toks[1:]
+		}
+		sig, outs, err := parseSignature(toks)
+		if err != nil {
+			continue
+		}
+		p := &parser{lx: &lexer{src: m.srcOf(s)}, syms: m.syms}
+		binds, ok := matchSignature(p, sig, c.toks)
+		if !ok {
+			continue
+		}
+		inputs := map[string]Value{}
+		if hasArgs {
+			for slot, v := range m.cur.vals {
+				if slot == aboveSlot || v.k == kindUnset {
+					continue
+				}
+				name := m.syms.name(slot)
+				if v.k == kindAlias {
+					if v, err = m.deref(v, name); err != nil {
+						continue
+					}
+				}
+				inputs[name] = clone(v)
+			}
+		}
+		for _, b := range binds {
+			v, err := b.x.eval(m)
+			if err != nil {
+				return err
+			}
+			inputs[strings.Join(sig[b.elem].param, " ")] = clone(v)
+		}
+		outputs, err := m.callJournaled(proc, inputs, c.sentence)
+		if err != nil {
+			return err
+		}
+		var result Value
+		switch {
+		case len(outs) == 1:
+			result = outputs[outs[0]]
+			if !result.IsValid() && len(outputs) == 1 {
+				for _, v := range outputs {
+					result = v
+				}
+			}
+		case len(outputs) == 1 && len(outs) == 0:
+			for _, v := range outputs {
+				result = v
+			}
+		case len(outputs) > 0:
+			d := NewDictionary()
+			names := outs
+			if len(names) == 0 {
+				for k := range outputs {
+					names = append(names, k)
+				}
+				sortStrings(names)
+			}
+			for _, k := range names {
+				if v, ok := outputs[k]; ok && v.IsValid() {
+					d.SetText(k, v)
+				}
+			}
+			result = DictValue(d)
+		}
+		if !result.IsValid() {
+			result = Null()
+		}
+		if hasArgs {
+			m.pop()
+		}
+		return m.deliver(result)
+	}
+	return m.unknown(s)
+}
+
+// srcOf is the source text a statement's tokens point into.
+func (m *machine) srcOf(s *stmt) string {
+	for i := len(m.frames) - 1; i >= 0; i-- {
+		f := &m.frames[i]
+		if f.src >= 0 && f.src < len(m.patches) {
+			return m.patches[f.src].code
+		}
+		if f.src < 0 {
+			return m.prog.src
+		}
+	}
+	return m.prog.src
+}
+
+func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sentence string) (map[string]Value, error) {
+	if m.cursor < len(m.journal) {
+		e := m.journal[m.cursor]
+		if e.kind != "book" || e.proc != proc.key() {
+			return nil, internalErr("the journal holds %s where the run calls %s", e.proc, proc.key())
+		}
+		m.cursor++
+		return e.outputs, nil
+	}
+	outputs, err := m.opts.Books.Call(m.ctx, proc, inputs)
+	if err != nil {
+		return nil, userErr("Could not %s: %v", sentence, err)
+	}
+	clean := make(map[string]Value, len(outputs))
+	for k, v := range outputs {
+		if v.IsValid() {
+			clean[normName(k)] = v
+		}
+	}
+	m.journal = append(m.journal, journalEntry{kind: "book", proc: proc.key(), outputs: clean})
+	m.cursor++
+	if m.opts.Checkpoint != nil {
+		// The state as it stood before this step, with the new journal
+		// entry still to be consumed: resuming from it replays the step
+		// and takes the result from the journal.
+		saved := m.cursor
+		m.cursor = m.stepCursor
+		state, err := m.encode(nil)
+		m.cursor = saved
+		if err != nil {
+			return nil, internalErr("%v", err)
+		}
+		if err := m.opts.Checkpoint(state); err != nil {
+			return nil, internalErr("could not save a checkpoint: %v", err)
+		}
+	}
+	return clean, nil
+}
+
+func sortStrings(s []string) {
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}

@@ -1,0 +1,466 @@
+package lang
+
+import (
+	"errors"
+	"strings"
+)
+
+// exec runs one statement. On an error nothing has changed and the frame
+// still stands at the statement, so that it can run again.
+func (m *machine) exec(f *frame, s *stmt) error {
+	switch s.op {
+	case opAdd, opSubtract, opMultiply, opDivide:
+		return m.arith(f, s)
+	case opAssign:
+		var v Value
+		if s.list != nil || s.plural {
+			xs := s.list
+			if xs == nil {
+				xs = []expr{s.x}
+			}
+			items := make([]Value, len(xs))
+			for i, x := range xs {
+				it, err := x.eval(m)
+				if err != nil {
+					return err
+				}
+				items[i] = clone(it)
+			}
+			if len(items) == 1 && (items[0].k == KindList || items[0].k == KindSet || items[0].k == KindTable) {
+				v = items[0]
+			} else {
+				v = ListValue(items...)
+			}
+		} else {
+			x, err := s.x.eval(m)
+			if err != nil {
+				return err
+			}
+			v = clone(x)
+		}
+		if err := m.assign(s.target, v); err != nil {
+			return err
+		}
+		m.cur.set(aboveSlot, v)
+	case opAlias:
+		if ref, ok := s.x.(*refExpr); ok && len(ref.fields) == 0 && ref.name != "above" {
+			if _, err := ref.eval(m); err != nil {
+				return err
+			}
+			hs, hslot := m.holder(ref.slot, false)
+			if len(s.target.fields) == 0 {
+				if hs == m.cur && hslot == s.target.slot {
+					break // use the X as the X
+				}
+				m.cur.set(s.target.slot, Value{k: kindAlias, i: int64(hslot), p: hs})
+				break
+			}
+		}
+		v, err := s.x.eval(m)
+		if err != nil {
+			return err
+		}
+		if err := m.assign(s.target, v); err != nil {
+			return err
+		}
+		m.cur.set(aboveSlot, v)
+	case opImagine:
+		v := DictValue(NewDictionary())
+		if err := m.assign(s.target, v); err != nil {
+			return err
+		}
+		m.cur.set(aboveSlot, v)
+	case opGet, opFind:
+		if s.op == opFind {
+			m.noAnswers = true
+		}
+		v, err := s.x.eval(m)
+		m.noAnswers = false
+		if err != nil {
+			var r *raise
+			if s.op == opFind && errors.As(err, &r) && r.group == GroupMissingValues {
+				v, err = Null(), nil
+			} else {
+				return err
+			}
+		}
+		if s.target != nil {
+			if err := m.assign(s.target, clone(v)); err != nil {
+				return err
+			}
+		}
+		m.cur.set(aboveSlot, v)
+	case opAsk:
+		q, err := s.x.eval(m)
+		if err != nil {
+			return err
+		}
+		question := valueText(q)
+		var choices []Value
+		for _, c := range s.choices {
+			v, err := c.eval(m)
+			if err != nil {
+				return err
+			}
+			choices = append(choices, v)
+		}
+		if v, ok := m.answer(question); ok {
+			m.cur.set(aboveSlot, v)
+			m.cur.set(m.syms.slot("answer"), clone(v))
+			break
+		}
+		return &raise{group: GroupMissingValues, msg: question, question: question, choices: choices}
+	case opIf:
+		for _, br := range s.branches {
+			if br.cond != nil {
+				c, err := br.cond.eval(m)
+				if err != nil {
+					return err
+				}
+				ok, err := truth(c, br.cond)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					continue
+				}
+			}
+			f.pc++
+			m.push(frame{kind: fBlock, src: f.src, blk: br.body, sc: m.cur, origin: f.origin})
+			return nil
+		}
+	case opEach:
+		var list Value
+		if s.x != nil {
+			v, err := s.x.eval(m)
+			if err != nil {
+				return err
+			}
+			list = v
+		} else {
+			found := false
+			for _, n := range s.plurals {
+				slot, ok := m.syms.lookup(n)
+				if !ok {
+					continue
+				}
+				v, err := m.read(slot, n)
+				if err == nil {
+					list, found = v, true
+					break
+				}
+			}
+			if !found {
+				return missing("the " + s.plurals[len(s.plurals)-1])
+			}
+		}
+		its, ok := items(list)
+		if !ok {
+			return userErr("Could not go through each %s: %s is not a list", s.item, describe(list))
+		}
+		f.pc++
+		if len(its) == 0 {
+			return nil
+		}
+		its = its[:len(its):len(its)]
+		saved := m.cur.get(s.itemSlot)
+		sc := m.cur
+		m.push(frame{kind: fLoop, src: f.src, blk: s.body, sc: sc, origin: f.origin, items: its, slot: s.itemSlot, saved: saved})
+		sc.set(s.itemSlot, its[0])
+		return nil
+	case opValidate:
+		var failed []string
+		for _, c := range s.checks {
+			v, err := c.cond.eval(m)
+			if err != nil {
+				return err
+			}
+			ok, err := truth(v, c.cond)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				failed = append(failed, c.text)
+			}
+		}
+		if len(failed) > 0 {
+			return &raise{group: GroupMissingValues, msg: "Please review the following facts: " + strings.Join(failed, "; "), failed: failed}
+		}
+	case opSay:
+		v, err := s.x.eval(m)
+		if err != nil {
+			return err
+		}
+		line := valueText(v)
+		m.log = append(m.log, line)
+		if m.opts.Say != nil {
+			m.opts.Say(line)
+		}
+	case opStop:
+		return errStop
+	case opRemove:
+		return m.remove(f, s)
+	case opReturn:
+		return m.ret(s)
+	case opCall:
+		return m.call(f, s)
+	default:
+		return internalErr("unknown statement")
+	}
+	f.pc++
+	return nil
+}
+
+// arith runs add/subtract/multiply/divide.
+func (m *machine) arith(f *frame, s *stmt) error {
+	x, err := s.x.eval(m)
+	if err != nil {
+		return err
+	}
+	t, err := s.target.eval(m)
+	if err != nil {
+		return err
+	}
+	var v Value
+	var r *raise
+	switch s.op {
+	case opAdd:
+		switch {
+		case t.k == KindNumber && x.k == KindNumber:
+			n, err := t.n.Add(x.n)
+			if err != nil {
+				return numErr("add", t, x, err)
+			}
+			v = Num(n)
+		case t.k == KindList:
+			l := t.AsList()
+			l.Items = append(l.Items, clone(x))
+			v = t
+		case t.k == KindSet:
+			if _, err := t.AsSet().Add(x); err != nil {
+				return userErr("Could not add %s to %s: %v", describe(x), s.target.display, err)
+			}
+			v = t
+		case t.k == KindTable:
+			if x.k != KindDictionary {
+				return userErr("Could not add %s to %s: a table takes rows (dictionaries)", describe(x), s.target.display)
+			}
+			t.AsTable().AppendRow(x.AsDictionary())
+			v = t
+		case t.k == KindDictionary && x.k == KindDictionary:
+			d := t.AsDictionary()
+			xd := x.AsDictionary()
+			for i := range xd.keys {
+				_ = d.Set(xd.keys[i], clone(xd.vals[i]))
+			}
+			v = t
+		case t.k == KindText && x.k == KindText:
+			v = Text(t.s + x.s)
+		case t.k == KindNumber || t.k == KindText:
+			return userErr("Could not add %s to %s (%s)", describe(x), s.target.display, t.k.article())
+		default:
+			v, r = addOther(t, x, 1)
+		}
+	case opSubtract:
+		v, r = sub(t, x)
+	case opMultiply:
+		v, r = mul(t, x)
+	case opDivide:
+		v, r = quo(t, x)
+	}
+	if r != nil {
+		return r
+	}
+	if err := m.update(s.target, v); err != nil {
+		return err
+	}
+	m.cur.set(aboveSlot, v)
+	f.pc++
+	return nil
+}
+
+func (m *machine) remove(f *frame, s *stmt) error {
+	x, err := s.x.eval(m)
+	if err != nil {
+		return err
+	}
+	t, err := s.target.eval(m)
+	if err != nil {
+		return err
+	}
+	switch t.k {
+	case KindList:
+		l := t.AsList()
+		out := l.Items[:0:0]
+		for _, it := range l.Items {
+			if !equalLoose(it, x) {
+				out = append(out, it)
+			}
+		}
+		l.Items = out
+	case KindSet:
+		t.AsSet().remove(x)
+	case KindDictionary:
+		d := t.AsDictionary()
+		if x.k == KindText {
+			if i, ok := d.findField(x.s); ok {
+				d.Delete(d.keys[i])
+			}
+		} else {
+			d.Delete(x)
+		}
+	case KindText:
+		v := Text(strings.ReplaceAll(t.s, valueText(x), ""))
+		if err := m.update(s.target, v); err != nil {
+			return err
+		}
+		t = v
+	default:
+		return userErr("Could not remove %s from %s: it is %s", describe(x), s.target.display, t.k.article())
+	}
+	m.cur.set(aboveSlot, t)
+	f.pc++
+	return nil
+}
+
+// ret ends the procedure body with a result.
+func (m *machine) ret(s *stmt) error {
+	bi := -1
+	for i := len(m.frames) - 1; i >= 0; i-- {
+		if m.frames[i].kind == fBody {
+			bi = i
+			break
+		}
+		if m.frames[i].kind == fArgs {
+			break
+		}
+	}
+	if bi < 0 {
+		return userErr("Could not return: this is not inside a procedure")
+	}
+	var v Value
+	if s.x != nil {
+		x, err := s.x.eval(m)
+		if err != nil {
+			return err
+		}
+		v = clone(x)
+	} else {
+		v = Null()
+	}
+	for len(m.frames)-1 > bi {
+		top := &m.frames[len(m.frames)-1]
+		if top.kind == fLoop {
+			top.sc.set(top.slot, top.saved)
+		}
+		m.pop()
+	}
+	body := &m.frames[bi]
+	body.sc.set(m.syms.slot("result"), v)
+	body.pc = len(body.blk.stmts)
+	return nil
+}
+
+// finishFrame is reached when a frame has run all its statements.
+func (m *machine) finishFrame() error {
+	f := &m.frames[len(m.frames)-1]
+	switch f.kind {
+	case fLoop:
+		f.idx++
+		if f.idx < len(f.items) {
+			f.sc.set(f.slot, f.items[f.idx])
+			f.pc = 0
+			return nil
+		}
+		f.sc.set(f.slot, f.saved)
+		m.pop()
+	case fArgs:
+		caller := &m.frames[len(m.frames)-2]
+		return m.invoke(caller.blk.stmts[caller.pc], true)
+	case fBody:
+		v := f.sc.get(m.syms.slot("result"))
+		if v.k == kindAlias {
+			v, _ = m.deref(v, "result")
+		}
+		if !v.IsValid() {
+			v = Null()
+		}
+		m.depth--
+		m.pop()
+		return m.deliver(v)
+	default:
+		m.pop()
+	}
+	return nil
+}
+
+func (m *machine) call(f *frame, s *stmt) error {
+	if s.call.args != nil {
+		m.push(frame{kind: fArgs, src: f.src, blk: s.call.args, sc: &scope{parent: m.cur}, origin: f.origin})
+		return nil
+	}
+	return m.invoke(s, false)
+}
+
+// invoke calls the procedure of a call statement, once its argument block
+// (if any, the top frame) has run.
+func (m *machine) invoke(s *stmt, hasArgs bool) error {
+	c := s.call
+	if c.proc == nil {
+		return m.bookCall(s, hasArgs)
+	}
+	if m.depth >= m.opts.MaxCallDepth {
+		return userErr("Could not %s: procedures call each other more than %d deep", c.sentence, m.opts.MaxCallDepth)
+	}
+	callee := &scope{}
+	for _, p := range c.params {
+		v, err := p.x.eval(m)
+		if err != nil {
+			return err
+		}
+		callee.set(p.slot, clone(v))
+	}
+	if hasArgs {
+		m.copyArgs(callee)
+		m.pop()
+	}
+	m.depth++
+	m.push(frame{kind: fBody, src: -1, blk: c.proc.body, sc: callee})
+	return nil
+}
+
+// copyArgs copies the facts of the argument block (the top frame) to the callee.
+func (m *machine) copyArgs(callee *scope) {
+	args := m.cur
+	for slot, v := range args.vals {
+		if slot == aboveSlot || v.k == kindUnset {
+			continue
+		}
+		if v.k == kindAlias {
+			var err error
+			if v, err = m.deref(v, m.syms.name(slot)); err != nil {
+				continue
+			}
+		}
+		callee.set(slot, clone(v))
+	}
+}
+
+// deliver hands a call's result to the calling statement: `the above`, and
+// the `as the Y` fact.
+func (m *machine) deliver(v Value) error {
+	f := &m.frames[len(m.frames)-1]
+	s := f.blk.stmts[f.pc]
+	m.cur.set(aboveSlot, v)
+	if s.call != nil && s.call.as != nil {
+		if err := m.assign(s.call.as, clone(v)); err != nil {
+			return err
+		}
+	}
+	f.pc++
+	return nil
+}
+
+func (m *machine) unknown(s *stmt) error {
+	return &raise{group: GroupUserSystemError, msg: "I don't know how to " + s.call.sentence}
+}

@@ -1,0 +1,667 @@
+package lang
+
+import (
+	"strings"
+)
+
+// ep parses an expression from a slice of one line's tokens.
+type ep struct {
+	p     *parser
+	toks  []token
+	i     int
+	depth int
+}
+
+func (p *parser) ep(toks []token) *ep { return &ep{p: p, toks: toks} }
+
+var eofTok = token{}
+
+func (q *ep) peek() token { return q.at(0) }
+
+func (q *ep) at(k int) token {
+	if q.i+k < len(q.toks) {
+		return q.toks[q.i+k]
+	}
+	return eofTok
+}
+
+func (q *ep) next() token {
+	t := q.peek()
+	if q.i < len(q.toks) {
+		q.i++
+	}
+	return t
+}
+
+func (q *ep) done() bool { return q.i >= len(q.toks) }
+
+func (q *ep) isOp(op string) bool { t := q.peek(); return t.kind == tOp && t.text == op }
+
+func (q *ep) errHere(format string, args ...any) *SyntaxError {
+	if q.done() {
+		end := 0
+		if len(q.toks) > 0 {
+			end = q.toks[len(q.toks)-1].span.End
+		}
+		return q.p.lx.errAt(end, end, format, args...)
+	}
+	t := q.peek()
+	return q.p.lx.errAt(t.span.Start, t.span.End, format, args...)
+}
+
+func (q *ep) want(word string) error {
+	if !q.peek().is(word) {
+		if q.done() {
+			return q.errHere("expected '%s' at the end of the line", word)
+		}
+		return q.errHere("expected '%s', found '%s'", word, q.peek().raw)
+	}
+	q.next()
+	return nil
+}
+
+func (q *ep) end() error {
+	if !q.done() {
+		return q.errHere("unexpected '%s'", q.peek().raw)
+	}
+	return nil
+}
+
+func (q *ep) spanFrom(start int) Span {
+	end := start
+	if q.i > 0 && q.i <= len(q.toks) {
+		end = q.toks[q.i-1].span.End
+	}
+	return Span{start, end}
+}
+
+// stopWords end a fact name.
+var stopWords = map[string]bool{
+	"is": true, "are": true, "was": true, "were": true, "isn": true, "aren": true, "in": true, "as": true, "to": true,
+	"by": true, "from": true, "and": true, "or": true, "not": true, "then": true, "where": true, "with": true,
+	"contains": true, "contain": true, "includes": true, "include": true, "equals": true, "than": true,
+	"plus": true, "minus": true, "times": true, "into": true, "if": true, "else": true, "does": true, "do": true,
+	"for": true,
+}
+
+// nameWords reads the words of a name, up to a stop word, an operator or
+// the end.
+func (q *ep) nameWords() ([]string, Span) {
+	var words []string
+	start := q.peek().span.Start
+	for {
+		t := q.peek()
+		if t.kind != tWord {
+			break
+		}
+		if len(words) > 0 {
+			if stopWords[t.text] {
+				break
+			}
+			if (t.text == "starts" || t.text == "start" || t.text == "ends" || t.text == "end") && q.at(1).is("with") {
+				break
+			}
+			if t.text == "of" && (q.at(1).is("the") || q.at(1).kind != tWord) {
+				break
+			}
+		}
+		words = append(words, t.text)
+		q.next()
+	}
+	return words, q.spanFrom(start)
+}
+
+func (q *ep) expr() (expr, error) {
+	q.depth++
+	defer func() { q.depth-- }()
+	if q.depth > 200 {
+		return nil, q.errHere("the expression is nested too deeply")
+	}
+	return q.or()
+}
+
+func (q *ep) or() (expr, error) {
+	l, err := q.and()
+	if err != nil {
+		return nil, err
+	}
+	for q.peek().is("or") {
+		q.next()
+		r, err := q.and()
+		if err != nil {
+			return nil, err
+		}
+		l = &logicExpr{l: l, r: r, span: Span{l.sp().Start, r.sp().End}}
+	}
+	return l, nil
+}
+
+func (q *ep) and() (expr, error) {
+	l, err := q.not()
+	if err != nil {
+		return nil, err
+	}
+	for q.peek().is("and") {
+		q.next()
+		r, err := q.not()
+		if err != nil {
+			return nil, err
+		}
+		l = &logicExpr{and: true, l: l, r: r, span: Span{l.sp().Start, r.sp().End}}
+	}
+	return l, nil
+}
+
+func (q *ep) not() (expr, error) {
+	if q.peek().is("not") {
+		t := q.next()
+		q.depth++
+		defer func() { q.depth-- }()
+		if q.depth > 200 {
+			return nil, q.errHere("the expression is nested too deeply")
+		}
+		x, err := q.not()
+		if err != nil {
+			return nil, err
+		}
+		return &notExpr{x: x, span: Span{t.span.Start, x.sp().End}}, nil
+	}
+	return q.cmp()
+}
+
+func (q *ep) cmp() (expr, error) {
+	l, err := q.additive()
+	if err != nil {
+		return nil, err
+	}
+	c := &cmpExpr{l: l}
+	t := q.peek()
+	switch {
+	case t.kind == tOp && (t.text == "=" || t.text == "!=" || t.text == "<" || t.text == ">" || t.text == "<=" || t.text == ">="):
+		q.next()
+		c.op = map[string]cmpOp{"=": cmpEq, "!=": cmpEq, "<": cmpLt, ">": cmpGt, "<=": cmpLe, ">=": cmpGe}[t.text]
+		c.neg = t.text == "!="
+	case t.is("is") || t.is("are") || t.is("was") || t.is("were"):
+		q.next()
+		if q.peek().is("not") {
+			q.next()
+			c.neg = true
+		}
+		switch w := q.peek(); {
+		case w.is("empty") || w.is("blank"):
+			q.next()
+			c.op = cmpEmpty
+		case w.is("greater") || w.is("more") || w.is("larger") || w.is("bigger") || w.is("higher") || w.is("later"):
+			q.next()
+			if err := q.want("than"); err != nil {
+				return nil, err
+			}
+			c.op = cmpGt
+			if q.peek().is("or") && q.at(1).is("equal") {
+				q.i += 2
+				if err := q.want("to"); err != nil {
+					return nil, err
+				}
+				c.op = cmpGe
+			}
+		case w.is("less") || w.is("fewer") || w.is("smaller") || w.is("lower") || w.is("earlier"):
+			q.next()
+			if err := q.want("than"); err != nil {
+				return nil, err
+			}
+			c.op = cmpLt
+			if q.peek().is("or") && q.at(1).is("equal") {
+				q.i += 2
+				if err := q.want("to"); err != nil {
+					return nil, err
+				}
+				c.op = cmpLe
+			}
+		case w.is("after"):
+			q.next()
+			c.op = cmpGt
+		case w.is("before"):
+			q.next()
+			c.op = cmpLt
+		case w.is("at") && (q.at(1).is("least") || q.at(1).is("most")):
+			q.next()
+			c.op = cmpGe
+			if q.next().is("most") {
+				c.op = cmpLe
+			}
+		case w.is("equal") && q.at(1).is("to"):
+			q.i += 2
+			c.op = cmpEq
+		case w.is("one") && q.at(1).is("of"):
+			q.i += 2
+			c.op = cmpIn
+		case w.is("in"):
+			q.next()
+			c.op = cmpIn
+		default:
+			c.op = cmpEq
+		}
+	case t.is("contains") || t.is("contain") || t.is("includes") || t.is("include"):
+		q.next()
+		c.op = cmpContains
+	case t.is("equals"):
+		q.next()
+		c.op = cmpEq
+	case (t.is("does") || t.is("do")) && q.at(1).is("not"):
+		q.i += 2
+		c.neg = true
+		switch w := q.next(); {
+		case w.is("contain") || w.is("include"):
+			c.op = cmpContains
+		case w.is("start") && q.peek().is("with"):
+			q.next()
+			c.op = cmpStarts
+		case w.is("end") && q.peek().is("with"):
+			q.next()
+			c.op = cmpEnds
+		case w.is("equal"):
+			c.op = cmpEq
+		default:
+			q.i--
+			return nil, q.errHere("expected 'contain', 'start with' or 'end with' after 'not'")
+		}
+	case (t.is("starts") || t.is("start")) && q.at(1).is("with"):
+		q.i += 2
+		c.op = cmpStarts
+	case (t.is("ends") || t.is("end")) && q.at(1).is("with"):
+		q.i += 2
+		c.op = cmpEnds
+	default:
+		return l, nil
+	}
+	if c.op != cmpEmpty {
+		r, err := q.additive()
+		if err != nil {
+			return nil, err
+		}
+		c.r = r
+		c.span = Span{l.sp().Start, r.sp().End}
+	} else {
+		c.span = q.spanFrom(l.sp().Start)
+	}
+	return c, nil
+}
+
+func (q *ep) additive() (expr, error) {
+	l, err := q.mult()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t := q.peek()
+		var op byte
+		switch {
+		case t.kind == tOp && (t.text == "+" || t.text == "-"):
+			op = t.text[0]
+		case t.is("plus"):
+			op = '+'
+		case t.is("minus"):
+			op = '-'
+		default:
+			return l, nil
+		}
+		q.next()
+		r, err := q.mult()
+		if err != nil {
+			return nil, err
+		}
+		l = &binExpr{op: op, l: l, r: r, span: Span{l.sp().Start, r.sp().End}}
+	}
+}
+
+func (q *ep) mult() (expr, error) {
+	l, err := q.unary()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t := q.peek()
+		var op byte
+		switch {
+		case t.kind == tOp && (t.text == "*" || t.text == "/"):
+			op = t.text[0]
+		case t.is("times"):
+			op = '*'
+		case t.is("divided") && q.at(1).is("by"):
+			q.next()
+			op = '/'
+		default:
+			return l, nil
+		}
+		q.next()
+		r, err := q.unary()
+		if err != nil {
+			return nil, err
+		}
+		l = &binExpr{op: op, l: l, r: r, span: Span{l.sp().Start, r.sp().End}}
+	}
+}
+
+func (q *ep) unary() (expr, error) {
+	if q.isOp("-") {
+		t := q.next()
+		q.depth++
+		defer func() { q.depth-- }()
+		if q.depth > 200 {
+			return nil, q.errHere("the expression is nested too deeply")
+		}
+		x, err := q.unary()
+		if err != nil {
+			return nil, err
+		}
+		sp := Span{t.span.Start, x.sp().End}
+		if lit, ok := x.(*litExpr); ok && lit.v.k == KindNumber {
+			return &litExpr{v: Num(lit.v.n.Neg()), span: sp}, nil
+		}
+		return &negExpr{x: x, span: sp}, nil
+	}
+	if q.isOp("+") {
+		q.next()
+	}
+	return q.postfix()
+}
+
+func (q *ep) postfix() (expr, error) {
+	x, err := q.primary()
+	if err != nil {
+		return nil, err
+	}
+	for {
+		t := q.peek()
+		switch {
+		case t.kind == tPoss:
+			q.next()
+			ref, ok := x.(*refExpr)
+			if !ok {
+				return nil, q.p.errAt(t.span, "only a fact can be followed by 's")
+			}
+			key, sp, err := q.fieldKey()
+			if err != nil {
+				return nil, err
+			}
+			x = ref.withField(key, sp.End)
+		case t.is("in") && (q.at(1).is("uppercase") || q.at(1).is("lowercase") || q.at(1).is("capitals") ||
+			(q.at(1).is("upper") || q.at(1).is("lower")) && q.at(2).is("case")):
+			q.next()
+			w := q.next()
+			if q.peek().is("case") {
+				q.next()
+			}
+			x = &caseExpr{upper: w.is("uppercase") || w.is("upper") || w.is("capitals"), x: x, span: q.spanFrom(x.sp().Start)}
+		default:
+			return x, nil
+		}
+	}
+}
+
+func (q *ep) fieldKey() (string, Span, error) {
+	t := q.peek()
+	if t.kind == tStr {
+		q.next()
+		return t.text, t.span, nil
+	}
+	if t.kind != tWord {
+		return "", Span{}, q.errHere("expected a field name after 's")
+	}
+	start := q.i
+	words, sp := q.nameWords()
+	raw := make([]string, len(words))
+	for i := range words {
+		raw[i] = q.toks[start+i].raw
+	}
+	return strings.Join(raw, " "), sp, nil
+}
+
+func (r *refExpr) withField(key string, end int) *refExpr {
+	n := &refExpr{slot: r.slot, name: r.name, fields: append(append([]string(nil), r.fields...), key), span: Span{r.span.Start, end}}
+	n.display = r.display + "'s " + fieldDisplay(key)
+	return n
+}
+
+var aggregates = map[string]string{
+	"sum": "sum", "number": "count", "count": "count", "average": "average", "mean": "average",
+	"maximum": "maximum", "max": "maximum", "highest": "maximum", "largest": "maximum",
+	"minimum": "minimum", "min": "minimum", "lowest": "minimum", "smallest": "minimum",
+	"first": "first", "last": "last", "length": "length", "size": "count",
+}
+
+var units = map[string]bool{"year": true, "years": true, "month": true, "months": true, "week": true, "weeks": true,
+	"day": true, "days": true, "hour": true, "hours": true, "minute": true, "minutes": true, "second": true, "seconds": true,
+	"millisecond": true, "milliseconds": true}
+
+func (q *ep) primary() (expr, error) {
+	t := q.peek()
+	switch t.kind {
+	case tNum:
+		q.next()
+		n, err := ParseNumber(t.text)
+		if err != nil {
+			return nil, q.p.errAt(t.span, "%s", err.Error())
+		}
+		if w := q.peek(); w.kind == tWord && units[w.text] {
+			q.next()
+			u, _ := durationUnit(w.text)
+			d, ok := scaleUnit(n, u)
+			if !ok {
+				return nil, q.p.errAt(Span{t.span.Start, w.span.End}, "this duration is out of range")
+			}
+			return &litExpr{v: DurationValue(d), span: Span{t.span.Start, w.span.End}}, nil
+		}
+		return &litExpr{v: Num(n), span: t.span}, nil
+	case tStr:
+		q.next()
+		return &litExpr{v: Text(t.text), span: t.span}, nil
+	case tOp:
+		if t.text == "(" {
+			q.next()
+			x, err := q.expr()
+			if err != nil {
+				return nil, err
+			}
+			if q.isOp(",") {
+				items := []expr{x}
+				for q.isOp(",") {
+					q.next()
+					y, err := q.expr()
+					if err != nil {
+						return nil, err
+					}
+					items = append(items, y)
+				}
+				x = &listExpr{items: items}
+			}
+			if !q.isOp(")") {
+				return nil, q.errHere("expected ')'")
+			}
+			q.next()
+			if l, ok := x.(*listExpr); ok {
+				l.span = q.spanFrom(t.span.Start)
+			}
+			return x, nil
+		}
+		return nil, q.errHere("unexpected '%s'", t.raw)
+	case tWord:
+	default:
+		if q.done() {
+			return nil, q.errHere("expected a value at the end of the line")
+		}
+		return nil, q.errHere("unexpected '%s'", t.raw)
+	}
+	switch t.text {
+	case "true", "yes":
+		q.next()
+		return &litExpr{v: Bool(true), span: t.span}, nil
+	case "false", "no":
+		q.next()
+		return &litExpr{v: Bool(false), span: t.span}, nil
+	case "nothing", "null", "none":
+		q.next()
+		return &litExpr{v: Null(), span: t.span}, nil
+	case "today":
+		q.next()
+		return &clockExpr{what: "date", span: t.span}, nil
+	case "now":
+		q.next()
+		return &clockExpr{what: "datetime", span: t.span}, nil
+	case "convert":
+		q.next()
+		x, err := q.expr()
+		if err != nil {
+			return nil, err
+		}
+		if err := q.want("to"); err != nil {
+			return nil, err
+		}
+		to, err := q.typeName()
+		if err != nil {
+			return nil, err
+		}
+		return &convertExpr{x: x, to: to, span: q.spanFrom(t.span.Start)}, nil
+	case "a", "an":
+		if q.at(1).is("empty") || q.at(1).is("new") {
+			k, ok := map[string]Kind{"list": KindList, "dictionary": KindDictionary, "set": KindSet, "table": KindTable, "record": KindDictionary}[q.at(2).text]
+			if ok {
+				q.i += 3
+				return &newExpr{kind: k, span: q.spanFrom(t.span.Start)}, nil
+			}
+		}
+	case "the":
+		return q.the()
+	}
+	return nil, q.errHere("unexpected '%s' (a fact starts with 'the'; text goes in double quotes)", t.raw)
+}
+
+func (q *ep) typeName() (string, error) {
+	if q.peek().is("a") || q.peek().is("an") {
+		q.next()
+	}
+	w := q.next()
+	switch w.text {
+	case "date":
+		if q.peek().is("and") && q.at(1).is("time") {
+			q.i += 2
+			return "datetime", nil
+		}
+		if q.peek().is("time") {
+			q.next()
+			return "datetime", nil
+		}
+		return "date", nil
+	case "datetime", "timestamp":
+		return "datetime", nil
+	case "number", "decimal", "amount":
+		return "number", nil
+	case "text", "string":
+		return "text", nil
+	case "duration", "period":
+		return "duration", nil
+	case "time":
+		if q.peek().is("of") && q.at(1).is("day") {
+			q.i += 2
+		} else if q.peek().is("zone") {
+			q.next()
+			return "time zone", nil
+		}
+		return "time", nil
+	case "boolean", "yes":
+		return "boolean", nil
+	case "list":
+		return "list", nil
+	case "set":
+		return "set", nil
+	}
+	q.i--
+	return "", q.errHere("expected a type after 'to': a date, a datetime, a time, a number, text, a duration, a boolean, a list, a set or a time zone")
+}
+
+// the parses an expression that starts with `the`: a fact, a field through
+// `of`, an aggregate, the above or the current date.
+func (q *ep) the() (expr, error) {
+	t := q.next()
+	w := q.peek()
+	if w.kind != tWord {
+		return nil, q.errHere("expected a name after 'the'")
+	}
+	if fn, ok := aggregates[w.text]; ok && q.at(1).is("of") {
+		if nx := q.at(2); nx.is("the") || nx.kind == tOp && nx.text == "(" || nx.kind == tStr || nx.kind == tNum {
+			q.i += 2
+			q.depth++
+			defer func() { q.depth-- }()
+			if q.depth > 200 {
+				return nil, q.errHere("the expression is nested too deeply")
+			}
+			x, err := q.postfix()
+			if err != nil {
+				return nil, err
+			}
+			return &aggExpr{fn: fn, x: x, span: Span{t.span.Start, x.sp().End}}, nil
+		}
+	}
+	if w.is("current") {
+		switch n := q.at(1); {
+		case n.is("date") && q.at(2).is("and") && q.at(3).is("time"):
+			q.i += 4
+			return &clockExpr{what: "datetime", span: q.spanFrom(t.span.Start)}, nil
+		case n.is("date") || n.is("datetime") || n.is("time"):
+			q.i += 2
+			what := n.text
+			if what == "time" && q.peek().is("of") && q.at(1).is("day") {
+				q.i += 2
+			}
+			return &clockExpr{what: what, span: q.spanFrom(t.span.Start)}, nil
+		}
+	}
+	words, sp := q.nameWords()
+	name := strings.Join(words, " ")
+	ref := &refExpr{slot: q.p.syms.slot(name), name: name, display: "the " + name, span: Span{t.span.Start, sp.End}}
+	if q.peek().is("of") && q.at(1).is("the") {
+		// `the total of the invoice` is the invoice's total.
+		q.next()
+		q.depth++
+		defer func() { q.depth-- }()
+		if q.depth > 200 {
+			return nil, q.errHere("the expression is nested too deeply")
+		}
+		obj, err := q.postfix()
+		if err != nil {
+			return nil, err
+		}
+		base, ok := obj.(*refExpr)
+		if !ok {
+			return nil, q.p.errAt(obj.sp(), "expected a fact after 'of'")
+		}
+		raw := make([]string, 0, len(words))
+		for _, tk := range q.toks {
+			if tk.span.Start >= sp.Start && tk.span.End <= sp.End {
+				raw = append(raw, tk.raw)
+			}
+		}
+		return base.withField(strings.Join(raw, " "), obj.sp().End), nil
+	}
+	return ref, nil
+}
+
+// target parses an assignable fact: `the X` with possessives.
+func (q *ep) target() (*refExpr, error) {
+	if !q.peek().is("the") {
+		if q.done() {
+			return nil, q.errHere("expected a fact (a name starting with 'the')")
+		}
+		return nil, q.errHere("expected a fact (a name starting with 'the'), found '%s'", q.peek().raw)
+	}
+	start := q.i
+	x, err := q.postfix()
+	if err != nil {
+		return nil, err
+	}
+	r, ok := x.(*refExpr)
+	if !ok || r.name == "above" && len(r.fields) == 0 {
+		return nil, q.p.errAt(q.spanFrom(q.toks[start].span.Start), "this cannot be set; expected a fact such as 'the total'")
+	}
+	return r, nil
+}

@@ -1,0 +1,665 @@
+package lang
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
+
+// Program is a parsed program. It is immutable and may be shared by any
+// number of runs at once.
+type Program struct {
+	src    string
+	top    *block
+	procs  []*procDef
+	blocks []*block
+	syms   *symtab
+	hash   string
+}
+
+// Source returns the program text.
+func (p *Program) Source() string { return p.src }
+
+// symtab maps canonical fact names (without "the") to slots. A run extends
+// its program's table with names the program never mentions (inputs,
+// provided values, replacement code) without changing the program.
+type symtab struct {
+	base  *symtab
+	names []string
+	idx   map[string]int
+}
+
+const aboveSlot = 0
+
+func newSymtab() *symtab {
+	s := &symtab{idx: map[string]int{}}
+	s.slot("above")
+	return s
+}
+
+func (s *symtab) size() int {
+	n := len(s.names)
+	if s.base != nil {
+		n += s.base.size()
+	}
+	return n
+}
+
+func (s *symtab) lookup(name string) (int, bool) {
+	if s.base != nil {
+		if i, ok := s.base.lookup(name); ok {
+			return i, true
+		}
+	}
+	i, ok := s.idx[name]
+	if !ok {
+		return 0, false
+	}
+	if s.base != nil {
+		i += s.base.size()
+	}
+	return i, true
+}
+
+func (s *symtab) slot(name string) int {
+	if i, ok := s.lookup(name); ok {
+		return i
+	}
+	s.idx[name] = len(s.names)
+	s.names = append(s.names, name)
+	return s.size() - 1
+}
+
+func (s *symtab) name(slot int) string {
+	if s.base != nil {
+		if n := s.base.size(); slot < n {
+			return s.base.name(slot)
+		} else {
+			slot -= n
+		}
+	}
+	if slot < 0 || slot >= len(s.names) {
+		return ""
+	}
+	return s.names[slot]
+}
+
+// Parse reads a program. A program that cannot be read gives a *SyntaxError
+// with the span of the offending text.
+func Parse(src string) (*Program, error) {
+	prog := &Program{src: src, syms: newSymtab()}
+	sum := sha256.Sum256([]byte(src))
+	prog.hash = hex.EncodeToString(sum[:12])
+	p := &parser{lx: &lexer{src: src}, syms: prog.syms}
+	lines, err := p.lx.lines()
+	if err != nil {
+		return nil, err
+	}
+	top, err := p.block(lines, true)
+	if err != nil {
+		return nil, err
+	}
+	prog.top = top
+	prog.procs = p.procs
+	prog.blocks = p.blocks
+	if err := p.resolveCalls(); err != nil {
+		return nil, err
+	}
+	return prog, nil
+}
+
+type parser struct {
+	lx     *lexer
+	syms   *symtab
+	blocks []*block
+	procs  []*procDef
+	calls  []*stmt
+}
+
+func (p *parser) errAt(sp Span, format string, args ...any) *SyntaxError {
+	return p.lx.errAt(sp.Start, sp.End, format, args...)
+}
+
+func (p *parser) text(sp Span) string { return p.lx.src[sp.Start:sp.End] }
+
+func (p *parser) block(lines []*srcLine, top bool) (*block, error) {
+	b := &block{id: len(p.blocks)}
+	p.blocks = append(p.blocks, b)
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		first := l.toks[0]
+		if first.is("to") {
+			if !top {
+				return nil, p.errAt(l.span, "a procedure (a line starting with 'to') can be defined only at the top level")
+			}
+			if err := p.procDef(l); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if first.is("else") || first.is("otherwise") {
+			return nil, p.errAt(l.span, "'%s' without an 'if' before it", first.raw)
+		}
+		s, err := p.stmt(l)
+		if err != nil {
+			return nil, err
+		}
+		if s.op == opIf {
+			for i+1 < len(lines) && (lines[i+1].toks[0].is("else") || lines[i+1].toks[0].is("otherwise")) {
+				i++
+				done, err := p.elseBranch(s, lines[i])
+				if err != nil {
+					return nil, err
+				}
+				if done {
+					if i+1 < len(lines) && (lines[i+1].toks[0].is("else") || lines[i+1].toks[0].is("otherwise")) {
+						return nil, p.errAt(lines[i+1].span, "nothing can follow the final 'else'")
+					}
+					break
+				}
+			}
+		}
+		b.stmts = append(b.stmts, s)
+	}
+	return b, nil
+}
+
+// opener reports whether the line ends in a word that opens a block.
+func opener(toks []token) bool {
+	n := len(toks)
+	last := toks[n-1]
+	if last.is("where") || last.is("with") || last.is("then") {
+		return true
+	}
+	return n >= 2 && (last.is("follows") && toks[n-2].is("as") || last.is("following") && toks[n-2].is("the"))
+}
+
+func (p *parser) needBlock(l *srcLine) error {
+	if len(l.children) == 0 {
+		return p.errAt(l.span, "this line opens a block, but no indented lines follow it")
+	}
+	return nil
+}
+
+func (p *parser) noBlock(l *srcLine) error {
+	if len(l.children) > 0 {
+		return p.errAt(l.children[0].span, "unexpected indentation: the line above does not open a block")
+	}
+	if opener(l.toks) && !l.toks[len(l.toks)-1].is("with") {
+		return p.errAt(l.span, "this line opens a block, but no indented lines follow it")
+	}
+	return nil
+}
+
+func (p *parser) stmt(l *srcLine) (*stmt, error) {
+	s := &stmt{span: l.span, text: p.text(l.span)}
+	toks := l.toks
+	first := toks[0]
+	var err error
+	switch {
+	case first.is("if"):
+		err = p.ifStmt(s, l)
+	case (first.is("process") || first.is("for") || first.is("repeat")) && len(toks) > 1 && toks[1].is("each"):
+		err = p.eachStmt(s, l)
+	case first.is("validate"):
+		err = p.validateStmt(s, l)
+	case first.is("ensure") || first.is("check") && len(toks) > 1 && toks[1].is("that"):
+		err = p.ensureStmt(s, l)
+	case first.is("ask"):
+		err = p.askStmt(s, l)
+	case first.is("the"):
+		err = p.assignStmt(s, l)
+	default:
+		handled := true
+		err = p.noBlock(l)
+		if err == nil {
+			handled, err = p.simpleStmt(s, toks)
+		}
+		if err == nil && !handled {
+			err = p.callStmt(s, l)
+		}
+		if err != nil && (first.is("add") || first.is("subtract") || first.is("multiply") || first.is("divide") || first.is("remove")) {
+			// A sentence that is not the keyword form may still be a procedure call.
+			*s = stmt{span: l.span, text: p.text(l.span)}
+			err = p.callStmt(s, l)
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// simpleStmt parses the one-line keyword forms; handled is false when the
+// line is not one of them.
+func (p *parser) simpleStmt(s *stmt, toks []token) (bool, error) {
+	q := p.ep(toks)
+	first := q.next()
+	var err error
+	switch first.text {
+	case "stop":
+		s.op = opStop
+	case "say", "print", "log", "write":
+		s.op = opSay
+		s.x, err = q.expr()
+	case "return":
+		s.op = opReturn
+		if !q.done() {
+			s.x, err = q.expr()
+		}
+	case "set":
+		s.op = opAssign
+		if s.target, err = q.target(); err == nil {
+			if err = q.want("to"); err == nil {
+				s.x, err = q.expr()
+			}
+		}
+	case "use":
+		s.op = opAlias
+		if s.x, err = q.expr(); err == nil {
+			if err = q.want("as"); err == nil {
+				s.target, err = q.target()
+			}
+		}
+	case "imagine", "create", "make":
+		if first.text != "imagine" && !(q.peek().is("a") || q.peek().is("an")) {
+			return false, nil
+		}
+		s.op = opImagine
+		if !q.peek().is("a") && !q.peek().is("an") && !q.peek().is("the") {
+			return true, q.errHere("expected 'a' or 'an' and a name, as in 'imagine a report'")
+		}
+		art := q.next()
+		words, sp := q.nameWords()
+		if len(words) == 0 {
+			return true, q.errHere("expected a name after '%s'", art.raw)
+		}
+		name := strings.Join(words, " ")
+		s.target = &refExpr{slot: p.syms.slot(name), name: name, display: "the " + name, span: Span{art.span.Start, sp.End}}
+	case "get", "find":
+		s.op = opGet
+		if first.text == "find" {
+			s.op = opFind
+		}
+		if s.x, err = q.expr(); err == nil && q.peek().is("as") {
+			q.next()
+			s.target, err = q.target()
+		}
+	case "add", "subtract", "remove":
+		s.op = map[string]opcode{"add": opAdd, "subtract": opSubtract, "remove": opRemove}[first.text]
+		prep := map[string]string{"add": "to", "subtract": "from", "remove": "from"}[first.text]
+		if s.x, err = q.expr(); err == nil {
+			if err = q.want(prep); err == nil {
+				s.target, err = q.target()
+			}
+		}
+	case "multiply", "divide":
+		s.op = opMultiply
+		if first.text == "divide" {
+			s.op = opDivide
+		}
+		if s.target, err = q.target(); err == nil {
+			if err = q.want("by"); err == nil {
+				s.x, err = q.expr()
+			}
+		}
+	default:
+		return false, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	return true, q.end()
+}
+
+func (p *parser) assignStmt(s *stmt, l *srcLine) error {
+	if err := p.noBlock(l); err != nil {
+		return err
+	}
+	q := p.ep(l.toks)
+	var err error
+	s.op = opAssign
+	if s.target, err = q.target(); err != nil {
+		return err
+	}
+	verb := q.peek()
+	switch {
+	case verb.is("is") || verb.is("are") || verb.is("was") || verb.is("were") || verb.kind == tOp && verb.text == "=":
+		q.next()
+	default:
+		return q.errHere("expected 'is' or 'are' after %s", s.target.display)
+	}
+	s.plural = verb.is("are") || verb.is("were")
+	for {
+		x, err := q.expr()
+		if err != nil {
+			return err
+		}
+		s.list = append(s.list, x)
+		if q.peek().kind == tOp && q.peek().text == "," {
+			q.next()
+			if q.peek().is("and") {
+				q.next()
+			}
+			continue
+		}
+		if q.peek().is("and") && len(s.list) > 0 && (s.plural || len(s.list) > 1) {
+			q.next()
+			continue
+		}
+		break
+	}
+	if len(s.list) == 1 && !s.plural {
+		s.x, s.list = s.list[0], nil
+	}
+	return q.end()
+}
+
+func (p *parser) ifStmt(s *stmt, l *srcLine) error {
+	s.op = opIf
+	br, err := p.condBranch(l, l.toks[1:])
+	if err != nil {
+		return err
+	}
+	s.branches = append(s.branches, br)
+	return nil
+}
+
+func (p *parser) condBranch(l *srcLine, toks []token) (branch, error) {
+	if len(toks) > 0 && toks[len(toks)-1].is("then") {
+		toks = toks[:len(toks)-1]
+	} else if len(toks) > 0 {
+		for _, t := range toks {
+			if t.is("then") {
+				return branch{}, p.errAt(t.span, "put the statement after 'then' on its own line, indented")
+			}
+		}
+	}
+	if len(toks) == 0 {
+		return branch{}, p.errAt(l.span, "expected a condition")
+	}
+	q := p.ep(toks)
+	cond, err := q.expr()
+	if err != nil {
+		return branch{}, err
+	}
+	if err := q.end(); err != nil {
+		return branch{}, err
+	}
+	if err := p.needBlock(l); err != nil {
+		return branch{}, err
+	}
+	body, err := p.block(l.children, false)
+	if err != nil {
+		return branch{}, err
+	}
+	return branch{cond: cond, body: body, span: l.span}, nil
+}
+
+// elseBranch adds an else or else-if line; done is true after a final else.
+func (p *parser) elseBranch(s *stmt, l *srcLine) (bool, error) {
+	toks := l.toks[1:]
+	if len(toks) > 0 && toks[0].is("if") {
+		br, err := p.condBranch(l, toks[1:])
+		if err != nil {
+			return false, err
+		}
+		s.branches = append(s.branches, br)
+		return false, nil
+	}
+	if len(toks) > 0 && !(len(toks) == 1 && toks[0].is("then")) {
+		return false, p.errAt(toks[0].span, "expected the end of the line after 'else'")
+	}
+	if err := p.needBlock(l); err != nil {
+		return false, err
+	}
+	body, err := p.block(l.children, false)
+	if err != nil {
+		return false, err
+	}
+	s.branches = append(s.branches, branch{body: body, span: l.span})
+	return true, nil
+}
+
+func (p *parser) eachStmt(s *stmt, l *srcLine) error {
+	s.op = opEach
+	toks := l.toks[2:]
+	n := len(toks)
+	if n >= 2 && toks[n-1].is("follows") && toks[n-2].is("as") {
+		toks = toks[:n-2]
+	} else if n >= 1 && (toks[n-1].is("do") || toks[n-1].is("then")) {
+		toks = toks[:n-1]
+	}
+	q := p.ep(toks)
+	words, sp := q.nameWords()
+	if len(words) == 0 {
+		return q.errHere("expected the name of an item, as in 'process each page as follows'")
+	}
+	s.item = strings.Join(words, " ")
+	s.itemSlot = p.syms.slot(s.item)
+	if q.peek().is("in") || q.peek().is("of") {
+		q.next()
+		x, err := q.expr()
+		if err != nil {
+			return err
+		}
+		s.x = x
+	} else {
+		s.plurals = pluralNames(s.item)
+		for _, n := range s.plurals {
+			p.syms.slot(n)
+		}
+		_ = sp
+	}
+	if err := q.end(); err != nil {
+		return err
+	}
+	if err := p.needBlock(l); err != nil {
+		return err
+	}
+	body, err := p.block(l.children, false)
+	if err != nil {
+		return err
+	}
+	s.body = body
+	return nil
+}
+
+func (p *parser) validateStmt(s *stmt, l *srcLine) error {
+	s.op = opValidate
+	if err := p.needBlock(l); err != nil {
+		return err
+	}
+	for _, c := range l.children {
+		if len(c.children) > 0 {
+			return p.errAt(c.children[0].span, "unexpected indentation inside validate")
+		}
+		if !c.toks[0].is("ensure") && !(c.toks[0].is("check") && len(c.toks) > 1 && c.toks[1].is("that")) {
+			return p.errAt(c.span, "every line of 'validate the following' must start with 'ensure'")
+		}
+		if err := p.addCheck(s, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) ensureStmt(s *stmt, l *srcLine) error {
+	s.op = opValidate
+	if err := p.noBlock(l); err != nil {
+		return err
+	}
+	return p.addCheck(s, l)
+}
+
+func (p *parser) addCheck(s *stmt, l *srcLine) error {
+	toks := l.toks[1:]
+	if l.toks[0].is("check") {
+		toks = toks[1:]
+	}
+	if len(toks) > 0 && toks[0].is("that") {
+		toks = toks[1:]
+	}
+	if len(toks) == 0 {
+		return p.errAt(l.span, "expected a condition after 'ensure'")
+	}
+	q := p.ep(toks)
+	x, err := q.expr()
+	if err != nil {
+		return err
+	}
+	if err := q.end(); err != nil {
+		return err
+	}
+	s.checks = append(s.checks, check{cond: x, text: p.text(Span{toks[0].span.Start, toks[len(toks)-1].span.End})})
+	return nil
+}
+
+func (p *parser) askStmt(s *stmt, l *srcLine) error {
+	s.op = opAsk
+	toks := l.toks[1:]
+	if n := len(toks); n > 0 && (toks[n-1].is("with") || toks[n-1].is("where")) {
+		toks = toks[:n-1]
+	}
+	if len(toks) == 0 {
+		return p.errAt(l.span, "expected a question after 'ask'")
+	}
+	q := p.ep(toks)
+	var err error
+	if s.x, err = q.expr(); err != nil {
+		return err
+	}
+	if err := q.end(); err != nil {
+		return err
+	}
+	for _, c := range l.children {
+		if len(c.children) > 0 {
+			return p.errAt(c.children[0].span, "unexpected indentation")
+		}
+		cq := p.ep(c.toks)
+		t, err := cq.target()
+		if err != nil || t.name != "choices" && t.name != "options" || len(t.fields) > 0 {
+			return p.errAt(c.span, "the block of 'ask' may only set 'the choices are …'")
+		}
+		if !cq.peek().is("are") && !cq.peek().is("is") {
+			return cq.errHere("expected 'are' after the choices")
+		}
+		cq.next()
+		for {
+			x, err := cq.expr()
+			if err != nil {
+				return err
+			}
+			s.choices = append(s.choices, x)
+			if cq.peek().kind == tOp && cq.peek().text == "," || cq.peek().is("or") {
+				cq.next()
+				continue
+			}
+			break
+		}
+		if err := cq.end(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *parser) callStmt(s *stmt, l *srcLine) error {
+	s.op = opCall
+	toks := l.toks
+	c := &callStmt{}
+	n := len(toks)
+	if n > 1 && (toks[n-1].is("where") || toks[n-1].is("with")) {
+		toks = toks[:n-1]
+		if err := p.needBlock(l); err != nil {
+			return err
+		}
+	}
+	if len(l.children) > 0 {
+		args, err := p.block(l.children, false)
+		if err != nil {
+			return err
+		}
+		c.args = args
+	}
+	// `… as the Y` names the result.
+	for i := len(toks) - 2; i > 0; i-- {
+		if toks[i].is("as") && toks[i+1].is("the") {
+			q := p.ep(toks[i+1:])
+			if t, err := q.target(); err == nil && q.done() {
+				c.as = t
+				toks = toks[:i]
+			}
+			break
+		}
+	}
+	c.toks = toks
+	c.sentence = p.text(Span{toks[0].span.Start, toks[len(toks)-1].span.End})
+	s.call = c
+	p.calls = append(p.calls, s)
+	return nil
+}
+
+func (p *parser) procDef(l *srcLine) error {
+	if err := p.needBlock(l); err != nil {
+		return err
+	}
+	sig, _, err := parseSignature(l.toks[1:])
+	if err != nil {
+		return p.errAt(l.span, "%s", err.Error())
+	}
+	for i := range sig {
+		if sig[i].word == "" {
+			sig[i].slot = p.syms.slot(strings.Join(sig[i].param, " "))
+		}
+	}
+	body, err := p.block(l.children, false)
+	if err != nil {
+		return err
+	}
+	p.procs = append(p.procs, &procDef{sig: sig, text: p.text(Span{l.toks[1].span.Start, l.span.End}), body: body, span: l.span})
+	return nil
+}
+
+// resolveCalls matches each call against the program's procedures.
+func (p *parser) resolveCalls() error {
+	for _, s := range p.calls {
+		c := s.call
+		for _, proc := range p.procs {
+			if binds, ok := matchSignature(p, proc.sig, c.toks); ok {
+				c.proc = proc
+				for _, b := range binds {
+					c.params = append(c.params, param{slot: proc.sig[b.elem].slot, x: b.x})
+				}
+				break
+			}
+		}
+	}
+	return nil
+}
+
+// pluralNames are the plural fact names that `process each NAME` may go over.
+func pluralNames(item string) []string {
+	i := strings.LastIndexByte(item, ' ')
+	head, last := item[:i+1], item[i+1:]
+	var out []string
+	addp := func(s string) { out = append(out, head+s) }
+	irregular := map[string]string{"person": "people", "child": "children", "man": "men", "woman": "women", "mouse": "mice", "foot": "feet", "tooth": "teeth", "datum": "data", "criterion": "criteria", "index": "indices"}
+	if pl, ok := irregular[last]; ok {
+		addp(pl)
+	}
+	switch {
+	case strings.HasSuffix(last, "y") && len(last) > 1 && !strings.ContainsRune("aeiou", rune(last[len(last)-2])):
+		addp(last[:len(last)-1] + "ies")
+	case strings.HasSuffix(last, "s") || strings.HasSuffix(last, "x") || strings.HasSuffix(last, "z") || strings.HasSuffix(last, "ch") || strings.HasSuffix(last, "sh"):
+		addp(last + "es")
+	case strings.HasSuffix(last, "fe"):
+		addp(last[:len(last)-2] + "ves")
+	case strings.HasSuffix(last, "f"):
+		addp(last[:len(last)-1] + "ves")
+	case strings.HasSuffix(last, "o"):
+		addp(last + "es")
+	}
+	addp(last + "s")
+	return out
+}

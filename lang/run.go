@@ -1,0 +1,659 @@
+package lang
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Options configure one run (or one resumption of it).
+type Options struct {
+	// Clock gives the current time; it defaults to time.Now. Every reading is
+	// journaled, so a resumed or replayed run sees the same values.
+	Clock func() time.Time
+	// Location is the time zone of `the current date`; UTC when nil.
+	Location *time.Location
+	// Books resolves sentences that match no procedure of the program. Nil
+	// means no books: such sentences raise "I don't know how to …".
+	Books Books
+	// Answers resolves missing values and questions without waiting: a fact
+	// name ("the invoice date") or a question's text, to its value.
+	Answers map[string]Value
+	// Checkpoint, when set, receives the run's state right after each book
+	// result has been journaled and before the run goes on. Resuming from it
+	// (with a zero Resolution) does not call the book again. An error from
+	// Checkpoint fails the run.
+	Checkpoint func(state []byte) error
+	// Say, when set, receives each line written by `say` as it is written.
+	Say func(line string)
+	// MaxCallDepth bounds nested procedure calls (default 200).
+	MaxCallDepth int
+}
+
+// Status is how a run segment ended.
+type Status int
+
+// The statuses of a Result.
+const (
+	// Completed: the run finished; Outputs hold its outputs.
+	Completed Status = iota + 1
+	// Suspended: an exception was raised; the run waits for guidance.
+	// Exception says why; State continues it (see Resume).
+	Suspended
+	// Failed: the run cannot go on; Failure says why.
+	Failed
+	// Stopped: the context was cancelled between statements; State
+	// continues the run with a zero Resolution.
+	Stopped
+)
+
+func (s Status) String() string {
+	switch s {
+	case Completed:
+		return "completed"
+	case Suspended:
+		return "awaiting_guidance"
+	case Failed:
+		return "failed"
+	case Stopped:
+		return "stopped"
+	}
+	return "unknown"
+}
+
+// Result is the outcome of Start or Resume.
+type Result struct {
+	Status Status
+	// Outputs are the top-level facts named `the output…`, by name without
+	// "the" ("output total"), as they stand.
+	Outputs map[string]Value
+	// Log holds the lines written by `say` during this segment.
+	Log       []string
+	Exception *Exception // when Suspended
+	Failure   *Failure   // when Failed
+	// State is the self-contained, versioned state of a Suspended or Stopped
+	// run, to store and pass to Resume later, in any process.
+	State []byte
+}
+
+// Failure is an error the run cannot recover from.
+type Failure struct {
+	Description string
+	Span        Span
+}
+
+// ResolutionKind is the kind of guidance that resolves an exception.
+type ResolutionKind int
+
+// The kinds of guidance.
+const (
+	// Retry runs the statement again as it is (also: continue a Stopped run,
+	// or one restored from a checkpoint).
+	Retry ResolutionKind = iota
+	// ProvideValues sets facts (Resolution.Values), then runs the statement again.
+	ProvideValues
+	// Skip goes on after the statement (for validate: accepts the facts).
+	Skip
+	// ReplaceStep runs Resolution.Code instead of the statement.
+	ReplaceStep
+	// Answer answers an ask: Resolution.Answer becomes `the above` and `the answer`.
+	Answer
+)
+
+// Resolution is guidance for a suspended run.
+type Resolution struct {
+	Kind ResolutionKind
+	// Values maps fact names ("the invoice date", "the invoice's total";
+	// "invoice date" also works) to values, for ProvideValues.
+	Values map[string]Value
+	// Code is the replacement, for ReplaceStep (one or more lines).
+	Code string
+	// Answer is the answer, for Answer.
+	Answer Value
+}
+
+// Start runs a program from its beginning with the given inputs (names as
+// in the legacy API: "invoice_number" is `the invoice number`).
+func Start(ctx context.Context, prog *Program, inputs map[string]Value, opts Options) *Result {
+	m := newMachine(ctx, prog, opts)
+	m.top = &scope{}
+	m.frames = append(m.frames, frame{kind: fBlock, src: -1, blk: prog.top, sc: m.top})
+	keys := make([]string, 0, len(inputs))
+	for k := range inputs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := inputs[k]
+		if !v.IsValid() {
+			continue
+		}
+		name := normName(k)
+		if name == "" {
+			continue
+		}
+		m.top.set(m.syms.slot(name), clone(v))
+	}
+	return m.run()
+}
+
+// Resume continues a Suspended or Stopped run from its state with the given
+// guidance. The program must be the one the state came from. An error means
+// the run could not be continued (a damaged state, another program, invalid
+// guidance such as replacement code that does not parse); the state is then
+// still valid for another attempt.
+func Resume(ctx context.Context, prog *Program, state []byte, res Resolution, opts Options) (*Result, error) {
+	m := newMachine(ctx, prog, opts)
+	if err := m.decode(state); err != nil {
+		return nil, err
+	}
+	if err := m.resolve(res); err != nil {
+		return nil, err
+	}
+	return m.run(), nil
+}
+
+type frameKind uint8
+
+const (
+	fBlock frameKind = iota
+	fLoop
+	fArgs
+	fBody
+)
+
+type frame struct {
+	kind frameKind
+	src  int // -1: the program; else the index of a replacement
+	blk  *block
+	pc   int
+	sc   *scope
+	// origin is the span reported for statements of replacement code: that
+	// of the statement it replaced.
+	origin *Span
+	// loops
+	items []Value
+	idx   int
+	slot  int
+	saved Value
+}
+
+// scope holds the facts of the top level, of a procedure body or of a
+// call's argument block (whose reads fall through to the caller).
+type scope struct {
+	vals   []Value
+	parent *scope
+}
+
+func (s *scope) get(slot int) Value {
+	if slot < len(s.vals) {
+		return s.vals[slot]
+	}
+	return Value{}
+}
+
+func (s *scope) set(slot int, v Value) {
+	if slot >= len(s.vals) {
+		n := make([]Value, slot+1, slot+1+8)
+		copy(n, s.vals)
+		s.vals = n
+	}
+	s.vals[slot] = v
+}
+
+type journalEntry struct {
+	kind    string // "book" or "clock"
+	proc    string
+	outputs map[string]Value
+	time    time.Time
+}
+
+type patch struct {
+	code   string
+	top    *block
+	blocks []*block
+}
+
+type machine struct {
+	ctx        context.Context
+	prog       *Program
+	opts       Options
+	syms       *symtab
+	frames     []frame
+	top        *scope
+	cur        *scope
+	journal    []journalEntry
+	cursor     int
+	stepCursor int
+	log        []string
+	patches    []*patch
+	answers    map[string]Value
+	noAnswers  bool
+	steps      int
+	depth      int
+}
+
+func newMachine(ctx context.Context, prog *Program, opts Options) *machine {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Location == nil {
+		opts.Location = time.UTC
+	}
+	if opts.MaxCallDepth <= 0 {
+		opts.MaxCallDepth = 200
+	}
+	m := &machine{ctx: ctx, prog: prog, opts: opts, syms: &symtab{base: prog.syms, idx: map[string]int{}}}
+	if len(opts.Answers) > 0 {
+		m.answers = make(map[string]Value, len(opts.Answers))
+		for k, v := range opts.Answers {
+			m.answers[normKey(k)] = v
+		}
+	}
+	return m
+}
+
+// normName reads an input or fact name: "invoice_number", "The Invoice
+// Number" and "the invoice number" are all "invoice number".
+func normName(s string) string {
+	s = strings.ToLower(strings.ReplaceAll(s, "_", " "))
+	f := strings.Fields(s)
+	if len(f) > 0 && f[0] == "the" {
+		f = f[1:]
+	}
+	return strings.Join(f, " ")
+}
+
+func normKey(s string) string {
+	return strings.Join(strings.Fields(strings.ToLower(strings.ReplaceAll(s, "_", " "))), " ")
+}
+
+func (m *machine) answer(key string) (Value, bool) {
+	if m.answers == nil || m.noAnswers {
+		return Value{}, false
+	}
+	k := normKey(key)
+	if v, ok := m.answers[k]; ok {
+		return clone(v), true
+	}
+	if strings.HasPrefix(k, "the ") {
+		if v, ok := m.answers[k[4:]]; ok {
+			return clone(v), true
+		}
+	}
+	return Value{}, false
+}
+
+// rootScope is the scope that owns facts read through an argument block:
+// the nearest scope that is not an argument block.
+func (m *machine) rootScope() *scope {
+	s := m.cur
+	for s.parent != nil {
+		s = s.parent
+	}
+	return s
+}
+
+func (m *machine) read(slot int, name string) (Value, error) {
+	for s := m.cur; s != nil; s = s.parent {
+		if slot < len(s.vals) {
+			if v := s.vals[slot]; v.k != kindUnset {
+				if v.k == kindAlias {
+					return m.deref(v, name)
+				}
+				return v, nil
+			}
+		}
+	}
+	if v, ok := m.answer("the " + name); ok {
+		m.rootScope().set(slot, v)
+		return v, nil
+	}
+	return Value{}, missing("the " + name)
+}
+
+func (m *machine) deref(v Value, name string) (Value, error) {
+	for i := 0; v.k == kindAlias && i < 64; i++ {
+		s, _ := v.p.(*scope)
+		if s == nil {
+			return Value{}, internalErr("a broken alias")
+		}
+		v = s.get(int(v.i))
+	}
+	if v.k == kindUnset {
+		return Value{}, missing("the " + name)
+	}
+	if v.k == kindAlias {
+		return Value{}, userErr("Could not read the %s: it refers to itself", name)
+	}
+	return v, nil
+}
+
+// holder returns the scope and slot that a write to the fact goes to: an
+// alias's target, else the scope that has the fact, else the current scope.
+func (m *machine) holder(slot int, local bool) (*scope, int) {
+	s := m.cur
+	if !local {
+		for x := m.cur; x != nil; x = x.parent {
+			if x.get(slot).k != kindUnset {
+				s = x
+				break
+			}
+		}
+	}
+	for i := 0; i < 64; i++ {
+		v := s.get(slot)
+		if v.k != kindAlias {
+			break
+		}
+		t, _ := v.p.(*scope)
+		if t == nil {
+			break
+		}
+		s, slot = t, int(v.i)
+	}
+	return s, slot
+}
+
+// missingField handles a field that is not there: answered up front, or a
+// missing value for `the invoice's total`.
+func (m *machine) fieldMissing(e *refExpr, i int) (Value, error) {
+	disp := e.prefix(i + 1)
+	if v, ok := m.answer(disp); ok {
+		if err := m.setPath(e, i+1, v, false); err != nil {
+			return Value{}, err
+		}
+		return v, nil
+	}
+	return Value{}, missing(disp)
+}
+
+func (m *machine) missingField(e *refExpr, i int) error {
+	_, err := m.fieldMissing(e, i)
+	if err == nil {
+		return internalErr("answered field")
+	}
+	return err
+}
+
+// assign sets a fact (in the current scope) or a field of it.
+func (m *machine) assign(ref *refExpr, v Value) error {
+	return m.setPath(ref, len(ref.fields), v, true)
+}
+
+// update writes the new value of a fact where it lives (arithmetic statements).
+func (m *machine) update(ref *refExpr, v Value) error {
+	return m.setPath(ref, len(ref.fields), v, false)
+}
+
+// setPath sets the fact with its first n fields to v, making dictionaries
+// on the way where there is nothing.
+func (m *machine) setPath(ref *refExpr, n int, v Value, local bool) error {
+	s, slot := m.holder(ref.slot, local)
+	if n == 0 {
+		s.set(slot, v)
+		return nil
+	}
+	if s == m.cur && local && s.get(slot).k == kindUnset {
+		// a field of a fact this scope does not have: the caller's, through an argument block
+		s, slot = m.holder(ref.slot, false)
+	}
+	base := s.get(slot)
+	if base.k == kindUnset || base.k == KindNull {
+		base = DictValue(NewDictionary())
+		s.set(slot, base)
+	}
+	for i := 0; i < n; i++ {
+		if base.k != KindDictionary {
+			return userErr("Could not set %s: %s is %s, not a dictionary", ref.prefix(n), ref.prefix(i), base.k.article())
+		}
+		d := base.AsDictionary()
+		key := ref.fields[i]
+		j, ok := d.findField(key)
+		if i == n-1 {
+			if ok {
+				d.vals[j] = v
+			} else {
+				d.SetText(key, v)
+			}
+			return nil
+		}
+		if !ok || d.vals[j].k == KindNull {
+			nd := DictValue(NewDictionary())
+			if ok {
+				d.vals[j] = nd
+			} else {
+				d.SetText(key, nd)
+			}
+			base = nd
+			continue
+		}
+		base = d.vals[j]
+	}
+	return nil
+}
+
+func (m *machine) now() (time.Time, error) {
+	if m.cursor < len(m.journal) {
+		e := m.journal[m.cursor]
+		if e.kind != "clock" {
+			return time.Time{}, internalErr("the journal holds a book call where the run reads the clock")
+		}
+		m.cursor++
+		return e.time.In(m.opts.Location), nil
+	}
+	t := m.opts.Clock().In(m.opts.Location)
+	m.journal = append(m.journal, journalEntry{kind: "clock", time: t})
+	m.cursor++
+	return t, nil
+}
+
+var errStop = errors.New("stop")
+
+func (m *machine) push(f frame) {
+	m.frames = append(m.frames, f)
+	m.cur = f.sc
+}
+
+func (m *machine) pop() {
+	m.frames = m.frames[:len(m.frames)-1]
+	if len(m.frames) > 0 {
+		m.cur = m.frames[len(m.frames)-1].sc
+	}
+}
+
+// run executes until the program ends, stops, or raises an exception.
+func (m *machine) run() (res *Result) {
+	defer func() {
+		if r := recover(); r != nil {
+			res = m.suspend(internalErr("%v", r))
+		}
+	}()
+	if len(m.frames) > 0 {
+		m.cur = m.frames[len(m.frames)-1].sc
+	}
+	for len(m.frames) > 0 {
+		top := len(m.frames) - 1
+		f := &m.frames[top]
+		m.stepCursor = m.cursor
+		if f.pc >= len(f.blk.stmts) {
+			if err := m.finishFrame(); err != nil {
+				return m.suspend(err)
+			}
+			continue
+		}
+		m.steps++
+		if m.steps&1023 == 0 && m.ctx.Err() != nil {
+			return m.pause()
+		}
+		if err := m.exec(f, f.blk.stmts[f.pc]); err != nil {
+			if err == errStop {
+				break
+			}
+			return m.suspend(err)
+		}
+	}
+	return &Result{Status: Completed, Outputs: m.outputs(), Log: m.log}
+}
+
+func (m *machine) outputs() map[string]Value {
+	out := map[string]Value{}
+	for slot, v := range m.top.vals {
+		if v.k == kindUnset {
+			continue
+		}
+		name := m.syms.name(slot)
+		if name != "output" && !strings.HasPrefix(name, "output ") {
+			continue
+		}
+		if v.k == kindAlias {
+			var err error
+			if v, err = m.deref(v, name); err != nil {
+				continue
+			}
+		}
+		out[name] = v
+	}
+	return out
+}
+
+func (m *machine) pause() *Result {
+	state, err := m.encode(nil)
+	if err != nil {
+		return &Result{Status: Failed, Failure: &Failure{Description: "Internal error: " + err.Error()}, Log: m.log}
+	}
+	return &Result{Status: Stopped, Outputs: m.outputs(), Log: m.log, State: state}
+}
+
+// currentSpan is the span of the statement the run stands at.
+func (m *machine) currentSpan() Span {
+	for i := len(m.frames) - 1; i >= 0; i-- {
+		f := &m.frames[i]
+		if f.origin != nil {
+			return *f.origin
+		}
+		if f.pc < len(f.blk.stmts) {
+			return f.blk.stmts[f.pc].span
+		}
+	}
+	return Span{}
+}
+
+func (m *machine) suspend(err error) *Result {
+	var r *raise
+	if !errors.As(err, &r) {
+		var se *SyntaxError
+		if errors.As(err, &se) {
+			r = userErr("Could not read the code: %s", se.Msg)
+		} else {
+			r = internalErr("%v", err)
+		}
+	}
+	exc := &Exception{Group: r.group, Message: r.msg, Span: m.currentSpan(), Fact: r.fact, Question: r.question, Choices: r.choices, Failed: r.failed}
+	state, encErr := m.encode(exc)
+	if encErr != nil {
+		return &Result{Status: Failed, Failure: &Failure{Description: "Internal error: " + encErr.Error(), Span: exc.Span}, Log: m.log}
+	}
+	return &Result{Status: Suspended, Outputs: m.outputs(), Log: m.log, Exception: exc, State: state}
+}
+
+// advance moves past the current statement (skip, answer, replace).
+func (m *machine) advance() {
+	f := &m.frames[len(m.frames)-1]
+	if f.pc >= len(f.blk.stmts) && f.kind == fArgs {
+		m.pop()
+		f = &m.frames[len(m.frames)-1]
+	}
+	if f.pc < len(f.blk.stmts) {
+		f.pc++
+	}
+}
+
+func (m *machine) resolve(res Resolution) error {
+	if len(m.frames) == 0 {
+		return errors.New("the run has ended")
+	}
+	m.cur = m.frames[len(m.frames)-1].sc
+	switch res.Kind {
+	case Retry:
+	case ProvideValues:
+		if len(res.Values) == 0 {
+			return errors.New("no values provided")
+		}
+		keys := make([]string, 0, len(res.Values))
+		for k := range res.Values {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			ref, err := m.parseRef(k)
+			if err != nil {
+				return err
+			}
+			root := m.cur
+			m.cur = m.rootScope()
+			err = m.setPath(ref, len(ref.fields), clone(res.Values[k]), false)
+			m.cur = root
+			if err != nil {
+				return errors.New(err.Error())
+			}
+		}
+	case Skip:
+		m.advance()
+	case Answer:
+		if !res.Answer.IsValid() {
+			return errors.New("the answer has no value")
+		}
+		m.cur.set(aboveSlot, res.Answer)
+		m.cur.set(m.syms.slot("answer"), clone(res.Answer))
+		m.advance()
+	case ReplaceStep:
+		p := &parser{lx: &lexer{src: res.Code}, syms: m.syms, procs: m.prog.procs}
+		lines, err := p.lx.lines()
+		if err != nil {
+			return err
+		}
+		if len(lines) == 0 {
+			return errors.New("the replacement code is empty")
+		}
+		top, err := p.block(lines, false)
+		if err != nil {
+			return err
+		}
+		if err := p.resolveCalls(); err != nil {
+			return err
+		}
+		origin := m.currentSpan()
+		m.advance()
+		m.patches = append(m.patches, &patch{code: res.Code, top: top, blocks: p.blocks})
+		m.push(frame{kind: fBlock, src: len(m.patches) - 1, blk: top, sc: m.cur, origin: &origin})
+	default:
+		return errors.New("unknown resolution")
+	}
+	return nil
+}
+
+// parseRef reads a fact name given by guidance: "the invoice date",
+// "invoice date", "the invoice's total".
+func (m *machine) parseRef(name string) (*refExpr, error) {
+	src := strings.TrimSpace(name)
+	if !strings.HasPrefix(strings.ToLower(src), "the ") {
+		src = "the " + strings.ReplaceAll(src, "_", " ")
+	}
+	p := &parser{lx: &lexer{src: src}, syms: m.syms}
+	lines, err := p.lx.lines()
+	if err != nil || len(lines) != 1 {
+		return nil, errors.New("not a fact name: " + name)
+	}
+	q := p.ep(lines[0].toks)
+	ref, err := q.target()
+	if err != nil || !q.done() {
+		return nil, errors.New("not a fact name: " + name)
+	}
+	return ref, nil
+}
