@@ -157,6 +157,8 @@ type listQuery struct {
 	ks      keyset
 	bind    pagination.Binding
 	size    int
+	groupBy string // optional GROUP BY body
+	offset  int    // optional OFFSET (AIP-158 skip)
 }
 
 // newList starts a list query: it decodes the token (bound to parts plus the
@@ -197,10 +199,18 @@ func (lq *listQuery) sql() string {
 		b.WriteString(" WHERE ")
 		b.WriteString(strings.Join(lq.where, " AND "))
 	}
+	if lq.groupBy != "" {
+		b.WriteString(" GROUP BY ")
+		b.WriteString(lq.groupBy)
+	}
 	b.WriteString(" ORDER BY ")
 	b.WriteString(lq.ks.orderBy())
 	b.WriteString(" LIMIT ")
 	b.WriteString(lq.a.Add(lq.size + 1))
+	if lq.offset > 0 {
+		b.WriteString(" OFFSET ")
+		b.WriteString(lq.a.Add(lq.offset))
+	}
 	return b.String()
 }
 
