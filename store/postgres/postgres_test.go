@@ -60,8 +60,10 @@ func open(t *testing.T, opts ...store.Option) store.Store {
 	return s
 }
 
+func testingURL() string { return os.Getenv(EnvURL) }
+
 func skipWithoutServer(t *testing.T) {
-	if os.Getenv(EnvURL) == "" {
+	if testingURL() == "" {
 		t.Skip("PROSE_TEST_POSTGRES_URL not set: skipping the PostgreSQL store suite")
 	}
 }
