@@ -43,40 +43,37 @@ func (e *refExpr) eval(m *machine) (Value, error) {
 func (e *refExpr) walk(m *machine, v Value, n int) (Value, error) {
 	for i := 0; i < n; i++ {
 		key := e.fields[i]
+		found := false
 		switch v.k {
 		case KindDictionary:
 			d := v.AsDictionary()
-			j, ok := d.findField(key)
-			if !ok {
-				return Value{}, m.missingField(e, i)
+			if j, ok := d.findField(key); ok {
+				v, found = d.vals[j], true
 			}
-			v = d.vals[j]
 		case KindNull:
-			return Value{}, m.missingField(e, i)
 		case KindTable:
-			t := v.AsTable()
-			found := false
-			for _, c := range t.Columns {
+			for _, c := range v.AsTable().Columns {
 				if normField(c.Name) == normField(key) {
 					v, found = ListValue(append([]Value(nil), c.Values...)...), true
 					break
 				}
 			}
-			if !found {
-				return Value{}, m.missingField(e, i)
-			}
 		case KindFile:
 			f := v.AsFile()
 			switch normField(key) {
 			case "name", "file name":
-				v = Text(f.Name)
+				v, found = Text(f.Name), true
 			case "url":
-				v = Text(f.URL)
-			default:
-				return Value{}, m.missingField(e, i)
+				v, found = Text(f.URL), true
 			}
 		default:
 			return Value{}, userErr("Could not read %q of %s: it is %s", key, e.prefix(i), v.k.article())
+		}
+		if !found {
+			var err error
+			if v, err = m.fieldMissing(e, i); err != nil {
+				return Value{}, err
+			}
 		}
 	}
 	return v, nil

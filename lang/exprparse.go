@@ -105,7 +105,7 @@ func (q *ep) nameWords() ([]string, Span) {
 				break
 			}
 		}
-		words = append(words, t.text)
+		words = append(words, strings.ReplaceAll(t.text, "_", " "))
 		q.next()
 	}
 	return words, q.spanFrom(start)

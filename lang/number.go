@@ -270,42 +270,30 @@ func (n Number) Quo(o Number) (Number, error) {
 		}
 		var q, r apd.BigInt
 		q.QuoRem(&num, &den, &r)
-		exactQ := r.Sign() == 0
-		if !exactQ {
-			var two apd.BigInt
-			two.Mul(&r, apd.NewBigInt(2))
-			if c := two.Cmp(&den); c > 0 || (c == 0 && q.Bit(0) == 1) {
-				q.Add(&q, apd.NewBigInt(1))
-			}
-		}
-		if q.CmpAbs(max96) > 0 {
-			// Too many digits: an exact quotient never fits with fewer
-			// fractional digits unless they were zeros, so strip them first.
-			if exactQ {
-				var d apd.Decimal
-				d.Coeff.Set(&q)
-				d.Exponent = -int32(k)
-				d.Reduce(&d)
-				if d.Exponent > 0 {
-					return Number{}, errOverflow
-				}
-				if d.Coeff.CmpAbs(max96) <= 0 {
-					d.Negative = neg
-					return finish(&d)
-				}
-			}
-			continue
-		}
 		var d apd.Decimal
-		d.Coeff.Set(&q)
-		d.Exponent = -int32(k)
-		if exactQ {
+		if r.Sign() == 0 {
+			// Exact: drop trailing zeros (down to scale 0). If that does not
+			// fit, nothing does.
+			d.Coeff.Set(&q)
+			d.Exponent = -int32(k)
 			d.Reduce(&d)
 			if d.Exponent > 0 {
 				d.Coeff.Mul(&d.Coeff, pow10(int(d.Exponent)))
 				d.Exponent = 0
 			}
+			d.Negative = neg
+			return finish(&d)
 		}
+		var two apd.BigInt
+		two.Mul(&r, apd.NewBigInt(2))
+		if c := two.Cmp(&den); c > 0 || (c == 0 && q.Bit(0) == 1) {
+			q.Add(&q, apd.NewBigInt(1))
+		}
+		if q.CmpAbs(max96) > 0 {
+			continue // fewer fractional digits, to leave room for the integer part
+		}
+		d.Coeff.Set(&q)
+		d.Exponent = -int32(k)
 		d.Negative = neg
 		return finish(&d)
 	}

@@ -373,14 +373,6 @@ func (m *machine) fieldMissing(e *refExpr, i int) (Value, error) {
 	return Value{}, missing(disp)
 }
 
-func (m *machine) missingField(e *refExpr, i int) error {
-	_, err := m.fieldMissing(e, i)
-	if err == nil {
-		return internalErr("answered field")
-	}
-	return err
-}
-
 // assign sets a fact (in the current scope) or a field of it.
 func (m *machine) assign(ref *refExpr, v Value) error {
 	return m.setPath(ref, len(ref.fields), v, true)
