@@ -210,10 +210,10 @@ func (p *parser) stmt(l *srcLine) (*stmt, error) {
 	case first.is("the"):
 		err = p.assignStmt(s, l)
 	default:
-		handled := true
-		err = p.noBlock(l)
-		if err == nil {
-			handled, err = p.simpleStmt(s, toks)
+		var handled bool
+		handled, err = p.simpleStmt(s, toks)
+		if handled && err == nil {
+			err = p.noBlock(l)
 		}
 		if err == nil && !handled {
 			err = p.callStmt(s, l)
@@ -430,6 +430,9 @@ func (p *parser) eachStmt(s *stmt, l *srcLine) error {
 	} else if n >= 1 && (toks[n-1].is("do") || toks[n-1].is("then")) {
 		toks = toks[:n-1]
 	}
+	if len(toks) == 0 {
+		return p.errAt(l.span, "expected the name of an item, as in 'process each page as follows'")
+	}
 	q := p.ep(toks)
 	words, sp := q.nameWords()
 	if len(words) == 0 {
@@ -604,7 +607,16 @@ func (p *parser) procDef(l *srcLine) error {
 	if err := p.needBlock(l); err != nil {
 		return err
 	}
-	sig, _, err := parseSignature(l.toks[1:])
+	toks := l.toks[1:]
+	if n := len(toks); n > 1 && (toks[n-1].is("with") || toks[n-1].is("where")) {
+		toks = toks[:n-1]
+	} else if n > 2 && toks[n-1].is("follows") && toks[n-2].is("as") {
+		toks = toks[:n-2]
+	}
+	if len(toks) == 0 {
+		return p.errAt(l.span, "expected a sentence after 'to', as in 'to compute the tax of an amount'")
+	}
+	sig, _, err := parseSignature(toks)
 	if err != nil {
 		return p.errAt(l.span, "%s", err.Error())
 	}
@@ -617,7 +629,7 @@ func (p *parser) procDef(l *srcLine) error {
 	if err != nil {
 		return err
 	}
-	p.procs = append(p.procs, &procDef{sig: sig, text: p.text(Span{l.toks[1].span.Start, l.span.End}), body: body, span: l.span})
+	p.procs = append(p.procs, &procDef{sig: sig, text: p.text(Span{toks[0].span.Start, toks[len(toks)-1].span.End}), body: body, span: l.span})
 	return nil
 }
 
