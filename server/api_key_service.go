@@ -1,0 +1,343 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/store"
+)
+
+// MaxAPIKeysPerOrganization is the seeds' limit.
+const MaxAPIKeysPerOrganization = 10
+
+// ApiKeyService implements prose.platform.v1.ApiKeyService: a user manages
+// their own keys in the organization of the key they call with. Another
+// user's key answers NOT_FOUND. A key cannot make or widen a key beyond its
+// own scope and level (PERMISSION_DENIED).
+type ApiKeyService struct { //nolint:revive // named after the generated service
+	platformv1.UnimplementedApiKeyServiceServer
+	st  store.Store
+	now func() time.Time
+}
+
+// NewApiKeyService returns the API key service; now may be nil (time.Now).
+func NewApiKeyService(st store.Store, now func() time.Time) *ApiKeyService { //nolint:revive
+	if now == nil {
+		now = time.Now
+	}
+	return &ApiKeyService{st: st, now: now}
+}
+
+// ExpirationDuration maps the proto expiration choices.
+func ExpirationDuration(e platformv1.ApiKeyExpiration) (time.Duration, bool) {
+	m := map[platformv1.ApiKeyExpiration]string{
+		platformv1.ApiKeyExpiration_API_KEY_EXPIRATION_7_DAYS:   "7d",
+		platformv1.ApiKeyExpiration_API_KEY_EXPIRATION_30_DAYS:  "30d",
+		platformv1.ApiKeyExpiration_API_KEY_EXPIRATION_60_DAYS:  "60d",
+		platformv1.ApiKeyExpiration_API_KEY_EXPIRATION_90_DAYS:  "90d",
+		platformv1.ApiKeyExpiration_API_KEY_EXPIRATION_180_DAYS: "180d",
+		platformv1.ApiKeyExpiration_API_KEY_EXPIRATION_1_YEAR:   "1y",
+	}
+	s, ok := m[e]
+	if !ok {
+		return 0, false
+	}
+	d, err := apikey.ParseExpiration(s)
+	return d, err == nil
+}
+
+func idLevelFromProto(l platformv1.ApiKeyPermissionLevel) (store.PermissionLevel, bool) {
+	switch l {
+	case platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_UNSPECIFIED, platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_ALL:
+		return store.PermissionAll, true
+	case platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_READ_ONLY:
+		return store.PermissionReadOnly, true
+	case platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_RESTRICTED:
+		return store.PermissionRestricted, true
+	}
+	return "", false
+}
+
+func idLevelToProto(l store.PermissionLevel) platformv1.ApiKeyPermissionLevel {
+	switch l {
+	case store.PermissionAll:
+		return platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_ALL
+	case store.PermissionReadOnly:
+		return platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_READ_ONLY
+	case store.PermissionRestricted:
+		return platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_RESTRICTED
+	}
+	return platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_UNSPECIFIED
+}
+
+// APIKeyProto renders a stored key (never its value or hash).
+func APIKeyProto(k store.APIKey) *platformv1.ApiKey {
+	out := &platformv1.ApiKey{
+		Name:            idApiKeyName(k.OrganizationID, k.ID),
+		DisplayName:     k.Name,
+		KeyPrefix:       k.Prefix,
+		User:            idUserName(k.UserID),
+		PermissionLevel: idLevelToProto(k.PermissionLevel),
+		CreateTime:      idTs(k.CreateTime),
+		ExpireTime:      idTs(k.ExpireTime),
+		LastUseTime:     idTs(k.LastUsedTime),
+	}
+	if !k.AllWorkspaces {
+		out.WorkspaceIds = slices.Clone(k.WorkspaceIDs)
+	}
+	if k.PermissionLevel == store.PermissionRestricted && len(k.Permissions) > 0 {
+		out.RestrictedPermissions = make(map[string]bool, len(k.Permissions))
+		for p, on := range k.Permissions {
+			out.RestrictedPermissions[p] = on
+		}
+	}
+	return out
+}
+
+var idPermissionRE = regexp.MustCompile(`^[a-z][a-z_]*\.[a-z][a-z_]*$`)
+
+// keySettings validates scope, level and toggles of a key being created or
+// updated by caller p (nil: no caller, e.g. the CLI) and checks the key
+// would not exceed the caller's own key.
+func (s *ApiKeyService) keySettings(ctx context.Context, p *Principal, org string, in *platformv1.ApiKey, k *store.APIKey) error {
+	ids := make([]string, 0, len(in.GetWorkspaceIds()))
+	for i, id := range in.GetWorkspaceIds() {
+		id = idIdOf(id)
+		if _, err := s.st.GetWorkspace(ctx, org, id); err != nil {
+			if idIsOneOf(err, store.ErrNotFound) {
+				return InvalidArgument(ReasonWorkspaceNotFound, fmt.Sprintf("workspace %q does not exist", id),
+					Violation(fmt.Sprintf("api_key.workspace_ids[%d]", i), "no such workspace"))
+			}
+			return err
+		}
+		ids = append(ids, id)
+	}
+	k.AllWorkspaces = len(ids) == 0
+	k.WorkspaceIDs = idUniq(ids)
+	level, ok := idLevelFromProto(in.GetPermissionLevel())
+	if !ok {
+		return InvalidArgument(ReasonInvalidField, "unknown permission_level", Violation("api_key.permission_level", "unknown value"))
+	}
+	k.PermissionLevel = level
+	k.Permissions = nil
+	if level == store.PermissionRestricted {
+		k.Permissions = map[string]bool{}
+		for perm, on := range in.GetRestrictedPermissions() {
+			if !idPermissionRE.MatchString(perm) {
+				return InvalidArgument(ReasonInvalidField, fmt.Sprintf("restricted_permissions: %q is not <resource>.<verb>", perm),
+					Violation("api_key.restricted_permissions", "bad permission "+perm))
+			}
+			if on {
+				k.Permissions[perm] = true
+			}
+		}
+	}
+	if p == nil {
+		return nil
+	}
+	// No escalation: the new key stays inside the caller's key.
+	if !p.AllWorkspaces {
+		if k.AllWorkspaces {
+			return PermissionDenied(ReasonWorkspaceOutOfScope, "a key scoped to specific workspaces cannot make a key for all workspaces")
+		}
+		for _, id := range k.WorkspaceIDs {
+			if !p.InScope(id) {
+				return PermissionDenied(ReasonWorkspaceOutOfScope, fmt.Sprintf("workspace %q is outside the calling key's scope", id))
+			}
+		}
+	}
+	switch p.Level {
+	case store.PermissionAll:
+	case store.PermissionRestricted:
+		if k.PermissionLevel != store.PermissionRestricted {
+			return PermissionDenied(ReasonAPIKeyPermissionOff, "a restricted key can only make restricted keys")
+		}
+		for perm := range k.Permissions {
+			if !p.Toggles[perm] {
+				return PermissionDenied(ReasonAPIKeyPermissionOff, fmt.Sprintf("the calling key does not have %s", perm))
+			}
+		}
+	default:
+		return PermissionDenied(ReasonAPIKeyReadOnly, "the API key is read-only")
+	}
+	return nil
+}
+
+// CreateApiKey creates a key for the caller and returns its value once.
+// A retry with the same request_id returns the same key without its value.
+func (s *ApiKeyService) CreateApiKey(ctx context.Context, req *platformv1.CreateApiKeyRequest) (*platformv1.CreateApiKeyResponse, error) { //nolint:revive
+	p, err := idCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	org := req.GetOrganizationId()
+	in := req.GetApiKey()
+	name := strings.TrimSpace(in.GetDisplayName())
+	if name == "" || len(name) > 200 {
+		return nil, InvalidArgument(ReasonInvalidField, "api_key.display_name must be 1-200 characters", Violation("api_key.display_name", "blank or too long"))
+	}
+	d, ok := ExpirationDuration(in.GetExpiration())
+	if !ok {
+		return nil, InvalidArgument(ReasonInvalidField, "api_key.expiration must be one of 7, 30, 60, 90, 180 days or 1 year",
+			Violation("api_key.expiration", "required"))
+	}
+	k := store.APIKey{OrganizationID: org, UserID: p.UserID, Name: name}
+	if err := s.keySettings(ctx, p, org, in, &k); err != nil {
+		return nil, err
+	}
+	create := func() (*platformv1.CreateApiKeyResponse, string, error) {
+		resp, err := CreateKey(ctx, s.st, k, d, s.now())
+		if err != nil {
+			return nil, "", err
+		}
+		return resp, idIdOf(resp.GetApiKey().GetName()), nil
+	}
+	get := func(id string) (*platformv1.CreateApiKeyResponse, error) {
+		got, err := s.st.GetAPIKey(ctx, org, id)
+		if err != nil {
+			return nil, idStoreError(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+		}
+		return &platformv1.CreateApiKeyResponse{ApiKey: APIKeyProto(got)}, nil
+	}
+	undo := func(r *platformv1.CreateApiKeyResponse) error {
+		return s.st.DeleteAPIKey(ctx, org, idIdOf(r.GetApiKey().GetName()))
+	}
+	return idIdempotent(ctx, s.st, org, "CreateApiKey/"+p.UserID, req.GetRequestId(), create, get, undo)
+}
+
+// CreateKey generates a key value for k (its organization, user, name,
+// scope and level set), stores it with at most MaxAPIKeysPerOrganization
+// unexpired keys in the organization, and returns it with its value. The
+// CLI uses it too.
+func CreateKey(ctx context.Context, st store.APIKeys, k store.APIKey, lifetime time.Duration, now time.Time) (*platformv1.CreateApiKeyResponse, error) {
+	gen := apikey.Generate()
+	k.Prefix, k.SecretHash = gen.Prefix, gen.Hash
+	if lifetime > 0 {
+		k.ExpireTime = apikey.ExpireTime(now, lifetime)
+	}
+	if !k.PermissionLevel.Valid() {
+		k.PermissionLevel = store.PermissionAll
+	}
+	made, err := st.CreateAPIKey(ctx, k, MaxAPIKeysPerOrganization)
+	if err != nil {
+		if idIsOneOf(err, store.ErrResourceExhausted) {
+			return nil, ResourceExhausted(ReasonAPIKeyLimit, fmt.Sprintf("an organization has at most %d API keys; delete one first", MaxAPIKeysPerOrganization))
+		}
+		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonAPIKeyNotFound, idOrganizationName(k.OrganizationID))
+	}
+	return &platformv1.CreateApiKeyResponse{ApiKey: APIKeyProto(made), Key: gen.Value}, nil
+}
+
+// ownKey gets a key of the caller; another user's key is NOT_FOUND.
+func (s *ApiKeyService) ownKey(ctx context.Context, org, id string) (store.APIKey, *Principal, error) {
+	p, err := idCaller(ctx)
+	if err != nil {
+		return store.APIKey{}, nil, err
+	}
+	k, err := s.st.GetAPIKey(ctx, org, id)
+	if err == nil && k.UserID != p.UserID {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return store.APIKey{}, nil, idStoreError(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+	}
+	return k, p, nil
+}
+
+// ListApiKeys lists the caller's keys in the organization, newest first.
+func (s *ApiKeyService) ListApiKeys(ctx context.Context, req *platformv1.ListApiKeysRequest) (*platformv1.ListApiKeysResponse, error) { //nolint:revive
+	p, err := idCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	size, err := idPageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	page, err := s.st.ListAPIKeys(ctx, req.GetOrganizationId(), p.UserID, size, req.GetPageToken())
+	if err != nil {
+		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+	}
+	out := &platformv1.ListApiKeysResponse{NextPageToken: page.NextPageToken}
+	for _, k := range page.Items {
+		out.ApiKeys = append(out.ApiKeys, APIKeyProto(k))
+	}
+	return out, nil
+}
+
+// GetApiKey gets one of the caller's keys.
+func (s *ApiKeyService) GetApiKey(ctx context.Context, req *platformv1.GetApiKeyRequest) (*platformv1.ApiKey, error) { //nolint:revive
+	k, _, err := s.ownKey(ctx, req.GetOrganizationId(), req.GetApiKeyId())
+	if err != nil {
+		return nil, err
+	}
+	return APIKeyProto(k), nil
+}
+
+// UpdateApiKey changes a key's name, scope or permissions.
+func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.UpdateApiKeyRequest) (*platformv1.ApiKey, error) { //nolint:revive
+	org, id := req.GetOrganizationId(), req.GetApiKeyId()
+	k, p, err := s.ownKey(ctx, org, id)
+	if err != nil {
+		return nil, err
+	}
+	paths := req.GetUpdateMask().GetPaths()
+	if len(paths) == 0 {
+		paths = []string{"display_name", "workspace_ids", "permission_level", "restricted_permissions"}
+	}
+	in := req.GetApiKey()
+	var mask []string
+	for _, path := range paths {
+		switch path {
+		case "display_name":
+			name := strings.TrimSpace(in.GetDisplayName())
+			if name == "" || len(name) > 200 {
+				return nil, InvalidArgument(ReasonInvalidField, "api_key.display_name must be 1-200 characters", Violation("api_key.display_name", "blank or too long"))
+			}
+			k.Name = name
+			mask = append(mask, "name")
+		case "workspace_ids":
+			mask = append(mask, "scope")
+		case "permission_level", "restricted_permissions":
+			mask = append(mask, "permissions")
+		default:
+			return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q cannot be updated", path), Violation("update_mask", "unknown path "+path))
+		}
+	}
+	mask = idUniq(mask)
+	want := k
+	if err := s.keySettings(ctx, p, org, in, &want); err != nil {
+		return nil, err
+	}
+	if slices.Contains(mask, "scope") {
+		k.AllWorkspaces, k.WorkspaceIDs = want.AllWorkspaces, want.WorkspaceIDs
+	}
+	if slices.Contains(mask, "permissions") {
+		k.PermissionLevel, k.Permissions = want.PermissionLevel, want.Permissions
+	}
+	got, err := s.st.UpdateAPIKey(ctx, k, mask)
+	if err != nil {
+		return nil, idStoreError(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+	}
+	return APIKeyProto(got), nil
+}
+
+// DeleteApiKey deletes one of the caller's keys; it stops working at once.
+func (s *ApiKeyService) DeleteApiKey(ctx context.Context, req *platformv1.DeleteApiKeyRequest) (*emptypb.Empty, error) { //nolint:revive
+	org, id := req.GetOrganizationId(), req.GetApiKeyId()
+	if _, _, err := s.ownKey(ctx, org, id); err != nil {
+		return nil, err
+	}
+	if err := s.st.DeleteAPIKey(ctx, org, id); err != nil {
+		return nil, idStoreError(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+	}
+	return &emptypb.Empty{}, nil
+}

@@ -1,0 +1,394 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/store"
+)
+
+// Reasons of the auth errors (ErrorInfo.reason).
+const (
+	ReasonAPIKeyMissing          = "API_KEY_MISSING"
+	ReasonAPIKeyInvalid          = "API_KEY_INVALID"
+	ReasonAPIKeyExpired          = "API_KEY_EXPIRED"
+	ReasonAPIKeyReadOnly         = "API_KEY_READ_ONLY"
+	ReasonAPIKeyPermissionOff    = "API_KEY_PERMISSION_DISABLED"
+	ReasonOrganizationMismatch   = "ORGANIZATION_MISMATCH"
+	ReasonWorkspaceOutOfScope    = "WORKSPACE_OUT_OF_SCOPE"
+	ReasonPermissionMissing      = "PERMISSION_MISSING"
+	ReasonMethodNotAuthorized    = "METHOD_NOT_AUTHORIZED"
+	MiddlewareAuthorization      = "authorization"
+	apiKeyHeader                 = "x-api-key"
+	authorizationHeader          = "authorization"
+	touchInterval                = time.Minute
+	maxCredentialLength          = 512
+	unauthenticatedMessage       = "invalid API key"
+	missingCredentialDescription = "missing API key: send the header Authorization: Bearer <key> (or x-api-key: <key> on /v1 and /v2)"
+)
+
+// Principal is the authenticated idCaller: a user acting through one API key
+// in one organization.
+type Principal struct {
+	UserID         string
+	OrganizationID string
+	KeyID          string
+	KeyPrefix      string
+	// AllWorkspaces, or only WorkspaceIDs.
+	AllWorkspaces bool
+	WorkspaceIDs  []string
+	Level         store.PermissionLevel
+	// Toggles of a restricted key.
+	Toggles map[string]bool
+
+	perms func(ctx context.Context, workspaceID string) ([]string, error)
+}
+
+// InScope reports whether the key may address workspaceID.
+func (p *Principal) InScope(workspaceID string) bool {
+	return p.AllWorkspaces || slices.Contains(p.WorkspaceIDs, workspaceID)
+}
+
+// LevelAllows reports whether the key's permission level lets perm through
+// (write says whether the call writes).
+func (p *Principal) LevelAllows(perm string, write bool) bool {
+	switch p.Level {
+	case store.PermissionAll:
+		return true
+	case store.PermissionReadOnly:
+		return !write
+	case store.PermissionRestricted:
+		return perm == "" || p.Toggles[perm]
+	}
+	return false
+}
+
+// Narrow keeps the permissions the key's level lets through.
+func (p *Principal) Narrow(perms []string) []string {
+	out := make([]string, 0, len(perms))
+	for _, perm := range perms {
+		switch p.Level {
+		case store.PermissionAll:
+		case store.PermissionReadOnly:
+			if !IsReadPermission(perm) {
+				continue
+			}
+		case store.PermissionRestricted:
+			if !p.Toggles[perm] {
+				continue
+			}
+		default:
+			continue
+		}
+		out = append(out, perm)
+	}
+	return out
+}
+
+// EffectivePermissions returns the permissions the idCaller has in the
+// organization and, when workspaceID is set, that workspace: the union of
+// their roles' permissions narrowed by the key's level.
+func (p *Principal) EffectivePermissions(ctx context.Context, workspaceID string) ([]string, error) {
+	if p.perms == nil {
+		return nil, nil
+	}
+	perms, err := p.perms(ctx, workspaceID)
+	if err != nil {
+		return nil, err
+	}
+	return p.Narrow(perms), nil
+}
+
+type principalKey struct{}
+
+// PrincipalFrom returns the authenticated idCaller of ctx, if any.
+func PrincipalFrom(ctx context.Context) (*Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(*Principal)
+	return p, ok && p != nil
+}
+
+// ContextWithPrincipal returns ctx carrying p.
+func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
+	return context.WithValue(ctx, principalKey{}, p)
+}
+
+// RequireWorkspace checks that the idCaller may use perm in workspaceID: the
+// workspace is in the key's scope (PERMISSION_DENIED
+// WORKSPACE_OUT_OF_SCOPE), the key's level allows perm and their roles grant
+// it (PERMISSION_DENIED PERMISSION_MISSING). Handlers of Deferred methods
+// call it once they know the workspace. Without a principal (no
+// authenticator configured) it allows everything.
+func RequireWorkspace(ctx context.Context, workspaceID, perm string) error {
+	p, ok := PrincipalFrom(ctx)
+	if !ok {
+		return nil
+	}
+	if workspaceID != "" && !p.InScope(workspaceID) {
+		return outOfScope()
+	}
+	return requirePermission(ctx, p, workspaceID, perm)
+}
+
+func outOfScope() error {
+	return PermissionDenied(ReasonWorkspaceOutOfScope, "the API key is not idScoped to this workspace")
+}
+
+func requirePermission(ctx context.Context, p *Principal, workspaceID, perm string) error {
+	if perm == "" {
+		return nil
+	}
+	perms, err := p.EffectivePermissions(ctx, workspaceID)
+	if err != nil {
+		return err
+	}
+	if !slices.Contains(perms, perm) {
+		return NewError(codesPermissionDenied, ReasonPermissionMissing,
+			fmt.Sprintf("the idCaller lacks the permission %s", perm)).Meta("permission", perm).Err()
+	}
+	return nil
+}
+
+// KeyAuth authenticates API keys against the store and authorizes calls
+// with MethodAccess. Use it as Options.Authenticator and add Middleware()
+// to Options.Extra.
+type KeyAuth struct {
+	st  store.Store
+	now func() time.Time
+
+	mu      sync.Mutex
+	touched map[string]time.Time // key id → last TouchAPIKey
+}
+
+// NewKeyAuth returns the authenticator; now may be nil (time.Now).
+func NewKeyAuth(st store.Store, now func() time.Time) *KeyAuth {
+	if now == nil {
+		now = time.Now
+	}
+	return &KeyAuth{st: st, now: now, touched: map[string]time.Time{}}
+}
+
+// credential reads the key: Authorization: Bearer first, then x-api-key.
+func credential(ctx context.Context) (string, bool) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	for _, v := range md.Get(authorizationHeader) {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(v), " ")
+		if ok && strings.EqualFold(scheme, "Bearer") {
+			return strings.TrimSpace(token), true
+		}
+		// Another scheme: present but not a key we can read.
+		return "", true
+	}
+	for _, v := range md.Get(apiKeyHeader) {
+		return strings.TrimSpace(v), true
+	}
+	return "", false
+}
+
+// Authenticate implements Authenticator: it finds the key, checks it and
+// its permission level against MethodAccess[fullMethod], and puts the
+// Principal in the context. Scope, organization and role checks need the
+// request: Middleware does them.
+func (a *KeyAuth) Authenticate(ctx context.Context, fullMethod string) (context.Context, error) {
+	value, present := credential(ctx)
+	if !present {
+		return nil, Unauthenticated(ReasonAPIKeyMissing, missingCredentialDescription)
+	}
+	if len(value) > maxCredentialLength {
+		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
+	}
+	prefix, err := apikey.Parse(value)
+	if err != nil {
+		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
+	}
+	k, err := a.st.GetAPIKeyByPrefix(ctx, prefix)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if !apikey.Verify(value, k.SecretHash) {
+		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
+	}
+	now := a.now()
+	if k.Expired(now) {
+		return nil, NewError(codesUnauthenticated, ReasonAPIKeyExpired, "the API key has expired").
+			Meta("expire_time", k.ExpireTime.UTC().Format(time.RFC3339)).Err()
+	}
+	p := &Principal{
+		UserID: k.UserID, OrganizationID: k.OrganizationID, KeyID: k.ID, KeyPrefix: k.Prefix,
+		AllWorkspaces: k.AllWorkspaces, WorkspaceIDs: k.WorkspaceIDs,
+		Level: k.PermissionLevel, Toggles: k.Permissions,
+	}
+	st, org, user := a.st, k.OrganizationID, k.UserID
+	p.perms = func(ctx context.Context, ws string) ([]string, error) {
+		return st.EffectivePermissions(ctx, org, ws, user)
+	}
+	acc, ok := MethodAccess[fullMethod]
+	if !ok {
+		return nil, PermissionDenied(ReasonMethodNotAuthorized, "this method is not open to API keys")
+	}
+	if p.Level == store.PermissionReadOnly && acc.Write {
+		return nil, PermissionDenied(ReasonAPIKeyReadOnly, "the API key is read-only")
+	}
+	if !p.LevelAllows(acc.Permission, acc.Write) {
+		return nil, NewError(codesPermissionDenied, ReasonAPIKeyPermissionOff,
+			fmt.Sprintf("the API key does not have the permission %s", acc.Permission)).
+			Meta("permission", acc.Permission).Err()
+	}
+	a.touch(ctx, k, now)
+	return ContextWithPrincipal(ctx, p), nil
+}
+
+// touch records last use at most once per touchInterval per key and process.
+func (a *KeyAuth) touch(ctx context.Context, k store.APIKey, now time.Time) {
+	a.mu.Lock()
+	last, ok := a.touched[k.ID]
+	if !ok {
+		last = k.LastUsedTime
+	}
+	due := now.Sub(last) >= touchInterval
+	if due {
+		a.touched[k.ID] = now
+	}
+	a.mu.Unlock()
+	if due {
+		_ = a.st.TouchAPIKey(ctx, k.ID, now) // best effort: never fails a call
+	}
+}
+
+// Middleware is the request-aware half: an Options.Extra entry (it runs
+// after validation) that checks the request's organization_id against the
+// key's organization, its workspace ids (workspace_id, workspace_ids,
+// legacy agent_id) against the key's scope, and the permission of
+// MethodAccess against the idCaller's roles in that workspace (or in the
+// organization when the request names none).
+func (a *KeyAuth) Middleware() Middleware {
+	return Middleware{
+		Name: MiddlewareAuthorization,
+		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if err := authorize(ctx, info.FullMethod, req); err != nil {
+				return nil, err
+			}
+			return handler(ctx, req)
+		},
+		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			return handler(srv, &authorizingStream{ServerStream: ss, method: info.FullMethod})
+		},
+	}
+}
+
+type authorizingStream struct {
+	grpc.ServerStream
+	method string
+	done   bool
+}
+
+func (s *authorizingStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	if s.done {
+		return nil
+	}
+	s.done = true
+	return authorize(s.Context(), s.method, m)
+}
+
+// RequestTarget is the organization and workspaces a request names.
+type RequestTarget struct {
+	OrganizationID string
+	WorkspaceIDs   []string
+}
+
+// TargetOf reads organization_id and workspace_id / workspace_ids /
+// agent_id from the top level of a request.
+func TargetOf(req any) RequestTarget {
+	var t RequestTarget
+	m, ok := req.(proto.Message)
+	if !ok {
+		return t
+	}
+	r := m.ProtoReflect()
+	fields := r.Descriptor().Fields()
+	str := func(name protoreflect.Name) string {
+		f := fields.ByName(name)
+		if f == nil || f.Kind() != protoreflect.StringKind || f.IsList() {
+			return ""
+		}
+		return r.Get(f).String()
+	}
+	t.OrganizationID = str("organization_id")
+	for _, n := range []protoreflect.Name{"workspace_id", "agent_id"} {
+		if v := str(n); v != "" {
+			t.WorkspaceIDs = append(t.WorkspaceIDs, v)
+		}
+	}
+	if f := fields.ByName("workspace_ids"); f != nil && f.IsList() && f.Kind() == protoreflect.StringKind {
+		l := r.Get(f).List()
+		for i := 0; i < l.Len(); i++ {
+			t.WorkspaceIDs = append(t.WorkspaceIDs, l.Get(i).String())
+		}
+	}
+	return t
+}
+
+func authorize(ctx context.Context, method string, req any) error {
+	p, ok := PrincipalFrom(ctx)
+	if !ok {
+		return nil // public method, or no authenticator
+	}
+	acc, ok := MethodAccess[method]
+	if !ok {
+		return PermissionDenied(ReasonMethodNotAuthorized, "this method is not open to API keys")
+	}
+	t := TargetOf(req)
+	if t.OrganizationID != "" && t.OrganizationID != p.OrganizationID {
+		// The same answer whether or not the organization exists: nothing
+		// about other organizations leaks.
+		return PermissionDenied(ReasonOrganizationMismatch, "the API key belongs to another organization")
+	}
+	if acc.AllWorkspaces && !p.AllWorkspaces {
+		return PermissionDenied(ReasonWorkspaceOutOfScope, "the API key is idScoped to specific workspaces")
+	}
+	for _, ws := range t.WorkspaceIDs {
+		if !p.InScope(ws) {
+			return outOfScope()
+		}
+	}
+	if acc.Permission == "" || acc.Deferred && len(t.WorkspaceIDs) == 0 {
+		return nil
+	}
+	if len(t.WorkspaceIDs) == 0 {
+		return requirePermission(ctx, p, "", acc.Permission)
+	}
+	for _, ws := range idUniq(t.WorkspaceIDs) {
+		if err := requirePermission(ctx, p, ws, acc.Permission); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func idUniq(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+const (
+	codesPermissionDenied = codes.PermissionDenied
+	codesUnauthenticated  = codes.Unauthenticated
+)

@@ -1,0 +1,165 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/proserun/prose/store"
+)
+
+// Access is what an RPC needs from its idCaller.
+type Access struct {
+	// Permission the idCaller's roles must grant (in the workspace the request
+	// names, or in the organization when it names none). "" means any
+	// authenticated idCaller of the organization.
+	Permission string
+	// Write calls are refused to read-only keys.
+	Write bool
+	// AllWorkspaces calls are refused to keys idScoped to specific workspaces
+	// (they create or span workspaces the scope cannot name).
+	AllWorkspaces bool
+	// Deferred: the request names no workspace although the permission is a
+	// workspace one (legacy v1 share ids, v2 run ids). The auth layer checks
+	// the key's level; the handler, once it has resolved the workspace, calls
+	// RequireWorkspace(ctx, workspaceID, Permission).
+	Deferred bool
+}
+
+// IsReadMethod applies the naming rule: Get, List, Query, Count and Stream
+// methods read; everything else writes.
+func IsReadMethod(fullMethod string) bool {
+	name := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
+	for _, p := range []string{"Get", "List", "Query", "Count", "Stream"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// readExceptions are methods the naming rule calls writes although they
+// only read (a download is a read).
+var readExceptions = map[string]bool{
+	"/prose.platform.v1.FileService/DownloadFile":        true,
+	"/prose.platform.v1.FileService/GenerateDownloadUrl": true,
+}
+
+func r(perm string) Access { return Access{Permission: perm} }
+func w(perm string) Access { return Access{Permission: perm, Write: true} }
+
+// MethodAccess maps every RPC of the contract (except the public ones) to
+// what it needs. A method missing from the table is refused
+// (PERMISSION_DENIED): new RPCs are closed until someone decides.
+// TestMethodAccessCoversContract keeps it complete and consistent with
+// IsReadMethod.
+var MethodAccess = map[string]Access{
+	// Workspaces.
+	"/prose.platform.v1.WorkspaceService/ListWorkspaces":             r(store.PermWorkspacesList),
+	"/prose.platform.v1.WorkspaceService/GetWorkspace":               r(store.PermWorkspacesGet),
+	"/prose.platform.v1.WorkspaceService/ListCurrentUserWorkspaces":  r(""),
+	"/prose.platform.v1.WorkspaceService/CreateWorkspace":            {Permission: store.PermWorkspacesCreate, Write: true, AllWorkspaces: true},
+	"/prose.platform.v1.WorkspaceService/UpdateWorkspace":            w(store.PermWorkspacesUpdate),
+	"/prose.platform.v1.WorkspaceService/DeleteWorkspace":            w(store.PermWorkspacesDelete),
+	"/prose.platform.v1.WorkspaceService/GetWorkspacePreferences":    r(store.PermWorkspacesGet),
+	"/prose.platform.v1.WorkspaceService/UpdateWorkspacePreferences": w(store.PermPreferencesUpdate),
+	"/prose.platform.v1.WorkspaceService/ListWorkspaceInvites":       r(store.PermWorkspacesGet),
+	"/prose.platform.v1.WorkspaceService/CreateWorkspaceInvite":      w(store.PermInvitationsManage),
+	"/prose.platform.v1.WorkspaceService/DeleteWorkspaceInvite":      w(store.PermInvitationsManage),
+	"/prose.platform.v1.WorkspaceService/ListWorkspaceRoles":         r(store.PermWorkspacesGet),
+	"/prose.platform.v1.WorkspaceService/ListWorkspaceUsers":         r(store.PermWorkspacesGet),
+	"/prose.platform.v1.WorkspaceService/CreateWorkspaceUser":        w(store.PermMembersManage),
+	"/prose.platform.v1.WorkspaceService/UpdateWorkspaceUser":        w(store.PermMembersManage),
+	"/prose.platform.v1.WorkspaceService/DeleteWorkspaceUser":        w(store.PermMembersManage),
+	"/prose.platform.v1.WorkspaceService/CountWorkspaceUsers":        r(store.PermWorkspacesGet),
+
+	// Organizations.
+	"/prose.platform.v1.OrganizationService/GetOrganization":              r(store.PermOrganizationsGet),
+	"/prose.platform.v1.OrganizationService/ListCurrentUserOrganizations": r(""),
+	"/prose.platform.v1.OrganizationService/ListOrganizationUsers":        r(store.PermOrganizationsGet),
+	"/prose.platform.v1.OrganizationService/ListOrganizationRoles":        r(store.PermOrganizationsGet),
+	"/prose.platform.v1.OrganizationService/ListOrganizationInvites":      r(store.PermOrganizationsGet),
+	"/prose.platform.v1.OrganizationService/GetCurrentUserPermissions":    r(""),
+
+	// API keys (a user's own keys).
+	"/prose.platform.v1.ApiKeyService/CreateApiKey": w(store.PermAPIKeysManage),
+	"/prose.platform.v1.ApiKeyService/ListApiKeys":  r(store.PermAPIKeysManage),
+	"/prose.platform.v1.ApiKeyService/GetApiKey":    r(store.PermAPIKeysManage),
+	"/prose.platform.v1.ApiKeyService/UpdateApiKey": w(store.PermAPIKeysManage),
+	"/prose.platform.v1.ApiKeyService/DeleteApiKey": w(store.PermAPIKeysManage),
+
+	// Runs.
+	"/prose.platform.v1.RunService/GetRun":      r(store.PermRunsGet),
+	"/prose.platform.v1.RunService/ListRuns":    r(store.PermRunsGet),
+	"/prose.platform.v1.RunService/PauseRun":    w(store.PermRunsManage),
+	"/prose.platform.v1.RunService/ContinueRun": w(store.PermRunsManage),
+
+	// Automations.
+	"/prose.platform.v1.AutomationService/CreateAutomation":  w(store.PermAutomationsWrite),
+	"/prose.platform.v1.AutomationService/GetAutomation":     r(store.PermAutomationsGet),
+	"/prose.platform.v1.AutomationService/QueryAutomation":   r(store.PermAutomationsGet),
+	"/prose.platform.v1.AutomationService/ListAutomations":   r(store.PermAutomationsGet),
+	"/prose.platform.v1.AutomationService/UpdateAutomation":  w(store.PermAutomationsWrite),
+	"/prose.platform.v1.AutomationService/PublishAutomation": w(store.PermAutomationsWrite),
+	"/prose.platform.v1.AutomationService/DeleteAutomation":  w(store.PermAutomationsWrite),
+	"/prose.platform.v1.AutomationService/InvokeAutomation":  w(store.PermRunsCreate),
+
+	// Exceptions. Archiving an exception abandons its run: runs.archive.
+	"/prose.platform.v1.ExceptionService/GetException":                r(store.PermExceptionsGet),
+	"/prose.platform.v1.ExceptionService/ListExceptions":              r(store.PermExceptionsGet),
+	"/prose.platform.v1.ExceptionService/ListExceptionGroups":         r(store.PermExceptionsGet),
+	"/prose.platform.v1.ExceptionService/CountExceptionsByGroup":      r(store.PermExceptionsGet),
+	"/prose.platform.v1.ExceptionService/CountExceptionsByAutomation": r(store.PermExceptionsGet),
+	"/prose.platform.v1.ExceptionService/ResolveException":            w(store.PermExceptionsResolve),
+	"/prose.platform.v1.ExceptionService/ArchiveException":            w(store.PermRunsArchive),
+	"/prose.platform.v1.ExceptionService/UnarchiveException":          w(store.PermRunsArchive),
+	"/prose.platform.v1.ExceptionService/AssignException":             w(store.PermExceptionsResolve),
+	"/prose.platform.v1.ExceptionService/BatchArchiveExceptions":      w(store.PermRunsArchive),
+	"/prose.platform.v1.ExceptionService/BatchUnarchiveExceptions":    w(store.PermRunsArchive),
+	"/prose.platform.v1.ExceptionService/BatchAssignExceptions":       w(store.PermExceptionsResolve),
+
+	// Conversation events.
+	"/prose.platform.v1.EventService/ListEvents":       r(store.PermExceptionsGet),
+	"/prose.platform.v1.EventService/GetEvent":         r(store.PermExceptionsGet),
+	"/prose.platform.v1.EventService/StreamEvents":     r(store.PermExceptionsGet),
+	"/prose.platform.v1.EventService/CreateEvent":      w(store.PermExceptionsResolve),
+	"/prose.platform.v1.EventService/CancelGeneration": w(store.PermExceptionsResolve),
+
+	// Files.
+	"/prose.platform.v1.FileService/UploadFile":          w(store.PermRunsCreate),
+	"/prose.platform.v1.FileService/DownloadFile":        r(store.PermRunsGet),
+	"/prose.platform.v1.FileService/GetFileMetadata":     r(store.PermRunsGet),
+	"/prose.platform.v1.FileService/DeleteFile":          w(store.PermRunsCreate),
+	"/prose.platform.v1.FileService/GenerateUploadUrl":   w(store.PermRunsCreate),
+	"/prose.platform.v1.FileService/GenerateDownloadUrl": r(store.PermRunsGet),
+
+	// Books: the global catalogue is open to every key.
+	"/prose.book.v1.BookService/ListBooks":                   r(""),
+	"/prose.book.v1.BookService/ListLatestBooks":             r(""),
+	"/prose.book.v1.BookService/GetBook":                     r(""),
+	"/prose.book.v1.BookService/ListBookProcedures":          r(""),
+	"/prose.book.v1.BookService/ListTags":                    r(""),
+	"/prose.book.v1.BookService/ListWorkspaceBooks":          r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/ListWorkspaceBookProcedures": r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/CreateWorkspaceBook":         w(store.PermAutomationsWrite),
+	"/prose.book.v1.BookService/UpdateWorkspaceBook":         w(store.PermAutomationsWrite),
+	"/prose.book.v1.BookService/DeleteWorkspaceBook":         w(store.PermAutomationsWrite),
+
+	// Legacy v1: a share id or worker id names the workspace only after a
+	// lookup: the handler checks the role (Deferred).
+	"/prose.legacy.v1.LegacyService/Invoke":       {Permission: store.PermRunsCreate, Write: true, Deferred: true},
+	"/prose.legacy.v1.LegacyService/GetRunStatus": {Permission: store.PermRunsGet, Deferred: true},
+	"/prose.legacy.v1.LegacyService/Upload":       {Permission: store.PermRunsCreate, Write: true, Deferred: true},
+
+	// Legacy v2: agent_id is the workspace.
+	"/prose.legacy.v2.LegacyService/ListProcesses": r(store.PermAutomationsGet),
+	"/prose.legacy.v2.LegacyService/GetProcess":    r(store.PermAutomationsGet),
+	"/prose.legacy.v2.LegacyService/ListRuns":      r(store.PermRunsGet),
+	"/prose.legacy.v2.LegacyService/CreateRun":     w(store.PermRunsCreate),
+	"/prose.legacy.v2.LegacyService/GetRun":        {Permission: store.PermRunsGet, Deferred: true},
+	"/prose.legacy.v2.LegacyService/CreateFile":    w(store.PermRunsCreate),
+}
+
+// IsReadPermission reports whether a permission only reads ("x.get",
+// "x.list"). A read-only key keeps only these.
+func IsReadPermission(p string) bool {
+	return strings.HasSuffix(p, ".get") || strings.HasSuffix(p, ".list")
+}

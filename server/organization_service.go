@@ -1,0 +1,217 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"go.einride.tech/aip/filtering"
+	expr "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
+
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/sqlfilter"
+)
+
+// OrganizationService implements prose.platform.v1.OrganizationService.
+type OrganizationService struct {
+	platformv1.UnimplementedOrganizationServiceServer
+	st store.Store
+}
+
+// NewOrganizationService returns the organization service.
+func NewOrganizationService(st store.Store) *OrganizationService {
+	return &OrganizationService{st: st}
+}
+
+func idOrganizationProto(o store.Organization) *platformv1.Organization {
+	return &platformv1.Organization{
+		Name: idOrganizationName(o.ID), Title: o.DisplayName,
+		CreateTime: idTs(o.CreateTime), UpdateTime: idTs(o.UpdateTime),
+	}
+}
+
+// GetOrganization gets an organization.
+func (s *OrganizationService) GetOrganization(ctx context.Context, req *platformv1.GetOrganizationRequest) (*platformv1.Organization, error) {
+	o, err := s.st.GetOrganization(ctx, req.GetOrganizationId())
+	if err != nil {
+		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+	}
+	return idOrganizationProto(o), nil
+}
+
+// ListCurrentUserOrganizations lists the organizations the caller can act
+// in. An API key belongs to one organization, so the list holds at most
+// that one (filtered by title like ListWorkspaces: =, !=, :).
+func (s *OrganizationService) ListCurrentUserOrganizations(ctx context.Context, req *platformv1.ListCurrentUserOrganizationsRequest) (*platformv1.ListCurrentUserOrganizationsResponse, error) {
+	p, err := idCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := idPageSize(req.GetPageSize()); err != nil {
+		return nil, err
+	}
+	if req.GetPageToken() != "" {
+		return nil, InvalidArgument(ReasonInvalidPageToken, "page_token was not issued by this list", Violation("page_token", "unknown token"))
+	}
+	match, err := idTitleMatcher(req.GetFilter())
+	if err != nil {
+		return nil, err
+	}
+	o, err := s.st.GetOrganization(ctx, p.OrganizationID)
+	if errors.Is(err, store.ErrNotFound) {
+		return &platformv1.ListCurrentUserOrganizationsResponse{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &platformv1.ListCurrentUserOrganizationsResponse{}
+	if match(o.DisplayName) {
+		out.UserOrganizations = append(out.UserOrganizations, idOrganizationProto(o))
+	}
+	return out, nil
+}
+
+// idTitleMatcher checks a title filter (the workspace declarations) and
+// returns an in-memory evaluator of it.
+func idTitleMatcher(filter string) (func(string) bool, error) {
+	if _, err := sqlfilter.Workspaces.Parse(filter); err != nil { // type-checks and bounds it
+		return nil, idInvalidFromStore(err)
+	}
+	if strings.TrimSpace(filter) == "" {
+		return func(string) bool { return true }, nil
+	}
+	parsed, err := filtering.ParseFilterString(filter, sqlfilter.Workspaces.Declarations())
+	if err != nil {
+		return nil, idInvalidFromStore(err)
+	}
+	e := parsed.CheckedExpr.GetExpr()
+	return func(title string) bool { return idEvalTitle(e, title, 0) }, nil
+}
+
+func idEvalTitle(e *expr.Expr, title string, depth int) bool {
+	call := e.GetCallExpr()
+	if call == nil || depth > 100 {
+		return false
+	}
+	args := call.GetArgs()
+	switch call.GetFunction() {
+	case filtering.FunctionAnd:
+		for _, a := range args {
+			if !idEvalTitle(a, title, depth+1) {
+				return false
+			}
+		}
+		return true
+	case filtering.FunctionOr:
+		for _, a := range args {
+			if idEvalTitle(a, title, depth+1) {
+				return true
+			}
+		}
+		return false
+	case filtering.FunctionNot:
+		return len(args) == 1 && !idEvalTitle(args[0], title, depth+1)
+	}
+	if len(args) != 2 {
+		return false
+	}
+	v := args[1].GetConstExpr().GetStringValue()
+	switch call.GetFunction() {
+	case filtering.FunctionEquals:
+		return title == v
+	case filtering.FunctionNotEquals:
+		return title != v
+	case filtering.FunctionHas:
+		return strings.Contains(strings.ToLower(title), strings.ToLower(v))
+	}
+	return false
+}
+
+// ListOrganizationUsers is not available yet: the store has no listing of
+// organization members (store.Members lists workspace members only).
+func (s *OrganizationService) ListOrganizationUsers(context.Context, *platformv1.ListOrganizationUsersRequest) (*platformv1.ListOrganizationUsersResponse, error) {
+	return nil, Unimplemented("NOT_IMPLEMENTED", "listing the users of an organization is not implemented yet")
+}
+
+// ListOrganizationRoles lists every role of the organization.
+func (s *OrganizationService) ListOrganizationRoles(ctx context.Context, req *platformv1.ListOrganizationRolesRequest) (*platformv1.ListOrganizationRolesResponse, error) {
+	org := req.GetOrganizationId()
+	size, err := idPageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.st.GetOrganization(ctx, org); err != nil {
+		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+	}
+	page, err := s.st.ListRoles(ctx, org, "", size, req.GetPageToken())
+	if err != nil {
+		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+	}
+	out := &platformv1.ListOrganizationRolesResponse{NextPageToken: page.NextPageToken}
+	for _, r := range page.Items {
+		out.Roles = append(out.Roles, idRoleProto(r))
+	}
+	return out, nil
+}
+
+// ListOrganizationInvites lists the invitations to the organization itself.
+func (s *OrganizationService) ListOrganizationInvites(ctx context.Context, req *platformv1.ListOrganizationInvitesRequest) (*platformv1.ListOrganizationInvitesResponse, error) {
+	org := req.GetOrganizationId()
+	size, err := idPageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.st.GetOrganization(ctx, org); err != nil {
+		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+	}
+	page, err := s.st.ListInvitations(ctx, org, "", size, req.GetPageToken())
+	if err != nil {
+		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+	}
+	out := &platformv1.ListOrganizationInvitesResponse{NextPageToken: page.NextPageToken}
+	for _, inv := range page.Items {
+		out.Invitations = append(out.Invitations, idInvitationProto(inv))
+	}
+	return out, nil
+}
+
+// GetCurrentUserPermissions returns the caller's roles and effective
+// permissions in the organization (and workspace), narrowed by the key's
+// permission level.
+func (s *OrganizationService) GetCurrentUserPermissions(ctx context.Context, req *platformv1.GetCurrentUserPermissionsRequest) (*platformv1.CurrentUserPermissions, error) {
+	p, err := idCaller(ctx)
+	if err != nil {
+		return nil, err
+	}
+	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
+	out := &platformv1.CurrentUserPermissions{User: idUserName(p.UserID), Organization: idOrganizationName(org)}
+	m, err := s.st.GetOrganizationMember(ctx, org, p.UserID)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	for _, r := range m.Roles {
+		out.Roles = append(out.Roles, &platformv1.RoleBasicInfo{Name: r, RoleScope: platformv1.RoleScope_ROLE_SCOPE_ORGANIZATION})
+	}
+	if ws != "" {
+		if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
+			return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+		}
+		out.Workspace = idWorkspaceName(org, ws)
+		wu, err := s.st.GetWorkspaceUser(ctx, org, ws, p.UserID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		for _, r := range wu.Roles {
+			if r.Scope == store.ScopeWorkspace {
+				out.Roles = append(out.Roles, &platformv1.RoleBasicInfo{Name: r.RoleID, RoleScope: platformv1.RoleScope_ROLE_SCOPE_WORKSPACE})
+			}
+		}
+	}
+	perms, err := p.EffectivePermissions(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	out.Permissions = perms
+	return out, nil
+}

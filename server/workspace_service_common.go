@@ -1,0 +1,246 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"regexp"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/pagination"
+)
+
+// Reasons of the identity services' errors.
+const (
+	ReasonOrganizationNotFound = "ORGANIZATION_NOT_FOUND"
+	ReasonWorkspaceNotFound    = "WORKSPACE_NOT_FOUND"
+	ReasonWorkspaceExists      = "WORKSPACE_ALREADY_EXISTS"
+	ReasonUserNotFound         = "USER_NOT_FOUND"
+	ReasonMemberNotFound       = "WORKSPACE_USER_NOT_FOUND"
+	ReasonMemberExists         = "WORKSPACE_USER_ALREADY_EXISTS"
+	ReasonInvitationNotFound   = "INVITATION_NOT_FOUND"
+	ReasonInvitationExists     = "INVITATION_ALREADY_EXISTS"
+	ReasonRoleNotFound         = "ROLE_NOT_FOUND"
+	ReasonAPIKeyNotFound       = "API_KEY_NOT_FOUND"
+	ReasonAPIKeyLimit          = "API_KEY_LIMIT_REACHED"
+	ReasonInvalidOrderBy       = "INVALID_ORDER_BY"
+	ReasonInvalidField         = "INVALID_FIELD"
+	ReasonFailedPrecondition   = "FAILED_PRECONDITION"
+	ReasonConflict             = "CONFLICT"
+)
+
+// idStoreError maps a store error to a status: ErrNotFound → NOT_FOUND with
+// reason and resource name, ErrAlreadyExists → ALREADY_EXISTS (existsReason),
+// ErrInvalidArgument → INVALID_ARGUMENT, ErrFailedPrecondition →
+// FAILED_PRECONDITION, ErrConflict → ABORTED, ErrResourceExhausted →
+// RESOURCE_EXHAUSTED; anything else stays an internal error (logged, never
+// shown).
+func idStoreError(err error, notFoundReason, existsReason, name string) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return NotFound(notFoundReason, name)
+	case errors.Is(err, store.ErrAlreadyExists):
+		return AlreadyExists(existsReason, name)
+	case errors.Is(err, store.ErrInvalidArgument):
+		return idInvalidFromStore(err)
+	case errors.Is(err, store.ErrFailedPrecondition):
+		return FailedPrecondition(ReasonFailedPrecondition, idClientMessage(err, store.ErrFailedPrecondition), nil)
+	case errors.Is(err, store.ErrConflict):
+		return Aborted(ReasonConflict, "a concurrent change won; retry")
+	case errors.Is(err, store.ErrResourceExhausted):
+		return ResourceExhausted(ReasonAPIKeyLimit, idClientMessage(err, store.ErrResourceExhausted))
+	}
+	return err
+}
+
+// idClientMessage is the store's message without the sentinel's words.
+func idClientMessage(err, sentinel error) string {
+	s := err.Error()
+	s = strings.TrimPrefix(s, sentinel.Error()+": ")
+	return s
+}
+
+func idInvalidFromStore(err error) error {
+	msg := idClientMessage(err, store.ErrInvalidArgument)
+	reason, field := ReasonInvalidField, ""
+	switch {
+	case strings.Contains(msg, "page_token"):
+	case strings.Contains(msg, "page_size"):
+	case strings.HasPrefix(msg, "filter"):
+		reason, field = ReasonInvalidFilter, "filter"
+	case strings.HasPrefix(msg, "order_by"):
+		reason, field = ReasonInvalidOrderBy, "order_by"
+	}
+	if field == "" {
+		return InvalidArgument(reason, msg)
+	}
+	return InvalidArgument(reason, msg, Violation(field, msg))
+}
+
+// idPageSize applies the list rules (0 → 50, > 1000 → 1000, < 0 → INVALID_ARGUMENT).
+func idPageSize(n int32) (int, error) {
+	size, err := pagination.PageSize(n)
+	if err != nil {
+		return 0, idInvalidFromStore(err)
+	}
+	return size, nil
+}
+
+func idTs(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+// Resource names.
+func idOrganizationName(org string) string  { return "organizations/" + org }
+func idWorkspaceName(org, ws string) string { return "organizations/" + org + "/workspaces/" + ws }
+func idUserName(u string) string            { return "users/" + u }
+func idApiKeyName(org, id string) string    { return "organizations/" + org + "/apiKeys/" + id }
+
+// idIdRE is an AIP-122 resource id: lowercase letter, then letters, digits
+// and hyphens, at most 63 characters.
+var idIdRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
+
+// idIdOf accepts an id or a resource name ending in it.
+func idIdOf(s string) string { return store.LastSegment(s) }
+
+func idCaller(ctx context.Context) (*Principal, error) {
+	p, ok := PrincipalFrom(ctx)
+	if !ok {
+		return nil, Unauthenticated(ReasonAPIKeyMissing, missingCredentialDescription)
+	}
+	return p, nil
+}
+
+// idIdempotent runs create unless (org, method, requestID) already made a
+// resource, in which case it returns get(recorded name). An empty request
+// id always creates. When a concurrent retry recorded first, undo removes
+// the duplicate and the first resource is returned.
+func idIdempotent[T any](ctx context.Context, st store.Idempotency, org, method, requestID string,
+	create func() (T, string, error), get func(name string) (T, error), undo func(T) error,
+) (T, error) {
+	var zero T
+	if requestID == "" {
+		v, _, err := create()
+		return v, err
+	}
+	if len(requestID) > 128 {
+		return zero, InvalidArgument(ReasonInvalidField, "request_id is longer than 128 characters",
+			Violation("request_id", "at most 128 characters"))
+	}
+	name, err := st.LookupRequest(ctx, org, method, requestID)
+	if err == nil {
+		return get(name)
+	}
+	if !errors.Is(err, store.ErrNotFound) {
+		return zero, err
+	}
+	v, made, err := create()
+	if err != nil {
+		return zero, err
+	}
+	first, err := st.RecordRequest(ctx, org, method, requestID, made)
+	if err != nil {
+		return zero, err
+	}
+	if first != made {
+		if undo != nil {
+			_ = undo(v)
+		}
+		return get(first)
+	}
+	return v, nil
+}
+
+// idScopeFilter narrows a workspace list to the key's workspaces. Its text
+// takes part in the page-token binding.
+type idScopeFilter struct {
+	inner store.Filter
+	ids   []string
+}
+
+func (f idScopeFilter) String() string {
+	s := "scope(" + strings.Join(f.ids, ",") + ")"
+	if f.inner != nil {
+		s += " AND " + f.inner.String()
+	}
+	return s
+}
+
+func (f idScopeFilter) SQL(a *store.Args) (string, error) {
+	var b strings.Builder
+	b.WriteString("(")
+	if len(f.ids) == 0 {
+		b.WriteString("1 = 0")
+	} else {
+		b.WriteString("w.id IN (")
+		for i, id := range f.ids {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(a.Add(id))
+		}
+		b.WriteString(")")
+	}
+	if f.inner != nil {
+		s, err := f.inner.SQL(a)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(" AND " + s)
+	}
+	b.WriteString(")")
+	return b.String(), nil
+}
+
+// idScoped wraps f for a idCaller whose key is limited to some workspaces.
+func idScoped(ctx context.Context, f store.Filter) store.Filter {
+	p, ok := PrincipalFrom(ctx)
+	if !ok || p.AllWorkspaces {
+		return f
+	}
+	return idScopeFilter{inner: f, ids: idUniq(p.WorkspaceIDs)}
+}
+
+func idRoleScope(s store.RoleScope) platformv1.RoleScope {
+	switch s {
+	case store.ScopeOrganization:
+		return platformv1.RoleScope_ROLE_SCOPE_ORGANIZATION
+	case store.ScopeWorkspace:
+		return platformv1.RoleScope_ROLE_SCOPE_WORKSPACE
+	}
+	return platformv1.RoleScope_ROLE_SCOPE_UNSPECIFIED
+}
+
+func idUserInfo(u store.User) *platformv1.UserBasicInfo {
+	return &platformv1.UserBasicInfo{Name: idUserName(u.ID), DisplayName: u.DisplayName, Email: u.Email}
+}
+
+func idWorkspaceUserProto(m store.WorkspaceUser) *platformv1.WorkspaceUser {
+	out := &platformv1.WorkspaceUser{User: idUserInfo(m.User)}
+	for _, r := range m.Roles {
+		out.Roles = append(out.Roles, &platformv1.RoleBasicInfo{Name: r.RoleID, RoleScope: idRoleScope(r.Scope)})
+	}
+	return out
+}
+
+func idRoleProto(r store.Role) *platformv1.Role {
+	return &platformv1.Role{Name: r.ID, Title: r.Title, Description: r.Description, Permissions: r.Permissions}
+}
+
+func idInvitationProto(inv store.Invitation) *platformv1.UserInvitation {
+	return &platformv1.UserInvitation{Email: inv.Email, InvitationId: inv.ID}
+}
+
+var idErrUnavailableStore = NewError(codes.Unavailable, "STORE_UNAVAILABLE", "no store is configured").Err()
+
+func idErrorsIs(err, target error) bool { return errors.Is(err, target) }
