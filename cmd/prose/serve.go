@@ -17,6 +17,7 @@ import (
 	"github.com/proserun/prose/gateway"
 	"github.com/proserun/prose/gen/openapi"
 	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/store"
 )
 
 func init() {
@@ -31,6 +32,9 @@ type serveConfig struct {
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
+	// store, when set, is used instead of opening --data / --database (tests
+	// share one PostgreSQL database this way); the caller closes it.
+	store store.Store
 }
 
 func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
@@ -82,7 +86,11 @@ type app struct {
 	services server.Services
 	grpc     *grpc.Server
 	http     http.Handler
-	closers  []func() error
+	store    store.Store
+	// bootstrap is set when newApp initialised an empty store (organization,
+	// owner, workspace, API key); the key was printed once to stderr.
+	bootstrap *initResult
+	closers   []func() error
 }
 
 func (a *app) Close() {
@@ -93,16 +101,52 @@ func (a *app) Close() {
 	}
 }
 
-func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, _ io.Writer) (*app, error) {
+func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io.Writer) (*app, error) {
 	a := &app{}
-	a.services = server.Services{
-		LegacyV2: server.NewLegacyV2(nil),
+	st := cfg.store
+	if st == nil {
+		var err error
+		if st, err = openStore(ctx, cfg.data, cfg.database); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		a.closers = append(a.closers, st.Close)
 	}
-	a.grpc = server.New(server.Options{Logger: logger, ServerOptions: cfg.serverOptions})
+	a.store = st
+	ids, err := organizationIDs(ctx, st, 1)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if len(ids) == 0 {
+		// An empty store: make the first organization and print its key once.
+		r, err := bootstrap(ctx, st, initOptions{})
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("initialise: %w", err)
+		}
+		a.bootstrap = &r
+		fmt.Fprintf(stderr, "Initialised an empty store. This API key is shown once:\n")
+		printInit(stderr, r, false)
+	}
+
+	auth := server.NewKeyAuth(st, nil)
+	a.services = server.Services{
+		Workspaces:    server.NewWorkspaceService(st),
+		Organizations: server.NewOrganizationService(st),
+		APIKeys:       server.NewApiKeyService(st, nil),
+		LegacyV2:      server.NewLegacyV2(st),
+	}
+	a.grpc = server.New(server.Options{
+		Logger:        logger,
+		Authenticator: auth,
+		Extra:         []server.Middleware{auth.Middleware()},
+		ServerOptions: cfg.serverOptions,
+	})
 	a.services.Register(a.grpc)
 
 	inproc, err := gateway.NewInProcess(a.grpc)
 	if err != nil {
+		a.Close()
 		return nil, fmt.Errorf("in-process connection: %w", err)
 	}
 	a.closers = append(a.closers, inproc.Close)

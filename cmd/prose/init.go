@@ -1,0 +1,226 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/backend"
+)
+
+func init() {
+	register("init", command{summary: "create an organization, its owner, a workspace and an API key", run: initCmd})
+}
+
+// target is the store a command works on: --database when set, else --data.
+func target(data, database string) string {
+	if database != "" {
+		return database
+	}
+	return data
+}
+
+// openStore opens and migrates the store at --data / --database.
+func openStore(ctx context.Context, data, database string) (store.Store, error) {
+	return backend.Open(ctx, target(data, database))
+}
+
+// rawDB is the database/sql handle under a store (for the few operator
+// queries the store interface has no method for) and its placeholder style.
+func rawDB(st store.Store) (*sql.DB, bool, error) {
+	switch s := st.(type) {
+	case interface{ SQLDB() *sql.DB }: // PostgreSQL
+		return s.SQLDB(), true, nil
+	case interface{ ReadDB() *sql.DB }: // SQLite
+		return s.ReadDB(), false, nil
+	}
+	return nil, false, fmt.Errorf("unsupported store %T", st)
+}
+
+// organizationIDs lists up to limit organization ids, oldest first.
+func organizationIDs(ctx context.Context, st store.Store, limit int) ([]string, error) {
+	db, _, err := rawDB(st)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT id FROM organizations ORDER BY create_time, id LIMIT %d`, limit))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var ids []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// organizationOwner returns a user holding the owner role in org.
+func organizationOwner(ctx context.Context, st store.Store, org string) (string, error) {
+	db, pg, err := rawDB(st)
+	if err != nil {
+		return "", err
+	}
+	q := `SELECT user_id FROM organization_role_bindings WHERE organization_id = ? AND role_id = 'owner' ORDER BY create_time, user_id LIMIT 1`
+	if pg {
+		q = strings.Replace(q, "?", "$1", 1)
+	}
+	var user string
+	if err := db.QueryRowContext(ctx, q, org).Scan(&user); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return "", fmt.Errorf("organization %s has no owner", org)
+		}
+		return "", err
+	}
+	return user, nil
+}
+
+// initResult is what init prints: resource names and the key's value.
+type initResult struct {
+	Organization string `json:"organization"`
+	Workspace    string `json:"workspace"`
+	User         string `json:"user"`
+	APIKey       string `json:"api_key"`
+
+	orgID, workspaceID, userID string
+}
+
+type initOptions struct {
+	organization, email, workspace string
+	expires                        time.Duration
+}
+
+func (o initOptions) withDefaults() initOptions {
+	if o.organization == "" {
+		o.organization = "My organization"
+	}
+	if o.email == "" {
+		o.email = "owner@localhost"
+	}
+	if o.workspace == "" {
+		o.workspace = "Default"
+	}
+	if o.expires == 0 {
+		o.expires = 365 * 24 * time.Hour
+	}
+	return o
+}
+
+// bootstrap creates an organization, its owner (reusing the user with that
+// e-mail if there is one), a first workspace the owner administers, and an
+// API key of level All for every workspace.
+func bootstrap(ctx context.Context, st store.Store, o initOptions) (initResult, error) {
+	o = o.withDefaults()
+	org, err := st.CreateOrganization(ctx, store.Organization{DisplayName: o.organization})
+	if err != nil {
+		return initResult{}, fmt.Errorf("create organization: %w", err)
+	}
+	display, _, _ := strings.Cut(o.email, "@")
+	u, err := st.CreateUser(ctx, store.User{DisplayName: display, Email: o.email})
+	if errors.Is(err, store.ErrAlreadyExists) {
+		u, err = st.GetUserByEmail(ctx, o.email)
+	}
+	if err != nil {
+		return initResult{}, fmt.Errorf("create user: %w", err)
+	}
+	if _, err := st.AddOrganizationMember(ctx, org.ID, u.ID, []string{"owner"}); err != nil {
+		return initResult{}, fmt.Errorf("add owner: %w", err)
+	}
+	ws, err := st.CreateWorkspace(ctx, store.Workspace{OrganizationID: org.ID, Title: o.workspace, CreatorID: u.ID})
+	if err != nil {
+		return initResult{}, fmt.Errorf("create workspace: %w", err)
+	}
+	if _, err := st.AddWorkspaceMember(ctx, org.ID, ws.ID, u.ID, []string{"workspace_admin"}); err != nil {
+		return initResult{}, fmt.Errorf("add workspace member: %w", err)
+	}
+	key, err := server.CreateKey(ctx, st, store.APIKey{
+		OrganizationID: org.ID, UserID: u.ID, Name: "initial key",
+		AllWorkspaces: true, PermissionLevel: store.PermissionAll,
+	}, o.expires, time.Now())
+	if err != nil {
+		return initResult{}, fmt.Errorf("create API key: %w", err)
+	}
+	return initResult{
+		Organization: "organizations/" + org.ID,
+		Workspace:    "organizations/" + org.ID + "/workspaces/" + ws.ID,
+		User:         "users/" + u.ID,
+		APIKey:       key.GetKey(),
+		orgID:        org.ID, workspaceID: ws.ID, userID: u.ID,
+	}, nil
+}
+
+func printInit(w io.Writer, r initResult, asJSON bool) {
+	if asJSON {
+		b, _ := json.Marshal(r)
+		fmt.Fprintln(w, string(b))
+		return
+	}
+	fmt.Fprintf(w, "organization: %s\nworkspace:    %s\nuser:         %s\napi key:      %s\n", r.Organization, r.Workspace, r.User, r.APIKey)
+	fmt.Fprintln(w, "The API key is shown once; keep it. Use it as Authorization: Bearer <key> (or x-api-key on /v1 and /v2).")
+}
+
+func initCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("init", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var data, database, expires string
+	var o initOptions
+	var asJSON, force bool
+	fs.StringVar(&data, "data", "./prose-data", "data directory of the embedded SQLite database")
+	fs.StringVar(&database, "database", "", "a postgres://… URL; overrides --data")
+	fs.StringVar(&o.organization, "organization", "My organization", "title of the organization")
+	fs.StringVar(&o.email, "email", "owner@localhost", "e-mail address of the owner")
+	fs.StringVar(&o.workspace, "workspace", "Default", "title of the first workspace")
+	fs.StringVar(&expires, "expires", "1y", "lifetime of the API key: "+strings.Join(apikey.ExpirationChoices(), ", "))
+	fs.BoolVar(&asJSON, "json", false, `print one JSON object {"organization","workspace","user","api_key"}`)
+	fs.BoolVar(&force, "force", false, "create another organization even if the store has one")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "init: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	d, err := apikey.ParseExpiration(expires)
+	if err != nil {
+		fmt.Fprintf(stderr, "init: --expires: %v\n", err)
+		return 2
+	}
+	o.expires = d
+	st, err := openStore(ctx, data, database)
+	if err != nil {
+		fmt.Fprintf(stderr, "init: %v\n", err)
+		return 1
+	}
+	defer st.Close()
+	if !force {
+		ids, err := organizationIDs(ctx, st, 1)
+		if err != nil {
+			fmt.Fprintf(stderr, "init: %v\n", err)
+			return 1
+		}
+		if len(ids) > 0 {
+			fmt.Fprintf(stderr, "init: the store already has organization %s; use `prose keys create` for a new key, or --force\n", ids[0])
+			return 1
+		}
+	}
+	r, err := bootstrap(ctx, st, o)
+	if err != nil {
+		fmt.Fprintf(stderr, "init: %v\n", err)
+		return 1
+	}
+	printInit(stdout, r, asJSON)
+	return 0
+}
