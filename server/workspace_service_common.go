@@ -72,7 +72,9 @@ func idInvalidFromStore(err error) error {
 	reason, field := ReasonInvalidField, ""
 	switch {
 	case strings.Contains(msg, "page_token"):
+		reason, field = ReasonInvalidPageToken, "page_token"
 	case strings.Contains(msg, "page_size"):
+		reason, field = ReasonInvalidPageSize, "page_size"
 	case strings.HasPrefix(msg, "filter"):
 		reason, field = ReasonInvalidFilter, "filter"
 	case strings.HasPrefix(msg, "order_by"):

@@ -1,10 +1,130 @@
 package main
 
-import "testing"
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
 
-// testServeConfig is a serve configuration on a fresh data directory.
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/backend"
+)
+
+// testServeConfig is a serve configuration on a fresh data directory. With
+// PROSE_TEST_POSTGRES_URL set, the store is that PostgreSQL database
+// instead (shared by the tests; every test makes its own organization).
 func testServeConfig(t *testing.T) serveConfig {
 	t.Helper()
-	return serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error"}
+	cfg := serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error"}
+	if url := os.Getenv("PROSE_TEST_POSTGRES_URL"); url != "" {
+		st, err := backend.Open(context.Background(), url)
+		if err != nil {
+			t.Fatalf("open PostgreSQL: %v", err)
+		}
+		t.Cleanup(func() { st.Close() })
+		cfg.store = st
+	}
+	return cfg
 }
 
+// testEnv is a running app with an organization of its own, reachable over
+// HTTP (srv) and gRPC (conn).
+type testEnv struct {
+	app   *app
+	st    store.Store
+	srv   *httptest.Server
+	conn  *grpc.ClientConn
+	init  initResult // org, owner, first workspace, key with level All
+	email string     // the owner's
+}
+
+// newTestEnv starts the app on testServeConfig and creates an organization.
+func newTestEnv(t *testing.T) *testEnv {
+	t.Helper()
+	a, err := newApp(context.Background(), testServeConfig(t), slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	e := &testEnv{app: a, st: a.store}
+	e.srv = httptest.NewServer(a.http)
+	t.Cleanup(e.srv.Close)
+
+	lis := bufconn.Listen(1 << 20)
+	go func() { _ = a.grpc.Serve(lis) }()
+	t.Cleanup(a.grpc.Stop)
+	e.conn, err = grpc.NewClient("passthrough:///prose",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.conn.Close() })
+
+	e.email = "owner-" + store.NewID() + "@example.test"
+	e.init, err = bootstrap(context.Background(), e.st, initOptions{organization: "Test org", email: e.email, workspace: "Ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// keySpec describes a test key.
+type keySpec struct {
+	level      store.PermissionLevel
+	workspaces []string // empty: all
+	toggles    map[string]bool
+	expired    bool
+	user       string // default: the owner
+}
+
+// newKey stores a key for the test organization and returns its value.
+func (e *testEnv) newKey(t *testing.T, spec keySpec) string {
+	t.Helper()
+	g := apikey.Generate()
+	user := spec.user
+	if user == "" {
+		user = e.init.userID
+	}
+	level := spec.level
+	if level == "" {
+		level = store.PermissionAll
+	}
+	exp := time.Now().Add(time.Hour)
+	if spec.expired {
+		exp = time.Now().Add(-time.Hour)
+	}
+	_, err := e.st.CreateAPIKey(context.Background(), store.APIKey{
+		OrganizationID: e.init.orgID, UserID: user, Name: "test", Prefix: g.Prefix, SecretHash: g.Hash,
+		AllWorkspaces: len(spec.workspaces) == 0, WorkspaceIDs: spec.workspaces,
+		PermissionLevel: level, Permissions: spec.toggles, ExpireTime: exp,
+	}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g.Value
+}
+
+// newWorkspace creates another workspace in the test organization.
+func (e *testEnv) newWorkspace(t *testing.T, title string) string {
+	t.Helper()
+	w, err := e.st.CreateWorkspace(context.Background(), store.Workspace{
+		OrganizationID: e.init.orgID, Title: title, CreatorID: e.init.userID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w.ID
+}
+
+var _ = server.MethodAccess

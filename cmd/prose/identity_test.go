@@ -1,0 +1,374 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"github.com/proserun/prose/store"
+)
+
+// apiCall is one call made over HTTP and over gRPC. In every string,
+// {org}, {ws} and {user} are replaced by the test organization's ids, and
+// {t} by "h" over HTTP and "g" over gRPC (so creates do not collide).
+type apiCall struct {
+	name         string
+	rpc          string
+	method, path string // HTTP
+	body         string // HTTP body
+	req          string // gRPC request, proto JSON
+	key          string // default: the owner's key (level All)
+	want         codes.Code
+	reason       string // ErrorInfo reason of an error
+	check        func(t *testing.T, resp map[string]any, x func(string) string)
+}
+
+func (e *testEnv) expand(s, transport string) string {
+	return strings.NewReplacer("{org}", e.init.orgID, "{ws}", e.init.workspaceID, "{user}", e.init.userID, "{email}", e.email, "{t}", transport).Replace(s)
+}
+
+// doHTTP sends an HTTP request with a bearer key and returns status and JSON.
+func (e *testEnv) doHTTP(t *testing.T, method, path, body string, headers map[string]string) (int, map[string]any, []byte) {
+	t.Helper()
+	var r io.Reader
+	if body != "" {
+		r = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return resp.StatusCode, m, raw
+}
+
+func methodDescriptor(t *testing.T, rpc string) protoreflect.MethodDescriptor {
+	t.Helper()
+	name := strings.ReplaceAll(strings.TrimPrefix(rpc, "/"), "/", ".")
+	d, err := protoregistry.GlobalFiles.FindDescriptorByName(protoreflect.FullName(name))
+	if err != nil {
+		t.Fatalf("%s: %v", rpc, err)
+	}
+	return d.(protoreflect.MethodDescriptor)
+}
+
+// doGRPC calls rpc with a request message and metadata; it returns the
+// response as proto JSON (snake_case) decoded into a map.
+func (e *testEnv) doGRPC(t *testing.T, rpc string, in protoreflect.ProtoMessage, md metadata.MD) (map[string]any, error) {
+	t.Helper()
+	out := dynamicpb.NewMessage(methodDescriptor(t, rpc).Output())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ctx = metadata.NewOutgoingContext(ctx, md)
+	if methodDescriptor(t, rpc).IsStreamingServer() {
+		s, err := e.conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, rpc)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.SendMsg(in); err != nil {
+			return nil, err
+		}
+		_ = s.CloseSend()
+		if err := s.RecvMsg(out); err != nil {
+			return nil, err
+		}
+	} else if err := e.conn.Invoke(ctx, rpc, in, out); err != nil {
+		return nil, err
+	}
+	raw, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m, nil
+}
+
+func grpcReason(err error) string {
+	for _, d := range status.Convert(err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok {
+			return info.GetReason()
+		}
+	}
+	return ""
+}
+
+func httpReason(m map[string]any) string {
+	e, _ := m["error"].(map[string]any)
+	details, _ := e["details"].([]any)
+	for _, d := range details {
+		if dm, ok := d.(map[string]any); ok && dm["reason"] != nil {
+			return fmt.Sprint(dm["reason"])
+		}
+	}
+	return ""
+}
+
+// run makes c over both transports.
+func (e *testEnv) run(t *testing.T, c apiCall) {
+	t.Helper()
+	key := c.key
+	if key == "" {
+		key = e.init.APIKey
+	}
+	t.Run(c.name+"/http", func(t *testing.T) {
+		code, m, raw := e.doHTTP(t, c.method, e.expand(c.path, "h"), e.expand(c.body, "h"), map[string]string{"Authorization": "Bearer " + key})
+		if want := runtime.HTTPStatusFromCode(c.want); code != want {
+			t.Fatalf("HTTP %d, want %d: %s", code, want, raw)
+		}
+		if c.want != codes.OK {
+			if c.reason != "" && httpReason(m) != c.reason {
+				t.Errorf("reason %q, want %q: %s", httpReason(m), c.reason, raw)
+			}
+			return
+		}
+		if c.check != nil {
+			c.check(t, m, func(s string) string { return e.expand(s, "h") })
+		}
+	})
+	t.Run(c.name+"/grpc", func(t *testing.T) {
+		in := dynamicpb.NewMessage(methodDescriptor(t, c.rpc).Input())
+		if c.req != "" {
+			if err := protojson.Unmarshal([]byte(e.expand(c.req, "g")), in); err != nil {
+				t.Fatalf("request: %v", err)
+			}
+		}
+		m, err := e.doGRPC(t, c.rpc, in, metadata.Pairs("authorization", "Bearer "+key))
+		if status.Code(err) != c.want {
+			t.Fatalf("code %v (%v), want %v", status.Code(err), err, c.want)
+		}
+		if err != nil {
+			if c.reason != "" && grpcReason(err) != c.reason {
+				t.Errorf("reason %q, want %q", grpcReason(err), c.reason)
+			}
+			return
+		}
+		if c.check != nil {
+			c.check(t, m, func(s string) string { return e.expand(s, "g") })
+		}
+	})
+}
+
+// field walks a decoded JSON value by keys and indexes ("workspaces.0.title").
+func field(m any, path string) any {
+	for _, p := range strings.Split(path, ".") {
+		switch v := m.(type) {
+		case map[string]any:
+			m = v[p]
+		case []any:
+			var i int
+			if _, err := fmt.Sscan(p, &i); err != nil || i >= len(v) {
+				return nil
+			}
+			m = v[i]
+		default:
+			return nil
+		}
+	}
+	return m
+}
+
+func count(m map[string]any, list string) int {
+	l, _ := m[list].([]any)
+	return len(l)
+}
+
+type checkFunc = func(*testing.T, map[string]any, func(string) string)
+
+func wantField(path string, want any) checkFunc {
+	return func(t *testing.T, m map[string]any, x func(string) string) {
+		t.Helper()
+		path, want := x(path), want
+		if s, ok := want.(string); ok {
+			want = x(s)
+		}
+		if got := field(m, path); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s = %v, want %v (response %v)", path, got, want, m)
+		}
+	}
+}
+
+func wantCount(list string, n int) checkFunc {
+	return func(t *testing.T, m map[string]any, _ func(string) string) {
+		t.Helper()
+		if got := count(m, list); got != n {
+			t.Errorf("len(%s) = %d, want %d (response %v)", list, got, n, m)
+		}
+	}
+}
+
+func all(checks ...checkFunc) checkFunc {
+	return func(t *testing.T, m map[string]any, x func(string) string) {
+		t.Helper()
+		for _, c := range checks {
+			c(t, m, x)
+		}
+	}
+}
+
+const (
+	wsSvc  = "/prose.platform.v1.WorkspaceService/"
+	orgSvc = "/prose.platform.v1.OrganizationService/"
+	keySvc = "/prose.platform.v1.ApiKeyService/"
+)
+
+func TestWorkspaceEndpoints(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	org := e.init.orgID
+	for _, title := range []string{"Ops east", "OPS west", "Finance", "ops"} {
+		e.newWorkspace(t, title)
+	}
+	// A second member with a workspace role, for the users filters.
+	u, err := e.st.CreateUser(ctx, store.User{DisplayName: "Zed Viewer", Email: "zed-" + store.NewID() + "@example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AddOrganizationMember(ctx, org, u.ID, []string{"member"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AddWorkspaceMember(ctx, org, e.init.workspaceID, u.ID, []string{"workspace_viewer"}); err != nil {
+		t.Fatal(err)
+	}
+	base := "/api/v1/organizations/{org}/workspaces"
+	wsPath := base + "/{ws}"
+	calls := []apiCall{
+		{name: "list all", rpc: wsSvc + "ListWorkspaces", method: "GET", path: base, req: `{"organization_id":"{org}"}`,
+			check: wantCount("workspaces", 5)},
+		{name: "list title contains ops (case-insensitive)", rpc: wsSvc + "ListWorkspaces", method: "GET", path: base + `?filter=title:%22ops%22`,
+			req: `{"organization_id":"{org}","filter":"title:\"ops\""}`, check: all(wantCount("workspaces", 4))},
+		{name: "list title equals", rpc: wsSvc + "ListWorkspaces", method: "GET", path: base + `?filter=title=%22ops%22`,
+			req: `{"organization_id":"{org}","filter":"title=\"ops\""}`, check: all(wantCount("workspaces", 1), wantField("workspaces.0.title", "ops"))},
+		{name: "list order by title", rpc: wsSvc + "ListWorkspaces", method: "GET", path: base + `?order_by=title`,
+			req: `{"organization_id":"{org}","order_by":"title"}`, check: wantField("workspaces.0.title", "Finance")},
+		{name: "list page size 2", rpc: wsSvc + "ListWorkspaces", method: "GET", path: base + `?page_size=2`,
+			req: `{"organization_id":"{org}","page_size":2}`, check: func(t *testing.T, m map[string]any, _ func(string) string) {
+				if count(m, "workspaces") != 2 || m["next_page_token"] == nil {
+					t.Errorf("want 2 workspaces and a token: %v", m)
+				}
+			}},
+		{name: "list page size over 1000 coerced", rpc: wsSvc + "ListWorkspaces", method: "GET", path: base + `?page_size=5000`,
+			req: `{"organization_id":"{org}","page_size":5000}`, check: wantCount("workspaces", 5)},
+		{name: "list negative page size", rpc: wsSvc + "ListWorkspaces", method: "GET", path: base + `?page_size=-1`,
+			req: `{"organization_id":"{org}","page_size":-1}`, want: codes.InvalidArgument},
+		{name: "list bad filter field", rpc: wsSvc + "ListWorkspaces", method: "GET", path: base + `?filter=name=%22x%22`,
+			req: `{"organization_id":"{org}","filter":"name=\"x\""}`, want: codes.InvalidArgument, reason: "INVALID_FILTER"},
+		{name: "list bad order_by", rpc: wsSvc + "ListWorkspaces", method: "GET", path: base + `?order_by=name`,
+			req: `{"organization_id":"{org}","order_by":"name"}`, want: codes.InvalidArgument, reason: "INVALID_ORDER_BY"},
+		{name: "list bad token", rpc: wsSvc + "ListWorkspaces", method: "GET", path: base + `?page_token=zzz`,
+			req: `{"organization_id":"{org}","page_token":"zzz"}`, want: codes.InvalidArgument, reason: "INVALID_PAGE_TOKEN"},
+		{name: "get", rpc: wsSvc + "GetWorkspace", method: "GET", path: wsPath, req: `{"organization_id":"{org}","workspace_id":"{ws}"}`,
+			check: all(wantField("name", "organizations/"+org+"/workspaces/"+e.init.workspaceID), wantField("title", "Ops"), wantField("creator_email", "{email}"))},
+		{name: "get missing", rpc: wsSvc + "GetWorkspace", method: "GET", path: base + "/nope", req: `{"organization_id":"{org}","workspace_id":"nope"}`,
+			want: codes.NotFound, reason: "WORKSPACE_NOT_FOUND"},
+		{name: "me workspaces", rpc: wsSvc + "ListCurrentUserWorkspaces", method: "GET", path: "/api/v1/me/organizations/{org}/workspaces",
+			req: `{"organization_id":"{org}"}`, check: all(wantCount("user_workspaces", 1), wantField("user_workspaces.0.title", "Ops"))},
+		{name: "create", rpc: wsSvc + "CreateWorkspace", method: "POST", path: base + "?workspace_id=new-{t}&request_id=r-{t}",
+			body:  `{"title":"New {t}","workspace_icon":"rocket"}`,
+			req:   `{"organization_id":"{org}","workspace_id":"new-{t}","request_id":"r-{t}","workspace":{"title":"New {t}","workspace_icon":"rocket"}}`,
+			check: all(wantField("title", "New {t}"), wantField("workspace_icon", "rocket"))},
+		{name: "create retry same request_id", rpc: wsSvc + "CreateWorkspace", method: "POST", path: base + "?request_id=r-{t}",
+			body: `{"title":"Other"}`, req: `{"organization_id":"{org}","request_id":"r-{t}","workspace":{"title":"Other"}}`,
+			check: wantField("title", "New {t}")},
+		{name: "create duplicate id", rpc: wsSvc + "CreateWorkspace", method: "POST", path: base + "?workspace_id=new-{t}",
+			body: `{"title":"Dup"}`, req: `{"organization_id":"{org}","workspace_id":"new-{t}","workspace":{"title":"Dup"}}`,
+			want: codes.AlreadyExists, reason: "WORKSPACE_ALREADY_EXISTS"},
+		{name: "create without title", rpc: wsSvc + "CreateWorkspace", method: "POST", path: base,
+			body: `{}`, req: `{"organization_id":"{org}","workspace":{}}`, want: codes.InvalidArgument},
+		{name: "update title", rpc: wsSvc + "UpdateWorkspace", method: "PATCH", path: base + "/new-{t}?update_mask=title",
+			body: `{"title":"Renamed {t}"}`, req: `{"organization_id":"{org}","workspace_id":"new-{t}","workspace":{"title":"Renamed {t}"},"update_mask":"title"}`,
+			check: all(wantField("title", "Renamed {t}"), wantField("workspace_icon", "rocket"))},
+		{name: "update bad mask", rpc: wsSvc + "UpdateWorkspace", method: "PATCH", path: base + "/new-{t}?update_mask=name",
+			body: `{"title":"x"}`, req: `{"organization_id":"{org}","workspace_id":"new-{t}","workspace":{"title":"x"},"update_mask":"name"}`,
+			want: codes.InvalidArgument},
+		{name: "preferences", rpc: wsSvc + "GetWorkspacePreferences", method: "GET", path: wsPath + "/preferences",
+			req: `{"organization_id":"{org}","workspace_id":"{ws}"}`, check: wantField("name", "organizations/"+org+"/workspaces/"+e.init.workspaceID+"/preferences")},
+		{name: "update preferences", rpc: wsSvc + "UpdateWorkspacePreferences", method: "PATCH", path: wsPath + "/preferences?update_mask=general.time_zone,general.time_format",
+			body:  `{"general":{"time_zone":"Europe/Paris","time_format":"TIME_FORMAT_24_HOUR"}}`,
+			req:   `{"organization_id":"{org}","workspace_id":"{ws}","preferences":{"general":{"time_zone":"Europe/Paris","time_format":"TIME_FORMAT_24_HOUR"}},"update_mask":"general.timeZone,general.timeFormat"}`,
+			check: all(wantField("general.time_zone", "Europe/Paris"), wantField("general.time_format", "TIME_FORMAT_24_HOUR"))},
+		{name: "invite", rpc: wsSvc + "CreateWorkspaceInvite", method: "POST", path: wsPath + "/invites",
+			body: `{"email":"new-{t}@example.test","request_id":"inv-{t}"}`, req: `{"organization_id":"{org}","workspace_id":"{ws}","email":"new-{t}@example.test","request_id":"inv-{t}"}`,
+			check: wantField("email", "new-{t}@example.test")},
+		{name: "invite bad email", rpc: wsSvc + "CreateWorkspaceInvite", method: "POST", path: wsPath + "/invites",
+			body: `{"email":"not an email"}`, req: `{"organization_id":"{org}","workspace_id":"{ws}","email":"not an email"}`, want: codes.InvalidArgument},
+		{name: "invite org role refused", rpc: wsSvc + "CreateWorkspaceInvite", method: "POST", path: wsPath + "/invites",
+			body: `{"email":"o-{t}@example.test","roles":["owner"]}`, req: `{"organization_id":"{org}","workspace_id":"{ws}","email":"o-{t}@example.test","roles":["owner"]}`, want: codes.InvalidArgument},
+		{name: "list invites", rpc: wsSvc + "ListWorkspaceInvites", method: "GET", path: wsPath + "/invites",
+			req: `{"organization_id":"{org}","workspace_id":"{ws}"}`, check: func(t *testing.T, m map[string]any, _ func(string) string) {
+				if count(m, "invitations") < 1 || field(m, "invitations.0.invitation_id") == nil {
+					t.Errorf("invitations: %v", m)
+				}
+			}},
+		{name: "delete missing invite", rpc: wsSvc + "DeleteWorkspaceInvite", method: "DELETE", path: wsPath + "/invites/nope",
+			req: `{"organization_id":"{org}","workspace_id":"{ws}","invitation_id":"nope"}`, want: codes.NotFound, reason: "INVITATION_NOT_FOUND"},
+		{name: "roles", rpc: wsSvc + "ListWorkspaceRoles", method: "GET", path: wsPath + "/roles",
+			req: `{"organization_id":"{org}","workspace_id":"{ws}"}`, check: all(wantCount("roles", 3), wantField("roles.0.name", "workspace_admin"))},
+		{name: "users", rpc: wsSvc + "ListWorkspaceUsers", method: "GET", path: wsPath + "/users",
+			req: `{"organization_id":"{org}","workspace_id":"{ws}"}`, check: wantCount("users", 2)},
+		{name: "users role filter case-insensitive", rpc: wsSvc + "ListWorkspaceUsers", method: "GET", path: wsPath + `/users?filter=role=%22WORKSPACE_VIEWER%22`,
+			req:   `{"organization_id":"{org}","workspace_id":"{ws}","filter":"role=\"WORKSPACE_VIEWER\""}`,
+			check: all(wantCount("users", 1), wantField("users.0.user.display_name", "Zed Viewer"), wantField("users.0.roles.1.role_scope", "ROLE_SCOPE_WORKSPACE"))},
+		{name: "users role_scope organization", rpc: wsSvc + "ListWorkspaceUsers", method: "GET", path: wsPath + `/users?filter=role_scope=organization`,
+			req: `{"organization_id":"{org}","workspace_id":"{ws}","filter":"role_scope=organization"}`, check: wantCount("users", 2)},
+		{name: "users search", rpc: wsSvc + "ListWorkspaceUsers", method: "GET", path: wsPath + `/users?filter=search:%22zed%22`,
+			req: `{"organization_id":"{org}","workspace_id":"{ws}","filter":"search:\"zed\""}`, check: wantCount("users", 1)},
+		{name: "users order by display_name", rpc: wsSvc + "ListWorkspaceUsers", method: "GET", path: wsPath + `/users?order_by=display_name`,
+			req: `{"organization_id":"{org}","workspace_id":"{ws}","order_by":"display_name"}`, check: wantField("users.0.user.display_name", "Zed Viewer")},
+		{name: "users bad order", rpc: wsSvc + "ListWorkspaceUsers", method: "GET", path: wsPath + `/users?order_by=create_time`,
+			req: `{"organization_id":"{org}","workspace_id":"{ws}","order_by":"create_time"}`, want: codes.InvalidArgument},
+		{name: "add user", rpc: wsSvc + "CreateWorkspaceUser", method: "POST", path: base + "/new-{t}/users",
+			body: `{"user_id":"` + u.ID + `","roles":["workspace_member"]}`, req: `{"organization_id":"{org}","workspace_id":"new-{t}","user_id":"` + u.ID + `","roles":["workspace_member"]}`,
+			check: wantField("user.name", "users/"+u.ID)},
+		{name: "update user roles", rpc: wsSvc + "UpdateWorkspaceUser", method: "PATCH", path: base + "/new-{t}/users/" + u.ID,
+			body: `{"roles":["workspace_admin"]}`, req: `{"organization_id":"{org}","workspace_id":"new-{t}","user_id":"` + u.ID + `","roles":["workspace_admin"]}`,
+			check: func(t *testing.T, m map[string]any, _ func(string) string) {
+				if !strings.Contains(fmt.Sprint(m["roles"]), "workspace_admin") {
+					t.Errorf("roles: %v", m["roles"])
+				}
+			}},
+		{name: "count users", rpc: wsSvc + "CountWorkspaceUsers", method: "POST", path: base + ":countUsers",
+			body: `{"workspace_ids":["{ws}","new-{t}","missing"]}`, req: `{"organization_id":"{org}","workspace_ids":["{ws}","new-{t}","missing"]}`,
+			check: all(wantField("workspace_user_counts.{ws}", 2), wantField("workspace_user_counts.new-{t}", 2))},
+		{name: "remove user", rpc: wsSvc + "DeleteWorkspaceUser", method: "DELETE", path: base + "/new-{t}/users/" + u.ID,
+			req: `{"organization_id":"{org}","workspace_id":"new-{t}","user_id":"` + u.ID + `"}`},
+		{name: "remove user again", rpc: wsSvc + "DeleteWorkspaceUser", method: "DELETE", path: base + "/new-{t}/users/" + u.ID,
+			req: `{"organization_id":"{org}","workspace_id":"new-{t}","user_id":"` + u.ID + `"}`, want: codes.NotFound},
+		{name: "delete", rpc: wsSvc + "DeleteWorkspace", method: "DELETE", path: base + "/new-{t}",
+			req: `{"organization_id":"{org}","workspace_id":"new-{t}"}`},
+		{name: "delete again", rpc: wsSvc + "DeleteWorkspace", method: "DELETE", path: base + "/new-{t}",
+			req: `{"organization_id":"{org}","workspace_id":"new-{t}"}`, want: codes.NotFound, reason: "WORKSPACE_NOT_FOUND"},
+	}
+	for _, c := range calls {
+		e.run(t, c)
+	}
+}
