@@ -43,7 +43,7 @@ func parseDate(s string) (Date, bool) {
 		return Date{}, false
 	}
 	t, err := time.Parse("2006-01-02", s)
-	if err != nil {
+	if err != nil || !validDate(dateOf(t)) {
 		return Date{}, false
 	}
 	return dateOf(t), true
@@ -60,8 +60,10 @@ func parseDateTime(s string) (time.Time, bool) {
 			return t, true
 		}
 	}
-	if d, ok := parseDate(s); ok && len(s) == 10 {
-		return d.time(), true
+	if len(s) == 10 {
+		if t, err := time.Parse("2006-01-02", s); err == nil && validDate(dateOf(t)) {
+			return t, true
+		}
 	}
 	return time.Time{}, false
 }
