@@ -39,7 +39,7 @@ const (
 	missingCredentialDescription = "missing API key: send the header Authorization: Bearer <key> (or x-api-key: <key> on /v1 and /v2)"
 )
 
-// Principal is the authenticated idCaller: a user acting through one API key
+// Principal is the authenticated caller: a user acting through one API key
 // in one organization.
 type Principal struct {
 	UserID         string
@@ -97,7 +97,7 @@ func (p *Principal) Narrow(perms []string) []string {
 	return out
 }
 
-// EffectivePermissions returns the permissions the idCaller has in the
+// EffectivePermissions returns the permissions the caller has in the
 // organization and, when workspaceID is set, that workspace: the union of
 // their roles' permissions narrowed by the key's level.
 func (p *Principal) EffectivePermissions(ctx context.Context, workspaceID string) ([]string, error) {
@@ -113,7 +113,7 @@ func (p *Principal) EffectivePermissions(ctx context.Context, workspaceID string
 
 type principalKey struct{}
 
-// PrincipalFrom returns the authenticated idCaller of ctx, if any.
+// PrincipalFrom returns the authenticated caller of ctx, if any.
 func PrincipalFrom(ctx context.Context) (*Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(*Principal)
 	return p, ok && p != nil
@@ -124,7 +124,7 @@ func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
-// RequireWorkspace checks that the idCaller may use perm in workspaceID: the
+// RequireWorkspace checks that the caller may use perm in workspaceID: the
 // workspace is in the key's scope (PERMISSION_DENIED
 // WORKSPACE_OUT_OF_SCOPE), the key's level allows perm and their roles grant
 // it (PERMISSION_DENIED PERMISSION_MISSING). Handlers of Deferred methods
@@ -138,24 +138,33 @@ func RequireWorkspace(ctx context.Context, workspaceID, perm string) error {
 	if workspaceID != "" && !p.InScope(workspaceID) {
 		return outOfScope()
 	}
+	if !p.LevelAllows(perm, !IsReadPermission(perm)) {
+		return NewError(codesPermissionDenied, ReasonAPIKeyPermissionOff,
+			fmt.Sprintf("the API key does not have the permission %s", perm)).Meta("permission", perm).Err()
+	}
 	return requirePermission(ctx, p, workspaceID, perm)
 }
 
 func outOfScope() error {
-	return PermissionDenied(ReasonWorkspaceOutOfScope, "the API key is not idScoped to this workspace")
+	return PermissionDenied(ReasonWorkspaceOutOfScope, "the API key is not scoped to this workspace")
 }
 
 func requirePermission(ctx context.Context, p *Principal, workspaceID, perm string) error {
 	if perm == "" {
 		return nil
 	}
-	perms, err := p.EffectivePermissions(ctx, workspaceID)
+	// The key's level was checked against the method already (Authenticate);
+	// here the user's roles decide.
+	if p.perms == nil {
+		return nil
+	}
+	perms, err := p.perms(ctx, workspaceID)
 	if err != nil {
 		return err
 	}
 	if !slices.Contains(perms, perm) {
 		return NewError(codesPermissionDenied, ReasonPermissionMissing,
-			fmt.Sprintf("the idCaller lacks the permission %s", perm)).Meta("permission", perm).Err()
+			fmt.Sprintf("the caller lacks the permission %s", perm)).Meta("permission", perm).Err()
 	}
 	return nil
 }
@@ -273,7 +282,7 @@ func (a *KeyAuth) touch(ctx context.Context, k store.APIKey, now time.Time) {
 // after validation) that checks the request's organization_id against the
 // key's organization, its workspace ids (workspace_id, workspace_ids,
 // legacy agent_id) against the key's scope, and the permission of
-// MethodAccess against the idCaller's roles in that workspace (or in the
+// MethodAccess against the caller's roles in that workspace (or in the
 // organization when the request names none).
 func (a *KeyAuth) Middleware() Middleware {
 	return Middleware{
@@ -361,7 +370,7 @@ func authorize(ctx context.Context, method string, req any) error {
 		return PermissionDenied(ReasonOrganizationMismatch, "the API key belongs to another organization")
 	}
 	if acc.AllWorkspaces && !p.AllWorkspaces {
-		return PermissionDenied(ReasonWorkspaceOutOfScope, "the API key is idScoped to specific workspaces")
+		return PermissionDenied(ReasonWorkspaceOutOfScope, "the API key is scoped to specific workspaces")
 	}
 	for _, ws := range t.WorkspaceIDs {
 		if !p.InScope(ws) {

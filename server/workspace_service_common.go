@@ -34,7 +34,7 @@ const (
 	ReasonConflict             = "CONFLICT"
 )
 
-// idStoreError maps a store error to a status: ErrNotFound → NOT_FOUND with
+// storeError maps a store error to a status: ErrNotFound → NOT_FOUND with
 // reason and resource name, ErrAlreadyExists → ALREADY_EXISTS (existsReason),
 // ErrInvalidArgument → INVALID_ARGUMENT, ErrFailedPrecondition →
 // FAILED_PRECONDITION, ErrConflict → ABORTED, ErrResourceExhausted →
@@ -60,7 +60,7 @@ func idStoreError(err error, notFoundReason, existsReason, name string) error {
 	return err
 }
 
-// idClientMessage is the store's message without the sentinel's words.
+// clientMessage is the store's message without the sentinel's words.
 func idClientMessage(err, sentinel error) string {
 	s := err.Error()
 	s = strings.TrimPrefix(s, sentinel.Error()+": ")
@@ -86,7 +86,7 @@ func idInvalidFromStore(err error) error {
 	return InvalidArgument(reason, msg, Violation(field, msg))
 }
 
-// idPageSize applies the list rules (0 → 50, > 1000 → 1000, < 0 → INVALID_ARGUMENT).
+// pageSize applies the list rules (0 → 50, > 1000 → 1000, < 0 → INVALID_ARGUMENT).
 func idPageSize(n int32) (int, error) {
 	size, err := pagination.PageSize(n)
 	if err != nil {
@@ -123,7 +123,7 @@ func idCaller(ctx context.Context) (*Principal, error) {
 	return p, nil
 }
 
-// idIdempotent runs create unless (org, method, requestID) already made a
+// idempotent runs create unless (org, method, requestID) already made a
 // resource, in which case it returns get(recorded name). An empty request
 // id always creates. When a concurrent retry recorded first, undo removes
 // the duplicate and the first resource is returned.
@@ -163,7 +163,7 @@ func idIdempotent[T any](ctx context.Context, st store.Idempotency, org, method,
 	return v, nil
 }
 
-// idScopeFilter narrows a workspace list to the key's workspaces. Its text
+// scopeFilter narrows a workspace list to the key's workspaces. Its text
 // takes part in the page-token binding.
 type idScopeFilter struct {
 	inner store.Filter
@@ -204,7 +204,7 @@ func (f idScopeFilter) SQL(a *store.Args) (string, error) {
 	return b.String(), nil
 }
 
-// idScoped wraps f for a idCaller whose key is limited to some workspaces.
+// scoped wraps f for a caller whose key is limited to some workspaces.
 func idScoped(ctx context.Context, f store.Filter) store.Filter {
 	p, ok := PrincipalFrom(ctx)
 	if !ok || p.AllWorkspaces {

@@ -1,0 +1,318 @@
+package main
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
+	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/dynamicpb"
+
+	"go.einride.tech/aip/fieldbehavior"
+
+	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/store"
+)
+
+// fillRequest sets every REQUIRED field of m (recursively) to a plausible
+// value, and organization_id / workspace_id / agent_id / workspace_ids to
+// the given organization and workspace wherever they exist, so requests
+// pass validation and name a target.
+func fillRequest(m protoreflect.Message, org, ws string, depth int) {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		f := fields.Get(i)
+		name := string(f.Name())
+		target := depth == 0 && f.Kind() == protoreflect.StringKind &&
+			(name == "organization_id" || name == "workspace_id" || name == "agent_id" || name == "workspace_ids")
+		if !target && !fieldbehavior.Has(f, annotations.FieldBehavior_REQUIRED) {
+			continue
+		}
+		if depth > 4 || f.IsMap() {
+			continue
+		}
+		switch {
+		case f.IsList():
+			l := m.Mutable(f).List()
+			if f.Kind() == protoreflect.MessageKind {
+				el := l.NewElement()
+				fillRequest(el.Message(), org, ws, depth+1)
+				l.Append(el)
+			} else {
+				l.Append(scalarFor(f, org, ws))
+			}
+		case f.Kind() == protoreflect.MessageKind:
+			fillRequest(m.Mutable(f).Message(), org, ws, depth+1)
+		default:
+			m.Set(f, scalarFor(f, org, ws))
+		}
+	}
+}
+
+func scalarFor(f protoreflect.FieldDescriptor, org, ws string) protoreflect.Value {
+	switch f.Kind() {
+	case protoreflect.StringKind:
+		switch f.Name() {
+		case "organization_id":
+			return protoreflect.ValueOfString(org)
+		case "workspace_id", "agent_id", "workspace_ids":
+			return protoreflect.ValueOfString(ws)
+		}
+		return protoreflect.ValueOfString("x")
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(true)
+	case protoreflect.EnumKind:
+		if v := f.Enum().Values(); v.Len() > 1 {
+			return protoreflect.ValueOfEnum(v.Get(1).Number())
+		}
+		return protoreflect.ValueOfEnum(0)
+	case protoreflect.Int32Kind, protoreflect.Sint32Kind, protoreflect.Sfixed32Kind:
+		return protoreflect.ValueOfInt32(1)
+	case protoreflect.Int64Kind, protoreflect.Sint64Kind, protoreflect.Sfixed64Kind:
+		return protoreflect.ValueOfInt64(1)
+	case protoreflect.Uint32Kind, protoreflect.Fixed32Kind:
+		return protoreflect.ValueOfUint32(1)
+	case protoreflect.Uint64Kind, protoreflect.Fixed64Kind:
+		return protoreflect.ValueOfUint64(1)
+	case protoreflect.FloatKind:
+		return protoreflect.ValueOfFloat32(1)
+	case protoreflect.DoubleKind:
+		return protoreflect.ValueOfFloat64(1)
+	case protoreflect.BytesKind:
+		return protoreflect.ValueOfBytes([]byte("x"))
+	}
+	return protoreflect.ValueOfString("x")
+}
+
+// httpRequestFor renders the HTTP form of msg for its binding: path
+// variables from top-level fields, the body field (or the whole message for
+// "*") as JSON, and remaining top-level scalars as query parameters.
+func httpRequestFor(t *testing.T, md protoreflect.MethodDescriptor, msg protoreflect.Message) (method, path, body string) {
+	t.Helper()
+	rule := proto.GetExtension(md.Options(), annotations.E_Http).(*annotations.HttpRule)
+	switch p := rule.GetPattern().(type) {
+	case *annotations.HttpRule_Get:
+		method, path = http.MethodGet, p.Get
+	case *annotations.HttpRule_Post:
+		method, path = http.MethodPost, p.Post
+	case *annotations.HttpRule_Patch:
+		method, path = http.MethodPatch, p.Patch
+	case *annotations.HttpRule_Put:
+		method, path = http.MethodPut, p.Put
+	case *annotations.HttpRule_Delete:
+		method, path = http.MethodDelete, p.Delete
+	}
+	fields := msg.Descriptor().Fields()
+	used := map[string]bool{}
+	path = pathVar.ReplaceAllStringFunc(path, func(v string) string {
+		name := pathVar.FindStringSubmatch(v)[1]
+		used[name] = true
+		if f := fields.ByName(protoreflect.Name(name)); f != nil && msg.Has(f) {
+			return url.PathEscape(msg.Get(f).String())
+		}
+		return "x"
+	})
+	marshal := protojson.MarshalOptions{UseProtoNames: true}
+	switch b := rule.GetBody(); b {
+	case "":
+	case "*":
+		raw, err := marshal.Marshal(msg.Interface())
+		if err != nil {
+			t.Fatal(err)
+		}
+		body = string(raw)
+		return method, path, body
+	default:
+		f := fields.ByName(protoreflect.Name(b))
+		used[b] = true
+		body = "{}"
+		if f != nil && msg.Has(f) {
+			raw, err := marshal.Marshal(msg.Get(f).Message().Interface())
+			if err != nil {
+				t.Fatal(err)
+			}
+			body = string(raw)
+		}
+	}
+	q := url.Values{}
+	for i := 0; i < fields.Len(); i++ {
+		f := fields.Get(i)
+		if used[string(f.Name())] || !msg.Has(f) || f.Kind() == protoreflect.MessageKind || f.IsMap() {
+			continue
+		}
+		if f.IsList() {
+			l := msg.Get(f).List()
+			for j := 0; j < l.Len(); j++ {
+				q.Add(string(f.Name()), l.Get(j).String())
+			}
+			continue
+		}
+		v := msg.Get(f)
+		if f.Kind() == protoreflect.EnumKind {
+			q.Set(string(f.Name()), string(f.Enum().Values().ByNumber(v.Enum()).Name()))
+		} else {
+			q.Set(string(f.Name()), v.String())
+		}
+	}
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return method, path, body
+}
+
+// TestAuthorizationMatrix calls every RPC of the contract (except the
+// public ones) over gRPC and HTTP with: no key, an unknown key, an expired
+// key, a key scoped to another workspace, and a read-only key, and checks
+// the documented answer. Legacy /v1 paths render 403 {message} for
+// UNAUTHENTICATED and 400 {statusCode, message} for PERMISSION_DENIED.
+func TestAuthorizationMatrix(t *testing.T) {
+	e := newTestEnv(t)
+	other := e.newWorkspace(t, "Other")
+	type keyCase struct {
+		name string
+		key  string
+	}
+	cases := []keyCase{
+		{"no key", ""},
+		{"unknown key", apikey.Generate().Value},
+		{"malformed key", "prose_not-a-key"},
+		{"expired key", e.newKey(t, keySpec{expired: true})},
+		{"scoped to another workspace", e.newKey(t, keySpec{workspaces: []string{other}})},
+		{"read-only key", e.newKey(t, keySpec{level: store.PermissionReadOnly})},
+	}
+	public := map[string]bool{"/prose.legacy.v2.LegacyService/Health": true}
+	n := 0
+	for _, b := range contractBindings() {
+		if b.err != "" {
+			t.Fatal(b.err)
+		}
+		if public[b.rpc] {
+			continue
+		}
+		acc, ok := server.MethodAccess[b.rpc]
+		if !ok {
+			t.Errorf("%s is missing from server.MethodAccess", b.rpc)
+			continue
+		}
+		n++
+		md := methodDescriptor(t, b.rpc)
+		msg := dynamicpb.NewMessage(md.Input())
+		fillRequest(msg, e.init.orgID, e.init.workspaceID, 0)
+		namesWorkspace := len(server.TargetOf(msg).WorkspaceIDs) > 0
+		legacy := strings.HasPrefix(b.rpc, "/prose.legacy.")
+		for _, c := range cases {
+			// want: the code, or OK meaning "authorization lets it through".
+			want, reason := codes.OK, ""
+			switch c.name {
+			case "no key":
+				want, reason = codes.Unauthenticated, server.ReasonAPIKeyMissing
+			case "unknown key", "malformed key":
+				want, reason = codes.Unauthenticated, server.ReasonAPIKeyInvalid
+			case "expired key":
+				want, reason = codes.Unauthenticated, server.ReasonAPIKeyExpired
+			case "scoped to another workspace":
+				if namesWorkspace || acc.AllWorkspaces {
+					want, reason = codes.PermissionDenied, server.ReasonWorkspaceOutOfScope
+				}
+			case "read-only key":
+				if acc.Write {
+					want, reason = codes.PermissionDenied, server.ReasonAPIKeyReadOnly
+				}
+			}
+			header, value := "authorization", "Bearer "+c.key
+			if legacy {
+				header, value = "x-api-key", c.key
+			}
+			t.Run(strings.TrimPrefix(b.rpc, "/")+"/"+c.name+"/grpc", func(t *testing.T) {
+				md := metadata.MD{}
+				if c.key != "" {
+					md.Set(header, value)
+				}
+				_, err := e.doGRPC(t, b.rpc, msg, md)
+				got := status.Code(err)
+				if want == codes.OK {
+					if got == codes.Unauthenticated || got == codes.PermissionDenied {
+						t.Errorf("got %v (%v), want authorization to let it through", got, err)
+					}
+					return
+				}
+				if got != want || grpcReason(err) != reason {
+					t.Errorf("got %v %s (%v), want %v %s", got, grpcReason(err), err, want, reason)
+				}
+			})
+			t.Run(strings.TrimPrefix(b.rpc, "/")+"/"+c.name+"/http", func(t *testing.T) {
+				method, path, body := httpRequestFor(t, md, msg)
+				headers := map[string]string{}
+				if c.key != "" {
+					headers[header] = value
+				}
+				st, m, raw := e.doHTTP(t, method, path, body, headers)
+				if want == codes.OK {
+					if st == http.StatusUnauthorized || st == http.StatusForbidden ||
+						(strings.HasPrefix(path, "/v1/") && st == http.StatusBadRequest && m["statusCode"] != nil && strings.Contains(string(raw), "API key")) {
+						t.Errorf("HTTP %d %s, want authorization to let it through", st, raw)
+					}
+					return
+				}
+				switch {
+				case strings.HasPrefix(path, "/v1/"):
+					if want == codes.Unauthenticated {
+						if st != http.StatusForbidden || len(m) != 1 || m["message"] == nil {
+							t.Errorf("HTTP %d %s, want 403 {message}", st, raw)
+						}
+					} else if st != http.StatusBadRequest || len(m) != 2 || m["statusCode"] != float64(400) || m["message"] == nil {
+						t.Errorf("HTTP %d %s, want 400 {statusCode, message}", st, raw)
+					}
+				case strings.HasPrefix(path, "/v2/"):
+					if st != runtime.HTTPStatusFromCode(want) || m["status_code"] != float64(st) {
+						t.Errorf("HTTP %d %s, want %d {status_code, message}", st, raw, runtime.HTTPStatusFromCode(want))
+					}
+				default:
+					if st != runtime.HTTPStatusFromCode(want) || field(m, "error.status") != code.Code_name[int32(want)] || httpReason(m) != reason {
+						t.Errorf("HTTP %d %s, want %d %v %s", st, raw, runtime.HTTPStatusFromCode(want), want, reason)
+					}
+				}
+			})
+		}
+	}
+	if n < 80 {
+		t.Errorf("only %d RPCs checked", n)
+	}
+}
+
+// TestMethodAccessCoversContract keeps server.MethodAccess exactly the
+// contract's RPCs, and its Write flags true to the naming rule (Get, List,
+// Query, Count, Stream read) except for downloads.
+func TestMethodAccessCoversContract(t *testing.T) {
+	seen := map[string]bool{}
+	for _, b := range contractBindings() {
+		seen[b.rpc] = true
+		if b.rpc == "/prose.legacy.v2.LegacyService/Health" {
+			continue
+		}
+		acc, ok := server.MethodAccess[b.rpc]
+		if !ok {
+			t.Errorf("%s: no entry", b.rpc)
+			continue
+		}
+		read := server.IsReadMethod(b.rpc) || strings.Contains(b.rpc, "Download")
+		if acc.Write == read {
+			t.Errorf("%s: Write = %v, naming rule says read = %v", b.rpc, acc.Write, read)
+		}
+	}
+	for m := range server.MethodAccess {
+		if !seen[m] {
+			t.Errorf("%s: entry for an RPC the contract does not have", m)
+		}
+	}
+}
