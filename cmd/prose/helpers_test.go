@@ -128,3 +128,5 @@ func (e *testEnv) newWorkspace(t *testing.T, title string) string {
 }
 
 var _ = server.MethodAccess
+
+func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }

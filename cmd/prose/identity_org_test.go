@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+
+	"github.com/proserun/prose/store"
+)
+
+func TestOrganizationAndAPIKeyEndpoints(t *testing.T) {
+	e := newTestEnv(t)
+	other := e.newWorkspace(t, "Other")
+	scoped := e.newKey(t, keySpec{workspaces: []string{other}})
+	restricted := e.newKey(t, keySpec{level: store.PermissionRestricted, toggles: map[string]bool{"workspaces.get": true}})
+	org := "/api/v1/organizations/{org}"
+	calls := []apiCall{
+		{name: "get organization", rpc: orgSvc + "GetOrganization", method: "GET", path: org, req: `{"organization_id":"{org}"}`,
+			check: all(wantField("name", "organizations/{org}"), wantField("title", "Test org"))},
+		{name: "my organizations", rpc: orgSvc + "ListCurrentUserOrganizations", method: "GET", path: "/api/v1/me/organizations",
+			check: all(wantCount("user_organizations", 1), wantField("user_organizations.0.name", "organizations/{org}"))},
+		{name: "my organizations filtered out", rpc: orgSvc + "ListCurrentUserOrganizations", method: "GET", path: "/api/v1/me/organizations?filter=title=%22nope%22",
+			req: `{"filter":"title=\"nope\""}`, check: wantCount("user_organizations", 0)},
+		{name: "organization roles", rpc: orgSvc + "ListOrganizationRoles", method: "GET", path: org + "/roles", req: `{"organization_id":"{org}"}`,
+			check: wantCount("roles", 6)},
+		{name: "organization invites", rpc: orgSvc + "ListOrganizationInvites", method: "GET", path: org + "/invites", req: `{"organization_id":"{org}"}`,
+			check: wantCount("invitations", 0)},
+		{name: "permissions", rpc: orgSvc + "GetCurrentUserPermissions", method: "GET", path: "/api/v1/me/organizations/{org}/permissions?workspace_id={ws}",
+			req: `{"organization_id":"{org}","workspace_id":"{ws}"}`, check: all(wantField("user", "users/{user}"), wantField("roles.0.name", "owner"),
+				wantField("roles.1.name", "workspace_admin"), wantField("workspace", "organizations/{org}/workspaces/{ws}"))},
+		{name: "restricted key permissions", rpc: orgSvc + "GetCurrentUserPermissions", method: "GET", path: "/api/v1/me/organizations/{org}/permissions",
+			req: `{"organization_id":"{org}"}`, key: restricted, check: func(t *testing.T, m map[string]any, _ func(string) string) {
+				if b, _ := json.Marshal(m["permissions"]); string(b) != `["workspaces.get"]` {
+					t.Errorf("permissions %s", b)
+				}
+			}},
+		{name: "restricted key toggle off", rpc: wsSvc + "ListWorkspaces", method: "GET", path: org + "/workspaces", req: `{"organization_id":"{org}"}`,
+			key: restricted, want: codes.PermissionDenied, reason: "API_KEY_PERMISSION_DISABLED"},
+		{name: "scoped key lists its workspaces only", rpc: wsSvc + "ListWorkspaces", method: "GET", path: org + "/workspaces", req: `{"organization_id":"{org}"}`,
+			key: scoped, check: all(wantCount("workspaces", 1), wantField("workspaces.0.title", "Other"))},
+		{name: "create key", rpc: keySvc + "CreateApiKey", method: "POST", path: org + "/apiKeys?request_id=k-{t}",
+			body: `{"display_name":"ci {t}","expiration":"API_KEY_EXPIRATION_30_DAYS","permission_level":"API_KEY_PERMISSION_LEVEL_READ_ONLY","workspace_ids":["{ws}"]}`,
+			req:  `{"organization_id":"{org}","request_id":"k-{t}","api_key":{"display_name":"ci {t}","expiration":"API_KEY_EXPIRATION_30_DAYS","permission_level":"API_KEY_PERMISSION_LEVEL_READ_ONLY","workspace_ids":["{ws}"]}}`,
+			check: func(t *testing.T, m map[string]any, _ func(string) string) {
+				if k, _ := m["key"].(string); !strings.HasPrefix(k, "prose_") || !strings.HasPrefix(k, field(m, "api_key.key_prefix").(string)) {
+					t.Errorf("key %v", m)
+				}
+			}},
+		{name: "create key retry hides value", rpc: keySvc + "CreateApiKey", method: "POST", path: org + "/apiKeys?request_id=k-{t}",
+			body:  `{"display_name":"ci {t}","expiration":"API_KEY_EXPIRATION_30_DAYS"}`,
+			req:   `{"organization_id":"{org}","request_id":"k-{t}","api_key":{"display_name":"ci {t}","expiration":"API_KEY_EXPIRATION_30_DAYS"}}`,
+			check: all(wantField("key", "<nil>"), wantField("api_key.display_name", "ci {t}"))},
+		{name: "create key without expiration", rpc: keySvc + "CreateApiKey", method: "POST", path: org + "/apiKeys",
+			body: `{"display_name":"x"}`, req: `{"organization_id":"{org}","api_key":{"display_name":"x"}}`, want: codes.InvalidArgument},
+		{name: "scoped key cannot make an all-workspaces key", rpc: keySvc + "CreateApiKey", method: "POST", path: org + "/apiKeys", key: scoped,
+			body: `{"display_name":"x","expiration":"API_KEY_EXPIRATION_7_DAYS"}`, req: `{"organization_id":"{org}","api_key":{"display_name":"x","expiration":"API_KEY_EXPIRATION_7_DAYS"}}`,
+			want: codes.PermissionDenied, reason: "WORKSPACE_OUT_OF_SCOPE"},
+		{name: "list keys", rpc: keySvc + "ListApiKeys", method: "GET", path: org + "/apiKeys", req: `{"organization_id":"{org}"}`,
+			check: func(t *testing.T, m map[string]any, _ func(string) string) {
+				if n := count(m, "api_keys"); n < 4 {
+					t.Errorf("%d keys: %v", n, m)
+				}
+				if b, _ := json.Marshal(m); bytes.Contains(b, []byte("secret")) {
+					t.Errorf("secret in list: %s", b)
+				}
+			}},
+		{name: "get missing key", rpc: keySvc + "GetApiKey", method: "GET", path: org + "/apiKeys/nope", req: `{"organization_id":"{org}","api_key_id":"nope"}`,
+			want: codes.NotFound, reason: "API_KEY_NOT_FOUND"},
+	}
+	for _, c := range calls {
+		e.run(t, c)
+	}
+}
+
+func TestAPIKeyLimit(t *testing.T) {
+	e := newTestEnv(t)
+	for i := 0; i < 9; i++ { // the init key is the first
+		c, _, raw := e.doHTTP(t, "POST", "/api/v1/organizations/"+e.init.orgID+"/apiKeys", `{"display_name":"k","expiration":"API_KEY_EXPIRATION_7_DAYS"}`,
+			map[string]string{"Authorization": "Bearer " + e.init.APIKey})
+		if c != 200 {
+			t.Fatalf("key %d: %d %s", i+2, c, raw)
+		}
+	}
+	c, m, raw := e.doHTTP(t, "POST", "/api/v1/organizations/"+e.init.orgID+"/apiKeys", `{"display_name":"k","expiration":"API_KEY_EXPIRATION_7_DAYS"}`,
+		map[string]string{"Authorization": "Bearer " + e.init.APIKey})
+	if c != 429 || httpReason(m) != "API_KEY_LIMIT_REACHED" {
+		t.Fatalf("11th key: %d %s", c, raw)
+	}
+}
+
+func TestInitKeysMigrateCommands(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	run := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := realMain(args, strings.NewReader(""), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	tests := []struct {
+		args     []string
+		wantCode int
+		check    func(t *testing.T, out string)
+	}{
+		{[]string{"migrate", "--data", dir}, 0, func(t *testing.T, out string) {
+			if !strings.HasPrefix(out, "schema version ") {
+				t.Errorf("out %q", out)
+			}
+		}},
+		{[]string{"init", "--data", dir, "--json", "--organization", "Acme"}, 0, func(t *testing.T, out string) {
+			var r map[string]string
+			if err := json.Unmarshal([]byte(out), &r); err != nil || len(r) != 4 || !strings.HasPrefix(r["api_key"], "prose_") ||
+				!strings.HasPrefix(r["organization"], "organizations/") || !strings.HasPrefix(r["user"], "users/") ||
+				!strings.Contains(r["workspace"], "/workspaces/") {
+				t.Errorf("init output %q (%v)", out, err)
+			}
+		}},
+		{[]string{"init", "--data", dir}, 1, nil},
+		{[]string{"keys", "create", "--data", dir, "--name", "ops", "--permission", "read-only", "--expires", "7d", "--json"}, 0, func(t *testing.T, out string) {
+			if !strings.Contains(out, `"api_key":"prose_`) {
+				t.Errorf("out %q", out)
+			}
+		}},
+		{[]string{"keys", "create", "--data", dir, "--name", "x", "--expires", "2d"}, 2, nil},
+		{[]string{"keys", "create", "--data", dir, "--name", "x", "--permission", "admin"}, 2, nil},
+		{[]string{"keys", "list", "--data", dir}, 0, func(t *testing.T, out string) {
+			if !strings.Contains(out, "initial key") || !strings.Contains(out, "read_only") {
+				t.Errorf("out %q", out)
+			}
+		}},
+		{[]string{"keys", "delete", "--data", dir, "nope"}, 1, nil},
+		{[]string{"keys", "frobnicate"}, 2, nil},
+	}
+	for _, tt := range tests {
+		code, out, errOut := run(tt.args...)
+		if code != tt.wantCode {
+			t.Fatalf("%v: exit %d, want %d; stderr %s", tt.args, code, tt.wantCode, errOut)
+		}
+		if tt.check != nil {
+			tt.check(t, out)
+		}
+	}
+}
+
+func TestServeInitialisesEmptyStore(t *testing.T) {
+	cfg := serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error"}
+	var stderr bytes.Buffer
+	a, err := newApp(t.Context(), cfg, slogDiscard(), &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.bootstrap == nil || !strings.Contains(stderr.String(), a.bootstrap.APIKey) {
+		a.Close()
+		t.Fatalf("no key printed: %q", stderr.String())
+	}
+	a.Close()
+	stderr.Reset()
+	b, err := newApp(t.Context(), cfg, slogDiscard(), &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if b.bootstrap != nil || strings.Contains(stderr.String(), "prose_") {
+		t.Fatalf("second start initialised again: %q", stderr.String())
+	}
+}
