@@ -20,8 +20,7 @@ type Number struct {
 	d apd.Decimal // Form Finite, Exponent in [-28, 0], |Coeff| < 2^96
 }
 
-// exact is the context for operations that must not round: with a zero
-// precision apd computes exact sums, differences and products.
+// exact is the context for operations that must not round.
 var exact = apd.BaseContext
 
 var (
@@ -215,19 +214,39 @@ func roundTo(d *apd.Decimal, scale int) {
 }
 
 // Add returns n + o, with the larger scale. Overflow is an error.
-func (n Number) Add(o Number) (Number, error) {
-	var r apd.Decimal
-	if _, err := exact.Add(&r, &n.d, &o.d); err != nil {
-		return Number{}, errOverflow
-	}
-	return finish(&r)
-}
+func (n Number) Add(o Number) (Number, error) { return addNum(&n.d, &o.d, o.d.Negative) }
 
 // Sub returns n - o, with the larger scale. Overflow is an error.
-func (n Number) Sub(o Number) (Number, error) {
+func (n Number) Sub(o Number) (Number, error) { return addNum(&n.d, &o.d, !o.d.Negative) }
+
+// addNum returns x + y with y's sign taken as yneg. The coefficients are
+// aligned to the larger scale and added exactly with apd's BigInt; going
+// around apd.Context keeps its rounding checks out of the hot path.
+func addNum(x, y *apd.Decimal, yneg bool) (Number, error) {
 	var r apd.Decimal
-	if _, err := exact.Sub(&r, &n.d, &o.d); err != nil {
-		return Number{}, errOverflow
+	xc, yc := &x.Coeff, &y.Coeff
+	var tmp apd.BigInt
+	switch {
+	case x.Exponent > y.Exponent:
+		tmp.Mul(xc, pow10(int(x.Exponent-y.Exponent)))
+		xc = &tmp
+		r.Exponent = y.Exponent
+	case y.Exponent > x.Exponent:
+		tmp.Mul(yc, pow10(int(y.Exponent-x.Exponent)))
+		yc = &tmp
+		r.Exponent = x.Exponent
+	default:
+		r.Exponent = x.Exponent
+	}
+	if x.Negative == yneg {
+		r.Coeff.Add(xc, yc)
+		r.Negative = yneg
+	} else if xc.Cmp(yc) >= 0 {
+		r.Coeff.Sub(xc, yc)
+		r.Negative = x.Negative
+	} else {
+		r.Coeff.Sub(yc, xc)
+		r.Negative = yneg
 	}
 	return finish(&r)
 }
@@ -235,9 +254,9 @@ func (n Number) Sub(o Number) (Number, error) {
 // Mul returns n * o; the scales add (a scale above 28 is rounded half to even).
 func (n Number) Mul(o Number) (Number, error) {
 	var r apd.Decimal
-	if _, err := exact.Mul(&r, &n.d, &o.d); err != nil {
-		return Number{}, errOverflow
-	}
+	r.Coeff.Mul(&n.d.Coeff, &o.d.Coeff)
+	r.Exponent = n.d.Exponent + o.d.Exponent
+	r.Negative = n.d.Negative != o.d.Negative
 	return finish(&r)
 }
 

@@ -115,7 +115,9 @@ type Resolution struct {
 }
 
 // Start runs a program from its beginning with the given inputs (names as
-// in the legacy API: "invoice_number" is `the invoice number`).
+// in the legacy API: "invoice_number" is `the invoice number`). The run takes
+// the inputs' lists, dictionaries, tables and sets over and may change them
+// (`add 1 to the items`); pass copies if the caller still needs them.
 func Start(ctx context.Context, prog *Program, inputs map[string]Value, opts Options) *Result {
 	m := newMachine(ctx, prog, opts)
 	m.top = &scope{}
@@ -134,7 +136,7 @@ func Start(ctx context.Context, prog *Program, inputs map[string]Value, opts Opt
 		if name == "" {
 			continue
 		}
-		m.top.set(m.syms.slot(name), clone(v))
+		m.top.set(m.syms.slot(name), v)
 	}
 	return m.run()
 }
