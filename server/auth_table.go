@@ -6,15 +6,15 @@ import (
 	"github.com/proserun/prose/store"
 )
 
-// Access is what an RPC needs from its idCaller.
+// Access is what an RPC needs from its caller.
 type Access struct {
-	// Permission the idCaller's roles must grant (in the workspace the request
+	// Permission the caller's roles must grant (in the workspace the request
 	// names, or in the organization when it names none). "" means any
-	// authenticated idCaller of the organization.
+	// authenticated caller of the organization.
 	Permission string
 	// Write calls are refused to read-only keys.
 	Write bool
-	// AllWorkspaces calls are refused to keys idScoped to specific workspaces
+	// AllWorkspaces calls are refused to keys scoped to specific workspaces
 	// (they create or span workspaces the scope cannot name).
 	AllWorkspaces bool
 	// Deferred: the request names no workspace although the permission is a

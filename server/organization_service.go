@@ -72,7 +72,7 @@ func (s *OrganizationService) ListCurrentUserOrganizations(ctx context.Context, 
 	return out, nil
 }
 
-// idTitleMatcher checks a title filter (the workspace declarations) and
+// titleMatcher checks a title filter (the workspace declarations) and
 // returns an in-memory evaluator of it.
 func idTitleMatcher(filter string) (func(string) bool, error) {
 	if _, err := sqlfilter.Workspaces.Parse(filter); err != nil { // type-checks and bounds it

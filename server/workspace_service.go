@@ -26,7 +26,7 @@ func NewWorkspaceService(st store.Store) *WorkspaceService { return &WorkspaceSe
 // The creator of a workspace gets this workspace role.
 const idCreatorWorkspaceRole = "workspace_admin"
 
-// idMaxCountWorkspaces bounds CountWorkspaceUsers.workspace_ids.
+// maxCountWorkspaces bounds CountWorkspaceUsers.workspace_ids.
 const idMaxCountWorkspaces = 1000
 
 func idWorkspaceProto(w store.Workspace) *platformv1.Workspace {
@@ -85,7 +85,7 @@ func (s *WorkspaceService) GetWorkspace(ctx context.Context, req *platformv1.Get
 	return idWorkspaceProto(w), nil
 }
 
-// ListCurrentUserWorkspaces lists the workspaces the idCaller is a member of.
+// ListCurrentUserWorkspaces lists the workspaces the caller is a member of.
 func (s *WorkspaceService) ListCurrentUserWorkspaces(ctx context.Context, req *platformv1.ListCurrentUserWorkspacesRequest) (*platformv1.ListCurrentUserWorkspacesResponse, error) {
 	p, err := idCaller(ctx)
 	if err != nil {
@@ -113,7 +113,7 @@ func (s *WorkspaceService) ListCurrentUserWorkspaces(ctx context.Context, req *p
 	return out, nil
 }
 
-// CreateWorkspace creates a workspace; the idCaller becomes its workspace
+// CreateWorkspace creates a workspace; the caller becomes its workspace
 // administrator. Idempotent with request_id.
 func (s *WorkspaceService) CreateWorkspace(ctx context.Context, req *platformv1.CreateWorkspaceRequest) (*platformv1.Workspace, error) {
 	org := req.GetOrganizationId()
@@ -292,7 +292,7 @@ func (s *WorkspaceService) ListWorkspaceInvites(ctx context.Context, req *platfo
 	return out, nil
 }
 
-// checkWorkspaceRoles checks every role exists and is workspace-idScoped.
+// checkWorkspaceRoles checks every role exists and is workspace-scoped.
 func (s *WorkspaceService) checkWorkspaceRoles(ctx context.Context, org string, roles []string, field string) ([]string, error) {
 	out := make([]string, 0, len(roles))
 	for i, r := range roles {
