@@ -147,7 +147,7 @@ func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sen
 		m.cursor++
 		return e.outputs, nil
 	}
-	outputs, err := m.opts.Books.Call(m.ctx, proc, inputs)
+	outputs, err := m.opts.Books.Call(context.WithValue(m.ctx, journalIndexKey{}, len(m.journal)), proc, inputs)
 	if err != nil {
 		return nil, userErr("Could not %s: %v", sentence, err)
 	}
@@ -183,4 +183,15 @@ func sortStrings(s []string) {
 			s[j], s[j-1] = s[j-1], s[j]
 		}
 	}
+}
+
+type journalIndexKey struct{}
+
+// JournalIndex returns, inside Books.Call, the position of the call in the
+// run's journal. It is the same when a recovered run repeats a call whose
+// result was not journaled, so that, with the run's identity, it names the
+// call for an external book's deduplication.
+func JournalIndex(ctx context.Context) (int, bool) {
+	i, ok := ctx.Value(journalIndexKey{}).(int)
+	return i, ok
 }

@@ -15,13 +15,18 @@ type fakeBooks struct {
 	t     *testing.T
 	procs []lang.BookProcedure
 	calls []map[string]lang.Value
+	index []int // lang.JournalIndex of each call
 	fn    func(proc lang.BookProcedure, in map[string]lang.Value) (map[string]lang.Value, error)
 }
 
 func (b *fakeBooks) Lookup(sentence string) []lang.BookProcedure { return b.procs }
 
-func (b *fakeBooks) Call(_ context.Context, proc lang.BookProcedure, in map[string]lang.Value) (map[string]lang.Value, error) {
+func (b *fakeBooks) Call(ctx context.Context, proc lang.BookProcedure, in map[string]lang.Value) (map[string]lang.Value, error) {
 	b.calls = append(b.calls, in)
+	b.index = append(b.index, -1)
+	if i, ok := lang.JournalIndex(ctx); ok {
+		b.index[len(b.index)-1] = i
+	}
 	if b.fn == nil {
 		b.t.Fatalf("book %s called, but no call was expected", proc.Name)
 	}
@@ -138,6 +143,10 @@ func TestBookErrorThenRetry(t *testing.T) {
 	// the signature names one output; the book returned two: the named one is the result
 	if got := plain(t, res.Outputs); got != `{"output":"m-2"}` || len(books.calls) != 2 {
 		t.Fatalf("outputs %s after %d calls", got, len(books.calls))
+	}
+	// the failed call was not journaled: the retry has the same journal index
+	if books.index[0] != 0 || books.index[1] != 0 {
+		t.Fatalf("journal indexes %v", books.index)
 	}
 }
 
