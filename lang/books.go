@@ -2,6 +2,7 @@ package lang
 
 import (
 	"context"
+	"slices"
 	"strings"
 )
 
@@ -104,7 +105,7 @@ func (m *machine) bookCall(s *stmt, hasArgs bool) error {
 				for k := range outputs {
 					names = append(names, k)
 				}
-				sortStrings(names)
+				slices.Sort(names)
 			}
 			for _, k := range names {
 				if v, ok := outputs[k]; ok && v.IsValid() {
@@ -154,7 +155,7 @@ func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sen
 	clean := make(map[string]Value, len(outputs))
 	for k, v := range outputs {
 		if v.IsValid() {
-			clean[normName(k)] = v
+			clean[FactName(k)] = v
 		}
 	}
 	m.journal = append(m.journal, journalEntry{kind: "book", proc: proc.key(), outputs: clean})
@@ -175,14 +176,6 @@ func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sen
 		}
 	}
 	return clean, nil
-}
-
-func sortStrings(s []string) {
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }
 
 type journalIndexKey struct{}

@@ -83,14 +83,6 @@ func caseClock(t *testing.T, c *corpusCase) func() time.Time {
 	return func() time.Time { return now }
 }
 
-func key(s string) string {
-	f := strings.Fields(strings.ToLower(strings.ReplaceAll(s, "_", " ")))
-	if len(f) > 0 && f[0] == "the" {
-		f = f[1:]
-	}
-	return strings.Join(f, " ")
-}
-
 // runSuspending runs the case as the run engine would: every exception
 // suspends the run, its state goes through bytes, and a fresh parse of the
 // program resumes it with the case's answers or guidance.
@@ -108,7 +100,7 @@ func runSuspending(t *testing.T, c *corpusCase) outcome {
 	opts := lang.Options{Clock: caseClock(t, c)}
 	answers := map[string]lang.Value{}
 	for k, v := range mustObject(t, c.Answers) {
-		answers[key(k)] = v
+		answers[lang.FactName(k)] = v
 	}
 	res := lang.Start(context.Background(), prog, mustObject(t, c.Inputs), opts)
 	log := append([]string(nil), res.Log...)
@@ -116,9 +108,9 @@ func runSuspending(t *testing.T, c *corpusCase) outcome {
 	for round := 0; res.Status == lang.Suspended && round < 100; round++ {
 		exc := res.Exception
 		var r lang.Resolution
-		if v, ok := answers[key(exc.Question)]; ok && exc.Question != "" {
+		if v, ok := answers[lang.FactName(exc.Question)]; ok && exc.Question != "" {
 			r = lang.Resolution{Kind: lang.Answer, Answer: v}
-		} else if v, ok := answers[key(exc.Fact)]; ok && exc.Fact != "" {
+		} else if v, ok := answers[lang.FactName(exc.Fact)]; ok && exc.Fact != "" {
 			r = lang.Resolution{Kind: lang.ProvideValues, Values: map[string]lang.Value{exc.Fact: v}}
 		} else if len(guide) > 0 {
 			g := guide[0]

@@ -132,7 +132,7 @@ func Start(ctx context.Context, prog *Program, inputs map[string]Value, opts Opt
 		if !v.IsValid() {
 			continue
 		}
-		name := normName(k)
+		name := FactName(k)
 		if name == "" {
 			continue
 		}
@@ -260,9 +260,10 @@ func newMachine(ctx context.Context, prog *Program, opts Options) *machine {
 	return m
 }
 
-// normName reads an input or fact name: "invoice_number", "The Invoice
-// Number" and "the invoice number" are all "invoice number".
-func normName(s string) string {
+// FactName is the canonical name of a fact, as inputs, outputs and guidance
+// use it: "invoice_number", "The Invoice  Number" and "the invoice number"
+// are all "invoice number".
+func FactName(s string) string {
 	s = strings.ToLower(strings.ReplaceAll(s, "_", " "))
 	f := strings.Fields(s)
 	if len(f) > 0 && f[0] == "the" {

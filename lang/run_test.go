@@ -3,6 +3,7 @@ package lang_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -268,3 +269,38 @@ func TestSayCallback(t *testing.T) {
 		t.Fatalf("%v %q %q", res.Status, lines, res.Log)
 	}
 }
+
+// TestProgramSharedByRuns: one parsed program serves many runs at once,
+// including replacement code and book matching at run time.
+func TestProgramSharedByRuns(t *testing.T) {
+	src := "the total is 0\nprocess each item as follows\n  add the item to the total\nfrobnicate the total\nthe output is the total\n"
+	prog := parse(t, src)
+	done := make(chan error)
+	for g := 0; g < 8; g++ {
+		go func(g int) {
+			in := map[string]lang.Value{"items": lang.ListValue(lang.Int(int64(g)), lang.Int(1))}
+			res := lang.Start(context.Background(), prog, in, lang.Options{})
+			if res.Status != lang.Suspended {
+				done <- errors.New(res.Status.String())
+				return
+			}
+			res, err := lang.Resume(context.Background(), prog, res.State, lang.Resolution{Kind: lang.ReplaceStep, Code: "the new fact is the total * 2\nadd the new fact to the total"}, lang.Options{})
+			if err != nil {
+				done <- err
+				return
+			}
+			if got := res.Outputs["output"].AsNumber().String(); got != itoa(3*(g+1)) {
+				done <- errors.New("run " + itoa(g) + ": " + got)
+				return
+			}
+			done <- nil
+		}(g)
+	}
+	for g := 0; g < 8; g++ {
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

@@ -120,7 +120,7 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 			return runUsage(stderr, fmt.Errorf("--answers: %v", err))
 		}
 		for k, v := range m {
-			answers[answerKey(k)] = v
+			answers[lang.FactName(k)] = v
 		}
 	}
 	report := func(state string, outputs map[string]lang.Value, log []string) *runReport {
@@ -215,16 +215,6 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 }
 
-// answerKey normalises a fact name or question for lookup: "The invoice_date"
-// and "the invoice date" are the same.
-func answerKey(s string) string {
-	f := strings.Fields(strings.ToLower(strings.ReplaceAll(s, "_", " ")))
-	if len(f) > 0 && f[0] == "the" {
-		f = f[1:]
-	}
-	return strings.Join(f, " ")
-}
-
 // fromAnswers resolves an exception with --answers, when they hold its fact
 // or its question.
 func fromAnswers(exc *lang.Exception, answers map[string]lang.Value) (lang.Resolution, bool) {
@@ -232,13 +222,13 @@ func fromAnswers(exc *lang.Exception, answers map[string]lang.Value) (lang.Resol
 		return lang.Resolution{}, false
 	}
 	if exc.Question != "" {
-		if v, ok := answers[answerKey(exc.Question)]; ok {
+		if v, ok := answers[lang.FactName(exc.Question)]; ok {
 			return lang.Resolution{Kind: lang.Answer, Answer: v}, true
 		}
 		return lang.Resolution{}, false
 	}
 	if exc.Fact != "" {
-		if v, ok := answers[answerKey(exc.Fact)]; ok {
+		if v, ok := answers[lang.FactName(exc.Fact)]; ok {
 			return lang.Resolution{Kind: lang.ProvideValues, Values: map[string]lang.Value{exc.Fact: v}}, true
 		}
 	}
