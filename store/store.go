@@ -30,6 +30,9 @@ type Store interface {
 	Preferences
 	APIKeys
 	Idempotency
+	Automations
+	Runs
+	Exceptions
 
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error

@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// ExceptionState is the state of an exception.
+//
+//	(created) → PENDING → RESOLVED (terminal; the run continues)
+//	PENDING → ARCHIVED (the run is abandoned: stopped)
+//	ARCHIVED → PENDING (the run waits for guidance again)
+type ExceptionState string
+
+// The exception states.
+const (
+	ExceptionPending  ExceptionState = "PENDING"
+	ExceptionResolved ExceptionState = "RESOLVED"
+	ExceptionArchived ExceptionState = "ARCHIVED"
+)
+
+// Exception is raised by the interpreter during a run.
+type Exception struct {
+	OrganizationID string
+	WorkspaceID    string
+	ID             string
+	RunID          string
+	AutomationID   string
+	Stage          Stage
+	Step           int
+	// Group is the group id ("missing_values", …); "" is ungrouped.
+	Group       string
+	Message     string
+	Description string
+	Location    Location
+	// Details is the interpreter's description of what it asks for (the
+	// fact, the question, …), opaque to the store.
+	Details    []byte
+	State      ExceptionState
+	Assignee   string
+	Resolver   string
+	Extra      map[string]string
+	CreateTime time.Time
+	UpdateTime time.Time
+}
+
+// ListExceptionsRequest lists the exceptions of a workspace, newest first.
+//
+// Filter columns: alias e (exceptions): e.state, e.automation_id,
+// e.create_time, e.group_id, e.run_id.
+type ListExceptionsRequest struct {
+	OrganizationID string
+	WorkspaceID    string
+	Filter         Filter
+	// Skip skips that many matching exceptions (with or without a token).
+	Skip      int
+	PageSize  int
+	PageToken string
+}
+
+// CountRequest counts the exceptions of a workspace matching a filter,
+// grouped by a key, in key order.
+type CountRequest struct {
+	OrganizationID string
+	WorkspaceID    string
+	Filter         Filter
+	PageSize       int
+	PageToken      string
+}
+
+// Count is the count of one key.
+type Count struct {
+	Key   string
+	Count int
+}
+
+// CountPage is a page of counts with totals over all pages.
+type CountPage struct {
+	Counts        []Count
+	NextPageToken string
+	TotalKeys     int
+	TotalCount    int
+}
+
+// Resolution is how a person or agent guided an exception.
+type Resolution struct {
+	// Resolver is users/{user} or agents/{agent}.
+	Resolver string
+	// Data is the guidance, encoded by the engine; it is handed to the run.
+	Data []byte
+}
+
+// Exceptions stores exceptions and moves their runs along with them.
+type Exceptions interface {
+	// GetException: ErrNotFound if absent.
+	GetException(ctx context.Context, organizationID, workspaceID, id string) (Exception, error)
+	// ListExceptions pages through exceptions, newest first, with the total
+	// number matching the filter. ErrInvalidArgument for a bad token.
+	ListExceptions(ctx context.Context, req ListExceptionsRequest) (Page[Exception], int, error)
+	// CountExceptionsByGroup counts matching exceptions per group ("" for
+	// ungrouped).
+	CountExceptionsByGroup(ctx context.Context, req CountRequest) (CountPage, error)
+	// CountExceptionsByAutomation counts matching exceptions per automation.
+	CountExceptionsByAutomation(ctx context.Context, req CountRequest) (CountPage, error)
+	// SetExceptionDescription sets the human-friendly description.
+	SetExceptionDescription(ctx context.Context, organizationID, workspaceID, id, description string) error
+
+	// ResolveException moves a PENDING exception to RESOLVED and its run from
+	// awaiting_guidance to pending with the resolution to apply, in one
+	// transaction. (A stopped run keeps the resolution and stays stopped.)
+	// Exactly one of concurrent calls succeeds; the others get
+	// ErrFailedPrecondition. ErrNotFound if absent.
+	ResolveException(ctx context.Context, organizationID, workspaceID, id string, r Resolution) (Exception, error)
+	// ArchiveException moves a PENDING exception to ARCHIVED and its run to
+	// stopped. ErrFailedPrecondition from other states.
+	ArchiveException(ctx context.Context, organizationID, workspaceID, id string) (Exception, error)
+	// UnarchiveException moves an ARCHIVED exception to PENDING and its
+	// stopped run back to awaiting_guidance. ErrFailedPrecondition from other
+	// states.
+	UnarchiveException(ctx context.Context, organizationID, workspaceID, id string) (Exception, error)
+	// AssignException sets (or clears, with "") the assignee.
+	AssignException(ctx context.Context, organizationID, workspaceID, id, assignee string) (Exception, error)
+	// ListExceptionIDs returns the ids of every exception matching a filter
+	// (for the batch methods), oldest first, at most max.
+	ListExceptionIDs(ctx context.Context, organizationID, workspaceID string, filter Filter, max int) ([]string, error)
+}

@@ -1,0 +1,447 @@
+package sqlstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/proserun/prose/store"
+)
+
+const runCols = `r.id, r.organization_id, r.workspace_id, r.automation_id, r.name, r.stage, r.stage_version, r.steps, r.user_inputs,
+	r.invocation_details, r.file_ids, r.previous_run, r.request_id, r.state, r.state_time, r.reason, r.exception_id, r.description,
+	r.loc_start, r.loc_end, r.error_id, r.outputs, r.step, r.step_inputs, r.checkpoint, r.resolution, r.lease_owner,
+	r.lease_expire_time, r.create_time, r.update_time`
+
+const runSelect = `SELECT ` + runCols + ` FROM runs r`
+
+func scanRun(s interface{ Scan(...any) error }) (store.Run, error) {
+	var r store.Run
+	var stage, state string
+	err := s.Scan(&r.ID, &r.OrganizationID, &r.WorkspaceID, &r.AutomationID, &r.Name, &stage, &r.StageVersion, &r.Steps, &r.UserInputs,
+		&r.InvocationDetails, jsonCol{&r.FileIDs}, &r.PreviousRun, &r.RequestID, &state, ts{&r.StateTime}, &r.Reason, &r.ExceptionID, &r.Description,
+		&r.Location.Start, &r.Location.End, &r.ErrorID, &r.Outputs, &r.Step, &r.StepInputs, &r.Checkpoint, &r.Resolution, &r.LeaseOwner,
+		ts{&r.LeaseExpireTime}, ts{&r.CreateTime}, ts{&r.UpdateTime})
+	r.Stage, r.State = store.Stage(stage), store.RunState(state)
+	if r.FileIDs == nil {
+		r.FileIDs = []string{}
+	}
+	return r, err
+}
+
+func (c conn) getRunByID(ctx context.Context, id string) (store.Run, error) {
+	r, err := scanRun(c.queryRow(ctx, runSelect+` WHERE r.id = ?`, id))
+	return r, c.db.mapErr(err, fmt.Sprintf("run %q", id))
+}
+
+// CreateRun implements store.Runs.
+func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, error) {
+	if r.ID == "" {
+		r.ID = store.NewID()
+	}
+	if r.FileIDs == nil {
+		r.FileIDs = []string{}
+	}
+	now := db.now()
+	var out store.Run
+	created := true
+	err := db.tx(ctx, func(c conn) error {
+		if r.RequestID != "" {
+			var id string
+			err := c.queryRow(ctx, `SELECT id FROM runs WHERE organization_id = ? AND request_id = ?`, r.OrganizationID, r.RequestID).Scan(&id)
+			if err == nil {
+				created = false
+				out, err = c.getRunByID(ctx, id)
+				return err
+			}
+			if !isNoRows(err) {
+				return db.mapErr(err, "find run by request id")
+			}
+		}
+		if err := c.mustExist(ctx, fmt.Sprintf("automation %q in workspace %q", r.AutomationID, r.WorkspaceID),
+			`SELECT 1 FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`, r.OrganizationID, r.WorkspaceID, r.AutomationID); err != nil {
+			return err
+		}
+		if _, err := c.exec(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
+			user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+			r.ID, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.Name, string(r.Stage), r.StageVersion, r.Steps,
+			r.UserInputs, r.InvocationDetails, jsonArg(r.FileIDs), r.PreviousRun, r.RequestID, now, r.StepInputs, now, now); err != nil {
+			return db.mapErr(err, fmt.Sprintf("create run %q", r.ID))
+		}
+		var err error
+		out, err = c.getRunByID(ctx, r.ID)
+		return err
+	})
+	return out, created, err
+}
+
+// GetRun implements store.Runs.
+func (db *DB) GetRun(ctx context.Context, org, ws, automation, id string) (store.Run, error) {
+	r, err := scanRun(db.reader().queryRow(ctx, runSelect+` WHERE r.id = ? AND r.organization_id = ? AND r.workspace_id = ? AND r.automation_id = ?`,
+		id, org, ws, automation))
+	return r, db.mapErr(err, fmt.Sprintf("run %q", id))
+}
+
+// GetRunByID implements store.Runs.
+func (db *DB) GetRunByID(ctx context.Context, id string) (store.Run, error) {
+	return db.reader().getRunByID(ctx, id)
+}
+
+var runSort = map[string]sortCol{
+	"create_time": {Field: "create_time", Col: "r.create_time", Kind: keyTime},
+	"update_time": {Field: "update_time", Col: "r.update_time", Kind: keyTime},
+}
+
+// ListRuns implements store.Runs.
+func (db *DB) ListRuns(ctx context.Context, req store.ListRunsRequest) (store.Page[store.Run], error) {
+	var zero store.Page[store.Run]
+	ks, err := newKeyset(req.OrderBy, store.RunOrdering.Default, runSort, "r.id")
+	if err != nil {
+		return zero, err
+	}
+	auto := req.AutomationID
+	if auto == "-" {
+		auto = ""
+	}
+	lq, err := newList(db.d, ks, req.Filter, req.PageToken, req.PageSize, runSelect, "runs", req.OrganizationID, req.WorkspaceID, auto)
+	if err != nil {
+		return zero, err
+	}
+	lq.cond("r.organization_id = " + lq.a.Add(req.OrganizationID))
+	lq.cond("r.workspace_id = " + lq.a.Add(req.WorkspaceID))
+	if auto != "" {
+		lq.cond("r.automation_id = " + lq.a.Add(auto))
+	}
+	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
+	if err != nil {
+		return zero, db.mapErr(err, "list runs")
+	}
+	defer rows.Close()
+	var items []store.Run
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return zero, err
+		}
+		items = append(items, r)
+	}
+	if err := rows.Err(); err != nil {
+		return zero, err
+	}
+	return page(lq, items, func(r store.Run) []string {
+		out := make([]string, len(ks.cols))
+		for i, c := range ks.cols {
+			switch c.Field {
+			case "create_time":
+				out[i] = timeKey(r.CreateTime)
+			case "update_time":
+				out[i] = timeKey(r.UpdateTime)
+			case "id":
+				out[i] = r.ID
+			}
+		}
+		return out
+	}), nil
+}
+
+// ListJournal implements store.Runs.
+func (db *DB) ListJournal(ctx context.Context, runID string) ([]store.JournalEntry, error) {
+	rows, err := db.reader().query(ctx, `SELECT step, seq, kind, key, data FROM run_journal WHERE run_id = ? ORDER BY step, seq`, runID)
+	if err != nil {
+		return nil, db.mapErr(err, "list journal")
+	}
+	defer rows.Close()
+	var out []store.JournalEntry
+	for rows.Next() {
+		var e store.JournalEntry
+		if err := rows.Scan(&e.Step, &e.Seq, &e.Kind, &e.Key, &e.Data); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
+// CopyJournal implements store.Runs.
+func (db *DB) CopyJournal(ctx context.Context, from, to string, steps []int) error {
+	if len(steps) == 0 {
+		return nil
+	}
+	args := append([]any{to, from}, anySlice(steps)...)
+	_, err := db.writer().exec(ctx, `INSERT INTO run_journal (run_id, step, seq, kind, key, data)
+		SELECT ?, step, seq, kind, key, data FROM run_journal WHERE run_id = ? AND step IN (`+placeholders(len(steps))+`)
+		ON CONFLICT DO NOTHING`, args...)
+	return db.mapErr(err, "copy journal")
+}
+
+func (db *DB) skipLocked() string {
+	if db.d == store.Postgres {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return ""
+}
+
+// ClaimRuns implements store.Runs.
+func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]store.Run, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	now := db.now()
+	var out []store.Run
+	err := db.tx(ctx, func(c conn) error {
+		// Recover runs whose worker lost its lease.
+		if _, err := c.exec(ctx, `UPDATE runs SET state = 'stopped', state_time = ?, update_time = ?, lease_owner = ''
+			WHERE state = 'stopping' AND lease_expire_time < ?`, now, now, now); err != nil {
+			return db.mapErr(err, "recover stopping runs")
+		}
+		if _, err := c.exec(ctx, `UPDATE runs SET state = 'pending', state_time = ?, update_time = ?, lease_owner = ''
+			WHERE state = 'executing' AND lease_expire_time < ?`, now, now, now); err != nil {
+			return db.mapErr(err, "recover executing runs")
+		}
+		rows, err := c.query(ctx, `SELECT id FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?`+db.skipLocked(), max)
+		if err != nil {
+			return db.mapErr(err, "claim runs")
+		}
+		var ids []any
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		args := append([]any{owner, leaseUntil, now, now}, ids...)
+		if _, err := c.exec(ctx, `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
+			WHERE id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+			return db.mapErr(err, "claim runs")
+		}
+		rows, err = c.query(ctx, runSelect+` WHERE r.id IN (`+placeholders(len(ids))+`) ORDER BY r.create_time, r.id`, ids...)
+		if err != nil {
+			return db.mapErr(err, "claim runs")
+		}
+		defer rows.Close()
+		for rows.Next() {
+			r, err := scanRun(rows)
+			if err != nil {
+				return err
+			}
+			out = append(out, r)
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RenewLeases implements store.Runs.
+func (db *DB) RenewLeases(ctx context.Context, owner string, ids []string, leaseUntil time.Time) (map[string]store.RunState, error) {
+	out := map[string]store.RunState{}
+	if len(ids) == 0 {
+		return out, nil
+	}
+	err := db.tx(ctx, func(c conn) error {
+		args := append([]any{leaseUntil, owner}, anySlice(ids)...)
+		if _, err := c.exec(ctx, `UPDATE runs SET lease_expire_time = ? WHERE lease_owner = ? AND state IN ('executing', 'stopping')
+			AND id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
+			return db.mapErr(err, "renew leases")
+		}
+		rows, err := c.query(ctx, `SELECT id, state FROM runs WHERE lease_owner = ? AND state IN ('executing', 'stopping')
+			AND id IN (`+placeholders(len(ids))+`)`, append([]any{owner}, anySlice(ids)...)...)
+		if err != nil {
+			return db.mapErr(err, "renew leases")
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id, state string
+			if err := rows.Scan(&id, &state); err != nil {
+				return err
+			}
+			out[id] = store.RunState(state)
+		}
+		return rows.Err()
+	})
+	return out, err
+}
+
+// leased checks, inside a transaction, that run id is leased to owner, and
+// returns its state and reason.
+func (c conn) leased(ctx context.Context, owner, id string) (store.RunState, string, error) {
+	var state, reason string
+	err := c.queryRow(ctx, `SELECT state, reason FROM runs WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`+c.db.forUpdate(),
+		id, owner).Scan(&state, &reason)
+	if isNoRows(err) {
+		return "", "", fmt.Errorf("run %q is not leased to %q: %w", id, owner, store.ErrConflict)
+	}
+	if err != nil {
+		return "", "", c.db.mapErr(err, "check lease")
+	}
+	return store.RunState(state), reason, nil
+}
+
+func (db *DB) forUpdate() string {
+	if db.d == store.Postgres {
+		return " FOR UPDATE"
+	}
+	return ""
+}
+
+// AppendJournal implements store.Runs.
+func (db *DB) AppendJournal(ctx context.Context, owner, runID string, entries []store.JournalEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	return db.tx(ctx, func(c conn) error {
+		if _, _, err := c.leased(ctx, owner, runID); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if _, err := c.exec(ctx, `INSERT INTO run_journal (run_id, step, seq, kind, key, data) VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT DO NOTHING`, runID, e.Step, e.Seq, e.Kind, e.Key, e.Data); err != nil {
+				return db.mapErr(err, "append journal")
+			}
+		}
+		return nil
+	})
+}
+
+// SaveProgress implements store.Runs.
+func (db *DB) SaveProgress(ctx context.Context, owner, runID string, step int, stepInputs []byte) error {
+	res, err := db.writer().exec(ctx, `UPDATE runs SET step = ?, step_inputs = ?, checkpoint = NULL, resolution = NULL, update_time = ?
+		WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`, step, stepInputs, db.now(), runID, owner)
+	if err != nil {
+		return db.mapErr(err, "save progress")
+	}
+	if rowsAffected(res) == 0 {
+		return fmt.Errorf("run %q is not leased to %q: %w", runID, owner, store.ErrConflict)
+	}
+	return nil
+}
+
+// FinishRun implements store.Runs.
+func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOutcome) (store.Run, error) {
+	now := db.now()
+	var out store.Run
+	err := db.tx(ctx, func(c conn) error {
+		state, _, err := c.leased(ctx, owner, runID)
+		if err != nil {
+			return err
+		}
+		const release = `lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`
+		var res error
+		switch o.State {
+		case store.RunCompleted:
+			_, res = c.exec(ctx, `UPDATE runs SET state = 'completed', outputs = ?, checkpoint = NULL, resolution = NULL,
+				exception_id = '', description = '', `+release+` WHERE id = ?`, o.Outputs, time.Time{}, now, now, runID)
+		case store.RunFailed:
+			_, res = c.exec(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
+				checkpoint = NULL, resolution = NULL, exception_id = '', `+release+` WHERE id = ?`,
+				o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, runID)
+		case store.RunAwaitingGuidance:
+			if o.Exception == nil {
+				return errors.New("finish run: awaiting_guidance needs an exception")
+			}
+			run, err := c.getRunByID(ctx, runID)
+			if err != nil {
+				return err
+			}
+			e := *o.Exception
+			if e.ID == "" {
+				e.ID = store.NewID()
+			}
+			e.OrganizationID, e.WorkspaceID, e.RunID, e.AutomationID, e.Stage = run.OrganizationID, run.WorkspaceID, run.ID, run.AutomationID, run.Stage
+			if err := c.insertException(ctx, e, now); err != nil {
+				return err
+			}
+			next := store.RunAwaitingGuidance
+			if state == store.RunStopping {
+				next = store.RunStopped
+			}
+			_, res = c.exec(ctx, `UPDATE runs SET state = ?, exception_id = ?, description = ?, loc_start = ?, loc_end = ?,
+				checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?, `+release+` WHERE id = ?`,
+				string(next), e.ID, e.Message, e.Location.Start, e.Location.End, o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now, runID)
+		case store.RunStopped:
+			_, res = c.exec(ctx, `UPDATE runs SET state = 'stopped', `+release+` WHERE id = ?`, time.Time{}, now, now, runID)
+		default:
+			return fmt.Errorf("finish run: %w: outcome state %q", store.ErrInvalidArgument, o.State)
+		}
+		if res != nil {
+			return db.mapErr(res, "finish run")
+		}
+		out, err = c.getRunByID(ctx, runID)
+		return err
+	})
+	return out, err
+}
+
+func (c conn) getRunScoped(ctx context.Context, org, ws, automation, id string) (store.Run, error) {
+	r, err := scanRun(c.queryRow(ctx, runSelect+` WHERE r.id = ? AND r.organization_id = ? AND r.workspace_id = ? AND r.automation_id = ?`+c.db.forUpdate(),
+		id, org, ws, automation))
+	return r, c.db.mapErr(err, fmt.Sprintf("run %q", id))
+}
+
+// PauseRun implements store.Runs.
+func (db *DB) PauseRun(ctx context.Context, org, ws, automation, id, reason string) (store.Run, error) {
+	now := db.now()
+	var out store.Run
+	err := db.tx(ctx, func(c conn) error {
+		r, err := c.getRunScoped(ctx, org, ws, automation, id)
+		if err != nil {
+			return err
+		}
+		switch r.State {
+		case store.RunExecuting:
+			_, err = c.exec(ctx, `UPDATE runs SET state = 'stopping', reason = ?, state_time = ?, update_time = ? WHERE id = ?`, reason, now, now, id)
+		case store.RunPending, store.RunAwaitingGuidance:
+			_, err = c.exec(ctx, `UPDATE runs SET state = 'stopped', reason = ?, state_time = ?, update_time = ? WHERE id = ?`, reason, now, now, id)
+		default:
+			return fmt.Errorf("run %q is %s: only a pending, executing or awaiting_guidance run can be paused: %w", id, r.State, store.ErrFailedPrecondition)
+		}
+		if err != nil {
+			return db.mapErr(err, "pause run")
+		}
+		out, err = c.getRunByID(ctx, id)
+		return err
+	})
+	return out, err
+}
+
+// ContinueRun implements store.Runs.
+func (db *DB) ContinueRun(ctx context.Context, org, ws, automation, id string) (store.Run, error) {
+	now := db.now()
+	var out store.Run
+	err := db.tx(ctx, func(c conn) error {
+		r, err := c.getRunScoped(ctx, org, ws, automation, id)
+		if err != nil {
+			return err
+		}
+		if r.State != store.RunStopped {
+			return fmt.Errorf("run %q is %s: only a stopped run can be continued: %w", id, r.State, store.ErrFailedPrecondition)
+		}
+		var exc string
+		err = c.queryRow(ctx, `SELECT id FROM exceptions WHERE run_id = ? AND state = 'PENDING' ORDER BY create_time DESC LIMIT 1`, id).Scan(&exc)
+		switch {
+		case err == nil:
+			_, err = c.exec(ctx, `UPDATE runs SET state = 'awaiting_guidance', exception_id = ?, state_time = ?, update_time = ? WHERE id = ?`, exc, now, now, id)
+		case isNoRows(err):
+			_, err = c.exec(ctx, `UPDATE runs SET state = 'pending', state_time = ?, update_time = ? WHERE id = ?`, now, now, id)
+		}
+		if err != nil {
+			return db.mapErr(err, "continue run")
+		}
+		out, err = c.getRunByID(ctx, id)
+		return err
+	})
+	return out, err
+}

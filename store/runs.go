@@ -1,0 +1,182 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// RunState is the lifecycle state of a run.
+//
+//	pending → executing → completed | failed | awaiting_guidance
+//	executing → stopping → stopped          (pause with a reason)
+//	pending | awaiting_guidance → stopped   (pause while not executing)
+//	stopped → pending | awaiting_guidance   (continue; awaiting when an exception is pending)
+//	awaiting_guidance → pending             (its exception resolved)
+//	executing → pending                     (its worker lost its lease)
+//
+// completed and failed are terminal.
+type RunState string
+
+// The run states.
+const (
+	RunPending          RunState = "pending"
+	RunExecuting        RunState = "executing"
+	RunStopping         RunState = "stopping"
+	RunStopped          RunState = "stopped"
+	RunAwaitingGuidance RunState = "awaiting_guidance"
+	RunCompleted        RunState = "completed"
+	RunFailed           RunState = "failed"
+)
+
+// Terminal reports whether no transition leaves s.
+func (s RunState) Terminal() bool { return s == RunCompleted || s == RunFailed }
+
+// Location is a byte span in a step's code.
+type Location struct {
+	Start, End int64
+}
+
+// Run is one execution of an automation. Blob fields are encoded by the
+// engine and opaque to the store.
+type Run struct {
+	OrganizationID string
+	WorkspaceID    string
+	AutomationID   string
+	ID             string // unique across the store (it is also the legacy worker id)
+	Name           string // the name given by a legacy v2 caller
+	Stage          Stage
+	StageVersion   int64
+	// Steps holds the executable steps (code, phases, first inputs).
+	Steps             []byte
+	UserInputs        []byte
+	InvocationDetails []byte
+	FileIDs           []string
+	PreviousRun       string // run id
+	// RequestID makes creation idempotent within the organization.
+	RequestID string
+
+	State     RunState
+	StateTime time.Time // when State was entered
+	// Reason is the pause reason (stopping, stopped).
+	Reason string
+	// ExceptionID, Description and Location describe what the run waits on
+	// (awaiting_guidance) or why it failed (failed; ErrorID).
+	ExceptionID string
+	Description string
+	Location    Location
+	ErrorID     string
+	// Outputs are the run's outputs (completed).
+	Outputs []byte
+
+	// Progress: the step being executed, its inputs, the interpreter state
+	// of its last suspension (nil: start of the step), and the guidance to
+	// apply when it resumes.
+	Step       int
+	StepInputs []byte
+	Checkpoint []byte
+	Resolution []byte
+
+	LeaseOwner      string
+	LeaseExpireTime time.Time
+	CreateTime      time.Time
+	UpdateTime      time.Time
+}
+
+// JournalEntry records one observation of a run that must not be repeated
+// on replay: a book call's result, a clock reading. Entries are keyed by step
+// and sequence within the step.
+type JournalEntry struct {
+	Step int
+	Seq  int
+	Kind string
+	Key  string // what was asked (e.g. the procedure and its inputs), to detect divergence
+	Data []byte
+}
+
+// ListRunsRequest lists runs.
+//
+// Filter columns: alias r (runs): r.create_time, r.update_time, r.state.
+type ListRunsRequest struct {
+	OrganizationID string
+	WorkspaceID    string
+	AutomationID   string // "" or "-": every automation of the workspace
+	Filter         Filter
+	OrderBy        OrderBy // nil: RunOrdering.Default
+	PageSize       int
+	PageToken      string
+}
+
+// RunOrdering is the order_by allow-list of ListRuns.
+var RunOrdering = Ordering{
+	Fields:  []string{"create_time", "update_time"},
+	Default: OrderBy{{Field: "create_time", Desc: true}},
+}
+
+// RunOutcome is how a worker leaves a run it executed.
+type RunOutcome struct {
+	// State is completed, failed, awaiting_guidance or stopped.
+	State RunState
+	// Completed.
+	Outputs []byte
+	// Failed.
+	ErrorID     string
+	Description string
+	Location    Location
+	// Awaiting guidance: the exception to create (its ID generated when
+	// empty) and the interpreter state to resume from.
+	Exception  *Exception
+	Checkpoint []byte
+	Step       int
+	StepInputs []byte
+}
+
+// Runs stores runs, their journals and their leases.
+//
+// Worker methods (ClaimRuns, RenewLeases, AppendJournal, SaveProgress,
+// FinishRun) take the lease owner and fail with ErrConflict when the run is
+// no longer leased to it: the worker must drop the run.
+type Runs interface {
+	// CreateRun inserts r as pending (ID generated when empty). With a
+	// RequestID already used in the organization it returns the first run
+	// and created=false. ErrNotFound if the automation does not exist.
+	CreateRun(ctx context.Context, r Run) (run Run, created bool, err error)
+	// GetRun: ErrNotFound if absent (or not in that automation).
+	GetRun(ctx context.Context, organizationID, workspaceID, automationID, id string) (Run, error)
+	// GetRunByID finds a run by id alone (legacy worker ids). ErrNotFound.
+	GetRunByID(ctx context.Context, id string) (Run, error)
+	// ListRuns pages through runs. ErrInvalidArgument for a bad token.
+	ListRuns(ctx context.Context, req ListRunsRequest) (Page[Run], error)
+	// ListJournal returns a run's journal ordered by step and sequence.
+	ListJournal(ctx context.Context, runID string) ([]JournalEntry, error)
+	// CopyJournal copies the entries of the given steps of run from to run
+	// to (previous_run reuse). Entries already present are kept.
+	CopyJournal(ctx context.Context, from, to string, steps []int) error
+
+	// ClaimRuns leases up to max runs to owner until leaseUntil, oldest
+	// first, moving them to executing. Before claiming it recovers runs whose
+	// lease expired: executing ones go back to pending, stopping ones to
+	// stopped.
+	ClaimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]Run, error)
+	// RenewLeases extends the leases of runs still leased to owner and
+	// returns the state of each (a run the owner lost is absent; a run being
+	// paused is reported as stopping).
+	RenewLeases(ctx context.Context, owner string, ids []string, leaseUntil time.Time) (map[string]RunState, error)
+	// AppendJournal appends entries to a run leased to owner.
+	AppendJournal(ctx context.Context, owner, runID string, entries []JournalEntry) error
+	// SaveProgress records the step a leased run is at and its inputs,
+	// clearing the checkpoint and resolution.
+	SaveProgress(ctx context.Context, owner, runID string, step int, stepInputs []byte) error
+	// FinishRun leaves a leased run in the outcome's state and releases it, in
+	// one transaction (creating the exception for awaiting_guidance). If the
+	// run was being stopped, an awaiting_guidance outcome leaves it stopped
+	// (the exception still created) and a stopped outcome keeps the reason.
+	FinishRun(ctx context.Context, owner, runID string, o RunOutcome) (Run, error)
+
+	// PauseRun stops a run with a reason: executing → stopping; pending or
+	// awaiting_guidance → stopped. ErrFailedPrecondition from other states.
+	PauseRun(ctx context.Context, organizationID, workspaceID, automationID, id, reason string) (Run, error)
+	// ContinueRun resumes a stopped run: awaiting_guidance when one of its
+	// exceptions is pending, pending otherwise. ErrFailedPrecondition from
+	// other states.
+	ContinueRun(ctx context.Context, organizationID, workspaceID, automationID, id string) (Run, error)
+}
