@@ -2,6 +2,6 @@
 // directive that rebuilds gen/ from proto/ with the pinned tools in go.mod.
 package prose
 
-//go:generate go tool buf format -w
+//go:generate go tool buf format -w proto
 //go:generate go tool buf lint
 //go:generate go tool buf generate

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 
+	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/gateway"
 	"github.com/proserun/prose/gen/openapi"
 	"github.com/proserun/prose/server"
@@ -130,7 +131,9 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 
 	auth := server.NewKeyAuth(st, nil)
+	reg := books.NewRegistry()
 	a.services = server.Services{
+		Books:         server.NewBookService(reg),
 		Workspaces:    server.NewWorkspaceService(st),
 		Organizations: server.NewOrganizationService(st),
 		APIKeys:       server.NewApiKeyService(st, nil),
