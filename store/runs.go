@@ -123,11 +123,21 @@ type RunOutcome struct {
 	Description string
 	Location    Location
 	// Awaiting guidance: the exception to create (its ID generated when
-	// empty) and the interpreter state to resume from.
+	// empty) and the interpreter state to resume from. Stopped: the state to
+	// continue from, when the run stopped between statements (nil keeps the
+	// last checkpoint).
 	Exception  *Exception
 	Checkpoint []byte
 	Step       int
 	StepInputs []byte
+}
+
+// Progress is where a leased run is; see Runs.SaveProgress.
+type Progress struct {
+	Step       int
+	StepInputs []byte
+	Checkpoint []byte
+	Journal    []JournalEntry
 }
 
 // Runs stores runs, their journals and their leases.
@@ -163,9 +173,11 @@ type Runs interface {
 	RenewLeases(ctx context.Context, owner string, ids []string, leaseUntil time.Time) (map[string]RunState, error)
 	// AppendJournal appends entries to a run leased to owner.
 	AppendJournal(ctx context.Context, owner, runID string, entries []JournalEntry) error
-	// SaveProgress records the step a leased run is at and its inputs,
-	// clearing the checkpoint and resolution.
-	SaveProgress(ctx context.Context, owner, runID string, step int, stepInputs []byte) error
+	// SaveProgress records, in one transaction, where a leased run is: its
+	// step, that step's inputs, the interpreter state to resume from (nil:
+	// the start of the step) and new journal entries. The resolution is
+	// cleared: it has been applied.
+	SaveProgress(ctx context.Context, owner, runID string, p Progress) error
 	// FinishRun leaves a leased run in the outcome's state and releases it, in
 	// one transaction (creating the exception for awaiting_guidance). If the
 	// run was being stopped, an awaiting_guidance outcome leaves it stopped

@@ -15,8 +15,10 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/proserun/prose/books"
+	"github.com/proserun/prose/engine"
 	"github.com/proserun/prose/gateway"
 	"github.com/proserun/prose/gen/openapi"
+	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/store"
 )
@@ -88,6 +90,7 @@ type app struct {
 	grpc     *grpc.Server
 	http     http.Handler
 	store    store.Store
+	engine   *engine.Engine
 	// bootstrap is set when newApp initialised an empty store (organization,
 	// owner, workspace, API key); the key was printed once to stderr.
 	bootstrap *initResult
@@ -132,6 +135,19 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 
 	auth := server.NewKeyAuth(st, nil)
 	reg := books.NewRegistry()
+	a.engine = engine.New(st, engine.Options{
+		Logger: logger,
+		Books: func(org, ws string) lang.Books {
+			return reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})
+		},
+	})
+	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
+	engDone := make(chan struct{})
+	go func() {
+		defer close(engDone)
+		_ = a.engine.Run(engCtx, 10*time.Second)
+	}()
+	a.closers = append(a.closers, func() error { stopEngine(); <-engDone; return nil })
 	a.services = server.Services{
 		Books:         server.NewBookService(reg),
 		Workspaces:    server.NewWorkspaceService(st),

@@ -317,16 +317,24 @@ func (db *DB) AppendJournal(ctx context.Context, owner, runID string, entries []
 }
 
 // SaveProgress implements store.Runs.
-func (db *DB) SaveProgress(ctx context.Context, owner, runID string, step int, stepInputs []byte) error {
-	res, err := db.writer().exec(ctx, `UPDATE runs SET step = ?, step_inputs = ?, checkpoint = NULL, resolution = NULL, update_time = ?
-		WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`, step, stepInputs, db.now(), runID, owner)
-	if err != nil {
-		return db.mapErr(err, "save progress")
-	}
-	if rowsAffected(res) == 0 {
-		return fmt.Errorf("run %q is not leased to %q: %w", runID, owner, store.ErrConflict)
-	}
-	return nil
+func (db *DB) SaveProgress(ctx context.Context, owner, runID string, p store.Progress) error {
+	return db.tx(ctx, func(c conn) error {
+		res, err := c.exec(ctx, `UPDATE runs SET step = ?, step_inputs = ?, checkpoint = ?, resolution = NULL, update_time = ?
+			WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`, p.Step, p.StepInputs, p.Checkpoint, db.now(), runID, owner)
+		if err != nil {
+			return db.mapErr(err, "save progress")
+		}
+		if rowsAffected(res) == 0 {
+			return fmt.Errorf("run %q is not leased to %q: %w", runID, owner, store.ErrConflict)
+		}
+		for _, e := range p.Journal {
+			if _, err := c.exec(ctx, `INSERT INTO run_journal (run_id, step, seq, kind, key, data) VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT DO NOTHING`, runID, e.Step, e.Seq, e.Kind, e.Key, e.Data); err != nil {
+				return db.mapErr(err, "append journal")
+			}
+		}
+		return nil
+	})
 }
 
 // FinishRun implements store.Runs.
@@ -372,7 +380,13 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 				checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?, `+release+` WHERE id = ?`,
 				string(next), e.ID, e.Message, e.Location.Start, e.Location.End, o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now, runID)
 		case store.RunStopped:
-			_, res = c.exec(ctx, `UPDATE runs SET state = 'stopped', `+release+` WHERE id = ?`, time.Time{}, now, now, runID)
+			if o.Checkpoint != nil {
+				// Stopped between statements: continue from there.
+				_, res = c.exec(ctx, `UPDATE runs SET state = 'stopped', checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?, `+release+` WHERE id = ?`,
+					o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now, runID)
+			} else {
+				_, res = c.exec(ctx, `UPDATE runs SET state = 'stopped', `+release+` WHERE id = ?`, time.Time{}, now, now, runID)
+			}
 		default:
 			return fmt.Errorf("finish run: %w: outcome state %q", store.ErrInvalidArgument, o.State)
 		}

@@ -1,0 +1,348 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+
+	"google.golang.org/protobuf/proto"
+
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/store"
+)
+
+// execute runs r, leased to this engine, until it completes, fails, waits
+// for guidance or stops.
+func (e *Engine) execute(ctx context.Context, f *flight, r store.Run) {
+	if err := e.executeSteps(ctx, f, r); err != nil {
+		if errors.Is(err, store.ErrConflict) || f.lost {
+			e.log.Info("run dropped: lease lost", "run", r.ID)
+			return
+		}
+		e.log.Error("run failed internally", "run", r.ID, "err", err)
+		// A fault of the platform: the run fails with an internal error, so
+		// it is not retried forever.
+		_, ferr := e.st.FinishRun(context.Background(), e.opts.Owner, r.ID, store.RunOutcome{
+			State: store.RunFailed, ErrorID: store.NewID(), Description: "Internal error: " + err.Error(),
+		})
+		if ferr != nil && !errors.Is(ferr, store.ErrConflict) {
+			e.log.Error("fail run", "run", r.ID, "err", ferr)
+		}
+	}
+}
+
+func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error {
+	steps, err := DecodeSteps(r.Steps)
+	if err != nil {
+		return err
+	}
+	if len(steps.GetExecutables()) == 0 {
+		return fmt.Errorf("run has no steps")
+	}
+	stepInputs := r.StepInputs
+	if stepInputs == nil {
+		if stepInputs, err = EncodeValues(steps.GetInputs()); err != nil {
+			return err
+		}
+		if stepInputs == nil {
+			stepInputs = []byte{}
+		}
+	}
+	if r.PreviousRun != "" && r.Step == 0 && r.Checkpoint == nil {
+		if err := e.reusePrevious(ctx, r, steps.GetExecutables()[0].GetCode(), stepInputs); err != nil {
+			e.log.Warn("reuse previous run", "run", r.ID, "previous", r.PreviousRun, "err", err)
+		}
+	}
+	bk := &journalBooks{e: e, run: r.ID}
+	if e.opts.Books != nil {
+		bk.inner = e.opts.Books(r.OrganizationID, r.WorkspaceID)
+	}
+	checkpoint, guidance := r.Checkpoint, r.Resolution
+	for step := r.Step; step < len(steps.GetExecutables()); step++ {
+		code := steps.GetExecutables()[step].GetCode()
+		prog, perr := e.progs.parse(code)
+		if perr != nil {
+			var se *lang.SyntaxError
+			desc, loc := perr.Error(), store.Location{}
+			if errors.As(perr, &se) {
+				desc, loc = se.Msg, store.Location{Start: int64(se.Span.Start), End: int64(se.Span.End)}
+			}
+			_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
+				State: store.RunFailed, ErrorID: store.NewID(), Description: "Could not parse step " + itoa(step+1) + ": " + desc, Location: loc,
+			})
+			return err
+		}
+		bk.step = step
+		inBytes := stepInputs
+		opts := lang.Options{
+			Clock: e.opts.Clock,
+			Books: bk,
+			Checkpoint: func(state []byte) error {
+				return e.st.SaveProgress(ctx, e.opts.Owner, r.ID, store.Progress{
+					Step: step, StepInputs: inBytes, Checkpoint: state, Journal: bk.flush(),
+				})
+			},
+		}
+		var res *lang.Result
+		if checkpoint != nil {
+			g, err := DecodeGuidance(guidance)
+			if err != nil {
+				return err
+			}
+			res, err = lang.Resume(ctx, prog, checkpoint, g, opts)
+			if err != nil {
+				return fmt.Errorf("resume step %d: %w", step+1, err)
+			}
+		} else {
+			inputs, err := DecodeLangValues(stepInputs)
+			if err != nil {
+				return err
+			}
+			if inputs == nil {
+				inputs = map[string]lang.Value{}
+			}
+			res = lang.Start(ctx, prog, inputs, opts)
+		}
+		checkpoint, guidance = nil, nil
+
+		switch res.Status {
+		case lang.Completed:
+			out, err := protovalue.MapToProto(res.Outputs)
+			if err != nil {
+				return err
+			}
+			if step == len(steps.GetExecutables())-1 {
+				b, err := EncodeOutputs(out)
+				if err != nil {
+					return err
+				}
+				_, err = e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: b})
+				return err
+			}
+			if stepInputs, err = EncodeValues(out); err != nil {
+				return err
+			}
+			if stepInputs == nil {
+				stepInputs = []byte{}
+			}
+			if err := e.st.SaveProgress(ctx, e.opts.Owner, r.ID, store.Progress{Step: step + 1, StepInputs: stepInputs, Journal: bk.flush()}); err != nil {
+				return err
+			}
+		case lang.Suspended:
+			x := res.Exception
+			details, err := EncodeException(x)
+			if err != nil {
+				return err
+			}
+			_, err = e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
+				State: store.RunAwaitingGuidance,
+				Exception: &store.Exception{
+					Step: step, Group: string(x.Group), Message: x.Message, Details: details,
+					Location: store.Location{Start: int64(x.Span.Start), End: int64(x.Span.End)},
+					State:    store.ExceptionPending, Description: describe(x),
+				},
+				Checkpoint: res.State, Step: step, StepInputs: inBytes,
+			})
+			return err
+		case lang.Failed:
+			fl := res.Failure
+			_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
+				State: store.RunFailed, ErrorID: store.NewID(), Description: fl.Description,
+				Location: store.Location{Start: int64(fl.Span.Start), End: int64(fl.Span.End)},
+			})
+			return err
+		case lang.Stopped:
+			cause := context.Cause(ctx)
+			if f.lost || errors.Is(cause, errLeaseLost) {
+				return store.ErrConflict
+			}
+			if errors.Is(cause, errShutdown) {
+				// Leave the run leased: its lease expires and a worker goes on
+				// from its last checkpoint.
+				return nil
+			}
+			_, err := e.st.FinishRun(context.WithoutCancel(ctx), e.opts.Owner, r.ID, store.RunOutcome{
+				State: store.RunStopped, Checkpoint: res.State, Step: step, StepInputs: inBytes,
+			})
+			return err
+		default:
+			return fmt.Errorf("step %d ended with status %v", step+1, res.Status)
+		}
+	}
+	return nil
+}
+
+// reusePrevious copies the journal of the previous run's first step when its
+// code and inputs are those of this run's first step, so its book calls are
+// not made again.
+func (e *Engine) reusePrevious(ctx context.Context, r store.Run, code string, inputs []byte) error {
+	prev, err := e.st.GetRunByID(ctx, r.PreviousRun)
+	if err != nil {
+		return err
+	}
+	ps, err := DecodeSteps(prev.Steps)
+	if err != nil || len(ps.GetExecutables()) == 0 {
+		return err
+	}
+	if ps.GetExecutables()[0].GetCode() != code {
+		return nil
+	}
+	pin, err := EncodeValues(ps.GetInputs())
+	if err != nil {
+		return err
+	}
+	a, b := decodeForCompare(pin), decodeForCompare(inputs)
+	if !proto.Equal(a, b) {
+		return nil
+	}
+	return e.st.CopyJournal(ctx, prev.ID, r.ID, []int{0})
+}
+
+func decodeForCompare(b []byte) proto.Message {
+	m, _ := DecodeValues(b)
+	return &platformv1.ExecutableSteps{Inputs: m} // proto.Equal: an empty map equals a nil one
+}
+
+// describe is the human-friendly description of an exception.
+func describe(x *lang.Exception) string {
+	switch {
+	case x.Question != "":
+		return "The automation asks a question and waits for your answer: " + x.Question
+	case len(x.Failed) > 0:
+		return "Some facts did not pass their checks. Fix the facts, or accept them by skipping the check."
+	case x.Fact != "":
+		return "The automation needs " + x.Fact + " and nobody gave it. Provide the value and the run goes on."
+	case x.Group == lang.GroupUserSystemError:
+		return "The automation could not go on: " + x.Message + ". Provide corrected values, skip the statement, or replace it."
+	}
+	return x.Message
+}
+
+// journalBooks wraps a run's books: a call the journal already holds is
+// answered from it; a new result is kept until the next checkpoint writes it
+// with the interpreter state.
+type journalBooks struct {
+	e     *Engine
+	inner lang.Books
+	run   string
+	step  int
+
+	once    sync.Once
+	loadErr error
+	known   map[[2]int]store.JournalEntry
+	pending []store.JournalEntry
+}
+
+func (b *journalBooks) Lookup(sentence string) []lang.BookProcedure {
+	if b.inner == nil {
+		return nil
+	}
+	return b.inner.Lookup(sentence)
+}
+
+func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs map[string]lang.Value) (map[string]lang.Value, error) {
+	idx, _ := lang.JournalIndex(ctx)
+	key, err := callKey(proc, inputs)
+	if err != nil {
+		return nil, err
+	}
+	b.once.Do(func() {
+		entries, err := b.e.st.ListJournal(ctx, b.run)
+		b.loadErr = err
+		b.known = map[[2]int]store.JournalEntry{}
+		for _, e := range entries {
+			b.known[[2]int{e.Step, e.Seq}] = e
+		}
+	})
+	if b.loadErr != nil {
+		return nil, fmt.Errorf("read the journal: %w", b.loadErr)
+	}
+	if e, ok := b.known[[2]int{b.step, idx}]; ok && e.Key == key {
+		return DecodeLangValues(e.Data)
+	}
+	if b.inner == nil {
+		return nil, fmt.Errorf("no book offers %s", proc.Name)
+	}
+	out, err := b.inner.Call(ctx, proc, inputs)
+	if err != nil {
+		return nil, err
+	}
+	data, err := EncodeLangValues(out)
+	if err != nil {
+		return nil, err
+	}
+	e := store.JournalEntry{Step: b.step, Seq: idx, Kind: "book", Key: key, Data: data}
+	b.pending = append(b.pending, e)
+	b.known[[2]int{b.step, idx}] = e
+	return out, nil
+}
+
+func (b *journalBooks) flush() []store.JournalEntry {
+	p := b.pending
+	b.pending = nil
+	return p
+}
+
+// callKey identifies a call: the procedure and a hash of its inputs.
+func callKey(proc lang.BookProcedure, inputs map[string]lang.Value) (string, error) {
+	names := make([]string, 0, len(inputs))
+	for n := range inputs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		b, err := lang.AppendPlain(nil, inputs[n])
+		if err != nil {
+			return "", err
+		}
+		h.Write([]byte(n))
+		h.Write([]byte{0})
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	return proc.Book + "/" + proc.Name + "#" + hex.EncodeToString(h.Sum(nil)[:12]), nil
+}
+
+// programCache keeps parsed programs by their code; a program serves many
+// runs at once.
+type programCache struct {
+	mu    sync.Mutex
+	max   int
+	progs map[string]*progEntry
+}
+
+type progEntry struct {
+	prog *lang.Program
+	err  error
+}
+
+func newProgramCache(max int) programCache {
+	return programCache{max: max, progs: map[string]*progEntry{}}
+}
+
+func (c *programCache) parse(code string) (*lang.Program, error) {
+	c.mu.Lock()
+	if p, ok := c.progs[code]; ok {
+		c.mu.Unlock()
+		return p.prog, p.err
+	}
+	c.mu.Unlock()
+	prog, err := lang.Parse(code)
+	c.mu.Lock()
+	if len(c.progs) >= c.max {
+		for k := range c.progs { // evict an arbitrary entry
+			delete(c.progs, k)
+			break
+		}
+	}
+	c.progs[code] = &progEntry{prog: prog, err: err}
+	c.mu.Unlock()
+	return prog, err
+}
