@@ -7,8 +7,8 @@ import (
 
 	"go.uber.org/goleak"
 
-	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/engine"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlite"
 )
@@ -78,7 +78,9 @@ func (e *env) waitFor(t *testing.T, a store.Automation, id string, want store.Ru
 	}
 }
 
-func text(s string) *platformv1.Value { return &platformv1.Value{Kind: &platformv1.Value_Text{Text: s}} }
+func text(s string) *platformv1.Value {
+	return &platformv1.Value{Kind: &platformv1.Value_Text{Text: s}}
+}
 
 func TestRunCompletes(t *testing.T) {
 	e := newEnv(t, engine.Options{})

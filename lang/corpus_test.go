@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -90,7 +91,8 @@ func runSuspending(t *testing.T, c *corpusCase) outcome {
 	t.Helper()
 	prog, err := lang.Parse(c.Code)
 	if err != nil {
-		se, _ := err.(*lang.SyntaxError)
+		var se *lang.SyntaxError
+		errors.As(err, &se)
 		o := outcome{state: "failed", errMsg: err.Error()}
 		if se != nil {
 			o.errSpan = se.Span

@@ -79,7 +79,7 @@ func (m *machine) exec(f *frame, s *stmt) error {
 		if err != nil {
 			var r *raise
 			if s.op == opFind && errors.As(err, &r) && r.group == GroupMissingValues {
-				v, err = Null(), nil
+				v = Null()
 			} else {
 				return err
 			}

@@ -3,6 +3,7 @@ package lang_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,7 +42,8 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, src string) {
 		prog, err := lang.Parse(src)
 		if err != nil {
-			se, ok := err.(*lang.SyntaxError)
+			var se *lang.SyntaxError
+			ok := errors.As(err, &se)
 			if !ok {
 				t.Fatalf("not a *SyntaxError: %v", err)
 			}

@@ -59,10 +59,9 @@ type lexer struct {
 }
 
 func (lx *lexer) errAt(start, end int, format string, args ...any) *SyntaxError {
-	line, col := 1, 1
 	ls := strings.LastIndexByte(lx.src[:start], '\n')
-	line = strings.Count(lx.src[:start], "\n") + 1
-	col = start - ls
+	line := strings.Count(lx.src[:start], "\n") + 1
+	col := start - ls
 	if end <= start {
 		end = start + 1
 		if end > len(lx.src) {

@@ -1,12 +1,13 @@
 package lang
 
 import (
+	"errors"
 	"strings"
 	"time"
 )
 
 func numErr(verb string, a, b Value, err error) *raise {
-	if err == ErrDivisionByZero {
+	if errors.Is(err, ErrDivisionByZero) {
 		return userErr("Could not divide %s by zero", describe(a))
 	}
 	return userErr("Could not %s %s and %s: %v", verb, describe(a), describe(b), err)

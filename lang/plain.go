@@ -183,7 +183,7 @@ func decodePlain(dec *json.Decoder, depth int) (Value, error) {
 		if err == io.EOF {
 			return Value{}, errors.New("invalid JSON: unexpected end")
 		}
-		return Value{}, fmt.Errorf("invalid JSON: %v", err)
+		return Value{}, fmt.Errorf("invalid JSON: %w", err)
 	}
 	switch t := tok.(type) {
 	case nil:
@@ -210,7 +210,7 @@ func decodePlain(dec *json.Decoder, depth int) (Value, error) {
 				items = append(items, it)
 			}
 			if _, err := dec.Token(); err != nil {
-				return Value{}, fmt.Errorf("invalid JSON: %v", err)
+				return Value{}, fmt.Errorf("invalid JSON: %w", err)
 			}
 			return ListValue(items...), nil
 		case '{':
@@ -218,7 +218,7 @@ func decodePlain(dec *json.Decoder, depth int) (Value, error) {
 			for dec.More() {
 				kt, err := dec.Token()
 				if err != nil {
-					return Value{}, fmt.Errorf("invalid JSON: %v", err)
+					return Value{}, fmt.Errorf("invalid JSON: %w", err)
 				}
 				k, ok := kt.(string)
 				if !ok {
@@ -231,7 +231,7 @@ func decodePlain(dec *json.Decoder, depth int) (Value, error) {
 				d.SetText(k, val)
 			}
 			if _, err := dec.Token(); err != nil {
-				return Value{}, fmt.Errorf("invalid JSON: %v", err)
+				return Value{}, fmt.Errorf("invalid JSON: %w", err)
 			}
 			return DictValue(d), nil
 		}

@@ -487,7 +487,7 @@ func (m *machine) run() (res *Result) {
 			return m.pause()
 		}
 		if err := m.exec(f, f.blk.stmts[f.pc]); err != nil {
-			if err == errStop {
+			if errors.Is(err, errStop) {
 				break
 			}
 			return m.suspend(err)

@@ -264,7 +264,7 @@ func (m *machine) decode(data []byte) (err error) {
 	}()
 	var st stateJSON
 	if err := json.Unmarshal(data, &st); err != nil {
-		return fmt.Errorf("damaged run state: %v", err)
+		return fmt.Errorf("damaged run state: %w", err)
 	}
 	if st.V != stateVersion {
 		return fmt.Errorf("run state version %d is not supported (this interpreter reads version %d)", st.V, stateVersion)
@@ -279,11 +279,11 @@ func (m *machine) decode(data []byte) (err error) {
 		p := &parser{lx: &lexer{src: code}, syms: m.syms, procs: m.prog.procs}
 		lines, err := p.lx.lines()
 		if err != nil {
-			return fmt.Errorf("damaged run state: %v", err)
+			return fmt.Errorf("damaged run state: %w", err)
 		}
 		top, err := p.block(lines, false)
 		if err != nil {
-			return fmt.Errorf("damaged run state: %v", err)
+			return fmt.Errorf("damaged run state: %w", err)
 		}
 		_ = p.resolveCalls()
 		m.patches = append(m.patches, &patch{code: code, top: top, blocks: p.blocks})

@@ -2,7 +2,6 @@ package lang
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -341,5 +340,3 @@ func daysBetween(a, b Date) int64 {
 func durationNanos(d Duration) float64 {
 	return float64(d.Months)*30*86400e9 + float64(d.Days)*86400e9 + float64(d.Nanos)
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -478,10 +478,6 @@ func cloneDepth(v Value, depth int) Value {
 // maxDepth bounds nesting of values when copying, writing and reading them.
 const maxDepth = 512
 
-func isContainer(k Kind) bool {
-	return k == KindList || k == KindDictionary || k == KindTable || k == KindSet
-}
-
 // ---- equality and text form
 
 // Equal reports whether two values are the same value (numbers by value:

@@ -1,6 +1,7 @@
 package lang_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -94,7 +95,7 @@ func TestNumberArithmetic(t *testing.T) {
 			t.Errorf("%s %s %s = %v (%v), want %s", tc.a, tc.op, tc.b, r, err, tc.want)
 		}
 	}
-	if _, err := lang.MustNumber("1").Quo(lang.MustNumber("0.0")); err != lang.ErrDivisionByZero {
+	if _, err := lang.MustNumber("1").Quo(lang.MustNumber("0.0")); !errors.Is(err, lang.ErrDivisionByZero) {
 		t.Errorf("division by zero: %v", err)
 	}
 }

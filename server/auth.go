@@ -191,16 +191,16 @@ func NewKeyAuth(st store.Store, now func() time.Time) *KeyAuth {
 // credential reads the key: Authorization: Bearer first, then x-api-key.
 func credential(ctx context.Context) (string, bool) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	for _, v := range md.Get(authorizationHeader) {
-		scheme, token, ok := strings.Cut(strings.TrimSpace(v), " ")
+	if vs := md.Get(authorizationHeader); len(vs) > 0 {
+		scheme, token, ok := strings.Cut(strings.TrimSpace(vs[0]), " ")
 		if ok && strings.EqualFold(scheme, "Bearer") {
 			return strings.TrimSpace(token), true
 		}
 		// Another scheme: present but not a key we can read.
 		return "", true
 	}
-	for _, v := range md.Get(apiKeyHeader) {
-		return strings.TrimSpace(v), true
+	if vs := md.Get(apiKeyHeader); len(vs) > 0 {
+		return strings.TrimSpace(vs[0]), true
 	}
 	return "", false
 }

@@ -25,8 +25,11 @@ type Access struct {
 }
 
 // IsReadMethod applies the naming rule: Get, List, Query, Count and Stream
-// methods read; everything else writes.
+// methods read, and so do the readExceptions; everything else writes.
 func IsReadMethod(fullMethod string) bool {
+	if readExceptions[fullMethod] {
+		return true
+	}
 	name := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
 	for _, p := range []string{"Get", "List", "Query", "Count", "Stream"} {
 		if strings.HasPrefix(name, p) {

@@ -243,6 +243,6 @@ func idInvitationProto(inv store.Invitation) *platformv1.UserInvitation {
 	return &platformv1.UserInvitation{Email: inv.Email, InvitationId: inv.ID}
 }
 
-var idErrUnavailableStore = NewError(codes.Unavailable, "STORE_UNAVAILABLE", "no store is configured").Err()
-
 func idErrorsIs(err, target error) bool { return errors.Is(err, target) }
+
+var idErrUnavailableStore = NewError(codes.Unavailable, "STORE_UNAVAILABLE", "no store is configured").Err()

@@ -204,7 +204,7 @@ func initCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "init: %v\n", err)
 		return 1
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	if !force {
 		ids, err := organizationIDs(ctx, st, 1)
 		if err != nil {

@@ -68,7 +68,7 @@ func keysCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 		fmt.Fprintf(stderr, "keys: %v\n", err)
 		return 1
 	}
-	defer st.Close()
+	defer func() { _ = st.Close() }()
 	if org == "" {
 		ids, err := organizationIDs(ctx, st, 1)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -154,7 +155,7 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	if err != nil {
 		r := report("failed", nil, nil)
 		r.Error = &reportErr{Description: err.Error()}
-		if se, ok := err.(*lang.SyntaxError); ok {
+		if se := (*lang.SyntaxError)(nil); errors.As(err, &se) {
 			r.Error.Location = se.Span
 		}
 		return finish(r, exitFailed)

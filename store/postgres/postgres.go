@@ -90,7 +90,7 @@ func Migrate(ctx context.Context, url string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	return migrate(ctx, s.db)
 }
 

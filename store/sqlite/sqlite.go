@@ -69,7 +69,7 @@ func dsn(path string, readOnly bool) string {
 func Open(ctx context.Context, dirOrFile string, opts ...store.Option) (*Store, error) {
 	o := store.ApplyOptions(opts)
 	path := Path(dirOrFile)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 		return nil, fmt.Errorf("sqlite: create data directory: %w", err)
 	}
 	w, err := sql.Open("sqlite", dsn(path, false))
@@ -112,7 +112,7 @@ func Migrate(ctx context.Context, dirOrFile string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer s.Close()
+	defer func() { _ = s.Close() }()
 	if err := migrate(ctx, s.w); err != nil {
 		return 0, err
 	}

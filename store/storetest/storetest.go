@@ -842,7 +842,7 @@ func testAPIKeys(t *testing.T, s *suite) {
 	} {
 		got := of(get()).must(t)
 		if got.Name != "ci" || string(got.SecretHash) != string(k.SecretHash) || got.PermissionLevel != store.PermissionRestricted ||
-			got.Permissions["runs.create"] != true || len(got.Permissions) != 2 || !slices.Equal(got.WorkspaceIDs, []string{"w1", "w2"}) ||
+			!got.Permissions["runs.create"] || len(got.Permissions) != 2 || !slices.Equal(got.WorkspaceIDs, []string{"w1", "w2"}) ||
 			!got.ExpireTime.Equal(k.ExpireTime) || got.AllWorkspaces {
 			t.Errorf("get %s = %+v", name, got)
 		}

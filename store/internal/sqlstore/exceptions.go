@@ -86,17 +86,19 @@ func (db *DB) ListExceptions(ctx context.Context, req store.ListExceptionsReques
 	if err != nil {
 		return zero, 0, db.mapErr(err, "list exceptions")
 	}
-	var items []store.Exception
-	for rows.Next() {
-		e, err := scanException(rows)
-		if err != nil {
-			rows.Close()
-			return zero, 0, err
+	items, err := func() ([]store.Exception, error) {
+		defer rows.Close()
+		var items []store.Exception
+		for rows.Next() {
+			e, err := scanException(rows)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, e)
 		}
-		items = append(items, e)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
+		return items, rows.Err()
+	}()
+	if err != nil {
 		return zero, 0, err
 	}
 	total, err := db.countExceptions(ctx, req.OrganizationID, req.WorkspaceID, req.Filter)

@@ -321,17 +321,18 @@ func (db *DB) ListWorkspaceUsers(ctx context.Context, req store.ListWorkspaceUse
 	if err != nil {
 		return zero, db.mapErr(err, "list workspace users")
 	}
-	var items []store.WorkspaceUser
-	for rows.Next() {
-		w, err := scanWorkspaceUser(rows)
-		if err != nil {
-			rows.Close()
-			return zero, err
+	items, err := func() ([]store.WorkspaceUser, error) {
+		defer rows.Close()
+		var items []store.WorkspaceUser
+		for rows.Next() {
+			w, err := scanWorkspaceUser(rows)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, w)
 		}
-		items = append(items, w)
-	}
-	err = rows.Err()
-	rows.Close()
+		return items, rows.Err()
+	}()
 	if err != nil {
 		return zero, err
 	}

@@ -204,17 +204,19 @@ func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil t
 		if err != nil {
 			return db.mapErr(err, "claim runs")
 		}
-		var ids []any
-		for rows.Next() {
-			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
+		ids, err := func() ([]any, error) {
+			defer rows.Close()
+			var ids []any
+			for rows.Next() {
+				var id string
+				if err := rows.Scan(&id); err != nil {
+					return nil, err
+				}
+				ids = append(ids, id)
 			}
-			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return ids, rows.Err()
+		}()
+		if err != nil {
 			return err
 		}
 		if len(ids) == 0 {
