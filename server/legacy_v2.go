@@ -1,11 +1,19 @@
 package server
 
 import (
-	"google.golang.org/grpc/codes"
-
 	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/proserun/prose/engine"
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/store"
 )
 
 // Version is the version of the service, set at build time with
@@ -20,7 +28,9 @@ type Pinger interface {
 // LegacyV2 implements the x-api-key interface, version 2.
 type LegacyV2 struct {
 	legacyv2.UnimplementedLegacyServiceServer
-	db Pinger
+	db  Pinger
+	st  store.Store
+	eng *engine.Engine
 }
 
 // NewLegacyV2 returns the v2 service; db may be nil when there is none to check.
@@ -34,4 +44,316 @@ func (s *LegacyV2) Health(ctx context.Context, _ *legacyv2.HealthRequest) (*lega
 		}
 	}
 	return &legacyv2.HealthResponse{Status: "ok", Version: Version}, nil
+}
+
+// v2 run statuses: Created (pending: queued, not started yet; also every
+// run CreateRun answers), Running (executing), Waiting (awaiting guidance),
+// Stopping, Stopped, Completed (outputs set) and Failed. agent_id is the
+// workspace id, process_id the automation id. created_at is ISO 8601 in UTC
+// without an offset, with microseconds (2026-11-22T05:13:01.123456).
+//
+// Inputs and outputs travel as google.protobuf.Value, whose numbers are
+// doubles: a number keeps at most about 15 significant digits and loses
+// trailing zeros (2.50 reads back as 2.5). The platform API's Number is
+// exact.
+
+// NewLegacyV2Runs returns the v2 service with processes and runs over the
+// store and the engine; db may be nil when there is none to check.
+func NewLegacyV2Runs(db Pinger, st store.Store, eng *engine.Engine) *LegacyV2 {
+	return &LegacyV2{db: db, st: st, eng: eng}
+}
+
+// v2Time renders a time as ISO 8601 in UTC without an offset.
+func v2Time(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000")
+}
+
+// v2Status names a run state in the v2 vocabulary.
+func v2Status(s store.RunState) string {
+	switch s {
+	case store.RunPending:
+		return "Created"
+	case store.RunExecuting:
+		return "Running"
+	case store.RunAwaitingGuidance:
+		return "Waiting"
+	case store.RunStopping:
+		return "Stopping"
+	case store.RunStopped:
+		return "Stopped"
+	case store.RunCompleted:
+		return "Completed"
+	case store.RunFailed:
+		return "Failed"
+	}
+	return string(s)
+}
+
+func v2Stage(s store.Stage) string {
+	if s == store.StagePublished {
+		return "Published"
+	}
+	return "Draft"
+}
+
+func (s *LegacyV2) ready() error {
+	if s.st == nil {
+		return idErrUnavailableStore
+	}
+	return nil
+}
+
+// v2Org is the caller's organization, which v2 requests do not name.
+func v2Org(ctx context.Context) (string, error) {
+	p, ok := PrincipalFrom(ctx)
+	if !ok {
+		return "", Unauthenticated(ReasonAPIKeyMissing, missingCredentialDescription)
+	}
+	return p.OrganizationID, nil
+}
+
+func processProto(a store.Automation) *legacyv2.Process {
+	p := &legacyv2.Process{
+		Id: a.ID, Name: a.DisplayName, Description: a.Description, AgentId: a.WorkspaceID,
+		Stages: []string{"Draft"}, PublishedVersion: versionStr(a.PublishedVersion),
+		CreatedAt: v2Time(a.CreateTime), UpdatedAt: v2Time(a.UpdateTime),
+	}
+	if a.PublishedVersion > 0 {
+		p.Stages = append(p.Stages, "Published")
+	}
+	return p
+}
+
+func v2RunProto(r store.Run) (*legacyv2.Run, error) {
+	out := &legacyv2.Run{
+		Id: r.ID, Name: r.Name, AgentId: r.WorkspaceID, ProcessId: r.AutomationID, Stage: v2Stage(r.Stage),
+		Status: v2Status(r.State), CreatedAt: v2Time(r.CreateTime), FileIds: r.FileIDs,
+	}
+	m, names, err := plainOutputs(r)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range names {
+		out.Outputs = append(out.Outputs, &legacyv2.NamedValue{Name: n, Value: m[n]})
+	}
+	return out, nil
+}
+
+func requireV2(field, v string) error {
+	if strings.TrimSpace(v) == "" {
+		return InvalidArgument(ReasonRequiredFieldMissing, field+" is required", Violation(field, "required"))
+	}
+	return nil
+}
+
+// ListProcesses lists the automations of an agent (workspace), most
+// recently changed first; limit as page_size (default 50, at most 1000).
+func (s *LegacyV2) ListProcesses(ctx context.Context, req *legacyv2.ListProcessesRequest) (*legacyv2.ListProcessesResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	org, err := v2Org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireV2("agent_id", req.GetAgentId()); err != nil {
+		return nil, err
+	}
+	size, err := idPageSize(req.GetLimit())
+	if err != nil {
+		return nil, InvalidArgument(ReasonInvalidField, "limit must not be negative", Violation("limit", "negative"))
+	}
+	ws := req.GetAgentId()
+	if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
+		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, "agents/"+ws)
+	}
+	page, err := s.st.ListAutomations(ctx, store.ListAutomationsRequest{OrganizationID: org, WorkspaceID: ws, PageSize: size})
+	if err != nil {
+		return nil, err
+	}
+	out := &legacyv2.ListProcessesResponse{}
+	for _, a := range page.Items {
+		out.Processes = append(out.Processes, processProto(a))
+	}
+	return out, nil
+}
+
+// GetProcess gets an automation of an agent.
+func (s *LegacyV2) GetProcess(ctx context.Context, req *legacyv2.GetProcessRequest) (*legacyv2.Process, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	org, err := v2Org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireV2("id", req.GetId()); err != nil {
+		return nil, err
+	}
+	if err := requireV2("agent_id", req.GetAgentId()); err != nil {
+		return nil, err
+	}
+	a, err := s.st.GetAutomation(ctx, org, req.GetAgentId(), req.GetId())
+	if err == nil && !a.DeleteTime.IsZero() {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, idStoreError(err, ReasonAutomationNotFound, ReasonAutomationExists, "processes/"+req.GetId())
+	}
+	return processProto(a), nil
+}
+
+// v2Inputs reads inputs given as an array of {name, value} or as an object
+// keyed by name.
+func v2Inputs(v *structpb.Value) (map[string]*platformv1.Value, error) {
+	out := map[string]*platformv1.Value{}
+	switch k := v.GetKind().(type) {
+	case nil, *structpb.Value_NullValue:
+		return out, nil
+	case *structpb.Value_StructValue:
+		for name, x := range k.StructValue.GetFields() {
+			pv, err := plainToValue(x)
+			if err != nil {
+				return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("inputs.%s: %v", name, err), Violation("inputs."+name, err.Error()))
+			}
+			out[name] = pv
+		}
+	case *structpb.Value_ListValue:
+		for i, it := range k.ListValue.GetValues() {
+			field := fmt.Sprintf("inputs[%d]", i)
+			f := it.GetStructValue().GetFields()
+			name := f["name"].GetStringValue()
+			if it.GetStructValue() == nil || strings.TrimSpace(name) == "" {
+				return nil, InvalidArgument(ReasonInvalidField, field+" must be an object {name, value} with a name", Violation(field+".name", "required"))
+			}
+			for key := range f {
+				if key != "name" && key != "value" {
+					return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s: unknown field %q (name, value)", field, key), Violation(field+"."+key, "unknown field"))
+				}
+			}
+			val := f["value"]
+			if val == nil {
+				val = structpb.NewNullValue()
+			}
+			pv, err := plainToValue(val)
+			if err != nil {
+				return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s.value: %v", field, err), Violation(field+".value", err.Error()))
+			}
+			out[name] = pv
+		}
+	default:
+		return nil, InvalidArgument(ReasonInvalidField, "inputs must be an array of {name, value} or an object keyed by input name",
+			Violation("inputs", "not an array or object"))
+	}
+	return out, nil
+}
+
+// CreateRun starts a run of a process of an agent at a stage (Published or
+// Draft, any case) and answers the run with status Created.
+func (s *LegacyV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest) (*legacyv2.Run, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	org, err := v2Org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range [][2]string{{"name", req.GetName()}, {"process_id", req.GetProcessId()}, {"agent_id", req.GetAgentId()}, {"stage", req.GetStage()}} {
+		if err := requireV2(f[0], f[1]); err != nil {
+			return nil, err
+		}
+	}
+	var stage store.Stage
+	switch strings.ToLower(strings.TrimSpace(req.GetStage())) {
+	case "published":
+		stage = store.StagePublished
+	case "draft":
+		stage = store.StageDraft
+	default:
+		return nil, InvalidArgument(ReasonInvalidField, "stage must be Published or Draft", Violation("stage", "not Published or Draft"))
+	}
+	inputs, err := v2Inputs(req.GetInputs())
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range req.GetFileIds() {
+		if strings.TrimSpace(id) == "" {
+			return nil, InvalidArgument(ReasonInvalidField, "file ids must not be blank", Violation(fmt.Sprintf("file_ids[%d]", i), "blank"))
+		}
+	}
+	if s.eng == nil {
+		return nil, idErrUnavailableStore
+	}
+	ws, id := req.GetAgentId(), req.GetProcessId()
+	r, _, err := s.eng.Invoke(ctx, engine.InvokeRequest{
+		OrganizationID: org, WorkspaceID: ws, AutomationID: id, Stage: stage, Inputs: inputs,
+		Name: req.GetName(), FileIDs: req.GetFileIds(),
+		Invocation: &platformv1.InvocationDetails{UserId: callerID(ctx), InvocationSource: platformv1.InvocationSource_INVOCATION_SOURCE_MANUAL},
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, NotFound(ReasonAutomationNotFound, "processes/"+id)
+		}
+		return nil, invokeErr(err, org, ws, id, "inputs")
+	}
+	out, err := v2RunProto(r)
+	if err != nil {
+		return nil, err
+	}
+	out.Status = "Created"
+	return out, nil
+}
+
+// GetRun gets a run with its status and, once completed, its outputs.
+func (s *LegacyV2) GetRun(ctx context.Context, req *legacyv2.GetRunRequest) (*legacyv2.Run, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	r, err := legacyRun(ctx, s.st, req.GetId(), store.PermRunsGet)
+	if err != nil {
+		return nil, err
+	}
+	return v2RunProto(r)
+}
+
+// ListRuns lists the runs of a process of an agent, newest first; limit as
+// page_size (default 50, at most 1000).
+func (s *LegacyV2) ListRuns(ctx context.Context, req *legacyv2.ListRunsRequest) (*legacyv2.ListRunsResponse, error) {
+	if err := s.ready(); err != nil {
+		return nil, err
+	}
+	org, err := v2Org(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireV2("process_id", req.GetProcessId()); err != nil {
+		return nil, err
+	}
+	if err := requireV2("agent_id", req.GetAgentId()); err != nil {
+		return nil, err
+	}
+	size, err := idPageSize(req.GetLimit())
+	if err != nil {
+		return nil, InvalidArgument(ReasonInvalidField, "limit must not be negative", Violation("limit", "negative"))
+	}
+	ws, id := req.GetAgentId(), req.GetProcessId()
+	if _, err := s.st.GetAutomation(ctx, org, ws, id); err != nil {
+		return nil, idStoreError(err, ReasonAutomationNotFound, ReasonAutomationExists, "processes/"+id)
+	}
+	page, err := s.st.ListRuns(ctx, store.ListRunsRequest{OrganizationID: org, WorkspaceID: ws, AutomationID: id, PageSize: size})
+	if err != nil {
+		return nil, err
+	}
+	out := &legacyv2.ListRunsResponse{}
+	for _, r := range page.Items {
+		p, err := v2RunProto(r)
+		if err != nil {
+			return nil, err
+		}
+		out.Runs = append(out.Runs, p)
+	}
+	return out, nil
 }

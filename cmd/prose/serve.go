@@ -153,7 +153,10 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Workspaces:    server.NewWorkspaceService(st),
 		Organizations: server.NewOrganizationService(st),
 		APIKeys:       server.NewApiKeyService(st, nil),
-		LegacyV2:      server.NewLegacyV2(st),
+		LegacyV2:      server.NewLegacyV2Runs(st, st, a.engine),
+		Automations:   server.NewAutomationService(st, a.engine),
+		Runs:          server.NewRunService(st, a.engine),
+		LegacyV1:      server.NewLegacyV1(st, a.engine),
 	}
 	a.grpc = server.New(server.Options{
 		Logger:        logger,

@@ -1,0 +1,244 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	"github.com/proserun/prose/engine"
+	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/store"
+)
+
+// LegacyV1 implements the deprecated x-api-key interface: POST
+// /v1/invoke/{share_id} starts a run of the automation stage the share id
+// names and answers 201 {worker_id} (the run id); GET /v1/run/{worker_id}
+// answers {state, answer, error}.
+//
+// v1 states: queued (pending), running (executing), waiting
+// (awaiting_guidance), stopping, stopped, done (completed; answer holds each
+// output's plain JSON value) and failed (error says why).
+//
+// Parameters and answers travel as google.protobuf.Struct, whose numbers are
+// doubles: a number keeps at most about 15 significant digits and loses
+// trailing zeros (2.50 reads back as 2.5). The platform API's Number is
+// exact.
+type LegacyV1 struct {
+	legacyv1.UnimplementedLegacyServiceServer
+	st  store.Store
+	eng *engine.Engine
+}
+
+// NewLegacyV1 returns the v1 service.
+func NewLegacyV1(st store.Store, eng *engine.Engine) *LegacyV1 { return &LegacyV1{st: st, eng: eng} }
+
+// legacyCaller returns the caller's organization ("" without an
+// authenticator: everything is visible).
+func legacyCaller(ctx context.Context) string {
+	if p, ok := PrincipalFrom(ctx); ok {
+		return p.OrganizationID
+	}
+	return ""
+}
+
+// visible reports whether the caller's organization may see org.
+func visible(ctx context.Context, org string) bool {
+	c := legacyCaller(ctx)
+	return c == "" || c == org
+}
+
+// plainToValue converts one plain JSON value (struct form) to a Value.
+func plainToValue(v *structpb.Value) (*platformv1.Value, error) {
+	b, err := protojson.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	lv, err := lang.DecodePlain(b)
+	if err != nil {
+		return nil, err
+	}
+	return protovalue.ToProto(lv)
+}
+
+// valueToPlain converts a Value to its plain JSON form (struct form).
+func valueToPlain(v *platformv1.Value) (*structpb.Value, error) {
+	lv, err := protovalue.FromProto(v)
+	if err != nil {
+		return nil, err
+	}
+	b, err := lang.AppendPlain(nil, lv)
+	if err != nil {
+		return nil, err
+	}
+	out := &structpb.Value{}
+	if err := protojson.Unmarshal(b, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// plainOutputs returns a completed run's outputs as plain JSON values, by
+// output name, with the names sorted.
+func plainOutputs(r store.Run) (map[string]*structpb.Value, []string, error) {
+	if r.State != store.RunCompleted {
+		return nil, nil, nil
+	}
+	outs, err := engine.DecodeOutputs(r.Outputs)
+	if err != nil {
+		return nil, nil, err
+	}
+	m := make(map[string]*structpb.Value, len(outs))
+	names := make([]string, 0, len(outs))
+	for name, v := range outs {
+		p, err := valueToPlain(v)
+		if err != nil {
+			return nil, nil, fmt.Errorf("output %q: %w", name, err)
+		}
+		m[name] = p
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return m, names, nil
+}
+
+// v1State names a run state in the v1 vocabulary.
+func v1State(s store.RunState) string {
+	switch s {
+	case store.RunPending:
+		return "queued"
+	case store.RunExecuting:
+		return "running"
+	case store.RunAwaitingGuidance:
+		return "waiting"
+	case store.RunStopping:
+		return "stopping"
+	case store.RunStopped:
+		return "stopped"
+	case store.RunCompleted:
+		return "done"
+	case store.RunFailed:
+		return "failed"
+	}
+	return string(s)
+}
+
+// Invoke starts a run of the automation stage the share id names. The
+// parameters (any JSON object, also accepted wrapped as {"body": {...}})
+// become the run's inputs: plain JSON values, an input invoice_number being
+// "the invoice number" in the program. With attachments_key, that parameter
+// must be a list of blob URLs; it becomes a list of files (and the run's
+// file ids). Answers 201 {worker_id}.
+func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*legacyv1.InvokeResponse, error) {
+	shareID := req.GetShareId()
+	if shareID == "" {
+		return nil, InvalidArgument(ReasonRequiredFieldMissing, "share_id is required", Violation("share_id", "required"))
+	}
+	a, stage, err := s.st.GetAutomationByShareID(ctx, shareID)
+	if err != nil || !visible(ctx, a.OrganizationID) {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return nil, err
+		}
+		return nil, NotFound(ReasonShareIDNotFound, "share id "+shareID)
+	}
+	if err := RequireWorkspace(ctx, a.WorkspaceID, store.PermRunsCreate); err != nil {
+		return nil, err
+	}
+	params := req.GetParameters().GetFields()
+	if len(params) == 1 {
+		if b, ok := params["body"]; ok {
+			inner := b.GetStructValue()
+			if inner == nil {
+				return nil, InvalidArgument(ReasonInvalidField, "body must be a JSON object of run parameters", Violation("body", "not an object"))
+			}
+			params = inner.GetFields()
+		}
+	}
+	inputs := make(map[string]*platformv1.Value, len(params))
+	var fileIDs []string
+	for name, v := range params {
+		if key := req.GetAttachmentsKey(); key != "" && name == key {
+			list := v.GetListValue()
+			if list == nil {
+				return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s (attachments_key) must be a list of blob URLs", key), Violation(key, "not a list"))
+			}
+			files := &platformv1.List{}
+			for i, it := range list.GetValues() {
+				u, ok := it.GetKind().(*structpb.Value_StringValue)
+				if !ok || u.StringValue == "" {
+					return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s[%d] must be a blob URL (a string)", key, i), Violation(fmt.Sprintf("%s[%d]", key, i), "not a string"))
+				}
+				files.Items = append(files.Items, &platformv1.Value{Kind: &platformv1.Value_File{File: &platformv1.FileValue{Kind: &platformv1.FileValue_Remote{Remote: u.StringValue}}}})
+				fileIDs = append(fileIDs, u.StringValue)
+			}
+			inputs[name] = &platformv1.Value{Kind: &platformv1.Value_List{List: files}}
+			continue
+		}
+		pv, err := plainToValue(v)
+		if err != nil {
+			return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("parameter %q: %v", name, err), Violation(name, err.Error()))
+		}
+		inputs[name] = pv
+	}
+	if s.eng == nil {
+		return nil, idErrUnavailableStore
+	}
+	r, _, err := s.eng.Invoke(ctx, engine.InvokeRequest{
+		OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, AutomationID: a.ID, Stage: stage,
+		Inputs: inputs, FileIDs: fileIDs,
+		Invocation: &platformv1.InvocationDetails{UserId: callerID(ctx), InvocationSource: platformv1.InvocationSource_INVOCATION_SOURCE_MANUAL},
+	})
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, NotFound(ReasonShareIDNotFound, "share id "+shareID)
+		}
+		return nil, invokeErr(err, a.OrganizationID, a.WorkspaceID, a.ID, "parameters")
+	}
+	_ = SetHTTPStatus(ctx, 201)
+	return &legacyv1.InvokeResponse{WorkerId: r.ID}, nil
+}
+
+// legacyRun finds a run by id for a legacy caller, checking perm in its
+// workspace; an unknown id, or one of another organization, is NOT_FOUND.
+func legacyRun(ctx context.Context, st store.Store, id, perm string) (store.Run, error) {
+	if id == "" {
+		return store.Run{}, InvalidArgument(ReasonRequiredFieldMissing, "the run id is required", Violation("id", "required"))
+	}
+	r, err := st.GetRunByID(ctx, id)
+	if err != nil || !visible(ctx, r.OrganizationID) {
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return store.Run{}, err
+		}
+		return store.Run{}, NotFound(ReasonRunNotFound, "runs/"+id)
+	}
+	if err := RequireWorkspace(ctx, r.WorkspaceID, perm); err != nil {
+		return store.Run{}, err
+	}
+	return r, nil
+}
+
+// GetRunStatus answers the v1 state of a run and, once done, its outputs.
+func (s *LegacyV1) GetRunStatus(ctx context.Context, req *legacyv1.GetRunStatusRequest) (*legacyv1.GetRunStatusResponse, error) {
+	r, err := legacyRun(ctx, s.st, req.GetWorkerId(), store.PermRunsGet)
+	if err != nil {
+		return nil, err
+	}
+	out := &legacyv1.GetRunStatusResponse{State: v1State(r.State)}
+	switch r.State {
+	case store.RunCompleted:
+		m, _, err := plainOutputs(r)
+		if err != nil {
+			return nil, err
+		}
+		out.Answer = &structpb.Struct{Fields: m}
+	case store.RunFailed:
+		out.Error = r.Description
+	}
+	return out, nil
+}
