@@ -97,7 +97,7 @@ func (c *Client) Call(ctx context.Context, endpoint, procedureID, callID string,
 	fail := func(err error) error { return &CallError{Procedure: procedureID, Err: err} }
 	u, err := CallURL(endpoint, procedureID)
 	if err != nil {
-		return nil, fail(fmt.Errorf("endpoint %q %v", endpoint, err))
+		return nil, fail(fmt.Errorf("endpoint %q %w", endpoint, err))
 	}
 	if inputs == nil {
 		inputs = map[string]lang.Value{}
@@ -150,13 +150,13 @@ func (c *Client) Call(ctx context.Context, endpoint, procedureID, callID string,
 		return nil, fail(fmt.Errorf("HTTP status %d", resp.StatusCode))
 	}
 	if jsonErr != nil {
-		return nil, fail(fmt.Errorf("malformed response: %v", jsonErr))
+		return nil, fail(fmt.Errorf("malformed response: %w", jsonErr))
 	}
 	out := make(map[string]lang.Value, len(cr.Outputs))
 	for k, rv := range cr.Outputs {
 		v, err := lang.DecodePlain(rv)
 		if err != nil {
-			return nil, fail(fmt.Errorf("output %q: %v", k, err))
+			return nil, fail(fmt.Errorf("output %q: %w", k, err))
 		}
 		out[k] = v
 	}

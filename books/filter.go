@@ -45,14 +45,14 @@ type Filter struct{ e *expr.Expr }
 func ParseFilter(s string) (Filter, error) {
 	f, err := filtering.ParseFilterString(s, filterDecls)
 	if err != nil {
-		return Filter{}, fmt.Errorf("%w: filter: %v", ErrInvalidArgument, err)
+		return Filter{}, fmt.Errorf("%w: filter: %w", ErrInvalidArgument, err)
 	}
 	ff := Filter{e: f.CheckedExpr.GetExpr()}
 	if ff.e != nil {
 		// Evaluate once to reject shapes the evaluator does not support
 		// (e.g. comparisons with the field on the right).
 		if _, err := ff.eval(ff.e, &bookv1.Book{}); err != nil {
-			return Filter{}, fmt.Errorf("%w: filter: %v", ErrInvalidArgument, err)
+			return Filter{}, fmt.Errorf("%w: filter: %w", ErrInvalidArgument, err)
 		}
 	}
 	return ff, nil

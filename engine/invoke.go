@@ -57,7 +57,7 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 		return store.Run{}, false, fmt.Errorf("%w: stage must be draft or published", store.ErrInvalidArgument)
 	}
 	if _, err := protovalue.MapFromProto(req.Inputs); err != nil {
-		return store.Run{}, false, fmt.Errorf("%w: inputs: %v", store.ErrInvalidArgument, err)
+		return store.Run{}, false, fmt.Errorf("%w: inputs: %w", store.ErrInvalidArgument, err)
 	}
 	for name := range req.Inputs {
 		if strings.TrimSpace(name) == "" {

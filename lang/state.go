@@ -405,7 +405,7 @@ func (m *machine) decode(data []byte) (err error) {
 		case "clock":
 			t, err := time.Parse(time.RFC3339Nano, jj.Time)
 			if err != nil {
-				return fmt.Errorf("damaged run state: %v", err)
+				return fmt.Errorf("damaged run state: %w", err)
 			}
 			j.time = t
 		case "book":
@@ -456,7 +456,7 @@ func (d *decoder) fill(c Value, h heapJSON) error {
 		}
 		for _, it := range items {
 			if _, err := c.AsSet().Add(it); err != nil {
-				return fmt.Errorf("damaged run state: %v", err)
+				return fmt.Errorf("damaged run state: %w", err)
 			}
 		}
 	case KindDictionary:
@@ -473,7 +473,7 @@ func (d *decoder) fill(c Value, h heapJSON) error {
 		}
 		for i := range keys {
 			if err := c.AsDictionary().Set(keys[i], vals[i]); err != nil {
-				return fmt.Errorf("damaged run state: %v", err)
+				return fmt.Errorf("damaged run state: %w", err)
 			}
 		}
 	case KindTable:

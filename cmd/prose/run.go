@@ -112,13 +112,13 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	inputs, answers := map[string]lang.Value{}, map[string]lang.Value{}
 	if fl.inputs != "" {
 		if inputs, err = lang.DecodePlainObject([]byte(fl.inputs)); err != nil {
-			return runUsage(stderr, fmt.Errorf("--inputs: %v", err))
+			return runUsage(stderr, fmt.Errorf("--inputs: %w", err))
 		}
 	}
 	if fl.answers != "" {
 		m, err := lang.DecodePlainObject([]byte(fl.answers))
 		if err != nil {
-			return runUsage(stderr, fmt.Errorf("--answers: %v", err))
+			return runUsage(stderr, fmt.Errorf("--answers: %w", err))
 		}
 		for k, v := range m {
 			answers[lang.FactName(k)] = v

@@ -247,7 +247,7 @@ func (db *DB) mapErr(err error, what string) error {
 	case KindForeignKey:
 		return fmt.Errorf("%s: a referenced record does not exist: %w", what, store.ErrNotFound)
 	case KindBusy:
-		return fmt.Errorf("%s: %w: %v", what, store.ErrConflict, err)
+		return fmt.Errorf("%s: %w: %w", what, store.ErrConflict, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

@@ -233,17 +233,18 @@ func (db *DB) CountWorkspaceUsers(ctx context.Context, org string, ids []string)
 		if err != nil {
 			return nil, db.mapErr(err, "count workspace users")
 		}
-		for rows.Next() {
-			var id string
-			var n int
-			if err := rows.Scan(&id, &n); err != nil {
-				rows.Close()
-				return nil, err
+		err = func() error {
+			defer rows.Close()
+			for rows.Next() {
+				var id string
+				var n int
+				if err := rows.Scan(&id, &n); err != nil {
+					return err
+				}
+				out[id] = n
 			}
-			out[id] = n
-		}
-		err = rows.Err()
-		rows.Close()
+			return rows.Err()
+		}()
 		if err != nil {
 			return nil, err
 		}
