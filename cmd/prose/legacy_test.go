@@ -1,0 +1,272 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
+	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
+	"github.com/proserun/prose/store"
+)
+
+const (
+	v1Svc = "/prose.legacy.v1.LegacyService/"
+	v2Svc = "/prose.legacy.v2.LegacyService/"
+)
+
+// legacyErr makes a legacy HTTP call that must fail with status want and
+// returns the body.
+func (e *testEnv) legacyErr(t *testing.T, method, path, body, key string, want int) map[string]any {
+	t.Helper()
+	code, m, raw := e.doHTTP(t, method, path, body, map[string]string{"x-api-key": key})
+	if code != want {
+		t.Fatalf("%s %s: HTTP %d, want %d: %s", method, path, code, want, raw)
+	}
+	return m
+}
+
+func TestLegacyV1(t *testing.T) {
+	e := newTestEnv(t)
+	a := e.mkAutomation(t, "Greeter", greetCode, true)
+	key := e.init.APIKey
+	md := metadata.Pairs("x-api-key", key)
+
+	// Parameters given directly, wrapped in body, and over gRPC; draft and
+	// published share ids.
+	direct := fmt.Sprint(e.legacy(t, "POST", "/v1/invoke/"+a.publishedShare, `{"amount":4,"customer_name":"Cy"}`, 201)["worker_id"])
+	wrapped := fmt.Sprint(e.legacy(t, "POST", "/v1/invoke/"+a.draftShare, `{"body":{"amount":0.1,"customer_name":"Di"}}`, 201)["worker_id"])
+	params := mustStruct(t, map[string]any{"amount": 1.5, "customer_name": "Ed", "files": []any{"https://blobs.example/a.pdf"}})
+	g, err := e.doGRPC(t, v1Svc+"Invoke", &legacyv1.InvokeRequest{ShareId: a.publishedShare, AttachmentsKey: "files", Parameters: params}, md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	viaGRPC := fmt.Sprint(g["worker_id"])
+
+	for _, c := range []struct {
+		id, greeting string
+		total        float64
+		stage        string
+	}{{direct, "Hello, Cy", 8, "AUTOMATION_STAGE_PUBLISHED"}, {wrapped, "Hello, Di", 0.2, "AUTOMATION_STAGE_DRAFT"}, {viaGRPC, "Hello, Ed", 3, "AUTOMATION_STAGE_PUBLISHED"}} {
+		r := e.waitRun(t, a.id, c.id, "completed")
+		if r["stage"] != c.stage {
+			t.Errorf("run %s stage %v, want %s", c.id, r["stage"], c.stage)
+		}
+		m := e.legacy(t, "GET", "/v1/run/"+c.id, "", 200)
+		if m["state"] != "done" || field(m, "answer.output greeting") != c.greeting || field(m, "answer.output total") != c.total {
+			t.Errorf("v1 status of %s: %v", c.id, m)
+		}
+		g, err := e.doGRPC(t, v1Svc+"GetRunStatus", &legacyv1.GetRunStatusRequest{WorkerId: c.id}, md)
+		if err != nil || g["state"] != "done" || field(g, "answer.output greeting") != c.greeting {
+			t.Errorf("gRPC v1 status of %s: %v %v", c.id, err, g)
+		}
+	}
+	// The attachments became a list of files.
+	r := e.api(t, "GET", e.runPath(a.id, viaGRPC), "", 200)
+	if field(r, "user_inputs.files.list.items.0.file.remote") != "https://blobs.example/a.pdf" {
+		t.Errorf("attachments: %v", r["user_inputs"])
+	}
+	// A run waiting for guidance is "waiting".
+	guided := e.mkAutomation(t, "Guided", guidedCode, false)
+	w := fmt.Sprint(e.legacy(t, "POST", "/v1/invoke/"+guided.draftShare, ``, 201)["worker_id"])
+	e.waitRun(t, guided.id, w, "awaiting_guidance")
+	if m := e.legacy(t, "GET", "/v1/run/"+w, "", 200); m["state"] != "waiting" || m["answer"] != nil {
+		t.Errorf("waiting run: %v", m)
+	}
+
+	// Errors, in the v1 shapes; none creates a run.
+	before := e.runCount(t)
+	other := e.newWorkspace(t, "Elsewhere")
+	scoped := e.newKey(t, keySpec{workspaces: []string{other}})
+	readOnly := e.newKey(t, keySpec{level: store.PermissionReadOnly})
+	errs := []struct {
+		name, method, path, body, key string
+		want                          int
+		msg                           string
+	}{
+		{"unknown share id", "POST", "/v1/invoke/nope", `{}`, key, 404, "not found"},
+		{"unknown worker id", "GET", "/v1/run/nope", ``, key, 404, "not found"},
+		{"bad key", "POST", "/v1/invoke/" + a.publishedShare, `{}`, "wrong", 403, "API key"},
+		{"key scoped to another workspace", "POST", "/v1/invoke/" + a.publishedShare, `{}`, scoped, 400, "scoped"},
+		{"key scoped to another workspace reads", "GET", "/v1/run/" + direct, ``, scoped, 400, "scoped"},
+		{"read-only key", "POST", "/v1/invoke/" + a.publishedShare, `{}`, readOnly, 400, ""},
+		{"attachments not a list", "POST", "/v1/invoke/" + a.publishedShare + "?attachments_key=files", `{"files":"x"}`, key, 400, "list"},
+		{"attachment not a string", "POST", "/v1/invoke/" + a.publishedShare + "?attachments_key=files", `{"files":[1]}`, key, 400, "blob URL"},
+		{"body not an object", "POST", "/v1/invoke/" + a.publishedShare, `{"body":5}`, key, 400, "object"},
+		{"not JSON", "POST", "/v1/invoke/" + a.publishedShare, `{`, key, 400, ""},
+		{"parameters not an object", "POST", "/v1/invoke/" + a.publishedShare, `[1]`, key, 400, ""},
+	}
+	for _, c := range errs {
+		t.Run(c.name, func(t *testing.T) {
+			m := e.legacyErr(t, c.method, c.path, c.body, c.key, c.want)
+			if c.want != 403 && m["statusCode"] != float64(c.want) {
+				t.Errorf("body: %v", m)
+			}
+			if !strings.Contains(fmt.Sprint(m["message"]), c.msg) {
+				t.Errorf("message %q does not say %q", m["message"], c.msg)
+			}
+		})
+	}
+	// The same over gRPC.
+	for _, c := range []struct {
+		name string
+		req  *legacyv1.InvokeRequest
+		key  string
+		want codes.Code
+	}{
+		{"unknown share id", &legacyv1.InvokeRequest{ShareId: "nope"}, key, codes.NotFound},
+		{"scoped key", &legacyv1.InvokeRequest{ShareId: a.publishedShare}, scoped, codes.PermissionDenied},
+		{"bad attachments", &legacyv1.InvokeRequest{ShareId: a.publishedShare, AttachmentsKey: "f", Parameters: mustStruct(t, map[string]any{"f": 1})}, key, codes.InvalidArgument},
+	} {
+		if _, err := e.doGRPC(t, v1Svc+"Invoke", c.req, metadata.Pairs("x-api-key", c.key)); status.Code(err) != c.want {
+			t.Errorf("gRPC %s: %v, want %v", c.name, err, c.want)
+		}
+	}
+	if _, err := e.doGRPC(t, v1Svc+"GetRunStatus", &legacyv1.GetRunStatusRequest{WorkerId: "nope"}, md); status.Code(err) != codes.NotFound {
+		t.Errorf("gRPC unknown worker: %v", err)
+	}
+	if got := e.runCount(t); got != before {
+		t.Errorf("runs = %d after bad calls, want %d", got, before)
+	}
+}
+
+func mustStruct(t *testing.T, m map[string]any) *structpb.Struct {
+	t.Helper()
+	s, err := structpb.NewStruct(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func mustValue(t *testing.T, v any) *structpb.Value {
+	t.Helper()
+	s, err := structpb.NewValue(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestLegacyV2(t *testing.T) {
+	e := newTestEnv(t)
+	ws := e.init.workspaceID
+	a := e.mkAutomation(t, "Greeter", greetCode, true)
+	draftOnly := e.mkAutomation(t, "Draft only", greetCode, false)
+	key := e.init.APIKey
+	md := metadata.Pairs("x-api-key", key)
+
+	// Processes.
+	m := e.legacy(t, "GET", "/v2/processes?agent_id="+ws, "", 200)
+	if count(m, "processes") != 2 || field(m, "processes.0.id") != draftOnly.id || field(m, "processes.0.agent_id") != ws {
+		t.Errorf("processes: %v", m)
+	}
+	if m := e.legacy(t, "GET", "/v2/processes?agent_id="+ws+"&limit=1", "", 200); count(m, "processes") != 1 {
+		t.Errorf("limit 1: %v", m)
+	}
+	p := e.legacy(t, "GET", "/v2/processes/"+a.id+"?agent_id="+ws, "", 200)
+	if p["name"] != "Greeter" || fmt.Sprint(p["stages"]) != "[Draft Published]" || p["published_version"] != "2" || strings.ContainsAny(fmt.Sprint(p["created_at"])[19:], "Z+") {
+		t.Errorf("process: %v", p)
+	}
+	g, err := e.doGRPC(t, v2Svc+"ListProcesses", &legacyv2.ListProcessesRequest{AgentId: ws}, md)
+	if err != nil || count(g, "processes") != 2 {
+		t.Errorf("gRPC processes: %v %v", err, g)
+	}
+	g, err = e.doGRPC(t, v2Svc+"GetProcess", &legacyv2.GetProcessRequest{Id: draftOnly.id, AgentId: ws}, md)
+	if err != nil || fmt.Sprint(g["stages"]) != "[Draft]" {
+		t.Errorf("gRPC process: %v %v", err, g)
+	}
+
+	// Runs: inputs as an object, stage in any case, file ids; over gRPC with
+	// inputs as an array.
+	r1 := e.legacy(t, "POST", "/v2/runs", `{"name":"One","process_id":"`+a.id+`","agent_id":"`+ws+`","stage":"DRAFT","inputs":{"amount":2.5,"customer_name":"Flo"},"file_ids":["f1"]}`, 200)
+	if r1["status"] != "Created" || r1["stage"] != "Draft" || fmt.Sprint(r1["file_ids"]) != "[f1]" {
+		t.Errorf("create run: %v", r1)
+	}
+	inputs := mustValue(t, []any{map[string]any{"name": "amount", "value": 7}, map[string]any{"name": "customer_name", "value": "Gus"}})
+	g, err = e.doGRPC(t, v2Svc+"CreateRun", &legacyv2.CreateRunRequest{Name: "Two", ProcessId: a.id, AgentId: ws, Stage: "Published", Inputs: inputs}, md)
+	if err != nil || g["status"] != "Created" || g["stage"] != "Published" {
+		t.Fatalf("gRPC create run: %v %v", err, g)
+	}
+	id1, id2 := fmt.Sprint(r1["id"]), fmt.Sprint(g["id"])
+	e.waitRun(t, a.id, id1, "completed")
+	e.waitRun(t, a.id, id2, "completed")
+	got := e.legacy(t, "GET", "/v2/runs/"+id1, "", 200)
+	if got["status"] != "Completed" || got["name"] != "One" || field(got, "outputs.1.name") != "output total" || field(got, "outputs.1.value") != 5.0 {
+		t.Errorf("get run: %v", got)
+	}
+	g, err = e.doGRPC(t, v2Svc+"GetRun", &legacyv2.GetRunRequest{Id: id2}, md)
+	if err != nil || g["status"] != "Completed" || field(g, "outputs.0.value") != "Hello, Gus" || field(g, "outputs.1.value") != 14.0 {
+		t.Errorf("gRPC get run: %v %v", err, g)
+	}
+	list := e.legacy(t, "GET", "/v2/runs?process_id="+a.id+"&agent_id="+ws, "", 200)
+	if count(list, "runs") != 2 || field(list, "runs.0.id") != id2 || field(list, "runs.1.id") != id1 {
+		t.Errorf("list runs (newest first): %v", list)
+	}
+	if l := e.legacy(t, "GET", "/v2/runs?process_id="+a.id+"&agent_id="+ws+"&limit=1", "", 200); count(l, "runs") != 1 {
+		t.Errorf("limit 1: %v", l)
+	}
+	g, err = e.doGRPC(t, v2Svc+"ListRuns", &legacyv2.ListRunsRequest{ProcessId: a.id, AgentId: ws}, md)
+	if err != nil || count(g, "runs") != 2 {
+		t.Errorf("gRPC list runs: %v %v", err, g)
+	}
+
+	// Errors in the v2 shape; none creates a run.
+	before := e.runCount(t)
+	other := e.newWorkspace(t, "Elsewhere")
+	scoped := e.newKey(t, keySpec{workspaces: []string{other}})
+	run := func(extra string) string {
+		return `{"name":"n","process_id":"` + a.id + `","agent_id":"` + ws + `"` + extra + `}`
+	}
+	errs := []struct {
+		name, method, path, body, key string
+		want                          int
+	}{
+		{"processes without agent", "GET", "/v2/processes", "", key, 400},
+		{"processes negative limit", "GET", "/v2/processes?agent_id=" + ws + "&limit=-1", "", key, 400},
+		{"processes of unknown agent", "GET", "/v2/processes?agent_id=nope", "", key, 404},
+		{"processes of agent out of scope", "GET", "/v2/processes?agent_id=" + ws, "", scoped, 403},
+		{"unknown process", "GET", "/v2/processes/nope?agent_id=" + ws, "", key, 404},
+		{"unknown run", "GET", "/v2/runs/nope", "", key, 404},
+		{"run out of scope", "GET", "/v2/runs/" + id1, "", scoped, 403},
+		{"runs of unknown process", "GET", "/v2/runs?process_id=nope&agent_id=" + ws, "", key, 404},
+		{"runs without process", "GET", "/v2/runs?agent_id=" + ws, "", key, 400},
+		{"create without stage", "POST", "/v2/runs", run(``), key, 400},
+		{"create bad stage", "POST", "/v2/runs", run(`,"stage":"Live"`), key, 400},
+		{"create without name", "POST", "/v2/runs", `{"process_id":"` + a.id + `","agent_id":"` + ws + `","stage":"Draft"}`, key, 400},
+		{"create unknown process", "POST", "/v2/runs", `{"name":"n","process_id":"nope","agent_id":"` + ws + `","stage":"Draft"}`, key, 404},
+		{"create published never published", "POST", "/v2/runs", `{"name":"n","process_id":"` + draftOnly.id + `","agent_id":"` + ws + `","stage":"Published"}`, key, 400},
+		{"create inputs a string", "POST", "/v2/runs", run(`,"stage":"Draft","inputs":"x"`), key, 400},
+		{"create input without name", "POST", "/v2/runs", run(`,"stage":"Draft","inputs":[{"value":1}]`), key, 400},
+		{"create input unknown field", "POST", "/v2/runs", run(`,"stage":"Draft","inputs":[{"name":"a","valeu":1}]`), key, 400},
+		{"create out of scope", "POST", "/v2/runs", run(`,"stage":"Draft"`), scoped, 403},
+		{"create unknown field", "POST", "/v2/runs", run(`,"stage":"Draft","bogus":1`), key, 400},
+	}
+	for _, c := range errs {
+		t.Run(c.name, func(t *testing.T) {
+			m := e.legacyErr(t, c.method, c.path, c.body, c.key, c.want)
+			if m["status_code"] != float64(c.want) || m["message"] == nil {
+				t.Errorf("body: %v", m)
+			}
+		})
+	}
+	if _, err := e.doGRPC(t, v2Svc+"CreateRun", &legacyv2.CreateRunRequest{Name: "n", ProcessId: a.id, AgentId: ws, Stage: "Live"}, md); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("gRPC bad stage: %v", err)
+	}
+	if _, err := e.doGRPC(t, v2Svc+"GetRun", &legacyv2.GetRunRequest{Id: "nope"}, md); status.Code(err) != codes.NotFound {
+		t.Errorf("gRPC unknown run: %v", err)
+	}
+	if got := e.runCount(t); got != before {
+		t.Errorf("runs = %d after bad calls, want %d", got, before)
+	}
+	// Files are not built yet.
+	if code, _, raw := e.doHTTP(t, "POST", "/v2/files", `{"file_name":"a.pdf","agent_id":"`+ws+`"}`, map[string]string{"x-api-key": key}); code != http.StatusNotImplemented {
+		t.Errorf("POST /v2/files: %d %s", code, raw)
+	}
+}
