@@ -65,6 +65,9 @@ type Options struct {
 	ResponseHeaders []string
 	// MuxOptions are appended to the gateway's own runtime.ServeMuxOptions.
 	MuxOptions []runtime.ServeMuxOption
+	// MaxBodyBytes bounds request bodies (413 beyond). 0: DefaultMaxBodyBytes;
+	// negative: no bound.
+	MaxBodyBytes int64
 }
 
 type gw struct {
@@ -130,7 +133,14 @@ func New(ctx context.Context, conn *grpc.ClientConn, opts Options, register ...R
 			return nil, fmt.Errorf("gateway: register handler %d: %w", i, err)
 		}
 	}
-	return withRequestID(g.recoverHTTP(g.mux)), nil
+	var h http.Handler = g.recoverHTTP(g.mux)
+	switch {
+	case opts.MaxBodyBytes == 0:
+		h = limitBody(DefaultMaxBodyBytes, h)
+	case opts.MaxBodyBytes > 0:
+		h = limitBody(opts.MaxBodyBytes, h)
+	}
+	return withRequestID(h), nil
 }
 
 // Mux is like New but also returns the runtime.ServeMux, for callers that
