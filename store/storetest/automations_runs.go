@@ -1,0 +1,382 @@
+package storetest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/sqlfilter"
+)
+
+// testAutomationsAndRuns runs the automation and run cases.
+func testAutomationsAndRuns(t *testing.T, open Opener) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, s *suite)
+	}{
+		{"Automations", testAutomations},
+		{"ListAutomations", testListAutomations},
+		{"RunCreate", testRunCreate},
+		{"RunLeases", testRunLeases},
+		{"RunPauseContinue", testRunPauseContinue},
+		{"ListRuns", testListRuns},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
+	}
+}
+
+// automation makes org acme, workspace ops and an automation of code.
+func (s *suite) automation(t *testing.T, id string) store.Automation {
+	t.Helper()
+	if _, err := s.st.GetOrganization(s.ctx, "acme"); err != nil {
+		s.org(t, "acme")
+		s.ws(t, "acme", "ops", "Ops")
+	}
+	return of(s.st.CreateAutomation(s.ctx, store.Automation{
+		OrganizationID: "acme", WorkspaceID: "ops", ID: id, DisplayName: "Automation " + id,
+		Code: "the output x is 1\n", Details: []byte{1, 2}, AuthorID: "u1",
+	})).must(t)
+}
+
+func (s *suite) run(t *testing.T, a store.Automation, requestID string) store.Run {
+	t.Helper()
+	r, created, err := s.st.CreateRun(s.ctx, store.Run{
+		OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, AutomationID: a.ID,
+		Stage: store.StageDraft, StageVersion: a.Version, Steps: []byte("steps"), RequestID: requestID,
+	})
+	noErr(t, err)
+	if !created {
+		t.Fatalf("run with request id %q not created", requestID)
+	}
+	return r
+}
+
+func testAutomations(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	if a.Version != 1 || a.PublishedVersion != 0 || a.DraftShareID == "" || a.PublishedShareID == "" || a.DraftShareID == a.PublishedShareID {
+		t.Fatalf("created: %+v", a)
+	}
+	if a.CreateTime.IsZero() || !a.PublishTime.IsZero() || !a.DeleteTime.IsZero() {
+		t.Errorf("times: %+v", a)
+	}
+	gen := of(s.st.CreateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "ops", DisplayName: "generated"})).must(t)
+	if gen.ID == "" {
+		t.Error("no id generated")
+	}
+	_, err := s.st.CreateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "ops", ID: "inv", DisplayName: "dup"})
+	wantErr(t, err, store.ErrAlreadyExists, "duplicate id")
+	_, err = s.st.CreateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "nope", DisplayName: "x"})
+	wantErr(t, err, store.ErrNotFound, "missing workspace")
+
+	got := of(s.st.GetAutomation(s.ctx, "acme", "ops", "inv")).must(t)
+	if got.Code != a.Code || !slices.Equal(got.Details, []byte{1, 2}) || got.DisplayName != a.DisplayName || got.AuthorID != "u1" {
+		t.Errorf("get: %+v", got)
+	}
+	_, err = s.st.GetAutomation(s.ctx, "acme", "ops", "nope")
+	wantErr(t, err, store.ErrNotFound, "get missing")
+
+	// Share ids name a stage.
+	byShare, stage, err := s.st.GetAutomationByShareID(s.ctx, a.DraftShareID)
+	if err != nil || byShare.ID != "inv" || stage != store.StageDraft {
+		t.Errorf("draft share id: %v %s %s", err, byShare.ID, stage)
+	}
+	byShare, stage, err = s.st.GetAutomationByShareID(s.ctx, a.PublishedShareID)
+	if err != nil || byShare.ID != "inv" || stage != store.StagePublished {
+		t.Errorf("published share id: %v %s %s", err, byShare.ID, stage)
+	}
+	_, _, err = s.st.GetAutomationByShareID(s.ctx, "nope")
+	wantErr(t, err, store.ErrNotFound, "unknown share id")
+
+	// Update: only the masked fields; the version increases.
+	u := of(s.st.UpdateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "ops", ID: "inv",
+		DisplayName: "Renamed", Code: "ignored", UpdateUserID: "u2"}, []string{"display_name"})).must(t)
+	if u.DisplayName != "Renamed" || u.Code != a.Code || u.Version != 2 || u.UpdateUserID != "u2" || !u.UpdateTime.After(a.UpdateTime) {
+		t.Errorf("update display_name: %+v", u)
+	}
+	u = of(s.st.UpdateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "ops", ID: "inv",
+		DisplayName: "Renamed", Code: "the output y is 2\n", Details: []byte{3}}, []string{"code", "details"})).must(t)
+	if u.Code != "the output y is 2\n" || !slices.Equal(u.Details, []byte{3}) || u.Version != 3 {
+		t.Errorf("update code: %+v", u)
+	}
+	_, err = s.st.UpdateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "ops", ID: "nope", DisplayName: "x"}, nil)
+	wantErr(t, err, store.ErrNotFound, "update missing")
+
+	// Publish copies the draft.
+	p := of(s.st.PublishAutomation(s.ctx, "acme", "ops", "inv", "u3")).must(t)
+	if p.PublishedCode != "the output y is 2\n" || !slices.Equal(p.PublishedDetails, []byte{3}) || p.Version != 4 || p.PublishedVersion != 4 ||
+		p.PublishUserID != "u3" || p.PublishTime.IsZero() {
+		t.Errorf("publish: %+v", p)
+	}
+	// A later draft change leaves the published stage alone.
+	u = of(s.st.UpdateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "ops", ID: "inv", Code: "the output z is 3\n"}, []string{"code"})).must(t)
+	if u.PublishedCode != "the output y is 2\n" || u.PublishedVersion != 4 || u.Version != 5 {
+		t.Errorf("draft after publish: %+v", u)
+	}
+	_, err = s.st.PublishAutomation(s.ctx, "acme", "ops", "nope", "u3")
+	wantErr(t, err, store.ErrNotFound, "publish missing")
+
+	// Delete is soft.
+	d := of(s.st.DeleteAutomation(s.ctx, "acme", "ops", "inv")).must(t)
+	if d.DeleteTime.IsZero() {
+		t.Errorf("delete: %+v", d)
+	}
+	if g := of(s.st.GetAutomation(s.ctx, "acme", "ops", "inv")).must(t); g.DeleteTime.IsZero() {
+		t.Error("a deleted automation reads back without delete time")
+	}
+	_, err = s.st.DeleteAutomation(s.ctx, "acme", "ops", "inv")
+	wantErr(t, err, store.ErrNotFound, "delete twice")
+	_, _, err = s.st.GetAutomationByShareID(s.ctx, a.DraftShareID)
+	wantErr(t, err, store.ErrNotFound, "share id of a deleted automation")
+	_, err = s.st.UpdateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "ops", ID: "inv", DisplayName: "x"}, []string{"display_name"})
+	wantErr(t, err, store.ErrNotFound, "update deleted")
+	_, err = s.st.PublishAutomation(s.ctx, "acme", "ops", "inv", "u")
+	wantErr(t, err, store.ErrNotFound, "publish deleted")
+}
+
+func testListAutomations(t *testing.T, s *suite) {
+	for _, id := range []string{"a1", "a2", "a3", "a4"} {
+		s.automation(t, id)
+	}
+	of(s.st.UpdateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "ops", ID: "a2", DisplayName: "Zeta"}, []string{"display_name"})).must(t)
+	of(s.st.DeleteAutomation(s.ctx, "acme", "ops", "a4")).must(t)
+	list := func(req store.ListAutomationsRequest) []string {
+		t.Helper()
+		req.OrganizationID, req.WorkspaceID = "acme", "ops"
+		items, _ := all(t, 2, func(tok string) (store.Page[store.Automation], error) {
+			req.PageSize, req.PageToken = 2, tok
+			return s.st.ListAutomations(s.ctx, req)
+		})
+		return ids(items, func(a store.Automation) string { return a.ID })
+	}
+	// Default: update_time desc; deleted ones hidden.
+	if got := list(store.ListAutomationsRequest{}); !slices.Equal(got, []string{"a2", "a3", "a1"}) {
+		t.Errorf("default order: %v", got)
+	}
+	if got := list(store.ListAutomationsRequest{ShowDeleted: true}); len(got) != 4 {
+		t.Errorf("show deleted: %v", got)
+	}
+	ob, err := store.ParseOrderBy("display_name desc", store.AutomationOrdering)
+	noErr(t, err)
+	if got := list(store.ListAutomationsRequest{OrderBy: ob}); !slices.Equal(got, []string{"a2", "a3", "a1"}) {
+		t.Errorf("display_name desc: %v", got)
+	}
+	f, err := sqlfilter.Automations.Parse(`display_name:"zet"`)
+	noErr(t, err)
+	if got := list(store.ListAutomationsRequest{Filter: f}); !slices.Equal(got, []string{"a2"}) {
+		t.Errorf("filter: %v", got)
+	}
+	_, err = s.st.ListAutomations(s.ctx, store.ListAutomationsRequest{OrganizationID: "acme", WorkspaceID: "ops", PageSize: 2, PageToken: "zzz"})
+	wantErr(t, err, store.ErrInvalidArgument, "bad token")
+}
+
+func testRunCreate(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	r := s.run(t, a, "req-1")
+	if r.ID == "" || r.State != store.RunPending || r.CreateTime.IsZero() || r.StateTime.IsZero() || string(r.Steps) != "steps" {
+		t.Fatalf("created: %+v", r)
+	}
+	// The same request id returns the first run.
+	again, created, err := s.st.CreateRun(s.ctx, store.Run{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: "inv", Stage: store.StageDraft, RequestID: "req-1"})
+	if err != nil || created || again.ID != r.ID {
+		t.Errorf("retry: %v created=%v id=%s want %s", err, created, again.ID, r.ID)
+	}
+	_, _, err = s.st.CreateRun(s.ctx, store.Run{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: "nope", Stage: store.StageDraft})
+	wantErr(t, err, store.ErrNotFound, "run of a missing automation")
+
+	got := of(s.st.GetRun(s.ctx, "acme", "ops", "inv", r.ID)).must(t)
+	if got.ID != r.ID || got.Stage != store.StageDraft || got.StageVersion != a.Version {
+		t.Errorf("get: %+v", got)
+	}
+	if byID := of(s.st.GetRunByID(s.ctx, r.ID)).must(t); byID.AutomationID != "inv" || byID.WorkspaceID != "ops" {
+		t.Errorf("by id: %+v", byID)
+	}
+	other := s.automation(t, "other")
+	_, err = s.st.GetRun(s.ctx, "acme", "ops", other.ID, r.ID)
+	wantErr(t, err, store.ErrNotFound, "run in another automation")
+	_, err = s.st.GetRunByID(s.ctx, "nope")
+	wantErr(t, err, store.ErrNotFound, "unknown run id")
+}
+
+func testRunLeases(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	r1 := s.run(t, a, "")
+	r2 := s.run(t, a, "")
+	far := s.clock.Peek().Add(time.Hour)
+
+	claimed := of(s.st.ClaimRuns(s.ctx, "w1", 1, far)).must(t)
+	if len(claimed) != 1 || claimed[0].ID != r1.ID || claimed[0].State != store.RunExecuting || claimed[0].LeaseOwner != "w1" {
+		t.Fatalf("claim oldest first: %+v", claimed)
+	}
+	claimed = of(s.st.ClaimRuns(s.ctx, "w2", 10, far)).must(t)
+	if len(claimed) != 1 || claimed[0].ID != r2.ID {
+		t.Fatalf("second claim: %+v", claimed)
+	}
+	if none := of(s.st.ClaimRuns(s.ctx, "w3", 10, far)).must(t); len(none) != 0 {
+		t.Fatalf("claimed leased runs: %+v", none)
+	}
+
+	// Renew reports the owner's runs only.
+	states := of(s.st.RenewLeases(s.ctx, "w1", []string{r1.ID, r2.ID}, far.Add(time.Hour))).must(t)
+	if len(states) != 1 || states[r1.ID] != store.RunExecuting {
+		t.Errorf("renew: %v", states)
+	}
+
+	// Progress and journal, then finish.
+	noErr(t, s.st.SaveProgress(s.ctx, "w1", r1.ID, store.Progress{Step: 0, Checkpoint: []byte("cp"),
+		Journal: []store.JournalEntry{{Step: 0, Seq: 0, Kind: "book", Key: "k", Data: []byte("d")}}}))
+	noErr(t, s.st.AppendJournal(s.ctx, "w1", r1.ID, []store.JournalEntry{{Step: 0, Seq: 1, Kind: "clock", Key: "now", Data: []byte("t")}}))
+	j := of(s.st.ListJournal(s.ctx, r1.ID)).must(t)
+	if len(j) != 2 || j[0].Seq != 0 || j[1].Kind != "clock" {
+		t.Errorf("journal: %+v", j)
+	}
+	if got := of(s.st.GetRun(s.ctx, "acme", "ops", "inv", r1.ID)).must(t); string(got.Checkpoint) != "cp" {
+		t.Errorf("checkpoint: %q", got.Checkpoint)
+	}
+
+	// A worker that does not hold the lease gets ErrConflict.
+	wantErr(t, s.st.SaveProgress(s.ctx, "w2", r1.ID, store.Progress{}), store.ErrConflict, "save progress without the lease")
+	wantErr(t, s.st.AppendJournal(s.ctx, "w2", r1.ID, []store.JournalEntry{{Step: 0, Seq: 9, Kind: "book", Key: "k"}}), store.ErrConflict, "append journal without the lease")
+	_, err := s.st.FinishRun(s.ctx, "w2", r1.ID, store.RunOutcome{State: store.RunCompleted})
+	wantErr(t, err, store.ErrConflict, "finish without the lease")
+
+	done := of(s.st.FinishRun(s.ctx, "w1", r1.ID, store.RunOutcome{State: store.RunCompleted, Outputs: []byte("out")})).must(t)
+	if done.State != store.RunCompleted || string(done.Outputs) != "out" || done.LeaseOwner != "" {
+		t.Errorf("finish: %+v", done)
+	}
+	_, err = s.st.FinishRun(s.ctx, "w1", r1.ID, store.RunOutcome{State: store.RunFailed})
+	wantErr(t, err, store.ErrConflict, "finish a finished run")
+
+	failed := of(s.st.FinishRun(s.ctx, "w2", r2.ID, store.RunOutcome{State: store.RunFailed, ErrorID: "e1", Description: "boom", Location: store.Location{Start: 1, End: 4}})).must(t)
+	if failed.State != store.RunFailed || failed.Description != "boom" || failed.Location != (store.Location{Start: 1, End: 4}) || failed.ErrorID != "e1" {
+		t.Errorf("failed: %+v", failed)
+	}
+
+	// An expired lease: the run goes back to pending and another worker
+	// claims it; the first worker lost it.
+	r3 := s.run(t, a, "")
+	past := s.clock.Peek()
+	of(s.st.ClaimRuns(s.ctx, "w1", 1, past)).must(t)
+	claimed = of(s.st.ClaimRuns(s.ctx, "w2", 1, far)).must(t)
+	if len(claimed) != 1 || claimed[0].ID != r3.ID || claimed[0].LeaseOwner != "w2" {
+		t.Fatalf("reclaim after expiry: %+v", claimed)
+	}
+	states = of(s.st.RenewLeases(s.ctx, "w1", []string{r3.ID}, far)).must(t)
+	if _, ok := states[r3.ID]; ok {
+		t.Errorf("the old owner still renews: %v", states)
+	}
+	wantErr(t, s.st.SaveProgress(s.ctx, "w1", r3.ID, store.Progress{}), store.ErrConflict, "lease lost")
+}
+
+func testRunPauseContinue(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	far := s.clock.Peek().Add(time.Hour)
+
+	// pending → stopped → pending.
+	r := s.run(t, a, "")
+	p := of(s.st.PauseRun(s.ctx, "acme", "ops", "inv", r.ID, "hold")).must(t)
+	if p.State != store.RunStopped || p.Reason != "hold" {
+		t.Fatalf("pause pending: %+v", p)
+	}
+	_, err := s.st.PauseRun(s.ctx, "acme", "ops", "inv", r.ID, "again")
+	wantErr(t, err, store.ErrFailedPrecondition, "pause a stopped run")
+	c := of(s.st.ContinueRun(s.ctx, "acme", "ops", "inv", r.ID)).must(t)
+	if c.State != store.RunPending {
+		t.Fatalf("continue: %+v", c)
+	}
+	_, err = s.st.ContinueRun(s.ctx, "acme", "ops", "inv", r.ID)
+	wantErr(t, err, store.ErrFailedPrecondition, "continue a pending run")
+
+	// executing → stopping (renew reports it) → stopped keeping the reason.
+	claimed := of(s.st.ClaimRuns(s.ctx, "w1", 1, far)).must(t)
+	if len(claimed) != 1 || claimed[0].ID != r.ID {
+		t.Fatalf("claim: %+v", claimed)
+	}
+	p = of(s.st.PauseRun(s.ctx, "acme", "ops", "inv", r.ID, "slow down")).must(t)
+	if p.State != store.RunStopping || p.Reason != "slow down" {
+		t.Fatalf("pause executing: %+v", p)
+	}
+	if st := of(s.st.RenewLeases(s.ctx, "w1", []string{r.ID}, far)).must(t); st[r.ID] != store.RunStopping {
+		t.Errorf("renew of a stopping run: %v", st)
+	}
+	stopped := of(s.st.FinishRun(s.ctx, "w1", r.ID, store.RunOutcome{State: store.RunStopped, Checkpoint: []byte("cp")})).must(t)
+	if stopped.State != store.RunStopped || stopped.Reason != "slow down" {
+		t.Fatalf("stopped: %+v", stopped)
+	}
+
+	// awaiting_guidance → stopped → awaiting_guidance (its exception pending).
+	of(s.st.ContinueRun(s.ctx, "acme", "ops", "inv", r.ID)).must(t)
+	of(s.st.ClaimRuns(s.ctx, "w1", 1, far)).must(t)
+	w := of(s.st.FinishRun(s.ctx, "w1", r.ID, store.RunOutcome{State: store.RunAwaitingGuidance, Description: "Please provide x",
+		Exception: &store.Exception{Message: "missing x", Description: "Please provide x"}, Checkpoint: []byte("cp2")})).must(t)
+	if w.State != store.RunAwaitingGuidance || w.ExceptionID == "" {
+		t.Fatalf("awaiting: %+v", w)
+	}
+	p = of(s.st.PauseRun(s.ctx, "acme", "ops", "inv", r.ID, "later")).must(t)
+	if p.State != store.RunStopped || p.Reason != "later" {
+		t.Fatalf("pause awaiting: %+v", p)
+	}
+	c = of(s.st.ContinueRun(s.ctx, "acme", "ops", "inv", r.ID)).must(t)
+	if c.State != store.RunAwaitingGuidance || c.ExceptionID != w.ExceptionID {
+		t.Fatalf("continue with a pending exception: %+v", c)
+	}
+
+	// Terminal runs cannot be paused; unknown runs are not found.
+	done := s.run(t, a, "")
+	of(s.st.ClaimRuns(s.ctx, "w1", 1, far)).must(t)
+	of(s.st.FinishRun(s.ctx, "w1", done.ID, store.RunOutcome{State: store.RunCompleted})).must(t)
+	_, err = s.st.PauseRun(s.ctx, "acme", "ops", "inv", done.ID, "x")
+	wantErr(t, err, store.ErrFailedPrecondition, "pause a completed run")
+	_, err = s.st.PauseRun(s.ctx, "acme", "ops", "inv", "nope", "x")
+	wantErr(t, err, store.ErrNotFound, "pause unknown")
+	_, err = s.st.ContinueRun(s.ctx, "acme", "ops", "inv", "nope")
+	wantErr(t, err, store.ErrNotFound, "continue unknown")
+}
+
+func testListRuns(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	b := s.automation(t, "other")
+	var made []string
+	for i := 0; i < 3; i++ {
+		made = append(made, s.run(t, a, "").ID)
+	}
+	made = append(made, s.run(t, b, "").ID)
+	of(s.st.PauseRun(s.ctx, "acme", "ops", "inv", made[0], "x")).must(t)
+	list := func(req store.ListRunsRequest) []string {
+		t.Helper()
+		req.OrganizationID, req.WorkspaceID = "acme", "ops"
+		items, _ := all(t, 2, func(tok string) (store.Page[store.Run], error) {
+			req.PageSize, req.PageToken = 2, tok
+			return s.st.ListRuns(s.ctx, req)
+		})
+		return ids(items, func(r store.Run) string { return r.ID })
+	}
+	if got := list(store.ListRunsRequest{AutomationID: "inv"}); !slices.Equal(got, []string{made[2], made[1], made[0]}) {
+		t.Errorf("newest first: %v, made %v", got, made)
+	}
+	if got := list(store.ListRunsRequest{AutomationID: "-"}); len(got) != 4 || got[0] != made[3] {
+		t.Errorf("every automation: %v", got)
+	}
+	ob, err := store.ParseOrderBy("create_time", store.RunOrdering)
+	noErr(t, err)
+	if got := list(store.ListRunsRequest{AutomationID: "inv", OrderBy: ob}); !slices.Equal(got, made[:3]) {
+		t.Errorf("oldest first: %v", got)
+	}
+	f, err := sqlfilter.Runs.Parse(`state = stopped`)
+	noErr(t, err)
+	if got := list(store.ListRunsRequest{AutomationID: "-", Filter: f}); !slices.Equal(got, made[:1]) {
+		t.Errorf("state filter: %v", got)
+	}
+	f, err = sqlfilter.Runs.Parse(`create_time > "` + Epoch.Format(time.RFC3339) + `" AND state = "pending"`)
+	noErr(t, err)
+	if got := list(store.ListRunsRequest{AutomationID: "-", Filter: f}); len(got) != 3 {
+		t.Errorf("create_time and state filter: %v", got)
+	}
+	f, err = sqlfilter.Runs.Parse(`create_time < "` + Epoch.Format(time.RFC3339) + `"`)
+	noErr(t, err)
+	if got := list(store.ListRunsRequest{AutomationID: "-", Filter: f}); len(got) != 0 {
+		t.Errorf("create_time before every run: %v", got)
+	}
+	_, err = s.st.ListRuns(s.ctx, store.ListRunsRequest{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: "-", PageSize: 2, PageToken: "zzz"})
+	wantErr(t, err, store.ErrInvalidArgument, "bad token")
+}
