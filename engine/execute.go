@@ -269,7 +269,7 @@ func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs
 	if b.inner == nil {
 		return nil, fmt.Errorf("no book offers %s", proc.Name)
 	}
-	out, err := b.inner.Call(ctx, proc, inputs)
+	out, err := b.inner.Call(withCallID(ctx, b.run, b.step, idx), proc, inputs)
 	if err != nil {
 		return nil, err
 	}

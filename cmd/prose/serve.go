@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,14 +11,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/engine"
 	"github.com/proserun/prose/gateway"
 	"github.com/proserun/prose/gen/openapi"
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/store"
@@ -32,6 +36,10 @@ type serveConfig struct {
 	data     string
 	database string
 	logLevel string
+	// lease is the engine's run lease (0: engine default); books is a JSON
+	// file of workspace books registered at start.
+	lease time.Duration
+	books string
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
@@ -48,6 +56,8 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.StringVar(&cfg.data, "data", "./prose-data", "data directory of the embedded SQLite database")
 	fs.StringVar(&cfg.database, "database", "", "a postgres://… URL; overrides --data")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error")
+	fs.DurationVar(&cfg.lease, "lease", 0, "how long a worker's lease on a run lasts without renewal (renewed every third); a run of a dead replica is taken over after it (default 30s)")
+	fs.StringVar(&cfg.books, "books", "", `JSON file of workspace books to register at start: [{"workspace": "organizations/{o}/workspaces/{w}", "book": {…}}] (the registry is in memory)`)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -135,10 +145,17 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 
 	auth := server.NewKeyAuth(st, nil)
 	reg := books.NewRegistry()
+	if cfg.books != "" {
+		if err := registerBookFile(ctx, reg, cfg.books); err != nil {
+			a.Close()
+			return nil, fmt.Errorf("--books: %w", err)
+		}
+	}
 	a.engine = engine.New(st, engine.Options{
-		Logger: logger,
+		Logger:        logger,
+		LeaseDuration: cfg.lease,
 		Books: func(org, ws string) lang.Books {
-			return reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})
+			return callIDBooks{reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})}
 		},
 	})
 	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
@@ -178,4 +195,44 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	return a, nil
+}
+
+// callIDBooks gives each external book call the engine's call id (see
+// engine.CallID), so a book can recognise a call repeated after a crash.
+type callIDBooks struct{ *books.RunBooks }
+
+func (b callIDBooks) Call(ctx context.Context, p lang.BookProcedure, in map[string]lang.Value) (map[string]lang.Value, error) {
+	rb := *b.RunBooks
+	id := engine.CallID(ctx)
+	rb.CallID = func(lang.BookProcedure, map[string]lang.Value) string { return id }
+	return rb.Call(ctx, p, in)
+}
+
+// registerBookFile registers the books of a --books file.
+func registerBookFile(ctx context.Context, reg *books.Registry, path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var entries []struct {
+		Workspace string          `json:"workspace"`
+		Book      json.RawMessage `json:"book"`
+	}
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return err
+	}
+	for i, e := range entries {
+		parts := strings.Split(e.Workspace, "/")
+		if len(parts) != 4 || parts[0] != "organizations" || parts[2] != "workspaces" {
+			return fmt.Errorf("entry %d: workspace %q is not organizations/{o}/workspaces/{w}", i, e.Workspace)
+		}
+		b := &bookv1.Book{}
+		if err := protojson.Unmarshal(e.Book, b); err != nil {
+			return fmt.Errorf("entry %d: %w", i, err)
+		}
+		if _, err := reg.Register(ctx, books.Workspace{OrganizationID: parts[1], WorkspaceID: parts[3]}, b, ""); err != nil {
+			return fmt.Errorf("entry %d: %w", i, err)
+		}
+	}
+	return nil
 }

@@ -1,0 +1,19 @@
+package engine
+
+import "context"
+
+type callIDKey struct{}
+
+// CallID is the identity of the book call being made with ctx, when the
+// engine makes it: "{run id}/{step}/{journal index}". It is the same when the
+// call is repeated after a crash (its result was not journaled), so an
+// external book can answer a repeated call id with its first answer (the
+// Idempotency-Key of the book protocol). "" outside a book call.
+func CallID(ctx context.Context) string {
+	id, _ := ctx.Value(callIDKey{}).(string)
+	return id
+}
+
+func withCallID(ctx context.Context, run string, step, idx int) context.Context {
+	return context.WithValue(ctx, callIDKey{}, run+"/"+itoa(step)+"/"+itoa(idx))
+}
