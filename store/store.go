@@ -33,6 +33,7 @@ type Store interface {
 	Automations
 	Runs
 	Exceptions
+	Events
 
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error

@@ -67,6 +67,7 @@ func Run(t *testing.T, open Opener) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
 	testAutomationsAndRuns(t, open)
+	testEvents(t, open)
 }
 
 // ---------------------------------------------------------------------------
