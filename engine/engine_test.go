@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -107,6 +108,13 @@ func TestRunCompletes(t *testing.T) {
 	})
 	if err != nil || created || again.ID != r.ID {
 		t.Fatalf("retry: %v created=%v id=%s want %s", err, created, again.ID, r.ID)
+	}
+	// The same request id for another automation is an error.
+	b := e.automation(t, "the output is 1\n")
+	if _, _, err := e.eng.Invoke(context.Background(), engine.InvokeRequest{
+		OrganizationID: e.org, WorkspaceID: e.ws, AutomationID: b.ID, Stage: store.StageDraft, RequestID: "req-1",
+	}); !errors.Is(err, store.ErrAlreadyExists) {
+		t.Fatalf("request id reused for another automation: %v", err)
 	}
 }
 

@@ -98,6 +98,11 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 	if err != nil {
 		return store.Run{}, false, err
 	}
+	if !created && (r.WorkspaceID != req.WorkspaceID || r.AutomationID != req.AutomationID) {
+		// AIP-155: a request id names one request; reusing it for another is
+		// an error, never someone else's run.
+		return store.Run{}, false, fmt.Errorf("request_id %q was already used to start a run of another automation: %w", req.RequestID, store.ErrAlreadyExists)
+	}
 	if created {
 		e.announce(ctx)
 	}

@@ -458,6 +458,10 @@ func invokeErr(err error, org, ws, id, inputsField string) error {
 		}
 		return InvalidArgument(ReasonInvalidField, msg, Violation(field, msg))
 	}
+	if errors.Is(err, store.ErrAlreadyExists) {
+		// The request id started a run of another automation (AIP-155).
+		return NewError(codes.AlreadyExists, "REQUEST_ID_REUSED", idClientMessage(err, store.ErrAlreadyExists)).Err()
+	}
 	return automationErr(err, org, ws, id)
 }
 

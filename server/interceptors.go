@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 )
 
 // RequestIDHeader is the metadata key (and HTTP header) carrying the request
@@ -351,6 +353,10 @@ func Validate(req any) error {
 		if len(missing) == 0 { // cannot happen, but never lose the error
 			missing = append(missing, Violation("", err.Error()))
 		}
+		missing = outsideUpdateMask(m.ProtoReflect(), missing)
+		if len(missing) == 0 {
+			return validateSelf(req)
+		}
 		fields := make([]string, len(missing))
 		for i, v := range missing {
 			fields[i] = v.GetField()
@@ -360,6 +366,11 @@ func Validate(req any) error {
 			Meta("fields", strings.Join(fields, ",")).
 			Violations(missing...).Err()
 	}
+	return validateSelf(req)
+}
+
+// validateSelf calls the request's own Validate method, if it has one.
+func validateSelf(req any) error {
 	if v, ok := req.(interface{ Validate() error }); ok {
 		if err := v.Validate(); err != nil {
 			if _, isStatus := status.FromError(err); isStatus {
@@ -369,6 +380,40 @@ func Validate(req any) error {
 		}
 	}
 	return nil
+}
+
+// outsideUpdateMask drops, from the missing fields of a partial update
+// (AIP-134: a request with a non-empty update_mask), those inside the
+// resource that the mask does not name: a partial update leaves them as they
+// are. The resource itself, when required, must still be given.
+func outsideUpdateMask(m protoreflect.Message, missing []*FieldViolation) []*FieldViolation {
+	fd := m.Descriptor().Fields().ByName("update_mask")
+	if fd == nil || fd.Kind() != protoreflect.MessageKind || fd.Message().FullName() != "google.protobuf.FieldMask" || !m.Has(fd) {
+		return missing
+	}
+	mask, ok := m.Get(fd).Message().Interface().(*fieldmaskpb.FieldMask)
+	if !ok || len(mask.GetPaths()) == 0 || slices.Contains(mask.GetPaths(), "*") {
+		return missing
+	}
+	kept := missing[:0]
+	for _, v := range missing {
+		resource, rel, nested := strings.Cut(v.GetField(), ".")
+		if nested && resource != "update_mask" && !maskCovers(mask.GetPaths(), rel) {
+			continue
+		}
+		kept = append(kept, v)
+	}
+	return kept
+}
+
+// maskCovers reports whether a mask path names field or one of its parents.
+func maskCovers(paths []string, field string) bool {
+	for _, p := range paths {
+		if p == field || strings.HasPrefix(field, p+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // collectMissing walks m like fieldbehavior.ValidateRequiredFields but
