@@ -114,16 +114,10 @@ func (e *testEnv) waitRun(t *testing.T, automation, run, want string) map[string
 	}
 }
 
-// stopEngine stops the app's engine so that new runs stay pending. The
-// engine's closer is the one newApp appends just before the in-process
-// connection's; calling it twice is harmless.
+// stopEngine stops the app's engine so that new runs stay pending.
 func (e *testEnv) stopEngine(t *testing.T) {
 	t.Helper()
-	if n := len(e.app.closers); n >= 2 {
-		if err := e.app.closers[n-2](); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.app.stopEngine()
 }
 
 // numberOf reads a platform Number in JSON as a float.

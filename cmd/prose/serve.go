@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -101,6 +102,8 @@ type app struct {
 	http     http.Handler
 	store    store.Store
 	engine   *engine.Engine
+	// stopEngine stops the engine and waits for it; it is safe to call twice.
+	stopEngine func()
 	// bootstrap is set when newApp initialised an empty store (organization,
 	// owner, workspace, API key); the key was printed once to stderr.
 	bootstrap *initResult
@@ -164,7 +167,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		defer close(engDone)
 		_ = a.engine.Run(engCtx, 10*time.Second)
 	}()
-	a.closers = append(a.closers, func() error { stopEngine(); <-engDone; return nil })
+	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-engDone })
+	a.closers = append(a.closers, func() error { a.stopEngine(); return nil })
 	a.services = server.Services{
 		Books:         server.NewBookService(reg),
 		Workspaces:    server.NewWorkspaceService(st),
@@ -174,6 +178,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Automations:   server.NewAutomationService(st, a.engine),
 		Runs:          server.NewRunService(st, a.engine),
 		LegacyV1:      server.NewLegacyV1(st, a.engine),
+		Exceptions:    server.NewExceptionService(st, a.engine),
 	}
 	a.grpc = server.New(server.Options{
 		Logger:        logger,
