@@ -34,6 +34,7 @@ type Store interface {
 	Runs
 	Exceptions
 	Events
+	Files
 
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error

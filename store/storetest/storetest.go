@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 	}
 	testAutomationsAndRuns(t, open)
 	testEvents(t, open)
+	testFiles(t, open)
 }
 
 // ---------------------------------------------------------------------------
