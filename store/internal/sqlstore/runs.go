@@ -2,8 +2,11 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/proserun/prose/store"
@@ -15,6 +18,9 @@ const runCols = `r.id, r.organization_id, r.workspace_id, r.automation_id, r.nam
 	r.lease_expire_time, r.create_time, r.update_time`
 
 const runSelect = `SELECT ` + runCols + ` FROM runs r`
+
+// runReturning is runCols for a RETURNING clause (no alias).
+var runReturning = strings.ReplaceAll(runCols, "r.", "")
 
 func scanRun(s interface{ Scan(...any) error }) (store.Run, error) {
 	var r store.Run
@@ -63,16 +69,14 @@ func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, erro
 			`SELECT 1 FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`, r.OrganizationID, r.WorkspaceID, r.AutomationID); err != nil {
 			return err
 		}
-		if _, err := c.exec(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
+		row := c.queryRow(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
 			user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)`,
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING `+runReturning,
 			r.ID, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.Name, string(r.Stage), r.StageVersion, r.Steps,
-			r.UserInputs, r.InvocationDetails, jsonArg(r.FileIDs), r.PreviousRun, r.RequestID, now, r.StepInputs, now, now); err != nil {
-			return db.mapErr(err, fmt.Sprintf("create run %q", r.ID))
-		}
+			r.UserInputs, r.InvocationDetails, jsonArg(r.FileIDs), r.PreviousRun, r.RequestID, now, r.StepInputs, now, now)
 		var err error
-		out, err = c.getRunByID(ctx, r.ID)
-		return err
+		out, err = scanRun(row)
+		return db.mapErr(err, fmt.Sprintf("create run %q", r.ID))
 	})
 	return out, created, err
 }
@@ -191,43 +195,19 @@ func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil t
 	now := db.now()
 	var out []store.Run
 	err := db.tx(ctx, func(c conn) error {
-		// Recover runs whose worker lost its lease.
-		if _, err := c.exec(ctx, `UPDATE runs SET state = 'stopped', state_time = ?, update_time = ?, lease_owner = ''
-			WHERE state = 'stopping' AND lease_expire_time < ?`, now, now, now); err != nil {
-			return db.mapErr(err, "recover stopping runs")
+		// Recover runs whose worker lost its lease: executing ones go back to
+		// pending, stopping ones to stopped. One statement whose condition
+		// is that of the partial index runs_leased, so it reads only leased
+		// runs (two statements on state = … scanned the whole table).
+		if _, err := c.exec(ctx, `UPDATE runs SET state = CASE state WHEN 'stopping' THEN 'stopped' ELSE 'pending' END,
+			state_time = ?, update_time = ?, lease_owner = ''
+			WHERE state IN ('executing', 'stopping') AND lease_expire_time < ?`, now, now, now); err != nil {
+			return db.mapErr(err, "recover leased runs")
 		}
-		if _, err := c.exec(ctx, `UPDATE runs SET state = 'pending', state_time = ?, update_time = ?, lease_owner = ''
-			WHERE state = 'executing' AND lease_expire_time < ?`, now, now, now); err != nil {
-			return db.mapErr(err, "recover executing runs")
-		}
-		rows, err := c.query(ctx, `SELECT id FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?`+db.skipLocked(), max)
-		if err != nil {
-			return db.mapErr(err, "claim runs")
-		}
-		ids, err := func() ([]any, error) {
-			defer rows.Close()
-			var ids []any
-			for rows.Next() {
-				var id string
-				if err := rows.Scan(&id); err != nil {
-					return nil, err
-				}
-				ids = append(ids, id)
-			}
-			return ids, rows.Err()
-		}()
-		if err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			return nil
-		}
-		args := append([]any{owner, leaseUntil, now, now}, ids...)
-		if _, err := c.exec(ctx, `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
-			WHERE id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
-			return db.mapErr(err, "claim runs")
-		}
-		rows, err = c.query(ctx, runSelect+` WHERE r.id IN (`+placeholders(len(ids))+`) ORDER BY r.create_time, r.id`, ids...)
+		// Lease the oldest pending runs and read them back in one statement.
+		rows, err := c.query(ctx, `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
+			WHERE id IN (SELECT id FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?`+db.skipLocked()+`)
+			RETURNING `+runReturning, owner, leaseUntil, now, now, max)
 		if err != nil {
 			return db.mapErr(err, "claim runs")
 		}
@@ -244,6 +224,12 @@ func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil t
 	if err != nil {
 		return nil, err
 	}
+	slices.SortFunc(out, func(a, b store.Run) int {
+		if c := a.CreateTime.Compare(b.CreateTime); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
 	return out, nil
 }
 
@@ -342,6 +328,26 @@ func (db *DB) SaveProgress(ctx context.Context, owner, runID string, p store.Pro
 // FinishRun implements store.Runs.
 func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOutcome) (store.Run, error) {
 	now := db.now()
+	if o.State == store.RunCompleted || o.State == store.RunFailed {
+		// One statement, outside a transaction: the lease check is its
+		// condition and RETURNING reads the run back.
+		const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping') RETURNING `
+		var row *sql.Row
+		if o.State == store.RunCompleted {
+			row = db.writer().queryRow(ctx, `UPDATE runs SET state = 'completed', outputs = ?, checkpoint = NULL, resolution = NULL,
+				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond+runReturning,
+				o.Outputs, time.Time{}, now, now, runID, owner)
+		} else {
+			row = db.writer().queryRow(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
+				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond+runReturning,
+				o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, runID, owner)
+		}
+		r, err := scanRun(row)
+		if isNoRows(err) {
+			return store.Run{}, fmt.Errorf("run %q is not leased to %q: %w", runID, owner, store.ErrConflict)
+		}
+		return r, db.mapErr(err, "finish run")
+	}
 	var out store.Run
 	err := db.tx(ctx, func(c conn) error {
 		state, _, err := c.leased(ctx, owner, runID)

@@ -1,0 +1,240 @@
+// Command prose-load is a load generator for prose serve: it creates an
+// automation of ten statements, starts runs of it over HTTP/JSON from
+// several connections, waits until they all ended and reports the invoke
+// rate, the completed runs per second and the create→completed latency
+// (p50, p90, p99, max; from the runs' create_time and state update_time,
+// both stamped by the server).
+//
+//	prose init --json --data /tmp/p > /tmp/p.json
+//	prose serve --data /tmp/p --addr 127.0.0.1:8080 &
+//	prose-load --addr 127.0.0.1:8080 --init /tmp/p.json --runs 20000 --concurrency 32
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// code is the automation: ten statements.
+const code = `the a is 41 + 1
+the b is the a * 2
+the c is the b + 3
+the d is the c - 1
+the e is the d * 2
+the f is the e + 5
+the g is the f - 2
+the h is the g * 3
+the i is the h + 1
+the output result is the i
+`
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "host:port of prose serve")
+	initFile := flag.String("init", "", "the output of `prose init --json` (api_key and workspace)")
+	key := flag.String("key", "", "API key (overrides --init)")
+	workspace := flag.String("workspace", "", "workspace resource name organizations/{o}/workspaces/{w} (overrides --init)")
+	runs := flag.Int("runs", 10000, "runs to start")
+	conc := flag.Int("concurrency", 32, "concurrent invoke requests")
+	rate := flag.Float64("rate", 0, "invokes per second (0: as fast as the server takes them)")
+	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
+	flag.Parse()
+	if *initFile != "" {
+		data, err := os.ReadFile(*initFile)
+		if err != nil {
+			fatal(err)
+		}
+		var ini struct {
+			APIKey    string `json:"api_key"`
+			Workspace string `json:"workspace"`
+		}
+		if err := json.Unmarshal(data, &ini); err != nil {
+			fatal(fmt.Errorf("%s: %w", *initFile, err))
+		}
+		if *key == "" {
+			*key = ini.APIKey
+		}
+		if *workspace == "" {
+			*workspace = ini.Workspace
+		}
+	}
+	if *key == "" || *workspace == "" {
+		fatal(errors.New("give --init or --key and --workspace"))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
+	defer cancel()
+	c := &client{base: "http://" + *addr, key: *key, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc + 4}}}
+
+	var a struct{ Name string }
+	if err := c.do(ctx, "POST", "/api/v1/"+*workspace+"/automations", map[string]any{"display_name": "load", "english_code": code}, &a); err != nil {
+		fatal(err)
+	}
+	auto := "/api/v1/" + a.Name
+
+	// Invoke.
+	var next atomic.Int64
+	var failed atomic.Int64
+	var tick <-chan time.Time
+	if *rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / *rate))
+		defer t.Stop()
+		tick = t.C
+	}
+	start := time.Now()
+	var wg sync.WaitGroup
+	for range *conc {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := next.Add(1)
+				if i > int64(*runs) {
+					return
+				}
+				if tick != nil {
+					<-tick
+				}
+				err := c.do(ctx, "POST", auto+":invoke", map[string]any{"stage": "AUTOMATION_STAGE_DRAFT", "request_id": fmt.Sprintf("load-%d", i)}, nil)
+				if err != nil {
+					if failed.Add(1) <= 5 {
+						fmt.Fprintln(os.Stderr, "invoke:", err)
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	invoked := time.Since(start)
+
+	// Wait until no run is left unfinished.
+	for {
+		var page struct {
+			Runs []json.RawMessage `json:"runs"`
+		}
+		q := url.Values{"page_size": {"1"}, "filter": {`state != "completed" AND state != "failed"`}}
+		if err := c.do(ctx, "GET", auto+"/runs?"+q.Encode(), nil, &page); err != nil {
+			fatal(err)
+		}
+		if len(page.Runs) == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			fatal(ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	wall := time.Since(start)
+
+	// Read every run's create and completion times.
+	var lat []time.Duration
+	var first, last time.Time
+	completed, other := 0, 0
+	token := ""
+	for {
+		var page struct {
+			Runs []struct {
+				CreateTime time.Time `json:"create_time"`
+				State      struct {
+					UpdateTime time.Time       `json:"update_time"`
+					Completed  json.RawMessage `json:"completed"`
+				} `json:"state"`
+			} `json:"runs"`
+			NextPageToken string `json:"next_page_token"`
+		}
+		q := url.Values{"page_size": {"1000"}}
+		if token != "" {
+			q.Set("page_token", token)
+		}
+		if err := c.do(ctx, "GET", auto+"/runs?"+q.Encode(), nil, &page); err != nil {
+			fatal(err)
+		}
+		for _, r := range page.Runs {
+			if r.State.Completed == nil {
+				other++
+				continue
+			}
+			completed++
+			lat = append(lat, r.State.UpdateTime.Sub(r.CreateTime))
+			if first.IsZero() || r.CreateTime.Before(first) {
+				first = r.CreateTime
+			}
+			if r.State.UpdateTime.After(last) {
+				last = r.State.UpdateTime
+			}
+		}
+		if token = page.NextPageToken; token == "" {
+			break
+		}
+	}
+	slices.Sort(lat)
+	pct := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+	}
+	span := last.Sub(first)
+	fmt.Printf("runs: %d started (%d invoke errors), %d completed, %d not completed\n", *runs, failed.Load(), completed, other)
+	fmt.Printf("invoke: %.0f runs/s over %s (%d connections)\n", float64(*runs)/invoked.Seconds(), invoked.Round(time.Millisecond), *conc)
+	fmt.Printf("completed: %.0f runs/s (first create → last completion %s; wall %s)\n", float64(completed)/span.Seconds(), span.Round(time.Millisecond), wall.Round(time.Millisecond))
+	fmt.Printf("latency create→completed: p50 %s  p90 %s  p99 %s  max %s\n",
+		pct(0.50).Round(time.Microsecond), pct(0.90).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), pct(1).Round(time.Microsecond))
+}
+
+type client struct {
+	base, key string
+	hc        *http.Client
+}
+
+func (c *client) do(ctx context.Context, method, path string, body, out any) error {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.key)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, strings.TrimSpace(string(data)))
+	}
+	if out != nil {
+		return json.Unmarshal(data, out)
+	}
+	return nil
+}
+
+func fatal(err error) {
+	fmt.Fprintln(os.Stderr, "prose-load:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,99 @@
+package engine_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/sqlite"
+)
+
+// benchCode is an automation of ten statements (the one cmd/prose-load runs).
+const benchCode = `the a is 41 + 1
+the b is the a * 2
+the c is the b + 3
+the d is the c - 1
+the e is the d * 2
+the f is the e + 5
+the g is the f - 2
+the h is the g * 3
+the i is the h + 1
+the output result is the i
+`
+
+// BenchmarkInvokeComplete measures in-process throughput on SQLite: b.N
+// runs invoked from 8 goroutines through Engine.Invoke and executed by the
+// engine's workers until all completed. It reports completed runs/s.
+func BenchmarkInvokeComplete(b *testing.B) {
+	ctx := context.Background()
+	st, err := sqlite.Open(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	org, err := st.CreateOrganization(ctx, store.Organization{DisplayName: "Acme"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws, err := st.CreateWorkspace(ctx, store.Workspace{OrganizationID: org.ID, Title: "ops"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := st.CreateAutomation(ctx, store.Automation{OrganizationID: org.ID, WorkspaceID: ws.ID, DisplayName: "bench", Code: benchCode})
+	if err != nil {
+		b.Fatal(err)
+	}
+	eng := engine.New(st, engine.Options{})
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { _ = eng.Run(runCtx, 5*time.Second); close(done) }()
+	defer func() { stop(); <-done }()
+
+	// unfinished counts the runs not yet ended (cheap: the partial indexes
+	// of pending and leased runs).
+	unfinished := func() int {
+		var n int
+		if err := st.ReadDB().QueryRowContext(ctx, `SELECT (SELECT count(*) FROM runs WHERE state = 'pending')
+			+ (SELECT count(*) FROM runs WHERE state IN ('executing', 'stopping'))`).Scan(&n); err != nil {
+			b.Fatal(err)
+		}
+		return n
+	}
+	b.ResetTimer()
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				if _, _, err := eng.Invoke(ctx, engine.InvokeRequest{OrganizationID: org.ID, WorkspaceID: ws.ID, AutomationID: a.ID, Stage: store.StageDraft}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(time.Minute)
+	for unfinished() > 0 {
+		if time.Now().After(deadline) {
+			b.Fatalf("%d of %d runs not ended", unfinished(), b.N)
+		}
+		<-tick.C
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "runs/s")
+	var failed int
+	_ = st.ReadDB().QueryRowContext(ctx, `SELECT count(*) FROM runs WHERE automation_id = ? AND state = 'failed'`, a.ID).Scan(&failed)
+	if failed > 0 {
+		b.Fatalf("%d runs failed", failed)
+	}
+}
