@@ -54,8 +54,10 @@ func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, erro
 	created := true
 	err := db.tx(ctx, func(c conn) error {
 		if r.RequestID != "" {
+			// request_id != '' lets SQLite use the partial unique index
+			// runs_request_id (without it, every create scanned the table).
 			var id string
-			err := c.queryRow(ctx, `SELECT id FROM runs WHERE organization_id = ? AND request_id = ?`, r.OrganizationID, r.RequestID).Scan(&id)
+			err := c.queryRow(ctx, `SELECT id FROM runs WHERE organization_id = ? AND request_id = ? AND request_id != ''`, r.OrganizationID, r.RequestID).Scan(&id)
 			if err == nil {
 				created = false
 				out, err = c.getRunByID(ctx, id)
