@@ -178,6 +178,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Automations:   server.NewAutomationService(st, a.engine),
 		Runs:          server.NewRunService(st, a.engine),
 		LegacyV1:      server.NewLegacyV1(st, a.engine),
+		Events:        server.NewEventService(st, a.engine),
 		Exceptions:    server.NewExceptionService(st, a.engine),
 	}
 	a.grpc = server.New(server.Options{

@@ -1,0 +1,523 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/proserun/prose/agent"
+	"github.com/proserun/prose/engine"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/store"
+)
+
+const eventSvc = "/prose.platform.v1.EventService/"
+
+// eventFixture is a run waiting for the invoice total, and its thread with
+// the built-in agent.
+type eventFixture struct {
+	automation, run, exception string
+	thread                     store.Thread
+}
+
+const invoiceCode = "get the invoice total\nthe output total is the invoice total * 2\n"
+
+// awaitingRun creates an automation with the store, starts it with the
+// engine and waits until it asks for the invoice total.
+func (e *testEnv) awaitingRun(t *testing.T) eventFixture {
+	t.Helper()
+	ctx := context.Background()
+	a, err := e.st.CreateAutomation(ctx, store.Automation{
+		OrganizationID: e.init.orgID, WorkspaceID: e.init.workspaceID, ID: "inv-" + store.NewID()[:8],
+		DisplayName: "Invoice", Code: invoiceCode, AuthorID: e.init.userID,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := e.app.engine.Invoke(ctx, engine.InvokeRequest{
+		OrganizationID: e.init.orgID, WorkspaceID: e.init.workspaceID, AutomationID: a.ID, Stage: store.StageDraft,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.waitRunState(t, a.ID, r.ID, store.RunAwaitingGuidance)
+	return eventFixture{automation: a.ID, run: r.ID, exception: w.ExceptionID, thread: store.Thread{
+		OrganizationID: e.init.orgID, WorkspaceID: e.init.workspaceID, AutomationID: a.ID, RunID: r.ID, AgentID: "prose"}}
+}
+
+func (e *testEnv) waitRunState(t *testing.T, automation, id string, want store.RunState) store.Run {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	tick := time.NewTicker(2 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r, err := e.st.GetRun(context.Background(), e.init.orgID, e.init.workspaceID, automation, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State == want {
+			return r
+		}
+		if r.State.Terminal() || time.Now().After(deadline) {
+			t.Fatalf("run %s is %s, want %s", id, r.State, want)
+		}
+		e.app.engine.Wake()
+		<-tick.C
+	}
+}
+
+func (e *testEnv) events() *server.EventService {
+	return e.app.services.Events.(*server.EventService)
+}
+
+func (f eventFixture) path(e *testEnv) string {
+	return "/api/v1/organizations/" + e.init.orgID + "/workspaces/" + e.init.workspaceID + "/automations/" + f.automation +
+		"/runs/" + f.run + "/agents/prose/events"
+}
+
+func (f eventFixture) exceptionName(e *testEnv) string {
+	return "organizations/" + e.init.orgID + "/workspaces/" + e.init.workspaceID + "/exceptions/" + f.exception
+}
+
+func (e *testEnv) bearer() map[string]string {
+	return map[string]string{"Authorization": "Bearer " + e.init.APIKey}
+}
+
+func (f eventFixture) grpcThread(e *testEnv) (org, ws, a, r string) {
+	return e.init.orgID, e.init.workspaceID, f.automation, f.run
+}
+
+func payloadKind(ev map[string]any) string {
+	for _, k := range []string{"user_message", "agent_message", "tool_call_request", "tool_call_result", "thinking", "system_message", "completion_response"} {
+		if _, ok := ev[k]; ok {
+			return k
+		}
+	}
+	return ""
+}
+
+func eventKinds(m map[string]any) []string {
+	var out []string
+	list, _ := m["events"].([]any)
+	for _, x := range list {
+		out = append(out, payloadKind(x.(map[string]any)))
+	}
+	return out
+}
+
+// TestEventEndpoints makes every unary call over HTTP and gRPC.
+func TestEventEndpoints(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.awaitingRun(t)
+	p := f.path(e)
+	h := e.bearer()
+
+	// HTTP: create, get, list.
+	code, m, raw := e.doHTTP(t, "POST", p, `{"user_message":{"content":"what do you need?","user":"users/somebody-else"}}`, h)
+	if code != 200 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	if m["state"] != "STATE_COMPLETE" || field(m, "user_message.user") != "users/"+e.init.userID ||
+		m["exception"] != f.exceptionName(e) || !strings.HasPrefix(m["name"].(string), strings.TrimPrefix(p, "/api/v1/")+"/") ||
+		m["create_time"] == nil {
+		t.Fatalf("created: %s", raw)
+	}
+	name := m["name"].(string)
+	id := name[strings.LastIndexByte(name, '/')+1:]
+	e.events().Runner().Wait()
+
+	code, g, raw := e.doHTTP(t, "GET", p+"/"+id, "", h)
+	if code != 200 || g["name"] != name || field(g, "user_message.content") != "what do you need?" {
+		t.Fatalf("get: %d %s", code, raw)
+	}
+	code, l, raw := e.doHTTP(t, "GET", p, "", h)
+	if code != 200 || strings.Join(eventKinds(l), ",") != "user_message,agent_message,completion_response" || l["total_size"] != float64(3) {
+		t.Fatalf("list: %d %s", code, raw)
+	}
+	msg := field(l, "events").([]any)[1].(map[string]any)
+	content := field(msg, "agent_message.content").(string)
+	for _, want := range []string{"line 1", "`get the invoice total`", "Please provide the invoice total", "120.50", "skip", "retry"} {
+		if !strings.Contains(content, want) {
+			t.Errorf("explanation lacks %q: %s", want, content)
+		}
+	}
+	if msg["state"] != "STATE_COMPLETE" || msg["exception"] != f.exceptionName(e) {
+		t.Errorf("agent message: %v", msg)
+	}
+	// Pages of one, and the filter.
+	code, l1, _ := e.doHTTP(t, "GET", p+"?page_size=1", "", h)
+	tok, _ := l1["next_page_token"].(string)
+	if code != 200 || len(eventKinds(l1)) != 1 || tok == "" || l1["total_size"] != float64(3) {
+		t.Fatalf("page 1: %v", l1)
+	}
+	code, l2, _ := e.doHTTP(t, "GET", p+"?page_size=1&page_token="+tok, "", h)
+	if code != 200 || strings.Join(eventKinds(l2), ",") != "agent_message" {
+		t.Fatalf("page 2: %v", l2)
+	}
+	for filter, n := range map[string]float64{
+		`exception = "` + f.exception + `"`:                           3,
+		`exception != "` + f.exception + `"`:                          0,
+		`exception = "` + f.exceptionName(e) + `" OR exception = "x"`: 3,
+		`NOT (exception = "` + f.exception + `")`:                     0,
+	} {
+		code, lf, raw := e.doHTTP(t, "GET", p+"?filter="+url.QueryEscape(filter), "", h)
+		if code != 200 || lf["total_size"] != n && !(n == 0 && lf["total_size"] == nil) {
+			t.Errorf("filter %s: %d %s", filter, code, raw)
+		}
+	}
+
+	// gRPC: create, get, list.
+	org, ws, a, r := f.grpcThread(e)
+	md := evAuth(e.init.APIKey)
+	cm, err := e.doGRPC(t, eventSvc+"CreateEvent", &platformv1.CreateEventRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose",
+		Event: &platformv1.Event{Payload: &platformv1.Event_UserMessage{UserMessage: &platformv1.UserMessage{
+			ContentList: &platformv1.InputContentList{Items: []*platformv1.InputContent{{Content: &platformv1.InputContent_Text{Text: "help"}}}}}}}}, md)
+	if err != nil || field(cm, "user_message.user") != "users/"+e.init.userID || cm["state"] != "STATE_COMPLETE" {
+		t.Fatalf("grpc create: %v %v", err, cm)
+	}
+	e.events().Runner().Wait()
+	gid := cm["name"].(string)[strings.LastIndexByte(cm["name"].(string), '/')+1:]
+	gm, err := e.doGRPC(t, eventSvc+"GetEvent", &platformv1.GetEventRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose", EventId: gid}, md)
+	if err != nil || gm["name"] != cm["name"] {
+		t.Fatalf("grpc get: %v %v", err, gm)
+	}
+	lm, err := e.doGRPC(t, eventSvc+"ListEvents", &platformv1.ListEventsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose"}, md)
+	if err != nil || lm["total_size"] != float64(6) || len(eventKinds(lm)) != 6 {
+		t.Fatalf("grpc list: %v %v", err, lm)
+	}
+	// Cancel with nothing ongoing is fine.
+	if code, _, raw := e.doHTTP(t, "POST", p+":cancelGeneration", `{}`, h); code != 200 {
+		t.Fatalf("cancel: %d %s", code, raw)
+	}
+	if _, err := e.doGRPC(t, eventSvc+"CancelGeneration", &platformv1.CancelGenerationRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose"}, md); err != nil {
+		t.Fatalf("grpc cancel: %v", err)
+	}
+
+	// Errors.
+	for _, c := range []struct {
+		name, method, path, body string
+		status                   int
+		reason                   string
+	}{
+		{"agent message", "POST", p, `{"agent_message":{}}`, 400, "INVALID_FIELD"},
+		{"no payload", "POST", p, `{}`, 400, "INVALID_FIELD"},
+		{"empty message", "POST", p, `{"user_message":{"content":" "}}`, 400, "REQUIRED_FIELD_MISSING"},
+		{"exception of another run", "POST", p, `{"user_message":{"content":"hi"},"exception":"nope"}`, 400, "INVALID_FIELD"},
+		{"unknown event", "GET", p + "/nope", "", 404, "EVENT_NOT_FOUND"},
+		{"unknown agent", "GET", strings.Replace(p, "/agents/prose/", "/agents/nobody/", 1), "", 404, "AGENT_NOT_FOUND"},
+		{"unknown run", "GET", strings.Replace(p, "/runs/"+f.run+"/", "/runs/nope/", 1), "", 404, "RUN_NOT_FOUND"},
+		{"bad filter", "GET", p + "?filter=" + url.QueryEscape(`state = "x"`), "", 400, "INVALID_FILTER"},
+		{"bad token", "GET", p + "?page_token=zzz", "", 400, "INVALID_PAGE_TOKEN"},
+	} {
+		code, m, raw := e.doHTTP(t, c.method, c.path, c.body, h)
+		if code != c.status || httpReason(m) != c.reason {
+			t.Errorf("%s: %d %s, want %d %s", c.name, code, raw, c.status, c.reason)
+		}
+	}
+	_, err = e.doGRPC(t, eventSvc+"GetEvent", &platformv1.GetEventRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose", EventId: "nope"}, md)
+	if status.Code(err) != codes.NotFound || grpcReason(err) != "EVENT_NOT_FOUND" {
+		t.Errorf("grpc unknown event: %v", err)
+	}
+	_, err = e.doGRPC(t, eventSvc+"CreateEvent", &platformv1.CreateEventRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose",
+		Event: &platformv1.Event{Payload: &platformv1.Event_Thinking{Thinking: &platformv1.Thinking{Content: "x"}}}}, md)
+	if status.Code(err) != codes.InvalidArgument {
+		t.Errorf("grpc create thinking: %v", err)
+	}
+	// The exception is untouched by conversation alone.
+	x, err := e.st.GetException(context.Background(), org, ws, f.exception)
+	if err != nil || x.State != store.ExceptionPending {
+		t.Fatalf("exception: %v %+v", err, x)
+	}
+}
+
+// TestEventAgentResolvesMissingValue: the user gives the invoice total in
+// the run's thread; the built-in agent resolves the exception and the run
+// completes with the exact value.
+func TestEventAgentResolvesMissingValue(t *testing.T) {
+	for _, tc := range []struct{ transport, text string }{
+		{"http", "the invoice total is 120.50"},
+		{"grpc", "120.50"},
+	} {
+		t.Run(tc.transport, func(t *testing.T) {
+			e := newTestEnv(t)
+			f := e.awaitingRun(t)
+			org, ws, a, r := f.grpcThread(e)
+			if tc.transport == "http" {
+				body, _ := json.Marshal(map[string]any{"user_message": map[string]any{"content": tc.text}})
+				if code, _, raw := e.doHTTP(t, "POST", f.path(e), string(body), e.bearer()); code != 200 {
+					t.Fatalf("create: %d %s", code, raw)
+				}
+			} else if _, err := e.doGRPC(t, eventSvc+"CreateEvent", &platformv1.CreateEventRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose",
+				Event: &platformv1.Event{Payload: &platformv1.Event_UserMessage{UserMessage: &platformv1.UserMessage{Content: tc.text}}}}, evAuth(e.init.APIKey)); err != nil {
+				t.Fatal(err)
+			}
+			e.events().Runner().Wait()
+			x, err := e.st.GetException(context.Background(), org, ws, f.exception)
+			if err != nil || x.State != store.ExceptionResolved || x.Resolver != "agents/prose" {
+				t.Fatalf("exception: %v %+v", err, x)
+			}
+			done := e.waitRunState(t, a, r, store.RunCompleted)
+			pr, err := engine.RunToProto(done)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// 120.50 * 2 = 241.00 exactly: lo 24100, scale 2.
+			if got := pr.GetState().GetCompleted().GetOutputs()["output total"].GetNumber(); got.GetLo() != 24100 || got.GetFlags() != 2<<16 {
+				t.Fatalf("output total = %v", got)
+			}
+			_, l, raw := e.doHTTP(t, "GET", f.path(e), "", e.bearer())
+			if got := strings.Join(eventKinds(l), ","); got != "user_message,agent_message,tool_call_request,tool_call_result,completion_response" {
+				t.Fatalf("events: %s\n%s", got, raw)
+			}
+			evs := l["events"].([]any)
+			req := evs[2].(map[string]any)
+			res := evs[3].(map[string]any)
+			if field(req, "tool_call_request.tool_call_id") != field(res, "tool_call_result.tool_call_id") ||
+				!strings.Contains(field(req, "tool_call_request.input").(string), `"provide_values"`) ||
+				!strings.Contains(field(res, "tool_call_result.result").(string), "resolved by agents/prose") {
+				t.Fatalf("tool call: %s", raw)
+			}
+			if c := evs[4].(map[string]any); field(c, "completion_response.error") != nil || !strings.Contains(field(c, "completion_response.content").(string), "120.50") {
+				t.Fatalf("completion: %v", c)
+			}
+		})
+	}
+}
+
+// TestEventAgentDoesNotGuess: a reply the agent cannot read gets an account
+// of what it needs, and the exception stays pending.
+func TestEventAgentDoesNotGuess(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.awaitingRun(t)
+	for _, text := range []string{"I'm not sure, maybe ask Bob", "the customer is \"ACME\""} {
+		body, _ := json.Marshal(map[string]any{"user_message": map[string]any{"content": text}})
+		if code, _, raw := e.doHTTP(t, "POST", f.path(e), string(body), e.bearer()); code != 200 {
+			t.Fatalf("create: %d %s", code, raw)
+		}
+	}
+	e.events().Runner().Wait()
+	_, l, raw := e.doHTTP(t, "GET", f.path(e), "", e.bearer())
+	// Two answers (the messages may interleave with the first answer).
+	count := map[string]int{}
+	for _, k := range eventKinds(l) {
+		count[k]++
+	}
+	if len(count) != 3 || count["user_message"] != 2 || count["agent_message"] != 2 || count["completion_response"] != 2 {
+		t.Fatalf("events: %v", eventKinds(l))
+	}
+	if !strings.Contains(string(raw), "needs a value for the invoice total") {
+		t.Fatalf("no account of what is needed: %s", raw)
+	}
+	x, _ := e.st.GetException(context.Background(), e.init.orgID, e.init.workspaceID, f.exception)
+	if x.State != store.ExceptionPending {
+		t.Fatalf("exception %s", x.State)
+	}
+}
+
+// TestEventStreamHTTP reads the ndjson stream: the existing events, then the
+// agent's answer as it streams, and ends cleanly when the client goes away.
+func TestEventStreamHTTP(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.awaitingRun(t)
+	if code, _, raw := e.doHTTP(t, "POST", f.path(e), `{"user_message":{"content":"hello?"}}`, e.bearer()); code != 200 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	e.events().Runner().Wait()
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+f.path(e)+":stream", nil)
+	req.Header.Set("Authorization", "Bearer "+e.init.APIKey)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || !strings.HasPrefix(ct, "application/x-ndjson") {
+		t.Fatalf("stream: %d %s", resp.StatusCode, ct)
+	}
+	lines := make(chan map[string]any)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var m map[string]any
+			if json.Unmarshal(sc.Bytes(), &m) != nil {
+				return
+			}
+			select {
+			case lines <- m:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	next := func() map[string]any {
+		t.Helper()
+		select {
+		case m, ok := <-lines:
+			if !ok {
+				t.Fatal("the stream ended")
+			}
+			ev, _ := field(m, "result.event").(map[string]any)
+			if ev == nil {
+				t.Fatalf("line without result.event: %v", m)
+			}
+			return ev
+		case <-time.After(10 * time.Second):
+			t.Fatal("no line within 10s")
+		}
+		return nil
+	}
+	// The existing thread.
+	for _, want := range []string{"user_message", "agent_message", "completion_response"} {
+		if ev := next(); payloadKind(ev) != want || ev["state"] != "STATE_COMPLETE" {
+			t.Fatalf("existing: %v, want %s", ev, want)
+		}
+	}
+	// A new message: the agent's answer streams, then completes.
+	if code, _, raw := e.doHTTP(t, "POST", f.path(e), `{"user_message":{"content":"what is missing?"}}`, e.bearer()); code != 200 {
+		t.Fatalf("create: %d %s", code, raw)
+	}
+	if ev := next(); payloadKind(ev) != "user_message" {
+		t.Fatalf("new: %v", ev)
+	}
+	streaming, complete := 0, false
+	for !complete {
+		ev := next()
+		switch {
+		case payloadKind(ev) == "agent_message" && ev["state"] == "STATE_STREAMING":
+			streaming++
+		case payloadKind(ev) == "agent_message" && ev["state"] == "STATE_COMPLETE":
+		case payloadKind(ev) == "completion_response":
+			complete = true
+		default:
+			t.Fatalf("unexpected %v", ev)
+		}
+	}
+	if streaming == 0 {
+		t.Error("no STATE_STREAMING update was streamed")
+	}
+	cancel()
+	resp.Body.Close()
+	for range lines {
+	}
+	e.srv.Client().CloseIdleConnections()
+	e.srv.CloseClientConnections()
+}
+
+// TestEventStreamGRPC follows a thread over gRPC and ends cleanly on cancel.
+func TestEventStreamGRPC(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.awaitingRun(t)
+	org, ws, a, r := f.grpcThread(e)
+	c := platformv1.NewEventServiceClient(e.conn)
+	// Connect first: the client connection's goroutines are not the stream's.
+	if _, err := c.ListEvents(evCtx(e.init.APIKey), &platformv1.ListEventsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose"}); err != nil {
+		t.Fatal(err)
+	}
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx, cancel := context.WithCancel(evCtx(e.init.APIKey))
+	defer cancel()
+	s, err := c.StreamEvents(ctx, &platformv1.StreamEventsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateEvent(ctx, &platformv1.CreateEventRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose",
+		Event: &platformv1.Event{Payload: &platformv1.Event_UserMessage{UserMessage: &platformv1.UserMessage{Content: "the invoice total is 120.50"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for {
+		m, err := s.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev := m.GetEvent()
+		if ev.GetState() == platformv1.Event_STATE_STREAMING {
+			continue
+		}
+		switch ev.GetPayload().(type) {
+		case *platformv1.Event_UserMessage:
+			kinds = append(kinds, "user_message")
+		case *platformv1.Event_AgentMessage:
+			kinds = append(kinds, "agent_message")
+		case *platformv1.Event_ToolCallRequest:
+			kinds = append(kinds, "tool_call_request")
+		case *platformv1.Event_ToolCallResult:
+			kinds = append(kinds, "tool_call_result")
+		case *platformv1.Event_CompletionResponse:
+			kinds = append(kinds, "completion_response")
+		}
+		if len(kinds) == 5 {
+			break
+		}
+	}
+	if got := strings.Join(kinds, ","); got != "user_message,agent_message,tool_call_request,tool_call_result,completion_response" {
+		t.Fatalf("streamed %s", got)
+	}
+	cancel()
+	if _, err := s.Recv(); status.Code(err) != codes.Canceled {
+		t.Fatalf("after cancel: %v", err)
+	}
+	e.events().Runner().Wait()
+}
+
+// TestEventCancelGeneration: a generation streaming in the thread (here one
+// left by another replica) is completed as it stands and ended with a
+// completion_response carrying error "cancelled".
+func TestEventCancelGeneration(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.awaitingRun(t)
+	ctx := context.Background()
+	ev := &platformv1.Event{State: platformv1.Event_STATE_STREAMING, Exception: f.exceptionName(e),
+		Payload: &platformv1.Event_AgentMessage{AgentMessage: &platformv1.AgentMessage{Content: "The run stopped at"}}}
+	se, err := agent.ToStore(f.thread, ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.CreateEvent(ctx, se); err != nil {
+		t.Fatal(err)
+	}
+	org, ws, a, r := f.grpcThread(e)
+	for i, transport := range []string{"http", "grpc"} {
+		if transport == "http" {
+			if code, _, raw := e.doHTTP(t, "POST", f.path(e)+":cancelGeneration", `{}`, e.bearer()); code != 200 {
+				t.Fatalf("cancel: %d %s", code, raw)
+			}
+		} else if _, err := e.doGRPC(t, eventSvc+"CancelGeneration", &platformv1.CancelGenerationRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose"}, evAuth(e.init.APIKey)); err != nil {
+			t.Fatal(err)
+		}
+		_, l, raw := e.doHTTP(t, "GET", f.path(e), "", e.bearer())
+		// The second cancel finds nothing ongoing and adds nothing.
+		if got := strings.Join(eventKinds(l), ","); got != "agent_message,completion_response" {
+			t.Fatalf("after cancel %d: %s", i, raw)
+		}
+		evs := l["events"].([]any)
+		if m := evs[0].(map[string]any); m["state"] != "STATE_COMPLETE" || field(m, "agent_message.content") != "The run stopped at" {
+			t.Fatalf("cancelled message: %v", m)
+		}
+		if c := evs[1].(map[string]any); field(c, "completion_response.error") != "cancelled" || c["exception"] != f.exceptionName(e) {
+			t.Fatalf("completion: %v", c)
+		}
+	}
+}
+
+func evAuth(key string) metadata.MD { return metadata.Pairs("authorization", "Bearer "+key) }
+
+func evCtx(key string) context.Context {
+	return metadata.NewOutgoingContext(context.Background(), evAuth(key))
+}

@@ -1,0 +1,294 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/proserun/prose/agent"
+	"github.com/proserun/prose/engine"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/sqlfilter"
+)
+
+// Error reasons of the event service.
+const (
+	ReasonEventNotFound = "EVENT_NOT_FOUND"
+	ReasonAgentNotFound = "AGENT_NOT_FOUND"
+)
+
+// EventService implements prose.platform.v1.EventService: the conversation
+// threads of runs with agents. User messages are stored complete and handed
+// to the thread's agent, which answers in the background; streams follow a
+// thread through an in-process broker and a poll of the store (for events
+// written by other replicas).
+type EventService struct {
+	platformv1.UnimplementedEventServiceServer
+	st     store.Store
+	runner *agent.Runner
+	broker *broker
+	// poll is the period of the store poll of a stream.
+	poll time.Duration
+}
+
+// EventOptions configure the event service.
+type EventOptions struct {
+	// Agents answer user messages; nil: the built-in agent (agent.Prose).
+	Agents []agent.Agent
+	// Runner options (OnChange is set by the service).
+	Runner agent.Options
+	// Poll is how often a stream reads the store (default 500ms).
+	Poll time.Duration
+}
+
+// NewEventService returns the event service with the built-in agent.
+func NewEventService(st store.Store, eng *engine.Engine) *EventService {
+	return NewEventServiceWith(st, eng, EventOptions{})
+}
+
+// NewEventServiceWith returns the event service with options.
+func NewEventServiceWith(st store.Store, eng *engine.Engine, o EventOptions) *EventService {
+	s := &EventService{st: st, broker: newBroker(), poll: o.Poll}
+	if s.poll <= 0 {
+		s.poll = 500 * time.Millisecond
+	}
+	agents := o.Agents
+	if agents == nil {
+		agents = []agent.Agent{agent.Prose{}}
+	}
+	ro := o.Runner
+	ro.OnChange = func(t store.Thread) { s.broker.notify(t.Key()) }
+	s.runner = agent.NewRunner(st, eng, ro, agents...)
+	return s
+}
+
+// Runner is the runner of the agents' generations (tests wait on it).
+func (s *EventService) Runner() *agent.Runner { return s.runner }
+
+// Close cancels the running generations and waits for them.
+func (s *EventService) Close() error { return s.runner.Close() }
+
+func eventThreadName(t store.Thread) string {
+	return runName(t.OrganizationID, t.WorkspaceID, t.AutomationID, t.RunID) + "/agents/" + t.AgentID
+}
+
+// thread checks that the run and the agent exist.
+func (s *EventService) thread(ctx context.Context, org, ws, automation, run, agentID string) (store.Thread, store.Run, error) {
+	t := store.Thread{OrganizationID: org, WorkspaceID: ws, AutomationID: automation, RunID: run, AgentID: agentID}
+	if strings.TrimSpace(agentID) == "" {
+		return t, store.Run{}, InvalidArgument(ReasonRequiredFieldMissing, "agent_id is required", Violation("agent_id", "required"))
+	}
+	r, err := s.st.GetRun(ctx, org, ws, automation, run)
+	if err != nil {
+		return t, r, runErr(err, org, ws, automation, run)
+	}
+	if _, ok := s.runner.Agent(agentID); !ok {
+		return t, r, NotFound(ReasonAgentNotFound, eventThreadName(t))
+	}
+	return t, r, nil
+}
+
+func eventErr(err error, t store.Thread, id string) error {
+	return idStoreError(err, ReasonEventNotFound, ReasonEventNotFound, agent.EventName(t, id))
+}
+
+// ListEvents lists a thread's events oldest first. Filter: exception (=,
+// !=, AND, OR, NOT).
+func (s *EventService) ListEvents(ctx context.Context, req *platformv1.ListEventsRequest) (*platformv1.ListEventsResponse, error) {
+	size, err := idPageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	f, err := sqlfilter.Events.Parse(req.GetFilter())
+	if err != nil {
+		return nil, idInvalidFromStore(err)
+	}
+	t, _, err := s.thread(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
+	if err != nil {
+		return nil, err
+	}
+	page, total, err := s.st.ListEvents(ctx, store.ListEventsRequest{Thread: t, Filter: f, PageSize: size, PageToken: req.GetPageToken()})
+	if err != nil {
+		return nil, eventErr(err, t, "")
+	}
+	out := &platformv1.ListEventsResponse{NextPageToken: page.NextPageToken, TotalSize: int32(min(total, 1<<31-1))}
+	for _, e := range page.Items {
+		ev, err := agent.FromStore(e)
+		if err != nil {
+			return nil, err
+		}
+		out.Events = append(out.Events, ev)
+	}
+	return out, nil
+}
+
+// GetEvent gets an event.
+func (s *EventService) GetEvent(ctx context.Context, req *platformv1.GetEventRequest) (*platformv1.Event, error) {
+	t, _, err := s.thread(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
+	if err != nil {
+		return nil, err
+	}
+	e, err := s.st.GetEvent(ctx, t, req.GetEventId())
+	if err != nil {
+		return nil, eventErr(err, t, req.GetEventId())
+	}
+	return agent.FromStore(e)
+}
+
+// CreateEvent adds a user message to a thread (stored complete; user is the
+// caller) and hands it to the thread's agent. Exactly one payload member,
+// user_message, with content or content_list. exception defaults to the
+// run's pending exception; a given one must be an exception of the run.
+func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEventRequest) (*platformv1.Event, error) {
+	in := req.GetEvent()
+	if in == nil {
+		return nil, InvalidArgument(ReasonRequiredFieldMissing, "event is required", Violation("event", "required"))
+	}
+	um := in.GetUserMessage()
+	if um == nil {
+		return nil, InvalidArgument(ReasonInvalidField, "only user_message events can be created: set exactly one payload member, user_message (the agent writes the other kinds)",
+			Violation("event.user_message", "required"))
+	}
+	hasText := strings.TrimSpace(um.GetContent()) != ""
+	for _, it := range um.GetContentList().GetItems() {
+		if it.GetContent() == nil {
+			return nil, InvalidArgument(ReasonInvalidField, "every content_list item needs text or file", Violation("event.user_message.content_list.items", "an item is empty"))
+		}
+		hasText = true
+	}
+	if !hasText {
+		return nil, InvalidArgument(ReasonRequiredFieldMissing, "user_message needs content or content_list", Violation("event.user_message.content", "required"))
+	}
+	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
+	t, run, err := s.thread(ctx, org, ws, req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
+	if err != nil {
+		return nil, err
+	}
+	const method = "EventService/CreateEvent"
+	if id := req.GetRequestId(); id != "" {
+		if name, err := s.st.LookupRequest(ctx, org, method, id); err == nil {
+			e, err := s.st.GetEvent(ctx, t, store.LastSegment(name))
+			if err != nil {
+				return nil, eventErr(err, t, store.LastSegment(name))
+			}
+			return agent.FromStore(e)
+		}
+	}
+	ev := &platformv1.Event{State: platformv1.Event_STATE_COMPLETE, Payload: &platformv1.Event_UserMessage{UserMessage: proto.CloneOf(um)}}
+	ev.GetUserMessage().User = ""
+	if p, ok := PrincipalFrom(ctx); ok && p.UserID != "" {
+		ev.GetUserMessage().User = "users/" + p.UserID
+	}
+	excID := store.LastSegment(in.GetException())
+	if excID == "" {
+		excID = run.ExceptionID
+	}
+	if excID != "" {
+		x, err := s.st.GetException(ctx, org, ws, excID)
+		if err != nil || x.RunID != run.ID {
+			if in.GetException() != "" {
+				return nil, InvalidArgument(ReasonInvalidField, "exception is not an exception of this run", Violation("event.exception", "not an exception of the run"))
+			}
+		} else {
+			ev.Exception = engine.ExceptionName(x)
+		}
+	}
+	se, err := agent.ToStore(t, ev)
+	if err != nil {
+		return nil, err
+	}
+	se.ID = ""
+	created, err := s.st.CreateEvent(ctx, se)
+	if err != nil {
+		return nil, eventErr(err, t, "")
+	}
+	out, err := agent.FromStore(created)
+	if err != nil {
+		return nil, err
+	}
+	if id := req.GetRequestId(); id != "" {
+		name, err := s.st.RecordRequest(ctx, org, method, id, out.GetName())
+		if err == nil && name != out.GetName() {
+			// A concurrent retry recorded first: its event is the answer.
+			if e, err := s.st.GetEvent(ctx, t, store.LastSegment(name)); err == nil {
+				return agent.FromStore(e)
+			}
+		}
+	}
+	s.broker.notify(t.Key())
+	s.runner.Start(t, out)
+	return out, nil
+}
+
+// CancelGeneration stops the agent's ongoing generation in the thread: its
+// streaming events are completed as they stand and a completion_response
+// with error "cancelled" ends it. Nothing ongoing is not an error.
+func (s *EventService) CancelGeneration(ctx context.Context, req *platformv1.CancelGenerationRequest) (*platformv1.CancelGenerationResponse, error) {
+	t, _, err := s.thread(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.runner.Cancel(ctx, t); err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return nil, err
+		}
+		return nil, eventErr(err, t, "")
+	}
+	return &platformv1.CancelGenerationResponse{}, nil
+}
+
+// streamOverlap is how far back a stream re-reads the store, so events
+// committed late (or by a replica whose clock lags a little) are not
+// missed; revisions already sent are not sent again.
+const streamOverlap = 2 * time.Second
+
+// StreamEvents sends the thread's events, then every new or changed event
+// until the client goes away.
+func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream platformv1.EventService_StreamEventsServer) error {
+	ctx := stream.Context()
+	t, _, err := s.thread(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
+	if err != nil {
+		return err
+	}
+	wake, unsubscribe := s.broker.subscribe(t.Key())
+	defer unsubscribe()
+	ticker := time.NewTicker(s.poll)
+	defer ticker.Stop()
+	sent := map[string]int64{}
+	var since time.Time
+	for {
+		events, err := s.st.ListEventsSince(ctx, t, since)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return eventErr(err, t, "")
+		}
+		for _, e := range events {
+			if e.UpdateTime.Add(-streamOverlap).After(since) {
+				since = e.UpdateTime.Add(-streamOverlap)
+			}
+			if sent[e.ID] >= e.Revision {
+				continue
+			}
+			ev, err := agent.FromStore(e)
+			if err != nil {
+				return err
+			}
+			if err := stream.Send(&platformv1.StreamEventsResponse{Event: ev}); err != nil {
+				return nil //nolint:nilerr // the client went away
+			}
+			sent[e.ID] = e.Revision
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wake:
+		case <-ticker.C:
+		}
+	}
+}
