@@ -82,6 +82,7 @@ func main() {
 		fatal(err)
 	}
 	auto := "/api/v1/" + a.Name
+	prefix := a.Name[strings.LastIndexByte(a.Name, '/')+1:] // request ids are unique per organization
 
 	// Invoke.
 	var next atomic.Int64
@@ -106,7 +107,7 @@ func main() {
 				if tick != nil {
 					<-tick
 				}
-				err := c.do(ctx, "POST", auto+":invoke", map[string]any{"stage": "AUTOMATION_STAGE_DRAFT", "request_id": fmt.Sprintf("load-%d", i)}, nil)
+				err := c.do(ctx, "POST", auto+":invoke", map[string]any{"stage": "AUTOMATION_STAGE_DRAFT", "request_id": fmt.Sprintf("load-%s-%d", prefix, i)}, nil)
 				if err != nil {
 					if failed.Add(1) <= 5 {
 						fmt.Fprintln(os.Stderr, "invoke:", err)

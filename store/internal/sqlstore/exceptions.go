@@ -269,9 +269,18 @@ func (db *DB) ArchiveException(ctx context.Context, org, ws, id string) (store.E
 func (db *DB) UnarchiveException(ctx context.Context, org, ws, id string) (store.Exception, error) {
 	return db.transition(ctx, org, ws, id, store.ExceptionArchived, store.ExceptionPending, "", nil,
 		func(c conn, e store.Exception, now time.Time) error {
-			_, err := c.exec(ctx, `UPDATE runs SET state = 'awaiting_guidance', reason = '', state_time = ?, update_time = ?
+			// Only a run still stopped on this exception can wait for it
+			// again; a run that was continued (or finished) since has moved
+			// on, and the exception stays archived.
+			res, err := c.exec(ctx, `UPDATE runs SET state = 'awaiting_guidance', reason = '', state_time = ?, update_time = ?
 				WHERE id = ? AND state = 'stopped' AND exception_id = ?`, now, now, e.RunID, e.ID)
-			return db.mapErr(err, "run waits again")
+			if err != nil {
+				return db.mapErr(err, "run waits again")
+			}
+			if rowsAffected(res) == 0 {
+				return fmt.Errorf("exception %q: its run %q is no longer stopped on it: %w", id, e.RunID, store.ErrFailedPrecondition)
+			}
+			return nil
 		})
 }
 
@@ -279,13 +288,20 @@ func (db *DB) UnarchiveException(ctx context.Context, org, ws, id string) (store
 func (db *DB) AssignException(ctx context.Context, org, ws, id, assignee string) (store.Exception, error) {
 	var out store.Exception
 	err := db.tx(ctx, func(c conn) error {
-		res, err := c.exec(ctx, `UPDATE exceptions SET assignee = ?, update_time = ? WHERE organization_id = ? AND workspace_id = ? AND id = ?`,
-			assignee, db.now(), org, ws, id)
+		e, err := c.getException(ctx, org, ws, id, true)
+		if err != nil {
+			return err
+		}
+		if e.State == store.ExceptionResolved {
+			return fmt.Errorf("exception %q is RESOLVED, which is final: %w", id, store.ErrFailedPrecondition)
+		}
+		res, err := c.exec(ctx, `UPDATE exceptions SET assignee = ?, update_time = ? WHERE organization_id = ? AND workspace_id = ? AND id = ? AND state <> ?`,
+			assignee, db.now(), org, ws, id, string(store.ExceptionResolved))
 		if err != nil {
 			return db.mapErr(err, "assign exception")
 		}
 		if rowsAffected(res) == 0 {
-			return fmt.Errorf("exception %q in workspace %q: %w", id, ws, store.ErrNotFound)
+			return fmt.Errorf("exception %q changed concurrently: %w", id, store.ErrFailedPrecondition)
 		}
 		out, err = c.getException(ctx, org, ws, id, false)
 		return err
