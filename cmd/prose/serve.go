@@ -169,7 +169,9 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}()
 	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-engDone })
 	a.closers = append(a.closers, func() error { a.stopEngine(); return nil })
+	files := server.NewFileService(st, server.FileOptions{})
 	a.services = server.Services{
+		Files:         files,
 		Books:         server.NewBookService(reg),
 		Workspaces:    server.NewWorkspaceService(st),
 		Organizations: server.NewOrganizationService(st),
@@ -185,7 +187,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Logger:        logger,
 		Authenticator: auth,
 		Extra:         []server.Middleware{auth.Middleware()},
-		ServerOptions: cfg.serverOptions,
+		ServerOptions: append(server.FileServerOptions(), cfg.serverOptions...),
 	})
 	a.services.Register(a.grpc)
 
@@ -195,11 +197,17 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		return nil, fmt.Errorf("in-process connection: %w", err)
 	}
 	a.closers = append(a.closers, inproc.Close)
-	a.http, err = gateway.New(ctx, inproc.Conn(), gateway.Options{OpenAPI: openapi.JSON, Logger: logger}, gateway.Handlers()...)
+	mux, h, err := gateway.Mux(ctx, inproc.Conn(), gateway.Options{OpenAPI: openapi.JSON, Logger: logger}, gateway.Handlers()...)
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	// Files: signed upload and download URLs (no API key), large downloads.
+	if err := gateway.HandleSignedFiles(mux, inproc.Conn(), files, server.MaxFileBytes); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	a.http = h
 	return a, nil
 }
 
