@@ -69,6 +69,7 @@ func Run(t *testing.T, open Opener) {
 	testAutomationsAndRuns(t, open)
 	testEvents(t, open)
 	testFiles(t, open)
+	testExceptions(t, open)
 }
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,407 @@
+package storetest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/sqlfilter"
+)
+
+// ResolveRaces is how many times the suite races two resolutions of one
+// exception.
+const ResolveRaces = 1000
+
+// testExceptions runs the exception cases.
+func testExceptions(t *testing.T, open Opener) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, s *suite)
+	}{
+		{"ExceptionCreateGet", testExceptionCreateGet},
+		{"ListExceptions", testListExceptions},
+		{"CountExceptions", testCountExceptions},
+		{"ExceptionTransitions", testExceptionTransitions},
+		{"AssignException", testAssignException},
+		{"ListExceptionIDs", testListExceptionIDs},
+		{"ResolveRaces", testResolveRaces},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
+	}
+}
+
+// exception makes a run of a wait for guidance on a new exception in group
+// g, the way a worker does (claim, then finish awaiting_guidance). Other
+// runs the claim picks up (resolved ones, back to pending) are completed.
+func (s *suite) exception(t *testing.T, a store.Automation, g, msg string) (store.Run, store.Exception) {
+	t.Helper()
+	r := s.run(t, a, "")
+	far := s.clock.Peek().Add(time.Hour)
+	for {
+		claimed := of(s.st.ClaimRuns(s.ctx, "w1", 1000, far)).must(t)
+		found := false
+		for _, c := range claimed {
+			if c.ID != r.ID {
+				of(s.st.FinishRun(s.ctx, "w1", c.ID, store.RunOutcome{State: store.RunCompleted, Outputs: []byte("out")})).must(t)
+				continue
+			}
+			found = true
+			w := of(s.st.FinishRun(s.ctx, "w1", r.ID, store.RunOutcome{
+				State: store.RunAwaitingGuidance, Description: msg, Location: store.Location{Start: 3, End: 9},
+				Exception: &store.Exception{
+					Step: 1, Group: g, Message: msg, Description: "about " + msg, Location: store.Location{Start: 3, End: 9},
+					Details: []byte(`{"fact":"x"}`), State: store.ExceptionPending, Extra: map[string]string{"k": "v"},
+				},
+				Checkpoint: []byte("cp"), Step: 1,
+			})).must(t)
+			if w.State != store.RunAwaitingGuidance || w.ExceptionID == "" {
+				t.Fatalf("finish awaiting_guidance: %+v", w)
+			}
+			return w, of(s.st.GetException(s.ctx, "acme", "ops", w.ExceptionID)).must(t)
+		}
+		if !found && len(claimed) == 0 {
+			t.Fatalf("run %s was not claimed", r.ID)
+		}
+	}
+}
+
+func (s *suite) runOf(t *testing.T, r store.Run) store.Run {
+	t.Helper()
+	return of(s.st.GetRun(s.ctx, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.ID)).must(t)
+}
+
+func testExceptionCreateGet(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	r, x := s.exception(t, a, "missing_values", "Please provide x")
+	if x.OrganizationID != "acme" || x.WorkspaceID != "ops" || x.ID != r.ExceptionID || x.RunID != r.ID || x.AutomationID != "inv" ||
+		x.Stage != store.StageDraft || x.Step != 1 || x.Group != "missing_values" || x.Message != "Please provide x" ||
+		x.Description != "about Please provide x" || x.Location != (store.Location{Start: 3, End: 9}) || string(x.Details) != `{"fact":"x"}` ||
+		x.State != store.ExceptionPending || x.Assignee != "" || x.Resolver != "" || x.Extra["k"] != "v" {
+		t.Fatalf("exception: %+v", x)
+	}
+	if x.CreateTime.IsZero() || !x.CreateTime.Equal(x.UpdateTime) {
+		t.Errorf("times: %v %v", x.CreateTime, x.UpdateTime)
+	}
+	_, err := s.st.GetException(s.ctx, "acme", "ops", "nope")
+	wantErr(t, err, store.ErrNotFound, "get an absent exception")
+	_, err = s.st.GetException(s.ctx, "acme", "other", x.ID)
+	wantErr(t, err, store.ErrNotFound, "get an exception of another workspace")
+
+	noErr(t, s.st.SetExceptionDescription(s.ctx, "acme", "ops", x.ID, "Better words"))
+	if got := of(s.st.GetException(s.ctx, "acme", "ops", x.ID)).must(t); got.Description != "Better words" || !got.UpdateTime.After(x.UpdateTime) {
+		t.Errorf("description: %+v", got)
+	}
+	wantErr(t, s.st.SetExceptionDescription(s.ctx, "acme", "ops", "nope", "x"), store.ErrNotFound, "describe an absent exception")
+}
+
+func mustFilter(t *testing.T, text string) store.Filter {
+	t.Helper()
+	f, err := sqlfilter.Exceptions.Parse(text)
+	noErr(t, err)
+	return f
+}
+
+func excIDList(xs []store.Exception) []string {
+	var out []string
+	for _, x := range xs {
+		out = append(out, x.ID)
+	}
+	return out
+}
+
+func testListExceptions(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	b := s.automation(t, "pay")
+	var made []store.Exception // oldest first
+	for i := range 7 {
+		au, g := a, "missing_values"
+		if i%3 == 2 {
+			au, g = b, "user_system_error"
+		}
+		_, x := s.exception(t, au, g, fmt.Sprintf("m%d", i))
+		made = append(made, x)
+	}
+	newest := slices.Clone(made)
+	slices.Reverse(newest)
+	list := func(f store.Filter, skip, size int, token string) (store.Page[store.Exception], int, error) {
+		return s.st.ListExceptions(s.ctx, store.ListExceptionsRequest{OrganizationID: "acme", WorkspaceID: "ops", Filter: f, Skip: skip, PageSize: size, PageToken: token})
+	}
+	// Pages of three, newest first, the total on each.
+	var got []store.Exception
+	tok := ""
+	for {
+		p, total, err := list(nil, 0, 3, tok)
+		noErr(t, err)
+		if total != 7 || len(p.Items) > 3 {
+			t.Fatalf("page: total %d, %d items", total, len(p.Items))
+		}
+		got = append(got, p.Items...)
+		if tok = p.NextPageToken; tok == "" {
+			break
+		}
+	}
+	if !slices.Equal(excIDList(got), excIDList(newest)) {
+		t.Fatalf("pages: %v, want %v", excIDList(got), excIDList(newest))
+	}
+	// Skip.
+	p, total, err := list(nil, 5, 10, "")
+	noErr(t, err)
+	if total != 7 || !slices.Equal(excIDList(p.Items), excIDList(newest[5:])) {
+		t.Fatalf("skip 5: %v total %d", excIDList(p.Items), total)
+	}
+	_, _, err = list(nil, -1, 10, "")
+	wantErr(t, err, store.ErrInvalidArgument, "negative skip")
+	// Filter: by automation, state, group, run, time.
+	p, total, err = list(mustFilter(t, `automation = "pay"`), 0, 10, "")
+	noErr(t, err)
+	if total != 2 || !slices.Equal(excIDList(p.Items), []string{made[5].ID, made[2].ID}) {
+		t.Fatalf("automation filter: %v total %d", excIDList(p.Items), total)
+	}
+	p, total, err = list(mustFilter(t, `group = "missing_values" AND run != "`+made[0].RunID+`"`), 0, 2, "")
+	noErr(t, err)
+	if total != 4 || len(p.Items) != 2 || p.NextPageToken == "" {
+		t.Fatalf("group and run filter: %v total %d", excIDList(p.Items), total)
+	}
+	// A token is bound to its filter.
+	_, _, err = list(mustFilter(t, `group = "user_system_error"`), 0, 2, p.NextPageToken)
+	wantErr(t, err, store.ErrInvalidArgument, "a token with another filter")
+	_, _, err = list(nil, 0, 2, "garbage")
+	wantErr(t, err, store.ErrInvalidArgument, "a bad token")
+	at := made[3].CreateTime.Format(time.RFC3339Nano)
+	p, total, err = list(mustFilter(t, `create_time >= "`+at+`" AND state = PENDING`), 0, 10, "")
+	noErr(t, err)
+	if total != 4 || !slices.Equal(excIDList(p.Items), excIDList(newest[:4])) {
+		t.Fatalf("time filter: %v total %d", excIDList(p.Items), total)
+	}
+	// Another workspace sees none.
+	s.ws(t, "acme", "other", "Other")
+	p, total, err = s.st.ListExceptions(s.ctx, store.ListExceptionsRequest{OrganizationID: "acme", WorkspaceID: "other", PageSize: 10})
+	noErr(t, err)
+	if total != 0 || len(p.Items) != 0 {
+		t.Fatalf("other workspace: %d", total)
+	}
+}
+
+func testCountExceptions(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	b := s.automation(t, "pay")
+	c := s.automation(t, "zzz")
+	s.exception(t, a, "missing_values", "1")
+	s.exception(t, a, "missing_values", "2")
+	_, x := s.exception(t, b, "user_system_error", "3")
+	s.exception(t, c, "internal_error", "4")
+	s.exception(t, c, "", "5")
+	_, err := s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)
+	noErr(t, err)
+
+	req := store.CountRequest{OrganizationID: "acme", WorkspaceID: "ops", PageSize: 2}
+	p := of(s.st.CountExceptionsByGroup(s.ctx, req)).must(t)
+	if p.TotalKeys != 4 || p.TotalCount != 5 || p.NextPageToken == "" ||
+		!slices.Equal(p.Counts, []store.Count{{Key: "", Count: 1}, {Key: "internal_error", Count: 1}}) {
+		t.Fatalf("by group, page 1: %+v", p)
+	}
+	req.PageToken = p.NextPageToken
+	p = of(s.st.CountExceptionsByGroup(s.ctx, req)).must(t)
+	if p.TotalKeys != 4 || p.TotalCount != 5 || p.NextPageToken != "" ||
+		!slices.Equal(p.Counts, []store.Count{{Key: "missing_values", Count: 2}, {Key: "user_system_error", Count: 1}}) {
+		t.Fatalf("by group, page 2: %+v", p)
+	}
+	// The token is bound to the filter and the kind of count.
+	req.Filter = mustFilter(t, `state = PENDING`)
+	_, err = s.st.CountExceptionsByGroup(s.ctx, req)
+	wantErr(t, err, store.ErrInvalidArgument, "a count token with another filter")
+	req.Filter = nil
+	_, err = s.st.CountExceptionsByAutomation(s.ctx, req)
+	wantErr(t, err, store.ErrInvalidArgument, "a group token for the automation count")
+
+	req = store.CountRequest{OrganizationID: "acme", WorkspaceID: "ops", Filter: mustFilter(t, `state = PENDING`)}
+	p = of(s.st.CountExceptionsByAutomation(s.ctx, req)).must(t)
+	if p.TotalKeys != 2 || p.TotalCount != 4 || p.NextPageToken != "" ||
+		!slices.Equal(p.Counts, []store.Count{{Key: "inv", Count: 2}, {Key: "zzz", Count: 2}}) {
+		t.Fatalf("by automation: %+v", p)
+	}
+	req.Filter = mustFilter(t, `state = RESOLVED`)
+	p = of(s.st.CountExceptionsByAutomation(s.ctx, req)).must(t)
+	if p.TotalKeys != 0 || p.TotalCount != 0 || len(p.Counts) != 0 {
+		t.Fatalf("none resolved: %+v", p)
+	}
+}
+
+func testExceptionTransitions(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	r, x := s.exception(t, a, "missing_values", "m")
+
+	// PENDING → ARCHIVED: the run is abandoned (stopped).
+	ar := of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
+	if ar.State != store.ExceptionArchived || !ar.UpdateTime.After(x.UpdateTime) {
+		t.Fatalf("archive: %+v", ar)
+	}
+	if got := s.runOf(t, r); got.State != store.RunStopped || got.ExceptionID != x.ID {
+		t.Fatalf("run after archive: %+v", got)
+	}
+	_, err := s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)
+	wantErr(t, err, store.ErrFailedPrecondition, "archive an archived exception")
+	_, err = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, store.Resolution{Resolver: "users/u", Data: []byte("g")})
+	wantErr(t, err, store.ErrFailedPrecondition, "resolve an archived exception")
+
+	// ARCHIVED → PENDING: the run waits again.
+	un := of(s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
+	if un.State != store.ExceptionPending {
+		t.Fatalf("unarchive: %+v", un)
+	}
+	if got := s.runOf(t, r); got.State != store.RunAwaitingGuidance || got.ExceptionID != x.ID {
+		t.Fatalf("run after unarchive: %+v", got)
+	}
+	_, err = s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)
+	wantErr(t, err, store.ErrFailedPrecondition, "unarchive a pending exception")
+
+	// PENDING → RESOLVED: the run goes on with the guidance.
+	res := of(s.st.ResolveException(s.ctx, "acme", "ops", x.ID, store.Resolution{Resolver: "users/u", Data: []byte("guidance")})).must(t)
+	if res.State != store.ExceptionResolved || res.Resolver != "users/u" {
+		t.Fatalf("resolve: %+v", res)
+	}
+	if got := s.runOf(t, r); got.State != store.RunPending || string(got.Resolution) != "guidance" {
+		t.Fatalf("run after resolve: %+v", got)
+	}
+	// RESOLVED is terminal.
+	_, err = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, store.Resolution{Resolver: "users/v"})
+	wantErr(t, err, store.ErrFailedPrecondition, "resolve twice")
+	_, err = s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)
+	wantErr(t, err, store.ErrFailedPrecondition, "archive a resolved exception")
+	_, err = s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)
+	wantErr(t, err, store.ErrFailedPrecondition, "unarchive a resolved exception")
+	if got := of(s.st.GetException(s.ctx, "acme", "ops", x.ID)).must(t); got.Resolver != "users/u" || got.State != store.ExceptionResolved {
+		t.Fatalf("after the losers: %+v", got)
+	}
+
+	// Absent exceptions.
+	for name, err := range map[string]error{
+		"resolve":   second(s.st.ResolveException(s.ctx, "acme", "ops", "nope", store.Resolution{})),
+		"archive":   second(s.st.ArchiveException(s.ctx, "acme", "ops", "nope")),
+		"unarchive": second(s.st.UnarchiveException(s.ctx, "acme", "ops", "nope")),
+	} {
+		wantErr(t, err, store.ErrNotFound, name+" an absent exception")
+	}
+
+	// A paused waiting run keeps the guidance and stays stopped.
+	r2, x2 := s.exception(t, a, "missing_values", "m2")
+	of(s.st.PauseRun(s.ctx, "acme", "ops", "inv", r2.ID, "hold")).must(t)
+	of(s.st.ResolveException(s.ctx, "acme", "ops", x2.ID, store.Resolution{Resolver: "users/u", Data: []byte("later")})).must(t)
+	if got := s.runOf(t, r2); got.State != store.RunStopped || string(got.Resolution) != "later" {
+		t.Fatalf("paused run after resolve: %+v", got)
+	}
+
+	// An archived exception whose run was continued since cannot come back.
+	r3, x3 := s.exception(t, a, "missing_values", "m3")
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x3.ID)).must(t)
+	if c := of(s.st.ContinueRun(s.ctx, "acme", "ops", "inv", r3.ID)).must(t); c.State != store.RunPending {
+		t.Fatalf("continue an abandoned run: %+v", c)
+	}
+	_, err = s.st.UnarchiveException(s.ctx, "acme", "ops", x3.ID)
+	wantErr(t, err, store.ErrFailedPrecondition, "unarchive when the run moved on")
+	if got := of(s.st.GetException(s.ctx, "acme", "ops", x3.ID)).must(t); got.State != store.ExceptionArchived {
+		t.Fatalf("refused unarchive changed the exception: %+v", got)
+	}
+}
+
+func second[T any](_ T, err error) error { return err }
+
+func testAssignException(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	_, x := s.exception(t, a, "missing_values", "m")
+	as := of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/ana")).must(t)
+	if as.Assignee != "users/ana" || as.State != store.ExceptionPending {
+		t.Fatalf("assign: %+v", as)
+	}
+	if un := of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "")).must(t); un.Assignee != "" {
+		t.Fatalf("unassign: %+v", un)
+	}
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
+	if as := of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/bo")).must(t); as.Assignee != "users/bo" || as.State != store.ExceptionArchived {
+		t.Fatalf("assign archived: %+v", as)
+	}
+	of(s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
+	of(s.st.ResolveException(s.ctx, "acme", "ops", x.ID, store.Resolution{Resolver: "users/u"})).must(t)
+	_, err := s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/ana")
+	wantErr(t, err, store.ErrFailedPrecondition, "assign a resolved exception")
+	_, err = s.st.AssignException(s.ctx, "acme", "ops", "nope", "users/ana")
+	wantErr(t, err, store.ErrNotFound, "assign an absent exception")
+}
+
+func testListExceptionIDs(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	b := s.automation(t, "pay")
+	var want []string
+	for i := range 5 {
+		_, x := s.exception(t, a, "missing_values", fmt.Sprint(i))
+		want = append(want, x.ID)
+		s.exception(t, b, "missing_values", fmt.Sprint(i))
+	}
+	got := of(s.st.ListExceptionIDs(s.ctx, "acme", "ops", mustFilter(t, `automation = "inv"`), 3)).must(t)
+	if !slices.Equal(got, want[:3]) {
+		t.Fatalf("ids: %v, want %v", got, want[:3])
+	}
+	if all := of(s.st.ListExceptionIDs(s.ctx, "acme", "ops", nil, 1000)).must(t); len(all) != 10 {
+		t.Fatalf("all ids: %d", len(all))
+	}
+}
+
+// testResolveRaces races two resolutions of one exception ResolveRaces
+// times: exactly one wins, the other gets ErrFailedPrecondition, and the
+// run carries the winner's guidance.
+func testResolveRaces(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	n := ResolveRaces
+	if testing.Short() {
+		n = 50
+	}
+	for i := range n {
+		r, x := s.exception(t, a, "missing_values", "m")
+		var wg sync.WaitGroup
+		var errs [2]error
+		var outs [2]store.Exception
+		start := make(chan struct{})
+		for j := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				outs[j], errs[j] = s.st.ResolveException(s.ctx, "acme", "ops", x.ID,
+					store.Resolution{Resolver: fmt.Sprintf("users/u%d", j), Data: []byte{byte(j)}})
+			}()
+		}
+		close(start)
+		wg.Wait()
+		winner := -1
+		for j, err := range errs {
+			switch {
+			case err == nil:
+				if winner >= 0 {
+					t.Fatalf("race %d: both won", i)
+				}
+				winner = j
+			case !isFailedPrecondition(err):
+				t.Fatalf("race %d: loser got %v, want ErrFailedPrecondition", i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("race %d: nobody won: %v", i, errs)
+		}
+		if outs[winner].Resolver != fmt.Sprintf("users/u%d", winner) || outs[winner].State != store.ExceptionResolved {
+			t.Fatalf("race %d: winner sees %+v", i, outs[winner])
+		}
+		got := s.runOf(t, r)
+		if got.State != store.RunPending || len(got.Resolution) != 1 || int(got.Resolution[0]) != winner {
+			t.Fatalf("race %d: run %+v carries the wrong guidance (winner %d)", i, got, winner)
+		}
+		if x := of(s.st.GetException(s.ctx, "acme", "ops", x.ID)).must(t); x.Resolver != fmt.Sprintf("users/u%d", winner) {
+			t.Fatalf("race %d: stored resolver %q, winner %d", i, x.Resolver, winner)
+		}
+	}
+}
+
+func isFailedPrecondition(err error) bool { return errors.Is(err, store.ErrFailedPrecondition) }
