@@ -265,8 +265,8 @@ func TestLegacyV2(t *testing.T) {
 	if got := e.runCount(t); got != before {
 		t.Errorf("runs = %d after bad calls, want %d", got, before)
 	}
-	// Files are not built yet.
-	if code, _, raw := e.doHTTP(t, "POST", "/v2/files", `{"file_name":"a.pdf","agent_id":"`+ws+`"}`, map[string]string{"x-api-key": key}); code != http.StatusNotImplemented {
+	// Files: see TestLegacyV2FilesWorkflow (files_test.go).
+	if code, _, raw := e.doHTTP(t, "POST", "/v2/files", `{"file_name":"a.pdf","agent_id":"`+ws+`"}`, map[string]string{"x-api-key": key}); code != http.StatusOK {
 		t.Errorf("POST /v2/files: %d %s", code, raw)
 	}
 }
