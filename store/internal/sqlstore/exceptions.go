@@ -148,16 +148,10 @@ func (db *DB) countBy(ctx context.Context, col, what string, req store.CountRequ
 	if err != nil {
 		return out, err
 	}
-	// Totals over all pages.
-	totalArgs := append([]any{}, a.Values...)
-	if err := db.r.QueryRowContext(ctx, `SELECT count(DISTINCT `+col+`), count(*) FROM exceptions e WHERE `+where, totalArgs...).
-		Scan(&out.TotalKeys, &out.TotalCount); err != nil {
-		return out, db.mapErr(err, "count exceptions")
-	}
-	if keys != nil {
-		where += " AND " + col + " > " + a.Add(keys[0])
-	}
-	q := `SELECT ` + col + `, count(*) FROM exceptions e WHERE ` + where + ` GROUP BY ` + col + ` ORDER BY ` + col + ` LIMIT ` + a.Add(size+1)
+	// One grouped scan gives the page and the totals over all pages (the
+	// keys are few: groups, automations), instead of a second scan for the
+	// totals.
+	q := `SELECT ` + col + `, count(*) FROM exceptions e WHERE ` + where + ` GROUP BY ` + col + ` ORDER BY ` + col
 	rows, err := db.r.QueryContext(ctx, q, a.Values...)
 	if err != nil {
 		return out, db.mapErr(err, "count exceptions")
@@ -168,7 +162,11 @@ func (db *DB) countBy(ctx context.Context, col, what string, req store.CountRequ
 		if err := rows.Scan(&c.Key, &c.Count); err != nil {
 			return out, err
 		}
-		out.Counts = append(out.Counts, c)
+		out.TotalKeys++
+		out.TotalCount += c.Count
+		if (keys == nil || c.Key > keys[0]) && len(out.Counts) <= size {
+			out.Counts = append(out.Counts, c)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return out, err

@@ -1,0 +1,105 @@
+package sqlite_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/proserun/prose/store/sqlfilter"
+	"github.com/proserun/prose/store/sqlite"
+	"github.com/proserun/prose/store/storetest"
+)
+
+// excBenchQueries are the statements ListExceptions and
+// CountExceptionsByGroup run, for EXPLAIN QUERY PLAN.
+var excBenchQueries = []struct{ name, sql string }{
+	{"list page (state + create_time)", `SELECT e.id FROM exceptions e WHERE e.organization_id = 'bench' AND e.workspace_id = 'ops' AND (e.state = 'PENDING' AND e.create_time >= 1) ORDER BY e.create_time DESC, e.id DESC LIMIT 51`},
+	{"total (state + create_time)", `SELECT count(*) FROM exceptions e WHERE e.organization_id = 'bench' AND e.workspace_id = 'ops' AND (e.state = 'PENDING' AND e.create_time >= 1)`},
+	{"list page skip 500000", `SELECT e.id FROM exceptions e WHERE e.organization_id = 'bench' AND e.workspace_id = 'ops' ORDER BY e.create_time DESC, e.id DESC LIMIT 51 OFFSET 500000`},
+	{"count by group totals", `SELECT count(DISTINCT e.group_id), count(*) FROM exceptions e WHERE e.organization_id = 'bench' AND e.workspace_id = 'ops'`},
+	{"count by group", `SELECT e.group_id, count(*) FROM exceptions e WHERE e.organization_id = 'bench' AND e.workspace_id = 'ops' GROUP BY e.group_id ORDER BY e.group_id LIMIT 51`},
+}
+
+// openExceptionBench opens the seeded benchmark database, seeding it the
+// first time. It is kept in $PROSE_BENCH_DIR (default: the system temporary
+// directory) so that later runs skip the seeding; delete it to reseed.
+func openExceptionBench(b *testing.B) *sqlite.Store {
+	b.Helper()
+	ctx := context.Background()
+	base := os.Getenv("PROSE_BENCH_DIR")
+	if base == "" {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "prose-bench-exceptions-sqlite")
+	done := filepath.Join(dir, "seeded")
+	if _, err := os.Stat(done); err != nil {
+		_ = os.RemoveAll(dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		s, err := sqlite.Open(ctx, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		storetest.SeedExceptionParents(b, s)
+		start := storetest.Epoch.UnixMicro()
+		if _, err := s.WriteDB().ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO exceptions (organization_id, workspace_id, id, run_id, automation_id, stage, step, group_id, message, description,
+				loc_start, loc_end, details, state, assignee, resolver, extra, create_time, update_time)
+			SELECT ?, ?, printf('x%07d', i), printf('r%04d', i % ?), printf('a%02d', (i % ?) % ?), 'draft', 0,
+				CASE i % 3 WHEN 0 THEN 'missing_values' WHEN 1 THEN 'user_system_error' ELSE 'internal_error' END,
+				'Please provide the invoice total', '', 0, 21, NULL,
+				CASE WHEN i % 10 < 6 THEN 'PENDING' WHEN i % 10 < 8 THEN 'RESOLVED' ELSE 'ARCHIVED' END,
+				'', '', '{}', ? + i * 1000000, ? + i * 1000000 FROM n`,
+			storetest.BenchExceptions-1, storetest.BenchExceptionOrg, storetest.BenchExceptionWorkspace,
+			storetest.BenchExceptionRuns, storetest.BenchExceptionRuns, storetest.BenchExceptionAutomations, start, start); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.WriteDB().ExecContext(ctx, `ANALYZE`); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(done, nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// BenchmarkExceptions: 1,000,000 exceptions, 1,000 runs, 50 automations.
+//
+//	go test ./store/sqlite -run '^$' -bench BenchmarkExceptions -benchtime 50x
+func BenchmarkExceptions(b *testing.B) {
+	s := openExceptionBench(b)
+	for _, q := range excBenchQueries {
+		rows, err := s.ReadDB().Query("EXPLAIN QUERY PLAN " + q.sql)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var lines []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				b.Fatal(err)
+			}
+			lines = append(lines, detail)
+		}
+		rows.Close()
+		b.Logf("%s: %s", q.name, strings.Join(lines, "; "))
+	}
+	f, err := sqlfilter.Exceptions.Parse(storetest.BenchExceptionFilterText())
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.BenchExceptionsList(b, s, f)
+}
