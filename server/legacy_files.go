@@ -152,6 +152,12 @@ func ResolveFile(ctx context.Context, st store.Store, org, ref string) (store.Fi
 // name: a remote FileValue carries only the URL). FAILED_PRECONDITION FILE_NOT_UPLOADED when the
 // bytes have not arrived yet.
 func FileInput(ctx context.Context, st store.Store, org, ref string) (*platformv1.Value, store.File, error) {
+	return FileInputAt(ctx, st, "", org, ref)
+}
+
+// FileInputAt is FileInput with the public origin of signed URLs given
+// (empty: taken from the request, as FileOptions.BaseURL).
+func FileInputAt(ctx context.Context, st store.Store, base, org, ref string) (*platformv1.Value, store.File, error) {
 	f, err := ResolveFile(ctx, st, org, ref)
 	if err != nil {
 		return nil, store.File{}, err
@@ -159,7 +165,7 @@ func FileInput(ctx context.Context, st store.Store, org, ref string) (*platformv
 	if !f.Uploaded {
 		return nil, f, FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": fileName(org, f.ID)})
 	}
-	u, err := signedDownloadURL(ctx, signerFor(st), baseURL(ctx, ""), org, f.ID, blobURLLifetime)
+	u, err := signedDownloadURL(ctx, signerFor(st), baseURL(ctx, base), org, f.ID, blobURLLifetime)
 	if err != nil {
 		return nil, store.File{}, err
 	}

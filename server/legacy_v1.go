@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sort"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -34,6 +36,9 @@ type LegacyV1 struct {
 	legacyv1.UnimplementedLegacyServiceServer
 	st  store.Store
 	eng *engine.Engine
+	// PublicURL is the public origin of the HTTP side, for the signed URLs
+	// of files given to runs (empty: taken from the request).
+	PublicURL string
 }
 
 // NewLegacyV1 returns the v1 service.
@@ -174,8 +179,12 @@ func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*le
 				if !ok || u.StringValue == "" {
 					return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s[%d] must be a blob URL (a string)", key, i), Violation(fmt.Sprintf("%s[%d]", key, i), "not a string"))
 				}
-				files.Items = append(files.Items, &platformv1.Value{Kind: &platformv1.Value_File{File: &platformv1.FileValue{Kind: &platformv1.FileValue_Remote{Remote: u.StringValue}}}})
-				fileIDs = append(fileIDs, u.StringValue)
+				fv, f, err := attachedFile(ctx, s.st, s.PublicURL, a.OrganizationID, a.WorkspaceID, u.StringValue, fmt.Sprintf("%s[%d]", key, i))
+				if err != nil {
+					return nil, err
+				}
+				files.Items = append(files.Items, fv)
+				fileIDs = append(fileIDs, f.ID)
 			}
 			inputs[name] = &platformv1.Value{Kind: &platformv1.Value_List{List: files}}
 			continue
@@ -241,4 +250,23 @@ func (s *LegacyV1) GetRunStatus(ctx context.Context, req *legacyv1.GetRunStatusR
 		out.Error = r.Description
 	}
 	return out, nil
+}
+
+// attachedFile resolves a file reference given with a run (a v1 blob URL, a
+// v2 file id) to the stored file and the file Value the run receives. A
+// reference that names no uploaded file of the organization and workspace is
+// INVALID_ARGUMENT on field.
+func attachedFile(ctx context.Context, st store.Store, base, org, ws, ref, field string) (*platformv1.Value, store.File, error) {
+	v, f, err := FileInputAt(ctx, st, base, org, ref)
+	if err == nil && f.WorkspaceID != "" && f.WorkspaceID != ws {
+		err = NotFound(ReasonFileNotFound, ref)
+	}
+	if err != nil {
+		msg := fmt.Sprintf("%s: %q is not an uploaded file of this workspace", field, ref)
+		if status.Code(err) == codes.FailedPrecondition {
+			msg = fmt.Sprintf("%s: the content of %q has not been uploaded yet", field, ref)
+		}
+		return nil, store.File{}, InvalidArgument(ReasonInvalidField, msg, Violation(field, msg))
+	}
+	return v, f, nil
 }

@@ -31,6 +31,9 @@ type LegacyV2 struct {
 	db  Pinger
 	st  store.Store
 	eng *engine.Engine
+	// PublicURL is the public origin of the HTTP side, for the signed URLs
+	// of files given to runs (empty: taken from the request).
+	PublicURL string
 }
 
 // NewLegacyV2 returns the v2 service; db may be nil when there is none to check.
@@ -279,9 +282,27 @@ func (s *LegacyV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest
 	if err != nil {
 		return nil, err
 	}
+	var fileIDs []string
+	files := &platformv1.List{}
 	for i, id := range req.GetFileIds() {
 		if strings.TrimSpace(id) == "" {
 			return nil, InvalidArgument(ReasonInvalidField, "file ids must not be blank", Violation(fmt.Sprintf("file_ids[%d]", i), "blank"))
+		}
+		fv, f, err := attachedFile(ctx, s.st, s.PublicURL, org, req.GetAgentId(), id, fmt.Sprintf("file_ids[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		files.Items = append(files.Items, fv)
+		fileIDs = append(fileIDs, f.ID)
+	}
+	if len(fileIDs) > 0 {
+		// The files reach the program as `the files`, unless an input has
+		// that name already.
+		if inputs == nil {
+			inputs = map[string]*platformv1.Value{}
+		}
+		if _, taken := inputs["files"]; !taken {
+			inputs["files"] = &platformv1.Value{Kind: &platformv1.Value_List{List: files}}
 		}
 	}
 	if s.eng == nil {
@@ -290,7 +311,7 @@ func (s *LegacyV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest
 	ws, id := req.GetAgentId(), req.GetProcessId()
 	r, _, err := s.eng.Invoke(ctx, engine.InvokeRequest{
 		OrganizationID: org, WorkspaceID: ws, AutomationID: id, Stage: stage, Inputs: inputs,
-		Name: req.GetName(), FileIDs: req.GetFileIds(),
+		Name: req.GetName(), FileIDs: fileIDs,
 		Invocation: &platformv1.InvocationDetails{UserId: callerID(ctx), InvocationSource: platformv1.InvocationSource_INVOCATION_SOURCE_MANUAL},
 	})
 	if err != nil {

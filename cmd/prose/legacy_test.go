@@ -13,6 +13,7 @@ import (
 
 	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
+	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/store"
 )
 
@@ -42,7 +43,8 @@ func TestLegacyV1(t *testing.T) {
 	// published share ids.
 	direct := fmt.Sprint(e.legacy(t, "POST", "/v1/invoke/"+a.publishedShare, `{"amount":4,"customer_name":"Cy"}`, 201)["worker_id"])
 	wrapped := fmt.Sprint(e.legacy(t, "POST", "/v1/invoke/"+a.draftShare, `{"body":{"amount":0.1,"customer_name":"Di"}}`, 201)["worker_id"])
-	params := mustStruct(t, map[string]any{"amount": 1.5, "customer_name": "Ed", "files": []any{"https://blobs.example/a.pdf"}})
+	blob, _ := e.uploadBlob(t, "a.pdf", []byte("%PDF-1.4"))
+	params := mustStruct(t, map[string]any{"amount": 1.5, "customer_name": "Ed", "files": []any{blob}})
 	g, err := e.doGRPC(t, v1Svc+"Invoke", &legacyv1.InvokeRequest{ShareId: a.publishedShare, AttachmentsKey: "files", Parameters: params}, md)
 	if err != nil {
 		t.Fatal(err)
@@ -69,8 +71,14 @@ func TestLegacyV1(t *testing.T) {
 	}
 	// The attachments became a list of files.
 	r := e.api(t, "GET", e.runPath(a.id, viaGRPC), "", 200)
-	if field(r, "user_inputs.files.list.items.0.file.remote") != "https://blobs.example/a.pdf" {
+	if u := fmt.Sprint(field(r, "user_inputs.files.list.items.0.file.remote")); !strings.HasPrefix(u, "http") || !strings.Contains(u, server.SignedDownloadPath) {
 		t.Errorf("attachments: %v", r["user_inputs"])
+	}
+	// An attachment that is no uploaded file is refused, and starts nothing.
+	before := e.runCount(t)
+	e.legacy(t, "POST", "/v1/invoke/"+a.publishedShare+"?attachments_key=files", `{"files":["https://blobs.example/nope.pdf"]}`, 400)
+	if e.runCount(t) != before {
+		t.Error("a run was created for an unknown attachment")
 	}
 	// A run waiting for guidance is "waiting".
 	guided := e.mkAutomation(t, "Guided", guidedCode, false)
@@ -81,7 +89,7 @@ func TestLegacyV1(t *testing.T) {
 	}
 
 	// Errors, in the v1 shapes; none creates a run.
-	before := e.runCount(t)
+	before = e.runCount(t)
 	other := e.newWorkspace(t, "Elsewhere")
 	scoped := e.newKey(t, keySpec{workspaces: []string{other}})
 	readOnly := e.newKey(t, keySpec{level: store.PermissionReadOnly})
@@ -185,10 +193,15 @@ func TestLegacyV2(t *testing.T) {
 
 	// Runs: inputs as an object, stage in any case, file ids; over gRPC with
 	// inputs as an array.
-	r1 := e.legacy(t, "POST", "/v2/runs", `{"name":"One","process_id":"`+a.id+`","agent_id":"`+ws+`","stage":"DRAFT","inputs":{"amount":2.5,"customer_name":"Flo"},"file_ids":["f1"]}`, 200)
-	if r1["status"] != "Created" || r1["stage"] != "Draft" || fmt.Sprint(r1["file_ids"]) != "[f1]" {
+	_, fileID := e.uploadBlob(t, "f1.csv", []byte("a,b\n1,2\n"))
+	r1 := e.legacy(t, "POST", "/v2/runs", `{"name":"One","process_id":"`+a.id+`","agent_id":"`+ws+`","stage":"DRAFT","inputs":{"amount":2.5,"customer_name":"Flo"},"file_ids":["`+fileID+`"]}`, 200)
+	if r1["status"] != "Created" || r1["stage"] != "Draft" || fmt.Sprint(r1["file_ids"]) != "["+fileID+"]" {
 		t.Errorf("create run: %v", r1)
 	}
+	if r := e.api(t, "GET", e.runPath(a.id, fmt.Sprint(r1["id"])), "", 200); field(r, "user_inputs.files.list.items.0.file.remote") == nil {
+		t.Errorf("file_ids did not become the input `the files`: %v", r["user_inputs"])
+	}
+	e.legacy(t, "POST", "/v2/runs", `{"name":"Bad","process_id":"`+a.id+`","agent_id":"`+ws+`","stage":"DRAFT","file_ids":["nope"]}`, 400)
 	inputs := mustValue(t, []any{map[string]any{"name": "amount", "value": 7}, map[string]any{"name": "customer_name", "value": "Gus"}})
 	g, err = e.doGRPC(t, v2Svc+"CreateRun", &legacyv2.CreateRunRequest{Name: "Two", ProcessId: a.id, AgentId: ws, Stage: "Published", Inputs: inputs}, md)
 	if err != nil || g["status"] != "Created" || g["stage"] != "Published" {
@@ -269,4 +282,20 @@ func TestLegacyV2(t *testing.T) {
 	if code, _, raw := e.doHTTP(t, "POST", "/v2/files", `{"file_name":"a.pdf","agent_id":"`+ws+`"}`, map[string]string{"x-api-key": key}); code != http.StatusOK {
 		t.Errorf("POST /v2/files: %d %s", code, raw)
 	}
+}
+
+// uploadBlob uploads content through POST /v1/upload and returns its blob URL
+// and file id.
+func (e *testEnv) uploadBlob(t *testing.T, name string, content []byte) (string, string) {
+	t.Helper()
+	m := e.legacy(t, "POST", "/v1/upload", `{"file_name":"`+name+`","content_type":"application/octet-stream"}`, 200)
+	if code, _, raw := e.fileHTTP(t, "PUT", fmt.Sprint(m["upload_url"]), "", content, ""); code != 200 {
+		t.Fatalf("upload: %d %s", code, raw)
+	}
+	blob := fmt.Sprint(m["blob_url"])
+	f, err := server.ResolveFile(t.Context(), e.st, e.init.orgID, blob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return blob, f.ID
 }

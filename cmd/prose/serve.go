@@ -37,6 +37,8 @@ type serveConfig struct {
 	data     string
 	database string
 	logLevel string
+	// publicURL is the public origin for signed file URLs ("": the request's).
+	publicURL string
 	// lease is the engine's run lease (0: engine default); books is a JSON
 	// file of workspace books registered at start.
 	lease time.Duration
@@ -56,6 +58,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "address to listen on (gRPC and HTTP)")
 	fs.StringVar(&cfg.data, "data", "./prose-data", "data directory of the embedded SQLite database")
 	fs.StringVar(&cfg.database, "database", "", "a postgres://… URL; overrides --data")
+	fs.StringVar(&cfg.publicURL, "public-url", "", "public origin of the HTTP side (https://prose.example.com), for signed file URLs; default: the request's host")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&cfg.lease, "lease", 0, "how long a worker's lease on a run lasts without renewal (renewed every third); a run of a dead replica is taken over after it (default 30s)")
 	fs.StringVar(&cfg.books, "books", "", `JSON file of workspace books to register at start: [{"workspace": "organizations/{o}/workspaces/{w}", "book": {…}}] (the registry is in memory)`)
@@ -169,18 +172,24 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}()
 	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-engDone })
 	a.closers = append(a.closers, func() error { a.stopEngine(); return nil })
-	files := server.NewFileService(st, server.FileOptions{})
+	files := server.NewFileService(st, server.FileOptions{BaseURL: cfg.publicURL})
+	legacyV1 := server.NewLegacyV1(st, a.engine)
+	legacyV1.PublicURL = cfg.publicURL
+	legacyV2 := server.NewLegacyV2Runs(st, st, a.engine)
+	legacyV2.PublicURL = cfg.publicURL
+	events := server.NewEventService(st, a.engine)
+	a.closers = append(a.closers, events.Close)
 	a.services = server.Services{
 		Files:         files,
 		Books:         server.NewBookService(reg),
 		Workspaces:    server.NewWorkspaceService(st),
 		Organizations: server.NewOrganizationService(st),
 		APIKeys:       server.NewApiKeyService(st, nil),
-		LegacyV2:      server.NewLegacyV2Runs(st, st, a.engine),
+		LegacyV2:      legacyV2,
 		Automations:   server.NewAutomationService(st, a.engine),
 		Runs:          server.NewRunService(st, a.engine),
-		LegacyV1:      server.NewLegacyV1(st, a.engine),
-		Events:        server.NewEventService(st, a.engine),
+		LegacyV1:      legacyV1,
+		Events:        events,
 		Exceptions:    server.NewExceptionService(st, a.engine),
 	}
 	a.grpc = server.New(server.Options{
