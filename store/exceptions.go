@@ -116,9 +116,11 @@ type Exceptions interface {
 	ArchiveException(ctx context.Context, organizationID, workspaceID, id string) (Exception, error)
 	// UnarchiveException moves an ARCHIVED exception to PENDING and its
 	// stopped run back to awaiting_guidance. ErrFailedPrecondition from other
-	// states.
+	// states, and when the run is no longer stopped on this exception (it
+	// was continued since): nothing would wait on the exception.
 	UnarchiveException(ctx context.Context, organizationID, workspaceID, id string) (Exception, error)
 	// AssignException sets (or clears, with "") the assignee.
+	// ErrFailedPrecondition for a RESOLVED exception.
 	AssignException(ctx context.Context, organizationID, workspaceID, id, assignee string) (Exception, error)
 	// ListExceptionIDs returns the ids of every exception matching a filter
 	// (for the batch methods), oldest first, at most max.
