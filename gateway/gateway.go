@@ -133,7 +133,7 @@ func New(ctx context.Context, conn *grpc.ClientConn, opts Options, register ...R
 			return nil, fmt.Errorf("gateway: register handler %d: %w", i, err)
 		}
 	}
-	var h http.Handler = g.recoverHTTP(g.mux)
+	h := g.recoverHTTP(g.mux)
 	switch {
 	case opts.MaxBodyBytes == 0:
 		h = limitBody(DefaultMaxBodyBytes, h)

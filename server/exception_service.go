@@ -197,7 +197,7 @@ func (s *ExceptionService) ListExceptions(ctx context.Context, req *platformv1.L
 		return nil, err
 	}
 	skip := int(req.GetSkip())
-	var bound store.Filter = f
+	bound := f
 	if skip > 0 {
 		bound = excBound{inner: f, tag: "skip(" + strconv.Itoa(skip) + ")"}
 	}

@@ -340,7 +340,7 @@ func TestEventStreamHTTP(t *testing.T) {
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, "GET", e.srv.URL+f.path(e)+":stream", nil)
 	req.Header.Set("Authorization", "Bearer "+e.init.APIKey)
-	resp, err := e.srv.Client().Do(req)
+	resp, err := e.srv.Client().Do(req) //nolint:bodyclose // closed by the deferred Close below
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,13 +43,11 @@ func (s *suite) exception(t *testing.T, a store.Automation, g, msg string) (stor
 	far := s.clock.Peek().Add(time.Hour)
 	for {
 		claimed := of(s.st.ClaimRuns(s.ctx, "w1", 1000, far)).must(t)
-		found := false
 		for _, c := range claimed {
 			if c.ID != r.ID {
 				of(s.st.FinishRun(s.ctx, "w1", c.ID, store.RunOutcome{State: store.RunCompleted, Outputs: []byte("out")})).must(t)
 				continue
 			}
-			found = true
 			w := of(s.st.FinishRun(s.ctx, "w1", r.ID, store.RunOutcome{
 				State: store.RunAwaitingGuidance, Description: msg, Location: store.Location{Start: 3, End: 9},
 				Exception: &store.Exception{
@@ -63,7 +61,7 @@ func (s *suite) exception(t *testing.T, a store.Automation, g, msg string) (stor
 			}
 			return w, of(s.st.GetException(s.ctx, "acme", "ops", w.ExceptionID)).must(t)
 		}
-		if !found && len(claimed) == 0 {
+		if len(claimed) == 0 {
 			t.Fatalf("run %s was not claimed", r.ID)
 		}
 	}

@@ -133,7 +133,7 @@ func (db *DB) ListEvents(ctx context.Context, req store.ListEventsRequest) (stor
 			" AND ev.agent_id = " + a.Add(t.AgentID)
 	}
 	lq.cond(scope(lq.a))
-	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
+	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a) //nolint:rowserrcheck // scanEvents checks rows.Err
 	if err != nil {
 		return zero, 0, db.mapErr(err, "list events")
 	}
@@ -166,7 +166,7 @@ type rowsScanner interface {
 }
 
 func scanEvents(rows rowsScanner) ([]store.Event, error) {
-	defer rows.Close()
+	defer func() { _ = rows.Close() }()
 	var items []store.Event
 	for rows.Next() {
 		e, err := scanEvent(rows)
@@ -222,7 +222,7 @@ func (db *DB) UpdateEvent(ctx context.Context, e store.Event) (store.Event, erro
 
 // ListEventsSince implements store.Events.
 func (db *DB) ListEventsSince(ctx context.Context, t store.Thread, since time.Time) ([]store.Event, error) {
-	rows, err := db.reader().query(ctx, evSelect+` WHERE`+threadWhere+` AND ev.update_time >= ? ORDER BY ev.seq`,
+	rows, err := db.reader().query(ctx, evSelect+` WHERE`+threadWhere+` AND ev.update_time >= ? ORDER BY ev.seq`, //nolint:rowserrcheck // scanEvents checks rows.Err
 		append(threadArgs(t), store.Time(since))...)
 	if err != nil {
 		return nil, db.mapErr(err, "list events")
