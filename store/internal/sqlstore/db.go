@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/proserun/prose/store"
@@ -45,6 +46,7 @@ type Config struct {
 type DB struct {
 	d        store.Dialect
 	r, w     *sql.DB
+	rs, ws   *stmtCache // prepared statements of r and w (the same when r == w)
 	classify func(error) ErrorKind
 	clock    func() time.Time
 	onClose  func() error
@@ -64,6 +66,11 @@ func New(c Config) *DB {
 	if db.r == nil {
 		db.r = db.w
 	}
+	db.ws = newStmtCache(db.w, stmtCacheSize)
+	db.rs = db.ws
+	if db.r != db.w {
+		db.rs = newStmtCache(db.r, stmtCacheSize)
+	}
 	return db
 }
 
@@ -80,6 +87,10 @@ func (db *DB) Ping(ctx context.Context) error {
 // Close implements store.Store.
 func (db *DB) Close() error {
 	var errs []error
+	if db.rs != db.ws {
+		errs = append(errs, db.rs.close())
+	}
+	errs = append(errs, db.ws.close())
 	if db.r != db.w {
 		errs = append(errs, db.r.Close())
 	}
@@ -98,16 +109,21 @@ type querier interface {
 }
 
 // conn runs queries written with '?' placeholders, rebinding them for
-// PostgreSQL, and converts time.Time arguments for the dialect.
+// PostgreSQL, and converts time.Time arguments for the dialect. Queries go
+// through the prepared statement cache of the handle (inside a transaction,
+// bound to it with Tx.StmtContext).
 type conn struct {
 	db *DB
 	q  querier
+	sc *stmtCache
+	tx *sql.Tx // set inside a transaction
 }
 
-func (db *DB) reader() conn { return conn{db, db.r} }
-func (db *DB) writer() conn { return conn{db, db.w} }
+func (db *DB) reader() conn { return conn{db: db, q: db.r, sc: db.rs} }
+func (db *DB) writer() conn { return conn{db: db, q: db.w, sc: db.ws} }
 
-func (c conn) rebind(q string, args []any) (string, []any) {
+// args converts time arguments for the dialect (in place).
+func (c conn) args(args []any) []any {
 	for i, a := range args {
 		switch v := a.(type) {
 		case time.Time:
@@ -120,8 +136,13 @@ func (c conn) rebind(q string, args []any) (string, []any) {
 			}
 		}
 	}
-	if c.db.d != store.Postgres || !strings.Contains(q, "?") {
-		return q, args
+	return args
+}
+
+// rebindQuery rewrites '?' placeholders as $n for PostgreSQL.
+func (db *DB) rebindQuery(q string) string {
+	if db.d != store.Postgres || !strings.Contains(q, "?") {
+		return q
 	}
 	var b strings.Builder
 	n := 0
@@ -134,22 +155,204 @@ func (c conn) rebind(q string, args []any) (string, []any) {
 		}
 		b.WriteRune(r)
 	}
-	return b.String(), args
+	return b.String()
+}
+
+// stmt returns the prepared statement for q (nil: run q unprepared) and
+// the function to call when the call is done with it.
+func (c conn) stmt(ctx context.Context, q string) (*sql.Stmt, func()) {
+	if c.sc == nil {
+		return nil, nil
+	}
+	e := c.sc.get(ctx, c.db, q, c.tx != nil)
+	if e == nil {
+		return nil, nil
+	}
+	s := e.st
+	if c.tx != nil {
+		// Tx.StmtContext reuses the statement already prepared on the
+		// transaction's connection (or prepares it there once).
+		s = c.tx.StmtContext(ctx, s)
+	}
+	return s, func() { c.sc.release(e) }
 }
 
 func (c conn) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	q, args = c.rebind(q, args)
-	return c.q.ExecContext(ctx, q, args...)
+	args = c.args(args)
+	if s, done := c.stmt(ctx, q); s != nil { //nolint:sqlclosecheck // cached: closed by the cache
+		defer done()
+		return s.ExecContext(ctx, args...)
+	}
+	return c.q.ExecContext(ctx, c.db.rebindQuery(q), args...)
 }
 
 func (c conn) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
-	q, args = c.rebind(q, args)
-	return c.q.QueryContext(ctx, q, args...)
+	args = c.args(args)
+	if s, done := c.stmt(ctx, q); s != nil { //nolint:sqlclosecheck // cached: closed by the cache
+		defer done()
+		return s.QueryContext(ctx, args...) //nolint:sqlclosecheck // the caller closes the rows
+	}
+	return c.q.QueryContext(ctx, c.db.rebindQuery(q), args...) //nolint:sqlclosecheck // the caller closes the rows
 }
 
 func (c conn) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
-	q, args = c.rebind(q, args)
-	return c.q.QueryRowContext(ctx, q, args...)
+	args = c.args(args)
+	if s, done := c.stmt(ctx, q); s != nil { //nolint:sqlclosecheck // cached: closed by the cache
+		defer done()
+		return s.QueryRowContext(ctx, args...)
+	}
+	return c.q.QueryRowContext(ctx, c.db.rebindQuery(q), args...)
+}
+
+// stmtCacheSize bounds the prepared statements kept per handle (the store
+// has ~150 distinct statement texts; the least recently used is closed
+// beyond this).
+const stmtCacheSize = 256
+
+// stmtCache keeps statements prepared on one *sql.DB by query text
+// (before rebinding: the text identifies the statement in either dialect).
+// database/sql prepares a statement lazily on each connection of the pool
+// that runs it and keeps it there. Queries with a bound IN-list ("IN (?")
+// vary in length and are not cached; the rest are the fixed texts of this
+// package, and the LRU bound keeps the cache finite anyway.
+type stmtCache struct {
+	h   *sql.DB
+	max int
+
+	mu     sync.Mutex
+	m      map[string]*cachedStmt
+	head   cachedStmt // LRU ring sentinel: head.next is the most recent
+	closed bool
+}
+
+type cachedStmt struct {
+	key        string
+	st         *sql.Stmt // nil while being prepared
+	refs       int       // calls using st
+	evicted    bool      // out of the map: close when refs drops to 0
+	prev, next *cachedStmt
+}
+
+func newStmtCache(h *sql.DB, max int) *stmtCache {
+	c := &stmtCache{h: h, max: max, m: map[string]*cachedStmt{}}
+	c.head.prev, c.head.next = &c.head, &c.head
+	return c
+}
+
+func cacheable(q string) bool { return !strings.Contains(q, "IN (?") }
+
+// get returns the entry of q with a reference taken, or nil when q is not
+// prepared (yet). It prepares q on a miss: synchronously outside a
+// transaction; in the background inside one (preparing on the handle needs
+// a connection, and SQLite's single writer connection is the
+// transaction's), so the next call finds it.
+func (c *stmtCache) get(ctx context.Context, db *DB, q string, inTx bool) *cachedStmt {
+	if !cacheable(q) {
+		return nil
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return nil
+	}
+	if e, ok := c.m[q]; ok {
+		if e.st == nil { // being prepared
+			c.mu.Unlock()
+			return nil
+		}
+		e.refs++
+		c.unlink(e)
+		c.pushFront(e)
+		c.mu.Unlock()
+		return e
+	}
+	e := &cachedStmt{key: q}
+	c.m[q] = e
+	c.pushFront(e)
+	c.mu.Unlock()
+	if inTx {
+		go c.prepare(context.WithoutCancel(ctx), db, e)
+		return nil
+	}
+	if !c.prepare(ctx, db, e) {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.evicted {
+		return nil
+	}
+	e.refs++
+	return e
+}
+
+// prepare prepares e and stores it; false (and e dropped) on failure.
+func (c *stmtCache) prepare(ctx context.Context, db *DB, e *cachedStmt) bool {
+	st, err := c.h.PrepareContext(ctx, db.rebindQuery(e.key))
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err != nil || c.closed || e.evicted {
+		if c.m[e.key] == e {
+			delete(c.m, e.key)
+			c.unlink(e)
+		}
+		if st != nil {
+			_ = st.Close() //nolint:sqlclosecheck // not kept
+		}
+		return false
+	}
+	e.st = st
+	for len(c.m) > c.max {
+		old := c.head.prev
+		delete(c.m, old.key)
+		c.unlink(old)
+		old.evicted = true
+		if old.refs == 0 && old.st != nil {
+			_ = old.st.Close()
+		}
+	}
+	return true
+}
+
+// release drops a reference taken by get.
+func (c *stmtCache) release(e *cachedStmt) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e.refs--
+	if e.refs == 0 && e.evicted && e.st != nil {
+		_ = e.st.Close()
+	}
+}
+
+func (c *stmtCache) unlink(e *cachedStmt) {
+	if e.prev != nil {
+		e.prev.next, e.next.prev = e.next, e.prev
+		e.prev, e.next = nil, nil
+	}
+}
+
+func (c *stmtCache) pushFront(e *cachedStmt) {
+	e.prev, e.next = &c.head, c.head.next
+	c.head.next.prev = e
+	c.head.next = e
+}
+
+// close closes the cached statements (one a call is still using is closed
+// by release when the call ends).
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	c.closed = true
+	var errs []error
+	for k, e := range c.m {
+		delete(c.m, k)
+		c.unlink(e)
+		e.evicted = true
+		if e.st != nil && e.refs == 0 {
+			errs = append(errs, e.st.Close())
+		}
+	}
+	c.mu.Unlock()
+	return errors.Join(errs...)
 }
 
 // queryArgs runs a query built with store.Args (already in the dialect).
@@ -173,7 +376,7 @@ func (db *DB) tx(ctx context.Context, fn func(c conn) error) error {
 	if err != nil {
 		return err
 	}
-	if err := fn(conn{db, tx}); err != nil {
+	if err := fn(conn{db: db, q: tx, sc: db.ws, tx: tx}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
