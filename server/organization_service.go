@@ -128,10 +128,38 @@ func idEvalTitle(e *expr.Expr, title string, depth int) bool {
 	return false
 }
 
-// ListOrganizationUsers is not available yet: the store has no listing of
-// organization members (store.Members lists workspace members only).
-func (s *OrganizationService) ListOrganizationUsers(context.Context, *platformv1.ListOrganizationUsersRequest) (*platformv1.ListOrganizationUsersResponse, error) {
-	return nil, Unimplemented("NOT_IMPLEMENTED", "listing the users of an organization is not implemented yet")
+// ListOrganizationUsers lists the members of the organization with their
+// organization roles and the workspace roles they hold anywhere in it.
+// Filter: role, role_scope, search. Order: display_name, email,
+// created_time, updated_time (default created_time desc).
+func (s *OrganizationService) ListOrganizationUsers(ctx context.Context, req *platformv1.ListOrganizationUsersRequest) (*platformv1.ListOrganizationUsersResponse, error) {
+	org := req.GetOrganizationId()
+	size, err := idPageSize(req.GetPageSize())
+	if err != nil {
+		return nil, err
+	}
+	f, err := sqlfilter.OrganizationUsers.Parse(req.GetFilter())
+	if err != nil {
+		return nil, idInvalidFromStore(err)
+	}
+	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.WorkspaceUserOrdering)
+	if err != nil {
+		return nil, idInvalidFromStore(err)
+	}
+	if _, err := s.st.GetOrganization(ctx, org); err != nil {
+		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+	}
+	page, err := s.st.ListOrganizationUsers(ctx, store.ListOrganizationUsersRequest{
+		OrganizationID: org, Filter: f, OrderBy: ob, PageSize: size, PageToken: req.GetPageToken(),
+	})
+	if err != nil {
+		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+	}
+	out := &platformv1.ListOrganizationUsersResponse{NextPageToken: page.NextPageToken}
+	for _, m := range page.Items {
+		out.Users = append(out.Users, idWorkspaceUserProto(m))
+	}
+	return out, nil
 }
 
 // ListOrganizationRoles lists every role of the organization.

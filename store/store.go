@@ -25,6 +25,7 @@ type Store interface {
 	Users
 	Workspaces
 	Members
+	OrganizationUsers
 	Roles
 	Invitations
 	Preferences
