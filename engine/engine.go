@@ -18,6 +18,8 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,7 +65,32 @@ type Engine struct {
 
 	mu       sync.Mutex
 	inflight map[string]*flight
+
+	// finisher, when the store has one, writes the completed and failed
+	// outcomes that workers send on fin, several per transaction.
+	finisher batchFinisher
+	fin      chan *finishReq
 }
+
+// batchFinisher is implemented by stores that finish several completed or
+// failed runs in one transaction (the SQL stores: sqlstore.DB.FinishRuns).
+// errs[i] is the result of runIDs[i] (ErrConflict when that run's lease is
+// lost, the others still finished); err means nothing was written.
+type batchFinisher interface {
+	FinishRuns(ctx context.Context, owner string, runIDs []string, outcomes []store.RunOutcome) (errs []error, err error)
+}
+
+// finishReq is a worker's completed or failed outcome waiting for the
+// committer.
+type finishReq struct {
+	ctx  context.Context
+	id   string
+	o    store.RunOutcome
+	done chan error
+}
+
+// maxFinishBatch bounds the runs finished in one transaction.
+const maxFinishBatch = 128
 
 // flight is a run being executed here.
 type flight struct {
@@ -104,7 +131,11 @@ func New(st store.Store, opts Options) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{st: st, opts: opts, log: log, wake: make(chan struct{}, 1), inflight: map[string]*flight{}, progs: newProgramCache(1024)}
+	e := &Engine{st: st, opts: opts, log: log, wake: make(chan struct{}, 1), inflight: map[string]*flight{}, progs: newProgramCache(1024)}
+	if bf, ok := st.(batchFinisher); ok {
+		e.finisher = bf
+	}
+	return e
 }
 
 // Owner is the name this engine leases runs under.
@@ -141,6 +172,20 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		defer close(renewDone)
 		e.renewLoop(ctx)
 	}()
+
+	// The committer lives until every worker has returned (they wait for
+	// it); it writes with runCtx, cancelled when the grace period ends.
+	stopCommit := make(chan struct{})
+	commitDone := make(chan struct{})
+	if e.finisher != nil {
+		e.fin = make(chan *finishReq, e.opts.Workers)
+		go func() {
+			defer close(commitDone)
+			e.commitLoop(runCtx, stopCommit)
+		}()
+	} else {
+		close(commitDone)
+	}
 
 	poll := time.NewTicker(e.opts.PollInterval)
 	defer poll.Stop()
@@ -197,8 +242,98 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		stopRuns(errShutdown)
 		<-done
 	}
+	close(stopCommit)
+	<-commitDone
 	<-renewDone
 	return nil
+}
+
+// finish leaves a run in a final state. Completed and failed outcomes go to
+// the committer, which writes those of several workers in one transaction
+// (one writer transaction per batch instead of per run); it returns that
+// run's result.
+func (e *Engine) finish(ctx context.Context, id string, o store.RunOutcome) error {
+	if e.fin == nil || (o.State != store.RunCompleted && o.State != store.RunFailed) {
+		_, err := e.st.FinishRun(ctx, e.opts.Owner, id, o)
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	req := &finishReq{ctx: ctx, id: id, o: o, done: make(chan error, 1)}
+	select {
+	case e.fin <- req:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return <-req.done // the committer always answers
+}
+
+// commitLoop takes the outcomes queued on e.fin, as many as are waiting
+// (no timer: while one batch commits, the next one gathers), and writes
+// them until stop is closed.
+func (e *Engine) commitLoop(ctx context.Context, stop <-chan struct{}) {
+	batch := make([]*finishReq, 0, maxFinishBatch)
+	for {
+		select {
+		case r := <-e.fin:
+			batch = append(batch[:0], r)
+		case <-stop:
+			return
+		}
+	gather:
+		for len(batch) < maxFinishBatch {
+			select {
+			case r := <-e.fin:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		e.commit(ctx, batch)
+	}
+}
+
+// commit writes a batch and answers each request.
+func (e *Engine) commit(ctx context.Context, batch []*finishReq) {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			continue
+		}
+		live = append(live, r)
+	}
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		r := live[0]
+		_, err := e.st.FinishRun(r.ctx, e.opts.Owner, r.id, r.o)
+		r.done <- err
+		return
+	}
+	// In id order: two transactions locking the same runs (PostgreSQL) take
+	// the locks in the same order.
+	slices.SortFunc(live, func(a, b *finishReq) int { return strings.Compare(a.id, b.id) })
+	ids := make([]string, len(live))
+	outs := make([]store.RunOutcome, len(live))
+	for i, r := range live {
+		ids[i], outs[i] = r.id, r.o
+	}
+	errs, err := e.finisher.FinishRuns(ctx, e.opts.Owner, ids, outs)
+	if err != nil {
+		// Nothing was written: finish them one by one.
+		e.log.Warn("finish runs", "runs", len(live), "err", err)
+		for _, r := range live {
+			_, err := e.st.FinishRun(r.ctx, e.opts.Owner, r.id, r.o)
+			r.done <- err
+		}
+		return
+	}
+	for i, r := range live {
+		r.done <- errs[i]
+	}
 }
 
 // renewLoop renews the leases of the runs in flight and tells them when they

@@ -73,10 +73,9 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if errors.As(perr, &se) {
 				desc, loc = se.Msg, store.Location{Start: int64(se.Span.Start), End: int64(se.Span.End)}
 			}
-			_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
+			return e.finish(ctx, r.ID, store.RunOutcome{
 				State: store.RunFailed, ErrorID: store.NewID(), Description: "Could not parse step " + itoa(step+1) + ": " + desc, Location: loc,
 			})
-			return err
 		}
 		bk.step = step
 		inBytes := stepInputs
@@ -122,8 +121,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				if err != nil {
 					return err
 				}
-				_, err = e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: b})
-				return err
+				return e.finish(ctx, r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: b})
 			}
 			if stepInputs, err = EncodeValues(out); err != nil {
 				return err
@@ -152,11 +150,10 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			return err
 		case lang.Failed:
 			fl := res.Failure
-			_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
+			return e.finish(ctx, r.ID, store.RunOutcome{
 				State: store.RunFailed, ErrorID: store.NewID(), Description: fl.Description,
 				Location: store.Location{Start: int64(fl.Span.Start), End: int64(fl.Span.End)},
 			})
-			return err
 		case lang.Stopped:
 			cause := context.Cause(ctx)
 			if f.lost || errors.Is(cause, errLeaseLost) {

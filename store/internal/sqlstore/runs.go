@@ -409,6 +409,57 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 	return out, err
 }
 
+// FinishRuns finishes several runs leased to owner in one transaction:
+// each is what FinishRun does for a completed or failed outcome (the lease
+// check is the condition of the run's UPDATE). errs[i] is the result of
+// runIDs[i]: nil, ErrConflict when the run is not leased to owner (the
+// other runs are still finished) or ErrInvalidArgument for an outcome other
+// than completed or failed. A non-nil err means nothing was written.
+// The engine uses it to write the completions of several workers in one
+// writer transaction.
+func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, outcomes []store.RunOutcome) (errs []error, err error) {
+	if len(runIDs) != len(outcomes) {
+		return nil, fmt.Errorf("finish runs: %w: %d ids and %d outcomes", store.ErrInvalidArgument, len(runIDs), len(outcomes))
+	}
+	errs = make([]error, len(runIDs))
+	if len(runIDs) == 0 {
+		return errs, nil
+	}
+	now := db.now()
+	err = db.tx(ctx, func(c conn) error {
+		const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`
+		for i, id := range runIDs {
+			o := outcomes[i]
+			var res sql.Result
+			var err error
+			switch o.State {
+			case store.RunCompleted:
+				res, err = c.exec(ctx, `UPDATE runs SET state = 'completed', outputs = ?, checkpoint = NULL, resolution = NULL,
+				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond,
+					o.Outputs, time.Time{}, now, now, id, owner)
+			case store.RunFailed:
+				res, err = c.exec(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
+				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond,
+					o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, id, owner)
+			default:
+				errs[i] = fmt.Errorf("finish runs: %w: outcome state %q (only completed or failed)", store.ErrInvalidArgument, o.State)
+				continue
+			}
+			if err != nil {
+				return db.mapErr(err, "finish runs")
+			}
+			if rowsAffected(res) == 0 {
+				errs[i] = fmt.Errorf("run %q is not leased to %q: %w", id, owner, store.ErrConflict)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return errs, nil
+}
+
 func (c conn) getRunScoped(ctx context.Context, org, ws, automation, id string) (store.Run, error) {
 	r, err := scanRun(c.queryRow(ctx, runSelect+` WHERE r.id = ? AND r.organization_id = ? AND r.workspace_id = ? AND r.automation_id = ?`+c.db.forUpdate(),
 		id, org, ws, automation))
