@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"strings"
 	"sync"
@@ -43,6 +44,8 @@ type serveConfig struct {
 	// file of workspace books registered at start.
 	lease time.Duration
 	books string
+	// pprof, when set, is an address serving net/http/pprof (profiling).
+	pprof string
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
@@ -62,6 +65,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&cfg.lease, "lease", 0, "how long a worker's lease on a run lasts without renewal (renewed every third); a run of a dead replica is taken over after it (default 30s)")
 	fs.StringVar(&cfg.books, "books", "", `JSON file of workspace books to register at start: [{"workspace": "organizations/{o}/workspaces/{w}", "book": {…}}] (the registry is in memory)`)
+	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -87,6 +91,12 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	if err != nil {
 		logger.Error("listen", "addr", cfg.addr, "err", err)
 		return 1
+	}
+	if cfg.pprof != "" {
+		if err := servePprof(ctx, cfg.pprof, logger); err != nil {
+			logger.Error("pprof", "addr", cfg.pprof, "err", err)
+			return 1
+		}
 	}
 	logger.Info("serving", "addr", lis.Addr().String(), "version", server.Version)
 	if err := gateway.Serve(ctx, lis, app.grpc, app.http, logger, gateway.WithShutdownTimeout(15*time.Second)); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -157,14 +167,23 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 			return nil, fmt.Errorf("--books: %w", err)
 		}
 	}
-	a.engine = engine.New(st, engine.Options{
+	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
+	engOpts := engine.Options{
 		Logger:        logger,
 		LeaseDuration: cfg.lease,
 		Books: func(org, ws string) lang.Books {
 			return callIDBooks{reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})}
 		},
-	})
-	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
+	}
+	// Replicas sharing a PostgreSQL database wake each other with
+	// LISTEN/NOTIFY when they make work (they also poll).
+	if n, ok := st.(interface {
+		Notify(context.Context)
+		Listen(context.Context) <-chan struct{}
+	}); ok {
+		engOpts.Wakeups, engOpts.Notify = n.Listen(engCtx), n.Notify
+	}
+	a.engine = engine.New(st, engOpts)
 	engDone := make(chan struct{})
 	go func() {
 		defer close(engDone)
@@ -257,5 +276,25 @@ func registerBookFile(ctx context.Context, reg *books.Registry, path string) err
 			return fmt.Errorf("entry %d: %w", i, err)
 		}
 	}
+	return nil
+}
+
+// servePprof serves the net/http/pprof handlers on their own listener until
+// ctx ends (never on the API's address).
+func servePprof(ctx context.Context, addr string, logger *slog.Logger) error {
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	go func() { _ = srv.Serve(lis) }()
+	logger.Info("pprof", "addr", lis.Addr().String())
 	return nil
 }

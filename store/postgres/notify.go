@@ -1,0 +1,70 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// wakeChannel is the LISTEN/NOTIFY channel on which replicas announce work
+// (a run was created, guided or continued).
+const wakeChannel = "prose_runs"
+
+// Notify tells every replica listening on the database that there is work.
+// It is best effort: replicas also poll.
+func (s *Store) Notify(ctx context.Context) {
+	if _, err := s.pool.Exec(ctx, "SELECT pg_notify($1, '')", wakeChannel); err != nil && ctx.Err() == nil {
+		slog.Debug("postgres: notify", "err", err)
+	}
+}
+
+// Listen delivers a value on the returned channel whenever a replica calls
+// Notify (coalesced: one pending value at most), until ctx is cancelled. It
+// holds one connection of the pool and reconnects after a failure.
+func (s *Store) Listen(ctx context.Context) <-chan struct{} {
+	out := make(chan struct{}, 1)
+	go func() {
+		backoff := 100 * time.Millisecond
+		for ctx.Err() == nil {
+			err := s.listenOnce(ctx, out)
+			if ctx.Err() != nil {
+				return
+			}
+			slog.Debug("postgres: listen", "err", err)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			if backoff < 5*time.Second {
+				backoff *= 2
+			}
+		}
+	}()
+	return out
+}
+
+func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel); err != nil {
+		return err
+	}
+	for {
+		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+			if errors.Is(err, context.Canceled) {
+				// Leave the connection clean for the pool.
+				_, _ = conn.Exec(context.Background(), "UNLISTEN "+wakeChannel)
+			}
+			return err
+		}
+		select {
+		case out <- struct{}{}:
+		default:
+		}
+	}
+}
