@@ -86,7 +86,9 @@ var excFilter = func() *sqlfilter.Resource {
 		// store's own allow-list rather than panic.
 		return sqlfilter.Exceptions
 	}
-	return r
+	// renderExcState references e.state only: conjunctions report it, and
+	// the store can count such filters from its precomputed counts.
+	return r.RenderColumns("state", "e.state")
 }()
 
 // excParseFilter parses a filter; errors are INVALID_ARGUMENT naming the
@@ -110,6 +112,17 @@ func (f excAnd) String() string {
 		}
 	}
 	return strings.Join(parts, " AND ")
+}
+
+// Conjuncts implements store.ConjunctFilter: the members' conjuncts.
+func (f excAnd) Conjuncts() []store.Conjunct {
+	var out []store.Conjunct
+	for _, x := range f {
+		if x != nil {
+			out = append(out, store.Conjuncts(x)...)
+		}
+	}
+	return out
 }
 
 func (f excAnd) SQL(a *store.Args) (string, error) {
@@ -137,6 +150,11 @@ type excCond struct {
 
 func (f excCond) String() string { return fmt.Sprintf("%s %s %q", f.col, f.op, f.value) }
 
+// Conjuncts implements store.ConjunctFilter: one comparison on col.
+func (f excCond) Conjuncts() []store.Conjunct {
+	return []store.Conjunct{{Filter: f, Columns: []string{f.col}}}
+}
+
 func (f excCond) SQL(a *store.Args) (string, error) {
 	return "(" + f.col + " " + f.op + " " + a.Add(f.value) + ")", nil
 }
@@ -155,6 +173,9 @@ func (f excBound) String() string {
 	}
 	return f.inner.String() + " " + f.tag
 }
+
+// Conjuncts implements store.ConjunctFilter: the inner filter's.
+func (f excBound) Conjuncts() []store.Conjunct { return store.Conjuncts(f.inner) }
 
 func (f excBound) SQL(a *store.Args) (string, error) {
 	if f.inner == nil {

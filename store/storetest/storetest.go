@@ -70,6 +70,7 @@ func Run(t *testing.T, open Opener) {
 	testEvents(t, open)
 	testFiles(t, open)
 	testExceptions(t, open)
+	testExceptionCounts(t, open)
 }
 
 // ---------------------------------------------------------------------------

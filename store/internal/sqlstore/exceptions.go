@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -81,6 +82,21 @@ func (db *DB) ListExceptions(ctx context.Context, req store.ListExceptionsReques
 	lq.cond("e.organization_id = " + lq.a.Add(req.OrganizationID))
 	lq.cond("e.workspace_id = " + lq.a.Add(req.WorkspaceID))
 	lq.offset = req.Skip
+	if p, ok := planExcRollup(req.Filter); ok && req.PageToken == "" && req.Skip >= rollupSkipMin {
+		// Skip whole buckets by their counts: the page starts below a bucket
+		// boundary, OFFSET only the rest.
+		before, offset, none, err := db.excSkip(ctx, req.OrganizationID, req.WorkspaceID, p, req.Skip)
+		if err != nil {
+			return zero, 0, err
+		}
+		switch {
+		case none:
+			lq.cond("1 = 0")
+		case !p.hiSet || before < p.hi:
+			lq.cond("e.create_time < " + lq.a.Add(time.UnixMicro(before).UTC()))
+		}
+		lq.offset = offset
+	}
 	r := db.reader()
 	rows, err := r.queryArgs(ctx, lq.sql(), lq.a)
 	if err != nil {
@@ -122,6 +138,9 @@ func excWhere(a *store.Args, org, ws string, f store.Filter) (string, error) {
 }
 
 func (db *DB) countExceptions(ctx context.Context, org, ws string, f store.Filter) (int, error) {
+	if p, ok := planExcRollup(f); ok {
+		return db.countRollup(ctx, org, ws, p)
+	}
 	a := store.NewArgs(db.d)
 	where, err := excWhere(a, org, ws, f)
 	if err != nil {
@@ -144,14 +163,24 @@ func (db *DB) countBy(ctx context.Context, col, what string, req store.CountRequ
 		return out, err
 	}
 	a := store.NewArgs(db.d)
-	where, err := excWhere(a, req.OrganizationID, req.WorkspaceID, req.Filter)
-	if err != nil {
-		return out, err
+	var q string
+	if p, ok := planExcRollup(req.Filter); ok {
+		// The counts table's whole buckets plus the edges' rows, by key.
+		parts, err := rollupParts(a, req.OrganizationID, req.WorkspaceID, p, col+` AS k`, col)
+		if err != nil {
+			return out, err
+		}
+		q = `SELECT k, sum(c) FROM (` + strings.Join(parts, ` UNION ALL `) + `) x GROUP BY k HAVING sum(c) > 0 ORDER BY k`
+	} else {
+		where, err := excWhere(a, req.OrganizationID, req.WorkspaceID, req.Filter)
+		if err != nil {
+			return out, err
+		}
+		// One grouped scan gives the page and the totals over all pages
+		// (the keys are few: groups, automations), instead of a second scan
+		// for the totals.
+		q = `SELECT ` + col + `, count(*) FROM exceptions e WHERE ` + where + ` GROUP BY ` + col + ` ORDER BY ` + col
 	}
-	// One grouped scan gives the page and the totals over all pages (the
-	// keys are few: groups, automations), instead of a second scan for the
-	// totals.
-	q := `SELECT ` + col + `, count(*) FROM exceptions e WHERE ` + where + ` GROUP BY ` + col + ` ORDER BY ` + col
 	rows, err := db.r.QueryContext(ctx, q, a.Values...)
 	if err != nil {
 		return out, db.mapErr(err, "count exceptions")
@@ -328,4 +357,349 @@ func (db *DB) ListExceptionIDs(ctx context.Context, org, ws string, f store.Filt
 		ids = append(ids, id)
 	}
 	return ids, rows.Err()
+}
+
+// ---------------------------------------------------------------------------
+// Counts from the exception_counts table (migration 00006)
+//
+// Triggers keep, per workspace, state, group, automation and time bucket,
+// the number of exceptions, at three levels of buckets (hours, days, 30
+// days, counted from the unix epoch). A filter that is a conjunction of
+// operands on state, group and automation only (any boolean form inside an
+// operand) and create_time comparisons (a range [lo, hi)) counts as: the
+// counts of the whole buckets inside the range, fewest buckets first
+// (coarse levels in the middle, hours at the ends), plus an exact index
+// count of the rows in the range's partial hours at either end. Other
+// filters (run, create_time inside OR or NOT, !=) count rows.
+
+// rollupLevels are the bucket sizes of the levels, in hours; each divides
+// the next.
+var rollupLevels = []int64{1, 24, 720}
+
+const (
+	hourMicros = int64(time.Hour / time.Microsecond)
+	// rollupOpen is the hour bound of an open end of the range (far beyond
+	// any time the columns hold, and within int64 in microseconds).
+	rollupOpen = int64(1) << 31
+	// rollupSkipMin is the skip from which ListExceptions skips whole
+	// buckets by their counts instead of OFFSET alone.
+	rollupSkipMin = 2000
+)
+
+// rollupColumns are the columns the counts table keeps (as the filter names
+// them: alias e).
+var rollupColumns = []string{"e.state", "e.group_id", "e.automation_id"}
+
+// excRollup is a filter split for the counts table: the operands on the
+// kept columns, and create_time in [lo, hi) (unix microseconds; an unset
+// end is open).
+type excRollup struct {
+	keys         []store.Filter
+	lo, hi       int64
+	loSet, hiSet bool
+}
+
+func (p *excRollup) setLo(v int64) {
+	if !p.loSet || v > p.lo {
+		p.lo, p.loSet = v, true
+	}
+}
+
+func (p *excRollup) setHi(v int64) {
+	if !p.hiSet || v < p.hi {
+		p.hi, p.hiSet = v, true
+	}
+}
+
+// planExcRollup splits f for the counts table; false when it cannot.
+func planExcRollup(f store.Filter) (excRollup, bool) {
+	var p excRollup
+	for _, c := range store.Conjuncts(f) {
+		if c.Column == "e.create_time" && c.Op != "" {
+			t, ok := c.Value.(time.Time)
+			if !ok {
+				return p, false
+			}
+			// The bound value is truncated to microseconds, as stored.
+			v := store.Time(t).UnixMicro()
+			switch c.Op {
+			case "=":
+				p.setLo(v)
+				p.setHi(v + 1)
+			case ">=":
+				p.setLo(v)
+			case ">":
+				p.setLo(v + 1)
+			case "<":
+				p.setHi(v)
+			case "<=":
+				p.setHi(v + 1)
+			default:
+				return p, false
+			}
+			continue
+		}
+		if c.Columns == nil || c.Filter == nil {
+			return p, false
+		}
+		for _, col := range c.Columns {
+			if !slices.Contains(rollupColumns, col) {
+				return p, false
+			}
+		}
+		p.keys = append(p.keys, c.Filter)
+	}
+	return p, true
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
+
+func ceilDiv(a, b int64) int64 { return -floorDiv(-a, b) }
+
+// rollupSpan is the buckets [from, to) of one level.
+type rollupSpan struct {
+	level    int
+	from, to int64
+}
+
+// decompose covers the hours [a, b) with the fewest buckets, in time
+// order: the coarsest level's whole buckets in the middle, finer ones at
+// the ends.
+func decompose(a, b int64, level int) []rollupSpan {
+	if a >= b {
+		return nil
+	}
+	if level == 0 {
+		return []rollupSpan{{0, a, b}}
+	}
+	size := rollupLevels[level]
+	from, to := ceilDiv(a, size), floorDiv(b, size)
+	if from >= to {
+		return decompose(a, b, level-1)
+	}
+	out := decompose(a, from*size, level-1)
+	out = append(out, rollupSpan{level, from, to})
+	return append(out, decompose(to*size, b, level-1)...)
+}
+
+// hours returns where the range's whole hours [a, b) lie and which partial
+// hours (microsecond ranges) lie at its ends.
+func (p excRollup) hours() (a, b int64, edges [][2]int64) {
+	a, b = -rollupOpen, rollupOpen
+	if p.loSet {
+		a = ceilDiv(p.lo, hourMicros)
+	}
+	if p.hiSet {
+		b = floorDiv(p.hi, hourMicros)
+	}
+	if p.loSet && p.hiSet && a > b { // within one hour
+		return 0, 0, [][2]int64{{p.lo, p.hi}}
+	}
+	if p.loSet && p.lo < a*hourMicros {
+		edges = append(edges, [2]int64{p.lo, a * hourMicros})
+	}
+	if p.hiSet && b*hourMicros < p.hi {
+		edges = append(edges, [2]int64{b * hourMicros, p.hi})
+	}
+	return a, b, edges
+}
+
+func (p excRollup) empty() bool { return p.loSet && p.hiSet && p.lo >= p.hi }
+
+// keysWhere renders the workspace and the operands on kept columns (alias
+// e, either table).
+func (p excRollup) keysWhere(a *store.Args, org, ws string) (string, error) {
+	conds := []string{"e.organization_id = " + a.Add(org), "e.workspace_id = " + a.Add(ws)}
+	for _, k := range p.keys {
+		s, err := k.SQL(a)
+		if err != nil {
+			return "", err
+		}
+		conds = append(conds, s)
+	}
+	return strings.Join(conds, " AND "), nil
+}
+
+// edgeSQL counts the matching rows created in [from, to).
+func (p excRollup) edgeSQL(a *store.Args, org, ws string, from, to int64, sel, groupBy string) (string, error) {
+	where, err := p.keysWhere(a, org, ws)
+	if err != nil {
+		return "", err
+	}
+	q := `SELECT ` + sel + `, count(*) AS c FROM exceptions e WHERE ` + where + ` AND e.create_time >= ` +
+		a.Add(time.UnixMicro(from).UTC()) + ` AND e.create_time < ` + a.Add(time.UnixMicro(to).UTC())
+	if groupBy != "" {
+		q += ` GROUP BY ` + groupBy
+	}
+	return q, nil
+}
+
+// spanSQL sums the counts of the matching keys in one span of buckets.
+func (p excRollup) spanSQL(a *store.Args, org, ws string, s rollupSpan, sel, groupBy string) (string, error) {
+	where, err := p.keysWhere(a, org, ws)
+	if err != nil {
+		return "", err
+	}
+	q := `SELECT ` + sel + `, sum(e.n) AS c FROM exception_counts e WHERE ` + where + ` AND e.level = ` + a.Add(s.level) +
+		` AND e.bucket >= ` + a.Add(s.from) + ` AND e.bucket < ` + a.Add(s.to)
+	if groupBy != "" {
+		q += ` GROUP BY ` + groupBy
+	}
+	return q, nil
+}
+
+// rollupParts are the SELECTs (columns sel, c) whose counts add up to the
+// filter's count: the edges' rows and the whole buckets.
+func rollupParts(a *store.Args, org, ws string, p excRollup, sel, groupBy string) ([]string, error) {
+	if p.empty() {
+		return []string{`SELECT ` + sel + `, 0 AS c FROM exceptions e WHERE 1 = 0`}, nil
+	}
+	from, to, edges := p.hours()
+	var parts []string
+	for _, e := range edges {
+		q, err := p.edgeSQL(a, org, ws, e[0], e[1], sel, groupBy)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, q)
+	}
+	for _, s := range decompose(from, to, len(rollupLevels)-1) {
+		q, err := p.spanSQL(a, org, ws, s, sel, groupBy)
+		if err != nil {
+			return nil, err
+		}
+		parts = append(parts, q)
+	}
+	if len(parts) == 0 {
+		parts = append(parts, `SELECT `+sel+`, 0 AS c FROM exceptions e WHERE 1 = 0`)
+	}
+	return parts, nil
+}
+
+// countRollup counts the exceptions matching p.
+func (db *DB) countRollup(ctx context.Context, org, ws string, p excRollup) (int, error) {
+	a := store.NewArgs(db.d)
+	parts, err := rollupParts(a, org, ws, p, `0 AS k`, ``)
+	if err != nil {
+		return 0, err
+	}
+	var n sql.NullInt64
+	q := `SELECT sum(c) FROM (` + strings.Join(parts, ` UNION ALL `) + `) x`
+	if err := db.r.QueryRowContext(ctx, q, a.Values...).Scan(&n); err != nil {
+		return 0, db.mapErr(err, "count exceptions")
+	}
+	return int(n.Int64), nil
+}
+
+// excSkip finds where the skip-th match (newest first) lies: before is a
+// time (unix microseconds) such that exactly skip-offset matches are created
+// at or after it; the page is then the matches created before it, from the
+// offset-th on. none reports that fewer than skip+1 exceptions match. It
+// reads bucket counts newest first, going down a level inside the bucket
+// that holds the position, and counts the rows of a partial hour at the
+// range's top end.
+func (db *DB) excSkip(ctx context.Context, org, ws string, p excRollup, skip int) (before int64, offset int, none bool, err error) {
+	if p.empty() {
+		return 0, 0, true, nil
+	}
+	from, to := -rollupOpen, rollupOpen
+	if p.loSet {
+		from = ceilDiv(p.lo, hourMicros)
+	}
+	if p.hiSet {
+		to = floorDiv(p.hi, hourMicros)
+		if from > to { // the range is within one hour: OFFSET alone
+			return p.hi, skip, false, nil
+		}
+	}
+	above := 0
+	query := func(build func(a *store.Args) (string, error)) (*sql.Rows, error) {
+		a := store.NewArgs(db.d)
+		q, err := build(a)
+		if err != nil {
+			return nil, err
+		}
+		return db.r.QueryContext(ctx, q, a.Values...)
+	}
+	if p.hiSet && to*hourMicros < p.hi { // the partial hour at the top
+		rows, err := query(func(a *store.Args) (string, error) {
+			return p.edgeSQL(a, org, ws, to*hourMicros, p.hi, `0 AS k`, ``)
+		})
+		if err != nil {
+			return 0, 0, false, db.mapErr(err, "skip exceptions")
+		}
+		var k, c int
+		if err := scanOne(rows, &k, &c); err != nil {
+			return 0, 0, false, db.mapErr(err, "skip exceptions")
+		}
+		if skip < c {
+			return p.hi, skip, false, nil
+		}
+		above = c
+	}
+	spans := decompose(from, to, len(rollupLevels)-1)
+	for len(spans) > 0 {
+		s := spans[len(spans)-1]
+		spans = spans[:len(spans)-1]
+		rows, err := query(func(a *store.Args) (string, error) {
+			q, err := p.spanSQL(a, org, ws, s, `e.bucket`, `e.bucket`)
+			return q + ` ORDER BY e.bucket DESC`, err
+		})
+		if err != nil {
+			return 0, 0, false, db.mapErr(err, "skip exceptions")
+		}
+		found, bucket, err := func() (bool, int64, error) {
+			defer rows.Close()
+			for rows.Next() {
+				var b int64
+				var c int
+				if err := rows.Scan(&b, &c); err != nil {
+					return false, 0, err
+				}
+				if skip < above+c {
+					return true, b, nil
+				}
+				above += c
+			}
+			return false, 0, rows.Err()
+		}()
+		if err != nil {
+			return 0, 0, false, db.mapErr(err, "skip exceptions")
+		}
+		if !found {
+			continue
+		}
+		if s.level == 0 {
+			return (bucket + 1) * hourMicros, skip - above, false, nil
+		}
+		// The position is inside this bucket: its finer buckets add up to
+		// its count, the older spans are not needed.
+		r := rollupLevels[s.level] / rollupLevels[s.level-1]
+		spans = []rollupSpan{{s.level - 1, bucket * r, (bucket + 1) * r}}
+	}
+	if p.loSet && p.lo < from*hourMicros { // in the partial hour at the bottom
+		return from * hourMicros, skip - above, false, nil
+	}
+	return 0, 0, true, nil
+}
+
+// scanOne scans the single row of rows and closes them.
+func scanOne(rows *sql.Rows, dest ...any) error {
+	defer rows.Close()
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return sql.ErrNoRows
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return err
+	}
+	return rows.Close()
 }
