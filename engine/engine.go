@@ -187,6 +187,9 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		close(commitDone)
 	}
 
+	// freed is signalled when a worker returns its slot.
+	freed := make(chan struct{}, 1)
+	saturated := false // the last claim filled every free slot
 	poll := time.NewTicker(e.opts.PollInterval)
 	defer poll.Stop()
 	for ctx.Err() == nil {
@@ -196,6 +199,12 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 			<-slots
 		case <-ctx.Done():
 			continue
+		}
+		if saturated {
+			// Work is queued: let slots free up for a moment (finished runs
+			// come back in batches from the committer) and claim them in
+			// one transaction rather than one claim per freed slot.
+			e.gatherSlots(ctx, slots, freed)
 		}
 		free := e.opts.Workers - len(slots)
 		if free > e.opts.ClaimBatch {
@@ -216,7 +225,13 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 			wg.Add(1)
 			go func(r store.Run) {
 				defer wg.Done()
-				defer func() { <-slots }()
+				defer func() {
+					<-slots
+					select {
+					case freed <- struct{}{}:
+					default:
+					}
+				}()
 				defer cancel(nil)
 				e.execute(fctx, f, r)
 				e.mu.Lock()
@@ -224,7 +239,8 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 				e.mu.Unlock()
 			}(r)
 		}
-		if len(runs) == free && free > 0 {
+		saturated = len(runs) == free && free > 0
+		if saturated {
 			continue // there may be more
 		}
 		select {
@@ -246,6 +262,30 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	<-commitDone
 	<-renewDone
 	return nil
+}
+
+// claimLinger is how long a saturated engine waits for half its slots to
+// free before claiming (claims are writer transactions too).
+const claimLinger = time.Millisecond
+
+// gatherSlots waits until half the slots are free, claimLinger passed or ctx
+// ended.
+func (e *Engine) gatherSlots(ctx context.Context, slots chan struct{}, freed <-chan struct{}) {
+	want := e.opts.Workers / 2
+	if e.opts.Workers-len(slots) >= want {
+		return
+	}
+	t := time.NewTimer(claimLinger)
+	defer t.Stop()
+	for e.opts.Workers-len(slots) < want {
+		select {
+		case <-freed:
+		case <-t.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // finish leaves a run in a final state. Completed and failed outcomes go to
