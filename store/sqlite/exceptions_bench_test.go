@@ -2,25 +2,17 @@ package sqlite_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proserun/prose/store/sqlfilter"
 	"github.com/proserun/prose/store/sqlite"
 	"github.com/proserun/prose/store/storetest"
 )
-
-// excBenchQueries are the statements ListExceptions and
-// CountExceptionsByGroup run, for EXPLAIN QUERY PLAN.
-var excBenchQueries = []struct{ name, sql string }{
-	{"list page (state + create_time)", `SELECT e.id FROM exceptions e WHERE e.organization_id = 'bench' AND e.workspace_id = 'ops' AND (e.state = 'PENDING' AND e.create_time >= 1) ORDER BY e.create_time DESC, e.id DESC LIMIT 51`},
-	{"total (state + create_time)", `SELECT count(*) FROM exceptions e WHERE e.organization_id = 'bench' AND e.workspace_id = 'ops' AND (e.state = 'PENDING' AND e.create_time >= 1)`},
-	{"list page skip 500000", `SELECT e.id FROM exceptions e WHERE e.organization_id = 'bench' AND e.workspace_id = 'ops' ORDER BY e.create_time DESC, e.id DESC LIMIT 51 OFFSET 500000`},
-	{"count by group totals", `SELECT count(DISTINCT e.group_id), count(*) FROM exceptions e WHERE e.organization_id = 'bench' AND e.workspace_id = 'ops'`},
-	{"count by group", `SELECT e.group_id, count(*) FROM exceptions e WHERE e.organization_id = 'bench' AND e.workspace_id = 'ops' GROUP BY e.group_id ORDER BY e.group_id LIMIT 51`},
-}
 
 // openExceptionBench opens the seeded benchmark database, seeding it the
 // first time. It is kept in $PROSE_BENCH_DIR (default: the system temporary
@@ -80,8 +72,9 @@ func openExceptionBench(b *testing.B) *sqlite.Store {
 //	go test ./store/sqlite -run '^$' -bench BenchmarkExceptions -benchtime 50x
 func BenchmarkExceptions(b *testing.B) {
 	s := openExceptionBench(b)
-	for _, q := range excBenchQueries {
-		rows, err := s.ReadDB().Query("EXPLAIN QUERY PLAN " + q.sql)
+	lit := func(t time.Time) string { return fmt.Sprint(t.UnixMicro()) }
+	for _, q := range storetest.BenchExceptionPlans(lit) {
+		rows, err := s.ReadDB().Query("EXPLAIN QUERY PLAN " + q.SQL)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -95,7 +88,7 @@ func BenchmarkExceptions(b *testing.B) {
 			lines = append(lines, detail)
 		}
 		rows.Close()
-		b.Logf("%s: %s", q.name, strings.Join(lines, "; "))
+		b.Logf("%s: %s", q.Name, strings.Join(lines, "; "))
 	}
 	f, err := sqlfilter.Exceptions.Parse(storetest.BenchExceptionFilterText())
 	if err != nil {
