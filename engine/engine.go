@@ -75,9 +75,14 @@ type Engine struct {
 // batchFinisher is implemented by stores that finish several completed or
 // failed runs in one transaction (the SQL stores: sqlstore.DB.FinishRuns).
 // errs[i] is the result of runIDs[i] (ErrConflict when that run's lease is
-// lost, the others still finished); err means nothing was written.
+// lost, the others still finished); err means nothing was written. The
+// engine batches only on a single-writer database (SQLite): there every
+// write queues on one connection anyway; on PostgreSQL one committer
+// serialised finishes that workers otherwise make in parallel (447 -> 282
+// runs/s over HTTP when it batched there).
 type batchFinisher interface {
 	FinishRuns(ctx context.Context, owner string, runIDs []string, outcomes []store.RunOutcome) (errs []error, err error)
+	SingleWriter() bool
 }
 
 // finishReq is a worker's completed or failed outcome waiting for the
@@ -132,7 +137,7 @@ func New(st store.Store, opts Options) *Engine {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{st: st, opts: opts, log: log, wake: make(chan struct{}, 1), inflight: map[string]*flight{}, progs: newProgramCache(1024)}
-	if bf, ok := st.(batchFinisher); ok {
+	if bf, ok := st.(batchFinisher); ok && bf.SingleWriter() {
 		e.finisher = bf
 	}
 	return e
@@ -200,10 +205,11 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		case <-ctx.Done():
 			continue
 		}
-		if saturated {
-			// Work is queued: let slots free up for a moment (finished runs
-			// come back in batches from the committer) and claim them in
-			// one transaction rather than one claim per freed slot.
+		if saturated && e.finisher != nil {
+			// Work is queued on a single-writer database: let slots free up
+			// for a moment (finished runs come back in batches from the
+			// committer) and claim them in one transaction rather than one
+			// claim per freed slot.
 			e.gatherSlots(ctx, slots, freed)
 		}
 		free := e.opts.Workers - len(slots)

@@ -409,6 +409,11 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 	return out, err
 }
 
+// SingleWriter reports whether the database has one writer connection
+// (SQLite): there, finishing runs in batches (FinishRuns) saves writer
+// transactions; PostgreSQL does better with finishes in parallel.
+func (db *DB) SingleWriter() bool { return db.d == store.SQLite }
+
 // FinishRuns finishes several runs leased to owner in one transaction:
 // each is what FinishRun does for a completed or failed outcome (the lease
 // check is the condition of the run's UPDATE). errs[i] is the result of
