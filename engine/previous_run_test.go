@@ -5,8 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/engine"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/store"
 )
