@@ -249,17 +249,18 @@ type bookCall struct {
 type countingBook struct {
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	calls    map[string][]bookCall // by call id
-	answers  map[string]string
-	total    int
-	phase    int
-	gate     chan struct{} // calls wait for it to be closed
-	victim   int           // the replica whose calls are held after killAt
-	killAt   int           // the total at which the kill is asked for
-	killNow  chan struct{} // closed when total reaches killAt
-	dead     chan struct{} // closed when the victim is gone
-	badCalls []string
+	mu        sync.Mutex
+	calls     map[string][]bookCall // by call id
+	answers   map[string]string
+	total     int
+	phase     int
+	gate      chan struct{} // calls wait for it to be closed
+	victim    int           // the replica whose calls are held after killAt
+	killAt    int           // the total at which the kill is asked for
+	killNow   chan struct{} // closed when the first victim call past killAt is held
+	killAsked bool
+	dead      chan struct{} // closed when the victim is gone
+	badCalls  []string
 }
 
 func newCountingBook(t *testing.T, killAt int) *countingBook {
@@ -297,10 +298,14 @@ func (b *countingBook) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	b.total++
 	c := bookCall{replica: replica, phase: b.phase, ticket: req.Inputs.Ticket}
-	if b.total == b.killAt {
+	c.held = b.phase == 1 && b.total >= b.killAt && replica == b.victim
+	if c.held && !b.killAsked {
+		// The kill is asked for once a call of the victim is held, so that
+		// at least one call is certainly in flight when it dies (with two
+		// replicas, the call reaching killAt may be the survivor's).
+		b.killAsked = true
 		close(b.killNow)
 	}
-	c.held = b.phase == 1 && b.total >= b.killAt && replica == b.victim
 	b.calls[req.CallID] = append(b.calls[req.CallID], c)
 	gate, dead := b.gate, b.dead
 	b.mu.Unlock()

@@ -123,7 +123,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 	select {
 	case <-book.killNow:
 	case <-time.After(time.Until(deadline)):
-		fail("the book was not called %d times in time", book.killAt)
+		fail("no call of the victim arrived after %d book calls in time", book.killAt)
 	}
 	// Hold every new call until the journal is read, so that a call the
 	// book sees after the kill cannot have been journaled at that reading.
