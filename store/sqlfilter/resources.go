@@ -35,34 +35,41 @@ func negate(op, s string) string {
 // (role name, case-insensitive exact, organization or workspace role),
 // role_scope (organization | workspace: has a role of that scope), search
 // (":" partial match on display name or e-mail).
-var WorkspaceUsers = mustResource("workspace users",
-	Field{Name: "role", Kind: String, Ops: []string{OpEq, OpNe}, Column: "rb.role_id",
-		Render: func(a *store.Args, op string, v any) (string, error) {
-			o := fmt.Sprintf(orgBinding, " AND lower(rb.role_id) = lower("+a.Add(v)+")")
-			w := fmt.Sprintf(wsBinding, " AND lower(rb.role_id) = lower("+a.Add(v)+")")
-			return negate(op, o+" OR "+w), nil
-		}},
-	Field{Name: "role_scope", Kind: Enum, Ops: []string{OpEq, OpNe}, Values: roleScopes, Column: "scope",
-		Render: func(a *store.Args, op string, v any) (string, error) {
-			s := fmt.Sprintf(wsBinding, "")
-			if v == "organization" {
-				s = fmt.Sprintf(orgBinding, "")
-			}
-			return negate(op, s), nil
-		}},
-	Field{Name: "search", Kind: String, Ops: []string{OpHas}, Column: "u.display_name",
-		Render: func(a *store.Args, op string, v any) (string, error) {
-			d, err := Compare(a, "u.display_name", OpHas, v, false)
-			if err != nil {
-				return "", err
-			}
-			e, err := Compare(a, "u.email", OpHas, v, false)
-			if err != nil {
-				return "", err
-			}
-			return d + " OR " + e, nil
-		}},
-)
+var WorkspaceUsers = usersResource("workspace users", wsBinding)
+
+// usersResource is the filter of a list of members (aliases m, u) whose
+// workspace roles are those that binding (a format with one %s for an extra
+// condition on rb) selects.
+func usersResource(name, binding string) *Resource {
+	return mustResource(name,
+		Field{Name: "role", Kind: String, Ops: []string{OpEq, OpNe}, Column: "rb.role_id",
+			Render: func(a *store.Args, op string, v any) (string, error) {
+				o := fmt.Sprintf(orgBinding, " AND lower(rb.role_id) = lower("+a.Add(v)+")")
+				w := fmt.Sprintf(binding, " AND lower(rb.role_id) = lower("+a.Add(v)+")")
+				return negate(op, o+" OR "+w), nil
+			}},
+		Field{Name: "role_scope", Kind: Enum, Ops: []string{OpEq, OpNe}, Values: roleScopes, Column: "scope",
+			Render: func(a *store.Args, op string, v any) (string, error) {
+				s := fmt.Sprintf(binding, "")
+				if v == "organization" {
+					s = fmt.Sprintf(orgBinding, "")
+				}
+				return negate(op, s), nil
+			}},
+		Field{Name: "search", Kind: String, Ops: []string{OpHas}, Column: "u.display_name",
+			Render: func(a *store.Args, op string, v any) (string, error) {
+				d, err := Compare(a, "u.display_name", OpHas, v, false)
+				if err != nil {
+					return "", err
+				}
+				e, err := Compare(a, "u.email", OpHas, v, false)
+				if err != nil {
+					return "", err
+				}
+				return d + " OR " + e, nil
+			}},
+	)
+}
 
 var exceptionStates = map[string]string{
 	"PENDING": "PENDING", "RESOLVED": "RESOLVED", "ARCHIVED": "ARCHIVED",

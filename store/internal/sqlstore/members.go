@@ -144,7 +144,9 @@ func scanWorkspaceUser(s interface{ Scan(...any) error }) (store.WorkspaceUser, 
 	return w, err
 }
 
-// fillRoles loads the role bindings of the users (organization roles first).
+// fillRoles loads the role bindings of the users (organization roles first):
+// their organization roles and their roles in workspace ws, or, with ws "",
+// each workspace role they hold in any workspace of the organization.
 func (c conn) fillRoles(ctx context.Context, org, ws string, users []store.WorkspaceUser) error {
 	if len(users) == 0 {
 		return nil
@@ -157,11 +159,17 @@ func (c conn) fillRoles(ctx context.Context, org, ws string, users []store.Works
 		args = append(args, u.User.ID)
 	}
 	in := placeholders(len(users))
-	args = append(args, org, ws)
-	args = append(args, anySlice(args[1:len(users)+1])...)
+	ids := args[1:]
+	wsCond := ""
+	args = append(args, org)
+	if ws != "" {
+		wsCond = " AND workspace_id = ?"
+		args = append(args, ws)
+	}
+	args = append(args, ids...)
 	rows, err := c.query(ctx, `SELECT user_id, role_id, 'organization' AS scope FROM organization_role_bindings WHERE organization_id = ? AND user_id IN (`+in+`)
 		UNION ALL
-		SELECT user_id, role_id, 'workspace' AS scope FROM workspace_role_bindings WHERE organization_id = ? AND workspace_id = ? AND user_id IN (`+in+`)`, args...)
+		SELECT DISTINCT user_id, role_id, 'workspace' AS scope FROM workspace_role_bindings WHERE organization_id = ?`+wsCond+` AND user_id IN (`+in+`)`, args...)
 	if err != nil {
 		return c.db.mapErr(err, "load roles")
 	}
@@ -304,22 +312,33 @@ var workspaceUserSort = map[string]sortCol{
 
 // ListWorkspaceUsers implements store.Members.
 func (db *DB) ListWorkspaceUsers(ctx context.Context, req store.ListWorkspaceUsersRequest) (store.Page[store.WorkspaceUser], error) {
+	return db.listMembers(ctx, req.OrganizationID, req.WorkspaceID, req.Filter, req.OrderBy, req.PageSize, req.PageToken)
+}
+
+// listMembers pages through the members of a workspace or, with ws "", of
+// the organization (aliases m and u), with their roles (see fillRoles).
+func (db *DB) listMembers(ctx context.Context, org, ws string, f store.Filter, ob store.OrderBy, size int, token string) (store.Page[store.WorkspaceUser], error) {
 	var zero store.Page[store.WorkspaceUser]
-	ks, err := newKeyset(req.OrderBy, store.WorkspaceUserOrdering.Default, workspaceUserSort, "m.user_id")
+	ks, err := newKeyset(ob, store.WorkspaceUserOrdering.Default, workspaceUserSort, "m.user_id")
 	if err != nil {
 		return zero, err
 	}
-	lq, err := newList(db.d, ks, req.Filter, req.PageToken, req.PageSize, wsUserSelect,
-		"workspace_users", req.OrganizationID, req.WorkspaceID)
+	selects, parts := wsUserSelect, []string{"workspace_users", org, ws}
+	if ws == "" {
+		selects, parts = orgUserSelect, []string{"organization_users", org}
+	}
+	lq, err := newList(db.d, ks, f, token, size, selects, parts...)
 	if err != nil {
 		return zero, err
 	}
-	lq.cond("m.organization_id = " + lq.a.Add(req.OrganizationID))
-	lq.cond("m.workspace_id = " + lq.a.Add(req.WorkspaceID))
+	lq.cond("m.organization_id = " + lq.a.Add(org))
+	if ws != "" {
+		lq.cond("m.workspace_id = " + lq.a.Add(ws))
+	}
 	c := db.reader()
 	rows, err := c.queryArgs(ctx, lq.sql(), lq.a)
 	if err != nil {
-		return zero, db.mapErr(err, "list workspace users")
+		return zero, db.mapErr(err, "list members")
 	}
 	items, err := func() ([]store.WorkspaceUser, error) {
 		defer rows.Close()
@@ -354,7 +373,7 @@ func (db *DB) ListWorkspaceUsers(ctx context.Context, req store.ListWorkspaceUse
 		}
 		return out
 	})
-	if err := c.fillRoles(ctx, req.OrganizationID, req.WorkspaceID, p.Items); err != nil {
+	if err := c.fillRoles(ctx, org, ws, p.Items); err != nil {
 		return zero, err
 	}
 	return p, nil
