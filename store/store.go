@@ -36,6 +36,7 @@ type Store interface {
 	Exceptions
 	Events
 	Files
+	WorkspaceBooks
 
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error

@@ -71,6 +71,7 @@ func Run(t *testing.T, open Opener) {
 	testFiles(t, open)
 	testExceptions(t, open)
 	testExceptionCounts(t, open)
+	testWorkspaceBooks(t, open)
 }
 
 // ---------------------------------------------------------------------------
