@@ -70,6 +70,13 @@ type Engine struct {
 	// outcomes that workers send on fin, several per transaction.
 	finisher batchFinisher
 	fin      chan *finishReq
+
+	// creator, when the store has one, creates the runs of concurrent
+	// invokes queued on creates, several per transaction (see create).
+	creator  batchCreator
+	createMu sync.Mutex
+	creates  []*createReq
+	creating bool // a createLoop goroutine is draining creates
 }
 
 // batchFinisher is implemented by stores that finish several completed or
@@ -96,6 +103,30 @@ type finishReq struct {
 
 // maxFinishBatch bounds the runs finished in one transaction.
 const maxFinishBatch = 128
+
+// batchCreator is implemented by stores that create several runs in one
+// transaction (the SQL stores: sqlstore.DB.CreateRuns). runs[i],
+// created[i] and errs[i] are the result of in[i] as CreateRun would give it
+// (errs[i]: that run alone failed, the others were created); err means
+// nothing was written. Like finishes, creates are batched only on a
+// single-writer database (SQLite).
+type batchCreator interface {
+	CreateRuns(ctx context.Context, in []store.Run) (runs []store.Run, created []bool, errs []error, err error)
+	SingleWriter() bool
+}
+
+// createReq is an invoke's run waiting for the creator.
+type createReq struct {
+	ctx     context.Context
+	in      store.Run
+	out     store.Run
+	created bool
+	err     error
+	done    chan struct{}
+}
+
+// maxCreateBatch bounds the runs created in one transaction.
+const maxCreateBatch = 128
 
 // flight is a run being executed here.
 type flight struct {
@@ -139,6 +170,9 @@ func New(st store.Store, opts Options) *Engine {
 	e := &Engine{st: st, opts: opts, log: log, wake: make(chan struct{}, 1), inflight: map[string]*flight{}, progs: newProgramCache(1024)}
 	if bf, ok := st.(batchFinisher); ok && bf.SingleWriter() {
 		e.finisher = bf
+	}
+	if bc, ok := st.(batchCreator); ok && bc.SingleWriter() {
+		e.creator = bc
 	}
 	return e
 }
@@ -379,6 +413,91 @@ func (e *Engine) commit(ctx context.Context, batch []*finishReq) {
 	}
 	for i, r := range live {
 		r.done <- errs[i]
+	}
+}
+
+// create creates a run (store.Runs.CreateRun). With a batch creator, the
+// run is queued and a createLoop goroutine, started when none is running,
+// writes everything queued in one transaction per batch: while one batch
+// commits, the next gathers (group commit, no timer). Invoke works without
+// Run, so the goroutine lives only while there is something to create.
+func (e *Engine) create(ctx context.Context, r store.Run) (store.Run, bool, error) {
+	if e.creator == nil {
+		return e.st.CreateRun(ctx, r)
+	}
+	if err := ctx.Err(); err != nil {
+		return store.Run{}, false, err
+	}
+	req := &createReq{ctx: ctx, in: r, done: make(chan struct{})}
+	e.createMu.Lock()
+	e.creates = append(e.creates, req)
+	if !e.creating {
+		e.creating = true
+		go e.createLoop()
+	}
+	e.createMu.Unlock()
+	<-req.done // the creator always answers; nothing is created after we return
+	return req.out, req.created, req.err
+}
+
+// createLoop creates the queued runs, at most maxCreateBatch per
+// transaction, until none is queued.
+func (e *Engine) createLoop() {
+	for {
+		e.createMu.Lock()
+		n := min(len(e.creates), maxCreateBatch)
+		if n == 0 {
+			e.creating = false
+			e.creates = nil
+			e.createMu.Unlock()
+			return
+		}
+		batch := e.creates[:n:n]
+		e.creates = e.creates[n:]
+		e.createMu.Unlock()
+		e.createBatch(batch)
+	}
+}
+
+// createBatch creates a batch of runs and answers each request.
+func (e *Engine) createBatch(batch []*createReq) {
+	live := batch[:0:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.err = err
+			close(r.done)
+			continue
+		}
+		live = append(live, r)
+	}
+	one := func(r *createReq) {
+		r.out, r.created, r.err = e.st.CreateRun(r.ctx, r.in)
+		close(r.done)
+	}
+	switch len(live) {
+	case 0:
+		return
+	case 1:
+		one(live[0])
+		return
+	}
+	in := make([]store.Run, len(live))
+	for i, r := range live {
+		in[i] = r.in
+	}
+	// Not a caller's context: the batch is written for all of them.
+	runs, created, errs, err := e.creator.CreateRuns(context.WithoutCancel(live[0].ctx), in)
+	if err != nil {
+		// Nothing was written: create them one by one.
+		e.log.Warn("create runs", "runs", len(live), "err", err)
+		for _, r := range live {
+			one(r)
+		}
+		return
+	}
+	for i, r := range live {
+		r.out, r.created, r.err = runs[i], created[i], errs[i]
+		close(r.done)
 	}
 }
 

@@ -90,7 +90,7 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 			return store.Run{}, false, err
 		}
 	}
-	r, created, err := e.st.CreateRun(ctx, store.Run{
+	r, created, err := e.create(ctx, store.Run{
 		OrganizationID: req.OrganizationID, WorkspaceID: req.WorkspaceID, AutomationID: req.AutomationID,
 		Name: req.Name, Stage: req.Stage, StageVersion: version, Steps: stepsB, UserInputs: userIn,
 		InvocationDetails: inv, FileIDs: req.FileIDs, PreviousRun: prev, RequestID: req.RequestID,

@@ -43,44 +43,92 @@ func (c conn) getRunByID(ctx context.Context, id string) (store.Run, error) {
 
 // CreateRun implements store.Runs.
 func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, error) {
+	now := db.now()
+	var out store.Run
+	var created bool
+	err := db.tx(ctx, func(c conn) error {
+		var runErr, err error
+		out, created, runErr, err = c.createRun(ctx, r, now)
+		if err != nil {
+			return err
+		}
+		return runErr
+	})
+	return out, created, err
+}
+
+// createRun is CreateRun inside a transaction. runErr is an error of this
+// run alone that wrote nothing (its automation does not exist); err is any
+// other failure, after which the transaction must not be committed.
+func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out store.Run, created bool, runErr, err error) {
 	if r.ID == "" {
 		r.ID = store.NewID()
 	}
 	if r.FileIDs == nil {
 		r.FileIDs = []string{}
 	}
+	if r.RequestID != "" {
+		// request_id != '' lets SQLite use the partial unique index
+		// runs_request_id (without it, every create scanned the table).
+		var id string
+		err := c.queryRow(ctx, `SELECT id FROM runs WHERE organization_id = ? AND request_id = ? AND request_id != ''`, r.OrganizationID, r.RequestID).Scan(&id)
+		if err == nil {
+			out, err = c.getRunByID(ctx, id)
+			return out, false, nil, err
+		}
+		if !isNoRows(err) {
+			return store.Run{}, false, nil, c.db.mapErr(err, "find run by request id")
+		}
+	}
+	what := fmt.Sprintf("automation %q in workspace %q", r.AutomationID, r.WorkspaceID)
+	ok, err := c.exists(ctx, `SELECT 1 FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`, r.OrganizationID, r.WorkspaceID, r.AutomationID)
+	if err != nil {
+		return store.Run{}, false, nil, c.db.mapErr(err, what)
+	}
+	if !ok {
+		return store.Run{}, false, fmt.Errorf("%s: %w", what, store.ErrNotFound), nil
+	}
+	row := c.queryRow(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
+		user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING `+runReturning,
+		r.ID, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.Name, string(r.Stage), r.StageVersion, r.Steps,
+		r.UserInputs, r.InvocationDetails, jsonArg(r.FileIDs), r.PreviousRun, r.RequestID, now, r.StepInputs, now, now)
+	out, err = scanRun(row)
+	if err != nil {
+		return store.Run{}, false, nil, c.db.mapErr(err, fmt.Sprintf("create run %q", r.ID))
+	}
+	return out, true, nil, nil
+}
+
+// CreateRuns creates several runs in one transaction: each is what
+// CreateRun does, in order (a request id already used, even by an earlier
+// run of the batch, gives that run back with created false). runs[i],
+// created[i] and errs[i] are the result of in[i]; errs[i] is an error of
+// that run alone (its automation does not exist) and the others are still
+// created. A non-nil err means nothing was written (e.g. a constraint
+// violation on an insert): create them one by one to get each result.
+// The engine uses it on a single-writer database to create the runs of
+// concurrent invokes in one writer transaction.
+func (db *DB) CreateRuns(ctx context.Context, in []store.Run) (runs []store.Run, created []bool, errs []error, err error) {
+	runs, created, errs = make([]store.Run, len(in)), make([]bool, len(in)), make([]error, len(in))
+	if len(in) == 0 {
+		return runs, created, errs, nil
+	}
 	now := db.now()
-	var out store.Run
-	created := true
-	err := db.tx(ctx, func(c conn) error {
-		if r.RequestID != "" {
-			// request_id != '' lets SQLite use the partial unique index
-			// runs_request_id (without it, every create scanned the table).
-			var id string
-			err := c.queryRow(ctx, `SELECT id FROM runs WHERE organization_id = ? AND request_id = ? AND request_id != ''`, r.OrganizationID, r.RequestID).Scan(&id)
-			if err == nil {
-				created = false
-				out, err = c.getRunByID(ctx, id)
+	err = db.tx(ctx, func(c conn) error {
+		for i, r := range in {
+			var err error
+			runs[i], created[i], errs[i], err = c.createRun(ctx, r, now)
+			if err != nil {
 				return err
 			}
-			if !isNoRows(err) {
-				return db.mapErr(err, "find run by request id")
-			}
 		}
-		if err := c.mustExist(ctx, fmt.Sprintf("automation %q in workspace %q", r.AutomationID, r.WorkspaceID),
-			`SELECT 1 FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`, r.OrganizationID, r.WorkspaceID, r.AutomationID); err != nil {
-			return err
-		}
-		row := c.queryRow(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
-			user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING `+runReturning,
-			r.ID, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.Name, string(r.Stage), r.StageVersion, r.Steps,
-			r.UserInputs, r.InvocationDetails, jsonArg(r.FileIDs), r.PreviousRun, r.RequestID, now, r.StepInputs, now, now)
-		var err error
-		out, err = scanRun(row)
-		return db.mapErr(err, fmt.Sprintf("create run %q", r.ID))
+		return nil
 	})
-	return out, created, err
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return runs, created, errs, nil
 }
 
 // GetRun implements store.Runs.
@@ -410,8 +458,9 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 }
 
 // SingleWriter reports whether the database has one writer connection
-// (SQLite): there, finishing runs in batches (FinishRuns) saves writer
-// transactions; PostgreSQL does better with finishes in parallel.
+// (SQLite): there, creating and finishing runs in batches (CreateRuns,
+// FinishRuns) saves writer transactions; PostgreSQL does better with them in
+// parallel.
 func (db *DB) SingleWriter() bool { return db.d == store.SQLite }
 
 // FinishRuns finishes several runs leased to owner in one transaction:
