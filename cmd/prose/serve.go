@@ -64,7 +64,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.StringVar(&cfg.publicURL, "public-url", "", "public origin of the HTTP side (https://prose.example.com), for signed file URLs; default: the request's host")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&cfg.lease, "lease", 0, "how long a worker's lease on a run lasts without renewal (renewed every third); a run of a dead replica is taken over after it (default 30s)")
-	fs.StringVar(&cfg.books, "books", "", `JSON file of workspace books to register at start: [{"workspace": "organizations/{o}/workspaces/{w}", "book": {…}}] (the registry is in memory)`)
+	fs.StringVar(&cfg.books, "books", "", `JSON file of workspace books to register at start: [{"workspace": "organizations/{o}/workspaces/{w}", "book": {…}}] (kept in memory by this process, over the books registered through the API, which are stored)`)
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -160,9 +160,12 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 
 	auth := server.NewKeyAuth(st, nil)
-	reg := books.NewRegistry()
+	// Books registered over the API are kept in the store; those of a
+	// --books file are this process's own (in memory, over the stored ones).
+	fileBooks := books.NewMemoryStore()
+	reg := books.NewRegistry(books.WithStore(books.Overlay{Top: fileBooks, Base: books.NewDBStore(st)}))
 	if cfg.books != "" {
-		if err := registerBookFile(ctx, reg, cfg.books); err != nil {
+		if err := registerBookFile(ctx, books.NewRegistry(books.WithStore(fileBooks)), cfg.books); err != nil {
 			a.Close()
 			return nil, fmt.Errorf("--books: %w", err)
 		}
