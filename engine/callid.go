@@ -1,6 +1,9 @@
 package engine
 
-import "context"
+import (
+	"context"
+	"strconv"
+)
 
 type callIDKey struct{}
 
@@ -15,5 +18,5 @@ func CallID(ctx context.Context) string {
 }
 
 func withCallID(ctx context.Context, run string, step, idx int) context.Context {
-	return context.WithValue(ctx, callIDKey{}, run+"/"+itoa(step)+"/"+itoa(idx))
+	return context.WithValue(ctx, callIDKey{}, run+"/"+strconv.Itoa(step)+"/"+strconv.Itoa(idx))
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -161,7 +162,7 @@ func New(st store.Store, opts Options) *Engine {
 		host, _ := os.Hostname()
 		var b [4]byte
 		_, _ = rand.Read(b[:])
-		opts.Owner = host + "-" + itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
+		opts.Owner = host + "-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:])
 	}
 	log := opts.Logger
 	if log == nil {
@@ -551,25 +552,3 @@ func (e *Engine) renewOnce(ctx context.Context) {
 // CheckPauses asks the store at once whether runs in flight are being
 // paused or were lost (the renew loop does it every third of the lease).
 func (e *Engine) CheckPauses(ctx context.Context) { e.renewOnce(ctx) }
-
-func itoa(n int) string {
-	if n == 0 {
-		return "0"
-	}
-	var b [20]byte
-	i := len(b)
-	neg := n < 0
-	if neg {
-		n = -n
-	}
-	for n > 0 {
-		i--
-		b[i] = byte('0' + n%10)
-		n /= 10
-	}
-	if neg {
-		i--
-		b[i] = '-'
-	}
-	return string(b[i:])
-}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"sync"
 
 	"google.golang.org/protobuf/proto"
@@ -74,7 +75,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				desc, loc = se.Msg, store.Location{Start: int64(se.Span.Start), End: int64(se.Span.End)}
 			}
 			return e.finish(ctx, r.ID, store.RunOutcome{
-				State: store.RunFailed, ErrorID: store.NewID(), Description: "Could not parse step " + itoa(step+1) + ": " + desc, Location: loc,
+				State: store.RunFailed, ErrorID: store.NewID(), Description: "Could not parse step " + strconv.Itoa(step+1) + ": " + desc, Location: loc,
 			})
 		}
 		bk.step = step
