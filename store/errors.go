@@ -1,6 +1,9 @@
 package store
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors. Every method of every interface in this package returns
 // errors that wrap at most one of these (checked with errors.Is), with context
@@ -24,4 +27,8 @@ var (
 	ErrInvalidArgument = errors.New("invalid argument")
 	// ErrResourceExhausted: a quota is reached (API keys per organization).
 	ErrResourceExhausted = errors.New("resource exhausted")
+	// ErrStageChanged is an ErrConflict: CreateRun of a Run with
+	// CurrentStage found the automation deleted or its stage at another
+	// version than the run's StageVersion. Read the automation again.
+	ErrStageChanged = fmt.Errorf("the automation's stage changed: %w", ErrConflict)
 )

@@ -54,6 +54,12 @@ type Run struct {
 	PreviousRun       string // run id
 	// RequestID makes creation idempotent within the organization.
 	RequestID string
+	// CurrentStage (input to CreateRun only): create the run only if its
+	// automation is not deleted and its Stage is still at StageVersion,
+	// checked in the statement or transaction that inserts it; otherwise
+	// ErrStageChanged and nothing is created. Callers that cache
+	// automations set it, so a run never starts a stage's older code.
+	CurrentStage bool
 
 	State     RunState
 	StateTime time.Time // when State was entered
@@ -148,7 +154,8 @@ type Progress struct {
 type Runs interface {
 	// CreateRun inserts r as pending (ID generated when empty). With a
 	// RequestID already used in the organization it returns the first run
-	// and created=false. ErrNotFound if the automation does not exist.
+	// and created=false. ErrNotFound if the automation does not exist;
+	// ErrStageChanged (see Run.CurrentStage).
 	CreateRun(ctx context.Context, r Run) (run Run, created bool, err error)
 	// GetRun: ErrNotFound if absent (or not in that automation).
 	GetRun(ctx context.Context, organizationID, workspaceID, automationID, id string) (Run, error)

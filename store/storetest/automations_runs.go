@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ func testAutomationsAndRuns(t *testing.T, open Opener) {
 		{"Automations", testAutomations},
 		{"ListAutomations", testListAutomations},
 		{"RunCreate", testRunCreate},
+		{"RunCreateCurrentStage", testRunCreateCurrentStage},
 		{"RunLeases", testRunLeases},
 		{"RunPauseContinue", testRunPauseContinue},
 		{"ListRuns", testListRuns},
@@ -196,6 +198,40 @@ func testRunCreate(t *testing.T, s *suite) {
 	wantErr(t, err, store.ErrNotFound, "run in another automation")
 	_, err = s.st.GetRunByID(s.ctx, "nope")
 	wantErr(t, err, store.ErrNotFound, "unknown run id")
+}
+
+// testRunCreateCurrentStage: a run with CurrentStage is created only while
+// its automation's stage is at the run's StageVersion and not deleted.
+func testRunCreateCurrentStage(t *testing.T, s *suite) {
+	a := s.automation(t, "cur")
+	run := func(stage store.Stage, version int64) (store.Run, error) {
+		r, _, err := s.st.CreateRun(s.ctx, store.Run{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: a.ID,
+			Stage: stage, StageVersion: version, CurrentStage: true})
+		return r, err
+	}
+	if r, err := run(store.StageDraft, a.Version); err != nil || r.StageVersion != a.Version {
+		t.Fatalf("current draft: %v %+v", err, r)
+	}
+	_, err := run(store.StageDraft, a.Version+1)
+	wantErr(t, err, store.ErrStageChanged, "draft at another version")
+	if !errors.Is(err, store.ErrConflict) {
+		t.Errorf("ErrStageChanged is not an ErrConflict: %v", err)
+	}
+	_, err = run(store.StagePublished, 1)
+	wantErr(t, err, store.ErrStageChanged, "published stage of a never-published automation")
+	p := of(s.st.PublishAutomation(s.ctx, "acme", "ops", a.ID, "")).must(t)
+	_, err = run(store.StageDraft, a.Version)
+	wantErr(t, err, store.ErrStageChanged, "draft after a publish (the version moved on)")
+	if _, err := run(store.StagePublished, p.PublishedVersion); err != nil {
+		t.Fatalf("current published: %v", err)
+	}
+	// Without CurrentStage the version is not checked.
+	if _, _, err := s.st.CreateRun(s.ctx, store.Run{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: a.ID, Stage: store.StageDraft, StageVersion: 99}); err != nil {
+		t.Fatalf("without CurrentStage: %v", err)
+	}
+	of(s.st.DeleteAutomation(s.ctx, "acme", "ops", a.ID)).must(t)
+	_, err = run(store.StagePublished, p.PublishedVersion)
+	wantErr(t, err, store.ErrStageChanged, "deleted automation")
 }
 
 func testRunLeases(t *testing.T, s *suite) {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/proserun/prose/store"
@@ -50,6 +51,9 @@ type DB struct {
 	classify func(error) ErrorKind
 	clock    func() time.Time
 	onClose  func() error
+
+	authGen     atomic.Uint64 // see AuthGeneration
+	lastRecover atomic.Int64  // ClaimRuns' last recovery of expired leases (UnixNano of the store's clock)
 }
 
 var _ store.Store = (*DB)(nil)

@@ -81,12 +81,24 @@ func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out st
 		}
 	}
 	what := fmt.Sprintf("automation %q in workspace %q", r.AutomationID, r.WorkspaceID)
-	ok, err := c.exists(ctx, `SELECT 1 FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`, r.OrganizationID, r.WorkspaceID, r.AutomationID)
+	var version, published int64
+	var deleted bool
+	err = c.queryRow(ctx, `SELECT version, published_version, delete_time IS NOT NULL FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`,
+		r.OrganizationID, r.WorkspaceID, r.AutomationID).Scan(&version, &published, &deleted)
+	if isNoRows(err) {
+		return store.Run{}, false, fmt.Errorf("%s: %w", what, store.ErrNotFound), nil
+	}
 	if err != nil {
 		return store.Run{}, false, nil, c.db.mapErr(err, what)
 	}
-	if !ok {
-		return store.Run{}, false, fmt.Errorf("%s: %w", what, store.ErrNotFound), nil
+	if r.CurrentStage {
+		at := version
+		if r.Stage == store.StagePublished {
+			at = published
+		}
+		if deleted || at != r.StageVersion {
+			return store.Run{}, false, fmt.Errorf("%s: %w", what, store.ErrStageChanged), nil
+		}
 	}
 	row := c.queryRow(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
 		user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time)
@@ -115,6 +127,9 @@ func (db *DB) CreateRuns(ctx context.Context, in []store.Run) (runs []store.Run,
 		return runs, created, errs, nil
 	}
 	now := db.now()
+	if db.d == store.Postgres {
+		return db.createRunsPG(ctx, in, now)
+	}
 	err = db.tx(ctx, func(c conn) error {
 		for i, r := range in {
 			var err error
@@ -237,23 +252,32 @@ func (db *DB) skipLocked() string {
 	return ""
 }
 
-// ClaimRuns implements store.Runs.
+// recoverEvery is how often ClaimRuns looks for expired leases (by the
+// store's clock). Leases last tens of seconds, so a run whose worker died
+// waits at most this much longer; a claim without the recovery is one
+// statement instead of a transaction of two.
+const recoverEvery = time.Second
+
+// recoveryDue reports whether the claim at now should recover expired
+// leases, and if so records it (a clock that went back makes it due).
+func (db *DB) recoveryDue(now time.Time) bool {
+	last := db.lastRecover.Load()
+	t := now.UnixNano()
+	if t >= last && t-last < int64(recoverEvery) {
+		return false
+	}
+	return db.lastRecover.CompareAndSwap(last, t)
+}
+
+// ClaimRuns implements store.Runs. Every recoverEvery (the first claim
+// included) it first gives runs whose lease expired back to the queue.
 func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]store.Run, error) {
 	if max <= 0 {
 		return nil, nil
 	}
 	now := db.now()
 	var out []store.Run
-	err := db.tx(ctx, func(c conn) error {
-		// Recover runs whose worker lost its lease: executing ones go back to
-		// pending, stopping ones to stopped. One statement whose condition
-		// is that of the partial index runs_leased, so it reads only leased
-		// runs (two statements on state = … scanned the whole table).
-		if _, err := c.exec(ctx, `UPDATE runs SET state = CASE state WHEN 'stopping' THEN 'stopped' ELSE 'pending' END,
-			state_time = ?, update_time = ?, lease_owner = ''
-			WHERE state IN ('executing', 'stopping') AND lease_expire_time < ?`, now, now, now); err != nil {
-			return db.mapErr(err, "recover leased runs")
-		}
+	claim := func(c conn) error {
 		// Lease the oldest pending runs and read them back in one statement.
 		rows, err := c.query(ctx, `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
 			WHERE id IN (SELECT id FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?`+db.skipLocked()+`)
@@ -270,7 +294,26 @@ func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil t
 			out = append(out, r)
 		}
 		return rows.Err()
-	})
+	}
+	var err error
+	if db.recoveryDue(now) {
+		err = db.tx(ctx, func(c conn) error {
+			// Recover runs whose worker lost its lease: executing ones go
+			// back to pending, stopping ones to stopped. One statement whose
+			// condition is that of the partial index runs_leased, so it
+			// reads only leased runs (two statements on state = … scanned
+			// the whole table).
+			if _, err := c.exec(ctx, `UPDATE runs SET state = CASE state WHEN 'stopping' THEN 'stopped' ELSE 'pending' END,
+				state_time = ?, update_time = ?, lease_owner = ''
+				WHERE state IN ('executing', 'stopping') AND lease_expire_time < ?`, now, now, now); err != nil {
+				return db.mapErr(err, "recover leased runs")
+			}
+			return claim(c)
+		})
+	} else {
+		// One statement, its own transaction.
+		err = claim(db.writer())
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -480,6 +523,31 @@ func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, out
 		return errs, nil
 	}
 	now := db.now()
+	if db.d == store.Postgres {
+		// Outcomes other than completed and failed are the caller's
+		// mistake: they get their error and are not sent.
+		var ids []string
+		var outs []store.RunOutcome
+		var at []int
+		for i, o := range outcomes {
+			if o.State != store.RunCompleted && o.State != store.RunFailed {
+				errs[i] = fmt.Errorf("finish runs: %w: outcome state %q (only completed or failed)", store.ErrInvalidArgument, o.State)
+				continue
+			}
+			ids, outs, at = append(ids, runIDs[i]), append(outs, o), append(at, i)
+		}
+		if len(ids) == 0 {
+			return errs, nil
+		}
+		res, err := db.finishRunsPG(ctx, owner, ids, outs, now)
+		if err != nil {
+			return nil, err
+		}
+		for k, i := range at {
+			errs[i] = res[k]
+		}
+		return errs, nil
+	}
 	err = db.tx(ctx, func(c conn) error {
 		const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`
 		for i, id := range runIDs {

@@ -1,0 +1,223 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/proserun/prose/store"
+)
+
+// PostgreSQL batches: one statement per batch, whatever its size. Every
+// statement is a round trip to the server and, outside a transaction, one
+// commit: the per-run statements that suit SQLite's single writer (one
+// transaction, a statement per run) cost PostgreSQL a round trip each.
+// The rows travel as arrays (unnest), so the statement text is the same for
+// every batch size and pgx's statement cache keeps it prepared.
+
+// createRunsPG is CreateRuns on PostgreSQL: one INSERT … SELECT FROM
+// unnest(…) … ON CONFLICT DO NOTHING that skips runs whose request id is
+// already used, and returns the inserted runs together with the runs that
+// hold those request ids (neither an OR nor NOT EXISTS: PostgreSQL planned
+// those as a hashed subplan, a scan of the whole runs table per statement,
+// when the table was small at planning time and kept the plan);
+// a run whose automation does not exist is not inserted (ErrNotFound for
+// it alone). A request id repeated inside the batch is sent once; the
+// later runs get the first one's run back with created false. A request id
+// inserted concurrently by another transaction gives that run back. An
+// automation deleted meanwhile (foreign key) fails the whole statement:
+// nothing is written, and the caller creates the runs one by one to get
+// each one's error.
+func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (runs []store.Run, created []bool, errs []error, err error) {
+	n := len(in)
+	runs, created, errs = make([]store.Run, n), make([]bool, n), make([]error, n)
+	type reqKey struct{ org, req string }
+	first := map[reqKey]int{} // request id → index of the run that carries it
+	sameAs := make([]int, n)  // index whose result run i shares, or -1
+	idAt := map[string]int{}  // run id → index
+	var (
+		ids, orgs, wss, autos, names, stages, files, prevs, reqs = make([]string, 0, n), make([]string, 0, n), make([]string, 0, n),
+			make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
+		versions                       = make([]int64, 0, n)
+		current                        = make([]bool, 0, n)
+		steps, userIn, inv, stepInputs = make([][]byte, 0, n), make([][]byte, 0, n), make([][]byte, 0, n), make([][]byte, 0, n)
+	)
+	for i, r := range in {
+		sameAs[i] = -1
+		if r.RequestID != "" {
+			k := reqKey{r.OrganizationID, r.RequestID}
+			if j, ok := first[k]; ok {
+				sameAs[i] = j
+				continue
+			}
+			first[k] = i
+		}
+		if r.ID == "" {
+			r.ID = store.NewID()
+		}
+		if r.FileIDs == nil {
+			r.FileIDs = []string{}
+		}
+		idAt[r.ID] = i
+		ids, orgs, wss, autos = append(ids, r.ID), append(orgs, r.OrganizationID), append(wss, r.WorkspaceID), append(autos, r.AutomationID)
+		names, stages, versions = append(names, r.Name), append(stages, string(r.Stage)), append(versions, r.StageVersion)
+		current = append(current, r.CurrentStage)
+		steps, userIn, inv = append(steps, r.Steps), append(userIn, r.UserInputs), append(inv, r.InvocationDetails)
+		files, prevs, reqs, stepInputs = append(files, jsonArg(r.FileIDs)), append(prevs, r.PreviousRun), append(reqs, r.RequestID), append(stepInputs, r.StepInputs)
+	}
+	const q = `WITH v AS (
+		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::bytea[], ?::bytea[],
+			?::bytea[], ?::text[], ?::text[], ?::text[], ?::bytea[], ?::boolean[])
+		AS v(id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps, user_inputs,
+			invocation_details, file_ids, previous_run, request_id, step_inputs, current_stage)
+	), ins AS (
+		INSERT INTO runs AS r (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
+			user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time)
+		SELECT v.id, v.organization_id, v.workspace_id, v.automation_id, v.name, v.stage, v.stage_version, v.steps,
+			v.user_inputs, v.invocation_details, v.file_ids, v.previous_run, v.request_id, 'pending', ?, v.step_inputs, ?, ?
+		FROM v
+		WHERE EXISTS (SELECT 1 FROM automations a WHERE a.organization_id = v.organization_id AND a.workspace_id = v.workspace_id AND a.id = v.automation_id
+			AND (NOT v.current_stage OR a.delete_time IS NULL
+				AND CASE WHEN v.stage = 'published' THEN a.published_version ELSE a.version END = v.stage_version))
+		ON CONFLICT (organization_id, request_id) WHERE request_id != '' DO NOTHING
+		RETURNING ` + runCols + `
+	)
+	SELECT true, ` + runCols + ` FROM ins r
+	UNION ALL
+	SELECT false, ` + runCols + ` FROM v CROSS JOIN LATERAL (
+		SELECT * FROM runs x WHERE x.organization_id = v.organization_id AND x.request_id = v.request_id AND x.request_id != '' LIMIT 1
+	) r WHERE v.request_id != ''`
+	rows, err := db.writer().query(ctx, q, ids, orgs, wss, autos, names, stages, versions, steps, userIn,
+		inv, files, prevs, reqs, stepInputs, current, now, now, now)
+	if err != nil {
+		return nil, nil, nil, db.mapErr(err, "create runs")
+	}
+	defer func() { _ = rows.Close() }()
+	done := make([]bool, n)
+	for rows.Next() {
+		var inserted bool
+		r, err := scanRun(prefixed{rows, &inserted})
+		if err != nil {
+			return nil, nil, nil, db.mapErr(err, "create runs")
+		}
+		i, ok := idAt[r.ID]
+		if !inserted {
+			i, ok = first[reqKey{r.OrganizationID, r.RequestID}]
+		}
+		if ok && !done[i] {
+			runs[i], created[i], done[i] = r, inserted, true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, nil, db.mapErr(err, "create runs")
+	}
+	for i, r := range in {
+		if sameAs[i] >= 0 || done[i] {
+			continue
+		}
+		// Not inserted and no run held its request id when the statement
+		// began: another transaction inserted that request id meanwhile
+		// (the insert waited for it and skipped), the run's automation does
+		// not exist, or its stage changed (CurrentStage).
+		if r.RequestID != "" {
+			got, err := scanRun(db.reader().queryRow(ctx, runSelect+` WHERE r.organization_id = ? AND r.request_id = ? AND r.request_id != ''`, r.OrganizationID, r.RequestID))
+			if err == nil {
+				runs[i] = got
+				continue
+			}
+			if !isNoRows(err) {
+				errs[i] = db.mapErr(err, "find run by request id")
+				continue
+			}
+		}
+		what := fmt.Sprintf("automation %q in workspace %q", r.AutomationID, r.WorkspaceID)
+		var version, published int64
+		var deleted bool
+		err := db.reader().queryRow(ctx, `SELECT version, published_version, delete_time IS NOT NULL FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`,
+			r.OrganizationID, r.WorkspaceID, r.AutomationID).Scan(&version, &published, &deleted)
+		at := version
+		if r.Stage == store.StagePublished {
+			at = published
+		}
+		switch {
+		case isNoRows(err):
+			errs[i] = fmt.Errorf("%s: %w", what, store.ErrNotFound)
+		case err != nil:
+			errs[i] = db.mapErr(err, what)
+		case r.CurrentStage && (deleted || at != r.StageVersion):
+			errs[i] = fmt.Errorf("%s: %w", what, store.ErrStageChanged)
+		default:
+			errs[i] = fmt.Errorf("create run: request id %q is being used by a concurrent request: %w", r.RequestID, store.ErrConflict)
+		}
+	}
+	for i, j := range sameAs {
+		if j >= 0 {
+			runs[i], errs[i] = runs[j], errs[j]
+		}
+	}
+	return runs, created, errs, nil
+}
+
+// finishRunsPG is FinishRuns on PostgreSQL: one UPDATE … FROM unnest(…)
+// whose condition is each run's lease check, returning the ids it
+// finished; the others are not leased to owner (ErrConflict). The caller
+// has checked that every outcome is completed or failed.
+func (db *DB) finishRunsPG(ctx context.Context, owner string, runIDs []string, outcomes []store.RunOutcome, now time.Time) ([]error, error) {
+	n := len(runIDs)
+	states, errIDs, descs := make([]string, n), make([]string, n), make([]string, n)
+	outputs := make([][]byte, n)
+	starts, ends := make([]int64, n), make([]int64, n)
+	for i, o := range outcomes {
+		states[i] = string(o.State)
+		if o.State == store.RunCompleted {
+			outputs[i] = o.Outputs
+		} else {
+			errIDs[i], descs[i], starts[i], ends[i] = o.ErrorID, o.Description, o.Location.Start, o.Location.End
+		}
+	}
+	// A completed run keeps its error and location columns and a failed
+	// run its outputs, as FinishRun leaves them.
+	const q = `UPDATE runs r SET state = v.state,
+		outputs = CASE WHEN v.state = 'completed' THEN v.outputs ELSE r.outputs END,
+		error_id = CASE WHEN v.state = 'failed' THEN v.error_id ELSE r.error_id END,
+		loc_start = CASE WHEN v.state = 'failed' THEN v.loc_start ELSE r.loc_start END,
+		loc_end = CASE WHEN v.state = 'failed' THEN v.loc_end ELSE r.loc_end END,
+		description = v.description, checkpoint = NULL, resolution = NULL, exception_id = '',
+		lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?
+		FROM unnest(?::text[], ?::text[], ?::bytea[], ?::text[], ?::text[], ?::bigint[], ?::bigint[])
+			AS v(id, state, outputs, error_id, description, loc_start, loc_end)
+		WHERE r.id = v.id AND r.lease_owner = ? AND r.state IN ('executing', 'stopping')
+		RETURNING r.id`
+	rows, err := db.writer().query(ctx, q, time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, owner)
+	if err != nil {
+		return nil, db.mapErr(err, "finish runs")
+	}
+	defer func() { _ = rows.Close() }()
+	finished := make(map[string]bool, n)
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, db.mapErr(err, "finish runs")
+		}
+		finished[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return nil, db.mapErr(err, "finish runs")
+	}
+	errs := make([]error, n)
+	for i, id := range runIDs {
+		if !finished[id] {
+			errs[i] = fmt.Errorf("run %q is not leased to %q: %w", id, owner, store.ErrConflict)
+		}
+	}
+	return errs, nil
+}
+
+// prefixed scans leading columns into pre and the rest into the
+// destinations its caller gives.
+type prefixed struct {
+	s   interface{ Scan(...any) error }
+	pre any
+}
+
+func (p prefixed) Scan(dest ...any) error { return p.s.Scan(append([]any{p.pre}, dest...)...) }
