@@ -172,12 +172,54 @@ func requirePermission(ctx context.Context, p *Principal, workspaceID, perm stri
 // KeyAuth authenticates API keys against the store and authorizes calls
 // with MethodAccess. Use it as Options.Authenticator and add Middleware()
 // to Options.Extra.
+//
+// Keys and permission sets read from the store are cached when the store
+// reports an AuthGeneration (the SQL stores): an entry is used only while
+// the generation it was read under is current, and for at most
+// authCacheTTL. The store moves the generation on after every write that
+// changes keys, roles or memberships, in this process and (PostgreSQL,
+// LISTEN/NOTIFY) in the other replicas, so a revoked key or role is refused
+// by the next call; the TTL bounds what a write the store cannot see (a
+// `prose keys` command in another process on a SQLite file, a replica
+// whose notifications are interrupted) leaves cached. A key's secret,
+// expiry and level are checked on every call, cached or not.
 type KeyAuth struct {
 	st  store.Store
 	now func() time.Time
+	gen authGenerations // nil: no cache
 
 	mu      sync.Mutex
 	touched map[string]time.Time // key id → last TouchAPIKey
+
+	cmu   sync.Mutex
+	keys  map[string]cachedKey // key prefix → key
+	perms map[permKey]cachedPerms
+}
+
+// authGenerations is implemented by stores that track changes to what
+// authentication reads (sqlstore.DB.AuthGeneration).
+type authGenerations interface{ AuthGeneration() uint64 }
+
+const (
+	// authCacheTTL bounds how long a cached key or permission set is used.
+	authCacheTTL = 2 * time.Second
+	// authCacheMax bounds the entries of each cache (beyond it, the cache
+	// starts again empty).
+	authCacheMax = 10000
+)
+
+type cachedKey struct {
+	k   store.APIKey
+	gen uint64
+	at  time.Time
+}
+
+type permKey struct{ org, ws, user string }
+
+type cachedPerms struct {
+	perms []string
+	gen   uint64
+	at    time.Time
 }
 
 // NewKeyAuth returns the authenticator; now may be nil (time.Now).
@@ -185,7 +227,69 @@ func NewKeyAuth(st store.Store, now func() time.Time) *KeyAuth {
 	if now == nil {
 		now = time.Now
 	}
-	return &KeyAuth{st: st, now: now, touched: map[string]time.Time{}}
+	a := &KeyAuth{st: st, now: now, touched: map[string]time.Time{}, keys: map[string]cachedKey{}, perms: map[permKey]cachedPerms{}}
+	a.gen, _ = st.(authGenerations)
+	return a
+}
+
+// fresh reports whether an entry read under gen at at may still be used.
+func (a *KeyAuth) fresh(gen uint64, at time.Time) bool {
+	return gen == a.gen.AuthGeneration() && time.Since(at) < authCacheTTL
+}
+
+// apiKey is GetAPIKeyByPrefix through the cache (a key not found is not
+// cached).
+func (a *KeyAuth) apiKey(ctx context.Context, prefix string) (store.APIKey, error) {
+	if a.gen == nil {
+		return a.st.GetAPIKeyByPrefix(ctx, prefix)
+	}
+	a.cmu.Lock()
+	e, ok := a.keys[prefix]
+	a.cmu.Unlock()
+	if ok && a.fresh(e.gen, e.at) {
+		return e.k, nil
+	}
+	// The generation is read before the key: a change committed after the
+	// read moves it on and the entry is not used.
+	gen, at := a.gen.AuthGeneration(), time.Now()
+	k, err := a.st.GetAPIKeyByPrefix(ctx, prefix)
+	if err != nil {
+		return k, err
+	}
+	a.cmu.Lock()
+	if len(a.keys) >= authCacheMax {
+		clear(a.keys)
+	}
+	a.keys[prefix] = cachedKey{k: k, gen: gen, at: at}
+	a.cmu.Unlock()
+	return k, nil
+}
+
+// permissions is EffectivePermissions through the cache. The slice is
+// shared: callers must not modify it.
+func (a *KeyAuth) permissions(ctx context.Context, org, ws, user string) ([]string, error) {
+	if a.gen == nil {
+		return a.st.EffectivePermissions(ctx, org, ws, user)
+	}
+	pk := permKey{org, ws, user}
+	a.cmu.Lock()
+	e, ok := a.perms[pk]
+	a.cmu.Unlock()
+	if ok && a.fresh(e.gen, e.at) {
+		return e.perms, nil
+	}
+	gen, at := a.gen.AuthGeneration(), time.Now()
+	perms, err := a.st.EffectivePermissions(ctx, org, ws, user)
+	if err != nil {
+		return nil, err
+	}
+	a.cmu.Lock()
+	if len(a.perms) >= authCacheMax {
+		clear(a.perms)
+	}
+	a.perms[pk] = cachedPerms{perms: perms, gen: gen, at: at}
+	a.cmu.Unlock()
+	return perms, nil
 }
 
 // credential reads the key: Authorization: Bearer first, then x-api-key.
@@ -221,7 +325,7 @@ func (a *KeyAuth) Authenticate(ctx context.Context, fullMethod string) (context.
 	if err != nil {
 		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
 	}
-	k, err := a.st.GetAPIKeyByPrefix(ctx, prefix)
+	k, err := a.apiKey(ctx, prefix)
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
 	}
@@ -241,9 +345,9 @@ func (a *KeyAuth) Authenticate(ctx context.Context, fullMethod string) (context.
 		AllWorkspaces: k.AllWorkspaces, WorkspaceIDs: k.WorkspaceIDs,
 		Level: k.PermissionLevel, Toggles: k.Permissions,
 	}
-	st, org, user := a.st, k.OrganizationID, k.UserID
+	org, user := k.OrganizationID, k.UserID
 	p.perms = func(ctx context.Context, ws string) ([]string, error) {
-		return st.EffectivePermissions(ctx, org, ws, user)
+		return a.permissions(ctx, org, ws, user)
 	}
 	acc, ok := MethodAccess[fullMethod]
 	if !ok {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/proserun/prose/store/internal/sqlstore"
 )
 
 // wakeChannel is the LISTEN/NOTIFY channel on which replicas announce work
@@ -20,8 +22,12 @@ func (s *Store) Notify(ctx context.Context) {
 }
 
 // Listen delivers a value on the returned channel whenever a replica calls
-// Notify (coalesced: one pending value at most), until ctx is cancelled. It
-// holds one connection of the pool and reconnects after a failure.
+// Notify (coalesced: one pending value at most), until ctx is cancelled.
+// It also listens for the changes to API keys, roles and memberships that
+// replicas announce (sqlstore.AuthChannel) and invalidates this store's
+// AuthGeneration on each, and whenever it (re)connects, since a
+// notification may have been missed. It holds one connection of the pool
+// and reconnects after a failure.
 func (s *Store) Listen(ctx context.Context) <-chan struct{} {
 	out := make(chan struct{}, 1)
 	go func() {
@@ -51,16 +57,22 @@ func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 		return err
 	}
 	defer conn.Release()
-	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel+"; LISTEN "+sqlstore.AuthChannel); err != nil {
 		return err
 	}
+	s.InvalidateAuth()
 	for {
-		if _, err := conn.Conn().WaitForNotification(ctx); err != nil {
+		n, err := conn.Conn().WaitForNotification(ctx)
+		if err != nil {
 			if errors.Is(err, context.Canceled) {
 				// Leave the connection clean for the pool.
-				_, _ = conn.Exec(context.Background(), "UNLISTEN "+wakeChannel)
+				_, _ = conn.Exec(context.Background(), "UNLISTEN *")
 			}
 			return err
+		}
+		if n.Channel == sqlstore.AuthChannel {
+			s.InvalidateAuth()
+			continue
 		}
 		select {
 		case out <- struct{}{}:

@@ -2,9 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/postgres"
 )
 
@@ -36,5 +38,47 @@ func TestNotifyWakesOtherReplica(t *testing.T) {
 		case <-deadline:
 			t.Fatal("the other replica was not woken")
 		}
+	}
+}
+
+// A replica that changes what authentication reads (here: deletes an API
+// key) moves the other replicas' AuthGeneration on, so their caches of
+// keys and permissions drop what they hold.
+func TestAuthChangeInvalidatesOtherReplica(t *testing.T) {
+	dbURL := tempDatabase(t)
+	a, err := postgres.Open(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	b, err := postgres.Open(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	_ = b.Listen(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	// Listen moves the generation on once it listens (a notification may
+	// have been missed before).
+	for b.AuthGeneration() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	before := b.AuthGeneration()
+	if err := a.DeleteAPIKey(ctx, "no-org", "no-key"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("delete a missing key: %v", err)
+	}
+	if a.AuthGeneration() == 0 {
+		t.Fatal("the writing replica's own generation did not move")
+	}
+	for b.AuthGeneration() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the other replica's generation did not move")
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }

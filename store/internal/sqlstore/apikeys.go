@@ -107,6 +107,7 @@ func (db *DB) GetAPIKeyByPrefix(ctx context.Context, prefix string) (store.APIKe
 
 // UpdateAPIKey implements store.APIKeys.
 func (db *DB) UpdateAPIKey(ctx context.Context, k store.APIKey, mask []string) (store.APIKey, error) {
+	defer db.authChanged(ctx)
 	if len(mask) == 0 {
 		mask = []string{"name", "scope", "permissions"}
 	}
@@ -155,6 +156,7 @@ func (db *DB) TouchAPIKey(ctx context.Context, id string, at time.Time) error {
 
 // DeleteAPIKey implements store.APIKeys.
 func (db *DB) DeleteAPIKey(ctx context.Context, org, id string) error {
+	defer db.authChanged(ctx)
 	res, err := db.writer().exec(ctx, `DELETE FROM api_keys WHERE organization_id = ? AND id = ?`, org, id)
 	if err != nil {
 		return db.mapErr(err, "delete API key")

@@ -65,6 +65,7 @@ func (c conn) bindOrgRoles(ctx context.Context, org, user string, ids []string) 
 
 // AddOrganizationMember implements store.Members.
 func (db *DB) AddOrganizationMember(ctx context.Context, org, user string, roleIDs []string) (store.OrganizationMember, error) {
+	defer db.authChanged(ctx)
 	var out store.OrganizationMember
 	err := db.tx(ctx, func(c conn) error {
 		if err := c.orgExists(ctx, org); err != nil {
@@ -98,6 +99,7 @@ func (db *DB) GetOrganizationMember(ctx context.Context, org, user string) (stor
 
 // SetOrganizationRoles implements store.Members.
 func (db *DB) SetOrganizationRoles(ctx context.Context, org, user string, roleIDs []string) (store.OrganizationMember, error) {
+	defer db.authChanged(ctx)
 	var out store.OrganizationMember
 	err := db.tx(ctx, func(c conn) error {
 		res, err := c.exec(ctx, `UPDATE organization_members SET update_time = ? WHERE organization_id = ? AND user_id = ?`, db.now(), org, user)
@@ -122,6 +124,7 @@ func (db *DB) SetOrganizationRoles(ctx context.Context, org, user string, roleID
 
 // RemoveOrganizationMember implements store.Members.
 func (db *DB) RemoveOrganizationMember(ctx context.Context, org, user string) error {
+	defer db.authChanged(ctx)
 	res, err := db.writer().exec(ctx, `DELETE FROM organization_members WHERE organization_id = ? AND user_id = ?`, org, user)
 	if err != nil {
 		return db.mapErr(err, "remove organization member")
@@ -228,6 +231,7 @@ func (c conn) bindWorkspaceRoles(ctx context.Context, org, ws, user string, ids 
 
 // AddWorkspaceMember implements store.Members.
 func (db *DB) AddWorkspaceMember(ctx context.Context, org, ws, user string, roleIDs []string) (store.WorkspaceUser, error) {
+	defer db.authChanged(ctx)
 	var out store.WorkspaceUser
 	err := db.tx(ctx, func(c conn) error {
 		if err := c.workspaceExists(ctx, org, ws); err != nil {
@@ -268,6 +272,7 @@ func (db *DB) GetWorkspaceUser(ctx context.Context, org, ws, user string) (store
 
 // SetWorkspaceRoles implements store.Members.
 func (db *DB) SetWorkspaceRoles(ctx context.Context, org, ws, user string, roleIDs []string) (store.WorkspaceUser, error) {
+	defer db.authChanged(ctx)
 	var out store.WorkspaceUser
 	err := db.tx(ctx, func(c conn) error {
 		res, err := c.exec(ctx, `UPDATE workspace_members SET update_time = ? WHERE organization_id = ? AND workspace_id = ? AND user_id = ?`,
@@ -293,6 +298,7 @@ func (db *DB) SetWorkspaceRoles(ctx context.Context, org, ws, user string, roleI
 
 // RemoveWorkspaceMember implements store.Members.
 func (db *DB) RemoveWorkspaceMember(ctx context.Context, org, ws, user string) error {
+	defer db.authChanged(ctx)
 	res, err := db.writer().exec(ctx, `DELETE FROM workspace_members WHERE organization_id = ? AND workspace_id = ? AND user_id = ?`, org, ws, user)
 	if err != nil {
 		return db.mapErr(err, "remove workspace member")

@@ -57,6 +57,7 @@ func (db *DB) UpdateOrganization(ctx context.Context, o store.Organization) (sto
 
 // DeleteOrganization implements store.Organizations.
 func (db *DB) DeleteOrganization(ctx context.Context, id string) error {
+	defer db.authChanged(ctx)
 	res, err := db.writer().exec(ctx, `DELETE FROM organizations WHERE id = ?`, id)
 	if err != nil {
 		return db.mapErr(err, fmt.Sprintf("delete organization %q", id))
@@ -145,6 +146,7 @@ func (db *DB) UpdateUser(ctx context.Context, u store.User) (store.User, error) 
 
 // DeleteUser implements store.Users.
 func (db *DB) DeleteUser(ctx context.Context, id string) error {
+	defer db.authChanged(ctx)
 	res, err := db.writer().exec(ctx, `DELETE FROM users WHERE id = ?`, id)
 	if err != nil {
 		return db.mapErr(err, fmt.Sprintf("delete user %q", id))

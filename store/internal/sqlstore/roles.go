@@ -56,6 +56,7 @@ func (db *DB) GetRole(ctx context.Context, org, id string) (store.Role, error) {
 
 // UpdateRole implements store.Roles.
 func (db *DB) UpdateRole(ctx context.Context, r store.Role) (store.Role, error) {
+	defer db.authChanged(ctx)
 	if r.Permissions == nil {
 		r.Permissions = []string{}
 	}
@@ -78,6 +79,7 @@ func (db *DB) UpdateRole(ctx context.Context, r store.Role) (store.Role, error) 
 
 // DeleteRole implements store.Roles.
 func (db *DB) DeleteRole(ctx context.Context, org, id string) error {
+	defer db.authChanged(ctx)
 	return db.tx(ctx, func(c conn) error {
 		var builtin bool
 		if err := c.queryRow(ctx, `SELECT builtin FROM roles WHERE organization_id = ? AND id = ?`, org, id).Scan(&builtin); err != nil {

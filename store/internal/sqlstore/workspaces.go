@@ -126,6 +126,7 @@ func (db *DB) UpdateWorkspace(ctx context.Context, w store.Workspace, mask []str
 
 // DeleteWorkspace implements store.Workspaces.
 func (db *DB) DeleteWorkspace(ctx context.Context, org, id string) error {
+	defer db.authChanged(ctx)
 	return db.tx(ctx, func(c conn) error {
 		if _, err := c.exec(ctx, `DELETE FROM invitations WHERE organization_id = ? AND workspace_id = ?`, org, id); err != nil {
 			return db.mapErr(err, "delete workspace invitations")

@@ -1,0 +1,39 @@
+package sqlstore
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/proserun/prose/store"
+)
+
+// AuthChannel is the PostgreSQL LISTEN/NOTIFY channel on which a replica
+// announces that it changed what authentication reads (API keys, roles,
+// memberships): store/postgres listens on it and calls InvalidateAuth.
+const AuthChannel = "prose_auth"
+
+// AuthGeneration is a number that changes whenever what authentication
+// reads may have changed: an API key updated or deleted, a role updated or
+// deleted, a membership or its roles changed, an organization, user or
+// workspace deleted (in this process, or, on PostgreSQL, in a replica that
+// notified on AuthChannel). A cache of keys and permissions keeps an entry
+// only while the generation it was read under is the current one; read
+// the generation before the data.
+func (db *DB) AuthGeneration() uint64 { return db.authGen.Load() }
+
+// InvalidateAuth moves AuthGeneration on: every cached key and permission
+// set is read again.
+func (db *DB) InvalidateAuth() { db.authGen.Add(1) }
+
+// authChanged is deferred by the writes that change what authentication
+// reads, so it runs after their commit (after a failed write too: a cache
+// miss is harmless). On PostgreSQL it tells the other replicas.
+func (db *DB) authChanged(ctx context.Context) {
+	db.InvalidateAuth()
+	if db.d != store.Postgres {
+		return
+	}
+	if _, err := db.w.ExecContext(context.WithoutCancel(ctx), `SELECT pg_notify($1, '')`, AuthChannel); err != nil {
+		slog.Warn("postgres: notify auth change", "err", err)
+	}
+}
