@@ -8,6 +8,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/postgres"
 )
 
 // batchCreator is the optional store method behind the engine's batched
@@ -16,11 +17,28 @@ type batchCreator interface {
 	CreateRuns(ctx context.Context, in []store.Run) ([]store.Run, []bool, []error, error)
 }
 
+// bothBackends runs f on a SQLite store and, when PROSE_TEST_POSTGRES_URL
+// is set, on a PostgreSQL one (their batches are written differently).
+func bothBackends(t *testing.T, opts engine.Options, f func(t *testing.T, e *env)) {
+	t.Run("sqlite", func(t *testing.T) { f(t, newEnv(t, opts)) })
+	t.Run("postgres", func(t *testing.T) {
+		st, err := postgres.Open(t.Context(), tempPostgres(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		f(t, newEnvOn(t, st, opts))
+	})
+}
+
 // TestCreateRunsPerRunResults checks that in one batch a missing automation
 // fails only its run and a request id reused within the batch gives the
 // earlier run back.
 func TestCreateRunsPerRunResults(t *testing.T) {
-	e := newEnv(t, engine.Options{})
+	bothBackends(t, engine.Options{}, testCreateRunsPerRunResults)
+}
+
+func testCreateRunsPerRunResults(t *testing.T, e *env) {
 	a := e.automation(t, "the output result is 1")
 	bc, ok := e.st.(batchCreator)
 	if !ok {
@@ -45,12 +63,103 @@ func TestCreateRunsPerRunResults(t *testing.T) {
 	if errs[3] != nil || !created[3] || runs[3].ID == runs[0].ID {
 		t.Fatalf("run 3: %v %v", errs[3], created[3])
 	}
+	// A second batch: the request id is found in the table now.
+	runs2, created2, errs2, err := bc.CreateRuns(context.Background(), []store.Run{run(a.ID, "r1"), run(a.ID, "r2")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs2[0] != nil || created2[0] || runs2[0].ID != runs[0].ID || runs2[0].State != store.RunPending {
+		t.Fatalf("existing request id: %v %v %q, want %q", errs2[0], created2[0], runs2[0].ID, runs[0].ID)
+	}
+	if errs2[1] != nil || !created2[1] || runs2[1].RequestID != "r2" || runs2[1].AutomationID != a.ID || runs2[1].CreateTime.IsZero() {
+		t.Fatalf("new run: %v %v %+v", errs2[1], created2[1], runs2[1])
+	}
+	got, err := e.st.GetRunByID(context.Background(), runs2[1].ID)
+	if err != nil || got.RequestID != "r2" || got.State != store.RunPending {
+		t.Fatalf("read back: %v %+v", err, got)
+	}
+	// CurrentStage: a run of a stage at another version fails alone.
+	cur := func(version int64) store.Run {
+		r := run(a.ID, "")
+		r.StageVersion, r.CurrentStage = version, true
+		return r
+	}
+	runs3, created3, errs3, err := bc.CreateRuns(context.Background(), []store.Run{cur(a.Version), cur(a.Version + 1), run("nope", "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs3[0] != nil || !created3[0] || runs3[0].StageVersion != a.Version {
+		t.Fatalf("current stage: %v %v %+v", errs3[0], created3[0], runs3[0])
+	}
+	if !errors.Is(errs3[1], store.ErrStageChanged) || created3[1] {
+		t.Fatalf("stage at another version: %v %v", errs3[1], created3[1])
+	}
+	if !errors.Is(errs3[2], store.ErrNotFound) {
+		t.Fatalf("missing automation: %v", errs3[2])
+	}
+}
+
+// TestInvokeSeesAutomationChanges: Invoke caches automations, yet a run
+// always gets the stage as it is when the run is created: after a draft
+// edit, a publish or a delete made behind the engine's back (another
+// replica, the API), the next invoke uses the new code or is refused.
+func TestInvokeSeesAutomationChanges(t *testing.T) {
+	bothBackends(t, engine.Options{}, testInvokeSeesAutomationChanges)
+}
+
+func testInvokeSeesAutomationChanges(t *testing.T, e *env) {
+	ctx := context.Background()
+	a := e.automation(t, "the output result is 1")
+	invoke := func(stage store.Stage) (store.Run, error) {
+		r, _, err := e.eng.Invoke(ctx, engine.InvokeRequest{OrganizationID: e.org, WorkspaceID: e.ws, AutomationID: a.ID, Stage: stage})
+		return r, err
+	}
+	code := func(r store.Run) string {
+		t.Helper()
+		steps, err := engine.DecodeSteps(r.Steps)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return steps.GetExecutables()[0].GetCode()
+	}
+	r1, err := invoke(store.StageDraft)
+	if err != nil || code(r1) != "the output result is 1" {
+		t.Fatalf("first invoke: %v", err)
+	}
+	if _, err := invoke(store.StagePublished); !errors.Is(err, store.ErrFailedPrecondition) {
+		t.Fatalf("published stage before any publish: %v", err)
+	}
+	a.Code = "the output result is 2"
+	a2, err := e.st.UpdateAutomation(ctx, a, []string{"code"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := invoke(store.StageDraft)
+	if err != nil || code(r2) != "the output result is 2" || r2.StageVersion != a2.Version {
+		t.Fatalf("after a draft edit: %v, version %d (want %d)", err, r2.StageVersion, a2.Version)
+	}
+	if _, err := e.st.PublishAutomation(ctx, e.org, e.ws, a.ID, ""); err != nil {
+		t.Fatal(err)
+	}
+	r3, err := invoke(store.StagePublished)
+	if err != nil || code(r3) != "the output result is 2" {
+		t.Fatalf("published stage after a publish: %v", err)
+	}
+	if _, err := e.st.DeleteAutomation(ctx, e.org, e.ws, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := invoke(store.StageDraft); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("after a delete: %v", err)
+	}
 }
 
 // TestInvokeConcurrentCreates invokes from many goroutines at once (the
 // engine batches their creates on SQLite): each gets its own result.
 func TestInvokeConcurrentCreates(t *testing.T) {
-	e := newEnv(t, engine.Options{})
+	bothBackends(t, engine.Options{}, testInvokeConcurrentCreates)
+}
+
+func testInvokeConcurrentCreates(t *testing.T, e *env) {
 	a := e.automation(t, "the output result is 1")
 	b := e.automation(t, "the output result is 2")
 	ctx := context.Background()

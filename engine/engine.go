@@ -30,7 +30,10 @@ import (
 
 // Options configure an Engine.
 type Options struct {
-	// Workers bounds the runs executed at once. Default: 4 × GOMAXPROCS.
+	// Workers bounds the runs executed at once. Default: 4 × GOMAXPROCS on
+	// a single-writer store (SQLite), 32 × GOMAXPROCS otherwise
+	// (PostgreSQL: a run mostly waits for the database's round trips, and
+	// more runs in flight make larger batches of claims and finishes).
 	Workers int
 	// ClaimBatch bounds the runs leased in one transaction. Default: 64.
 	ClaimBatch int
@@ -63,6 +66,7 @@ type Engine struct {
 	wake chan struct{}
 
 	progs programCache
+	autos autoCache // automations read by Invoke
 
 	mu       sync.Mutex
 	inflight map[string]*flight
@@ -77,17 +81,32 @@ type Engine struct {
 	creator  batchCreator
 	createMu sync.Mutex
 	creates  []*createReq
-	creating bool // a createLoop goroutine is draining creates
+	creating int // createLoop goroutines draining creates
+
+	// writers is how many batches (of creates, of finishes) are written at
+	// once: one on a single-writer database, where they queue anyway;
+	// parallelBatches on PostgreSQL, where each batch is one statement and
+	// the server commits several at once.
+	writers      int
+	singleWriter bool
+
+	notifyMu     sync.Mutex
+	notifyWanted bool // an announce came since the last Notify began
+	notifying    bool // a notifyLoop goroutine is running
 }
+
+// parallelBatches is the number of batches of creates and of finishes
+// written at once on a database with concurrent writers (PostgreSQL).
+const parallelBatches = 4
 
 // batchFinisher is implemented by stores that finish several completed or
 // failed runs in one transaction (the SQL stores: sqlstore.DB.FinishRuns).
 // errs[i] is the result of runIDs[i] (ErrConflict when that run's lease is
-// lost, the others still finished); err means nothing was written. The
-// engine batches only on a single-writer database (SQLite): there every
-// write queues on one connection anyway; on PostgreSQL one committer
-// serialised finishes that workers otherwise make in parallel (447 -> 282
-// runs/s over HTTP when it batched there).
+// lost, the others still finished); err means nothing was written.
+// SingleWriter says whether the database has one writer connection
+// (SQLite: one committer, and claims wait a moment to take several runs);
+// otherwise (PostgreSQL, where a batch is one statement) parallelBatches
+// committers write at once.
 type batchFinisher interface {
 	FinishRuns(ctx context.Context, owner string, runIDs []string, outcomes []store.RunOutcome) (errs []error, err error)
 	SingleWriter() bool
@@ -109,8 +128,7 @@ const maxFinishBatch = 128
 // transaction (the SQL stores: sqlstore.DB.CreateRuns). runs[i],
 // created[i] and errs[i] are the result of in[i] as CreateRun would give it
 // (errs[i]: that run alone failed, the others were created); err means
-// nothing was written. Like finishes, creates are batched only on a
-// single-writer database (SQLite).
+// nothing was written.
 type batchCreator interface {
 	CreateRuns(ctx context.Context, in []store.Run) (runs []store.Run, created []bool, errs []error, err error)
 	SingleWriter() bool
@@ -143,9 +161,6 @@ var (
 
 // New returns an engine over st. Call Run to start it.
 func New(st store.Store, opts Options) *Engine {
-	if opts.Workers <= 0 {
-		opts.Workers = 4 * runtime.GOMAXPROCS(0)
-	}
 	if opts.ClaimBatch <= 0 {
 		opts.ClaimBatch = 64
 	}
@@ -169,11 +184,23 @@ func New(st store.Store, opts Options) *Engine {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{st: st, opts: opts, log: log, wake: make(chan struct{}, 1), inflight: map[string]*flight{}, progs: newProgramCache(1024)}
-	if bf, ok := st.(batchFinisher); ok && bf.SingleWriter() {
+	if bf, ok := st.(batchFinisher); ok {
 		e.finisher = bf
+		e.singleWriter = bf.SingleWriter()
 	}
-	if bc, ok := st.(batchCreator); ok && bc.SingleWriter() {
+	if bc, ok := st.(batchCreator); ok {
 		e.creator = bc
+		e.singleWriter = e.singleWriter || bc.SingleWriter()
+	}
+	e.writers = parallelBatches
+	if e.singleWriter {
+		e.writers = 1
+	}
+	if e.opts.Workers <= 0 {
+		e.opts.Workers = 32 * runtime.GOMAXPROCS(0)
+		if e.singleWriter {
+			e.opts.Workers = 4 * runtime.GOMAXPROCS(0)
+		}
 	}
 	return e
 }
@@ -190,10 +217,43 @@ func (e *Engine) Wake() {
 }
 
 // announce wakes this engine and, through Notify, the other replicas.
+// Notices are coalesced: one Notify at a time, at most one per
+// notifySpacing, each standing for every announce since the previous one
+// (a woken replica claims all the work there is). A notice per run cost
+// PostgreSQL a transaction each, and NOTIFY serialises commits.
 func (e *Engine) announce(ctx context.Context) {
 	e.Wake()
-	if e.opts.Notify != nil {
+	if e.opts.Notify == nil {
+		return
+	}
+	e.notifyMu.Lock()
+	defer e.notifyMu.Unlock()
+	e.notifyWanted = true
+	if !e.notifying {
+		e.notifying = true
+		go e.notifyLoop(context.WithoutCancel(ctx))
+	}
+}
+
+// notifySpacing is the least time between two notices to other replicas.
+const notifySpacing = 5 * time.Millisecond
+
+// notifyLoop sends the notices wanted, then returns.
+func (e *Engine) notifyLoop(ctx context.Context) {
+	for {
+		e.notifyMu.Lock()
+		if !e.notifyWanted {
+			e.notifying = false
+			e.notifyMu.Unlock()
+			return
+		}
+		e.notifyWanted = false
+		e.notifyMu.Unlock()
+		start := time.Now()
 		e.opts.Notify(ctx)
+		if d := notifySpacing - time.Since(start); d > 0 {
+			time.Sleep(d)
+		}
 	}
 }
 
@@ -216,15 +276,12 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	// The committer lives until every worker has returned (they wait for
 	// it); it writes with runCtx, cancelled when the grace period ends.
 	stopCommit := make(chan struct{})
-	commitDone := make(chan struct{})
+	var commits sync.WaitGroup
 	if e.finisher != nil {
 		e.fin = make(chan *finishReq, e.opts.Workers)
-		go func() {
-			defer close(commitDone)
-			e.commitLoop(runCtx, stopCommit)
-		}()
-	} else {
-		close(commitDone)
+		for range e.writers {
+			commits.Go(func() { e.commitLoop(runCtx, stopCommit) })
+		}
 	}
 
 	// freed is signalled when a worker returns its slot.
@@ -240,7 +297,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		case <-ctx.Done():
 			continue
 		}
-		if saturated && e.finisher != nil {
+		if saturated && e.singleWriter {
 			// Work is queued on a single-writer database: let slots free up
 			// for a moment (finished runs come back in batches from the
 			// committer) and claim them in one transaction rather than one
@@ -300,7 +357,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		<-done
 	}
 	close(stopCommit)
-	<-commitDone
+	commits.Wait()
 	<-renewDone
 	return nil
 }
@@ -352,7 +409,7 @@ func (e *Engine) finish(ctx context.Context, id string, o store.RunOutcome) erro
 
 // commitLoop takes the outcomes queued on e.fin, as many as are waiting
 // (no timer: while one batch commits, the next one gathers), and writes
-// them until stop is closed.
+// them until stop is closed. e.writers of them run at once.
 func (e *Engine) commitLoop(ctx context.Context, stop <-chan struct{}) {
 	batch := make([]*finishReq, 0, maxFinishBatch)
 	for {
@@ -385,10 +442,13 @@ func (e *Engine) commit(ctx context.Context, batch []*finishReq) {
 		}
 		live = append(live, r)
 	}
-	switch len(live) {
-	case 0:
+	switch {
+	case len(live) == 0:
 		return
-	case 1:
+	case len(live) == 1 && e.singleWriter:
+		// One statement either way on SQLite (no transaction this way). On
+		// PostgreSQL FinishRuns is one statement that does not read the run
+		// back.
 		r := live[0]
 		_, err := e.st.FinishRun(r.ctx, e.opts.Owner, r.id, r.o)
 		r.done <- err
@@ -418,10 +478,11 @@ func (e *Engine) commit(ctx context.Context, batch []*finishReq) {
 }
 
 // create creates a run (store.Runs.CreateRun). With a batch creator, the
-// run is queued and a createLoop goroutine, started when none is running,
-// writes everything queued in one transaction per batch: while one batch
-// commits, the next gathers (group commit, no timer). Invoke works without
-// Run, so the goroutine lives only while there is something to create.
+// run is queued and a createLoop goroutine (up to e.writers of them, one
+// started when fewer run) writes everything queued in one transaction per
+// batch: while one batch commits, the next gathers (group commit, no
+// timer). Invoke works without Run, so the goroutines live only while there
+// is something to create.
 func (e *Engine) create(ctx context.Context, r store.Run) (store.Run, bool, error) {
 	if e.creator == nil {
 		return e.st.CreateRun(ctx, r)
@@ -432,8 +493,8 @@ func (e *Engine) create(ctx context.Context, r store.Run) (store.Run, bool, erro
 	req := &createReq{ctx: ctx, in: r, done: make(chan struct{})}
 	e.createMu.Lock()
 	e.creates = append(e.creates, req)
-	if !e.creating {
-		e.creating = true
+	if e.creating < e.writers {
+		e.creating++
 		go e.createLoop()
 	}
 	e.createMu.Unlock()
@@ -448,7 +509,7 @@ func (e *Engine) createLoop() {
 		e.createMu.Lock()
 		n := min(len(e.creates), maxCreateBatch)
 		if n == 0 {
-			e.creating = false
+			e.creating--
 			e.creates = nil
 			e.createMu.Unlock()
 			return
@@ -475,10 +536,12 @@ func (e *Engine) createBatch(batch []*createReq) {
 		r.out, r.created, r.err = e.st.CreateRun(r.ctx, r.in)
 		close(r.done)
 	}
-	switch len(live) {
-	case 0:
+	switch {
+	case len(live) == 0:
 		return
-	case 1:
+	case len(live) == 1 && e.singleWriter:
+		// The same transaction either way. On PostgreSQL CreateRuns is one
+		// statement where CreateRun is a transaction of three.
 		one(live[0])
 		return
 	}

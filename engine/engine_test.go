@@ -31,6 +31,13 @@ func newEnv(t *testing.T, opts engine.Options) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
+	return newEnvOn(t, st, opts)
+}
+
+// newEnvOn is newEnv over st.
+func newEnvOn(t *testing.T, st store.Store, opts engine.Options) *env {
+	t.Helper()
+	ctx := context.Background()
 	org, err := st.CreateOrganization(ctx, store.Organization{DisplayName: "Acme"})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
@@ -36,25 +38,15 @@ type InvokeRequest struct {
 // was never published), ErrInvalidArgument (inputs that are not values).
 // Nothing is created on error.
 func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool, error) {
-	a, err := e.st.GetAutomation(ctx, req.OrganizationID, req.WorkspaceID, req.AutomationID)
+	if req.Stage != store.StageDraft && req.Stage != store.StagePublished {
+		return store.Run{}, false, fmt.Errorf("%w: stage must be draft or published", store.ErrInvalidArgument)
+	}
+	// The automation may come from the cache: the run is created only if
+	// the stage is still at the version read (Run.CurrentStage); when it
+	// moved on, it is read again and the create retried.
+	code, version, err := e.stage(ctx, req, false)
 	if err != nil {
 		return store.Run{}, false, err
-	}
-	if !a.DeleteTime.IsZero() {
-		return store.Run{}, false, fmt.Errorf("automation %q is deleted: %w", a.ID, store.ErrNotFound)
-	}
-	var code string
-	var version int64
-	switch req.Stage {
-	case store.StageDraft:
-		code, version = a.Code, a.Version
-	case store.StagePublished:
-		if a.PublishedVersion == 0 {
-			return store.Run{}, false, fmt.Errorf("automation %q has never been published: invoke its draft stage or publish it first: %w", a.ID, store.ErrFailedPrecondition)
-		}
-		code, version = a.PublishedCode, a.PublishedVersion
-	default:
-		return store.Run{}, false, fmt.Errorf("%w: stage must be draft or published", store.ErrInvalidArgument)
 	}
 	if _, err := protovalue.MapFromProto(req.Inputs); err != nil {
 		return store.Run{}, false, fmt.Errorf("%w: inputs: %w", store.ErrInvalidArgument, err)
@@ -72,14 +64,6 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 			return store.Run{}, false, fmt.Errorf("%w: previous_run %q is not a run of this automation", store.ErrInvalidArgument, req.PreviousRun)
 		}
 	}
-	steps := &platformv1.ExecutableSteps{
-		Inputs:      req.Inputs,
-		Executables: []*platformv1.ExecutableStep{{Code: code, PhaseType: platformv1.AutomationPhaseType_AUTOMATION_PHASE_TYPE_MAIN}},
-	}
-	stepsB, err := EncodeSteps(steps)
-	if err != nil {
-		return store.Run{}, false, err
-	}
 	userIn, err := EncodeValues(req.Inputs)
 	if err != nil {
 		return store.Run{}, false, err
@@ -90,13 +74,32 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 			return store.Run{}, false, err
 		}
 	}
-	r, created, err := e.create(ctx, store.Run{
-		OrganizationID: req.OrganizationID, WorkspaceID: req.WorkspaceID, AutomationID: req.AutomationID,
-		Name: req.Name, Stage: req.Stage, StageVersion: version, Steps: stepsB, UserInputs: userIn,
-		InvocationDetails: inv, FileIDs: req.FileIDs, PreviousRun: prev, RequestID: req.RequestID,
-	})
-	if err != nil {
-		return store.Run{}, false, err
+	var r store.Run
+	var created bool
+	for attempt := 1; ; attempt++ {
+		steps := &platformv1.ExecutableSteps{
+			Inputs:      req.Inputs,
+			Executables: []*platformv1.ExecutableStep{{Code: code, PhaseType: platformv1.AutomationPhaseType_AUTOMATION_PHASE_TYPE_MAIN}},
+		}
+		stepsB, err := EncodeSteps(steps)
+		if err != nil {
+			return store.Run{}, false, err
+		}
+		r, created, err = e.create(ctx, store.Run{
+			OrganizationID: req.OrganizationID, WorkspaceID: req.WorkspaceID, AutomationID: req.AutomationID,
+			Name: req.Name, Stage: req.Stage, StageVersion: version, CurrentStage: true, Steps: stepsB, UserInputs: userIn,
+			InvocationDetails: inv, FileIDs: req.FileIDs, PreviousRun: prev, RequestID: req.RequestID,
+		})
+		if errors.Is(err, store.ErrStageChanged) && attempt < maxStageAttempts {
+			if code, version, err = e.stage(ctx, req, true); err != nil {
+				return store.Run{}, false, err
+			}
+			continue
+		}
+		if err != nil {
+			return store.Run{}, false, err
+		}
+		break
 	}
 	if !created && (r.WorkspaceID != req.WorkspaceID || r.AutomationID != req.AutomationID) {
 		// AIP-155: a request id names one request; reusing it for another is
@@ -107,6 +110,45 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 		e.announce(ctx)
 	}
 	return r, created, nil
+}
+
+// maxStageAttempts bounds the re-reads of an automation whose stage keeps
+// changing while a run of it is being created.
+const maxStageAttempts = 3
+
+// stage returns the code and version of the requested stage of the
+// automation, read from the cache unless fresh. An answer that refuses the
+// invoke (no such automation, deleted, never published) is always read
+// fresh.
+func (e *Engine) stage(ctx context.Context, req InvokeRequest, fresh bool) (string, int64, error) {
+	k := autoKey{req.OrganizationID, req.WorkspaceID, req.AutomationID}
+	a, hit := store.Automation{}, false
+	if !fresh {
+		a, hit = e.autos.get(k)
+	}
+	if !hit {
+		var err error
+		if a, err = e.st.GetAutomation(ctx, req.OrganizationID, req.WorkspaceID, req.AutomationID); err != nil {
+			return "", 0, err
+		}
+		e.autos.put(k, a)
+	}
+	if !a.DeleteTime.IsZero() {
+		if hit {
+			return e.stage(ctx, req, true)
+		}
+		return "", 0, fmt.Errorf("automation %q is deleted: %w", a.ID, store.ErrNotFound)
+	}
+	if req.Stage == store.StagePublished {
+		if a.PublishedVersion == 0 {
+			if hit {
+				return e.stage(ctx, req, true)
+			}
+			return "", 0, fmt.Errorf("automation %q has never been published: invoke its draft stage or publish it first: %w", a.ID, store.ErrFailedPrecondition)
+		}
+		return a.PublishedCode, a.PublishedVersion, nil
+	}
+	return a.Code, a.Version, nil
 }
 
 // Pause pauses a run (see store.Runs.PauseRun) and, when this engine is
@@ -269,3 +311,45 @@ func ExceptionName(x store.Exception) string {
 
 // versionString renders a stage version.
 func versionString(v int64) string { return strconv.FormatInt(v, 10) }
+
+// autoKey names an automation.
+type autoKey struct{ org, ws, id string }
+
+// autoCacheMax bounds the automations cached (beyond it, the cache starts
+// again empty); autoCacheTTL bounds how long one is kept.
+const (
+	autoCacheMax = 1024
+	autoCacheTTL = time.Minute
+)
+
+// autoCache keeps the automations Invoke read. Entries may be stale: runs
+// are created with Run.CurrentStage, so the store refuses a stage that
+// moved on and Invoke reads it again.
+type autoCache struct {
+	mu sync.Mutex
+	m  map[autoKey]cachedAuto
+}
+
+type cachedAuto struct {
+	a  store.Automation
+	at time.Time
+}
+
+func (c *autoCache) get(k autoKey) (store.Automation, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok || time.Since(e.at) >= autoCacheTTL {
+		return store.Automation{}, false
+	}
+	return e.a, true
+}
+
+func (c *autoCache) put(k autoKey, a store.Automation) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil || len(c.m) >= autoCacheMax {
+		c.m = map[autoKey]cachedAuto{}
+	}
+	c.m[k] = cachedAuto{a: a, at: time.Now()}
+}

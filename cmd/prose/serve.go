@@ -43,7 +43,10 @@ type serveConfig struct {
 	// lease is the engine's run lease (0: engine default); books is a JSON
 	// file of workspace books registered at start.
 	lease time.Duration
-	books string
+	// workers bounds the runs this replica executes at once (0: engine
+	// default).
+	workers int
+	books   string
 	// pprof, when set, is an address serving net/http/pprof (profiling).
 	pprof string
 
@@ -64,6 +67,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.StringVar(&cfg.publicURL, "public-url", "", "public origin of the HTTP side (https://prose.example.com), for signed file URLs; default: the request's host")
 	fs.StringVar(&cfg.logLevel, "log-level", "info", "debug, info, warn or error")
 	fs.DurationVar(&cfg.lease, "lease", 0, "how long a worker's lease on a run lasts without renewal (renewed every third); a run of a dead replica is taken over after it (default 30s)")
+	fs.IntVar(&cfg.workers, "workers", 0, "runs this replica executes at once (default: 4 per CPU on SQLite; 32 per CPU on PostgreSQL, where a run mostly waits for the database)")
 	fs.StringVar(&cfg.books, "books", "", `JSON file of workspace books to register at start: [{"workspace": "organizations/{o}/workspaces/{w}", "book": {…}}] (kept in memory by this process, over the books registered through the API, which are stored)`)
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
 	if err := fs.Parse(args); err != nil {
@@ -174,6 +178,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	engOpts := engine.Options{
 		Logger:        logger,
 		LeaseDuration: cfg.lease,
+		Workers:       cfg.workers,
 		Books: func(org, ws string) lang.Books {
 			return callIDBooks{reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})}
 		},
