@@ -2,9 +2,10 @@ package postgres
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/proserun/prose/store/internal/sqlstore"
 )
@@ -26,8 +27,8 @@ func (s *Store) Notify(ctx context.Context) {
 // It also listens for the changes to API keys, roles and memberships that
 // replicas announce (sqlstore.AuthChannel) and invalidates this store's
 // AuthGeneration on each, and whenever it (re)connects, since a
-// notification may have been missed. It holds one connection of the pool
-// and reconnects after a failure.
+// notification may have been missed. It holds a connection of its own
+// (not one of the pool's) and reconnects after a failure.
 func (s *Store) Listen(ctx context.Context) <-chan struct{} {
 	out := make(chan struct{}, 1)
 	go func() {
@@ -52,22 +53,20 @@ func (s *Store) Listen(ctx context.Context) <-chan struct{} {
 }
 
 func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
-	conn, err := s.pool.Acquire(ctx)
+	// A connection of its own, not one of the pool's: a listener holds its
+	// connection for good, and the pool is small (see Open).
+	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
 		return err
 	}
-	defer conn.Release()
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel+"; LISTEN "+sqlstore.AuthChannel); err != nil {
 		return err
 	}
 	s.InvalidateAuth()
 	for {
-		n, err := conn.Conn().WaitForNotification(ctx)
+		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				// Leave the connection clean for the pool.
-				_, _ = conn.Exec(context.Background(), "UNLISTEN *")
-			}
 			return err
 		}
 		if n.Channel == sqlstore.AuthChannel {
