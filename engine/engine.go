@@ -273,8 +273,8 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		e.renewLoop(ctx)
 	}()
 
-	// The committer lives until every worker has returned (they wait for
-	// it); it writes with runCtx, cancelled when the grace period ends.
+	// The committers live until every worker has returned (they wait for
+	// them); they write with runCtx, cancelled when the grace period ends.
 	stopCommit := make(chan struct{})
 	var commits sync.WaitGroup
 	if e.finisher != nil {

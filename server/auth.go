@@ -191,9 +191,8 @@ type KeyAuth struct {
 	mu      sync.Mutex
 	touched map[string]time.Time // key id → last TouchAPIKey
 
-	cmu   sync.Mutex
-	keys  map[string]cachedKey // key prefix → key
-	perms map[permKey]cachedPerms
+	keys  genCache[string, store.APIKey] // key prefix → key
+	perms genCache[permKey, []string]    // the user's permissions in a workspace
 }
 
 // authGenerations is implemented by stores that track changes to what
@@ -208,18 +207,47 @@ const (
 	authCacheMax = 10000
 )
 
-type cachedKey struct {
-	k   store.APIKey
+type permKey struct{ org, ws, user string }
+
+// genCache keeps values read under an AuthGeneration.
+type genCache[K comparable, V any] struct {
+	mu sync.Mutex
+	m  map[K]genEntry[V]
+}
+
+type genEntry[V any] struct {
+	v   V
 	gen uint64
 	at  time.Time
 }
 
-type permKey struct{ org, ws, user string }
-
-type cachedPerms struct {
-	perms []string
-	gen   uint64
-	at    time.Time
+// load returns the value of k: the cached one while gens has not moved
+// on since it was read and it is younger than authCacheTTL, else what read
+// returns (cached unless an error). Without gens nothing is cached.
+func (c *genCache[K, V]) load(gens authGenerations, k K, read func() (V, error)) (V, error) {
+	if gens == nil {
+		return read()
+	}
+	c.mu.Lock()
+	e, ok := c.m[k]
+	c.mu.Unlock()
+	if ok && e.gen == gens.AuthGeneration() && time.Since(e.at) < authCacheTTL {
+		return e.v, nil
+	}
+	// The generation is read before the value: a change committed after
+	// the read moves it on and the entry is not used.
+	gen, at := gens.AuthGeneration(), time.Now()
+	v, err := read()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if c.m == nil || len(c.m) >= authCacheMax {
+		c.m = map[K]genEntry[V]{}
+	}
+	c.m[k] = genEntry[V]{v: v, gen: gen, at: at}
+	c.mu.Unlock()
+	return v, nil
 }
 
 // NewKeyAuth returns the authenticator; now may be nil (time.Now).
@@ -227,69 +255,21 @@ func NewKeyAuth(st store.Store, now func() time.Time) *KeyAuth {
 	if now == nil {
 		now = time.Now
 	}
-	a := &KeyAuth{st: st, now: now, touched: map[string]time.Time{}, keys: map[string]cachedKey{}, perms: map[permKey]cachedPerms{}}
+	a := &KeyAuth{st: st, now: now, touched: map[string]time.Time{}}
 	a.gen, _ = st.(authGenerations)
 	return a
-}
-
-// fresh reports whether an entry read under gen at at may still be used.
-func (a *KeyAuth) fresh(gen uint64, at time.Time) bool {
-	return gen == a.gen.AuthGeneration() && time.Since(at) < authCacheTTL
 }
 
 // apiKey is GetAPIKeyByPrefix through the cache (a key not found is not
 // cached).
 func (a *KeyAuth) apiKey(ctx context.Context, prefix string) (store.APIKey, error) {
-	if a.gen == nil {
-		return a.st.GetAPIKeyByPrefix(ctx, prefix)
-	}
-	a.cmu.Lock()
-	e, ok := a.keys[prefix]
-	a.cmu.Unlock()
-	if ok && a.fresh(e.gen, e.at) {
-		return e.k, nil
-	}
-	// The generation is read before the key: a change committed after the
-	// read moves it on and the entry is not used.
-	gen, at := a.gen.AuthGeneration(), time.Now()
-	k, err := a.st.GetAPIKeyByPrefix(ctx, prefix)
-	if err != nil {
-		return k, err
-	}
-	a.cmu.Lock()
-	if len(a.keys) >= authCacheMax {
-		clear(a.keys)
-	}
-	a.keys[prefix] = cachedKey{k: k, gen: gen, at: at}
-	a.cmu.Unlock()
-	return k, nil
+	return a.keys.load(a.gen, prefix, func() (store.APIKey, error) { return a.st.GetAPIKeyByPrefix(ctx, prefix) })
 }
 
 // permissions is EffectivePermissions through the cache. The slice is
 // shared: callers must not modify it.
 func (a *KeyAuth) permissions(ctx context.Context, org, ws, user string) ([]string, error) {
-	if a.gen == nil {
-		return a.st.EffectivePermissions(ctx, org, ws, user)
-	}
-	pk := permKey{org, ws, user}
-	a.cmu.Lock()
-	e, ok := a.perms[pk]
-	a.cmu.Unlock()
-	if ok && a.fresh(e.gen, e.at) {
-		return e.perms, nil
-	}
-	gen, at := a.gen.AuthGeneration(), time.Now()
-	perms, err := a.st.EffectivePermissions(ctx, org, ws, user)
-	if err != nil {
-		return nil, err
-	}
-	a.cmu.Lock()
-	if len(a.perms) >= authCacheMax {
-		clear(a.perms)
-	}
-	a.perms[pk] = cachedPerms{perms: perms, gen: gen, at: at}
-	a.cmu.Unlock()
-	return perms, nil
+	return a.perms.load(a.gen, permKey{org, ws, user}, func() ([]string, error) { return a.st.EffectivePermissions(ctx, org, ws, user) })
 }
 
 // credential reads the key: Authorization: Bearer first, then x-api-key.

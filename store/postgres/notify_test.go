@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"errors"
 	"testing"
 	"time"
@@ -10,21 +9,26 @@ import (
 	"github.com/proserun/prose/store/postgres"
 )
 
+// twoReplicas opens two stores on one new database, closed when the test
+// ends.
+func twoReplicas(t *testing.T) (a, b *postgres.Store) {
+	t.Helper()
+	dbURL := tempDatabase(t)
+	for _, s := range []**postgres.Store{&a, &b} {
+		st, err := postgres.Open(t.Context(), dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		*s = st
+	}
+	return a, b
+}
+
 // One replica's Notify wakes another replica's Listen on the same database.
 func TestNotifyWakesOtherReplica(t *testing.T) {
-	dbURL := tempDatabase(t)
-	a, err := postgres.Open(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := postgres.Open(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	a, b := twoReplicas(t)
+	ctx := t.Context()
 	wake := b.Listen(ctx)
 	deadline := time.After(10 * time.Second)
 	tick := time.NewTicker(20 * time.Millisecond) // LISTEN may not be registered yet: notify until heard
@@ -45,19 +49,8 @@ func TestNotifyWakesOtherReplica(t *testing.T) {
 // key) moves the other replicas' AuthGeneration on, so their caches of
 // keys and permissions drop what they hold.
 func TestAuthChangeInvalidatesOtherReplica(t *testing.T) {
-	dbURL := tempDatabase(t)
-	a, err := postgres.Open(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer a.Close()
-	b, err := postgres.Open(t.Context(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	a, b := twoReplicas(t)
+	ctx := t.Context()
 	_ = b.Listen(ctx)
 	deadline := time.Now().Add(10 * time.Second)
 	// Listen moves the generation on once it listens (a notification may
