@@ -52,6 +52,12 @@ func (Prose) Respond(ctx context.Context, c *Conversation, w *Writer) (string, e
 	case intentRetry:
 		guidance = &platformv1.ResolveExceptionRequest{Guidance: &platformv1.ResolveExceptionRequest_Retry{Retry: &platformv1.Retry{}}}
 		doing = "I will run the statement" + statementRef(c) + " again."
+	case intentReplace:
+		if _, err := lang.Parse(r.code); err != nil {
+			return w.StreamText(ctx, "That code does not parse: "+err.Error()+". "+needs(x))
+		}
+		guidance = &platformv1.ResolveExceptionRequest{Guidance: &platformv1.ResolveExceptionRequest_ReplaceStep{ReplaceStep: &platformv1.ReplaceStep{Code: r.code}}}
+		doing = "I will run your code instead of the statement" + statementRef(c) + "."
 	case intentAnswer:
 		v, err := protovalue.ToProto(r.value)
 		if err != nil {
@@ -130,7 +136,7 @@ func explain(c *Conversation, x *lang.Exception) string {
 
 // needs says what reply resolves the exception.
 func needs(x *lang.Exception) string {
-	const alt = ` You can also say "skip" to skip the statement or "retry" to run it again.`
+	const alt = ` You can also say "skip" to skip the statement, "retry" to run it again, or "replace it with: <code>" to run other Prose code instead.`
 	switch {
 	case x.Question != "" && len(x.Choices) > 0:
 		var cs []string
@@ -145,7 +151,7 @@ func needs(x *lang.Exception) string {
 	case x.Group == lang.GroupMissingValues:
 		return "Reply with the values to use, as \"the <fact> is <value>\"." + alt
 	}
-	return `Reply "skip" to skip the statement or "retry" to run it again.`
+	return `Reply "skip" to skip the statement, "retry" to run it again, or "replace it with: <code>" to run other Prose code instead.`
 }
 
 func ensureStop(s string) string {

@@ -17,6 +17,7 @@ const (
 	intentRetry
 	intentValue // a value for a fact (fact, value)
 	intentAnswer
+	intentReplace // new code for the statement (code)
 )
 
 // reply is a user message understood.
@@ -24,6 +25,41 @@ type reply struct {
 	kind  intent
 	fact  string // intentValue: the fact named ("" when only a value was given)
 	value lang.Value
+	code  string // intentReplace
+}
+
+// replacePrefixes introduce code that runs instead of the statement
+// ("replace it with: the total is 5"), compared without case; a colon
+// after them is optional (but for "instead:").
+var replacePrefixes = []string{
+	"replace it with", "replace the step with", "replace this step with", "replace the statement with",
+	"replace this statement with", "replace step with", "replace with", "run this instead", "use this instead", "instead:",
+}
+
+// replacement reads "replace it with: <code>" (the code may span lines and
+// sit in a ``` fence or `backquotes`); ok is false for another reply.
+func replacement(text string) (code string, ok bool) {
+	s := strings.TrimSpace(text)
+	for _, p := range replacePrefixes {
+		if len(s) <= len(p) || !strings.EqualFold(s[:len(p)], p) {
+			continue
+		}
+		rest := s[len(p):]
+		if r := rest[0]; !strings.HasSuffix(p, ":") && r != ':' && r != ' ' && r != '\n' && r != '\t' {
+			continue // "replace with" must end a word ("replace without…" is not it)
+		}
+		rest = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(rest), ":"))
+		if f, ok := strings.CutPrefix(rest, "```"); ok {
+			if i := strings.IndexByte(f, '\n'); i >= 0 && !strings.Contains(f[:i], " ") {
+				f = f[i+1:] // a language tag after the fence
+			}
+			rest = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(f), "```"))
+		} else if len(rest) >= 2 && rest[0] == '`' && rest[len(rest)-1] == '`' {
+			rest = strings.TrimSpace(rest[1 : len(rest)-1])
+		}
+		return rest, rest != ""
+	}
+	return "", false
 }
 
 // clean trims spaces, a final full stop or exclamation mark, and lowers
@@ -98,6 +134,9 @@ func understand(text string, x *lang.Exception) reply {
 		return reply{kind: intentRetry}
 	case explainWords[l] || strings.HasSuffix(strings.TrimSpace(text), "?"):
 		return reply{kind: intentExplain}
+	}
+	if code, ok := replacement(text); ok {
+		return reply{kind: intentReplace, code: code}
 	}
 	if x == nil {
 		return reply{}

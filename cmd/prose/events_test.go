@@ -295,6 +295,48 @@ func TestEventAgentResolvesMissingValue(t *testing.T) {
 	}
 }
 
+// TestEventAgentReplacesStep: "replace it with: <code>" resolves the
+// exception with replace_step; the code runs instead of the statement and
+// the run goes on. Code that does not parse is refused with the reason.
+func TestEventAgentReplacesStep(t *testing.T) {
+	e := newTestEnv(t)
+	f := e.awaitingRun(t)
+	post := func(text string) {
+		t.Helper()
+		body, _ := json.Marshal(map[string]any{"user_message": map[string]any{"content": text}})
+		if code, _, raw := e.doHTTP(t, "POST", f.path(e), string(body), e.bearer()); code != 200 {
+			t.Fatalf("create: %d %s", code, raw)
+		}
+		e.events().Runner().Wait()
+	}
+	post("replace it with: the the")
+	x, err := e.st.GetException(context.Background(), e.init.orgID, e.init.workspaceID, f.exception)
+	if err != nil || x.State != store.ExceptionPending {
+		t.Fatalf("after code that does not parse: %v %s", err, x.State)
+	}
+	if _, _, raw := e.doHTTP(t, "GET", f.path(e), "", e.bearer()); !strings.Contains(string(raw), "does not parse") {
+		t.Fatalf("no reason given: %s", raw)
+	}
+	post("Replace it with:\n```prose\nthe invoice total is 60.25\n```")
+	x, err = e.st.GetException(context.Background(), e.init.orgID, e.init.workspaceID, f.exception)
+	if err != nil || x.State != store.ExceptionResolved || x.Resolver != "agents/prose" {
+		t.Fatalf("exception: %v %+v", err, x)
+	}
+	done := e.waitRunState(t, f.automation, f.run, store.RunCompleted)
+	pr, err := engine.RunToProto(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 60.25 * 2 = 120.50 exactly: lo 12050, scale 2.
+	if got := pr.GetState().GetCompleted().GetOutputs()["output total"].GetNumber(); got.GetLo() != 12050 || got.GetFlags() != 2<<16 {
+		t.Fatalf("output total = %v", got)
+	}
+	_, _, raw := e.doHTTP(t, "GET", f.path(e), "", e.bearer())
+	if !strings.Contains(string(raw), `replace_step`) {
+		t.Fatalf("no replace_step tool call: %s", raw)
+	}
+}
+
 // TestEventAgentDoesNotGuess: a reply the agent cannot read gets an account
 // of what it needs, and the exception stays pending.
 func TestEventAgentDoesNotGuess(t *testing.T) {
