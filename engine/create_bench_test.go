@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -231,5 +232,71 @@ func testInvokeConcurrentCreates(t *testing.T, e *env) {
 	}
 	if sameCreated != 1 || sharedCreated != 1 {
 		t.Fatalf("created %d runs for request id %q and %d for %q, want 1 each", sameCreated, "same", sharedCreated, "shared")
+	}
+}
+
+// TestInvokeSameRequestIDsTwoReplicas: two engines on one PostgreSQL
+// database (two replicas) invoke at once with request ids from a small
+// shared set. Each request id starts exactly one run, and every invoke that
+// used it gets that run back, whichever replica created it; nothing fails.
+func TestInvokeSameRequestIDsTwoReplicas(t *testing.T) {
+	url := tempPostgres(t)
+	var replicas [2]*env
+	for i := range replicas {
+		st, err := postgres.Open(t.Context(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		if i == 0 {
+			replicas[i] = newEnvOn(t, st, engine.Options{})
+			continue
+		}
+		replicas[i] = &env{st: st, eng: engine.New(st, engine.Options{}), org: replicas[0].org, ws: replicas[0].ws}
+	}
+	a := replicas[0].automation(t, "the output result is 1")
+	const perReplica, ids = 48, 6
+	type result struct {
+		id      string
+		created bool
+		err     error
+	}
+	res := make([][perReplica]result, len(replicas))
+	var wg sync.WaitGroup
+	for ri, e := range replicas {
+		for i := range perReplica {
+			wg.Go(func() {
+				r, created, err := e.eng.Invoke(context.Background(), engine.InvokeRequest{OrganizationID: e.org, WorkspaceID: e.ws,
+					AutomationID: a.ID, Stage: store.StageDraft, RequestID: fmt.Sprintf("req-%d", i%ids)})
+				res[ri][i] = result{r.ID, created, err}
+			})
+		}
+	}
+	wg.Wait()
+	runOf := map[string]string{}
+	createdFor := map[string]int{}
+	for ri := range replicas {
+		for i, x := range res[ri] {
+			req := fmt.Sprintf("req-%d", i%ids)
+			if x.err != nil {
+				t.Fatalf("replica %d, invoke %d (%s): %v", ri, i, req, x.err)
+			}
+			if prev, ok := runOf[req]; ok && prev != x.id {
+				t.Fatalf("request id %s gave runs %s and %s", req, prev, x.id)
+			}
+			runOf[req] = x.id
+			if x.created {
+				createdFor[req]++
+			}
+		}
+	}
+	for req := range runOf {
+		if createdFor[req] != 1 {
+			t.Errorf("request id %s: %d invokes say they created its run, want 1", req, createdFor[req])
+		}
+	}
+	page, err := replicas[0].st.ListRuns(context.Background(), store.ListRunsRequest{OrganizationID: replicas[0].org, WorkspaceID: replicas[0].ws, AutomationID: a.ID, PageSize: 100})
+	if err != nil || len(page.Items) != ids {
+		t.Fatalf("runs stored: %d (want %d), %v", len(page.Items), ids, err)
 	}
 }
