@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/proserun/prose/engine"
 	"github.com/proserun/prose/store"
@@ -298,5 +299,54 @@ func TestInvokeSameRequestIDsTwoReplicas(t *testing.T) {
 	page, err := replicas[0].st.ListRuns(context.Background(), store.ListRunsRequest{OrganizationID: replicas[0].org, WorkspaceID: replicas[0].ws, AutomationID: a.ID, PageSize: 100})
 	if err != nil || len(page.Items) != ids {
 		t.Fatalf("runs stored: %d (want %d), %v", len(page.Items), ids, err)
+	}
+}
+
+// TestAnnounceCoalescesNotices: invokes tell other replicas through
+// Options.Notify, but not once per run: the invokes made while a notice is
+// being sent share one notice, sent after it.
+func TestAnnounceCoalescesNotices(t *testing.T) {
+	var mu sync.Mutex
+	notices := 0
+	entered := make(chan struct{}, 1)
+	gate := make(chan struct{}) // holds the first notice
+	e := newEnv(t, engine.Options{Notify: func(context.Context) {
+		select {
+		case entered <- struct{}{}:
+		default:
+		}
+		<-gate
+		mu.Lock()
+		notices++
+		mu.Unlock()
+	}})
+	a := e.automation(t, "the output result is 1")
+	invoke := func() {
+		if _, _, err := e.eng.Invoke(context.Background(), engine.InvokeRequest{OrganizationID: e.org, WorkspaceID: e.ws, AutomationID: a.ID, Stage: store.StageDraft}); err != nil {
+			t.Error(err)
+		}
+	}
+	invoke()
+	<-entered // the first notice is being sent
+	const n = 49
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(invoke)
+	}
+	wg.Wait()
+	close(gate)
+	// The first notice, then one for the 49 invokes made meanwhile.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		got := notices
+		mu.Unlock()
+		if got == 2 {
+			break
+		}
+		if got > 2 || time.Now().After(deadline) {
+			t.Fatalf("%d notices for %d invokes, want 2", got, n+1)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
