@@ -172,7 +172,8 @@ type Runs interface {
 	// ClaimRuns leases up to max runs to owner until leaseUntil, oldest
 	// first, moving them to executing. Before claiming it recovers runs whose
 	// lease expired: executing ones go back to pending, stopping ones to
-	// stopped.
+	// stopped (the SQL stores do so at most once a second of their clock,
+	// so a claim is usually one statement).
 	ClaimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]Run, error)
 	// RenewLeases extends the leases of runs still leased to owner and
 	// returns the state of each (a run the owner lost is absent; a run being
