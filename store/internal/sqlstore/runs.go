@@ -58,7 +58,7 @@ func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, erro
 }
 
 // createRun is CreateRun inside a transaction. runErr is an error of this
-// run alone that wrote nothing (its automation does not exist); err is any
+// run alone that wrote nothing (see checkAutomation); err is any
 // other failure, after which the transaction must not be committed.
 func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out store.Run, created bool, runErr, err error) {
 	if r.ID == "" {
@@ -80,25 +80,8 @@ func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out st
 			return store.Run{}, false, nil, c.db.mapErr(err, "find run by request id")
 		}
 	}
-	what := fmt.Sprintf("automation %q in workspace %q", r.AutomationID, r.WorkspaceID)
-	var version, published int64
-	var deleted bool
-	err = c.queryRow(ctx, `SELECT version, published_version, delete_time IS NOT NULL FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`,
-		r.OrganizationID, r.WorkspaceID, r.AutomationID).Scan(&version, &published, &deleted)
-	if isNoRows(err) {
-		return store.Run{}, false, fmt.Errorf("%s: %w", what, store.ErrNotFound), nil
-	}
-	if err != nil {
-		return store.Run{}, false, nil, c.db.mapErr(err, what)
-	}
-	if r.CurrentStage {
-		at := version
-		if r.Stage == store.StagePublished {
-			at = published
-		}
-		if deleted || at != r.StageVersion {
-			return store.Run{}, false, fmt.Errorf("%s: %w", what, store.ErrStageChanged), nil
-		}
+	if runErr, err := c.checkAutomation(ctx, r); runErr != nil || err != nil {
+		return store.Run{}, false, runErr, err
 	}
 	row := c.queryRow(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
 		user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time)
@@ -110,6 +93,34 @@ func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out st
 		return store.Run{}, false, nil, c.db.mapErr(err, fmt.Sprintf("create run %q", r.ID))
 	}
 	return out, true, nil, nil
+}
+
+// checkAutomation checks that the automation of a run about to be created
+// exists and, with CurrentStage, that it is not deleted and its stage is
+// at the run's StageVersion. runErr is the run's own error (ErrNotFound,
+// ErrStageChanged); err is a failure of the query.
+func (c conn) checkAutomation(ctx context.Context, r store.Run) (runErr, err error) {
+	what := fmt.Sprintf("automation %q in workspace %q", r.AutomationID, r.WorkspaceID)
+	var version, published int64
+	var deleted bool
+	err = c.queryRow(ctx, `SELECT version, published_version, delete_time IS NOT NULL FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`,
+		r.OrganizationID, r.WorkspaceID, r.AutomationID).Scan(&version, &published, &deleted)
+	if isNoRows(err) {
+		return fmt.Errorf("%s: %w", what, store.ErrNotFound), nil
+	}
+	if err != nil {
+		return nil, c.db.mapErr(err, what)
+	}
+	if r.CurrentStage {
+		at := version
+		if r.Stage == store.StagePublished {
+			at = published
+		}
+		if deleted || at != r.StageVersion {
+			return fmt.Errorf("%s: %w", what, store.ErrStageChanged), nil
+		}
+	}
+	return nil, nil
 }
 
 // CreateRuns creates several runs in one transaction: each is what

@@ -130,22 +130,12 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 				continue
 			}
 		}
-		what := fmt.Sprintf("automation %q in workspace %q", r.AutomationID, r.WorkspaceID)
-		var version, published int64
-		var deleted bool
-		err := db.reader().queryRow(ctx, `SELECT version, published_version, delete_time IS NOT NULL FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`,
-			r.OrganizationID, r.WorkspaceID, r.AutomationID).Scan(&version, &published, &deleted)
-		at := version
-		if r.Stage == store.StagePublished {
-			at = published
-		}
+		runErr, err := db.reader().checkAutomation(ctx, r)
 		switch {
-		case isNoRows(err):
-			errs[i] = fmt.Errorf("%s: %w", what, store.ErrNotFound)
 		case err != nil:
-			errs[i] = db.mapErr(err, what)
-		case r.CurrentStage && (deleted || at != r.StageVersion):
-			errs[i] = fmt.Errorf("%s: %w", what, store.ErrStageChanged)
+			errs[i] = err
+		case runErr != nil:
+			errs[i] = runErr
 		default:
 			errs[i] = fmt.Errorf("create run: request id %q is being used by a concurrent request: %w", r.RequestID, store.ErrConflict)
 		}
