@@ -374,7 +374,7 @@ func (c conn) leased(ctx context.Context, owner, id string) (store.RunState, str
 	err := c.queryRow(ctx, `SELECT state, reason FROM runs WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`+c.db.forUpdate(),
 		id, owner).Scan(&state, &reason)
 	if isNoRows(err) {
-		return "", "", fmt.Errorf("run %q is not leased to %q: %w", id, owner, store.ErrConflict)
+		return "", "", notLeased(id, owner)
 	}
 	if err != nil {
 		return "", "", c.db.mapErr(err, "check lease")
@@ -417,7 +417,7 @@ func (db *DB) SaveProgress(ctx context.Context, owner, runID string, p store.Pro
 			return db.mapErr(err, "save progress")
 		}
 		if rowsAffected(res) == 0 {
-			return fmt.Errorf("run %q is not leased to %q: %w", runID, owner, store.ErrConflict)
+			return notLeased(runID, owner)
 		}
 		for _, e := range p.Journal {
 			if _, err := c.exec(ctx, `INSERT INTO run_journal (run_id, step, seq, kind, key, data) VALUES (?, ?, ?, ?, ?, ?)
@@ -448,7 +448,7 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 		}
 		r, err := scanRun(row)
 		if isNoRows(err) {
-			return store.Run{}, fmt.Errorf("run %q is not leased to %q: %w", runID, owner, store.ErrConflict)
+			return store.Run{}, notLeased(runID, owner)
 		}
 		return r, db.mapErr(err, "finish run")
 	}
@@ -511,6 +511,12 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 	return out, err
 }
 
+// notLeased is the ErrConflict of a worker method on a run not leased to
+// owner.
+func notLeased(id, owner string) error {
+	return fmt.Errorf("run %q is not leased to %q: %w", id, owner, store.ErrConflict)
+}
+
 // SingleWriter reports whether the database has one writer connection
 // (SQLite): there, creating and finishing runs in batches (CreateRuns,
 // FinishRuns) saves writer transactions; PostgreSQL does better with them in
@@ -533,23 +539,23 @@ func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, out
 	if len(runIDs) == 0 {
 		return errs, nil
 	}
+	// Outcomes other than completed and failed are the caller's mistake:
+	// they get their error and are not written.
+	var ids []string
+	var outs []store.RunOutcome
+	var at []int // index in runIDs of ids[k]
+	for i, o := range outcomes {
+		if o.State != store.RunCompleted && o.State != store.RunFailed {
+			errs[i] = fmt.Errorf("finish runs: %w: outcome state %q (only completed or failed)", store.ErrInvalidArgument, o.State)
+			continue
+		}
+		ids, outs, at = append(ids, runIDs[i]), append(outs, o), append(at, i)
+	}
+	if len(ids) == 0 {
+		return errs, nil
+	}
 	now := db.now()
 	if db.d == store.Postgres {
-		// Outcomes other than completed and failed are the caller's
-		// mistake: they get their error and are not sent.
-		var ids []string
-		var outs []store.RunOutcome
-		var at []int
-		for i, o := range outcomes {
-			if o.State != store.RunCompleted && o.State != store.RunFailed {
-				errs[i] = fmt.Errorf("finish runs: %w: outcome state %q (only completed or failed)", store.ErrInvalidArgument, o.State)
-				continue
-			}
-			ids, outs, at = append(ids, runIDs[i]), append(outs, o), append(at, i)
-		}
-		if len(ids) == 0 {
-			return errs, nil
-		}
 		res, err := db.finishRunsPG(ctx, owner, ids, outs, now)
 		if err != nil {
 			return nil, err
@@ -561,28 +567,24 @@ func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, out
 	}
 	err = db.tx(ctx, func(c conn) error {
 		const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`
-		for i, id := range runIDs {
-			o := outcomes[i]
+		for k, id := range ids {
+			o := outs[k]
 			var res sql.Result
 			var err error
-			switch o.State {
-			case store.RunCompleted:
+			if o.State == store.RunCompleted {
 				res, err = c.exec(ctx, `UPDATE runs SET state = 'completed', outputs = ?, checkpoint = NULL, resolution = NULL,
 				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond,
 					o.Outputs, time.Time{}, now, now, id, owner)
-			case store.RunFailed:
+			} else {
 				res, err = c.exec(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
 				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond,
 					o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, id, owner)
-			default:
-				errs[i] = fmt.Errorf("finish runs: %w: outcome state %q (only completed or failed)", store.ErrInvalidArgument, o.State)
-				continue
 			}
 			if err != nil {
 				return db.mapErr(err, "finish runs")
 			}
 			if rowsAffected(res) == 0 {
-				errs[i] = fmt.Errorf("run %q is not leased to %q: %w", id, owner, store.ErrConflict)
+				errs[at[k]] = notLeased(id, owner)
 			}
 		}
 		return nil

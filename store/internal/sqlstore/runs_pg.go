@@ -197,7 +197,7 @@ func (db *DB) finishRunsPG(ctx context.Context, owner string, runIDs []string, o
 	errs := make([]error, n)
 	for i, id := range runIDs {
 		if !finished[id] {
-			errs[i] = fmt.Errorf("run %q is not leased to %q: %w", id, owner, store.ErrConflict)
+			errs[i] = notLeased(id, owner)
 		}
 	}
 	return errs, nil
