@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/proserun/prose/server/apikey"
-	"github.com/proserun/prose/store"
 )
 
 // TestRevocationTakesEffectAtOnce: keys and permission sets are cached by
@@ -15,16 +14,7 @@ func TestRevocationTakesEffectAtOnce(t *testing.T) {
 	e := newTestEnv(t)
 	ctx := context.Background()
 	org, ws := e.init.orgID, e.init.workspaceID
-	zed, err := e.st.CreateUser(ctx, store.User{DisplayName: "Zed Viewer", Email: "zed-" + store.NewID() + "@example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.st.AddOrganizationMember(ctx, org, zed.ID, []string{"member"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.st.AddWorkspaceMember(ctx, org, ws, zed.ID, []string{"workspace_viewer"}); err != nil {
-		t.Fatal(err)
-	}
+	zed := e.newViewer(t)
 	key := e.newKey(t, keySpec{user: zed.ID})
 	get := func() (int, string) {
 		t.Helper()

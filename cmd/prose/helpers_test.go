@@ -115,6 +115,24 @@ func (e *testEnv) newKey(t *testing.T, spec keySpec) string {
 	return g.Value
 }
 
+// newViewer stores a user "Zed Viewer", a member of the test organization
+// (role member) and a workspace_viewer of its first workspace.
+func (e *testEnv) newViewer(t *testing.T) store.User {
+	t.Helper()
+	ctx := context.Background()
+	u, err := e.st.CreateUser(ctx, store.User{DisplayName: "Zed Viewer", Email: "zed-" + store.NewID() + "@example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AddOrganizationMember(ctx, e.init.orgID, u.ID, []string{"member"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AddWorkspaceMember(ctx, e.init.orgID, e.init.workspaceID, u.ID, []string{"workspace_viewer"}); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
 // newWorkspace creates another workspace in the test organization.
 func (e *testEnv) newWorkspace(t *testing.T, title string) string {
 	t.Helper()

@@ -20,8 +20,6 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 	"google.golang.org/protobuf/types/dynamicpb"
-
-	"github.com/proserun/prose/store"
 )
 
 // apiCall is one call made over HTTP and over gRPC. In every string,
@@ -243,22 +241,12 @@ const (
 
 func TestWorkspaceEndpoints(t *testing.T) {
 	e := newTestEnv(t)
-	ctx := context.Background()
 	org := e.init.orgID
 	for _, title := range []string{"Ops east", "OPS west", "Finance", "ops"} {
 		e.newWorkspace(t, title)
 	}
 	// A second member with a workspace role, for the users filters.
-	u, err := e.st.CreateUser(ctx, store.User{DisplayName: "Zed Viewer", Email: "zed-" + store.NewID() + "@example.test"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.st.AddOrganizationMember(ctx, org, u.ID, []string{"member"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := e.st.AddWorkspaceMember(ctx, org, e.init.workspaceID, u.ID, []string{"workspace_viewer"}); err != nil {
-		t.Fatal(err)
-	}
+	u := e.newViewer(t)
 	base := "/api/v1/organizations/{org}/workspaces"
 	wsPath := base + "/{ws}"
 	calls := []apiCall{
