@@ -2,7 +2,9 @@ package storetest
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,6 +25,7 @@ func testAutomationsAndRuns(t *testing.T, open Opener) {
 		{"RunLeases", testRunLeases},
 		{"RunPauseContinue", testRunPauseContinue},
 		{"ListRuns", testListRuns},
+		{"PageByteBudget", testPageByteBudget},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
@@ -415,4 +418,50 @@ func testListRuns(t *testing.T, s *suite) {
 	}
 	_, err = s.st.ListRuns(s.ctx, store.ListRunsRequest{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: "-", PageSize: 2, PageToken: "zzz"})
 	wantErr(t, err, store.ErrInvalidArgument, "bad token")
+}
+
+// testPageByteBudget: a page stops before the item that would take it past
+// store.MaxPageBytes and carries a next token; paging still returns every
+// item once, in order, and an item larger than the budget comes alone.
+func testPageByteBudget(t *testing.T, s *suite) {
+	const n = 7
+	big := strings.Repeat("x", store.MaxPageBytes/3-1024) // three fit in a page, four do not
+	var want []string
+	for i := range n {
+		id := fmt.Sprintf("b%d", i)
+		a := s.automation(t, id)
+		of(s.st.UpdateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "ops", ID: id, Code: big}, []string{"code"})).must(t)
+		want = append(want, a.ID)
+	}
+	ob, err := store.ParseOrderBy("display_name", store.AutomationOrdering)
+	noErr(t, err)
+	var sizes []int
+	items, pages := all(t, 1000, func(tok string) (store.Page[store.Automation], error) {
+		p, err := s.st.ListAutomations(s.ctx, store.ListAutomationsRequest{OrganizationID: "acme", WorkspaceID: "ops", OrderBy: ob, PageSize: 1000, PageToken: tok})
+		sizes = append(sizes, len(p.Items))
+		return p, err
+	})
+	if got := ids(items, func(a store.Automation) string { return a.ID }); !slices.Equal(got, want) {
+		t.Errorf("paged through %v, want %v", got, want)
+	}
+	if pages != 3 || !slices.Equal(sizes, []int{3, 3, 1}) {
+		t.Errorf("page sizes %v, want [3 3 1]", sizes)
+	}
+
+	// A run larger than the budget is a page of its own.
+	a := s.automation(t, "huge")
+	huge := []byte(strings.Repeat("y", store.MaxPageBytes+1))
+	for i := range 3 {
+		_, _, err := s.st.CreateRun(s.ctx, store.Run{
+			OrganizationID: "acme", WorkspaceID: "ops", AutomationID: a.ID,
+			Stage: store.StageDraft, StageVersion: a.Version, Steps: huge, RequestID: fmt.Sprintf("huge-%d", i),
+		})
+		noErr(t, err)
+	}
+	runs, pages := all(t, 50, func(tok string) (store.Page[store.Run], error) {
+		return s.st.ListRuns(s.ctx, store.ListRunsRequest{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: a.ID, PageSize: 50, PageToken: tok})
+	})
+	if len(runs) != 3 || pages != 3 {
+		t.Errorf("runs over the budget: %d runs in %d pages, want 3 in 3", len(runs), pages)
+	}
 }

@@ -103,12 +103,16 @@ func (db *DB) ListAutomations(ctx context.Context, req store.ListAutomationsRequ
 	}
 	defer rows.Close()
 	var items []store.Automation
+	var used pageBytes
 	for rows.Next() {
 		a, err := scanAutomation(rows)
 		if err != nil {
 			return zero, err
 		}
 		items = append(items, a)
+		if used.full(a, len(items)) {
+			break // the page is full: the next token starts at the row past it
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return zero, err

@@ -105,12 +105,16 @@ func (db *DB) ListExceptions(ctx context.Context, req store.ListExceptionsReques
 	items, err := func() ([]store.Exception, error) {
 		defer rows.Close()
 		var items []store.Exception
+		var used pageBytes
 		for rows.Next() {
 			e, err := scanException(rows)
 			if err != nil {
 				return nil, err
 			}
 			items = append(items, e)
+			if used.full(e, len(items)) {
+				break // the page is full: the next token starts at the row past it
+			}
 		}
 		return items, rows.Err()
 	}()

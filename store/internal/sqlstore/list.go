@@ -214,12 +214,27 @@ func (lq *listQuery) sql() string {
 	return b.String()
 }
 
-// page trims items to the page size and makes the next token from the last
-// item's keys.
+// page trims items to the page size and the page byte budget
+// (store.MaxPageBytes) and makes the next token from the last item's keys.
 func page[T any](lq *listQuery, items []T, keys func(T) []string) store.Page[T] {
-	if len(items) <= lq.size {
+	n := store.PageItems(items, lq.size)
+	if n == len(items) {
 		return store.Page[T]{Items: items}
 	}
-	items = items[:lq.size]
+	items = items[:n]
 	return store.Page[T]{Items: items, NextPageToken: pagination.Encode(lq.bind, keys(items[len(items)-1]))}
+}
+
+// pageBytes counts the bytes of the rows a list has scanned, so that it
+// stops reading rows once the page is past store.MaxPageBytes.
+type pageBytes int
+
+// full adds v's bytes and reports whether the page is past the budget with
+// at least two rows scanned (page then cuts before the last one and makes a
+// next token; with a single row it cannot tell whether more exist).
+func (b *pageBytes) full(v any, rows int) bool {
+	if s, ok := v.(store.Sized); ok {
+		*b += pageBytes(s.WireBytes())
+	}
+	return rows >= 2 && int(*b) > store.MaxPageBytes
 }

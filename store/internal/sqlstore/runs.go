@@ -200,12 +200,16 @@ func (db *DB) ListRuns(ctx context.Context, req store.ListRunsRequest) (store.Pa
 	}
 	defer rows.Close()
 	var items []store.Run
+	var used pageBytes
 	for rows.Next() {
 		r, err := scanRun(rows)
 		if err != nil {
 			return zero, err
 		}
 		items = append(items, r)
+		if used.full(r, len(items)) {
+			break // the page is full: the next token starts at the row past it
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return zero, err

@@ -198,12 +198,16 @@ func (db *DB) ListWorkspaces(ctx context.Context, req store.ListWorkspacesReques
 	}
 	defer rows.Close()
 	var items []store.Workspace
+	var used pageBytes
 	for rows.Next() {
 		w, err := scanWorkspace(rows)
 		if err != nil {
 			return zero, err
 		}
 		items = append(items, w)
+		if used.full(w, len(items)) {
+			break // the page is full: the next token starts at the row past it
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return zero, err

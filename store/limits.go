@@ -1,0 +1,85 @@
+package store
+
+// The sizes Prose accepts, decided once: the server refuses larger writes
+// with INVALID_ARGUMENT and a BadRequest violation naming the field, and
+// every transport is configured so that whatever was accepted can be read
+// back (README, "Limits").
+const (
+	// MaxTitleBytes bounds a title or display name (workspaces,
+	// automations, API keys, v2 run names), in UTF-8 bytes.
+	MaxTitleBytes = 1024
+	// MaxCodeBytes bounds an automation's english_code.
+	MaxCodeBytes = 1 << 20
+	// MaxInputBytes bounds the inputs of one run (the protobuf size of
+	// inputs, v1 parameters or v2 inputs): what one run is given to start.
+	MaxInputBytes = 1 << 20
+	// MaxEventBytes bounds one event written through the API (its protobuf
+	// size).
+	MaxEventBytes = 256 << 10
+	// MaxPageBytes is a list page's byte budget: a page stops before the
+	// item that would take it past the budget (never before its first
+	// item) and carries a next_page_token. 3 MiB keeps every page under
+	// gRPC's default 4 MiB receive limit, so that a stock gRPC client can
+	// page through anything.
+	MaxPageBytes = 3 << 20
+)
+
+// Sized is a stored record that knows about how many bytes it takes on
+// the wire; list pages count it against MaxPageBytes.
+type Sized interface {
+	// WireBytes is an estimate (the sum of the record's variable-length
+	// fields plus a fixed overhead), not an exact protobuf size.
+	WireBytes() int
+}
+
+// recordOverhead is what the fixed-size fields of a record (ids, times,
+// states) add to its variable-length ones.
+const recordOverhead = 256
+
+// WireBytes implements Sized.
+func (a Automation) WireBytes() int {
+	return recordOverhead + len(a.DisplayName) + len(a.Description) + len(a.Code) + len(a.Details) +
+		len(a.PublishedCode) + len(a.PublishedDetails)
+}
+
+// WireBytes implements Sized.
+func (r Run) WireBytes() int {
+	return recordOverhead + len(r.Name) + len(r.Steps) + len(r.UserInputs) + len(r.InvocationDetails) +
+		len(r.Reason) + len(r.Description) + len(r.Outputs) + 64*len(r.FileIDs)
+}
+
+// WireBytes implements Sized.
+func (e Event) WireBytes() int { return recordOverhead + len(e.Payload) }
+
+// WireBytes implements Sized.
+func (w Workspace) WireBytes() int {
+	return recordOverhead + len(w.Title) + len(w.Icon) + len(w.CreatorDisplayName) + len(w.CreatorEmail)
+}
+
+// WireBytes implements Sized.
+func (e Exception) WireBytes() int {
+	n := recordOverhead + len(e.Message) + len(e.Description) + len(e.Details)
+	for k, v := range e.Extra {
+		n += len(k) + len(v)
+	}
+	return n
+}
+
+// PageItems returns how many of items (at most max) fit in one page: it
+// stops before the item that would take the page past MaxPageBytes, but
+// always keeps the first. Items that are not Sized count nothing.
+func PageItems[T any](items []T, max int) int {
+	if len(items) < max {
+		max = len(items)
+	}
+	total := 0
+	for i := 0; i < max; i++ {
+		if s, ok := any(items[i]).(Sized); ok {
+			total += s.WireBytes()
+		}
+		if i > 0 && total > MaxPageBytes {
+			return i
+		}
+	}
+	return max
+}
