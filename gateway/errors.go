@@ -26,8 +26,9 @@ const ErrorDomain = "prose.run"
 type Shape int
 
 const (
-	// ShapeAIP is AIP-193: {"error": {"code", "message", "status", "details"}}.
-	// Used for /api/v1 and every path not named below.
+	// ShapeAIP is the reference's rpcStatus (google.rpc.Status as JSON):
+	// {"code": <google.rpc.Code number>, "message", "details"} at the top
+	// level of the body. Used for /api/v1 and every path not named below.
 	ShapeAIP Shape = iota
 	// ShapeLegacyV1 is the deprecated x-api-key API's {statusCode, message}
 	// (403 {message} for a bad key), for /v1.
@@ -47,18 +48,85 @@ func ShapeFor(path string) Shape {
 	return ShapeAIP
 }
 
+// StatusClientClosed is the HTTP status of CANCELED (nginx's 499: the client
+// went away); no client reads it, it is for logs and metrics.
+const StatusClientClosed = 499
+
+// httpStatusOf is the HTTP status of every gRPC code on /api/v1 and /v2,
+// chosen code by code (AIP-193's table): a client mistake is 4xx, a
+// condition worth retrying 409/429/503/504, a server fault 500.
+var httpStatusOf = map[codes.Code]int{
+	codes.OK:                 http.StatusOK,
+	codes.Canceled:           StatusClientClosed,
+	codes.Unknown:            http.StatusInternalServerError,
+	codes.InvalidArgument:    http.StatusBadRequest,
+	codes.DeadlineExceeded:   http.StatusGatewayTimeout,
+	codes.NotFound:           http.StatusNotFound,
+	codes.AlreadyExists:      http.StatusConflict,
+	codes.PermissionDenied:   http.StatusForbidden,
+	codes.ResourceExhausted:  http.StatusTooManyRequests,
+	codes.FailedPrecondition: http.StatusBadRequest,
+	codes.Aborted:            http.StatusConflict,
+	codes.OutOfRange:         http.StatusBadRequest,
+	codes.Unimplemented:      http.StatusNotImplemented,
+	codes.Internal:           http.StatusInternalServerError,
+	codes.Unavailable:        http.StatusServiceUnavailable,
+	codes.DataLoss:           http.StatusInternalServerError,
+	codes.Unauthenticated:    http.StatusUnauthorized,
+}
+
+// legacyV1StatusOf is the HTTP status of every gRPC code on /v1. The v1
+// document names 400 (departmentMismatch and bad requests), 403 (invalid
+// API key), 404 (unknown share or worker id) and 500; every client mistake
+// maps onto those, and what a client should retry keeps the status that
+// says so (409, 429, 503, 504).
+var legacyV1StatusOf = map[codes.Code]int{
+	codes.OK:                 http.StatusOK,
+	codes.Canceled:           StatusClientClosed,
+	codes.Unknown:            http.StatusInternalServerError,
+	codes.InvalidArgument:    http.StatusBadRequest,
+	codes.DeadlineExceeded:   http.StatusGatewayTimeout,
+	codes.NotFound:           http.StatusNotFound,
+	codes.AlreadyExists:      http.StatusBadRequest,
+	codes.PermissionDenied:   http.StatusBadRequest, // departmentMismatch
+	codes.ResourceExhausted:  http.StatusTooManyRequests,
+	codes.FailedPrecondition: http.StatusBadRequest, // e.g. AUTOMATION_NOT_PUBLISHED
+	codes.Aborted:            http.StatusConflict,
+	codes.OutOfRange:         http.StatusBadRequest,
+	codes.Unimplemented:      http.StatusNotImplemented,
+	codes.Internal:           http.StatusInternalServerError,
+	codes.Unavailable:        http.StatusServiceUnavailable,
+	codes.DataLoss:           http.StatusInternalServerError,
+	codes.Unauthenticated:    http.StatusForbidden, // invalidApiKeyResponse
+}
+
+// HTTPStatus returns the HTTP status of c for a request path (the /v1
+// table for /v1, the common one elsewhere). A code outside google.rpc.Code
+// is 500.
+func HTTPStatus(path string, c codes.Code) int {
+	table := httpStatusOf
+	if ShapeFor(path) == ShapeLegacyV1 {
+		table = legacyV1StatusOf
+	}
+	if s, ok := table[c]; ok {
+		return s
+	}
+	return http.StatusInternalServerError
+}
+
 // Render returns the HTTP status and JSON body of st for a request path.
 // httpStatus, when not zero, overrides the status the code maps to (routing
-// errors: 404, 405, 400 for a malformed path).
+// errors: 404, 405, 400 for a malformed path; 413 for a body too large).
 func Render(path string, st *spb.Status, httpStatus int) (int, []byte) {
 	c := codes.Code(st.GetCode())
+	routing := httpStatus != 0
+	if httpStatus == 0 {
+		httpStatus = HTTPStatus(path, c)
+	}
 	switch ShapeFor(path) {
 	case ShapeLegacyV1:
-		return legacyV1(c, st.GetMessage(), httpStatus)
+		return legacyV1(c, st.GetMessage(), httpStatus, routing)
 	case ShapeLegacyV2:
-		if httpStatus == 0 {
-			httpStatus = runtime.HTTPStatusFromCode(c)
-		}
 		body, _ := json.Marshal(struct {
 			StatusCode int               `json:"status_code"`
 			Message    string            `json:"message"`
@@ -66,64 +134,48 @@ func Render(path string, st *spb.Status, httpStatus int) (int, []byte) {
 		}{httpStatus, st.GetMessage(), details(st)})
 		return httpStatus, body
 	}
-	if httpStatus == 0 {
-		httpStatus = runtime.HTTPStatusFromCode(c)
-	}
-	return httpStatus, aipBody(st, httpStatus)
+	return httpStatus, rpcStatusBody(st)
 }
 
-// legacyV1 maps codes the way the v1 API documents them.
-func legacyV1(c codes.Code, msg string, httpStatus int) (int, []byte) {
-	type statusBody struct {
-		StatusCode int    `json:"statusCode"`
-		Message    string `json:"message"`
-	}
-	var status int
+// legacyV1 renders the v1 shapes: 403 {message} for a bad key, else
+// {statusCode, message}; a server fault's message is hidden, and a status
+// the gateway chose itself (unknown path 404, 405, 413) says its name.
+func legacyV1(c codes.Code, msg string, status int, override bool) (int, []byte) {
 	switch {
-	case httpStatus != 0 && httpStatus != http.StatusInternalServerError:
-		// Routing errors keep their own status (404 unknown path, 405).
-		status, msg = httpStatus, http.StatusText(httpStatus)
+	case override:
+		msg = http.StatusText(status)
 	case c == codes.Unauthenticated:
 		// invalidApiKeyResponse: 403 with only a message.
 		body, _ := json.Marshal(struct {
 			Message string `json:"message"`
 		}{msg})
-		return http.StatusForbidden, body
-	case c == codes.PermissionDenied, c == codes.InvalidArgument:
-		status = http.StatusBadRequest // departmentMismatch, bad request
-	case c == codes.NotFound:
-		status = http.StatusNotFound // invalidShareIdResponse, invalidWorkerIdResponse
-	default:
-		status, msg = http.StatusInternalServerError, "Internal server error"
+		return status, body
+	case status == http.StatusInternalServerError:
+		msg = "Internal server error" // internalServerError
 	}
-	body, _ := json.Marshal(statusBody{status, msg})
+	body, _ := json.Marshal(struct {
+		StatusCode int    `json:"statusCode"`
+		Message    string `json:"message"`
+	}{status, msg})
 	return status, body
 }
 
-// aipBody renders the AIP-193 body; httpStatus 0 means "map the code".
-func aipBody(st *spb.Status, httpStatus int) []byte {
-	c := codes.Code(st.GetCode())
-	if httpStatus == 0 {
-		httpStatus = runtime.HTTPStatusFromCode(c)
-	}
-	body, _ := json.Marshal(struct {
-		Error aipError `json:"error"`
-	}{aipError{
-		Code:    httpStatus,
-		Message: st.GetMessage(),
-		Status:  codeName(c),
-		Details: details(st),
-	}})
+// rpcStatusBody renders the reference's rpcStatus: google.rpc.Status as
+// JSON, code being the google.rpc.Code number.
+func rpcStatusBody(st *spb.Status) []byte {
+	d := details(st)
+	body, _ := json.Marshal(rpcStatus{Code: st.GetCode(), Message: st.GetMessage(), Details: d})
 	return body
 }
 
-type aipError struct {
-	Code    int               `json:"code"`
+type rpcStatus struct {
+	Code    int32             `json:"code"`
 	Message string            `json:"message"`
-	Status  string            `json:"status"`
-	Details []json.RawMessage `json:"details,omitempty"`
+	Details []json.RawMessage `json:"details"`
 }
 
+// codeName is the google.rpc.Code name of c ("NOT_FOUND"), the default
+// ErrorInfo reason.
 func codeName(c codes.Code) string {
 	if n, ok := code.Code_name[int32(c)]; ok {
 		return n
@@ -197,6 +249,11 @@ func (g *gw) errorHandler(ctx context.Context, mux *runtime.ServeMux, _ runtime.
 }
 
 func (g *gw) writeError(w http.ResponseWriter, r *http.Request, st *spb.Status, httpStatus int, reason string) {
+	if o := overLimitFrom(r.Context()); o != nil && o.hit.Load() {
+		// The body went past its bound: whatever the decoder made of the
+		// cut body, the answer is 413.
+		st, httpStatus = tooLarge(o.max), http.StatusRequestEntityTooLarge
+	}
 	st = withErrorInfo(st, reason)
 	h := w.Header()
 	h.Del("Trailer")

@@ -62,7 +62,7 @@ const (
 // read it into a google.api.HttpBody), and the receive bound is raised to
 // maxBytes (a connection's default is 4 MiB).
 func HandleSignedFiles(mux *runtime.ServeMux, conn *grpc.ClientConn, sf SignedFiles, maxBytes int64) error {
-	if err := handleDownload(mux, conn, maxBytes); err != nil {
+	if err := handleDownload(mux, conn); err != nil {
 		return fmt.Errorf("gateway: %s: %w", downloadPattern, err)
 	}
 	if err := handleUpload(mux, conn, maxBytes); err != nil {
@@ -247,10 +247,9 @@ func handleUpload(mux *runtime.ServeMux, conn *grpc.ClientConn, maxBytes int64) 
 
 const downloadPattern = "/api/v1/organizations/{organization_id}/files/{file}:download"
 
-// handleDownload replaces the generated route of FileService.DownloadFile
-// with the same call made with a receive bound above the largest file (a
-// client connection's default is 4 MiB, too small for a file).
-func handleDownload(mux *runtime.ServeMux, conn *grpc.ClientConn, maxBytes int64) error {
+// handleDownload replaces the generated route of FileService.DownloadFile,
+// whose response is the file's raw bytes.
+func handleDownload(mux *runtime.ServeMux, conn *grpc.ClientConn) error {
 	client := platformv1.NewFileServiceClient(conn)
 	return mux.HandlePath(http.MethodGet, downloadPattern, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
 		_, out := runtime.MarshalerForRequest(mux, r)
@@ -261,7 +260,7 @@ func handleDownload(mux *runtime.ServeMux, conn *grpc.ClientConn, maxBytes int64
 		}
 		var md runtime.ServerMetadata
 		resp, err := client.DownloadFile(ctx, &platformv1.DownloadFileRequest{OrganizationId: p["organization_id"], File: p["file"]},
-			grpc.Header(&md.HeaderMD), grpc.Trailer(&md.TrailerMD), grpc.MaxCallRecvMsgSize(int(maxBytes)+1<<20))
+			grpc.Header(&md.HeaderMD), grpc.Trailer(&md.TrailerMD))
 		ctx = runtime.NewServerMetadataContext(ctx, md)
 		if err != nil {
 			runtime.HTTPError(ctx, mux, out, w, r, err)

@@ -1,7 +1,7 @@
 // Package gateway is the HTTP side of Prose: a grpc-gateway mux that turns
 // HTTP/JSON into calls on a real gRPC client connection (so the server's
 // interceptors run for both transports and server streams work over HTTP),
-// the JSON marshaler, the error renderers (AIP-193 for /api/v1, the legacy
+// the JSON marshaler, the error renderers (rpcStatus for /api/v1, the legacy
 // shapes for /v1 and /v2), /metrics, /openapi.json, /healthz, and serving
 // gRPC and HTTP on one port.
 //
@@ -15,13 +15,14 @@
 //		gateway.Handlers()...)
 //	err = gateway.ListenAndServe(ctx, addr, gs, h, logger) // returns after a graceful shutdown
 //
-// Error bodies by path prefix (the HTTP status always matches the body):
+// Error bodies by path prefix (the HTTP status always matches the body; every
+// gRPC code has a chosen status, see HTTPStatus):
 //
 //	/v1/...  {"statusCode": 404, "message": "..."}; UNAUTHENTICATED is 403 {"message": "..."};
-//	         PERMISSION_DENIED and INVALID_ARGUMENT 400, NOT_FOUND 404, anything else
-//	         500 {"statusCode": 500, "message": "Internal server error"}
+//	         PERMISSION_DENIED, INVALID_ARGUMENT, FAILED_PRECONDITION 400, NOT_FOUND 404,
+//	         server faults 500 {"statusCode": 500, "message": "Internal server error"}
 //	/v2/...  {"status_code": <http>, "message": "...", "details": [...]}
-//	others   {"error": {"code": <http>, "message": "...", "status": "NOT_FOUND", "details": [...]}}
+//	others   the reference's rpcStatus: {"code": <google.rpc.Code>, "message": "...", "details": [...]}
 //
 // A wrong method on a known path is 405 with an Allow header, an unknown path
 // 404, each in its prefix's shape. A handler chooses a 2xx status for HTTP
@@ -65,9 +66,12 @@ type Options struct {
 	ResponseHeaders []string
 	// MuxOptions are appended to the gateway's own runtime.ServeMuxOptions.
 	MuxOptions []runtime.ServeMuxOption
-	// MaxBodyBytes bounds request bodies (413 beyond). 0: DefaultMaxBodyBytes;
-	// negative: no bound.
+	// MaxBodyBytes bounds request bodies other than file uploads (413
+	// beyond). 0: DefaultMaxBodyBytes; negative: no bound.
 	MaxBodyBytes int64
+	// MaxUploadBytes bounds the bodies of the upload paths (IsUploadPath).
+	// 0: DefaultMaxUploadBytes; negative: no bound.
+	MaxUploadBytes int64
 }
 
 type gw struct {
@@ -134,12 +138,14 @@ func New(ctx context.Context, conn *grpc.ClientConn, opts Options, register ...R
 		}
 	}
 	h := g.recoverHTTP(g.mux)
-	switch {
-	case opts.MaxBodyBytes == 0:
-		h = limitBody(DefaultMaxBodyBytes, h)
-	case opts.MaxBodyBytes > 0:
-		h = limitBody(opts.MaxBodyBytes, h)
+	maxBody, maxUpload := opts.MaxBodyBytes, opts.MaxUploadBytes
+	if maxBody == 0 {
+		maxBody = DefaultMaxBodyBytes
 	}
+	if maxUpload == 0 {
+		maxUpload = DefaultMaxUploadBytes
+	}
+	h = limitBody(maxBody, maxUpload, h)
 	return withRequestID(h), nil
 }
 

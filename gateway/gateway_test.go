@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +55,10 @@ func (s *syncBuffer) String() string {
 
 // errorFor maps a magic id to the error a fake handler returns.
 func errorFor(id string) error {
+	if n, ok := strings.CutPrefix(id, "code-"); ok {
+		c, _ := strconv.Atoi(n)
+		return status.Error(codes.Code(c), "failed with code "+n)
+	}
 	switch id {
 	case "missing":
 		return server.NotFound("RUN_NOT_FOUND", "runs/missing")
@@ -127,6 +132,9 @@ type fakeBooks struct {
 }
 
 func (fakeBooks) GetBook(ctx context.Context, req *bookv1.GetBookRequest) (*bookv1.GetBookResponse, error) {
+	if err := errorFor(req.GetName()); err != nil {
+		return nil, err
+	}
 	if req.GetName() == "known" {
 		return &bookv1.GetBookResponse{Book: &bookv1.Book{Name: "known", Version: req.GetVersion(), DisplayName: "Known"}}, nil
 	}
@@ -330,7 +338,8 @@ func TestLegacyV1ErrorShapes(t *testing.T) {
 		{"not found", "/v1/run/missing", nil, 404, `{"statusCode":404,"message":"runs/missing not found"}`},
 		{"department mismatch", "/v1/run/denied", nil, 400, `{"statusCode":400,"message":"mismatch with department"}`},
 		{"invalid argument", "/v1/run/bad", nil, 400, `{"statusCode":400,"message":"bad id"}`},
-		{"other code", "/v1/run/conflict", nil, 500, `{"statusCode":500,"message":"Internal server error"}`},
+		{"failed precondition", "/v1/run/conflict", nil, 400, `{"statusCode":400,"message":"not pending"}`},
+		{"internal", "/v1/run/code-13", nil, 500, `{"statusCode":500,"message":"Internal server error"}`},
 		{"non-status error", "/v1/run/plain", nil, 500, `{"statusCode":500,"message":"Internal server error"}`},
 		{"panic", "/v1/run/panic", nil, 500, `{"statusCode":500,"message":"Internal server error"}`},
 		{"invalid api key", "/v1/run/ok", []string{"x-api-key", "wrong"}, 403, `{"message":"Invalid API key"}`},
@@ -359,18 +368,19 @@ func TestAIP193ErrorShape(t *testing.T) {
 	if r.status != http.StatusNotFound {
 		t.Fatalf("status = %d (%s)", r.status, r.body)
 	}
-	mustEqualJSON(t, r.body, `{"error":{
-		"code":404,
+	// The reference's rpcStatus: code (google.rpc.Code), message and details
+	// at the top level of the body.
+	mustEqualJSON(t, r.body, `{
+		"code":5,
 		"message":"books/nope/versions/1.0.0 not found",
-		"status":"NOT_FOUND",
-		"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"BOOK_NOT_FOUND","domain":"prose.run","metadata":{"resource_name":"books/nope/versions/1.0.0"}}]}}`)
+		"details":[{"@type":"type.googleapis.com/google.rpc.ErrorInfo","reason":"BOOK_NOT_FOUND","domain":"prose.run","metadata":{"resource_name":"books/nope/versions/1.0.0"}}]}`)
 
 	// Unauthenticated on /api/v1 is 401 with a challenge.
 	r = s.do(t, http.MethodGet, "/api/v1/books/known/1", "", "Authorization", "Bearer wrong")
 	if r.status != http.StatusUnauthorized || r.header.Get("WWW-Authenticate") == "" {
 		t.Errorf("bad bearer: %d %v %s", r.status, r.header, r.body)
 	}
-	if e := decode(t, r.body)["error"].(map[string]any); e["status"] != "UNAUTHENTICATED" || e["code"] != float64(401) {
+	if e := decode(t, r.body); e["code"] != float64(codes.Unauthenticated) {
 		t.Errorf("bad bearer body %s", r.body)
 	}
 
@@ -379,9 +389,73 @@ func TestAIP193ErrorShape(t *testing.T) {
 	if r.status != http.StatusNotFound {
 		t.Fatalf("status = %d", r.status)
 	}
-	e := decode(t, r.body)["error"].(map[string]any)
-	if e["status"] != "NOT_FOUND" || len(e["details"].([]any)) != 1 {
+	e := decode(t, r.body)
+	if e["code"] != float64(codes.NotFound) || len(e["details"].([]any)) != 1 {
 		t.Errorf("unknown path body %s", r.body)
+	}
+}
+
+// TestEveryCodeHasAStatus: each gRPC code a handler returns answers the HTTP
+// status chosen for it, on /api/v1 and /v2 (AIP-193's table) and on /v1 (its
+// documented 400/403/404/500 for client mistakes and server faults; the
+// statuses that say "retry" kept).
+func TestEveryCodeHasAStatus(t *testing.T) {
+	s := startStack(t)
+	for _, tc := range []struct {
+		code     codes.Code
+		api, v1  int
+		v1Hidden bool // v1 says "Internal server error"
+	}{
+		{codes.Canceled, 499, 499, false},
+		{codes.Unknown, 500, 500, true}, // the server turns UNKNOWN into INTERNAL
+		{codes.InvalidArgument, 400, 400, false},
+		{codes.DeadlineExceeded, 504, 504, false},
+		{codes.NotFound, 404, 404, false},
+		{codes.AlreadyExists, 409, 400, false},
+		{codes.PermissionDenied, 403, 400, false},
+		{codes.ResourceExhausted, 429, 429, false},
+		{codes.FailedPrecondition, 400, 400, false},
+		{codes.Aborted, 409, 409, false},
+		{codes.OutOfRange, 400, 400, false},
+		{codes.Unimplemented, 501, 501, false},
+		{codes.Internal, 500, 500, true},
+		{codes.Unavailable, 503, 503, false},
+		{codes.DataLoss, 500, 500, true},
+		{codes.Unauthenticated, 401, 403, false},
+	} {
+		t.Run(tc.code.String(), func(t *testing.T) {
+			id := "code-" + strconv.Itoa(int(tc.code))
+			wantCode := tc.code
+			if wantCode == codes.Unknown {
+				wantCode = codes.Internal
+			}
+			r := s.do(t, http.MethodGet, "/api/v1/books/"+id+"/1.0.0", "")
+			if r.status != tc.api || decode(t, r.body)["code"] != float64(wantCode) {
+				t.Errorf("/api/v1: %d %s, want %d", r.status, r.body, tc.api)
+			}
+			r = s.do(t, http.MethodGet, "/v2/runs/"+id, "")
+			if r.status != tc.api || decode(t, r.body)["status_code"] != float64(tc.api) {
+				t.Errorf("/v2: %d %s, want %d", r.status, r.body, tc.api)
+			}
+			r = s.do(t, http.MethodGet, "/v1/run/"+id, "")
+			if r.status != tc.v1 {
+				t.Errorf("/v1: %d %s, want %d", r.status, r.body, tc.v1)
+			}
+			b := decode(t, r.body)
+			if tc.code == codes.Unauthenticated {
+				if b["message"] != "failed with code 16" || b["statusCode"] != nil {
+					t.Errorf("/v1 unauthenticated body %s", r.body)
+				}
+				return
+			}
+			wantMsg := "failed with code " + strconv.Itoa(int(tc.code))
+			if tc.v1Hidden {
+				wantMsg = "Internal server error"
+			}
+			if b["statusCode"] != float64(tc.v1) || b["message"] != wantMsg {
+				t.Errorf("/v1 body %s, want statusCode %d message %q", r.body, tc.v1, wantMsg)
+			}
+		})
 	}
 }
 
@@ -445,6 +519,27 @@ func TestUnknownFieldsRejected(t *testing.T) {
 			t.Errorf("%s: body %s", tt.path, r.body)
 		}
 	}
+	// JSON with anything after its value is refused, on every prefix.
+	for _, path := range []string{"/v2/runs", "/api/v1/organizations/o/workspaces/w/books", "/v1/invoke/s"} {
+		for _, tail := range []string{` trailing`, ` {}`, `}`, `,`} {
+			body := `{"name":"n","process_id":"p","agent_id":"a","stage":"Draft"}` + tail
+			if strings.HasPrefix(path, "/api") {
+				body = `{"name":"b","version":"1"}` + tail
+			} else if strings.HasPrefix(path, "/v1") {
+				body = `{"a":1}` + tail
+			}
+			if r := s.do(t, http.MethodPost, path, body); r.status != http.StatusBadRequest {
+				t.Errorf("%s %q: status = %d (%s)", path, body, r.status, r.body)
+			}
+		}
+	}
+	// White space after the value is fine; so is an empty body.
+	if r := s.do(t, http.MethodPost, "/v1/invoke/s", "{\"a\":1} \n\t"); r.status != http.StatusCreated {
+		t.Errorf("trailing white space: %d %s", r.status, r.body)
+	}
+	if r := s.do(t, http.MethodPost, "/v1/invoke/s", ""); r.status != http.StatusCreated {
+		t.Errorf("empty body: %d %s", r.status, r.body)
+	}
 	// And the same bodies without the extra field pass.
 	if r := s.do(t, http.MethodPost, "/v2/runs", `{"name":"n","process_id":"p","agent_id":"a","stage":"Draft"}`); r.status != 200 {
 		t.Errorf("valid body: %d %s", r.status, r.body)
@@ -475,7 +570,7 @@ func TestMethodNotAllowed(t *testing.T) {
 			body := decode(t, r.body)
 			switch tt.shape {
 			case "aip":
-				if body["error"].(map[string]any)["code"] != float64(405) {
+				if body["code"] != float64(codes.Unimplemented) {
 					t.Errorf("body %s", r.body)
 				}
 			case "v1":
@@ -561,7 +656,7 @@ func TestNDJSONStream(t *testing.T) {
 	mustEqualJSON(t, lines[0], `{"result":{"event":{"name":"e1","state":"STATE_COMPLETE"}}}`)
 	mustEqualJSON(t, lines[1], `{"result":{"event":{"name":"e2","state":"STATE_COMPLETE"}}}`)
 
-	// An error after the first message is a last line in the AIP-193 shape.
+	// An error after the first message is a last line {"error": rpcStatus}.
 	r = s.do(t, http.MethodGet, strings.Replace(base, "%s", "broken", 1), "")
 	sc := bufio.NewScanner(strings.NewReader(r.body))
 	var got []string
@@ -572,7 +667,7 @@ func TestNDJSONStream(t *testing.T) {
 		t.Fatalf("lines = %q", got)
 	}
 	last := decode(t, got[1])["error"].(map[string]any)
-	if last["status"] != "FAILED_PRECONDITION" || last["code"] != float64(400) || last["message"] != "the run went away" {
+	if last["code"] != float64(codes.FailedPrecondition) || last["message"] != "the run went away" {
 		t.Errorf("error line %s", got[1])
 	}
 }
@@ -638,8 +733,10 @@ func TestStreamErrorBeforeFirstMessage(t *testing.T) {
 	if r.status != http.StatusNotFound {
 		t.Fatalf("status %d body %s", r.status, r.body)
 	}
+	// A stream's error is its last line, {"error": rpcStatus}, even when it
+	// is the only one.
 	e := decode(t, strings.TrimSpace(r.body))["error"].(map[string]any)
-	if e["status"] != "NOT_FOUND" || e["code"] != float64(404) {
+	if e["code"] != float64(codes.NotFound) {
 		t.Errorf("body %s", r.body)
 	}
 }
@@ -650,7 +747,7 @@ func TestHTTPHandlerPanic(t *testing.T) {
 	if r.status != http.StatusInternalServerError {
 		t.Fatalf("status %d body %s", r.status, r.body)
 	}
-	if e := decode(t, r.body)["error"].(map[string]any); e["status"] != "INTERNAL" || strings.Contains(r.body, "exploded") {
+	if e := decode(t, r.body); e["code"] != float64(codes.Internal) || strings.Contains(r.body, "exploded") {
 		t.Errorf("body %s", r.body)
 	}
 	if !strings.Contains(s.logs.String(), "hand-written route exploded") {

@@ -8,6 +8,21 @@ import (
 	"testing"
 )
 
+func TestIsUploadPath(t *testing.T) {
+	for path, want := range map[string]bool{
+		"/files/upload/tok":                        true,
+		"/api/v1/organizations/o/files:upload":     true,
+		"/api/v1/organizations/o/files/f:download": false,
+		"/v1/invoke/s":                             false,
+		"/v1/upload":                               false,
+		"/api/v1/organizations/o/workspaces":       false,
+	} {
+		if got := IsUploadPath(path); got != want {
+			t.Errorf("IsUploadPath(%q) = %v, want %v", path, got, want)
+		}
+	}
+}
+
 func TestLimitBody(t *testing.T) {
 	var read int
 	var readErr error
@@ -16,7 +31,7 @@ func TestLimitBody(t *testing.T) {
 		read, readErr = len(b), err
 		w.WriteHeader(http.StatusOK)
 	})
-	h := limitBody(10, next)
+	h := limitBody(10, 20, next)
 
 	for _, tc := range []struct {
 		name, path, body string
@@ -26,9 +41,11 @@ func TestLimitBody(t *testing.T) {
 		wantReadErr      bool
 	}{
 		{name: "within", path: "/api/v1/x", body: "0123456789", wantCode: 200},
-		{name: "platform over", path: "/api/v1/x", body: "0123456789A", wantCode: 413, wantBody: `"status":"INVALID_ARGUMENT"`},
+		{name: "platform over", path: "/api/v1/x", body: "0123456789A", wantCode: 413, wantBody: `"reason":"REQUEST_TOO_LARGE"`},
 		{name: "v1 over", path: "/v1/invoke/s", body: "0123456789A", wantCode: 413, wantBody: `"statusCode":413`},
 		{name: "v2 over", path: "/v2/runs", body: "0123456789A", wantCode: 413, wantBody: `"status_code":413`},
+		{name: "upload within its bound", path: "/files/upload/t", body: "0123456789ABCDEFGHIJ", wantCode: 200},
+		{name: "upload over", path: "/api/v1/organizations/o/files:upload", body: "0123456789ABCDEFGHIJK", wantCode: 413, wantBody: `"code":3`},
 		{name: "chunked over", path: "/api/v1/x", body: "0123456789ABCDEF", chunked: true, wantCode: 200, wantReadErr: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

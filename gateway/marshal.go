@@ -1,6 +1,12 @@
 package gateway
 
 import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
@@ -15,12 +21,13 @@ const NDJSON = "application/x-ndjson"
 //
 //   - protojson with proto (snake_case) field names, enums by name, int64 as
 //     strings, unpopulated fields left out;
-//   - unknown fields in request bodies rejected (INVALID_ARGUMENT, 400);
+//   - unknown fields in request bodies rejected (INVALID_ARGUMENT, 400), and
+//     anything but white space after the body's JSON value too;
 //   - google.api.HttpBody responses written as their raw bytes and content type;
 //   - server streams sent as application/x-ndjson: one JSON object per line,
 //     each line `{"result": <message>}` (grpc-gateway's framing). An error
-//     after the stream started is a last line `{"error": {...}}` in the
-//     AIP-193 shape: code (HTTP status), message, status (gRPC code name),
+//     after the stream started is a last line `{"error": {...}}` holding the
+//     reference's rpcStatus: code (the google.rpc.Code number), message,
 //     details.
 type Marshaler struct {
 	runtime.HTTPBodyMarshaler
@@ -50,13 +57,35 @@ func (m *Marshaler) StreamContentType(v any) string {
 }
 
 // Marshal renders the error chunk of a stream (grpc-gateway passes
-// map[string]proto.Message{"error": *status.Status}) in the AIP-193 shape,
+// map[string]proto.Message{"error": *status.Status}) as an rpcStatus,
 // and everything else as protojson.
 func (m *Marshaler) Marshal(v any) ([]byte, error) {
 	if chunk, ok := v.(map[string]proto.Message); ok && len(chunk) == 1 {
 		if st, ok := chunk["error"].(*spb.Status); ok {
-			return aipBody(st, 0), nil
+			return append(append([]byte(`{"error":`), rpcStatusBody(st)...), '}'), nil
 		}
 	}
 	return m.HTTPBodyMarshaler.Marshal(v)
+}
+
+// NewDecoder implements runtime.Marshaler: it decodes one JSON value, like
+// grpc-gateway's, and then refuses a body that goes on after it
+// (`{"a":1} trailing`): a client that sent two values, or garbage, is told
+// so instead of having the rest ignored. An empty body is io.EOF (no body).
+func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
+	return runtime.DecoderFunc(func(v any) error {
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return err
+		}
+		dec := json.NewDecoder(bytes.NewReader(data))
+		var first json.RawMessage
+		if err := dec.Decode(&first); err != nil {
+			return err // io.EOF for an empty body
+		}
+		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+			return fmt.Errorf("the request body has more after its JSON value (at byte %d)", dec.InputOffset())
+		}
+		return m.Unmarshal(first, v)
+	})
 }

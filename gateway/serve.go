@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -37,6 +38,9 @@ func NewInProcess(s *grpc.Server) (*InProcess, error) {
 			return lis.DialContext(ctx)
 		}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// Whatever the server sends, the gateway reads (a client's default
+		// receive bound is 4 MiB; the server bounds what it receives).
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)),
 	)
 	if err != nil {
 		_ = lis.Close()

@@ -11,7 +11,6 @@ import (
 	"unicode"
 
 	"google.golang.org/genproto/googleapis/api/httpbody"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -20,8 +19,8 @@ import (
 )
 
 // MaxFileBytes bounds a file's size (32 MiB). Larger uploads are
-// INVALID_ARGUMENT FILE_TOO_LARGE; bodies over the gateway's bound (40 MiB)
-// are refused with 413 before they are read.
+// INVALID_ARGUMENT FILE_TOO_LARGE; bodies over the gateway's upload bound
+// (40 MiB) are refused with 413.
 const MaxFileBytes = 32 << 20
 
 // Reasons of the file errors.
@@ -31,12 +30,6 @@ const (
 	ReasonFileNotUploaded = "FILE_NOT_UPLOADED"
 	ReasonFilenameInvalid = "FILENAME_INVALID"
 )
-
-// FileServerOptions are the gRPC server options files need: a receive bound
-// above the largest upload (the default is 4 MiB).
-func FileServerOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxFileBytes + 1<<20)}
-}
 
 // FileOptions configures NewFileService.
 type FileOptions struct {

@@ -337,7 +337,9 @@ func authStream(a Authenticator, public publicSet) grpc.StreamServerInterceptor 
 
 // --- validation -----------------------------------------------------------
 
-// Validate checks a request: every field marked
+// Validate checks a request: the sizes and characters of checkLimits (no
+// NUL in any string; titles, code, inputs and events within store's
+// limits), then every field marked
 // `(google.api.field_behavior) = REQUIRED` must be set (INVALID_ARGUMENT with
 // one BadRequest violation per missing field), then the message's own
 // `Validate() error`, if it has one, is called. A Validate error that is a
@@ -346,6 +348,9 @@ func Validate(req any) error {
 	m, ok := req.(proto.Message)
 	if !ok {
 		return nil
+	}
+	if err := checkLimits(m.ProtoReflect()); err != nil {
+		return err
 	}
 	if err := fieldbehavior.ValidateRequiredFields(m); err != nil {
 		var missing []*FieldViolation

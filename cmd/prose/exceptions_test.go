@@ -200,11 +200,12 @@ func (e *testEnv) xdo(t *testing.T, grpcTransport bool, c xcall) xresult {
 	code, m, raw := e.doHTTP(t, mp[0], path, body, map[string]string{"Authorization": "Bearer " + e.init.APIKey})
 	r := xresult{code: codes.OK, m: m, raw: string(raw)}
 	if code != 200 {
-		errm, _ := m["error"].(map[string]any)
-		var cc codes.Code
-		if err := cc.UnmarshalJSON([]byte(`"` + fmt.Sprint(errm["status"]) + `"`)); err != nil {
-			t.Fatalf("HTTP %d without a status: %s", code, raw)
+		errm := m // the reference's rpcStatus: code, message, details
+		num, ok := errm["code"].(float64)
+		if !ok {
+			t.Fatalf("HTTP %d without a code: %s", code, raw)
 		}
+		cc := codes.Code(num)
 		if runtime.HTTPStatusFromCode(cc) != code {
 			t.Errorf("HTTP %d for %v", code, cc)
 		}

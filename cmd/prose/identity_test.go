@@ -121,8 +121,7 @@ func grpcReason(err error) string {
 }
 
 func httpReason(m map[string]any) string {
-	e, _ := m["error"].(map[string]any)
-	details, _ := e["details"].([]any)
+	details, _ := m["details"].([]any)
 	for _, d := range details {
 		if dm, ok := d.(map[string]any); ok && dm["reason"] != nil {
 			return fmt.Sprint(dm["reason"])

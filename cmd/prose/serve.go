@@ -223,7 +223,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Logger:        logger,
 		Authenticator: auth,
 		Extra:         []server.Middleware{auth.Middleware()},
-		ServerOptions: append(server.FileServerOptions(), cfg.serverOptions...),
+		ServerOptions: append(server.TransportServerOptions(), cfg.serverOptions...),
 	})
 	a.services.Register(a.grpc)
 

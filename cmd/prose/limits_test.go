@@ -1,0 +1,324 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
+	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/store"
+)
+
+// violationFields returns the BadRequest fields of an rpcStatus body.
+func violationFields(m map[string]any) []string {
+	var out []string
+	details, _ := m["details"].([]any)
+	for _, d := range details {
+		dm, _ := d.(map[string]any)
+		vs, _ := dm["field_violations"].([]any)
+		for _, v := range vs {
+			out = append(out, fmt.Sprint(v.(map[string]any)["field"]))
+		}
+	}
+	return out
+}
+
+func grpcViolationFields(err error) []string {
+	var out []string
+	for _, d := range status.Convert(err).Details() {
+		if br, ok := d.(*errdetails.BadRequest); ok {
+			for _, v := range br.GetFieldViolations() {
+				out = append(out, v.GetField())
+			}
+		}
+	}
+	return out
+}
+
+// TestLimitsOnWrite: a title, english_code, run inputs or event over its
+// limit, and a NUL character in any string, are INVALID_ARGUMENT with a
+// violation naming the field, over HTTP and gRPC, and nothing is stored.
+func TestLimitsOnWrite(t *testing.T) {
+	e := newTestEnv(t)
+	a := e.mkAutomation(t, "Greeter", greetCode, true)
+	org, ws := e.init.orgID, e.init.workspaceID
+	longTitle := strings.Repeat("t", store.MaxTitleBytes+1)
+	bigText := strings.Repeat("x", store.MaxInputBytes+1)
+	bigCode := "the output note is \"" + strings.Repeat("c", store.MaxCodeBytes) + "\"\n"
+	bigEvent := strings.Repeat("e", store.MaxEventBytes+1)
+	wsPath := "/api/v1/organizations/" + org + "/workspaces"
+	evPath := e.runPath(a.id, "r0") + "/agents/prose/events"
+	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("authorization", "Bearer "+e.init.APIKey))
+	wsc := platformv1.NewWorkspaceServiceClient(e.conn)
+	ac := platformv1.NewAutomationServiceClient(e.conn)
+
+	for _, c := range []struct {
+		name, method, path, body string
+		legacy                   bool
+		grpc                     func() error
+		reason, field            string
+	}{
+		{
+			name: "workspace title too long", method: "POST", path: wsPath, body: `{"title":` + jsonStr(longTitle) + `}`,
+			grpc: func() error {
+				_, err := wsc.CreateWorkspace(ctx, &platformv1.CreateWorkspaceRequest{OrganizationId: org, Workspace: &platformv1.Workspace{Title: longTitle}})
+				return err
+			},
+			reason: "FIELD_TOO_LARGE", field: "workspace.title",
+		},
+		{
+			name: "NUL in a workspace title", method: "POST", path: wsPath, body: `{"title":"Sales\u0000Ops"}`,
+			grpc: func() error {
+				_, err := wsc.CreateWorkspace(ctx, &platformv1.CreateWorkspaceRequest{OrganizationId: org, Workspace: &platformv1.Workspace{Title: "Sales\x00Ops"}})
+				return err
+			},
+			reason: "INVALID_CHARACTER", field: "workspace.title",
+		},
+		{
+			name: "NUL in an automation's name", method: "POST", path: e.automationsPath(), body: `{"display_name":"a\u0000b","english_code":"the output x is 1\n"}`,
+			grpc: func() error {
+				_, err := ac.CreateAutomation(ctx, &platformv1.CreateAutomationRequest{OrganizationId: org, WorkspaceId: ws,
+					Automation: &platformv1.Automation{DisplayName: "a\x00b", EnglishCode: "the output x is 1\n"}})
+				return err
+			},
+			reason: "INVALID_CHARACTER", field: "automation.display_name",
+		},
+		{
+			name: "english_code too large", method: "POST", path: e.automationsPath(), body: `{"display_name":"big","english_code":` + jsonStr(bigCode) + `}`,
+			grpc: func() error {
+				_, err := ac.CreateAutomation(ctx, &platformv1.CreateAutomationRequest{OrganizationId: org, WorkspaceId: ws,
+					Automation: &platformv1.Automation{DisplayName: "big", EnglishCode: bigCode}})
+				return err
+			},
+			reason: "FIELD_TOO_LARGE", field: "automation.english_code",
+		},
+		{
+			name: "run inputs too large", method: "POST", path: e.automationsPath() + "/" + a.id + ":invoke",
+			body: `{"stage":"AUTOMATION_STAGE_DRAFT","inputs":{"customer_name":{"text":` + jsonStr(bigText) + `}}}`,
+			grpc: func() error {
+				_, err := ac.InvokeAutomation(ctx, &platformv1.InvokeAutomationRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a.id,
+					Stage:  platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT,
+					Inputs: map[string]*platformv1.Value{"customer_name": {Kind: &platformv1.Value_Text{Text: bigText}}}})
+				return err
+			},
+			reason: "FIELD_TOO_LARGE", field: "inputs",
+		},
+		{
+			name: "event too large", method: "POST", path: evPath,
+			body: `{"user_message":{"content_list":{"items":[{"text":` + jsonStr(bigEvent) + `}]}}}`,
+			grpc: func() error {
+				_, err := platformv1.NewEventServiceClient(e.conn).CreateEvent(ctx, &platformv1.CreateEventRequest{OrganizationId: org, WorkspaceId: ws,
+					AutomationId: a.id, RunId: "r0", AgentId: "prose",
+					Event: &platformv1.Event{Payload: &platformv1.Event_UserMessage{UserMessage: &platformv1.UserMessage{
+						ContentList: &platformv1.InputContentList{Items: []*platformv1.InputContent{{Content: &platformv1.InputContent_Text{Text: bigEvent}}}}}}}})
+				return err
+			},
+			reason: "FIELD_TOO_LARGE", field: "event",
+		},
+		{
+			name: "v1 parameters too large", method: "POST", path: "/v1/invoke/" + a.publishedShare, legacy: true,
+			body: `{"customer_name":` + jsonStr(bigText) + `}`,
+			grpc: func() error {
+				p, _ := structpb.NewStruct(map[string]any{"customer_name": bigText})
+				_, err := legacyv1.NewLegacyServiceClient(e.conn).Invoke(metadata.NewOutgoingContext(context.Background(), metadata.Pairs("x-api-key", e.init.APIKey)),
+					&legacyv1.InvokeRequest{ShareId: a.publishedShare, Parameters: p})
+				return err
+			},
+			reason: "FIELD_TOO_LARGE", field: "parameters",
+		},
+		{
+			name: "NUL in a v2 run name", method: "POST", path: "/v2/runs", legacy: true,
+			body: `{"name":"a\u0000","process_id":"` + a.id + `","agent_id":"` + ws + `","stage":"Draft"}`,
+			grpc: func() error {
+				_, err := legacyv2.NewLegacyServiceClient(e.conn).CreateRun(metadata.NewOutgoingContext(context.Background(), metadata.Pairs("x-api-key", e.init.APIKey)),
+					&legacyv2.CreateRunRequest{Name: "a\x00", ProcessId: a.id, AgentId: ws, Stage: "Draft"})
+				return err
+			},
+			reason: "INVALID_CHARACTER", field: "name",
+		},
+	} {
+		t.Run(c.name+"/http", func(t *testing.T) {
+			h := map[string]string{"Authorization": "Bearer " + e.init.APIKey}
+			if c.legacy {
+				h = map[string]string{"x-api-key": e.init.APIKey}
+			}
+			code, m, raw := e.doHTTP(t, c.method, c.path, c.body, h)
+			if code != http.StatusBadRequest {
+				t.Fatalf("HTTP %d, want 400: %.300s", code, raw)
+			}
+			if c.legacy && strings.HasPrefix(c.path, "/v1/") {
+				if !strings.Contains(fmt.Sprint(m["message"]), c.field) {
+					t.Errorf("v1 message %q does not name %s", m["message"], c.field)
+				}
+				return
+			}
+			if c.legacy {
+				m["code"] = float64(codes.InvalidArgument) // v2 has status_code; its details are the same
+			}
+			if m["code"] != float64(codes.InvalidArgument) || httpReason(m) != c.reason || !contains(violationFields(m), c.field) {
+				t.Errorf("body %.500s, want %s naming %s", raw, c.reason, c.field)
+			}
+		})
+		t.Run(c.name+"/grpc", func(t *testing.T) {
+			err := c.grpc()
+			if status.Code(err) != codes.InvalidArgument || grpcReason(err) != c.reason || !contains(grpcViolationFields(err), c.field) {
+				t.Errorf("error %.300v, want INVALID_ARGUMENT %s naming %s (fields %v)", err, c.reason, c.field, grpcViolationFields(err))
+			}
+		})
+	}
+	// Nothing was stored.
+	page, err := e.st.ListWorkspaces(context.Background(), store.ListWorkspacesRequest{OrganizationID: org})
+	if err != nil || len(page.Items) != 1 {
+		t.Errorf("workspaces after refused creates: %d %v", len(page.Items), err)
+	}
+	// At the limit is fine.
+	e.api(t, "POST", wsPath, `{"title":`+jsonStr(strings.Repeat("t", store.MaxTitleBytes))+`}`, 200)
+}
+
+// TestStoredIsReadable: what the limits let in can be read back, one by one
+// and in whole list pages, over HTTP and over a gRPC client with the default
+// 4 MiB receive limit: a list stops a page at its byte budget and gives a
+// next_page_token. (Before, a page of large automations or runs answered
+// 429 over HTTP.)
+func TestStoredIsReadable(t *testing.T) {
+	e := newTestEnv(t)
+	org, ws := e.init.orgID, e.init.workspaceID
+	// Code just under the limit: a program with one long text.
+	code := "the output note is \"" + strings.Repeat("n", store.MaxCodeBytes-64) + "\"\n"
+	const n = 5 // published too: ~2 MiB each, ~10 MiB in all
+	for i := range n {
+		e.mkAutomation(t, fmt.Sprintf("Big %d", i), code, true)
+	}
+	text := strings.Repeat("i", store.MaxInputBytes-64)
+	small := e.mkAutomation(t, "Echo", "get the customer name\nthe output name is the customer name\n", false)
+	var runIDs []string
+	for range 4 {
+		m := e.api(t, "POST", e.automationsPath()+"/"+small.id+":invoke",
+			`{"stage":"AUTOMATION_STAGE_DRAFT","inputs":{"customer_name":{"text":`+jsonStr(text)+`}}}`, 200)
+		runIDs = append(runIDs, fmt.Sprint(m["run_id"]))
+	}
+	for _, id := range runIDs {
+		e.waitRun(t, small.id, id, "completed")
+	}
+
+	// HTTP: page through automations and runs.
+	countHTTP := func(path, key string) (items, pages int) {
+		tok := ""
+		for {
+			sep := "?"
+			if strings.Contains(path, "?") {
+				sep = "&"
+			}
+			m := e.api(t, "GET", path+sep+"page_size=1000&page_token="+tok, "", 200)
+			list, _ := m[key].([]any)
+			items += len(list)
+			pages++
+			tok, _ = m["next_page_token"].(string)
+			if tok == "" || pages > 20 {
+				return items, pages
+			}
+		}
+	}
+	if items, pages := countHTTP(e.automationsPath(), "automations"); items != n+1 || pages < 3 {
+		t.Errorf("HTTP automations: %d in %d pages, want %d in at least 3", items, pages, n+1)
+	}
+	if items, pages := countHTTP(e.automationsPath()+"/-/runs", "runs"); items != 4 || pages < 2 {
+		t.Errorf("HTTP runs: %d in %d pages, want 4 in at least 2", items, pages)
+	}
+	if m := e.api(t, "GET", e.runPath(small.id, runIDs[0]), "", 200); field(m, "user_inputs.customer_name.text") != text {
+		t.Errorf("HTTP run inputs not read back")
+	}
+
+	// gRPC with a stock client (4 MiB receive limit).
+	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("authorization", "Bearer "+e.init.APIKey))
+	ac := platformv1.NewAutomationServiceClient(e.conn)
+	items, tok, pages := 0, "", 0
+	for {
+		resp, err := ac.ListAutomations(ctx, &platformv1.ListAutomationsRequest{OrganizationId: org, WorkspaceId: ws, PageSize: 1000, PageToken: tok})
+		if err != nil {
+			t.Fatalf("gRPC ListAutomations page %d: %v", pages+1, err)
+		}
+		items += len(resp.GetAutomations())
+		pages++
+		if tok = resp.GetNextPageToken(); tok == "" || pages > 20 {
+			break
+		}
+	}
+	if items != n+1 {
+		t.Errorf("gRPC automations: %d in %d pages", items, pages)
+	}
+	rc := platformv1.NewRunServiceClient(e.conn)
+	got, err := rc.GetRun(ctx, &platformv1.GetRunRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: small.id, RunId: runIDs[1]})
+	if err != nil || got.GetUserInputs()["customer_name"].GetText() != text {
+		t.Errorf("gRPC GetRun: %v", err)
+	}
+}
+
+// TestBodyOverLimit: a JSON body over the bound is 413 on every prefix,
+// whether its Content-Length says so or it is sent chunked, and the body of
+// an upload path has its own, larger bound. (Before, a 33–40 MiB /v1/invoke
+// body answered 500, and 429 on /api/v1.)
+func TestBodyOverLimit(t *testing.T) {
+	e := newTestEnv(t)
+	a := e.mkAutomation(t, "Greeter", greetCode, true)
+	big := `{"customer_name":"` + strings.Repeat("x", 9<<20) + `"}` // over the 8 MiB JSON bound
+	for _, c := range []struct {
+		path, header, value string
+		want                string // a piece of the body
+	}{
+		{"/v1/invoke/" + a.publishedShare, "x-api-key", e.init.APIKey, `"statusCode":413`},
+		{"/v2/runs", "x-api-key", e.init.APIKey, `"status_code":413`},
+		{e.automationsPath() + "/" + a.id + ":invoke", "Authorization", "Bearer " + e.init.APIKey, `"REQUEST_TOO_LARGE"`},
+	} {
+		for _, chunked := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s chunked=%v", c.path, chunked), func(t *testing.T) {
+				var body io.Reader = strings.NewReader(big)
+				if chunked {
+					body = io.MultiReader(bytes.NewReader([]byte(big))) // no length: sent chunked
+				}
+				req, err := http.NewRequest("POST", e.srv.URL+c.path, body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set(c.header, c.value)
+				resp, err := e.srv.Client().Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer resp.Body.Close()
+				raw, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(string(raw), c.want) {
+					t.Errorf("HTTP %d %.300s, want 413 with %s", resp.StatusCode, raw, c.want)
+				}
+			})
+		}
+	}
+}
+
+// TestInvokeUnpublishedIsBadRequest: /v1/invoke with the published share id
+// of an automation never published answers 400, as POST /v2/runs does (it
+// was 500).
+func TestInvokeUnpublishedIsBadRequest(t *testing.T) {
+	e := newTestEnv(t)
+	m := e.api(t, "POST", e.automationsPath(), `{"display_name":"Draft only","english_code":`+jsonStr(greetCode)+`}`, 200)
+	share := fmt.Sprint(m["published_share_id"])
+	id := store.LastSegment(fmt.Sprint(m["name"]))
+	got := e.legacyErr(t, "POST", "/v1/invoke/"+share, `{}`, e.init.APIKey, http.StatusBadRequest)
+	if got["statusCode"] != float64(400) {
+		t.Errorf("v1 body %v", got)
+	}
+	e.legacyErr(t, "POST", "/v2/runs", `{"name":"n","process_id":"`+id+`","agent_id":"`+e.init.workspaceID+`","stage":"Published"}`, e.init.APIKey, http.StatusBadRequest)
+}

@@ -1,0 +1,188 @@
+package server
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+
+	"github.com/proserun/prose/store"
+)
+
+// Reasons of the size and character checks.
+const (
+	ReasonFieldTooLarge    = "FIELD_TOO_LARGE"
+	ReasonInvalidCharacter = "INVALID_CHARACTER"
+)
+
+// MaxRequestBytes bounds the protobuf size of a request message the server
+// receives (gRPC, and HTTP through the gateway): above the largest file
+// upload (store's 32 MiB) and above what the gateway's largest JSON body
+// (8 MiB) can become once decoded. A larger message is RESOURCE_EXHAUSTED
+// before it reaches a handler.
+const MaxRequestBytes = 64 << 20
+
+// MaxResponseBytes bounds the protobuf size of a response the server sends,
+// and the gateway's in-process client accepts: anything the server can
+// build from stored data (grpc-go's own default).
+const MaxResponseBytes = 1<<31 - 1
+
+// TransportServerOptions are the gRPC server's message bounds
+// (MaxRequestBytes in, MaxResponseBytes out).
+func TransportServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRequestBytes), grpc.MaxSendMsgSize(MaxResponseBytes)}
+}
+
+// fieldLimit is the bound of one request field.
+type fieldLimit struct {
+	max  int
+	what string // "a title", for the message
+	// size measures a field's value: the UTF-8 bytes of a string, the
+	// protobuf size of a message, list or map.
+	size func(protoreflect.Value, protoreflect.FieldDescriptor) int
+}
+
+func stringBytes(v protoreflect.Value, _ protoreflect.FieldDescriptor) int { return len(v.String()) }
+
+// valueBytes is the protobuf size of a message, list or map field.
+func valueBytes(v protoreflect.Value, fd protoreflect.FieldDescriptor) int {
+	switch {
+	case fd.IsMap():
+		n := 0
+		v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+			n += len(k.String()) + 8
+			if fd.MapValue().Kind() == protoreflect.MessageKind {
+				n += proto.Size(mv.Message().Interface())
+			} else {
+				n += len(mv.String())
+			}
+			return true
+		})
+		return n
+	case fd.IsList():
+		n := 0
+		for i := range v.List().Len() {
+			if fd.Kind() == protoreflect.MessageKind {
+				n += proto.Size(v.List().Get(i).Message().Interface())
+			} else {
+				n += len(v.List().Get(i).String())
+			}
+		}
+		return n
+	case fd.Kind() == protoreflect.MessageKind:
+		return proto.Size(v.Message().Interface())
+	}
+	return len(v.String())
+}
+
+var (
+	titleLimit = fieldLimit{store.MaxTitleBytes, "a title", stringBytes}
+	codeLimit  = fieldLimit{store.MaxCodeBytes, "english_code", stringBytes}
+	inputLimit = fieldLimit{store.MaxInputBytes, "the inputs of a run", valueBytes}
+	eventLimit = fieldLimit{store.MaxEventBytes, "an event", valueBytes}
+)
+
+// limitsByName bounds string fields of these names in any request, at any
+// depth.
+var limitsByName = map[protoreflect.Name]fieldLimit{
+	"title":        titleLimit,
+	"display_name": titleLimit,
+	"english_code": codeLimit,
+}
+
+// limitsByField bounds fields of one request message (full name of the
+// field).
+var limitsByField = map[protoreflect.FullName]fieldLimit{
+	"prose.platform.v1.InvokeAutomationRequest.inputs": inputLimit,
+	"prose.legacy.v1.InvokeRequest.parameters":         inputLimit,
+	"prose.legacy.v2.CreateRunRequest.inputs":          inputLimit,
+	"prose.legacy.v2.CreateRunRequest.name":            titleLimit,
+	"prose.platform.v1.CreateEventRequest.event":       eventLimit,
+}
+
+// checkLimits walks a request: no string anywhere in it may hold a NUL
+// character (no backend stores one in text; INVALID_ARGUMENT
+// INVALID_CHARACTER), and the fields of limitsByName and limitsByField must
+// be within their bounds (INVALID_ARGUMENT FIELD_TOO_LARGE). Each names the
+// field in a BadRequest violation.
+func checkLimits(m protoreflect.Message) error {
+	var bad []*FieldViolation
+	reason := ""
+	walkLimits(m, "", func(reasonOf, field, desc string) {
+		if reason == "" {
+			reason = reasonOf
+		}
+		if len(bad) < maxViolations {
+			bad = append(bad, Violation(field, desc))
+		}
+	})
+	if len(bad) == 0 {
+		return nil
+	}
+	msg := bad[0].GetField() + " " + bad[0].GetDescription()
+	if len(bad) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(bad)-1)
+	}
+	return NewError(codes.InvalidArgument, reason, msg).Meta("field", bad[0].GetField()).Violations(bad...).Err()
+}
+
+// maxViolations bounds the violations one error lists.
+const maxViolations = 10
+
+func walkLimits(m protoreflect.Message, prefix string, report func(reason, field, desc string)) {
+	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		path := prefix + string(fd.Name())
+		lim, ok := limitsByField[fd.FullName()]
+		if !ok && fd.Kind() == protoreflect.StringKind && !fd.IsList() && !fd.IsMap() {
+			lim, ok = limitsByName[fd.Name()]
+		}
+		if ok {
+			if n := lim.size(v, fd); n > lim.max {
+				report(ReasonFieldTooLarge, path, fmt.Sprintf("is %d bytes; %s may be at most %d bytes", n, lim.what, lim.max))
+			}
+		}
+		switch {
+		case fd.IsMap():
+			v.Map().Range(func(k protoreflect.MapKey, mv protoreflect.Value) bool {
+				key := k.String()
+				elem := path + "[" + strconv.Quote(key) + "]"
+				if strings.IndexByte(key, 0) >= 0 {
+					report(ReasonInvalidCharacter, elem, "has a key with a NUL character")
+				}
+				switch fd.MapValue().Kind() {
+				case protoreflect.StringKind:
+					checkNUL(mv.String(), elem, report)
+				case protoreflect.MessageKind:
+					walkLimits(mv.Message(), elem+".", report)
+				}
+				return true
+			})
+		case fd.IsList():
+			l := v.List()
+			for i := range l.Len() {
+				elem := path + "[" + strconv.Itoa(i) + "]"
+				switch fd.Kind() {
+				case protoreflect.StringKind:
+					checkNUL(l.Get(i).String(), elem, report)
+				case protoreflect.MessageKind:
+					walkLimits(l.Get(i).Message(), elem+".", report)
+				}
+			}
+		case fd.Kind() == protoreflect.StringKind:
+			checkNUL(v.String(), path, report)
+		case fd.Kind() == protoreflect.MessageKind:
+			walkLimits(v.Message(), path+".", report)
+		}
+		return true
+	})
+}
+
+func checkNUL(s, field string, report func(reason, field, desc string)) {
+	if strings.IndexByte(s, 0) >= 0 {
+		report(ReasonInvalidCharacter, field, "must not contain a NUL character (U+0000)")
+	}
+}
