@@ -56,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 		{"Workspaces", testWorkspaces},
 		{"ListWorkspaces", testListWorkspaces},
 		{"ListWorkspacesPaging", testListWorkspacesPaging},
+		{"ListWorkspacesTitleOrder", testListWorkspacesTitleOrder},
 		{"Roles", testRoles},
 		{"Members", testMembers},
 		{"ListWorkspaceUsers", testListWorkspaceUsers},
@@ -412,6 +413,38 @@ func testListWorkspaces(t *testing.T, s *suite) {
 	}
 	if got := s.listWS(t, store.ListWorkspacesRequest{OrganizationID: "nope"}); len(got) != 0 {
 		t.Errorf("unknown organization listing = %v", got)
+	}
+}
+
+// testListWorkspacesTitleOrder: order_by=title sorts as a person reads,
+// without regard to case (ASCII letters), then by id, the same on every
+// backend, and keyset paging in either direction returns the one-shot order.
+func testListWorkspacesTitleOrder(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	for id, title := range map[string]string{
+		"w1": "Sales Ops", "w2": "ops-east", "w3": "Ops-East", "w4": "apac", "w5": "Zeta",
+		"w6": "ÉMILE", "w7": "émile", "w8": "_under", "w9": "OPS-EAST",
+	} {
+		s.ws(t, "acme", id, title)
+	}
+	// Byte order after ASCII folding: "_" (0x5f) sorts before letters,
+	// other letters by their UTF-8 bytes, equal keys by id.
+	want := []string{"w8", "w4", "w2", "w3", "w9", "w1", "w5", "w6", "w7"}
+	for _, desc := range []bool{false, true} {
+		ob := store.OrderBy{{Field: "title", Desc: desc}}
+		w := slices.Clone(want)
+		if desc {
+			slices.Reverse(w)
+		}
+		oneShot := ids(of(s.st.ListWorkspaces(s.ctx, store.ListWorkspacesRequest{OrganizationID: "acme", PageSize: 100, OrderBy: ob})).must(t).Items, wsID)
+		if !slices.Equal(oneShot, w) {
+			t.Errorf("title desc=%v: %v, want %v", desc, oneShot, w)
+		}
+		for _, size := range []int{1, 2, 4} {
+			if got := s.listWS(t, store.ListWorkspacesRequest{OrganizationID: "acme", PageSize: size, OrderBy: ob}); !slices.Equal(got, w) {
+				t.Errorf("title desc=%v, pages of %d: %v, want %v", desc, size, got, w)
+			}
+		}
 	}
 }
 

@@ -143,7 +143,9 @@ func (db *DB) DeleteWorkspace(ctx context.Context, org, id string) error {
 }
 
 var workspaceSort = map[string]sortCol{
-	"title":       {Field: "title", Col: "w.title", Kind: keyText},
+	// Titles sort as a person reads them: ASCII letters without case (the
+	// index workspaces_title_ci), then by id; TitleSortKey is the same in Go.
+	"title":       {Field: "title", Col: "lower(w.title)", Kind: keyText},
 	"create_time": {Field: "create_time", Col: "w.create_time", Kind: keyTime},
 	"update_time": {Field: "update_time", Col: "w.update_time", Kind: keyTime},
 }
@@ -154,7 +156,7 @@ func workspaceKeys(ks keyset) func(store.Workspace) []string {
 		for i, c := range ks.cols {
 			switch c.Field {
 			case "title":
-				out[i] = w.Title
+				out[i] = store.TitleSortKey(w.Title)
 			case "create_time":
 				out[i] = timeKey(w.CreateTime)
 			case "update_time":
