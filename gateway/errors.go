@@ -249,10 +249,16 @@ func (g *gw) errorHandler(ctx context.Context, mux *runtime.ServeMux, _ runtime.
 }
 
 func (g *gw) writeError(w http.ResponseWriter, r *http.Request, st *spb.Status, httpStatus int, reason string) {
-	if o := overLimitFrom(r.Context()); o != nil && o.hit.Load() {
-		// The body went past its bound: whatever the decoder made of the
-		// cut body, the answer is 413.
-		st, httpStatus = tooLarge(o.max), http.StatusRequestEntityTooLarge
+	if b := bodyStateFrom(r.Context()); b != nil {
+		// The body went past its bound or its deadline: whatever the
+		// decoder made of the cut body, the answer is 413 or 408.
+		switch {
+		case b.over.Load():
+			st, httpStatus = tooLarge(b.max), http.StatusRequestEntityTooLarge
+		case b.timedOut.Load():
+			st, httpStatus = bodyTimeout(b.timeout), http.StatusRequestTimeout
+			w.Header().Set("Connection", "close")
+		}
 	}
 	st = withErrorInfo(st, reason)
 	h := w.Header()

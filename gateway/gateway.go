@@ -38,6 +38,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -72,6 +73,14 @@ type Options struct {
 	// MaxUploadBytes bounds the bodies of the upload paths (IsUploadPath).
 	// 0: DefaultMaxUploadBytes; negative: no bound.
 	MaxUploadBytes int64
+	// MaxUploads bounds the uploads (IsUploadPath) in flight; one more is
+	// 503 UPLOADS_BUSY with Retry-After. 0: DefaultMaxUploads; negative: no
+	// bound.
+	MaxUploads int
+	// BodyReadTimeout bounds the time to read a request body from its
+	// first byte; past it the request is 408 REQUEST_BODY_TIMEOUT and the
+	// connection closed. 0: DefaultBodyReadTimeout; negative: none.
+	BodyReadTimeout time.Duration
 }
 
 type gw struct {
@@ -138,14 +147,7 @@ func New(ctx context.Context, conn *grpc.ClientConn, opts Options, register ...R
 		}
 	}
 	h := g.recoverHTTP(g.mux)
-	maxBody, maxUpload := opts.MaxBodyBytes, opts.MaxUploadBytes
-	if maxBody == 0 {
-		maxBody = DefaultMaxBodyBytes
-	}
-	if maxUpload == 0 {
-		maxUpload = DefaultMaxUploadBytes
-	}
-	h = limitBody(maxBody, maxUpload, h)
+	h = newBodyGuard(opts, h)
 	return withRequestID(h), nil
 }
 

@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
@@ -23,6 +25,12 @@ const (
 	// (files:upload, signed upload URLs): the largest file (32 MiB) and
 	// its multipart framing.
 	DefaultMaxUploadBytes = 40 << 20
+	// DefaultMaxUploads bounds the uploads in flight (Options.MaxUploads):
+	// each holds its file in memory a few times over (~130 MB for 32 MiB).
+	DefaultMaxUploads = 8
+	// DefaultBodyReadTimeout bounds the time to read a request body
+	// (Options.BodyReadTimeout): 32 MiB at about 300 KB/s.
+	DefaultBodyReadTimeout = 2 * time.Minute
 )
 
 // ReasonRequestTooLarge is the ErrorInfo reason of a 413.
@@ -35,20 +43,29 @@ func IsUploadPath(path string) bool {
 		(strings.HasPrefix(path, "/api/v1/organizations/") && strings.HasSuffix(path, "/files:upload"))
 }
 
-// overLimit records, for one request, that its body went past the bound;
-// the error renderers then answer 413 whatever the decoder made of the cut
-// body.
-type overLimit struct {
-	max int64
-	hit atomic.Bool
+// bodyState records, for one request, how reading its body went: past the
+// bound, or past the read deadline. The error renderers then answer 413 or
+// 408 whatever the decoder made of the cut body.
+type bodyState struct {
+	max      int64
+	timeout  time.Duration
+	over     atomic.Bool
+	timedOut atomic.Bool
 }
 
-type overLimitKey struct{}
+type bodyStateKey struct{}
 
-func overLimitFrom(ctx context.Context) *overLimit {
-	o, _ := ctx.Value(overLimitKey{}).(*overLimit)
+func bodyStateFrom(ctx context.Context) *bodyState {
+	o, _ := ctx.Value(bodyStateKey{}).(*bodyState)
 	return o
 }
+
+// ReasonRequestTimeout is the ErrorInfo reason of a 408, and ReasonUploadsBusy
+// of a 503 for an upload when the uploads in flight are at their bound.
+const (
+	ReasonRequestTimeout = "REQUEST_BODY_TIMEOUT"
+	ReasonUploadsBusy    = "UPLOADS_BUSY"
+)
 
 // tooLarge is the status of a body over max bytes.
 func tooLarge(max int64) *spb.Status {
@@ -58,47 +75,117 @@ func tooLarge(max int64) *spb.Status {
 	}, ReasonRequestTooLarge)
 }
 
-// limitedBody is an http.MaxBytesReader that remembers hitting the bound.
-type limitedBody struct {
-	io.ReadCloser
-	o *overLimit
+func bodyTimeout(d time.Duration) *spb.Status {
+	return withErrorInfo(&spb.Status{
+		Code:    int32(codes.DeadlineExceeded),
+		Message: fmt.Sprintf("the request body did not arrive within %s", d),
+	}, ReasonRequestTimeout)
 }
 
-func (b limitedBody) Read(p []byte) (int, error) {
+// guardedBody is an http.MaxBytesReader that remembers hitting the bound or
+// the read deadline, and lifts the deadline once the body is read.
+type guardedBody struct {
+	io.ReadCloser
+	st *bodyState
+	rc *http.ResponseController
+}
+
+func (b guardedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
-		b.o.hit.Store(true)
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		_ = b.rc.SetReadDeadline(time.Time{}) // read in time: the rest of the call has no deadline
+	case errors.As(err, &mbe):
+		b.st.over.Store(true)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		b.st.timedOut.Store(true)
 	}
 	return n, err
 }
 
-// limitBody refuses bodies over their bound (upload paths: maxUpload; the
-// rest: maxBody; a bound ≤ 0 is none) with 413 in the path's error shape:
-// at once when the Content-Length says so, and when a chunked body grows
-// past it (the read fails; whatever error the handler then reports is
-// rendered as 413).
-func limitBody(maxBody, maxUpload int64, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		max := maxBody
-		if IsUploadPath(r.URL.Path) {
-			max = maxUpload
-		}
-		if max <= 0 || r.Body == nil || r.Body == http.NoBody {
-			next.ServeHTTP(w, r)
+// bodyGuard bounds request bodies: their size (413), the time to read them
+// (408), and the uploads in flight (503 with Retry-After). See Options.
+type bodyGuard struct {
+	maxBody, maxUpload int64
+	readTimeout        time.Duration
+	uploads            chan struct{} // nil: no bound
+	next               http.Handler
+}
+
+// uploadRetryAfter is the Retry-After (seconds) of a 503 for a full upload
+// bound: an upload of the largest file takes about that long in process.
+const uploadRetryAfter = "1"
+
+func (g *bodyGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Body == nil || r.Body == http.NoBody {
+		g.next.ServeHTTP(w, r)
+		return
+	}
+	max := g.maxBody
+	upload := IsUploadPath(r.URL.Path)
+	if upload {
+		max = g.maxUpload
+	}
+	if max > 0 && r.ContentLength > max {
+		w.Header().Set("Connection", "close")
+		writeStatus(w, r, tooLarge(max), http.StatusRequestEntityTooLarge)
+		return
+	}
+	if upload && g.uploads != nil {
+		select {
+		case g.uploads <- struct{}{}:
+			defer func() { <-g.uploads }()
+		default:
+			w.Header().Set("Retry-After", uploadRetryAfter)
+			st := withErrorInfo(&spb.Status{
+				Code:    int32(codes.Unavailable),
+				Message: fmt.Sprintf("%d uploads are in progress, the most this server takes at once; retry shortly", cap(g.uploads)),
+			}, ReasonUploadsBusy)
+			writeStatus(w, r, st, http.StatusServiceUnavailable)
 			return
 		}
-		if r.ContentLength > max {
-			code, body := Render(r.URL.Path, tooLarge(max), http.StatusRequestEntityTooLarge)
-			w.Header().Set("Content-Type", "application/json")
-			w.Header().Set("Connection", "close")
-			w.WriteHeader(code)
-			_, _ = w.Write(body)
-			return
-		}
-		o := &overLimit{max: max}
-		r = r.WithContext(context.WithValue(r.Context(), overLimitKey{}, o))
-		r.Body = limitedBody{http.MaxBytesReader(w, r.Body, max), o}
-		next.ServeHTTP(w, r)
-	})
+	}
+	st := &bodyState{max: max, timeout: g.readTimeout}
+	rc := http.NewResponseController(w)
+	if g.readTimeout > 0 {
+		_ = rc.SetReadDeadline(time.Now().Add(g.readTimeout))
+	}
+	r = r.WithContext(context.WithValue(r.Context(), bodyStateKey{}, st))
+	body := r.Body
+	if max > 0 {
+		body = http.MaxBytesReader(w, body, max)
+	}
+	r.Body = guardedBody{body, st, rc}
+	g.next.ServeHTTP(w, r)
+}
+
+// writeStatus writes st in the path's error shape with httpStatus.
+func writeStatus(w http.ResponseWriter, r *http.Request, st *spb.Status, httpStatus int) {
+	code, body := Render(r.URL.Path, st, httpStatus)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// newBodyGuard applies the body bounds of opts (defaults for zeros) to next.
+func newBodyGuard(opts Options, next http.Handler) http.Handler {
+	g := &bodyGuard{
+		maxBody:     orDefault(opts.MaxBodyBytes, DefaultMaxBodyBytes),
+		maxUpload:   orDefault(opts.MaxUploadBytes, DefaultMaxUploadBytes),
+		readTimeout: orDefault(opts.BodyReadTimeout, DefaultBodyReadTimeout),
+		next:        next,
+	}
+	if n := orDefault(opts.MaxUploads, DefaultMaxUploads); n > 0 {
+		g.uploads = make(chan struct{}, n)
+	}
+	return g
 }

@@ -1,11 +1,15 @@
 package gateway
 
 import (
+	"bufio"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestIsUploadPath(t *testing.T) {
@@ -31,7 +35,7 @@ func TestLimitBody(t *testing.T) {
 		read, readErr = len(b), err
 		w.WriteHeader(http.StatusOK)
 	})
-	h := limitBody(10, 20, next)
+	h := newBodyGuard(Options{MaxBodyBytes: 10, MaxUploadBytes: 20}, next)
 
 	for _, tc := range []struct {
 		name, path, body string
@@ -66,5 +70,89 @@ func TestLimitBody(t *testing.T) {
 				t.Errorf("read %d bytes, err %v; want an error: %v", read, readErr, tc.wantReadErr)
 			}
 		})
+	}
+}
+
+// TestUploadsInFlightBounded: with MaxUploads uploads being read, one more
+// upload is 503 UPLOADS_BUSY with Retry-After (in its path's shape) and
+// reads nothing; other requests pass; a freed slot takes the next upload.
+func TestUploadsInFlightBounded(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("block") != "" {
+			entered <- struct{}{}
+			<-release
+		}
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusOK)
+	})
+	h := newBodyGuard(Options{MaxUploads: 2}, next)
+	do := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader("bytes")))
+		return rec
+	}
+	done := make(chan int, 2)
+	for range 2 {
+		go func() { done <- do("/files/upload/t?block=1").Code }()
+		<-entered
+	}
+	for _, c := range []struct{ path, want string }{
+		{"/files/upload/t", `"code":14`},
+		{"/api/v1/organizations/o/files:upload", `"reason":"UPLOADS_BUSY"`},
+	} {
+		rec := do(c.path)
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), c.want) {
+			t.Errorf("%s with the bound reached: %d %v %s", c.path, rec.Code, rec.Header(), rec.Body)
+		}
+	}
+	if rec := do("/v2/runs"); rec.Code != http.StatusOK {
+		t.Errorf("a JSON request while uploads are full: %d", rec.Code)
+	}
+	release <- struct{}{}
+	if c := <-done; c != http.StatusOK {
+		t.Errorf("blocked upload: %d", c)
+	}
+	if rec := do("/files/upload/t"); rec.Code != http.StatusOK {
+		t.Errorf("upload after a slot was freed: %d %s", rec.Code, rec.Body)
+	}
+	release <- struct{}{}
+	<-done
+}
+
+// TestSlowBodyCut: a body that stops arriving is cut at the read deadline:
+// 408 REQUEST_BODY_TIMEOUT in the path's shape and the connection closed.
+func TestSlowBodyCut(t *testing.T) {
+	next := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := io.ReadAll(r.Body); err != nil {
+			// As the gateway's handlers do: report the read error.
+			fileErr := bodyStateFrom(r.Context())
+			if fileErr == nil || !fileErr.timedOut.Load() {
+				w.WriteHeader(http.StatusTeapot)
+				return
+			}
+			writeStatus(w, r, bodyTimeout(fileErr.timeout), http.StatusRequestTimeout)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	srv := httptest.NewServer(newBodyGuard(Options{BodyReadTimeout: 50 * time.Millisecond}, next))
+	defer srv.Close()
+	for _, path := range []string{"/files/upload/t", "/v1/invoke/s"} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Promise 100 bytes, send 3, then nothing.
+		fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"a", path)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = conn.Close()
+		if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "408") && !strings.Contains(string(b), "REQUEST_BODY_TIMEOUT") {
+			t.Errorf("%s: %d %s", path, resp.StatusCode, b)
+		}
 	}
 }

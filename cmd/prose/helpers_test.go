@@ -51,7 +51,17 @@ type testEnv struct {
 // newTestEnv starts the app on testServeConfig and creates an organization.
 func newTestEnv(t *testing.T) *testEnv {
 	t.Helper()
-	a, err := newApp(context.Background(), testServeConfig(t), slog.New(slog.DiscardHandler), io.Discard)
+	return newTestEnvWith(t, nil)
+}
+
+// newTestEnvWith is newTestEnv with a configuration changed by edit.
+func newTestEnvWith(t *testing.T, edit func(*serveConfig)) *testEnv {
+	t.Helper()
+	cfg := testServeConfig(t)
+	if edit != nil {
+		edit(&cfg)
+	}
+	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

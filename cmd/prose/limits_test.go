@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -321,4 +324,104 @@ func TestInvokeUnpublishedIsBadRequest(t *testing.T) {
 		t.Errorf("v1 body %v", got)
 	}
 	e.legacyErr(t, "POST", "/v2/runs", `{"name":"n","process_id":"`+id+`","agent_id":"`+e.init.workspaceID+`","stage":"Published"}`, e.init.APIKey, http.StatusBadRequest)
+}
+
+// slowRequest sends a request whose body promises more bytes than it sends
+// and stalls, and returns the response.
+func slowRequest(t *testing.T, addr, path string, header map[string]string) (int, http.Header, string) {
+	t.Helper()
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var hs strings.Builder
+	for k, v := range header {
+		hs.WriteString(k + ": " + v + "\r\n")
+	}
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\n%sContent-Length: 1000\r\n\r\n{\"a", path, hs.String())
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+// TestSlowBodyIsCut: a body that stops arriving is cut at the read deadline
+// with 408 in its path's shape (it used to hold the connection for as long
+// as the client liked).
+func TestSlowBodyIsCut(t *testing.T) {
+	e := newTestEnvWith(t, func(c *serveConfig) { c.bodyReadTimeout = 100 * time.Millisecond })
+	a := e.mkAutomation(t, "Greeter", greetCode, true)
+	addr := strings.TrimPrefix(e.srv.URL, "http://")
+	bearer := map[string]string{"Authorization": "Bearer " + e.init.APIKey, "Content-Type": "application/octet-stream"}
+	for _, c := range []struct {
+		path   string
+		header map[string]string
+		want   string
+	}{
+		{"/v1/invoke/" + a.publishedShare, map[string]string{"x-api-key": e.init.APIKey, "Content-Type": "application/json"}, `"statusCode":408`},
+		{"/v2/runs", map[string]string{"x-api-key": e.init.APIKey, "Content-Type": "application/json"}, `"status_code":408`},
+		{"/api/v1/organizations/" + e.init.orgID + "/files:upload?filename=a.bin", bearer, `"REQUEST_BODY_TIMEOUT"`},
+	} {
+		code, _, body := slowRequest(t, addr, c.path, c.header)
+		if code != http.StatusRequestTimeout || !strings.Contains(body, c.want) {
+			t.Errorf("%s: %d %s, want 408 with %s", c.path, code, body, c.want)
+		}
+	}
+}
+
+// TestUploadsInFlightBounded: with --max-uploads uploads being read, one
+// more is 503 UPLOADS_BUSY with Retry-After; once the first is done, uploads
+// are taken again.
+func TestUploadsInFlightBounded(t *testing.T) {
+	e := newTestEnvWith(t, func(c *serveConfig) { c.maxUploads = 1 })
+	addr := strings.TrimPrefix(e.srv.URL, "http://")
+	path := "/api/v1/organizations/" + e.init.orgID + "/files:upload?filename=a.bin"
+	// Hold the one slot: promise 10 bytes, send 5.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: text/plain\r\nContent-Length: 10\r\n\r\nhello", path, e.init.APIKey)
+	upload := func() (int, http.Header, []byte) {
+		return e.fileHTTP(t, "POST", path, "text/plain", []byte("x"), e.init.APIKey)
+	}
+	// Until the server has taken the held upload, others still pass.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, h, raw := upload()
+		if code == http.StatusServiceUnavailable {
+			if h.Get("Retry-After") == "" || httpReason(jsonMap(t, raw)) != "UPLOADS_BUSY" {
+				t.Errorf("busy: %v %s", h, raw)
+			}
+			break
+		}
+		if code != 200 || time.Now().After(deadline) {
+			t.Fatalf("upload while one is held: %d %s", code, raw)
+		}
+	}
+	// Other requests are not bounded by it.
+	e.api(t, "GET", "/api/v1/organizations/"+e.init.orgID+"/workspaces", "", 200)
+	// Finish the held upload; its slot frees.
+	fmt.Fprint(conn, "world")
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("held upload: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	// The slot is released as the held upload's handler returns, which may
+	// be just after its answer arrived.
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		code, _, raw := upload()
+		if code == 200 {
+			break
+		}
+		if code != http.StatusServiceUnavailable || time.Now().After(deadline) {
+			t.Fatalf("upload after the slot freed: %d %s", code, raw)
+		}
+	}
 }
