@@ -73,10 +73,13 @@ type Options struct {
 	// MaxUploadBytes bounds the bodies of the upload paths (IsUploadPath).
 	// 0: DefaultMaxUploadBytes; negative: no bound.
 	MaxUploadBytes int64
-	// MaxUploads bounds the uploads (IsUploadPath) in flight; one more is
-	// 503 UPLOADS_BUSY with Retry-After. 0: DefaultMaxUploads; negative: no
+	// MaxUploads bounds the uploads (IsUploadPath) in flight; one more
+	// waits up to UploadWait for a slot (its body unread), then is 503
+	// UPLOADS_BUSY with Retry-After. 0: DefaultMaxUploads; negative: no
 	// bound.
 	MaxUploads int
+	// UploadWait: 0 is DefaultUploadWait; negative: no wait.
+	UploadWait time.Duration
 	// BodyReadTimeout bounds the time to read a request body from its
 	// first byte; past it the request is 408 REQUEST_BODY_TIMEOUT and the
 	// connection closed. 0: DefaultBodyReadTimeout; negative: none.

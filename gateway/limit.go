@@ -28,6 +28,9 @@ const (
 	// DefaultMaxUploads bounds the uploads in flight (Options.MaxUploads):
 	// each holds its file in memory a few times over (~130 MB for 32 MiB).
 	DefaultMaxUploads = 8
+	// DefaultUploadWait is how long an upload waits for a slot when
+	// MaxUploads are in flight (Options.UploadWait).
+	DefaultUploadWait = 10 * time.Second
 	// DefaultBodyReadTimeout bounds the time to read a request body
 	// (Options.BodyReadTimeout): 32 MiB at about 300 KB/s.
 	DefaultBodyReadTimeout = 2 * time.Minute
@@ -106,12 +109,36 @@ func (b guardedBody) Read(p []byte) (int, error) {
 }
 
 // bodyGuard bounds request bodies: their size (413), the time to read them
-// (408), and the uploads in flight (503 with Retry-After). See Options.
+// (408, counted from when the body may be read), and the uploads in flight
+// (503 with Retry-After after waiting for a slot). See Options.
 type bodyGuard struct {
 	maxBody, maxUpload int64
 	readTimeout        time.Duration
 	uploads            chan struct{} // nil: no bound
+	uploadWait         time.Duration
 	next               http.Handler
+}
+
+// acquireUpload takes an upload slot, waiting up to uploadWait for one (the
+// body of a waiting upload is not read: it costs the server nothing).
+func (g *bodyGuard) acquireUpload(ctx context.Context) bool {
+	select {
+	case g.uploads <- struct{}{}:
+		return true
+	default:
+	}
+	if g.uploadWait <= 0 {
+		return false
+	}
+	t := time.NewTimer(g.uploadWait)
+	defer t.Stop()
+	select {
+	case g.uploads <- struct{}{}:
+		return true
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	return false
 }
 
 // uploadRetryAfter is the Retry-After (seconds) of a 503 for a full upload
@@ -134,10 +161,7 @@ func (g *bodyGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if upload && g.uploads != nil {
-		select {
-		case g.uploads <- struct{}{}:
-			defer func() { <-g.uploads }()
-		default:
+		if !g.acquireUpload(r.Context()) {
 			w.Header().Set("Retry-After", uploadRetryAfter)
 			st := withErrorInfo(&spb.Status{
 				Code:    int32(codes.Unavailable),
@@ -146,6 +170,7 @@ func (g *bodyGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeStatus(w, r, st, http.StatusServiceUnavailable)
 			return
 		}
+		defer func() { <-g.uploads }()
 	}
 	st := &bodyState{max: max, timeout: g.readTimeout}
 	rc := http.NewResponseController(w)
@@ -182,6 +207,7 @@ func newBodyGuard(opts Options, next http.Handler) http.Handler {
 		maxBody:     orDefault(opts.MaxBodyBytes, DefaultMaxBodyBytes),
 		maxUpload:   orDefault(opts.MaxUploadBytes, DefaultMaxUploadBytes),
 		readTimeout: orDefault(opts.BodyReadTimeout, DefaultBodyReadTimeout),
+		uploadWait:  orDefault(opts.UploadWait, DefaultUploadWait),
 		next:        next,
 	}
 	if n := orDefault(opts.MaxUploads, DefaultMaxUploads); n > 0 {

@@ -86,7 +86,7 @@ func TestUploadsInFlightBounded(t *testing.T) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusOK)
 	})
-	h := newBodyGuard(Options{MaxUploads: 2}, next)
+	h := newBodyGuard(Options{MaxUploads: 2, UploadWait: -1}, next)
 	do := func(path string) *httptest.ResponseRecorder {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, path, strings.NewReader("bytes")))

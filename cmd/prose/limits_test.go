@@ -377,7 +377,7 @@ func TestSlowBodyIsCut(t *testing.T) {
 // more is 503 UPLOADS_BUSY with Retry-After; once the first is done, uploads
 // are taken again.
 func TestUploadsInFlightBounded(t *testing.T) {
-	e := newTestEnvWith(t, func(c *serveConfig) { c.maxUploads = 1 })
+	e := newTestEnvWith(t, func(c *serveConfig) { c.maxUploads, c.uploadWait = 1, -1 })
 	addr := strings.TrimPrefix(e.srv.URL, "http://")
 	path := "/api/v1/organizations/" + e.init.orgID + "/files:upload?filename=a.bin"
 	// Hold the one slot: promise 10 bytes, send 5.

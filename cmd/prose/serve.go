@@ -52,6 +52,7 @@ type serveConfig struct {
 	// maxUploads bounds the file uploads in flight (0: gateway default);
 	// bodyReadTimeout the time to read a request body (0: gateway default).
 	maxUploads      int
+	uploadWait      time.Duration
 	bodyReadTimeout time.Duration
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
@@ -73,7 +74,8 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.DurationVar(&cfg.lease, "lease", 0, "how long a worker's lease on a run lasts without renewal (renewed every third); a run of a dead replica is taken over after it (default 30s)")
 	fs.IntVar(&cfg.workers, "workers", 0, "runs this replica executes at once (default: 4 per CPU on SQLite; 32 per CPU on PostgreSQL, where a run mostly waits for the database)")
 	fs.StringVar(&cfg.books, "books", "", `JSON file of workspace books to register at start: [{"workspace": "organizations/{o}/workspaces/{w}", "book": {…}}] (kept in memory by this process, over the books registered through the API, which are stored)`)
-	fs.IntVar(&cfg.maxUploads, "max-uploads", gateway.DefaultMaxUploads, "file uploads read at once (each holds its file in memory a few times over); one more is 503 with Retry-After; -1: no bound")
+	fs.IntVar(&cfg.maxUploads, "max-uploads", gateway.DefaultMaxUploads, "file uploads read at once (each holds its file in memory a few times over); more wait (--upload-wait), then 503 with Retry-After; -1: no bound")
+	fs.DurationVar(&cfg.uploadWait, "upload-wait", gateway.DefaultUploadWait, "how long an upload waits for a slot when --max-uploads are in flight (its body unread) before 503; -1ns: no wait")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
 	if err := fs.Parse(args); err != nil {
@@ -240,7 +242,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	a.closers = append(a.closers, inproc.Close)
 	mux, h, err := gateway.Mux(ctx, inproc.Conn(), gateway.Options{
-		OpenAPI: openapi.JSON, Logger: logger, MaxUploads: cfg.maxUploads, BodyReadTimeout: cfg.bodyReadTimeout,
+		OpenAPI: openapi.JSON, Logger: logger, MaxUploads: cfg.maxUploads, UploadWait: cfg.uploadWait,
+		BodyReadTimeout: cfg.bodyReadTimeout,
 	}, gateway.Handlers()...)
 	if err != nil {
 		a.Close()
