@@ -425,3 +425,40 @@ func TestUploadsInFlightBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestOrderByTitleAsAPersonReads: order_by=title puts "ops-east" before
+// "Sales Ops" (byte order put every capital first), over HTTP and gRPC,
+// page by page.
+func TestOrderByTitleAsAPersonReads(t *testing.T) {
+	e := newTestEnv(t) // its first workspace is "Ops"
+	for _, title := range []string{"Sales Ops", "ops-east", "apac", "Zeta"} {
+		e.api(t, "POST", "/api/v1/organizations/"+e.init.orgID+"/workspaces", `{"title":`+jsonStr(title)+`}`, 200)
+	}
+	want := []string{"apac", "Ops", "ops-east", "Sales Ops", "Zeta"}
+	var got []string
+	tok := ""
+	for {
+		m := e.api(t, "GET", "/api/v1/organizations/"+e.init.orgID+"/workspaces?order_by=title&page_size=2&page_token="+tok, "", 200)
+		for _, w := range m["workspaces"].([]any) {
+			got = append(got, fmt.Sprint(w.(map[string]any)["title"]))
+		}
+		if tok, _ = m["next_page_token"].(string); tok == "" {
+			break
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("HTTP order_by=title: %q, want %q", got, want)
+	}
+	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("authorization", "Bearer "+e.init.APIKey))
+	resp, err := platformv1.NewWorkspaceServiceClient(e.conn).ListWorkspaces(ctx, &platformv1.ListWorkspacesRequest{OrganizationId: e.init.orgID, OrderBy: "title desc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = got[:0]
+	for _, w := range resp.GetWorkspaces() {
+		got = append(got, w.GetTitle())
+	}
+	if fmt.Sprint(got) != "[Zeta Sales Ops ops-east Ops apac]" {
+		t.Errorf("gRPC order_by=title desc: %q", got)
+	}
+}
