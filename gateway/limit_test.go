@@ -150,6 +150,7 @@ func TestSlowBodyCut(t *testing.T) {
 			t.Fatal(err)
 		}
 		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
 		_ = conn.Close()
 		if resp.StatusCode != http.StatusRequestTimeout || !strings.Contains(string(b), "408") && !strings.Contains(string(b), "REQUEST_BODY_TIMEOUT") {
 			t.Errorf("%s: %d %s", path, resp.StatusCode, b)
