@@ -81,6 +81,7 @@ func valueBytes(v protoreflect.Value, fd protoreflect.FieldDescriptor) int {
 
 var (
 	titleLimit = fieldLimit{store.MaxTitleBytes, "a title", stringBytes}
+	textLimit  = fieldLimit{store.MaxTextBytes, "a description or reason", stringBytes}
 	codeLimit  = fieldLimit{store.MaxCodeBytes, "english_code", stringBytes}
 	inputLimit = fieldLimit{store.MaxInputBytes, "the inputs of a run", valueBytes}
 	eventLimit = fieldLimit{store.MaxEventBytes, "an event", valueBytes}
@@ -91,6 +92,8 @@ var (
 var limitsByName = map[protoreflect.Name]fieldLimit{
 	"title":        titleLimit,
 	"display_name": titleLimit,
+	"description":  textLimit,
+	"reason":       textLimit,
 	"english_code": codeLimit,
 }
 

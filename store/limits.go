@@ -8,6 +8,9 @@ const (
 	// MaxTitleBytes bounds a title or display name (workspaces,
 	// automations, API keys, v2 run names), in UTF-8 bytes.
 	MaxTitleBytes = 1024
+	// MaxTextBytes bounds a free text a request gives: a description (of an
+	// automation, a book, a procedure) or a pause reason.
+	MaxTextBytes = 64 << 10
 	// MaxCodeBytes bounds an automation's english_code.
 	MaxCodeBytes = 1 << 20
 	// MaxInputBytes bounds the inputs of one run (the protobuf size of

@@ -99,6 +99,16 @@ func TestLimitsOnWrite(t *testing.T) {
 			reason: "INVALID_CHARACTER", field: "automation.display_name",
 		},
 		{
+			name: "description too long", method: "POST", path: e.automationsPath(),
+			body: `{"display_name":"d","english_code":"the output x is 1\n","description":` + jsonStr(strings.Repeat("d", store.MaxTextBytes+1)) + `}`,
+			grpc: func() error {
+				_, err := ac.CreateAutomation(ctx, &platformv1.CreateAutomationRequest{OrganizationId: org, WorkspaceId: ws,
+					Automation: &platformv1.Automation{DisplayName: "d", EnglishCode: "the output x is 1\n", Description: strings.Repeat("d", store.MaxTextBytes+1)}})
+				return err
+			},
+			reason: "FIELD_TOO_LARGE", field: "automation.description",
+		},
+		{
 			name: "english_code too large", method: "POST", path: e.automationsPath(), body: `{"display_name":"big","english_code":` + jsonStr(bigCode) + `}`,
 			grpc: func() error {
 				_, err := ac.CreateAutomation(ctx, &platformv1.CreateAutomationRequest{OrganizationId: org, WorkspaceId: ws,
