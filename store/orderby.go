@@ -82,10 +82,12 @@ func ParseOrderBy(s string, allowed Ordering) (OrderBy, error) {
 	return out, nil
 }
 
-// TitleSortKey is the key order_by=title sorts on: the title with ASCII
-// letters lower-cased and every other byte kept, which is what lower() gives
-// on both backends (SQLite's, and PostgreSQL's under the "C" collation of
-// the title columns). Ties are broken by id.
+// TitleSortKey is the key order_by=title sorts on, stored beside the title
+// (workspaces.title_key) and compared byte by byte: the title with ASCII
+// letters lower-cased and every other byte kept, which is also what lower()
+// gives on both backends (SQLite's, and PostgreSQL's under the "C" collation
+// of the title columns; migration 00010 filled the column with it). Ties
+// are broken by id.
 func TitleSortKey(title string) string {
 	b := []byte(title)
 	for i, c := range b {

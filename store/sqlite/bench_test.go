@@ -24,10 +24,13 @@ func seedWorkspaces(tb testing.TB, s *sqlite.Store, org string, n int) {
 	}
 	start := storetest.Epoch.UnixMicro()
 	q := fmt.Sprintf(`WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-		INSERT INTO workspaces (organization_id, id, title, create_time, update_time)
-		SELECT ?, printf('w%%06d', i), printf('Workspace %%06d %%s', i, CASE i %% %d %s END), ? + i * 1000000, ? + i * 1000000 FROM n`,
+		INSERT INTO workspaces (organization_id, id, title, title_key, create_time, update_time)
+		SELECT ?, printf('w%%06d', i), printf('Workspace %%06d %%s', i, CASE i %% %d %s END), '', ? + i * 1000000, ? + i * 1000000 FROM n`,
 		len(words), strings.Join(words, " "))
 	if _, err := s.WriteDB().ExecContext(ctx, q, n-1, org, start, start); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := s.WriteDB().ExecContext(ctx, `UPDATE workspaces SET title_key = lower(title) WHERE organization_id = ?`, org); err != nil {
 		tb.Fatal(err)
 	}
 	if _, err := s.WriteDB().ExecContext(ctx, `ANALYZE`); err != nil {
@@ -72,7 +75,7 @@ func TestListWorkspacesUsesIndexes(t *testing.T) {
 	}{
 		{"", "workspaces_create_time"},
 		{"update_time", "workspaces_update_time"},
-		{"title desc", "workspaces_title"},
+		{"title desc", "workspaces_title_key"},
 	} {
 		ob, err := store.ParseOrderBy(tc.orderBy, store.WorkspaceOrdering)
 		if err != nil {
@@ -85,7 +88,9 @@ func TestListWorkspacesUsesIndexes(t *testing.T) {
 		}
 		req.PageToken = p.NextPageToken
 		plan := queryPlan(t, s, req)
-		if !strings.Contains(plan, "USING INDEX "+tc.index) || strings.Contains(plan, "TEMP B-TREE") {
+		// The page after the token is a range of the index, not a scan
+		// from its start.
+		if !strings.Contains(plan, "USING INDEX "+tc.index+" (organization_id=? AND (") || strings.Contains(plan, "TEMP B-TREE") {
 			t.Errorf("order_by %q: plan does not use %s in order:\n%s", tc.orderBy, tc.index, plan)
 		}
 	}

@@ -66,8 +66,8 @@ func (db *DB) CreateWorkspace(ctx context.Context, w store.Workspace) (store.Wor
 			}
 			creator = w.CreatorID
 		}
-		if _, err := c.exec(ctx, `INSERT INTO workspaces (organization_id, id, title, icon, icon_color, creator_id, create_time, update_time)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, w.OrganizationID, w.ID, w.Title, w.Icon, w.IconColor, creator, now, now); err != nil {
+		if _, err := c.exec(ctx, `INSERT INTO workspaces (organization_id, id, title, title_key, icon, icon_color, creator_id, create_time, update_time)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`, w.OrganizationID, w.ID, w.Title, store.TitleSortKey(w.Title), w.Icon, w.IconColor, creator, now, now); err != nil {
 			return db.mapErr(err, fmt.Sprintf("create workspace %q in organization %q", w.ID, w.OrganizationID))
 		}
 		if _, err := c.exec(ctx, `INSERT INTO workspace_preferences (organization_id, workspace_id, update_time) VALUES (?, ?, ?)`,
@@ -96,8 +96,8 @@ func (db *DB) UpdateWorkspace(ctx context.Context, w store.Workspace, mask []str
 	for _, p := range mask {
 		switch p {
 		case "title":
-			set += ", title = ?"
-			args = append(args, w.Title)
+			set += ", title = ?, title_key = ?"
+			args = append(args, w.Title, store.TitleSortKey(w.Title))
 		case "icon", "workspace_icon":
 			set += ", icon = ?"
 			args = append(args, w.Icon)
@@ -143,9 +143,9 @@ func (db *DB) DeleteWorkspace(ctx context.Context, org, id string) error {
 }
 
 var workspaceSort = map[string]sortCol{
-	// Titles sort as a person reads them: ASCII letters without case (the
-	// index workspaces_title_ci), then by id; TitleSortKey is the same in Go.
-	"title":       {Field: "title", Col: "lower(w.title)", Kind: keyText},
+	// Titles sort as a person reads them: ASCII letters without case, then
+	// by id (title_key is store.TitleSortKey(title), indexed).
+	"title":       {Field: "title", Col: "w.title_key", Kind: keyText},
 	"create_time": {Field: "create_time", Col: "w.create_time", Kind: keyTime},
 	"update_time": {Field: "update_time", Col: "w.update_time", Kind: keyTime},
 }
