@@ -80,9 +80,11 @@ type Options struct {
 	MaxUploads int
 	// UploadWait: 0 is DefaultUploadWait; negative: no wait.
 	UploadWait time.Duration
-	// BodyReadTimeout bounds the time to read a request body from its
-	// first byte; past it the request is 408 REQUEST_BODY_TIMEOUT and the
-	// connection closed. 0: DefaultBodyReadTimeout; negative: none.
+	// BodyReadTimeout bounds the time to read a request body, counted from
+	// when the gateway starts on the request (after its headers, and for an
+	// upload once it has a slot); past it the request is 408
+	// REQUEST_BODY_TIMEOUT and the connection closed. gRPC calls are not
+	// concerned. 0: DefaultBodyReadTimeout; negative: none.
 	BodyReadTimeout time.Duration
 }
 
