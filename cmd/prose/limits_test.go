@@ -472,3 +472,19 @@ func TestOrderByTitleAsAPersonReads(t *testing.T) {
 		t.Errorf("gRPC order_by=title desc: %q", got)
 	}
 }
+
+// TestUploadBodySizes: between the file limit (32 MiB) and the upload body
+// bound (40 MiB) an upload is 400 FILE_TOO_LARGE (it was 429: the gRPC
+// receive bound sat at 33 MiB); above the bound it is 413.
+func TestUploadBodySizes(t *testing.T) {
+	e := newTestEnv(t)
+	path := "/api/v1/organizations/" + e.init.orgID + "/files:upload?filename=big.bin"
+	code, _, raw := e.fileHTTP(t, "POST", path, "application/octet-stream", make([]byte, 36<<20), e.init.APIKey)
+	if m := jsonMap(t, raw); code != http.StatusBadRequest || httpReason(m) != "FILE_TOO_LARGE" {
+		t.Errorf("36 MiB: %d %.300s", code, raw)
+	}
+	code, _, raw = e.fileHTTP(t, "POST", path, "application/octet-stream", make([]byte, 41<<20), e.init.APIKey)
+	if m := jsonMap(t, raw); code != http.StatusRequestEntityTooLarge || httpReason(m) != "REQUEST_TOO_LARGE" {
+		t.Errorf("41 MiB: %d %.300s", code, raw)
+	}
+}
