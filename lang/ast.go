@@ -74,11 +74,13 @@ type callStmt struct {
 	args     *block // the where/with block, or nil
 	proc     *procDef
 	params   []param
+	hint     string // why the line is not the keyword form it starts like
 }
 
 type param struct {
 	slot int // the callee's fact
 	x    expr
+	soft bool // named by its own words: passed only when the caller has it
 }
 
 // procDef is a procedure defined with `to …`.

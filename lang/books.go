@@ -33,12 +33,20 @@ type Books interface {
 	Call(ctx context.Context, proc BookProcedure, inputs map[string]Value) (map[string]Value, error)
 }
 
-// bookCall matches a sentence against the books and calls the procedure,
-// or takes its result from the journal when the run already made the call.
-func (m *machine) bookCall(s *stmt, hasArgs bool) error {
+// bookMatch is a book procedure that matches a call's sentence.
+type bookMatch struct {
+	proc  BookProcedure
+	sig   []sigElem
+	outs  []string
+	binds []binding
+}
+
+// matchBook finds the first book procedure whose signature matches the
+// sentence of the statement's call.
+func (m *machine) matchBook(s *stmt) (bookMatch, bool) {
 	c := s.call
-	if m.opts.Books == nil {
-		return m.unknown(s)
+	if m.opts.Books == nil || c == nil {
+		return bookMatch{}, false
 	}
 	for _, proc := range m.opts.Books.Lookup(c.sentence) {
 		lx := &lexer{src: proc.Signature}
@@ -55,74 +63,88 @@ func (m *machine) bookCall(s *stmt, hasArgs bool) error {
 			continue
 		}
 		p := &parser{lx: &lexer{src: m.srcOf(s)}, syms: m.syms}
-		binds, ok := matchSignature(p, sig, c.toks)
-		if !ok {
-			continue
+		if binds, ok := matchSignature(p, sig, c.toks); ok {
+			return bookMatch{proc: proc, sig: sig, outs: outs, binds: binds}, true
 		}
-		inputs := map[string]Value{}
-		if hasArgs {
-			for slot, v := range m.cur.vals {
-				if slot == aboveSlot || v.k == kindUnset {
+	}
+	return bookMatch{}, false
+}
+
+// bookCall matches a sentence against the books and calls the procedure,
+// or takes its result from the journal when the run already made the call.
+func (m *machine) bookCall(s *stmt, hasArgs bool) error {
+	c := s.call
+	bm, ok := m.matchBook(s)
+	if !ok {
+		return m.unknown(s)
+	}
+	proc, sig, outs, binds := bm.proc, bm.sig, bm.outs, bm.binds
+	var err error
+	inputs := map[string]Value{}
+	if hasArgs {
+		for slot, v := range m.cur.vals {
+			if slot == aboveSlot || v.k == kindUnset {
+				continue
+			}
+			name := m.syms.name(slot)
+			if v.k == kindAlias {
+				if v, err = m.deref(v, name); err != nil {
 					continue
 				}
-				name := m.syms.name(slot)
-				if v.k == kindAlias {
-					if v, err = m.deref(v, name); err != nil {
-						continue
-					}
-				}
-				inputs[name] = clone(v)
 			}
+			inputs[name] = clone(v)
 		}
-		for _, b := range binds {
-			v, err := b.x.eval(m)
-			if err != nil {
-				return err
-			}
-			inputs[strings.Join(sig[b.elem].param, " ")] = clone(v)
-		}
-		outputs, err := m.callJournaled(proc, inputs, c.sentence)
+	}
+	for _, b := range binds {
+		v, err := b.x.eval(m)
 		if err != nil {
+			if b.soft && isMissing(err) {
+				continue
+			}
 			return err
 		}
-		var result Value
-		switch {
-		case len(outs) == 1:
-			result = outputs[outs[0]]
-			if !result.IsValid() && len(outputs) == 1 {
-				for _, v := range outputs {
-					result = v
-				}
-			}
-		case len(outputs) == 1 && len(outs) == 0:
+		inputs[strings.Join(sig[b.elem].param, " ")] = clone(v)
+	}
+	outputs, err := m.callJournaled(proc, inputs, c.sentence)
+	if err != nil {
+		return err
+	}
+	var result Value
+	switch {
+	case len(outs) == 1:
+		result = outputs[outs[0]]
+		if !result.IsValid() && len(outputs) == 1 {
 			for _, v := range outputs {
 				result = v
 			}
-		case len(outputs) > 0:
-			d := NewDictionary()
-			names := outs
-			if len(names) == 0 {
-				for k := range outputs {
-					names = append(names, k)
-				}
-				slices.Sort(names)
+		}
+	case len(outputs) == 1 && len(outs) == 0:
+		for _, v := range outputs {
+			result = v
+		}
+	case len(outputs) > 0:
+		d := NewDictionary()
+		names := outs
+		if len(names) == 0 {
+			for k := range outputs {
+				names = append(names, k)
 			}
-			for _, k := range names {
-				if v, ok := outputs[k]; ok && v.IsValid() {
-					d.SetText(k, v)
-				}
+			slices.Sort(names)
+		}
+		for _, k := range names {
+			if v, ok := outputs[k]; ok && v.IsValid() {
+				d.SetText(k, v)
 			}
-			result = DictValue(d)
 		}
-		if !result.IsValid() {
-			result = Null()
-		}
-		if hasArgs {
-			m.pop()
-		}
-		return m.deliver(result)
+		result = DictValue(d)
 	}
-	return m.unknown(s)
+	if !result.IsValid() {
+		result = Null()
+	}
+	if hasArgs {
+		m.pop()
+	}
+	return m.deliver(result)
 }
 
 // srcOf is the source text a statement's tokens point into.

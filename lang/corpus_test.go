@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +27,7 @@ type corpusCase struct {
 	Answers  json.RawMessage `json:"answers"`
 	Guidance []guidance      `json:"guidance"`
 	Now      string          `json:"now"`
+	Books    []caseBook      `json:"books"`
 	Expect   struct {
 		State     string          `json:"state"`
 		Outputs   json.RawMessage `json:"outputs"`
@@ -33,6 +35,44 @@ type corpusCase struct {
 		Exception *expectExc      `json:"exception"`
 		Error     *expectExc      `json:"error"`
 	} `json:"expect"`
+}
+
+// caseBook is a book procedure a case's run can call: it returns its
+// outputs, or with echo its inputs (by name).
+type caseBook struct {
+	Signature string          `json:"signature"`
+	Outputs   json.RawMessage `json:"outputs"`
+	Echo      bool            `json:"echo"`
+}
+
+// corpusBooks are the books of a case.
+type corpusBooks struct {
+	t     *testing.T
+	procs []caseBook
+}
+
+func (b *corpusBooks) Lookup(string) []lang.BookProcedure {
+	out := make([]lang.BookProcedure, len(b.procs))
+	for i, p := range b.procs {
+		out[i] = lang.BookProcedure{Book: "case", Name: strconv.Itoa(i), Signature: p.Signature}
+	}
+	return out
+}
+
+func (b *corpusBooks) Call(_ context.Context, proc lang.BookProcedure, in map[string]lang.Value) (map[string]lang.Value, error) {
+	i, _ := strconv.Atoi(proc.Name)
+	if b.procs[i].Echo {
+		return in, nil
+	}
+	return mustObject(b.t, b.procs[i].Outputs), nil
+}
+
+func caseOptions(t *testing.T, c *corpusCase) lang.Options {
+	opts := lang.Options{Clock: caseClock(t, c)}
+	if len(c.Books) > 0 {
+		opts.Books = &corpusBooks{t: t, procs: c.Books}
+	}
+	return opts
 }
 
 type guidance struct {
@@ -99,7 +139,7 @@ func runSuspending(t *testing.T, c *corpusCase) outcome {
 		}
 		return o
 	}
-	opts := lang.Options{Clock: caseClock(t, c)}
+	opts := caseOptions(t, c)
 	answers := map[string]lang.Value{}
 	for k, v := range mustObject(t, c.Answers) {
 		answers[lang.FactName(k)] = v
@@ -167,7 +207,8 @@ func runWithAnswers(t *testing.T, c *corpusCase) outcome {
 	if err != nil {
 		return outcome{state: "failed"}
 	}
-	opts := lang.Options{Clock: caseClock(t, c), Answers: mustObject(t, c.Answers)}
+	opts := caseOptions(t, c)
+	opts.Answers = mustObject(t, c.Answers)
 	res := lang.Start(context.Background(), prog, mustObject(t, c.Inputs), opts)
 	return toOutcome(res, res.Log)
 }

@@ -65,17 +65,29 @@ func (m *machine) exec(f *frame, s *stmt) error {
 		}
 		m.cur.set(aboveSlot, v)
 	case opImagine:
+		if s.call != nil && m.callable(s) {
+			return m.call(f, s)
+		}
 		v := DictValue(NewDictionary())
 		if err := m.assign(s.target, v); err != nil {
 			return err
 		}
 		m.cur.set(aboveSlot, v)
 	case opGet, opFind:
-		if s.op == opFind {
+		if s.op == opFind || s.call != nil {
 			m.noAnswers = true
 		}
 		v, err := s.x.eval(m)
 		m.noAnswers = false
+		if err != nil && s.call != nil && isMissing(err) {
+			// no fact of that name: a procedure of the sentence, else the question
+			if m.callable(s) {
+				return m.call(f, s)
+			}
+			if s.op == opGet && m.answers != nil {
+				v, err = s.x.eval(m)
+			}
+		}
 		if err != nil {
 			var r *raise
 			if s.op == opFind && errors.As(err, &r) && r.group == GroupMissingValues {
@@ -187,6 +199,9 @@ func (m *machine) exec(f *frame, s *stmt) error {
 			return &raise{group: GroupMissingValues, msg: "Please review the following facts: " + strings.Join(failed, "; "), failed: failed}
 		}
 	case opSay:
+		if s.call != nil && m.callable(s) {
+			return m.call(f, s)
+		}
 		v, err := s.x.eval(m)
 		if err != nil {
 			return err
@@ -209,6 +224,11 @@ func (m *machine) exec(f *frame, s *stmt) error {
 	}
 	f.pc++
 	return nil
+}
+
+func isMissing(err error) bool {
+	var r *raise
+	return errors.As(err, &r) && r.group == GroupMissingValues
 }
 
 // arith runs add/subtract/multiply/divide.
@@ -416,6 +436,9 @@ func (m *machine) invoke(s *stmt, hasArgs bool) error {
 	for _, p := range c.params {
 		v, err := p.x.eval(m)
 		if err != nil {
+			if p.soft && isMissing(err) {
+				continue
+			}
 			return err
 		}
 		callee.set(p.slot, clone(v))
@@ -462,5 +485,22 @@ func (m *machine) deliver(v Value) error {
 }
 
 func (m *machine) unknown(s *stmt) error {
-	return &raise{group: GroupUserSystemError, msg: "I don't know how to " + s.call.sentence}
+	msg := "I don't know how to " + s.call.sentence
+	if s.call.hint != "" {
+		msg += " (" + s.call.hint + ")"
+	}
+	return &raise{group: GroupUserSystemError, msg: msg}
+}
+
+// callable reports whether a keyword statement's sentence is also a
+// procedure or book procedure call (see altCall).
+func (m *machine) callable(s *stmt) bool {
+	if s.call == nil {
+		return false
+	}
+	if s.call.proc != nil {
+		return true
+	}
+	_, ok := m.matchBook(s)
+	return ok
 }

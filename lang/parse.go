@@ -3,6 +3,8 @@ package lang
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -206,23 +208,37 @@ func (p *parser) stmt(l *srcLine) (*stmt, error) {
 	case first.is("ensure") || first.is("check") && len(toks) > 1 && toks[1].is("that"):
 		err = p.ensureStmt(s, l)
 	case first.is("ask"):
+		s.op = opAsk
 		err = p.askStmt(s, l)
 	case first.is("the"):
 		err = p.assignStmt(s, l)
 	default:
 		var handled bool
-		handled, err = p.simpleStmt(s, toks)
+		kt := toks
+		if n := len(kt); (first.is("get") || first.is("find")) && n > 1 && (kt[n-1].is("with") || kt[n-1].is("where")) {
+			kt = kt[:n-1] // `get the new id with` and a block of inputs
+		}
+		handled, err = p.simpleStmt(s, kt)
 		if handled && err == nil {
-			err = p.noBlock(l)
+			if s.op == opGet || s.op == opFind {
+				// get/find read a fact if there is one, else call a
+				// procedure of that sentence (a block gives it inputs).
+				err = p.altCall(s, l)
+			} else if err = p.noBlock(l); err == nil && s.op != opCall && yields(first) {
+				err = p.altCall(s, l)
+			}
 		}
 		if err == nil && !handled {
 			err = p.callStmt(s, l)
 		}
-		if err != nil && (first.is("add") || first.is("subtract") || first.is("multiply") || first.is("divide") || first.is("remove")) {
-			// A sentence that is not the keyword form may still be a procedure call.
-			*s = stmt{span: l.span, text: p.text(l.span)}
-			err = p.callStmt(s, l)
+		if err != nil && handled {
+			// A sentence that starts with a keyword but has not that
+			// keyword's form is a procedure call.
+			err = p.keywordCall(s, l, err)
 		}
+	}
+	if err != nil && s.op == opAsk {
+		err = p.keywordCall(s, l, err)
 	}
 	if err != nil {
 		return nil, err
@@ -257,6 +273,10 @@ func (p *parser) simpleStmt(s *stmt, toks []token) (bool, error) {
 	case "use":
 		s.op = opAlias
 		if s.x, err = q.expr(); err == nil {
+			if q.done() {
+				s.op = opGet // `use the document`: reads it, like get
+				break
+			}
 			if err = q.want("as"); err == nil {
 				s.target, err = q.target()
 			}
@@ -568,20 +588,68 @@ func (p *parser) askStmt(s *stmt, l *srcLine) error {
 }
 
 func (p *parser) callStmt(s *stmt, l *srcLine) error {
+	c, err := p.buildCall(l)
+	if err != nil {
+		return err
+	}
 	s.op = opCall
+	s.call = c
+	p.calls = append(p.calls, s)
+	return nil
+}
+
+// yields reports whether a keyword statement is an undocumented synonym
+// (`print`, `log`, `write` for say; `create a`, `make a` for imagine) that
+// gives way to a procedure or book procedure of the same sentence.
+func yields(first token) bool {
+	switch first.text {
+	case "print", "log", "write", "create", "make":
+		return true
+	}
+	return false
+}
+
+// altCall gives a keyword statement the call it also reads as: the
+// procedure (or, at run time, the book procedure) that matches its sentence.
+func (p *parser) altCall(s *stmt, l *srcLine) error {
+	c, err := p.buildCall(l)
+	if err != nil {
+		return err
+	}
+	s.call = c
+	p.calls = append(p.calls, s)
+	return nil
+}
+
+// keywordCall reads a line that starts with a keyword but does not have the
+// keyword's form as a procedure call; the keyword's complaint is kept for
+// the message when no procedure matches.
+func (p *parser) keywordCall(s *stmt, l *srcLine, kwErr error) error {
+	*s = stmt{span: l.span, text: p.text(l.span)}
+	if err := p.callStmt(s, l); err != nil {
+		return kwErr
+	}
+	var se *SyntaxError
+	if errors.As(kwErr, &se) {
+		s.call.hint = fmt.Sprintf("as %s statement: %s", article(l.toks[0].text), se.Msg)
+	}
+	return nil
+}
+
+func (p *parser) buildCall(l *srcLine) (*callStmt, error) {
 	toks := l.toks
 	c := &callStmt{}
 	n := len(toks)
 	if n > 1 && (toks[n-1].is("where") || toks[n-1].is("with")) {
 		toks = toks[:n-1]
 		if err := p.needBlock(l); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if len(l.children) > 0 {
 		args, err := p.block(l.children, false)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		c.args = args
 	}
@@ -598,9 +666,7 @@ func (p *parser) callStmt(s *stmt, l *srcLine) error {
 	}
 	c.toks = toks
 	c.sentence = p.text(Span{toks[0].span.Start, toks[len(toks)-1].span.End})
-	s.call = c
-	p.calls = append(p.calls, s)
-	return nil
+	return c, nil
 }
 
 func (p *parser) procDef(l *srcLine) error {
@@ -641,10 +707,14 @@ func (p *parser) resolveCalls() error {
 			if binds, ok := matchSignature(p, proc.sig, c.toks); ok {
 				c.proc = proc
 				for _, b := range binds {
-					c.params = append(c.params, param{slot: proc.sig[b.elem].slot, x: b.x})
+					c.params = append(c.params, param{slot: proc.sig[b.elem].slot, x: b.x, soft: b.soft})
 				}
 				break
 			}
+		}
+		if c.proc != nil && (s.op == opSay || s.op == opImagine) {
+			// a synonym gives way to the procedure of its sentence
+			s.op = opCall
 		}
 	}
 	return nil
@@ -674,4 +744,12 @@ func pluralNames(item string) []string {
 	}
 	addp(last + "s")
 	return out
+}
+
+// article is a keyword with its indefinite article, quoted: "an 'ask'".
+func article(word string) string {
+	if strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an '" + word + "'"
+	}
+	return "a '" + word + "'"
 }

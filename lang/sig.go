@@ -74,6 +74,7 @@ func checkSig(sig []sigElem) error {
 type binding struct {
 	elem int
 	x    expr
+	soft bool // the input named by its own words: passed only if the caller has it
 }
 
 // matchSignature matches a call's words against a signature. An input is
@@ -109,8 +110,21 @@ func matchSignature(p *parser, sig []sigElem, toks []token) ([]binding, bool) {
 						break
 					}
 				}
-				if same && rec(si+1, ti+1+n) {
-					return true
+				if same {
+					// `the machine` for `a machine` passes the caller's fact
+					// of that name, when it has one
+					var x expr
+					if t.is("the") {
+						name := strings.Join(e.param, " ")
+						x = &refExpr{slot: p.syms.slot(name), name: name, display: "the " + name, span: Span{t.span.Start, toks[ti+n].span.End}}
+						binds = append(binds, binding{elem: si, x: x, soft: true})
+					}
+					if rec(si+1, ti+1+n) {
+						return true
+					}
+					if x != nil {
+						binds = binds[:len(binds)-1]
+					}
 				}
 			}
 		}
