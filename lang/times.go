@@ -23,13 +23,11 @@ func (d Date) time() time.Time {
 // String writes the date as YYYY-MM-DD.
 func (d Date) String() string { return fmt.Sprintf("%04d-%02d-%02d", d.Year, d.Month, d.Day) }
 
-// String writes the time of day as HH:MM:SS (with a fraction when it has one).
+// String writes the time of day as HH:MM:SS, the form of LANGUAGE.md:
+// a fraction of a second is kept in the value (comparisons and arithmetic
+// use it) but not written.
 func (t TimeOfDay) String() string {
-	s := fmt.Sprintf("%02d:%02d:%02d", t.Hour, t.Minute, t.Second)
-	if t.Nanos != 0 {
-		s += strings.TrimRight(fmt.Sprintf(".%09d", t.Nanos), "0")
-	}
-	return s
+	return fmt.Sprintf("%02d:%02d:%02d", t.Hour, t.Minute, t.Second)
 }
 
 // parseDate reads YYYY-MM-DD (or the date part of an RFC 3339 datetime).
