@@ -54,6 +54,11 @@ type stmt struct {
 	choices []expr // ask
 
 	call *callStmt
+
+	// out: the statement sets a fact named `the output…` (outSlot); run
+	// at the top level, it makes that fact an output of the run.
+	out     bool
+	outSlot int
 }
 
 type branch struct {

@@ -48,7 +48,7 @@ func (t token) is(word string) bool { return t.kind == tWord && t.text == word }
 // srcLine is one non-blank line of the program.
 type srcLine struct {
 	num      int
-	indent   int
+	indent   string // the spaces and tabs before the first token
 	span     Span // first non-space byte to last non-space byte before any comment
 	toks     []token
 	children []*srcLine
@@ -104,7 +104,7 @@ func (lx *lexer) lines() ([]*srcLine, error) {
 		}
 		pos = end + 1
 	}
-	root, rest, err := lx.block(flat, 0)
+	root, rest, err := lx.block(flat, "")
 	if err != nil {
 		return nil, err
 	}
@@ -116,8 +116,10 @@ func (lx *lexer) lines() ([]*srcLine, error) {
 }
 
 // block reads consecutive lines at one indentation; deeper lines become the
-// children of the line before them.
-func (lx *lexer) block(ls []*srcLine, indent int) ([]*srcLine, []*srcLine, error) {
+// children of the line before them. A deeper block's indentation starts with
+// its parent's; a tab is one level like any run of spaces, but the lines of a
+// block must indent with the same characters.
+func (lx *lexer) block(ls []*srcLine, indent string) ([]*srcLine, []*srcLine, error) {
 	var out []*srcLine
 	for len(ls) > 0 {
 		l := ls[0]
@@ -125,7 +127,7 @@ func (lx *lexer) block(ls []*srcLine, indent int) ([]*srcLine, []*srcLine, error
 		case l.indent == indent:
 			out = append(out, l)
 			ls = ls[1:]
-		case l.indent > indent:
+		case len(l.indent) > len(indent) && strings.HasPrefix(l.indent, indent):
 			if len(out) == 0 {
 				return nil, nil, lx.errAt(l.span.Start, l.span.End, "unexpected indentation")
 			}
@@ -135,14 +137,36 @@ func (lx *lexer) block(ls []*srcLine, indent int) ([]*srcLine, []*srcLine, error
 			}
 			out[len(out)-1].children = kids
 			ls = rest
-			if len(ls) > 0 && ls[0].indent > indent {
+			if len(ls) > 0 && ls[0].indent != indent && strings.HasPrefix(ls[0].indent, indent) {
 				return nil, nil, lx.errAt(ls[0].span.Start, ls[0].span.End, "this line's indentation matches no block around it")
 			}
-		default:
+		case strings.HasPrefix(indent, l.indent):
 			return out, ls, nil
+		default:
+			return nil, nil, lx.errAt(l.span.Start-len(l.indent), l.span.Start, "this line indents with %s where its block indents with %s (a block must not mix tabs and spaces)", describeIndent(l.indent), describeIndent(indent))
 		}
 	}
 	return out, nil, nil
+}
+
+// describeIndent names the characters of an indentation.
+func describeIndent(s string) string {
+	tabs := strings.Count(s, "\t")
+	spaces := len(s) - tabs
+	switch {
+	case tabs == 0:
+		return plural(spaces, "space")
+	case spaces == 0:
+		return plural(tabs, "tab")
+	}
+	return plural(tabs, "tab") + " and " + plural(spaces, "space")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // line tokenizes src[start:end]; it returns nil for a blank or comment line.
@@ -153,23 +177,12 @@ func (lx *lexer) line(start, end, num int) (*srcLine, error) {
 	}
 	i := start
 	for i < end && (src[i] == ' ' || src[i] == '\t') {
-		if src[i] == '\t' {
-			// a tab in indentation is an error, unless the line is blank or a comment
-			j := i
-			for j < end && (src[j] == ' ' || src[j] == '\t') {
-				j++
-			}
-			if j < end && src[j] != '#' {
-				return nil, lx.errAt(i, i+1, "a tab in indentation (indent with spaces only)")
-			}
-			return nil, nil
-		}
 		i++
 	}
 	if i == end || src[i] == '#' {
 		return nil, nil
 	}
-	ln := &srcLine{num: num, indent: i - start}
+	ln := &srcLine{num: num, indent: src[start:i]}
 	ln.span.Start = i
 	last := i
 	for i < end {

@@ -243,7 +243,24 @@ func (p *parser) stmt(l *srcLine) (*stmt, error) {
 	if err != nil {
 		return nil, err
 	}
+	markOutput(s)
 	return s, nil
+}
+
+// markOutput notes whether the statement sets an output fact.
+func markOutput(s *stmt) {
+	t := s.target
+	if s.call != nil && s.call.as != nil && (t == nil || s.op == opCall) {
+		t = s.call.as
+	}
+	if t != nil && isOutputName(t.name) {
+		s.out, s.outSlot = true, t.slot
+	}
+}
+
+// isOutputName reports whether a fact name (without "the") names an output.
+func isOutputName(name string) bool {
+	return name == "output" || strings.HasPrefix(name, "output ")
 }
 
 // simpleStmt parses the one-line keyword forms; handled is false when the

@@ -235,6 +235,7 @@ type machine struct {
 	noAnswers  bool
 	steps      int
 	depth      int
+	outs       []int // the output facts a top-level statement set, by slot
 }
 
 func newMachine(ctx context.Context, prog *Program, opts Options) *machine {
@@ -486,26 +487,53 @@ func (m *machine) run() (res *Result) {
 		if m.steps&1023 == 0 && m.ctx.Err() != nil {
 			return m.pause()
 		}
-		if err := m.exec(f, f.blk.stmts[f.pc]); err != nil {
+		s := f.blk.stmts[f.pc]
+		if err := m.exec(f, s); err != nil {
 			if errors.Is(err, errStop) {
 				break
 			}
 			return m.suspend(err)
 		}
+		if s.out && m.topLevel(top) {
+			m.defineOutput(s.outSlot)
+		}
 	}
 	return &Result{Status: Completed, Outputs: m.outputs(), Log: m.log}
 }
 
+// topLevel reports whether the frame at index i runs statements of the top
+// level of the program: the program's own block, or replacement code given
+// for a top-level statement.
+func (m *machine) topLevel(i int) bool {
+	for ; i > 0; i-- {
+		f := &m.frames[i]
+		if f.kind != fBlock || f.src < 0 || f.src >= len(m.patches) || f.blk != m.patches[f.src].top {
+			return false
+		}
+	}
+	return i == 0
+}
+
+// defineOutput records that a top-level statement set an output fact.
+func (m *machine) defineOutput(slot int) {
+	for _, s := range m.outs {
+		if s == slot {
+			return
+		}
+	}
+	m.outs = append(m.outs, slot)
+}
+
+// outputs are the facts named `the output…` that a top-level statement
+// set, with their values as they stand.
 func (m *machine) outputs() map[string]Value {
 	out := map[string]Value{}
-	for slot, v := range m.top.vals {
+	for _, slot := range m.outs {
+		v := m.top.get(slot)
 		if v.k == kindUnset {
 			continue
 		}
 		name := m.syms.name(slot)
-		if name != "output" && !strings.HasPrefix(name, "output ") {
-			continue
-		}
 		if v.k == kindAlias {
 			var err error
 			if v, err = m.deref(v, name); err != nil {

@@ -196,7 +196,7 @@ func TestResumeRejects(t *testing.T) {
 		"garbage":            {src, []byte("{not json"), lang.Resolution{}, "damaged run state"},
 		"empty":              {src, nil, lang.Resolution{}, "damaged run state"},
 		"other program":      {"get the y\n", res.State, lang.Resolution{}, "another program"},
-		"version":            {src, []byte(strings.Replace(string(res.State), `"v":1`, `"v":99`, 1)), lang.Resolution{}, "version 99"},
+		"version":            {src, []byte(strings.Replace(string(res.State), `"v":2`, `"v":99`, 1)), lang.Resolution{}, "version 99"},
 		"bad replacement":    {src, res.State, lang.Resolution{Kind: lang.ReplaceStep, Code: "the x is \"open"}, "not closed"},
 		"bad fact name":      {src, res.State, lang.Resolution{Kind: lang.ProvideValues, Values: map[string]lang.Value{"+": lang.Int(1)}}, "not a fact name"},
 		"no values":          {src, res.State, lang.Resolution{Kind: lang.ProvideValues}, "no values"},
@@ -304,3 +304,28 @@ func TestProgramSharedByRuns(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestVersion1StateKeepsItsOutputs: a state written before outputs were
+// top-level only (version 1, no list of defined outputs) resumes with every
+// output fact of the top scope as an output, as it would have then.
+func TestVersion1StateKeepsItsOutputs(t *testing.T) {
+	src := "if true then\n  the output is 1\nget the x\nthe output y is the x\n"
+	res := lang.Start(context.Background(), parse(t, src), nil, lang.Options{})
+	if res.Status != lang.Suspended || len(res.Outputs) != 0 {
+		t.Fatalf("%v %v", res.Status, plain(t, res.Outputs))
+	}
+	provide := lang.Resolution{Kind: lang.ProvideValues, Values: map[string]lang.Value{"x": lang.Int(3)}}
+	for _, tc := range []struct{ from, to, want string }{
+		{`"v":2`, `"v":2`, `{"output y":3}`},
+		{`"v":2`, `"v":1`, `{"output":1,"output y":3}`},
+	} {
+		state := []byte(strings.Replace(string(res.State), tc.from, tc.to, 1))
+		r, err := lang.Resume(context.Background(), parse(t, src), state, provide, lang.Options{})
+		if err != nil || r.Status != lang.Completed {
+			t.Fatalf("%s: %v %v", tc.to, err, r)
+		}
+		if got := plain(t, r.Outputs); got != tc.want {
+			t.Errorf("%s: outputs %s, want %s", tc.to, got, tc.want)
+		}
+	}
+}

@@ -11,7 +11,9 @@ import (
 
 // stateVersion is the version of the serialised state. A state of another
 // version is refused rather than misread.
-const stateVersion = 1
+// Version 2 added Outputs; a version 1 state counts every output fact of
+// the top level as defined (the rule before outputs were top-level only).
+const stateVersion = 2
 
 type stateJSON struct {
 	V         int           `json:"v"`
@@ -24,6 +26,7 @@ type stateJSON struct {
 	Journal   []journalJSON `json:"journal,omitempty"`
 	Cursor    int           `json:"cursor"`
 	Patches   []string      `json:"patches,omitempty"`
+	Outputs   []string      `json:"outputs,omitempty"`
 	Exception *excJSON      `json:"exception,omitempty"`
 }
 
@@ -105,6 +108,9 @@ func (m *machine) encode(exc *Exception) ([]byte, error) {
 	st.Program = m.prog.hash
 	st.Names = append([]string(nil), m.syms.names...)
 	st.Cursor = m.cursor
+	for _, slot := range m.outs {
+		st.Outputs = append(st.Outputs, m.syms.name(slot))
+	}
 	for _, p := range m.patches {
 		st.Patches = append(st.Patches, p.code)
 	}
@@ -266,7 +272,7 @@ func (m *machine) decode(data []byte) (err error) {
 	if err := json.Unmarshal(data, &st); err != nil {
 		return fmt.Errorf("damaged run state: %w", err)
 	}
-	if st.V != stateVersion {
+	if st.V != stateVersion && st.V != 1 {
 		return fmt.Errorf("run state version %d is not supported (this interpreter reads version %d)", st.V, stateVersion)
 	}
 	if st.Program != m.prog.hash {
@@ -342,6 +348,16 @@ func (m *machine) decode(data []byte) (err error) {
 		return errors.New("damaged run state: no top scope")
 	}
 	m.top = d.scopes[st.Top]
+	for _, n := range st.Outputs {
+		m.defineOutput(m.syms.slot(n))
+	}
+	if st.V == 1 {
+		for slot, v := range m.top.vals {
+			if v.k != kindUnset && isOutputName(m.syms.name(slot)) {
+				m.defineOutput(slot)
+			}
+		}
+	}
 	if len(st.Frames) == 0 {
 		return errors.New("damaged run state: no frames")
 	}

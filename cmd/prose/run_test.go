@@ -64,7 +64,7 @@ func TestRunCommand(t *testing.T) {
 			stdout: `"outputs":{"output":"yes"}`,
 		},
 		{
-			name: "syntax error", src: "if true then\n\tthe output is 1\n",
+			name: "syntax error", src: "if true then\n  the a is 1\n\tthe output is 1\n",
 			args: []string{"--json"}, code: 1,
 			stdout: `"state":"failed"`,
 		},
