@@ -49,7 +49,7 @@ func (t token) is(word string) bool { return t.kind == tWord && t.text == word }
 type srcLine struct {
 	num      int
 	indent   string // the spaces and tabs before the first token
-	span     Span // first non-space byte to last non-space byte before any comment
+	span     Span   // first non-space byte to last non-space byte before any comment
 	toks     []token
 	children []*srcLine
 }
