@@ -40,6 +40,7 @@ type stmt struct {
 	x      expr     // the main expression
 	list   []expr   // the items of `the Xs are A, B, C`
 	plural bool     // `are` (a list)
+	bare   bool     // a noun phrase alone, read like get
 
 	branches []branch // if
 

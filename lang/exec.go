@@ -101,6 +101,11 @@ func (m *machine) exec(f *frame, s *stmt) error {
 				return err
 			}
 		}
+		if ref, ok := s.x.(*refExpr); ok && s.bare && f.kind == fArgs && len(ref.fields) == 0 && ref.name != "above" {
+			// `the resume` alone in an argument block passes the fact
+			// under its own name
+			m.cur.set(ref.slot, clone(v))
+		}
 		m.cur.set(aboveSlot, v)
 	case opAsk:
 		q, err := s.x.eval(m)

@@ -238,6 +238,13 @@ func (q *ep) cmp() (expr, error) {
 		case w.is("in"):
 			q.next()
 			c.op = cmpIn
+		case (w.is("started") || w.is("ended")) && q.at(1).is("by"):
+			// `is started by "Jen"`: starts with
+			q.i += 2
+			c.op = cmpStarts
+			if w.is("ended") {
+				c.op = cmpEnds
+			}
 		default:
 			c.op = cmpEq
 		}

@@ -364,7 +364,19 @@ func (p *parser) assignStmt(s *stmt, l *srcLine) error {
 	case verb.is("is") || verb.is("are") || verb.is("was") || verb.is("were") || verb.kind == tOp && verb.text == "=":
 		q.next()
 	default:
-		return q.errHere("expected 'is' or 'are' after %s", s.target.display)
+		// A noun phrase alone (`the document`, `the first line in the
+		// document`) reads it, like get.
+		errVerb := q.errHere("expected 'is' or 'are' after %s", s.target.display)
+		bq := p.ep(l.toks)
+		x, err := bq.expr()
+		if err != nil || !bq.done() {
+			return errVerb
+		}
+		if _, isCmp := x.(*cmpExpr); isCmp {
+			return errVerb
+		}
+		s.op, s.x, s.target, s.bare = opGet, x, nil, true
+		return nil
 	}
 	s.plural = verb.is("are") || verb.is("were")
 	for {
