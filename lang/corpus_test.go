@@ -83,9 +83,10 @@ type guidance struct {
 }
 
 type expectExc struct {
-	Group         string `json:"group"`
-	Message       string `json:"message"`
-	MessagePrefix string `json:"message_prefix"`
+	Group         string          `json:"group"`
+	Message       string          `json:"message"`
+	MessagePrefix string          `json:"message_prefix"`
+	Choices       json.RawMessage `json:"choices"`
 	Location      *struct {
 		Start int `json:"start_byte"`
 		End   int `json:"end_byte"`
@@ -290,6 +291,15 @@ func checkOutcome(t *testing.T, c *corpusCase, got outcome) {
 			t.Fatalf("no exception, want %+v", w)
 		}
 		checkExc(t, string(e.Group), e.Message, e.Span, w)
+		if len(w.Choices) > 0 {
+			b, err := lang.EncodePlainMap(map[string]lang.Value{"c": lang.ListValue(e.Choices...)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok, _ := plainEqual(t, map[string]lang.Value{"c": lang.ListValue(e.Choices...)}, []byte(`{"c":`+string(w.Choices)+`}`)); !ok {
+				t.Errorf("choices %s, want %s", b, w.Choices)
+			}
+		}
 	}
 	if w := exp.Error; w != nil {
 		checkExc(t, "", got.errMsg, got.errSpan, w)

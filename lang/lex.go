@@ -201,8 +201,11 @@ func (lx *lexer) line(start, end, num int) (*srcLine, error) {
 			}
 			ln.toks = append(ln.toks, token{kind: tStr, text: s, raw: src[i:j], span: Span{i, j}})
 			i = j
-		case c >= '0' && c <= '9':
-			j := i
+		case c >= '0' && c <= '9' || (c == '$' || c == 0xE2 || c == 0xC2) && currencyAt(src, i, end) > 0:
+			// `$120.20` is the number 120.20: a currency sign before a
+			// number is read and dropped (there is no money kind)
+			numStart := i + currencyAt(src, i, end)
+			j := numStart
 			for j < end && src[j] >= '0' && src[j] <= '9' {
 				j++
 			}
@@ -215,7 +218,7 @@ func (lx *lexer) line(start, end, num int) (*srcLine, error) {
 			if j < end && isWordByte(src, j) {
 				return nil, lx.errAt(i, j+1, "a number must not run into a word (write a space between them)")
 			}
-			ln.toks = append(ln.toks, token{kind: tNum, text: src[i:j], raw: src[i:j], span: Span{i, j}})
+			ln.toks = append(ln.toks, token{kind: tNum, text: src[numStart:j], raw: src[i:j], span: Span{i, j}})
 			i = j
 		case c == '\'' || strings.HasPrefix(src[i:end], "’"):
 			w := 1
@@ -268,6 +271,20 @@ func (lx *lexer) line(start, end, num int) (*srcLine, error) {
 		return nil, nil
 	}
 	return ln, nil
+}
+
+// currencyAt is the length of a currency sign ($ € £) at src[i] that a
+// digit follows, else 0.
+func currencyAt(src string, i, end int) int {
+	for _, sign := range []string{"$", "€", "£"} {
+		if strings.HasPrefix(src[i:end], sign) {
+			if k := i + len(sign); k < end && src[k] >= '0' && src[k] <= '9' {
+				return len(sign)
+			}
+			return 0
+		}
+	}
+	return 0
 }
 
 func isWordByte(src string, i int) bool {

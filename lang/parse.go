@@ -581,6 +581,18 @@ func (p *parser) askStmt(s *stmt, l *srcLine) error {
 	if s.x, err = q.expr(); err != nil {
 		return err
 	}
+	// one line: `ask "Approve?" the choices are "yes", "no"` (also after
+	// a comma or `with`)
+	if q.isOp(",") || q.peek().is("with") || q.peek().is("where") {
+		if q.at(1).is("the") {
+			q.next()
+		}
+	}
+	if q.peek().is("the") {
+		if err := p.choices(s, q); err != nil {
+			return err
+		}
+	}
 	if err := q.end(); err != nil {
 		return err
 	}
@@ -589,31 +601,39 @@ func (p *parser) askStmt(s *stmt, l *srcLine) error {
 			return p.errAt(c.children[0].span, "unexpected indentation")
 		}
 		cq := p.ep(c.toks)
-		t, err := cq.target()
-		if err != nil || t.name != "choices" && t.name != "options" || len(t.fields) > 0 {
-			return p.errAt(c.span, "the block of 'ask' may only set 'the choices are …'")
-		}
-		if !cq.peek().is("are") && !cq.peek().is("is") {
-			return cq.errHere("expected 'are' after the choices")
-		}
-		cq.next()
-		for {
-			x, err := cq.expr()
-			if err != nil {
-				return err
-			}
-			s.choices = append(s.choices, x)
-			if cq.peek().kind == tOp && cq.peek().text == "," || cq.peek().is("or") {
-				cq.next()
-				continue
-			}
-			break
+		if err := p.choices(s, cq); err != nil {
+			return err
 		}
 		if err := cq.end(); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// choices reads `the choices are A, B or C` into an ask statement.
+func (p *parser) choices(s *stmt, q *ep) error {
+	start := q.peek().span
+	t, err := q.target()
+	if err != nil || t.name != "choices" && t.name != "options" || len(t.fields) > 0 {
+		return p.errAt(start, "the block of 'ask' may only set 'the choices are …'")
+	}
+	if !q.peek().is("are") && !q.peek().is("is") {
+		return q.errHere("expected 'are' after the choices")
+	}
+	q.next()
+	for {
+		x, err := q.additive() // a value: `or` separates choices
+		if err != nil {
+			return err
+		}
+		s.choices = append(s.choices, x)
+		if q.isOp(",") || q.peek().is("or") {
+			q.next()
+			continue
+		}
+		return nil
+	}
 }
 
 func (p *parser) callStmt(s *stmt, l *srcLine) error {
