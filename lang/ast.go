@@ -22,6 +22,8 @@ const (
 	opRemove                     // remove E from T
 	opCall                       // a procedure call
 	opReturn                     // return E
+	opStartRun                   // start a run where … (the procedure and its inputs)
+	opWaitRuns                   // wait for the runs
 )
 
 // block is a sequence of statements. Blocks are numbered per source (the
@@ -81,6 +83,7 @@ type callStmt struct {
 	proc     *procDef
 	params   []param
 	hint     string // why the line is not the keyword form it starts like
+	run      bool   // the call of a started run (its block's procedure is no input)
 }
 
 type param struct {

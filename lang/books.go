@@ -87,6 +87,9 @@ func (m *machine) bookCall(s *stmt, hasArgs bool) error {
 				continue
 			}
 			name := m.syms.name(slot)
+			if c.run && name == "procedure" {
+				continue // what a started run runs, not its input
+			}
 			if v.k == kindAlias {
 				if v, err = m.deref(v, name); err != nil {
 					continue

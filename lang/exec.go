@@ -222,6 +222,11 @@ func (m *machine) exec(f *frame, s *stmt) error {
 		return m.remove(f, s)
 	case opReturn:
 		return m.ret(s)
+	case opStartRun:
+		m.push(frame{kind: fArgs, src: f.src, blk: s.body, sc: &scope{parent: m.cur}, origin: f.origin})
+		return nil
+	case opWaitRuns:
+		return m.waitRuns(f)
 	case opCall:
 		return m.call(f, s)
 	default:
@@ -401,6 +406,9 @@ func (m *machine) finishFrame() error {
 		m.pop()
 	case fArgs:
 		caller := &m.frames[len(m.frames)-2]
+		if s := caller.blk.stmts[caller.pc]; s.op == opStartRun {
+			return m.startRun(s)
+		}
 		return m.invoke(caller.blk.stmts[caller.pc], true)
 	case fBody:
 		v := f.sc.get(m.syms.slot("result"))
@@ -479,6 +487,9 @@ func (m *machine) copyArgs(callee *scope) {
 func (m *machine) deliver(v Value) error {
 	f := &m.frames[len(m.frames)-1]
 	s := f.blk.stmts[f.pc]
+	if s.op == opStartRun {
+		return m.finishRun(f, v)
+	}
 	m.cur.set(aboveSlot, v)
 	if s.call != nil && s.call.as != nil {
 		if err := m.assign(s.call.as, clone(v)); err != nil {

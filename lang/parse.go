@@ -207,6 +207,14 @@ func (p *parser) stmt(l *srcLine) (*stmt, error) {
 		err = p.validateStmt(s, l)
 	case first.is("ensure") || first.is("check") && len(toks) > 1 && toks[1].is("that"):
 		err = p.ensureStmt(s, l)
+	case isStartRun(toks):
+		s.op = opStartRun
+		if err = p.needBlock(l); err == nil {
+			s.body, err = p.block(l.children, false)
+		}
+	case isWaitRuns(toks):
+		s.op = opWaitRuns
+		err = p.noBlock(l)
 	case first.is("ask"):
 		s.op = opAsk
 		err = p.askStmt(s, l)
@@ -801,4 +809,40 @@ func article(word string) string {
 		return "an '" + word + "'"
 	}
 	return "a '" + word + "'"
+}
+
+// isStartRun: `start a run where` (or `with`), or `start a new run where`.
+func isStartRun(toks []token) bool {
+	words := []string{"start", "a", "run"}
+	if len(toks) == 5 && toks[2].is("new") {
+		toks = append(toks[:2:2], toks[3:]...)
+	}
+	if len(toks) != 4 || !(toks[3].is("where") || toks[3].is("with")) {
+		return false
+	}
+	for i, w := range words {
+		if !toks[i].is(w) {
+			return false
+		}
+	}
+	return true
+}
+
+// isWaitRuns: `wait for the runs`, `wait for all the runs`, `wait for all
+// runs`, optionally followed by `to finish` or `to complete`.
+func isWaitRuns(toks []token) bool {
+	var ws []string
+	for _, t := range toks {
+		if t.kind != tWord {
+			return false
+		}
+		ws = append(ws, t.text)
+	}
+	s := strings.Join(ws, " ")
+	s = strings.TrimSuffix(strings.TrimSuffix(s, " to finish"), " to complete")
+	switch s {
+	case "wait for the runs", "wait for all the runs", "wait for all runs", "wait for the runs to end":
+		return true
+	}
+	return false
 }

@@ -381,10 +381,10 @@ func (m *machine) decode(data []byte) (err error) {
 		if i > 0 {
 			// frames above others stand on their caller's statement
 			c := &m.frames[i-1]
-			if (f.kind == fArgs || f.kind == fBody) && (c.pc >= len(c.blk.stmts) || c.blk.stmts[c.pc].op != opCall) {
+			if (f.kind == fArgs || f.kind == fBody) && (c.pc >= len(c.blk.stmts) || !callsAt(c.blk.stmts[c.pc])) {
 				return errors.New("damaged run state: a call frame without its call")
 			}
-			if f.kind == fArgs && c.blk.stmts[c.pc].call.args != f.blk {
+			if f.kind == fArgs && !argsOf(c.blk.stmts[c.pc], f.blk) {
 				return errors.New("damaged run state: argument block")
 			}
 		} else if f.kind != fBlock {
@@ -572,4 +572,18 @@ func (d *decoder) val(x valJSON) (Value, error) {
 		return d.heap[x.I], nil
 	}
 	return bad()
+}
+
+// callsAt reports whether a statement may stand below a call frame: a call,
+// a keyword statement that called a procedure of its sentence, a started run.
+func callsAt(s *stmt) bool {
+	return s.op == opCall || s.call != nil || s.op == opStartRun
+}
+
+// argsOf reports whether b is the argument block of the statement.
+func argsOf(s *stmt, b *block) bool {
+	if s.op == opStartRun {
+		return s.body == b
+	}
+	return s.call != nil && s.call.args == b
 }
