@@ -27,11 +27,20 @@ type refExpr struct {
 	fields  []string // field keys, in order
 	display string   // "the invoice's total"
 	span    Span
+	derive  *derivation // `the last line`: read when the fact has no value
 }
 
 func (e *refExpr) sp() Span { return e.span }
 
 func (e *refExpr) eval(m *machine) (Value, error) {
+	if e.derive != nil && !m.has(e.slot) {
+		if v, ok, err := m.derived(e.derive, e.span); ok {
+			if err != nil || len(e.fields) == 0 {
+				return v, err
+			}
+			return e.walk(m, v, len(e.fields))
+		}
+	}
 	v, err := m.read(e.slot, e.name)
 	if err != nil || len(e.fields) == 0 {
 		return v, err
@@ -49,6 +58,22 @@ func (e *refExpr) walk(m *machine, v Value, n int) (Value, error) {
 			d := v.AsDictionary()
 			if j, ok := d.findField(key); ok {
 				v, found = d.vals[j], true
+			} else if x, ok, err := ordinalField(v, key); ok {
+				if err != nil {
+					return Value{}, err
+				}
+				v, found = x, true
+			}
+		case KindText:
+			if x, ok := textPart(v.s, key); ok {
+				v, found = x, true
+			} else if x, ok, err := ordinalField(v, key); ok {
+				if err != nil {
+					return Value{}, err
+				}
+				v, found = x, true
+			} else {
+				return Value{}, userErr("Could not read %q of %s: it is %s", key, e.prefix(i), v.k.article())
 			}
 		case KindNull:
 		case KindTable:

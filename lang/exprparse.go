@@ -425,7 +425,7 @@ func (q *ep) fieldKey() (string, Span, error) {
 }
 
 func (r *refExpr) withField(key string, end int) *refExpr {
-	n := &refExpr{slot: r.slot, name: r.name, fields: append(append([]string(nil), r.fields...), key), span: Span{r.span.Start, end}}
+	n := &refExpr{slot: r.slot, name: r.name, fields: append(append([]string(nil), r.fields...), key), span: Span{r.span.Start, end}, derive: r.derive}
 	n.display = r.display + "'s " + fieldDisplay(key)
 	return n
 }
@@ -625,9 +625,10 @@ func (q *ep) the() (expr, error) {
 	}
 	words, sp := q.nameWords()
 	name := strings.Join(words, " ")
-	ref := &refExpr{slot: q.p.syms.slot(name), name: name, display: "the " + name, span: Span{t.span.Start, sp.End}}
-	if q.peek().is("of") && q.at(1).is("the") {
-		// `the total of the invoice` is the invoice's total.
+	ref := &refExpr{slot: q.p.syms.slot(name), name: name, display: "the " + name, span: Span{t.span.Start, sp.End}, derive: deriveName(q.p.syms, words)}
+	if (q.peek().is("of") || q.peek().is("in")) && q.at(1).is("the") {
+		// `the total of the invoice` is the invoice's total; so is
+		// `the first line in the document` the document's first line.
 		q.next()
 		q.depth++
 		defer func() { q.depth-- }()
