@@ -53,6 +53,12 @@ func (e *refExpr) walk(m *machine, v Value, n int) (Value, error) {
 	for i := 0; i < n; i++ {
 		key := e.fields[i]
 		found := false
+		if i == 0 && v.k != KindDictionary && v.k != KindNull {
+			if p, ok := m.property(e, key); ok {
+				v = p
+				continue
+			}
+		}
 		switch v.k {
 		case KindDictionary:
 			d := v.AsDictionary()
@@ -72,7 +78,7 @@ func (e *refExpr) walk(m *machine, v Value, n int) (Value, error) {
 					return Value{}, err
 				}
 				v, found = x, true
-			} else {
+			} else if i > 0 {
 				return Value{}, userErr("Could not read %q of %s: it is %s", key, e.prefix(i), v.k.article())
 			}
 		case KindNull:
@@ -92,7 +98,10 @@ func (e *refExpr) walk(m *machine, v Value, n int) (Value, error) {
 				v, found = Text(f.URL), true
 			}
 		default:
-			return Value{}, userErr("Could not read %q of %s: it is %s", key, e.prefix(i), v.k.article())
+			if i > 0 {
+				return Value{}, userErr("Could not read %q of %s: it is %s", key, e.prefix(i), v.k.article())
+			}
+			// a property of a fact whose value is no dictionary, not set yet
 		}
 		if !found {
 			var err error

@@ -364,6 +364,31 @@ func (m *machine) holder(slot int, local bool) (*scope, int) {
 	return s, slot
 }
 
+// propSlot is the fact that holds the properties of the fact in slot when
+// its value is no dictionary: `the first field's format` beside the value
+// of `the first field`. Its name cannot be written in a program.
+func (m *machine) propSlot(slot int) int {
+	return m.syms.slot(m.syms.name(slot) + " 's")
+}
+
+// property reads a property kept beside the value of a fact.
+func (m *machine) property(e *refExpr, key string) (Value, bool) {
+	slot, ok := m.syms.lookup(e.name + " 's")
+	if !ok {
+		return Value{}, false
+	}
+	for s := m.cur; s != nil; s = s.parent {
+		if v := s.get(slot); v.k == KindDictionary {
+			d := v.AsDictionary()
+			if j, ok := d.findField(key); ok {
+				return d.vals[j], true
+			}
+			return Value{}, false
+		}
+	}
+	return Value{}, false
+}
+
 // missingField handles a field that is not there: answered up front, or a
 // missing value for `the invoice's total`.
 func (m *machine) fieldMissing(e *refExpr, i int) (Value, error) {
@@ -403,6 +428,16 @@ func (m *machine) setPath(ref *refExpr, n int, v Value, local bool) error {
 	if base.k == kindUnset || base.k == KindNull {
 		base = DictValue(NewDictionary())
 		s.set(slot, base)
+	}
+	if base.k != KindDictionary {
+		// a fact with a value that is no dictionary keeps its properties
+		// beside the value
+		ps := s.get(m.propSlot(slot))
+		if ps.k != KindDictionary {
+			ps = DictValue(NewDictionary())
+			s.set(m.propSlot(slot), ps)
+		}
+		base = ps
 	}
 	for i := 0; i < n; i++ {
 		if base.k != KindDictionary {
