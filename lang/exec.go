@@ -44,15 +44,16 @@ func (m *machine) exec(f *frame, s *stmt) error {
 		m.cur.set(aboveSlot, v)
 	case opAlias:
 		if ref, ok := s.x.(*refExpr); ok && len(ref.fields) == 0 && ref.name != "above" {
-			if _, err := ref.eval(m); err != nil {
+			v, err := ref.eval(m)
+			if err != nil {
 				return err
 			}
 			hs, hslot := m.holder(ref.slot, false)
 			if len(s.target.fields) == 0 {
-				if hs == m.cur && hslot == s.target.slot {
-					break // use the X as the X
+				if hs != m.cur || hslot != s.target.slot { // not `use the X as the X`
+					m.cur.set(s.target.slot, Value{k: kindAlias, i: int64(hslot), p: hs})
 				}
-				m.cur.set(s.target.slot, Value{k: kindAlias, i: int64(hslot), p: hs})
+				m.cur.set(aboveSlot, v)
 				break
 			}
 		}

@@ -321,6 +321,14 @@ func (p *parser) simpleStmt(s *stmt, toks []token) (bool, error) {
 		}
 		name := strings.Join(words, " ")
 		s.target = &refExpr{slot: p.syms.slot(name), name: name, display: "the " + name, span: Span{art.span.Start, sp.End}}
+	case "convert":
+		// `convert "2024-03-01" to a datetime [as the Y]`: the result is the above
+		q.i = 0
+		s.op = opGet
+		if s.x, err = q.expr(); err == nil && q.peek().is("as") {
+			q.next()
+			s.target, err = q.target()
+		}
 	case "get", "find":
 		s.op = opGet
 		if first.text == "find" {
