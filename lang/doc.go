@@ -3,7 +3,8 @@
 // sets, files) and an interpreter whose state can be suspended to bytes and
 // resumed anywhere.
 //
-// The contract is LANGUAGE.md; testdata/cases holds the language's cases.
+// The contract is LANGUAGE.md, extended by this package's README.md (the
+// project's language reference); testdata/cases holds the language's cases.
 //
 // A run engine uses it like this:
 //
