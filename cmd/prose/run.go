@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/lang"
 )
 
@@ -162,7 +163,8 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 
 	var log []string
-	opts := lang.Options{}
+	// The built-in books (the standard book) answer book calls.
+	opts := lang.Options{Books: books.NewRegistry().ForWorkspace(books.Workspace{})}
 	if !fl.json {
 		opts.Say = func(line string) { fmt.Fprintln(stdout, line) }
 	}

@@ -81,6 +81,16 @@ func TestRunCommand(t *testing.T) {
 			name: "human, not a terminal", src: "get the x\n",
 			code: 3, stderr: "awaiting guidance (missing_values): Please provide the x\n  at line 1, column 1: get the x",
 		},
+		{
+			name: "the standard book: get the new id calls it", src: "get the new id\nthe output is the length of the above\ncount the words of \"a b c\"\nthe output words is the above\n",
+			args: []string{"--json"}, code: 0,
+			stdout: `"outputs":{"output":36,"output words":3}`,
+		},
+		{
+			name: "a fact before the book", src: "the new id is \"mine\"\nget the new id\nthe output is the above\n",
+			args: []string{"--json"}, code: 0,
+			stdout: `"outputs":{"output":"mine"}`,
+		},
 		{name: "bad inputs", src: "stop\n", args: []string{"--inputs", "[1]"}, code: 2, stderr: "--inputs"},
 		{name: "bad answers", src: "stop\n", args: []string{"--answers", "{"}, code: 2, stderr: "--answers"},
 		{name: "unknown flag", src: "stop\n", args: []string{"--nope"}, code: 2, stderr: "unknown flag"},
