@@ -821,6 +821,9 @@ func article(word string) string {
 
 // isStartRun: `start a run where` (or `with`), or `start a new run where`.
 func isStartRun(toks []token) bool {
+	if len(toks) < 4 || !toks[0].is("start") {
+		return false
+	}
 	words := []string{"start", "a", "run"}
 	if len(toks) == 5 && toks[2].is("new") {
 		toks = append(toks[:2:2], toks[3:]...)
@@ -839,6 +842,9 @@ func isStartRun(toks []token) bool {
 // isWaitRuns: `wait for the runs`, `wait for all the runs`, `wait for all
 // runs`, optionally followed by `to finish` or `to complete`.
 func isWaitRuns(toks []token) bool {
+	if len(toks) < 4 || !toks[0].is("wait") || !toks[1].is("for") {
+		return false
+	}
 	var ws []string
 	for _, t := range toks {
 		if t.kind != tWord {
