@@ -591,7 +591,7 @@ func (q *ep) typeName() (string, error) {
 func (q *ep) the() (expr, error) {
 	t := q.next()
 	w := q.peek()
-	if w.kind != tWord {
+	if w.kind != tWord || w.is("the") {
 		return nil, q.errHere("expected a name after 'the'")
 	}
 	if fn, ok := aggregates[w.text]; ok && q.at(1).is("of") {
