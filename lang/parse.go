@@ -261,6 +261,9 @@ func markOutput(s *stmt) {
 	if s.call != nil && s.call.as != nil && (t == nil || s.op == opCall) {
 		t = s.call.as
 	}
+	if r, ok := s.x.(*refExpr); ok && t == nil && (s.op == opGet || s.op == opFind) {
+		t = r // `get the output total`: the value it obtains defines it
+	}
 	if t != nil && isOutputName(t.name) {
 		s.out, s.outSlot = true, t.slot
 	}
