@@ -48,6 +48,21 @@ func (m *machine) matchBook(s *stmt) (bookMatch, bool) {
 	if m.opts.Books == nil || c == nil {
 		return bookMatch{}, false
 	}
+	// A run's books do not change while it runs: a sentence is looked up
+	// once (a `print` in a loop does not ask the books again and again).
+	if bm, ok := m.bookMatches[c]; ok {
+		return bm, bm.sig != nil
+	}
+	bm, ok := m.lookupBook(s)
+	if m.bookMatches == nil {
+		m.bookMatches = map[*callStmt]bookMatch{}
+	}
+	m.bookMatches[c] = bm
+	return bm, ok
+}
+
+func (m *machine) lookupBook(s *stmt) (bookMatch, bool) {
+	c := s.call
 	for _, proc := range m.opts.Books.Lookup(c.sentence) {
 		lx := &lexer{src: proc.Signature}
 		ln, err := lx.line(0, len(proc.Signature), 1)

@@ -236,6 +236,8 @@ type machine struct {
 	steps      int
 	depth      int
 	outs       []int // the output facts a top-level statement set, by slot
+	// bookMatches caches the book procedure (or none) of each call sentence
+	bookMatches map[*callStmt]bookMatch
 }
 
 func newMachine(ctx context.Context, prog *Program, opts Options) *machine {

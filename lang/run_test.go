@@ -329,3 +329,29 @@ func TestVersion1StateKeepsItsOutputs(t *testing.T) {
 		}
 	}
 }
+
+// lookupCounter counts the book lookups of a run.
+type lookupCounter struct {
+	fakeBooks
+	lookups int
+}
+
+func (b *lookupCounter) Lookup(sentence string) []lang.BookProcedure {
+	b.lookups++
+	return b.procs
+}
+
+// TestBookLookupOncePerSentence: a synonym such as `print` asks the books
+// whether a procedure has its sentence; in a loop it asks once, not on
+// every pass, and still writes the log when none has.
+func TestBookLookupOncePerSentence(t *testing.T) {
+	books := &lookupCounter{fakeBooks: fakeBooks{t: t, procs: []lang.BookProcedure{emailProc}}}
+	src := "process each n in the ns as follows\n  print the n\n"
+	res := lang.Start(context.Background(), parse(t, src), map[string]lang.Value{"ns": lang.ListValue(lang.Int(1), lang.Int(2), lang.Int(3))}, lang.Options{Books: books})
+	if res.Status != lang.Completed || strings.Join(res.Log, ",") != "1,2,3" {
+		t.Fatalf("%v %q", res.Status, res.Log)
+	}
+	if books.lookups != 1 {
+		t.Errorf("%d lookups, want 1", books.lookups)
+	}
+}
