@@ -38,11 +38,12 @@ type corpusCase struct {
 }
 
 // caseBook is a book procedure a case's run can call: it returns its
-// outputs, or with echo its inputs (by name).
+// outputs, or with echo its inputs (by name), or fails with error.
 type caseBook struct {
 	Signature string          `json:"signature"`
 	Outputs   json.RawMessage `json:"outputs"`
 	Echo      bool            `json:"echo"`
+	Error     string          `json:"error"`
 }
 
 // corpusBooks are the books of a case.
@@ -61,6 +62,9 @@ func (b *corpusBooks) Lookup(string) []lang.BookProcedure {
 
 func (b *corpusBooks) Call(_ context.Context, proc lang.BookProcedure, in map[string]lang.Value) (map[string]lang.Value, error) {
 	i, _ := strconv.Atoi(proc.Name)
+	if b.procs[i].Error != "" {
+		return nil, errors.New(b.procs[i].Error)
+	}
 	if b.procs[i].Echo {
 		return in, nil
 	}

@@ -75,15 +75,18 @@ func (m *machine) startRun(s *stmt) error {
 		return err
 	}
 	l := runs.AsList()
-	if n := len(l.Items); n > 0 && runStatus(l.Items[n-1]) == "running" {
-		l.Items[n-1] = DictValue(rec) // a start that failed before: this is its retry
-	} else {
-		l.Items = append(l.Items, DictValue(rec))
-	}
+	l.Items = append(l.Items, DictValue(rec))
 	if call.call.proc != nil {
-		return m.invoke(call, true)
+		err = m.invoke(call, true)
+	} else {
+		err = m.bookCall(call, true)
 	}
-	return m.bookCall(call, true)
+	if err != nil {
+		// the run did not start (its inputs or the book failed): no record,
+		// so that a retry or a skip leaves none behind
+		l.Items = l.Items[:len(l.Items)-1]
+	}
+	return err
 }
 
 // runsList is the list fact `the runs` of a scope, made when there is none.
