@@ -155,7 +155,30 @@ func (m *machine) encode(exc *Exception) ([]byte, error) {
 		}
 		st.Heap = append(st.Heap, e.container(e.hq[len(st.Heap)]))
 	}
-	return json.Marshal(st)
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > m.lim.MaxStateBytes {
+		return nil, &stateTooLarge{size: int64(len(b)), limit: int64(m.lim.MaxStateBytes)}
+	}
+	return b, nil
+}
+
+// stateTooLarge is the error of a state over Limits.MaxStateBytes.
+type stateTooLarge struct{ size, limit int64 }
+
+func (e *stateTooLarge) Error() string {
+	return fmt.Sprintf("Could not save the run: its state would be %s, more than the run's limit of %s", formatBytes(e.size), formatBytes(e.limit))
+}
+
+// encodeFailure describes a state that could not be encoded.
+func encodeFailure(err error) string {
+	var big *stateTooLarge
+	if errors.As(err, &big) {
+		return big.Error()
+	}
+	return "Internal error: " + err.Error()
 }
 
 func sortedKeys(m map[string]Value) []string {
@@ -421,6 +444,7 @@ func (m *machine) decode(data []byte) (err error) {
 			return errors.New("damaged run state: journal")
 		}
 		m.journal = append(m.journal, j)
+		m.journalBytes += journalSize(j)
 	}
 	if st.Cursor < 0 || st.Cursor > len(m.journal) {
 		return errors.New("damaged run state: journal cursor")
