@@ -220,3 +220,31 @@ func TestYield(t *testing.T) {
 		t.Errorf("n = %s, want 1000000 (a yield lost or repeated statements)", n)
 	}
 }
+
+// TestBudgetAcrossYields: a run given up for a turn goes on with what is
+// left of its step budget; guidance gives a fresh one.
+func TestBudgetAcrossYields(t *testing.T) {
+	prog := parse(t, nested)
+	opts := lang.Options{Limits: lang.Limits{MaxSteps: 10_000}, Yield: func() bool { return true }}
+	res := lang.Start(context.Background(), prog, nil, opts)
+	stops := 0
+	for res.Status == lang.Stopped {
+		stops++
+		var err error
+		if res, err = lang.Resume(context.Background(), prog, res.State, lang.Resolution{}, opts); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Yield is asked every 1,024 statements: nine stops, then the limit.
+	if res.Status != lang.Suspended || !strings.Contains(res.Exception.Message, "step limit of 10,000") || stops != 9 {
+		t.Fatalf("%v after %d stops (%+v), want the step limit after 9", res.Status, stops, res.Exception)
+	}
+	// Retry: a fresh budget of 10,000 statements, again in ten turns.
+	res, err := lang.Resume(context.Background(), prog, res.State, lang.Resolution{Kind: lang.Retry}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != lang.Stopped {
+		t.Fatalf("after retry: %v %+v, want a stop for a turn", res.Status, res.Exception)
+	}
+}

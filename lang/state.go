@@ -25,6 +25,16 @@ type stateJSON struct {
 	Cursor    int           `json:"cursor"`
 	Patches   []string      `json:"patches,omitempty"`
 	Exception *excJSON      `json:"exception,omitempty"`
+	// Used is the step and time budget this execution used (see Limits):
+	// a run continued from a state without an exception (stopped, given up
+	// for a turn, recovered from a checkpoint) goes on with what is left of
+	// it; guidance for an exception gives a fresh budget.
+	Used *usedJSON `json:"used,omitempty"`
+}
+
+type usedJSON struct {
+	Steps int64 `json:"steps"`
+	Nanos int64 `json:"nanos"`
 }
 
 type excJSON struct {
@@ -111,6 +121,7 @@ func (m *machine) encode(exc *Exception) ([]byte, error) {
 	if exc != nil {
 		st.Exception = &excJSON{Group: exc.Group, Message: exc.Message, Span: exc.Span, Fact: exc.Fact}
 	}
+	st.Used = &usedJSON{Steps: m.steps, Nanos: int64(time.Since(m.started))}
 	st.Top = e.scope(m.top)
 	for i := range m.frames {
 		f := &m.frames[i]
@@ -450,6 +461,10 @@ func (m *machine) decode(data []byte) (err error) {
 		return errors.New("damaged run state: journal cursor")
 	}
 	m.cursor = st.Cursor
+	if st.Exception == nil && st.Used != nil && st.Used.Steps >= 0 && st.Used.Nanos >= 0 {
+		m.steps = st.Used.Steps
+		m.started = time.Now().Add(-time.Duration(st.Used.Nanos))
+	}
 	return nil
 }
 

@@ -381,6 +381,18 @@ func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil t
 	return out, nil
 }
 
+// HasPendingRuns reports whether runs wait in the queue (one lookup in the
+// index runs_pending). The engine asks it when every worker is busy, to
+// decide whether long runs should give their workers up for a turn.
+func (db *DB) HasPendingRuns(ctx context.Context) (bool, error) {
+	var one int
+	err := db.reader().queryRow(ctx, `SELECT 1 FROM runs WHERE state = 'pending' LIMIT 1`).Scan(&one)
+	if isNoRows(err) {
+		return false, nil
+	}
+	return err == nil, db.mapErr(err, "look for pending runs")
+}
+
 // RenewLeases implements store.Runs.
 func (db *DB) RenewLeases(ctx context.Context, owner string, ids []string, leaseUntil time.Time) (map[string]store.RunState, error) {
 	out := map[string]store.RunState{}
