@@ -242,8 +242,10 @@ func (m *machine) arith(f *frame, s *stmt) error {
 	if err != nil {
 		return err
 	}
-	if err := m.arithOK(s, t, x); err != nil {
-		return err
+	if t.k != KindNumber || x.k != KindNumber {
+		if err := m.arithOK(s, t, x); err != nil {
+			return err
+		}
 	}
 	var v Value
 	var r *raise

@@ -117,8 +117,10 @@ func (e *binExpr) eval(m *machine) (Value, error) {
 	if err != nil {
 		return b, err
 	}
-	if err := m.growthOK(e.op, a, b); err != nil {
-		return Value{}, err
+	if a.k != KindNumber || b.k != KindNumber {
+		if err := m.growthOK(e.op, a, b); err != nil {
+			return Value{}, err
+		}
 	}
 	var v Value
 	var r *raise
