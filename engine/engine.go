@@ -107,6 +107,10 @@ type Engine struct {
 	// is busy and runs wait in the queue (see fairLoop).
 	busy      atomic.Int64
 	contended atomic.Bool
+	// lastYield is when a run last gave its worker up (UnixNano): claims
+	// are fair (store.FairClaimer) for a while after, see claim.
+	lastYield atomic.Int64
+	fair      store.FairClaimer
 
 	notifyMu     sync.Mutex
 	notifyWanted bool // an announce came since the last Notify began
@@ -210,6 +214,7 @@ func New(st store.Store, opts Options) *Engine {
 		e.finisher = bf
 		e.singleWriter = bf.SingleWriter()
 	}
+	e.fair, _ = st.(store.FairClaimer)
 	if bc, ok := st.(batchCreator); ok {
 		e.creator = bc
 		e.singleWriter = e.singleWriter || bc.SingleWriter()
@@ -336,7 +341,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 			free = e.opts.ClaimBatch
 		}
 		now := e.opts.Clock()
-		runs, err := e.st.ClaimRuns(ctx, e.opts.Owner, free, now.Add(e.opts.LeaseDuration))
+		runs, err := e.claim(ctx, free, now.Add(e.opts.LeaseDuration))
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("claim runs", "err", err)
 		}
@@ -676,6 +681,21 @@ func (e *Engine) fairLoop(ctx context.Context) {
 	}
 }
 
+// fairFor is how long after a run gave its worker up claims stay fair, in
+// time slices.
+const fairFor = 10
+
+// claim claims up to max runs: shared fairly between organizations while
+// long runs give their workers up for turns (the fair claim costs the
+// store more; quick runs, however many, do not need it), oldest first
+// otherwise.
+func (e *Engine) claim(ctx context.Context, max int, leaseUntil time.Time) ([]store.Run, error) {
+	if e.fair != nil && e.opts.TimeSlice > 0 && time.Since(time.Unix(0, e.lastYield.Load())) < fairFor*e.opts.TimeSlice {
+		return e.fair.ClaimRunsFair(ctx, e.opts.Owner, max, leaseUntil)
+	}
+	return e.st.ClaimRuns(ctx, e.opts.Owner, max, leaseUntil)
+}
+
 // yield tells a run that started executing at start whether to give its
 // worker up now: it has had a time slice and other runs wait for a worker.
 // One run yields per setting of contended.
@@ -684,6 +704,7 @@ func (e *Engine) yield(f *flight, start time.Time) bool {
 		return false
 	}
 	f.yielded = true
+	e.lastYield.Store(time.Now().UnixNano())
 	return true
 }
 

@@ -142,6 +142,16 @@ type RunOutcome struct {
 	StepInputs []byte
 }
 
+// FairClaimer is implemented by stores that claim runs shared fairly
+// between organizations (the SQL stores). ClaimRunsFair is ClaimRuns, except
+// that among the oldest pending runs an organization holding fewer runs
+// goes first, so that one organization's long runs cannot keep another's
+// waiting. It costs more than ClaimRuns: the engine uses it while long runs
+// give their workers up for turns.
+type FairClaimer interface {
+	ClaimRunsFair(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]Run, error)
+}
+
 // Progress is where a leased run is; see Runs.SaveProgress.
 type Progress struct {
 	Step       int
@@ -173,9 +183,8 @@ type Runs interface {
 	// to (previous_run reuse). Entries already present are kept.
 	CopyJournal(ctx context.Context, from, to string, steps []int) error
 
-	// ClaimRuns leases up to max runs to owner until leaseUntil, moving
-	// them to executing: oldest first, shared fairly between organizations
-	// (an organization holding fewer runs goes first). Before claiming it
+	// ClaimRuns leases up to max runs to owner until leaseUntil, oldest
+	// first, moving them to executing. Before claiming it
 	// recovers runs whose lease expired: executing ones go back to pending
 	// (or fail with an internal error when their lease was lost more than
 	// Options.MaxLostLeases times in a row without progress: SaveProgress

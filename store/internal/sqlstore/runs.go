@@ -285,37 +285,49 @@ func (db *DB) recoveryDue(now time.Time) bool {
 	return db.lastRecover.CompareAndSwap(last, t)
 }
 
-// claimWindow is how many of the oldest pending runs a claim shares out
-// between organizations (see ClaimRuns): it bounds the cost of a claim
-// whatever the length of the queue.
+// claimWindow is how many of the oldest pending runs a fair claim shares
+// out between organizations (see ClaimRunsFair): it bounds the cost of a
+// claim whatever the length of the queue.
 const claimWindow = 1000
 
 // ClaimRuns implements store.Runs. Every recoverEvery (the first claim
 // included) it first gives runs whose lease expired back to the queue, and
 // fails those that lost it more than maxLostLeases times in a row (poison
 // runs).
-//
-// Runs are claimed fairly between organizations: among the oldest
-// claimWindow pending runs, each run's turn is its rank among its
-// organization's pending runs plus the runs its organization holds
-// (executing or stopping), and the runs with the earliest turns are
-// claimed, oldest first among equals. One organization's runs, however
-// many and however long, cannot keep another's waiting for more than a turn:
-// a freed worker goes to the organization holding the fewest.
 func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]store.Run, error) {
+	return db.claimRuns(ctx, owner, max, leaseUntil, false)
+}
+
+// ClaimRunsFair implements store.FairClaimer: ClaimRuns, with the runs
+// shared fairly between organizations. Among the oldest claimWindow pending
+// runs, each run's turn is its rank among its organization's pending runs
+// plus the runs its organization holds (executing or stopping); the runs
+// with the earliest turns are claimed, oldest first among equals. A freed
+// worker goes to the organization holding the fewest, so one organization's
+// long runs cannot keep another's waiting. It costs more than ClaimRuns (a
+// window over the oldest pending runs instead of an index range).
+func (db *DB) ClaimRunsFair(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]store.Run, error) {
+	return db.claimRuns(ctx, owner, max, leaseUntil, true)
+}
+
+func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time, fair bool) ([]store.Run, error) {
 	if max <= 0 {
 		return nil, nil
 	}
 	now := db.now()
 	var out []store.Run
 	claim := func(c conn) error {
-		// Lease the runs whose turn is next and read them back in one
-		// statement.
-		lock := ""
-		if db.d == store.Postgres {
-			lock = " FOR UPDATE OF r SKIP LOCKED"
-		}
-		rows, err := c.query(ctx, `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
+		// Lease the oldest pending runs (fair: the runs whose turn is next)
+		// and read them back in one statement.
+		q, args := `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
+			WHERE id IN (SELECT id FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?`+db.skipLocked()+`)
+			RETURNING `+runReturning, []any{owner, leaseUntil, now, now, max}
+		if fair {
+			lock := ""
+			if db.d == store.Postgres {
+				lock = " FOR UPDATE OF r SKIP LOCKED"
+			}
+			q, args = `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
 			WHERE id IN (
 				SELECT r.id FROM (
 					SELECT p.id, p.create_time,
@@ -326,7 +338,9 @@ func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil t
 				) q JOIN runs r ON r.id = q.id
 				WHERE r.state = 'pending'
 				ORDER BY q.turn, q.create_time, q.id LIMIT ?`+lock+`)
-			RETURNING `+runReturning, owner, leaseUntil, now, now, claimWindow, max)
+			RETURNING `+runReturning, []any{owner, leaseUntil, now, now, claimWindow, max}
+		}
+		rows, err := c.query(ctx, q, args...)
 		if err != nil {
 			return db.mapErr(err, "claim runs")
 		}
