@@ -12,9 +12,10 @@ import (
 // The memory limits are checked before a value grows (a text joined, a
 // list extended, a container copied), so a run never allocates what it is
 // not allowed to hold: the statement raises a user_system_error exception
-// naming the limit instead. The step and time limits bound one execution
-// (one Start or Resume): their exception may be retried, which goes on with
-// a fresh budget, or skipped.
+// naming the limit instead. The step and time limits bound the execution
+// from the start or from the last guidance (a run stopped, given up for a
+// turn or recovered from a checkpoint goes on with what is left): their
+// exception may be retried, which goes on with a fresh budget, or skipped.
 type Limits struct {
 	// MaxTextBytes bounds the length of one text, in bytes.
 	MaxTextBytes int
@@ -31,10 +32,9 @@ type Limits struct {
 	// each checkpoint and suspension). A state over it cannot be saved: the
 	// run fails.
 	MaxStateBytes int
-	// MaxSteps bounds the statements one execution runs.
+	// MaxSteps bounds the statements executed.
 	MaxSteps int64
-	// MaxDuration bounds the wall time of one execution (book calls
-	// included).
+	// MaxDuration bounds the wall time executing (book calls included).
 	MaxDuration time.Duration
 }
 

@@ -67,6 +67,6 @@ func (lf *limitFlags) register(fs *flag.FlagSet) {
 	fs.Var(sizeFlag{&lf.l.MaxFactsBytes}, "max-facts-bytes", fmt.Sprintf("memory a run's facts may take together (default %s)", humanize.IBytes(uint64(d.MaxFactsBytes))))
 	fs.Var(sizeFlag{&lf.l.MaxJournalBytes}, "max-journal-bytes", fmt.Sprintf("size of a run's journal of book results and clock readings (default %s)", humanize.IBytes(uint64(d.MaxJournalBytes))))
 	fs.Var(intFlag{&lf.l.MaxStateBytes}, "max-state-bytes", fmt.Sprintf("size of a run's saved state; a run whose state is larger fails (default %s)", humanize.IBytes(uint64(d.MaxStateBytes))))
-	fs.Int64Var(&lf.l.MaxSteps, "max-steps", 0, fmt.Sprintf("statements one execution of a run may run before it raises an exception to retry or skip (default %d)", d.MaxSteps))
-	fs.DurationVar(&lf.l.MaxDuration, "max-run-time", 0, fmt.Sprintf("wall time one execution of a run may take before it raises an exception to retry or skip (default %s)", d.MaxDuration))
+	fs.Int64Var(&lf.l.MaxSteps, "max-steps", 0, fmt.Sprintf("statements a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %d)", d.MaxSteps))
+	fs.DurationVar(&lf.l.MaxDuration, "max-run-time", 0, fmt.Sprintf("wall time a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %s)", d.MaxDuration))
 }
