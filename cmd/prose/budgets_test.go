@@ -83,15 +83,16 @@ func (e *testEnv) invokeAPI(t *testing.T, a string) string {
 // guidance with a user_system_error exception at its statement, read back
 // over HTTP and gRPC; so does list doubling.
 func TestRunMemoryLimit(t *testing.T) {
-	// A smaller facts limit than the default, so that the list test is
-	// quick on a busy machine.
-	e := newTestEnvWith(t, func(c *serveConfig) { c.limits.l.MaxFactsBytes = 16 << 20 })
+	// Smaller limits than the defaults (which lang's tests and prose run
+	// check), so that the test is quick on a busy machine: the values
+	// reach them after fewer doublings.
+	e := newTestEnvWith(t, func(c *serveConfig) { c.limits.l.MaxTextBytes, c.limits.l.MaxFactsBytes = 256<<10, 4<<20 })
 	for _, c := range []struct {
 		name, code, stmt, message string
 	}{
-		{"text", doublingCode, "the t is the t + the t", "Could not go on: the text would be 8 MiB, more than the run's limit of 4 MiB"},
+		{"text", doublingCode, "the t is the t + the t", "Could not go on: the text would be 512 KiB, more than the run's limit of 256 KiB"},
 		{"list", "the l is (1, 2)\nthe rounds are " + numberList(40) + "\nprocess each round as follows\n  the l is the l + the l\n",
-			"the l is the l + the l", "more than the run's limit of 16 MiB"},
+			"the l is the l + the l", "more than the run's limit of 4 MiB"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := e.mkAutomation(t, "Doubling "+c.name, c.code, false)
