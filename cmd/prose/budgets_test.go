@@ -3,52 +3,15 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/proserun/prose/store"
 )
-
-// newTestEnvWith is newTestEnv with changes to its serve configuration.
-func newTestEnvWith(t *testing.T, change func(*serveConfig)) *testEnv {
-	t.Helper()
-	cfg := testServeConfig(t)
-	change(&cfg)
-	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(a.Close)
-	e := &testEnv{app: a, st: a.store}
-	e.srv = httptest.NewServer(a.http)
-	t.Cleanup(e.srv.Close)
-	lis := bufconn.Listen(1 << 20)
-	go func() { _ = a.grpc.Serve(lis) }()
-	t.Cleanup(a.grpc.Stop)
-	e.conn, err = grpc.NewClient("passthrough:///prose",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { e.conn.Close() })
-	e.email = "owner-" + store.NewID() + "@example.test"
-	if e.init, err = bootstrap(context.Background(), e.st, initOptions{organization: "Test org", email: e.email, workspace: "Ops"}); err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
 
 // numberList writes "1, 2, …, n" as a program writes a list.
 func numberList(n int) string {
