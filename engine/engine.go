@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/proserun/prose/lang"
@@ -56,7 +57,19 @@ type Options struct {
 	// makes work.
 	Wakeups <-chan struct{}
 	Notify  func(ctx context.Context)
+	// Limits bound the memory, statements and time of each run (zero
+	// fields: lang.DefaultLimits).
+	Limits lang.Limits
+	// TimeSlice is how long a run executes before it gives its worker up
+	// when every worker is busy and other runs wait: it goes back to the
+	// queue with its state, and the store's claims, shared fairly between
+	// organizations, give the worker to the one holding the fewest.
+	// Default: 1s; negative: never.
+	TimeSlice time.Duration
 }
+
+// DefaultTimeSlice is the default of Options.TimeSlice.
+const DefaultTimeSlice = time.Second
 
 // Engine runs the run queue of a store.
 type Engine struct {
@@ -89,6 +102,15 @@ type Engine struct {
 	// the server commits several at once.
 	writers      int
 	singleWriter bool
+
+	// busy counts the runs executing; contended is set while every worker
+	// is busy and runs wait in the queue (see fairLoop).
+	busy      atomic.Int64
+	contended atomic.Bool
+	// lastYield is when a run last gave its worker up (UnixNano): claims
+	// are fair (store.FairClaimer) for a while after, see claim.
+	lastYield atomic.Int64
+	fair      store.FairClaimer
 
 	notifyMu     sync.Mutex
 	notifyWanted bool // an announce came since the last Notify began
@@ -149,8 +171,9 @@ const maxCreateBatch = 128
 
 // flight is a run being executed here.
 type flight struct {
-	cancel context.CancelCauseFunc
-	lost   bool // the lease was lost: write nothing more
+	cancel  context.CancelCauseFunc
+	lost    bool // the lease was lost: write nothing more
+	yielded bool // the run gave its worker up for a turn (set by the executing goroutine)
 }
 
 var (
@@ -173,6 +196,9 @@ func New(st store.Store, opts Options) *Engine {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if opts.TimeSlice == 0 {
+		opts.TimeSlice = DefaultTimeSlice
+	}
 	if opts.Owner == "" {
 		host, _ := os.Hostname()
 		var b [4]byte
@@ -188,6 +214,7 @@ func New(st store.Store, opts Options) *Engine {
 		e.finisher = bf
 		e.singleWriter = bf.SingleWriter()
 	}
+	e.fair, _ = st.(store.FairClaimer)
 	if bc, ok := st.(batchCreator); ok {
 		e.creator = bc
 		e.singleWriter = e.singleWriter || bc.SingleWriter()
@@ -272,6 +299,11 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		defer close(renewDone)
 		e.renewLoop(ctx)
 	}()
+	fairDone := make(chan struct{})
+	go func() {
+		defer close(fairDone)
+		e.fairLoop(ctx)
+	}()
 
 	// The committers live until every worker has returned (they wait for
 	// them); they write with runCtx, cancelled when the grace period ends.
@@ -309,7 +341,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 			free = e.opts.ClaimBatch
 		}
 		now := e.opts.Clock()
-		runs, err := e.st.ClaimRuns(ctx, e.opts.Owner, free, now.Add(e.opts.LeaseDuration))
+		runs, err := e.claim(ctx, free, now.Add(e.opts.LeaseDuration))
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("claim runs", "err", err)
 		}
@@ -321,9 +353,11 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 			e.inflight[r.ID] = f
 			e.mu.Unlock()
 			wg.Add(1)
+			e.busy.Add(1)
 			go func(r store.Run) {
 				defer wg.Done()
 				defer func() {
+					e.busy.Add(-1)
 					<-slots
 					select {
 					case freed <- struct{}{}:
@@ -359,6 +393,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	close(stopCommit)
 	commits.Wait()
 	<-renewDone
+	<-fairDone
 	return nil
 }
 
@@ -610,6 +645,67 @@ func (e *Engine) renewOnce(ctx context.Context) {
 			f.cancel(errPaused)
 		}
 	}
+}
+
+// pendingChecker is implemented by stores that tell cheaply whether runs
+// wait in the queue (the SQL stores).
+type pendingChecker interface {
+	HasPendingRuns(ctx context.Context) (bool, error)
+}
+
+// fairLoop sets contended, every half time slice, while every worker is
+// busy and runs wait in the queue: a run that has executed for a time slice
+// then gives its worker up (one per setting, see yield).
+func (e *Engine) fairLoop(ctx context.Context) {
+	if e.opts.TimeSlice < 0 {
+		return
+	}
+	t := time.NewTicker(max(e.opts.TimeSlice/2, time.Millisecond))
+	defer t.Stop()
+	pc, _ := e.st.(pendingChecker)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		full := e.busy.Load() >= int64(e.opts.Workers)
+		waiting := full
+		if full && pc != nil {
+			var err error
+			if waiting, err = pc.HasPendingRuns(ctx); err != nil {
+				e.log.Warn("look for pending runs", "err", err)
+			}
+		}
+		e.contended.Store(waiting)
+	}
+}
+
+// fairFor is how long after a run gave its worker up claims stay fair, in
+// time slices.
+const fairFor = 10
+
+// claim claims up to max runs: shared fairly between organizations while
+// long runs give their workers up for turns (the fair claim costs the
+// store more; quick runs, however many, do not need it), oldest first
+// otherwise.
+func (e *Engine) claim(ctx context.Context, max int, leaseUntil time.Time) ([]store.Run, error) {
+	if e.fair != nil && e.opts.TimeSlice > 0 && time.Since(time.Unix(0, e.lastYield.Load())) < fairFor*e.opts.TimeSlice {
+		return e.fair.ClaimRunsFair(ctx, e.opts.Owner, max, leaseUntil)
+	}
+	return e.st.ClaimRuns(ctx, e.opts.Owner, max, leaseUntil)
+}
+
+// yield tells a run that started executing at start whether to give its
+// worker up now: it has had a time slice and other runs wait for a worker.
+// One run yields per setting of contended.
+func (e *Engine) yield(f *flight, start time.Time) bool {
+	if e.opts.TimeSlice < 0 || time.Since(start) < e.opts.TimeSlice || !e.contended.CompareAndSwap(true, false) {
+		return false
+	}
+	f.yielded = true
+	e.lastYield.Store(time.Now().UnixNano())
+	return true
 }
 
 // CheckPauses asks the store at once whether runs in flight are being

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -65,6 +66,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 		bk.inner = e.opts.Books(r.OrganizationID, r.WorkspaceID)
 	}
 	checkpoint, guidance := r.Checkpoint, r.Resolution
+	start := time.Now()
 	for step := r.Step; step < len(steps.GetExecutables()); step++ {
 		code := steps.GetExecutables()[step].GetCode()
 		prog, perr := e.progs.parse(code)
@@ -81,8 +83,10 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 		bk.step = step
 		inBytes := stepInputs
 		opts := lang.Options{
-			Clock: e.opts.Clock,
-			Books: bk,
+			Clock:  e.opts.Clock,
+			Books:  bk,
+			Limits: e.opts.Limits,
+			Yield:  func() bool { return e.yield(f, start) },
 			Checkpoint: func(state []byte) error {
 				return e.st.SaveProgress(ctx, e.opts.Owner, r.ID, store.Progress{
 					Step: step, StepInputs: inBytes, Checkpoint: state, Journal: bk.flush(),
@@ -156,6 +160,14 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				Location: store.Location{Start: int64(fl.Span.Start), End: int64(fl.Span.End)},
 			})
 		case lang.Stopped:
+			if f.yielded && ctx.Err() == nil {
+				// Gave its worker up for a turn: back to the queue.
+				_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
+					State: store.RunPending, Checkpoint: res.State, Step: step, StepInputs: inBytes,
+				})
+				e.Wake()
+				return err
+			}
 			cause := context.Cause(ctx)
 			if f.lost || errors.Is(cause, errLeaseLost) {
 				return store.ErrConflict

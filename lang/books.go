@@ -110,7 +110,9 @@ func (m *machine) bookCall(s *stmt, hasArgs bool) error {
 					continue
 				}
 			}
-			inputs[name] = clone(v)
+			if inputs[name], err = m.clone(v); err != nil {
+				return err
+			}
 		}
 	}
 	for _, b := range binds {
@@ -121,7 +123,9 @@ func (m *machine) bookCall(s *stmt, hasArgs bool) error {
 			}
 			return err
 		}
-		inputs[strings.Join(sig[b.elem].param, " ")] = clone(v)
+		if inputs[strings.Join(sig[b.elem].param, " ")], err = m.clone(v); err != nil {
+			return err
+		}
 	}
 	outputs, err := m.callJournaled(proc, inputs, c.sentence)
 	if err != nil {
@@ -188,6 +192,9 @@ func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sen
 		m.cursor++
 		return e.outputs, nil
 	}
+	if err := m.journalOK(); err != nil {
+		return nil, err
+	}
 	outputs, err := m.opts.Books.Call(context.WithValue(m.ctx, journalIndexKey{}, len(m.journal)), proc, inputs)
 	if err != nil {
 		return nil, userErr("Could not %s: %v", sentence, err)
@@ -198,7 +205,9 @@ func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sen
 			clean[FactName(k)] = v
 		}
 	}
-	m.journal = append(m.journal, journalEntry{kind: "book", proc: proc.key(), outputs: clean})
+	entry := journalEntry{kind: "book", proc: proc.key(), outputs: clean}
+	m.journal = append(m.journal, entry)
+	m.journalBytes += journalSize(entry)
 	m.cursor++
 	if m.opts.Checkpoint != nil {
 		// The state as it stood before this step, with the new journal

@@ -24,7 +24,9 @@ func (m *machine) exec(f *frame, s *stmt) error {
 				if err != nil {
 					return err
 				}
-				items[i] = clone(it)
+				if items[i], err = m.clone(it); err != nil {
+					return err
+				}
 			}
 			if len(items) == 1 && (items[0].k == KindList || items[0].k == KindSet || items[0].k == KindTable) {
 				v = items[0]
@@ -36,7 +38,9 @@ func (m *machine) exec(f *frame, s *stmt) error {
 			if err != nil {
 				return err
 			}
-			v = clone(x)
+			if v, err = m.clone(x); err != nil {
+				return err
+			}
 		}
 		if err := m.assign(s.target, v); err != nil {
 			return err
@@ -98,7 +102,11 @@ func (m *machine) exec(f *frame, s *stmt) error {
 			}
 		}
 		if s.target != nil {
-			if err := m.assign(s.target, clone(v)); err != nil {
+			c, err := m.clone(v)
+			if err != nil {
+				return err
+			}
+			if err := m.assign(s.target, c); err != nil {
 				return err
 			}
 		}
@@ -111,6 +119,9 @@ func (m *machine) exec(f *frame, s *stmt) error {
 	case opAsk:
 		q, err := s.x.eval(m)
 		if err != nil {
+			return err
+		}
+		if err := m.convertOK(q, "text"); err != nil {
 			return err
 		}
 		question := valueText(q)
@@ -172,7 +183,10 @@ func (m *machine) exec(f *frame, s *stmt) error {
 				return missing("the " + s.plurals[len(s.plurals)-1])
 			}
 		}
-		its, ok := items(list)
+		its, ok, err := m.items(list)
+		if err != nil {
+			return err
+		}
 		if !ok {
 			return userErr("Could not go through each %s: %s is not a list", s.item, describe(list))
 		}
@@ -212,8 +226,15 @@ func (m *machine) exec(f *frame, s *stmt) error {
 		if err != nil {
 			return err
 		}
+		if err := m.convertOK(v, "text"); err != nil {
+			return err
+		}
 		line := valueText(v)
+		if err := m.reserve(int64(len(line))); err != nil {
+			return err
+		}
 		m.log = append(m.log, line)
+		m.logBytes += int64(len(line)) + 16
 		if m.opts.Say != nil {
 			m.opts.Say(line)
 		}
@@ -252,6 +273,11 @@ func (m *machine) arith(f *frame, s *stmt) error {
 	if err != nil {
 		return err
 	}
+	if t.k != KindNumber || x.k != KindNumber {
+		if err := m.arithOK(s, t, x); err != nil {
+			return err
+		}
+	}
 	var v Value
 	var r *raise
 	switch s.op {
@@ -265,7 +291,7 @@ func (m *machine) arith(f *frame, s *stmt) error {
 			v = Num(n)
 		case t.k == KindList:
 			l := t.AsList()
-			l.Items = append(l.Items, clone(x))
+			l.Items = append(l.Items, clone(x)) // counted by arithOK
 			v = t
 		case t.k == KindSet:
 			if _, err := t.AsSet().Add(x); err != nil {
@@ -282,7 +308,7 @@ func (m *machine) arith(f *frame, s *stmt) error {
 			d := t.AsDictionary()
 			xd := x.AsDictionary()
 			for i := range xd.keys {
-				_ = d.Set(xd.keys[i], clone(xd.vals[i]))
+				_ = d.Set(xd.keys[i], clone(xd.vals[i])) // counted by arithOK
 			}
 			v = t
 		case t.k == KindText && x.k == KindText:
@@ -375,7 +401,9 @@ func (m *machine) ret(s *stmt) error {
 		if err != nil {
 			return err
 		}
-		v = clone(x)
+		if v, err = m.clone(x); err != nil {
+			return err
+		}
 	} else {
 		v = Null()
 	}
@@ -455,10 +483,15 @@ func (m *machine) invoke(s *stmt, hasArgs bool) error {
 			}
 			return err
 		}
-		callee.set(p.slot, clone(v))
+		if v, err = m.clone(v); err != nil {
+			return err
+		}
+		callee.set(p.slot, v)
 	}
 	if hasArgs {
-		m.copyArgs(callee)
+		if err := m.copyArgs(callee); err != nil {
+			return err
+		}
 		m.pop()
 	}
 	m.depth++
@@ -467,7 +500,7 @@ func (m *machine) invoke(s *stmt, hasArgs bool) error {
 }
 
 // copyArgs copies the facts of the argument block (the top frame) to the callee.
-func (m *machine) copyArgs(callee *scope) {
+func (m *machine) copyArgs(callee *scope) error {
 	args := m.cur
 	for slot, v := range args.vals {
 		if slot == aboveSlot || v.k == kindUnset {
@@ -479,8 +512,13 @@ func (m *machine) copyArgs(callee *scope) {
 				continue
 			}
 		}
-		callee.set(slot, clone(v))
+		c, err := m.clone(v)
+		if err != nil {
+			return err
+		}
+		callee.set(slot, c)
 	}
+	return nil
 }
 
 // deliver hands a call's result to the calling statement: `the above`, and
@@ -493,7 +531,11 @@ func (m *machine) deliver(v Value) error {
 	}
 	m.cur.set(aboveSlot, v)
 	if s.call != nil && s.call.as != nil {
-		if err := m.assign(s.call.as, clone(v)); err != nil {
+		c, err := m.clone(v)
+		if err != nil {
+			return err
+		}
+		if err := m.assign(s.call.as, c); err != nil {
 			return err
 		}
 	}

@@ -85,6 +85,9 @@ func (e *refExpr) walk(m *machine, v Value, n int) (Value, error) {
 		case KindTable:
 			for _, c := range v.AsTable().Columns {
 				if normField(c.Name) == normField(key) {
+					if err := m.reserve(int64(len(c.Values))*valueSize + valueSize); err != nil {
+						return Value{}, err
+					}
 					v, found = ListValue(append([]Value(nil), c.Values...)...), true
 					break
 				}
@@ -147,6 +150,11 @@ func (e *binExpr) eval(m *machine) (Value, error) {
 	b, err := e.r.eval(m)
 	if err != nil {
 		return b, err
+	}
+	if a.k != KindNumber || b.k != KindNumber {
+		if err := m.growthOK(e.op, a, b); err != nil {
+			return Value{}, err
+		}
 	}
 	var v Value
 	var r *raise
@@ -354,7 +362,10 @@ func (e *aggExpr) eval(m *machine) (Value, error) {
 			return Int(int64(v.AsDictionary().Len())), nil
 		}
 	}
-	its, ok := items(v)
+	its, ok, err := m.items(v)
+	if err != nil {
+		return Value{}, err
+	}
 	if !ok {
 		return Value{}, userErr("Could not take the %s of %s: it is not a list", aggName(e.fn), describe(v))
 	}
@@ -437,10 +448,17 @@ func (e *caseExpr) eval(m *machine) (Value, error) {
 	if v.k != KindText {
 		return Value{}, userErr("Could not change the case of %s: it is not text", describe(v))
 	}
-	if e.upper {
-		return Text(strings.ToUpper(v.s)), nil
+	if err := m.textOK(int64(len(v.s))); err != nil {
+		return Value{}, err
 	}
-	return Text(strings.ToLower(v.s)), nil
+	out := strings.ToLower(v.s)
+	if e.upper {
+		out = strings.ToUpper(v.s)
+	}
+	if err := m.checkText(out); err != nil {
+		return Value{}, err
+	}
+	return Text(out), nil
 }
 
 type convertExpr struct {
@@ -454,6 +472,9 @@ func (e *convertExpr) eval(m *machine) (Value, error) {
 	v, err := e.x.eval(m)
 	if err != nil {
 		return v, err
+	}
+	if err := m.convertOK(v, e.to); err != nil {
+		return Value{}, err
 	}
 	r, rr := convert(v, e.to)
 	if rr != nil {
@@ -517,7 +538,9 @@ func (e *listExpr) eval(m *machine) (Value, error) {
 		if err != nil {
 			return v, err
 		}
-		out[i] = clone(v)
+		if out[i], err = m.clone(v); err != nil {
+			return Value{}, err
+		}
 	}
 	return ListValue(out...), nil
 }

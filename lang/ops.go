@@ -124,7 +124,9 @@ func mul(a, b Value) (Value, *raise) {
 		return Value{}, userErr("Could not multiply %s by %s: only by a whole number", describe(a), describe(b))
 	}
 	if a.k == KindText && b.k == KindNumber {
-		if i, ok := b.n.Int64(); ok && i >= 0 && i*int64(len(a.s)) < 1<<20 {
+		// The caller checked the length against the run's text limit
+		// (machine.growthOK); this only guards the multiplication.
+		if i, ok := b.n.Int64(); ok && i >= 0 && i < 1<<31 && i*int64(len(a.s)) < 1<<31 {
 			return Text(strings.Repeat(a.s, int(i))), nil
 		}
 	}

@@ -30,6 +30,14 @@ type Options struct {
 	Say func(line string)
 	// MaxCallDepth bounds nested procedure calls (default 200).
 	MaxCallDepth int
+	// Limits bound the memory, steps and time of the run (zero fields:
+	// DefaultLimits).
+	Limits Limits
+	// Yield, when set, is asked every 1,024 statements whether the run
+	// should give its worker up for a while: when it answers true the run
+	// stops between statements (Stopped, as for a cancelled context) and is
+	// continued later with a zero Resolution.
+	Yield func() bool
 }
 
 // Status is how a run segment ended.
@@ -138,6 +146,7 @@ func Start(ctx context.Context, prog *Program, inputs map[string]Value, opts Opt
 		}
 		m.top.set(m.syms.slot(name), v)
 	}
+	m.live = m.measure()
 	return m.run()
 }
 
@@ -154,6 +163,7 @@ func Resume(ctx context.Context, prog *Program, state []byte, res Resolution, op
 	if err := m.resolve(res); err != nil {
 		return nil, err
 	}
+	m.live = m.measure()
 	return m.run(), nil
 }
 
@@ -233,11 +243,19 @@ type machine struct {
 	patches    []*patch
 	answers    map[string]Value
 	noAnswers  bool
-	steps      int
+	steps      int64
 	depth      int
 	outs       []int // the output facts a top-level statement set, by slot
 	// bookMatches caches the book procedure (or none) of each call sentence
 	bookMatches map[*callStmt]bookMatch
+
+	// budgets (see Limits)
+	lim          Limits
+	started      time.Time
+	live         int64 // the facts' memory when last measured
+	grown        int64 // memory made since
+	logBytes     int64
+	journalBytes int64
 }
 
 func newMachine(ctx context.Context, prog *Program, opts Options) *machine {
@@ -253,7 +271,8 @@ func newMachine(ctx context.Context, prog *Program, opts Options) *machine {
 	if opts.MaxCallDepth <= 0 {
 		opts.MaxCallDepth = 200
 	}
-	m := &machine{ctx: ctx, prog: prog, opts: opts, syms: &symtab{base: prog.syms, idx: map[string]int{}}}
+	m := &machine{ctx: ctx, prog: prog, opts: opts, syms: &symtab{base: prog.syms, idx: map[string]int{}},
+		lim: opts.Limits.withDefaults(), started: time.Now()}
 	if len(opts.Answers) > 0 {
 		m.answers = make(map[string]Value, len(opts.Answers))
 		for k, v := range opts.Answers {
@@ -448,6 +467,14 @@ func (m *machine) setPath(ref *refExpr, n int, v Value, local bool) error {
 		d := base.AsDictionary()
 		key := ref.fields[i]
 		j, ok := d.findField(key)
+		if !ok {
+			if err := m.itemsOK(int64(d.Len())+1, KindDictionary); err != nil {
+				return err
+			}
+			if err := m.reserve(2*valueSize + entryOverhead + int64(len(key))); err != nil {
+				return err
+			}
+		}
 		if i == n-1 {
 			if ok {
 				d.vals[j] = v
@@ -480,8 +507,12 @@ func (m *machine) now() (time.Time, error) {
 		m.cursor++
 		return e.time.In(m.opts.Location), nil
 	}
+	if err := m.journalOK(); err != nil {
+		return time.Time{}, err
+	}
 	t := m.opts.Clock().In(m.opts.Location)
 	m.journal = append(m.journal, journalEntry{kind: "clock", time: t})
+	m.journalBytes += journalSize(journalEntry{})
 	m.cursor++
 	return t, nil
 }
@@ -521,8 +552,18 @@ func (m *machine) run() (res *Result) {
 			continue
 		}
 		m.steps++
-		if m.steps&1023 == 0 && m.ctx.Err() != nil {
-			return m.pause()
+		if m.steps > m.lim.MaxSteps {
+			return m.suspend(m.budgetErr("step limit of " + formatCount(m.lim.MaxSteps) + " statements"))
+		}
+		if m.steps&1023 == 0 {
+			if m.ctx.Err() != nil {
+				return m.pause()
+			}
+			if r, yield := m.budget(); r != nil {
+				return m.suspend(r)
+			} else if yield {
+				return m.pause()
+			}
 		}
 		s := f.blk.stmts[f.pc]
 		if err := m.exec(f, s); err != nil {
@@ -585,7 +626,7 @@ func (m *machine) outputs() map[string]Value {
 func (m *machine) pause() *Result {
 	state, err := m.encode(nil)
 	if err != nil {
-		return &Result{Status: Failed, Failure: &Failure{Description: "Internal error: " + err.Error()}, Log: m.log}
+		return &Result{Status: Failed, Failure: &Failure{Description: encodeFailure(err), Span: m.currentSpan()}, Log: m.log}
 	}
 	return &Result{Status: Stopped, Outputs: m.outputs(), Log: m.log, State: state}
 }
@@ -617,7 +658,7 @@ func (m *machine) suspend(err error) *Result {
 	exc := &Exception{Group: r.group, Message: r.msg, Span: m.currentSpan(), Fact: r.fact, Question: r.question, Choices: r.choices, Failed: r.failed}
 	state, encErr := m.encode(exc)
 	if encErr != nil {
-		return &Result{Status: Failed, Failure: &Failure{Description: "Internal error: " + encErr.Error(), Span: exc.Span}, Log: m.log}
+		return &Result{Status: Failed, Failure: &Failure{Description: encodeFailure(encErr), Span: exc.Span}, Log: m.log}
 	}
 	return &Result{Status: Suspended, Outputs: m.outputs(), Log: m.log, Exception: exc, State: state}
 }

@@ -64,7 +64,11 @@ func (m *machine) startRun(s *stmt) error {
 				continue
 			}
 		}
-		inputs.SetText(name, clone(v))
+		c, err := m.clone(v)
+		if err != nil {
+			return err
+		}
+		inputs.SetText(name, c)
 	}
 	rec := NewDictionary()
 	rec.SetText("procedure", Text(sentence))
@@ -133,7 +137,11 @@ func (m *machine) finishRun(f *frame, v Value) error {
 		if runStatus(l.Items[i]) == "running" {
 			d := l.Items[i].AsDictionary()
 			d.SetText("status", Text("completed"))
-			d.SetText("result", clone(v))
+			c, err := m.clone(v)
+			if err != nil {
+				return err
+			}
+			d.SetText("result", c)
 			m.cur.set(aboveSlot, l.Items[i])
 			break
 		}

@@ -28,6 +28,16 @@ type stateJSON struct {
 	Patches   []string      `json:"patches,omitempty"`
 	Outputs   []string      `json:"outputs,omitempty"`
 	Exception *excJSON      `json:"exception,omitempty"`
+	// Used is the step and time budget this execution used (see Limits):
+	// a run continued from a state without an exception (stopped, given up
+	// for a turn, recovered from a checkpoint) goes on with what is left of
+	// it; guidance for an exception gives a fresh budget.
+	Used *usedJSON `json:"used,omitempty"`
+}
+
+type usedJSON struct {
+	Steps int64 `json:"steps"`
+	Nanos int64 `json:"nanos"`
 }
 
 type excJSON struct {
@@ -117,6 +127,7 @@ func (m *machine) encode(exc *Exception) ([]byte, error) {
 	if exc != nil {
 		st.Exception = &excJSON{Group: exc.Group, Message: exc.Message, Span: exc.Span, Fact: exc.Fact}
 	}
+	st.Used = &usedJSON{Steps: m.steps, Nanos: int64(time.Since(m.started))}
 	st.Top = e.scope(m.top)
 	for i := range m.frames {
 		f := &m.frames[i]
@@ -161,7 +172,30 @@ func (m *machine) encode(exc *Exception) ([]byte, error) {
 		}
 		st.Heap = append(st.Heap, e.container(e.hq[len(st.Heap)]))
 	}
-	return json.Marshal(st)
+	b, err := json.Marshal(st)
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > m.lim.MaxStateBytes {
+		return nil, &stateTooLarge{size: int64(len(b)), limit: int64(m.lim.MaxStateBytes)}
+	}
+	return b, nil
+}
+
+// stateTooLarge is the error of a state over Limits.MaxStateBytes.
+type stateTooLarge struct{ size, limit int64 }
+
+func (e *stateTooLarge) Error() string {
+	return fmt.Sprintf("Could not save the run: its state would be %s, more than the run's limit of %s", formatBytes(e.size), formatBytes(e.limit))
+}
+
+// encodeFailure describes a state that could not be encoded.
+func encodeFailure(err error) string {
+	var big *stateTooLarge
+	if errors.As(err, &big) {
+		return big.Error()
+	}
+	return "Internal error: " + err.Error()
 }
 
 func sortedKeys(m map[string]Value) []string {
@@ -437,11 +471,16 @@ func (m *machine) decode(data []byte) (err error) {
 			return errors.New("damaged run state: journal")
 		}
 		m.journal = append(m.journal, j)
+		m.journalBytes += journalSize(j)
 	}
 	if st.Cursor < 0 || st.Cursor > len(m.journal) {
 		return errors.New("damaged run state: journal cursor")
 	}
 	m.cursor = st.Cursor
+	if st.Exception == nil && st.Used != nil && st.Used.Steps >= 0 && st.Used.Nanos >= 0 {
+		m.steps = st.Used.Steps
+		m.started = time.Now().Add(-time.Duration(st.Used.Nanos))
+	}
 	return nil
 }
 

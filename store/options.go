@@ -8,7 +8,18 @@ type Options struct {
 	Now func() time.Time
 	// SkipMigrations opens the database without applying migrations.
 	SkipMigrations bool
+	// MaxLostLeases is how many times in a row a run's worker may lose its
+	// lease while executing it, without the run making progress, before the
+	// run fails with an internal error instead of going back to the queue (a
+	// poison run: one that kills its worker). 0: DefaultMaxLostLeases.
+	MaxLostLeases int
 }
+
+// DefaultMaxLostLeases is the default of Options.MaxLostLeases.
+const DefaultMaxLostLeases = 3
+
+// WithMaxLostLeases sets Options.MaxLostLeases.
+func WithMaxLostLeases(n int) Option { return func(o *Options) { o.MaxLostLeases = n } }
 
 // Option changes Options.
 type Option func(*Options)

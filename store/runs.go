@@ -12,7 +12,8 @@ import (
 //	pending | awaiting_guidance → stopped   (pause while not executing)
 //	stopped → pending | awaiting_guidance   (continue; awaiting when an exception is pending)
 //	awaiting_guidance → pending             (its exception resolved)
-//	executing → pending                     (its worker lost its lease)
+//	executing → pending                     (its worker lost its lease, or gave the run up for a turn)
+//	executing → failed                      (its worker lost its lease too many times in a row: a poison run)
 //
 // completed and failed are terminal.
 type RunState string
@@ -120,7 +121,10 @@ var RunOrdering = Ordering{
 
 // RunOutcome is how a worker leaves a run it executed.
 type RunOutcome struct {
-	// State is completed, failed, awaiting_guidance or stopped.
+	// State is completed, failed, awaiting_guidance, stopped or pending
+	// (the worker gives the run up for a while, so that other runs get a
+	// turn: Checkpoint is the state to continue from; a run being paused
+	// is left stopped instead).
 	State RunState
 	// Completed.
 	Outputs []byte
@@ -136,6 +140,16 @@ type RunOutcome struct {
 	Checkpoint []byte
 	Step       int
 	StepInputs []byte
+}
+
+// FairClaimer is implemented by stores that claim runs shared fairly
+// between organizations (the SQL stores). ClaimRunsFair is ClaimRuns, except
+// that among the oldest pending runs an organization holding fewer runs
+// goes first, so that one organization's long runs cannot keep another's
+// waiting. It costs more than ClaimRuns: the engine uses it while long runs
+// give their workers up for turns.
+type FairClaimer interface {
+	ClaimRunsFair(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]Run, error)
 }
 
 // Progress is where a leased run is; see Runs.SaveProgress.
@@ -170,10 +184,13 @@ type Runs interface {
 	CopyJournal(ctx context.Context, from, to string, steps []int) error
 
 	// ClaimRuns leases up to max runs to owner until leaseUntil, oldest
-	// first, moving them to executing. Before claiming it recovers runs whose
-	// lease expired: executing ones go back to pending, stopping ones to
-	// stopped (the SQL stores do so at most once a second of their clock,
-	// so a claim is usually one statement).
+	// first, moving them to executing. Before claiming it
+	// recovers runs whose lease expired: executing ones go back to pending
+	// (or fail with an internal error when their lease was lost more than
+	// Options.MaxLostLeases times in a row without progress: SaveProgress
+	// and FinishRun count as progress), stopping ones to stopped (the SQL
+	// stores do so at most once a second of their clock, so a claim is
+	// usually one statement).
 	ClaimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]Run, error)
 	// RenewLeases extends the leases of runs still leased to owner and
 	// returns the state of each (a run the owner lost is absent; a run being

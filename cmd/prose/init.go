@@ -30,8 +30,8 @@ func target(data, database string) string {
 }
 
 // openStore opens and migrates the store at --data / --database.
-func openStore(ctx context.Context, data, database string) (store.Store, error) {
-	return backend.Open(ctx, target(data, database))
+func openStore(ctx context.Context, data, database string, opts ...store.Option) (store.Store, error) {
+	return backend.Open(ctx, target(data, database), opts...)
 }
 
 // rawDB is the database/sql handle under a store (for the few operator

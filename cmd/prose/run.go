@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,10 +34,14 @@ type runFlags struct {
 	inputs  string
 	answers string
 	json    bool
+	limits  limitFlags
 }
 
 func parseRunFlags(args []string) (runFlags, error) {
 	var f runFlags
+	limits := flag.NewFlagSet("run", flag.ContinueOnError)
+	limits.SetOutput(io.Discard)
+	f.limits.register(limits)
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
@@ -67,7 +72,19 @@ func parseRunFlags(args []string) (runFlags, error) {
 				f.answers = val
 			}
 		default:
-			return f, fmt.Errorf("unknown flag %s", a)
+			if limits.Lookup(name) == nil {
+				return f, fmt.Errorf("unknown flag %s", a)
+			}
+			if !hasVal {
+				if i+1 >= len(args) {
+					return f, fmt.Errorf("--%s needs a value", name)
+				}
+				i++
+				val = args[i]
+			}
+			if err := limits.Set(name, val); err != nil {
+				return f, fmt.Errorf("--%s: %w", name, err)
+			}
 		}
 	}
 	if f.file == "" {
@@ -77,7 +94,7 @@ func parseRunFlags(args []string) (runFlags, error) {
 }
 
 func runUsage(w io.Writer, err error) int {
-	fmt.Fprintf(w, "prose run: %v\nusage: prose run FILE [--inputs JSON] [--answers JSON] [--json]\n", err)
+	fmt.Fprintf(w, "prose run: %v\nusage: prose run FILE [--inputs JSON] [--answers JSON] [--json] [--max-steps N] [--max-run-time D] [--max-text-bytes SIZE] [--max-items N] [--max-facts-bytes SIZE] [--max-journal-bytes SIZE] [--max-state-bytes SIZE]\n", err)
 	return exitUsage
 }
 
@@ -164,7 +181,7 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 
 	var log []string
 	// The built-in books (the standard book) answer book calls.
-	opts := lang.Options{Books: books.NewRegistry().ForWorkspace(books.Workspace{})}
+	opts := lang.Options{Books: books.NewRegistry().ForWorkspace(books.Workspace{}), Limits: fl.limits.l}
 	if !fl.json {
 		opts.Say = func(line string) { fmt.Fprintln(stdout, line) }
 	}

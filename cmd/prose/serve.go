@@ -54,6 +54,12 @@ type serveConfig struct {
 	maxUploads      int
 	uploadWait      time.Duration
 	bodyReadTimeout time.Duration
+	// limits bound each run (lang.Limits); timeSlice is the engine's
+	// (engine.Options.TimeSlice); maxLostLeases is the store's
+	// (store.Options.MaxLostLeases). Zero: the defaults.
+	limits        limitFlags
+	timeSlice     time.Duration
+	maxLostLeases int
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
@@ -78,6 +84,9 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.DurationVar(&cfg.uploadWait, "upload-wait", gateway.DefaultUploadWait, "how long an upload waits for a slot when --max-uploads are in flight (its body unread) before 503; -1ns: no wait")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
+	cfg.limits.register(fs)
+	fs.DurationVar(&cfg.timeSlice, "time-slice", 0, fmt.Sprintf("how long a run executes before it gives its worker up when every worker is busy and other runs wait (default %s; -1ns: never)", engine.DefaultTimeSlice))
+	fs.IntVar(&cfg.maxLostLeases, "max-lost-leases", 0, fmt.Sprintf("times in a row a run's worker may die while executing it before the run fails with an internal error (default %d)", store.DefaultMaxLostLeases))
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -148,7 +157,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	st := cfg.store
 	if st == nil {
 		var err error
-		if st, err = openStore(ctx, cfg.data, cfg.database); err != nil {
+		if st, err = openStore(ctx, cfg.data, cfg.database, store.WithMaxLostLeases(cfg.maxLostLeases)); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		a.closers = append(a.closers, st.Close)
@@ -187,6 +196,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Logger:        logger,
 		LeaseDuration: cfg.lease,
 		Workers:       cfg.workers,
+		Limits:        cfg.limits.l,
+		TimeSlice:     cfg.timeSlice,
 		Books: func(org, ws string) lang.Books {
 			return callIDBooks{reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})}
 		},

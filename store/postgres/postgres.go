@@ -76,7 +76,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...store.Option) (*Store,
 	}
 	s := &Store{pool: pool, db: db}
 	s.DB = sqlstore.New(sqlstore.Config{
-		Dialect: store.Postgres, Read: db, Write: db, Classify: classify, Now: o.Now,
+		Dialect: store.Postgres, Read: db, Write: db, Classify: classify, Now: o.Now, MaxLostLeases: o.MaxLostLeases,
 		OnClose: func() error {
 			if s.ownPool {
 				s.pool.Close()

@@ -68,6 +68,7 @@ func Run(t *testing.T, open Opener) {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
 	testAutomationsAndRuns(t, open)
+	testRunBudgets(t, open)
 	testEvents(t, open)
 	testFiles(t, open)
 	testExceptions(t, open)

@@ -41,6 +41,8 @@ type Config struct {
 	Now func() time.Time
 	// OnClose runs at Close (after the handles are closed).
 	OnClose func() error
+	// MaxLostLeases: see store.Options.
+	MaxLostLeases int
 }
 
 // DB implements store.Store.
@@ -51,6 +53,8 @@ type DB struct {
 	classify func(error) ErrorKind
 	clock    func() time.Time
 	onClose  func() error
+	// maxLostLeases: see store.Options.MaxLostLeases.
+	maxLostLeases int
 
 	authGen     atomic.Uint64 // see AuthGeneration
 	lastRecover atomic.Int64  // ClaimRuns' last recovery of expired leases (UnixNano of the store's clock)
@@ -60,7 +64,10 @@ var _ store.Store = (*DB)(nil)
 
 // New returns a store over the handles in c.
 func New(c Config) *DB {
-	db := &DB{d: c.Dialect, r: c.Read, w: c.Write, classify: c.Classify, clock: c.Now, onClose: c.OnClose}
+	db := &DB{d: c.Dialect, r: c.Read, w: c.Write, classify: c.Classify, clock: c.Now, onClose: c.OnClose, maxLostLeases: c.MaxLostLeases}
+	if db.maxLostLeases <= 0 {
+		db.maxLostLeases = store.DefaultMaxLostLeases
+	}
 	if db.clock == nil {
 		db.clock = time.Now
 	}

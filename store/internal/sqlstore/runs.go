@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -284,19 +285,62 @@ func (db *DB) recoveryDue(now time.Time) bool {
 	return db.lastRecover.CompareAndSwap(last, t)
 }
 
+// claimWindow is how many of the oldest pending runs a fair claim shares
+// out between organizations (see ClaimRunsFair): it bounds the cost of a
+// claim whatever the length of the queue.
+const claimWindow = 1000
+
 // ClaimRuns implements store.Runs. Every recoverEvery (the first claim
-// included) it first gives runs whose lease expired back to the queue.
+// included) it first gives runs whose lease expired back to the queue, and
+// fails those that lost it more than maxLostLeases times in a row (poison
+// runs).
 func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]store.Run, error) {
+	return db.claimRuns(ctx, owner, max, leaseUntil, false)
+}
+
+// ClaimRunsFair implements store.FairClaimer: ClaimRuns, with the runs
+// shared fairly between organizations. Among the oldest claimWindow pending
+// runs, each run's turn is its rank among its organization's pending runs
+// plus the runs its organization holds (executing or stopping); the runs
+// with the earliest turns are claimed, oldest first among equals. A freed
+// worker goes to the organization holding the fewest, so one organization's
+// long runs cannot keep another's waiting. It costs more than ClaimRuns (a
+// window over the oldest pending runs instead of an index range).
+func (db *DB) ClaimRunsFair(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]store.Run, error) {
+	return db.claimRuns(ctx, owner, max, leaseUntil, true)
+}
+
+func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time, fair bool) ([]store.Run, error) {
 	if max <= 0 {
 		return nil, nil
 	}
 	now := db.now()
 	var out []store.Run
 	claim := func(c conn) error {
-		// Lease the oldest pending runs and read them back in one statement.
-		rows, err := c.query(ctx, `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
+		// Lease the oldest pending runs (fair: the runs whose turn is next)
+		// and read them back in one statement.
+		q, args := `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
 			WHERE id IN (SELECT id FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?`+db.skipLocked()+`)
-			RETURNING `+runReturning, owner, leaseUntil, now, now, max)
+			RETURNING `+runReturning, []any{owner, leaseUntil, now, now, max}
+		if fair {
+			lock := ""
+			if db.d == store.Postgres {
+				lock = " FOR UPDATE OF r SKIP LOCKED"
+			}
+			q, args = `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
+			WHERE id IN (
+				SELECT r.id FROM (
+					SELECT p.id, p.create_time,
+						ROW_NUMBER() OVER (PARTITION BY p.organization_id ORDER BY p.create_time, p.id) + COALESCE(h.n, 0) AS turn
+					FROM (SELECT id, organization_id, create_time FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?) p
+					LEFT JOIN (SELECT organization_id, COUNT(*) AS n FROM runs WHERE state IN ('executing', 'stopping') GROUP BY organization_id) h
+						ON h.organization_id = p.organization_id
+				) q JOIN runs r ON r.id = q.id
+				WHERE r.state = 'pending'
+				ORDER BY q.turn, q.create_time, q.id LIMIT ?`+lock+`)
+			RETURNING `+runReturning, []any{owner, leaseUntil, now, now, claimWindow, max}
+		}
+		rows, err := c.query(ctx, q, args...)
 		if err != nil {
 			return db.mapErr(err, "claim runs")
 		}
@@ -318,9 +362,19 @@ func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil t
 			// condition is that of the partial index runs_leased, so it
 			// reads only leased runs (two statements on state = … scanned
 			// the whole table).
-			if _, err := c.exec(ctx, `UPDATE runs SET state = CASE state WHEN 'stopping' THEN 'stopped' ELSE 'pending' END,
+			// An executing run that lost its lease more than maxLostLeases
+			// times in a row fails (all right-hand sides read the row as it
+			// was).
+			poison := `state = 'executing' AND lost_leases >= ` + strconv.Itoa(db.maxLostLeases)
+			if _, err := c.exec(ctx, `UPDATE runs SET
+				state = CASE WHEN state = 'stopping' THEN 'stopped' WHEN `+poison+` THEN 'failed' ELSE 'pending' END,
+				lost_leases = CASE WHEN state = 'executing' THEN lost_leases + 1 ELSE lost_leases END,
+				error_id = CASE WHEN `+poison+` THEN 'poison-' || id ELSE error_id END,
+				description = CASE WHEN `+poison+` THEN ? ELSE description END,
+				checkpoint = CASE WHEN `+poison+` THEN NULL ELSE checkpoint END,
+				resolution = CASE WHEN `+poison+` THEN NULL ELSE resolution END,
 				state_time = ?, update_time = ?, lease_owner = ''
-				WHERE state IN ('executing', 'stopping') AND lease_expire_time < ?`, now, now, now); err != nil {
+				WHERE state IN ('executing', 'stopping') AND lease_expire_time < ?`, poisonDescription(db.maxLostLeases), now, now, now); err != nil {
 				return db.mapErr(err, "recover leased runs")
 			}
 			return claim(c)
@@ -339,6 +393,18 @@ func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil t
 		return strings.Compare(a.ID, b.ID)
 	})
 	return out, nil
+}
+
+// HasPendingRuns reports whether runs wait in the queue (one lookup in the
+// index runs_pending). The engine asks it when every worker is busy, to
+// decide whether long runs should give their workers up for a turn.
+func (db *DB) HasPendingRuns(ctx context.Context) (bool, error) {
+	var one int
+	err := db.reader().queryRow(ctx, `SELECT 1 FROM runs WHERE state = 'pending' LIMIT 1`).Scan(&one)
+	if isNoRows(err) {
+		return false, nil
+	}
+	return err == nil, db.mapErr(err, "look for pending runs")
 }
 
 // RenewLeases implements store.Runs.
@@ -415,7 +481,7 @@ func (db *DB) AppendJournal(ctx context.Context, owner, runID string, entries []
 // SaveProgress implements store.Runs.
 func (db *DB) SaveProgress(ctx context.Context, owner, runID string, p store.Progress) error {
 	return db.tx(ctx, func(c conn) error {
-		res, err := c.exec(ctx, `UPDATE runs SET step = ?, step_inputs = ?, checkpoint = ?, resolution = NULL, update_time = ?
+		res, err := c.exec(ctx, `UPDATE runs SET step = ?, step_inputs = ?, checkpoint = ?, resolution = NULL, lost_leases = 0, update_time = ?
 			WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`, p.Step, p.StepInputs, p.Checkpoint, db.now(), runID, owner)
 		if err != nil {
 			return db.mapErr(err, "save progress")
@@ -462,7 +528,7 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 		if err != nil {
 			return err
 		}
-		const release = `lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`
+		const release = `lease_owner = '', lease_expire_time = ?, lost_leases = 0, state_time = ?, update_time = ?`
 		var res error
 		switch o.State {
 		case store.RunCompleted:
@@ -503,6 +569,18 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 			} else {
 				_, res = c.exec(ctx, `UPDATE runs SET state = 'stopped', `+release+` WHERE id = ?`, time.Time{}, now, now, runID)
 			}
+		case store.RunPending:
+			// The run gave its worker up (a turn for other runs): back to the
+			// queue from its state, or stopped if it is being paused.
+			next := store.RunPending
+			if state == store.RunStopping {
+				next = store.RunStopped
+			}
+			if o.Checkpoint == nil {
+				return fmt.Errorf("finish run: %w: a pending outcome needs the state to continue from", store.ErrInvalidArgument)
+			}
+			_, res = c.exec(ctx, `UPDATE runs SET state = ?, checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?, `+release+` WHERE id = ?`,
+				string(next), o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now, runID)
 		default:
 			return fmt.Errorf("finish run: %w: outcome state %q", store.ErrInvalidArgument, o.State)
 		}
@@ -513,6 +591,13 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 		return err
 	})
 	return out, err
+}
+
+// poisonDescription is the description of a run failed because its worker
+// lost its lease more than max times in a row.
+func poisonDescription(max int) string {
+	return "Internal error: the run was executing when its worker stopped (crashed or hung) " + strconv.Itoa(max+1) +
+		" times in a row without progress; it is failed instead of being retried again"
 }
 
 // notLeased is the ErrConflict of a worker method on a run not leased to

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/dustin/go-humanize"
+
+	"github.com/proserun/prose/lang"
+)
+
+// limitFlags are the flags that set a run's limits (lang.Limits), shared by
+// serve and run. A size takes bytes or a unit ("4MiB", "64 MB"); 0 keeps the
+// default, -1 removes the limit.
+type limitFlags struct{ l lang.Limits }
+
+type sizeFlag struct{ p *int64 }
+
+func (s sizeFlag) String() string {
+	if s.p == nil || *s.p == 0 {
+		return "0"
+	}
+	return strconv.FormatInt(*s.p, 10)
+}
+
+func (s sizeFlag) Set(v string) error {
+	if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+		*s.p = n
+		return nil
+	}
+	n, err := humanize.ParseBytes(v)
+	if err != nil || n > math.MaxInt64/2 {
+		return fmt.Errorf("not a size: %q (write bytes, or a number and a unit: 4MiB)", v)
+	}
+	*s.p = int64(n)
+	return nil
+}
+
+type intFlag struct{ p *int }
+
+func (s intFlag) String() string {
+	if s.p == nil {
+		return "0"
+	}
+	return strconv.Itoa(*s.p)
+}
+
+func (s intFlag) Set(v string) error {
+	var n int64
+	if err := (sizeFlag{&n}).Set(v); err != nil {
+		return err
+	}
+	if n > math.MaxInt32 {
+		return fmt.Errorf("%q is too large", v)
+	}
+	*s.p = int(n)
+	return nil
+}
+
+// register adds the limit flags to fs.
+func (lf *limitFlags) register(fs *flag.FlagSet) {
+	d := lang.DefaultLimits
+	fs.Var(intFlag{&lf.l.MaxTextBytes}, "max-text-bytes", fmt.Sprintf("longest text a run may make (default %s; -1: no limit)", humanize.IBytes(uint64(d.MaxTextBytes))))
+	fs.Var(intFlag{&lf.l.MaxItems}, "max-items", fmt.Sprintf("most items of one list, set or dictionary, or rows of one table, a run may make (default %d)", d.MaxItems))
+	fs.Var(sizeFlag{&lf.l.MaxFactsBytes}, "max-facts-bytes", fmt.Sprintf("memory a run's facts may take together (default %s)", humanize.IBytes(uint64(d.MaxFactsBytes))))
+	fs.Var(sizeFlag{&lf.l.MaxJournalBytes}, "max-journal-bytes", fmt.Sprintf("size of a run's journal of book results and clock readings (default %s)", humanize.IBytes(uint64(d.MaxJournalBytes))))
+	fs.Var(intFlag{&lf.l.MaxStateBytes}, "max-state-bytes", fmt.Sprintf("size of a run's saved state; a run whose state is larger fails (default %s)", humanize.IBytes(uint64(d.MaxStateBytes))))
+	fs.Int64Var(&lf.l.MaxSteps, "max-steps", 0, fmt.Sprintf("statements a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %d)", d.MaxSteps))
+	fs.DurationVar(&lf.l.MaxDuration, "max-run-time", 0, fmt.Sprintf("wall time a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %s)", d.MaxDuration))
+}
