@@ -21,8 +21,9 @@ import (
 )
 
 // testServeConfig is a serve configuration on a fresh data directory. With
-// PROSE_TEST_POSTGRES_URL set, the store is that PostgreSQL database
-// instead (shared by the tests; every test makes its own organization).
+// PROSE_TEST_POSTGRES_URL set, the store is the package's own PostgreSQL
+// database instead (made by TestMain, shared by the tests; every test makes
+// its own organization).
 func testServeConfig(t *testing.T) serveConfig {
 	t.Helper()
 	cfg := serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error"}
