@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
@@ -317,4 +318,185 @@ func TestMethodAccessCoversContract(t *testing.T) {
 			t.Errorf("%s: entry for an RPC the contract does not have", m)
 		}
 	}
+}
+
+// keyID returns the id of the stored key whose value is value.
+func (e *testEnv) keyID(t *testing.T, value string) string {
+	t.Helper()
+	prefix, err := apikey.Parse(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := e.st.GetAPIKeyByPrefix(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.ID
+}
+
+// TestUpdateApiKeyMatrix updates keys field by field (display_name,
+// workspace_ids, permission_level, restricted_permissions, expiration and
+// the empty mask) with four calling keys — level all, read-only, restricted
+// (apikeys.manage and runs.get) and scoped to one workspace — over HTTP and
+// gRPC. The key as it will be after the update must stay inside the caller,
+// whatever the body holds outside update_mask; a key inside the caller
+// (such as the caller itself) can be renamed.
+func TestUpdateApiKeyMatrix(t *testing.T) {
+	e := newTestEnv(t)
+	ws := e.init.workspaceID
+	other := e.newWorkspace(t, "Other")
+	toggles := map[string]bool{store.PermAPIKeysManage: true, store.PermRunsGet: true}
+	type caller struct {
+		name string
+		spec keySpec
+	}
+	callers := []caller{
+		{"all", keySpec{}},
+		{"read-only", keySpec{level: store.PermissionReadOnly}},
+		{"restricted", keySpec{level: store.PermissionRestricted, toggles: toggles}},
+		{"scoped", keySpec{workspaces: []string{ws}}},
+	}
+	const (
+		ok        = codes.OK
+		denied    = codes.PermissionDenied
+		invalid   = codes.InvalidArgument
+		readOnly  = server.ReasonAPIKeyReadOnly
+		levelOff  = server.ReasonAPIKeyPermissionOff
+		outside   = server.ReasonWorkspaceOutOfScope
+		badField  = server.ReasonInvalidField
+		likeSelf  = "self"
+		likeCall  = "like caller"
+		broadAll  = "all workspaces, level all"
+		broadRO   = "all workspaces, read-only"
+		narrowed  = "like caller, scoped to the workspace"
+		restrictd = "restricted runs.get, caller's scope"
+	)
+	type want struct {
+		code   codes.Code
+		reason string
+	}
+	type updateCase struct {
+		name   string
+		target string
+		mask   string
+		body   string
+		want   map[string]want // by caller; read-only is always refused
+		check  checkFunc       // for the callers it lets through
+	}
+	cases := []updateCase{
+		{name: "rename itself", target: likeSelf, mask: "display_name", body: `{"display_name":"renamed"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {ok, ""}},
+			check: wantField("display_name", "renamed")},
+		{name: "rename a key like itself", target: likeCall, mask: "display_name", body: `{"display_name":"renamed"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {ok, ""}},
+			check: wantField("display_name", "renamed")},
+		{name: "rename a broader key", target: broadAll, mask: "display_name", body: `{"display_name":"renamed"}`,
+			want: map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {denied, outside}}},
+		{name: "level from the mask, scope from the body", target: broadRO, mask: "permission_level",
+			body:  `{"workspace_ids":["{ws}"],"permission_level":"API_KEY_PERMISSION_LEVEL_ALL"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {denied, outside}},
+			check: all(wantField("permission_level", "API_KEY_PERMISSION_LEVEL_ALL"), wantCount("workspace_ids", 0))},
+		{name: "widen scope to all workspaces", target: narrowed, mask: "workspace_ids", body: `{"permission_level":"API_KEY_PERMISSION_LEVEL_ALL"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {denied, outside}},
+			check: wantCount("workspace_ids", 0)},
+		{name: "narrow scope", target: likeCall, mask: "workspace_ids", body: `{"workspace_ids":["{ws}"]}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {ok, ""}},
+			check: wantField("workspace_ids.0", "{ws}")},
+		{name: "move scope to another workspace", target: likeCall, mask: "workspace_ids", body: `{"workspace_ids":["{other}"]}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {denied, outside}},
+			check: wantField("workspace_ids.0", "{other}")},
+		{name: "unknown workspace", target: likeCall, mask: "workspace_ids", body: `{"workspace_ids":["nope"]}`,
+			want: map[string]want{"all": {invalid, server.ReasonWorkspaceNotFound}, "restricted": {invalid, server.ReasonWorkspaceNotFound}, "scoped": {invalid, server.ReasonWorkspaceNotFound}}},
+		{name: "level down to read-only", target: likeCall, mask: "permission_level", body: `{"permission_level":"API_KEY_PERMISSION_LEVEL_READ_ONLY"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {ok, ""}},
+			check: wantField("permission_level", "API_KEY_PERMISSION_LEVEL_READ_ONLY")},
+		{name: "level up to all", target: restrictd, mask: "permission_level", body: `{"permission_level":"API_KEY_PERMISSION_LEVEL_ALL"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {ok, ""}},
+			check: wantField("permission_level", "API_KEY_PERMISSION_LEVEL_ALL")},
+		{name: "add a permission the caller lacks", target: restrictd, mask: "restricted_permissions",
+			body:  `{"restricted_permissions":{"runs.get":true,"runs.manage":true}}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {ok, ""}},
+			check: wantToggle("runs.manage")},
+		{name: "permissions within the caller", target: restrictd, mask: "restricted_permissions",
+			body:  `{"restricted_permissions":{"apikeys.manage":true}}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {ok, ""}},
+			check: wantToggle("apikeys.manage")},
+		{name: "expiration is fixed", target: likeCall, mask: "expiration", body: `{"expiration":"API_KEY_EXPIRATION_1_YEAR"}`,
+			want: map[string]want{"all": {invalid, badField}, "restricted": {invalid, badField}, "scoped": {invalid, badField}}},
+		{name: "empty mask takes the whole body", target: likeCall, mask: "",
+			body: `{"display_name":"whole","workspace_ids":[],"permission_level":"API_KEY_PERMISSION_LEVEL_ALL"}`,
+			want: map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {denied, outside}},
+			check: all(wantField("display_name", "whole"), wantField("permission_level", "API_KEY_PERMISSION_LEVEL_ALL"),
+				wantCount("workspace_ids", 0))},
+	}
+	for _, c := range callers {
+		callerKey := e.newKey(t, c.spec)
+		for _, tc := range cases {
+			var target string
+			switch tc.target {
+			case likeSelf:
+				target = callerKey
+			case likeCall:
+				target = e.newKey(t, c.spec)
+			case broadAll:
+				target = e.newKey(t, keySpec{})
+			case broadRO:
+				target = e.newKey(t, keySpec{level: store.PermissionReadOnly})
+			case narrowed:
+				s := c.spec
+				s.workspaces = []string{ws}
+				target = e.newKey(t, s)
+			case restrictd:
+				target = e.newKey(t, keySpec{level: store.PermissionRestricted, toggles: map[string]bool{store.PermRunsGet: true}, workspaces: c.spec.workspaces})
+			}
+			id := e.keyID(t, target)
+			w, found := tc.want[c.name]
+			if c.name == "read-only" {
+				w, found = want{denied, readOnly}, true
+			}
+			if !found {
+				t.Fatalf("%s: no expectation for %s", tc.name, c.name)
+			}
+			x := strings.NewReplacer("{ws}", ws, "{other}", other, "{id}", id).Replace
+			path := "/api/v1/organizations/{org}/apiKeys/{id}"
+			req := `{"organization_id":"{org}","api_key_id":"{id}","api_key":` + tc.body
+			if tc.mask != "" {
+				path += "?update_mask=" + tc.mask
+				req += `,"update_mask":"` + lowerCamel(tc.mask) + `"`
+			}
+			call := apiCall{
+				name: c.name + "/" + tc.name, rpc: keySvc + "UpdateApiKey", method: http.MethodPatch,
+				path: x(path), body: x(tc.body), req: x(req + "}"), key: callerKey,
+				want: w.code, reason: w.reason,
+			}
+			if tc.check != nil {
+				call.check = func(t *testing.T, m map[string]any, xx func(string) string) {
+					t.Helper()
+					tc.check(t, m, func(s string) string { return x(xx(s)) })
+				}
+			}
+			e.run(t, call)
+		}
+	}
+}
+
+// wantToggle checks that a key's restricted_permissions has perm on.
+func wantToggle(perm string) checkFunc {
+	return func(t *testing.T, m map[string]any, _ func(string) string) {
+		t.Helper()
+		if tg, _ := m["restricted_permissions"].(map[string]any); tg[perm] != true {
+			t.Errorf("restricted_permissions[%s] is not on: %v", perm, m)
+		}
+	}
+}
+
+// lowerCamel is the proto JSON spelling of a field mask path.
+func lowerCamel(path string) string {
+	parts := strings.Split(path, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
 }
