@@ -142,7 +142,7 @@ func (s *FileService) UploadSigned(ctx context.Context, token, filename, content
 		return nil, err
 	}
 	f, err := s.st.CreateFile(ctx, store.File{
-		OrganizationID: g.Org, Filename: filename, MimeType: mimeTypeFor(usableType(contentType), filename),
+		OrganizationID: g.Org, WorkspaceID: g.Workspace, Filename: filename, MimeType: mimeTypeFor(usableType(contentType), filename),
 	}, content, true)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
