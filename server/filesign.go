@@ -31,6 +31,9 @@ const (
 	ReasonSignedURLExpired   = "SIGNED_URL_EXPIRED"
 	ReasonSignedURLOperation = "SIGNED_URL_WRONG_OPERATION"
 	ReasonUploadFormInvalid  = "UPLOAD_FORM_INVALID"
+	// ReasonUploadURLUsed: a legacy upload URL (/v1/upload, /v2/files) takes
+	// one upload; the file already has its bytes.
+	ReasonUploadURLUsed = "UPLOAD_URL_USED"
 )
 
 // Paths of the signed URLs on the HTTP side (served by
