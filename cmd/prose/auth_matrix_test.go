@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -571,5 +572,58 @@ func TestEveryRegisteredRPCIsGuarded(t *testing.T) {
 	}
 	if n < 80 {
 		t.Errorf("only %d registered RPCs checked", n)
+	}
+}
+
+// TestCreateApiKeyMatrix: the key CreateApiKey makes stays inside the
+// calling key (scope, level, restricted permissions), over HTTP and gRPC.
+func TestCreateApiKeyMatrix(t *testing.T) {
+	e := newTestEnv(t)
+	ws, other := e.init.workspaceID, e.newWorkspace(t, "Other")
+	callers := map[string]string{
+		"all":        e.init.APIKey,
+		"restricted": e.newKey(t, keySpec{level: store.PermissionRestricted, toggles: map[string]bool{store.PermAPIKeysManage: true, store.PermRunsGet: true}}),
+		"scoped":     e.newKey(t, keySpec{workspaces: []string{ws}}),
+	}
+	type want struct {
+		code   codes.Code
+		reason string
+	}
+	ok := want{codes.OK, ""}
+	outside := want{codes.PermissionDenied, server.ReasonWorkspaceOutOfScope}
+	levelOff := want{codes.PermissionDenied, server.ReasonAPIKeyPermissionOff}
+	for _, c := range []struct {
+		name string
+		key  string // the api_key body, without display_name and expiration
+		want map[string]want
+	}{
+		{"all workspaces, level all", `"permission_level":"API_KEY_PERMISSION_LEVEL_ALL"`,
+			map[string]want{"all": ok, "restricted": levelOff, "scoped": outside}},
+		{"the caller's workspace, read-only", `"workspace_ids":["{ws}"],"permission_level":"API_KEY_PERMISSION_LEVEL_READ_ONLY"`,
+			map[string]want{"all": ok, "restricted": levelOff, "scoped": ok}},
+		{"another workspace", `"workspace_ids":["{other}"],"permission_level":"API_KEY_PERMISSION_LEVEL_READ_ONLY"`,
+			map[string]want{"all": ok, "restricted": levelOff, "scoped": outside}},
+		{"restricted within the caller", `"permission_level":"API_KEY_PERMISSION_LEVEL_RESTRICTED","restricted_permissions":{"runs.get":true}`,
+			map[string]want{"all": ok, "restricted": ok, "scoped": outside}},
+		{"restricted beyond the caller", `"workspace_ids":["{ws}"],"permission_level":"API_KEY_PERMISSION_LEVEL_RESTRICTED","restricted_permissions":{"runs.manage":true}`,
+			map[string]want{"all": ok, "restricted": levelOff, "scoped": ok}},
+	} {
+		for who, key := range callers {
+			w := c.want[who]
+			body := strings.NewReplacer("{ws}", ws, "{other}", other).Replace(`{"display_name":"made","expiration":"API_KEY_EXPIRATION_7_DAYS",` + c.key + `}`)
+			call := apiCall{
+				name: who + "/" + c.name, rpc: keySvc + "CreateApiKey", method: http.MethodPost,
+				path: "/api/v1/organizations/{org}/apiKeys", body: body, req: `{"organization_id":"{org}","api_key":` + body + `}`,
+				key: key, want: w.code, reason: w.reason,
+				// Delete what was made: an organization has at most 10 keys.
+				check: func(t *testing.T, m map[string]any, _ func(string) string) {
+					t.Helper()
+					if err := e.st.DeleteAPIKey(context.Background(), e.init.orgID, store.LastSegment(fmt.Sprint(m["api_key"].(map[string]any)["name"]))); err != nil {
+						t.Error(err)
+					}
+				},
+			}
+			e.run(t, call)
+		}
 	}
 }
