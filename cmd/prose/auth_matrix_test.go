@@ -174,7 +174,9 @@ func httpRequestFor(t *testing.T, md protoreflect.MethodDescriptor, msg protoref
 // TestAuthorizationMatrix calls every RPC of the contract (except the
 // public ones) over gRPC and HTTP with: no key, an unknown key, an expired
 // key, a key scoped to another workspace, and a read-only key, and checks
-// the documented answer. Legacy /v1 paths render 403 {message} for
+// the documented answer. The file methods name a file of the first
+// workspace (see also TestFilesHonourWorkspaceScope, TestFilesMadeInScope;
+// UpdateApiKey field by field: TestUpdateApiKeyMatrix). Legacy /v1 paths render 403 {message} for
 // UNAUTHENTICATED and 400 {statusCode, message} for PERMISSION_DENIED.
 func TestAuthorizationMatrix(t *testing.T) {
 	e := newTestEnv(t)
@@ -192,6 +194,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"read-only key", e.newKey(t, keySpec{level: store.PermissionReadOnly})},
 	}
 	public := map[string]bool{"/prose.legacy.v2.LegacyService/Health": true}
+	// The file the FileService requests name (fillRequest sets file "x"):
+	// a file of the first workspace, so a key scoped to another workspace
+	// is refused it.
+	if _, err := e.st.CreateFile(context.Background(), store.File{OrganizationID: e.init.orgID, WorkspaceID: e.init.workspaceID,
+		ID: "x", Filename: "x.txt", MimeType: "text/plain"}, []byte("x"), true); err != nil {
+		t.Fatal(err)
+	}
+	namesFile := func(rpc string) bool {
+		return strings.HasPrefix(rpc, fileSvc) && !strings.HasSuffix(rpc, "/UploadFile") && !strings.HasSuffix(rpc, "/GenerateUploadUrl")
+	}
 	n := 0
 	for _, b := range contractBindings() {
 		if b.err != "" {
@@ -209,7 +221,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		md := methodDescriptor(t, b.rpc)
 		msg := dynamicpb.NewMessage(md.Input())
 		fillRequest(msg, e.init.orgID, e.init.workspaceID, 0)
-		namesWorkspace := len(server.TargetOf(msg).WorkspaceIDs) > 0
+		namesWorkspace := len(server.TargetOf(msg).WorkspaceIDs) > 0 || namesFile(b.rpc)
 		legacy := strings.HasPrefix(b.rpc, "/prose.legacy.")
 		for _, c := range cases {
 			// want: the code, or OK meaning "authorization lets it through".
