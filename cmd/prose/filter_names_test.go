@@ -125,6 +125,15 @@ func TestFilterResourceNamesMatchWhole(t *testing.T) {
 	if st, _, raw := e.doHTTP(t, http.MethodPost, thread, `{"user_message":{"content":"hello"}}`, auth); st != http.StatusOK {
 		t.Fatalf("CreateEvent: HTTP %d %s", st, raw)
 	}
+	// An event's exception, given by name, must be the run's whole name.
+	for _, name := range []string{theirs + "/exceptions/" + exc, otherWS + "/exceptions/" + exc} {
+		if st, _, raw := e.doHTTP(t, http.MethodPost, thread, `{"user_message":{"content":"hi"},"exception":"`+name+`"}`, auth); st != http.StatusBadRequest {
+			t.Errorf("CreateEvent with exception %s: HTTP %d %s, want 400", name, st, raw)
+		}
+	}
+	if st, _, raw := e.doHTTP(t, http.MethodPost, thread, `{"user_message":{"content":"hi"},"exception":"`+mine+`/exceptions/`+exc+`"}`, auth); st != http.StatusOK {
+		t.Errorf("CreateEvent with its own exception's name: HTTP %d %s", st, raw)
+	}
 	for _, c := range []struct {
 		filter string
 		some   bool
