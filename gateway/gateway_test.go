@@ -202,7 +202,7 @@ func startStack(t *testing.T) *stack {
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := prometheus.NewRegistry()
-	gs := server.New(server.Options{Logger: logger, Registerer: reg, Authenticator: authByKey})
+	gs := server.New(server.Options{Logger: logger, Registerer: reg, Authenticator: authByKey, InsecureNoAuthorization: true})
 	v1 := &fakeV1{}
 	legacyv1.RegisterLegacyServiceServer(gs, v1)
 	v2 := &fakeV2{entered: make(chan struct{}), release: make(chan struct{})}
@@ -804,7 +804,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 }
 
 func TestSecondGRPCListener(t *testing.T) {
-	gs := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry()})
+	gs := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
 	ip, err := gateway.NewInProcess(gs)
 	if err != nil {
 		t.Fatal(err)
@@ -841,7 +841,7 @@ func TestSecondGRPCListener(t *testing.T) {
 }
 
 func TestListenAndServeBadAddress(t *testing.T) {
-	gs := server.New(server.Options{Registerer: prometheus.NewRegistry()})
+	gs := server.New(server.Options{Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
 	defer gs.Stop()
 	err := gateway.ListenAndServe(context.Background(), "127.0.0.1:-1", gs, http.NotFoundHandler(), nil)
 	if err == nil {

@@ -104,10 +104,9 @@ func APIKeyProto(k store.APIKey) *platformv1.ApiKey {
 
 var idPermissionRE = regexp.MustCompile(`^[a-z][a-z_]*\.[a-z][a-z_]*$`)
 
-// keySettings validates scope, level and toggles of a key being created or
-// updated by caller p (nil: no caller, e.g. the CLI) and checks the key
-// would not exceed the caller's own key.
-func (s *ApiKeyService) keySettings(ctx context.Context, p *Principal, org string, in *platformv1.ApiKey, k *store.APIKey) error {
+// keyScope reads the workspace_ids of a key being created or updated:
+// every id must name a workspace of org; none means all workspaces.
+func (s *ApiKeyService) keyScope(ctx context.Context, org string, in *platformv1.ApiKey, k *store.APIKey) error {
 	ids := make([]string, 0, len(in.GetWorkspaceIds()))
 	for i, id := range in.GetWorkspaceIds() {
 		id = idIdOf(id)
@@ -122,31 +121,46 @@ func (s *ApiKeyService) keySettings(ctx context.Context, p *Principal, org strin
 	}
 	k.AllWorkspaces = len(ids) == 0
 	k.WorkspaceIDs = idUniq(ids)
+	return nil
+}
+
+// keyLevel reads the permission_level of a key.
+func keyLevel(in *platformv1.ApiKey, k *store.APIKey) error {
 	level, ok := idLevelFromProto(in.GetPermissionLevel())
 	if !ok {
 		return InvalidArgument(ReasonInvalidField, "unknown permission_level", Violation("api_key.permission_level", "unknown value"))
 	}
 	k.PermissionLevel = level
-	k.Permissions = nil
-	if level == store.PermissionRestricted {
-		k.Permissions = map[string]bool{}
-		for perm, on := range in.GetRestrictedPermissions() {
-			if !idPermissionRE.MatchString(perm) {
-				return InvalidArgument(ReasonInvalidField, fmt.Sprintf("restricted_permissions: %q is not <resource>.<verb>", perm),
-					Violation("api_key.restricted_permissions", "bad permission "+perm))
-			}
-			if on {
-				k.Permissions[perm] = true
-			}
+	return nil
+}
+
+// keyToggles reads the restricted_permissions of a key (those switched on).
+func keyToggles(in *platformv1.ApiKey, k *store.APIKey) error {
+	k.Permissions = map[string]bool{}
+	for perm, on := range in.GetRestrictedPermissions() {
+		if !idPermissionRE.MatchString(perm) {
+			return InvalidArgument(ReasonInvalidField, fmt.Sprintf("restricted_permissions: %q is not <resource>.<verb>", perm),
+				Violation("api_key.restricted_permissions", "bad permission "+perm))
+		}
+		if on {
+			k.Permissions[perm] = true
 		}
 	}
+	return nil
+}
+
+// keyWithin checks that key k, as it will be stored, stays inside the
+// calling key p (nil: no caller, e.g. the CLI): its workspaces inside the
+// caller's scope, its level no higher than the caller's and, for a
+// restricted caller, its permissions among the caller's toggles. A key can
+// never make or shape a key that could do more than itself.
+func keyWithin(p *Principal, k store.APIKey) error {
 	if p == nil {
 		return nil
 	}
-	// No escalation: the new key stays inside the caller's key.
 	if !p.AllWorkspaces {
 		if k.AllWorkspaces {
-			return PermissionDenied(ReasonWorkspaceOutOfScope, "a key scoped to specific workspaces cannot make a key for all workspaces")
+			return PermissionDenied(ReasonWorkspaceOutOfScope, "a key scoped to specific workspaces cannot make or change a key for all workspaces")
 		}
 		for _, id := range k.WorkspaceIDs {
 			if !p.InScope(id) {
@@ -158,11 +172,11 @@ func (s *ApiKeyService) keySettings(ctx context.Context, p *Principal, org strin
 	case store.PermissionAll:
 	case store.PermissionRestricted:
 		if k.PermissionLevel != store.PermissionRestricted {
-			return PermissionDenied(ReasonAPIKeyPermissionOff, "a restricted key can only make restricted keys")
+			return PermissionDenied(ReasonAPIKeyPermissionOff, "a restricted key can only make or change restricted keys")
 		}
-		for perm := range k.Permissions {
-			if !p.Toggles[perm] {
-				return PermissionDenied(ReasonAPIKeyPermissionOff, fmt.Sprintf("the calling key does not have %s", perm))
+		for perm, on := range k.Permissions {
+			if on && !p.Toggles[perm] {
+				return NewError(codesPermissionDenied, ReasonAPIKeyPermissionOff, fmt.Sprintf("the calling key does not have %s", perm)).Meta("permission", perm).Err()
 			}
 		}
 	default:
@@ -190,7 +204,19 @@ func (s *ApiKeyService) CreateApiKey(ctx context.Context, req *platformv1.Create
 			Violation("api_key.expiration", "required"))
 	}
 	k := store.APIKey{OrganizationID: org, UserID: p.UserID, Name: name}
-	if err := s.keySettings(ctx, p, org, in, &k); err != nil {
+	if err := s.keyScope(ctx, org, in, &k); err != nil {
+		return nil, err
+	}
+	if err := keyLevel(in, &k); err != nil {
+		return nil, err
+	}
+	k.Permissions = nil
+	if k.PermissionLevel == store.PermissionRestricted {
+		if err := keyToggles(in, &k); err != nil {
+			return nil, err
+		}
+	}
+	if err := keyWithin(p, k); err != nil {
 		return nil, err
 	}
 	create := func() (*platformv1.CreateApiKeyResponse, string, error) {
@@ -282,7 +308,11 @@ func (s *ApiKeyService) GetApiKey(ctx context.Context, req *platformv1.GetApiKey
 	return APIKeyProto(k), nil
 }
 
-// UpdateApiKey changes a key's name, scope or permissions.
+// UpdateApiKey changes a key's name, scope or permissions: the fields of
+// update_mask (all four when it is empty) are applied to the stored key,
+// and the key as it will be is checked against the calling key
+// (keyWithin), whatever the body holds outside the mask. expiration is set
+// at creation only.
 func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.UpdateApiKeyRequest) (*platformv1.ApiKey, error) { //nolint:revive
 	org, id := req.GetOrganizationId(), req.GetApiKeyId()
 	k, p, err := s.ownKey(ctx, org, id)
@@ -296,6 +326,7 @@ func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.Update
 	in := req.GetApiKey()
 	var mask []string
 	for _, path := range paths {
+		var err error
 		switch path {
 		case "display_name":
 			name := strings.TrimSpace(in.GetDisplayName())
@@ -305,23 +336,30 @@ func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.Update
 			k.Name = name
 			mask = append(mask, "name")
 		case "workspace_ids":
+			err = s.keyScope(ctx, org, in, &k)
 			mask = append(mask, "scope")
-		case "permission_level", "restricted_permissions":
+		case "permission_level":
+			err = keyLevel(in, &k)
 			mask = append(mask, "permissions")
+		case "restricted_permissions":
+			err = keyToggles(in, &k)
+			mask = append(mask, "permissions")
+		case "expiration", "expire_time":
+			msg := fmt.Sprintf("update_mask: %s is set when the key is created and cannot be changed; make a new key", path)
+			return nil, InvalidArgument(ReasonInvalidField, msg, Violation("update_mask", msg))
 		default:
 			return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q cannot be updated", path), Violation("update_mask", "unknown path "+path))
 		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	mask = idUniq(mask)
-	want := k
-	if err := s.keySettings(ctx, p, org, in, &want); err != nil {
+	if k.PermissionLevel != store.PermissionRestricted {
+		k.Permissions = nil
+	}
+	if err := keyWithin(p, k); err != nil {
 		return nil, err
-	}
-	if slices.Contains(mask, "scope") {
-		k.AllWorkspaces, k.WorkspaceIDs = want.AllWorkspaces, want.WorkspaceIDs
-	}
-	if slices.Contains(mask, "permissions") {
-		k.PermissionLevel, k.Permissions = want.PermissionLevel, want.Permissions
 	}
 	got, err := s.st.UpdateAPIKey(ctx, k, mask)
 	if err != nil {

@@ -30,7 +30,6 @@ const (
 	ReasonWorkspaceOutOfScope    = "WORKSPACE_OUT_OF_SCOPE"
 	ReasonPermissionMissing      = "PERMISSION_MISSING"
 	ReasonMethodNotAuthorized    = "METHOD_NOT_AUTHORIZED"
-	MiddlewareAuthorization      = "authorization"
 	apiKeyHeader                 = "x-api-key"
 	authorizationHeader          = "authorization"
 	touchInterval                = time.Minute
@@ -128,8 +127,9 @@ func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
 // workspace is in the key's scope (PERMISSION_DENIED
 // WORKSPACE_OUT_OF_SCOPE), the key's level allows perm and their roles grant
 // it (PERMISSION_DENIED PERMISSION_MISSING). Handlers of Deferred methods
-// call it once they know the workspace. Without a principal (no
-// authenticator configured) it allows everything.
+// call it once they know the workspace. Without a principal (only a server
+// built with Options.InsecureNoAuthorization lets such a call reach a
+// handler) it allows everything.
 func RequireWorkspace(ctx context.Context, workspaceID, perm string) error {
 	p, ok := PrincipalFrom(ctx)
 	if !ok {
@@ -169,9 +169,9 @@ func requirePermission(ctx context.Context, p *Principal, workspaceID, perm stri
 	return nil
 }
 
-// KeyAuth authenticates API keys against the store and authorizes calls
-// with MethodAccess. Use it as Options.Authenticator and add Middleware()
-// to Options.Extra.
+// KeyAuth authenticates API keys against the store; the chain's
+// authorization entry then authorizes calls with MethodAccess. Use it as
+// Options.Authenticator.
 //
 // Keys and permission sets read from the store are cached when the store
 // reports an AuthGeneration (the SQL stores): an entry is used only while
@@ -292,7 +292,7 @@ func credential(ctx context.Context) (string, bool) {
 // Authenticate implements Authenticator: it finds the key, checks it and
 // its permission level against MethodAccess[fullMethod], and puts the
 // Principal in the context. Scope, organization and role checks need the
-// request: Middleware does them.
+// request: the chain's authorization entry does them.
 func (a *KeyAuth) Authenticate(ctx context.Context, fullMethod string) (context.Context, error) {
 	value, present := credential(ctx)
 	if !present {
@@ -362,30 +362,50 @@ func (a *KeyAuth) touch(ctx context.Context, k store.APIKey, now time.Time) {
 	}
 }
 
-// Middleware is the request-aware half: an Options.Extra entry (it runs
-// after validation) that checks the request's organization_id against the
-// key's organization, its workspace ids (workspace_id, workspace_ids,
-// legacy agent_id) against the key's scope, and the permission of
-// MethodAccess against the caller's roles in that workspace (or in the
-// organization when the request names none).
-func (a *KeyAuth) Middleware() Middleware {
+// authorizationMiddleware is the request-aware half of authentication, a
+// built-in entry of the chain (after validation): it checks the request's
+// organization_id against the key's organization, its workspace ids
+// (workspace_id, workspace_ids, legacy agent_id) against the key's scope,
+// and the permission of MethodAccess against the caller's roles in that
+// workspace (or in the organization when the request names none). A
+// non-public call that arrives without a Principal is refused unless
+// insecure (tests of the transport).
+func authorizationMiddleware(public publicSet, insecure bool) Middleware {
+	check := func(ctx context.Context, method string, req any) error {
+		if public.has(method) {
+			return nil
+		}
+		if _, ok := PrincipalFrom(ctx); !ok {
+			if insecure {
+				return nil
+			}
+			return Unauthenticated(ReasonAuthenticatorMissing, "the call was not authenticated")
+		}
+		return authorize(ctx, method, req)
+	}
 	return Middleware{
 		Name: MiddlewareAuthorization,
 		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-			if err := authorize(ctx, info.FullMethod, req); err != nil {
+			if err := check(ctx, info.FullMethod, req); err != nil {
 				return nil, err
 			}
 			return handler(ctx, req)
 		},
 		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-			return handler(srv, &authorizingStream{ServerStream: ss, method: info.FullMethod})
+			if public.has(info.FullMethod) {
+				return handler(srv, ss)
+			}
+			return handler(srv, &authorizingStream{ServerStream: ss, method: info.FullMethod, check: check})
 		},
 	}
 }
 
+// authorizingStream authorizes the first message of a stream (the request
+// of a server-streaming call).
 type authorizingStream struct {
 	grpc.ServerStream
 	method string
+	check  func(ctx context.Context, method string, req any) error
 	done   bool
 }
 
@@ -397,7 +417,7 @@ func (s *authorizingStream) RecvMsg(m any) error {
 		return nil
 	}
 	s.done = true
-	return authorize(s.Context(), s.method, m)
+	return s.check(s.Context(), s.method, m)
 }
 
 // RequestTarget is the organization and workspaces a request names.
@@ -441,7 +461,7 @@ func TargetOf(req any) RequestTarget {
 func authorize(ctx context.Context, method string, req any) error {
 	p, ok := PrincipalFrom(ctx)
 	if !ok {
-		return nil // public method, or no authenticator
+		return nil // the caller checked
 	}
 	acc, ok := MethodAccess[method]
 	if !ok {

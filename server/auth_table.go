@@ -127,12 +127,14 @@ var MethodAccess = map[string]Access{
 	"/prose.platform.v1.EventService/CancelGeneration": w(store.PermExceptionsResolve),
 
 	// Files.
-	"/prose.platform.v1.FileService/UploadFile":          w(store.PermRunsCreate),
-	"/prose.platform.v1.FileService/DownloadFile":        r(store.PermRunsGet),
-	"/prose.platform.v1.FileService/GetFileMetadata":     r(store.PermRunsGet),
-	"/prose.platform.v1.FileService/DeleteFile":          w(store.PermRunsCreate),
-	"/prose.platform.v1.FileService/GenerateUploadUrl":   w(store.PermRunsCreate),
-	"/prose.platform.v1.FileService/GenerateDownloadUrl": r(store.PermRunsGet),
+	// Files: the request names a file (or makes one) but not its workspace:
+	// the handler checks the file's workspace (Deferred, see file_scope.go).
+	"/prose.platform.v1.FileService/UploadFile":          {Permission: store.PermRunsCreate, Write: true, Deferred: true},
+	"/prose.platform.v1.FileService/DownloadFile":        {Permission: store.PermRunsGet, Deferred: true},
+	"/prose.platform.v1.FileService/GetFileMetadata":     {Permission: store.PermRunsGet, Deferred: true},
+	"/prose.platform.v1.FileService/DeleteFile":          {Permission: store.PermRunsCreate, Write: true, Deferred: true},
+	"/prose.platform.v1.FileService/GenerateUploadUrl":   {Permission: store.PermRunsCreate, Write: true, Deferred: true},
+	"/prose.platform.v1.FileService/GenerateDownloadUrl": {Permission: store.PermRunsGet, Deferred: true},
 
 	// Books: the global catalogue is open to every key.
 	"/prose.book.v1.BookService/ListBooks":                   r(""),

@@ -189,7 +189,8 @@ func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEv
 	}
 	if excID != "" {
 		x, err := s.st.GetException(ctx, org, ws, excID)
-		if err != nil || x.RunID != run.ID {
+		// A resource name must name this run's exception whole.
+		if err != nil || x.RunID != run.ID || strings.Contains(in.GetException(), "/") && in.GetException() != engine.ExceptionName(x) {
 			if in.GetException() != "" {
 				return nil, InvalidArgument(ReasonInvalidField, "exception is not an exception of this run", Violation("event.exception", "not an exception of the run"))
 			}

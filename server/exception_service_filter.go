@@ -76,9 +76,9 @@ var excExactOps = []string{sqlfilter.OpEq, sqlfilter.OpNe}
 var excFilter = func() *sqlfilter.Resource {
 	r, err := sqlfilter.NewResource("exceptions",
 		sqlfilter.Field{Name: "state", Kind: sqlfilter.Enum, Ops: excAllOps, Values: excStateValues, Render: renderExcState},
-		sqlfilter.Field{Name: "automation", Kind: sqlfilter.String, Ops: excExactOps, Column: "e.automation_id", Normalize: store.LastSegment},
-		sqlfilter.Field{Name: "run", Kind: sqlfilter.String, Ops: excExactOps, Column: "e.run_id", Normalize: store.LastSegment},
-		sqlfilter.Field{Name: "group", Kind: sqlfilter.String, Ops: excExactOps, Column: "e.group_id", Normalize: store.LastSegment},
+		sqlfilter.Field{Name: "automation", Kind: sqlfilter.String, Ops: excExactOps, Names: sqlfilter.ExceptionAutomationName},
+		sqlfilter.Field{Name: "run", Kind: sqlfilter.String, Ops: excExactOps, Names: sqlfilter.ExceptionRunName},
+		sqlfilter.Field{Name: "group", Kind: sqlfilter.String, Ops: excExactOps, Names: sqlfilter.ExceptionGroupName},
 		sqlfilter.Field{Name: "create_time", Kind: sqlfilter.Timestamp, Ops: excAllOps, Column: "e.create_time"},
 	)
 	if err != nil {

@@ -145,8 +145,12 @@ func (s *FileService) UploadFile(ctx context.Context, req *platformv1.UploadFile
 	if err := s.tooLarge(len(data)); err != nil {
 		return nil, err
 	}
+	ws, err := newFileWorkspace(ctx, store.PermRunsCreate)
+	if err != nil {
+		return nil, err
+	}
 	f, err := s.st.CreateFile(ctx, store.File{
-		OrganizationID: req.GetOrganizationId(), Filename: req.GetFilename(),
+		OrganizationID: req.GetOrganizationId(), WorkspaceID: ws, Filename: req.GetFilename(),
 		MimeType: mimeTypeFor(req.GetContent().GetContentType(), req.GetFilename()),
 	}, data, true)
 	if err != nil {
@@ -161,6 +165,9 @@ func (s *FileService) UploadFile(ctx context.Context, req *platformv1.UploadFile
 // DownloadFile returns a file's bytes with its MIME type.
 func (s *FileService) DownloadFile(ctx context.Context, req *platformv1.DownloadFileRequest) (*httpbody.HttpBody, error) {
 	org, id := req.GetOrganizationId(), fileID(req.GetFile())
+	if _, err := s.fileFor(ctx, org, id, store.PermRunsGet); err != nil {
+		return nil, err
+	}
 	f, data, err := s.st.GetFileContent(ctx, org, id)
 	if err != nil {
 		return nil, fileStoreError(err, org, id)
@@ -171,9 +178,9 @@ func (s *FileService) DownloadFile(ctx context.Context, req *platformv1.Download
 // GetFileMetadata returns a file's metadata.
 func (s *FileService) GetFileMetadata(ctx context.Context, req *platformv1.GetFileMetadataRequest) (*platformv1.FileMetadata, error) {
 	org, id := req.GetOrganizationId(), fileID(req.GetFile())
-	f, err := s.st.GetFile(ctx, org, id)
+	f, err := s.fileFor(ctx, org, id, store.PermRunsGet)
 	if err != nil {
-		return nil, fileStoreError(err, org, id)
+		return nil, err
 	}
 	return fileProto(f), nil
 }
@@ -181,6 +188,9 @@ func (s *FileService) GetFileMetadata(ctx context.Context, req *platformv1.GetFi
 // DeleteFile deletes a file.
 func (s *FileService) DeleteFile(ctx context.Context, req *platformv1.DeleteFileRequest) (*emptypb.Empty, error) {
 	org, id := req.GetOrganizationId(), fileID(req.GetFile())
+	if _, err := s.fileFor(ctx, org, id, store.PermRunsCreate); err != nil {
+		return nil, err
+	}
 	if err := s.st.DeleteFile(ctx, org, id); err != nil {
 		return nil, fileStoreError(err, org, id)
 	}
@@ -198,7 +208,11 @@ func (s *FileService) GenerateUploadUrl(ctx context.Context, req *platformv1.Gen
 	if _, err := s.st.GetOrganization(ctx, req.GetOrganizationId()); err != nil {
 		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonConflict, idOrganizationName(req.GetOrganizationId()))
 	}
-	tok, err := s.sig.sign(ctx, fileGrant{Op: grantUpload, Org: req.GetOrganizationId(), Exp: s.sig.now().Add(d).Unix()})
+	ws, err := newFileWorkspace(ctx, store.PermRunsCreate)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := s.sig.sign(ctx, fileGrant{Op: grantUpload, Org: req.GetOrganizationId(), Workspace: ws, Exp: s.sig.now().Add(d).Unix()})
 	if err != nil {
 		return nil, err
 	}
@@ -213,14 +227,28 @@ func (s *FileService) GenerateDownloadUrl(ctx context.Context, req *platformv1.G
 		return nil, err
 	}
 	org, id := req.GetOrganizationId(), fileID(req.GetFile())
-	if _, err := s.st.GetFile(ctx, org, id); err != nil {
-		return nil, fileStoreError(err, org, id)
+	// Only a caller who can read the file can mint a URL that reads it.
+	if _, err := s.fileFor(ctx, org, id, store.PermRunsGet); err != nil {
+		return nil, err
 	}
 	u, err := signedDownloadURL(ctx, s.sig, baseURL(ctx, s.opts.BaseURL), org, id, d)
 	if err != nil {
 		return nil, err
 	}
 	return &platformv1.GenerateDownloadUrlResponse{DownloadUri: u}, nil
+}
+
+// fileFor reads the metadata of file id of org and checks that the caller
+// may use perm on it (requireFile).
+func (s *FileService) fileFor(ctx context.Context, org, id, perm string) (store.File, error) {
+	f, err := s.st.GetFile(ctx, org, id)
+	if err != nil {
+		return store.File{}, fileStoreError(err, org, id)
+	}
+	if err := requireFile(ctx, f, perm); err != nil {
+		return store.File{}, err
+	}
+	return f, nil
 }
 
 func signedDownloadURL(ctx context.Context, sig *fileSigner, base, org, id string, d time.Duration) (string, error) {

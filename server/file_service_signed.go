@@ -106,7 +106,9 @@ func usableType(t string) string {
 // part's or the body's Content-Type; fields the multipart form fields other
 // than the file (nil for a raw body). Errors are statuses: INVALID_ARGUMENT
 // for a malformed token or form or a file over the limit,
-// PERMISSION_DENIED for a bad signature or an expired URL.
+// PERMISSION_DENIED for a bad signature or an expired URL,
+// FAILED_PRECONDITION UPLOAD_URL_USED for a second upload to a URL of one
+// file (legacy uploads are single-use).
 func (s *FileService) UploadSigned(ctx context.Context, token, filename, contentType string, fields map[string]string, content []byte) (*platformv1.FileMetadata, error) {
 	g, err := s.sig.verify(ctx, token, grantUpload)
 	if err != nil {
@@ -133,6 +135,11 @@ func (s *FileService) UploadSigned(ctx context.Context, token, filename, content
 			mt = usableType(contentType)
 		}
 		f, err := s.st.PutFileContent(ctx, g.Org, g.File, mt, content)
+		if errors.Is(err, store.ErrAlreadyExists) {
+			return nil, FailedPrecondition(ReasonUploadURLUsed,
+				"this upload URL was used already: each upload URL of /v1/upload and /v2/files takes one upload; ask for a new one",
+				map[string]string{"file": fileName(g.Org, g.File)})
+		}
 		if err != nil {
 			return nil, fileStoreError(err, g.Org, g.File)
 		}
@@ -142,7 +149,7 @@ func (s *FileService) UploadSigned(ctx context.Context, token, filename, content
 		return nil, err
 	}
 	f, err := s.st.CreateFile(ctx, store.File{
-		OrganizationID: g.Org, Filename: filename, MimeType: mimeTypeFor(usableType(contentType), filename),
+		OrganizationID: g.Org, WorkspaceID: g.Workspace, Filename: filename, MimeType: mimeTypeFor(usableType(contentType), filename),
 	}, content, true)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

@@ -31,6 +31,9 @@ const (
 	ReasonSignedURLExpired   = "SIGNED_URL_EXPIRED"
 	ReasonSignedURLOperation = "SIGNED_URL_WRONG_OPERATION"
 	ReasonUploadFormInvalid  = "UPLOAD_FORM_INVALID"
+	// ReasonUploadURLUsed: a legacy upload URL (/v1/upload, /v2/files) takes
+	// one upload; the file already has its bytes.
+	ReasonUploadURLUsed = "UPLOAD_URL_USED"
 )
 
 // Paths of the signed URLs on the HTTP side (served by
@@ -55,6 +58,9 @@ type fileGrant struct {
 	// File is the file the URL reads or writes; empty for an upload URL of
 	// GenerateUploadUrl, which makes a new file at each upload.
 	File string `json:"f,omitempty"`
+	// Workspace is the workspace of the file an upload URL of
+	// GenerateUploadUrl makes (empty: the organization's).
+	Workspace string `json:"w,omitempty"`
 	// MimeType is the MIME type promised at creation (legacy uploads).
 	MimeType string `json:"t,omitempty"`
 	// Form: the upload is the v2 multipart form, with its fields.

@@ -266,7 +266,24 @@ func (f AuthenticatorFunc) Authenticate(ctx context.Context, fullMethod string) 
 	return f(ctx, fullMethod)
 }
 
-// AllowAll is the default Authenticator: every call passes unchanged.
+// ReasonAuthenticatorMissing is the reason of the refusal of a server built
+// without an Authenticator.
+const ReasonAuthenticatorMissing = "AUTHENTICATOR_NOT_CONFIGURED"
+
+// denyAll is the Authenticator of a server configured without one: every
+// non-public call is refused.
+var denyAll Authenticator = AuthenticatorFunc(func(context.Context, string) (context.Context, error) {
+	return nil, Unauthenticated(ReasonAuthenticatorMissing, "this server has no authenticator configured: only public methods are served")
+})
+
+// IsPublicMethod reports whether fullMethod is one of DefaultPublicMethods
+// (callable without credentials).
+func IsPublicMethod(fullMethod string) bool {
+	return newPublicSet(DefaultPublicMethods).has(fullMethod)
+}
+
+// AllowAll lets every call pass unchanged. Tests of the transport use it
+// (with Options.InsecureNoAuthorization); a server never should.
 var AllowAll Authenticator = AuthenticatorFunc(func(ctx context.Context, _ string) (context.Context, error) {
 	return ctx, nil
 })

@@ -35,7 +35,8 @@ func (s *LegacyV1) Upload(ctx context.Context, req *legacyv1.UploadRequest) (*le
 	if org == "" {
 		return nil, Unauthenticated(ReasonAPIKeyMissing, missingCredentialDescription)
 	}
-	if err := RequireWorkspace(ctx, "", store.PermRunsCreate); err != nil {
+	ws, err := newFileWorkspace(ctx, store.PermRunsCreate)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkFilename("file_name", req.GetFileName()); err != nil {
@@ -46,7 +47,7 @@ func (s *LegacyV1) Upload(ctx context.Context, req *legacyv1.UploadRequest) (*le
 	}
 	sig := signerFor(s.st)
 	f, err := s.st.CreateFile(ctx, store.File{
-		OrganizationID: org, Filename: req.GetFileName(), MimeType: mimeTypeFor(req.GetContentType(), req.GetFileName()),
+		OrganizationID: org, WorkspaceID: ws, Filename: req.GetFileName(), MimeType: mimeTypeFor(req.GetContentType(), req.GetFileName()),
 	}, nil, false)
 	if err != nil {
 		return nil, fileStoreError(err, org, "")

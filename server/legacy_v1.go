@@ -261,6 +261,11 @@ func attachedFile(ctx context.Context, st store.Store, base, org, ws, ref, field
 	if err == nil && f.WorkspaceID != "" && f.WorkspaceID != ws {
 		err = NotFound(ReasonFileNotFound, ref)
 	}
+	if err == nil {
+		// The run's input carries a signed URL of the file: only a caller
+		// who may read the file may attach it.
+		err = requireFile(ctx, f, store.PermRunsGet)
+	}
 	if err != nil {
 		msg := fmt.Sprintf("%s: %q is not an uploaded file of this workspace", field, ref)
 		if status.Code(err) == codes.FailedPrecondition {

@@ -1,6 +1,7 @@
 // Package server holds the gRPC side of Prose: one file per service, and the
 // transport infrastructure every service shares — the interceptor chain
-// (recovery → request id → logging → metrics → errors → auth → validation),
+// (recovery → request id → logging → metrics → errors → auth → validation
+// → authorization),
 // AIP-193 error helpers, gRPC health and server reflection.
 //
 // HTTP requests reach the same *grpc.Server through the gateway's in-process
@@ -39,16 +40,27 @@ const (
 	MiddlewareErrors     = "errors"
 	MiddlewareAuth       = "auth"
 	MiddlewareValidation = "validation"
+	// MiddlewareAuthorization checks the request against the caller: its
+	// organization, its workspaces against the key's scope, and the
+	// permission of MethodAccess against the caller's roles.
+	MiddlewareAuthorization = "authorization"
 )
 
 // Options configures New. The zero value is usable: it logs to
-// slog.Default(), registers metrics with prometheus.DefaultRegisterer and
-// lets every call through.
+// slog.Default(), registers metrics with prometheus.DefaultRegisterer and,
+// having no Authenticator, refuses every non-public method (fail closed).
 type Options struct {
 	// Logger receives one line per call and panics with their stacks.
 	Logger *slog.Logger
-	// Authenticator decides who may call non-public methods. Nil: AllowAll.
+	// Authenticator decides who may call non-public methods. Nil: every
+	// non-public call is refused (UNAUTHENTICATED
+	// AUTHENTICATOR_NOT_CONFIGURED), unless InsecureNoAuthorization.
 	Authenticator Authenticator
+	// InsecureNoAuthorization is for tests of the transport only: a nil
+	// Authenticator lets every call through (AllowAll), and a call that
+	// reaches the authorization entry without a Principal (an Authenticator
+	// that does not make one) is not refused. Never set it in a server.
+	InsecureNoAuthorization bool
 	// PublicMethods are added to DefaultPublicMethods: full method names
 	// ("/prose.legacy.v2.LegacyService/GetHealth") or whole services
 	// ("/prose.legacy.v2.LegacyService/"). Public methods skip the
@@ -63,7 +75,7 @@ type Options struct {
 	Health *health.Server
 	// DisableReflection leaves server reflection out.
 	DisableReflection bool
-	// Extra entries are appended after validation (innermost).
+	// Extra entries are appended after authorization (innermost).
 	Extra []Middleware
 	// ServerOptions are passed to grpc.NewServer after the interceptors.
 	ServerOptions []grpc.ServerOption
@@ -83,7 +95,10 @@ func Chain(opts Options) []Middleware {
 	log := opts.logger()
 	auth := opts.Authenticator
 	if auth == nil {
-		auth = AllowAll
+		auth = denyAll
+		if opts.InsecureNoAuthorization {
+			auth = AllowAll
+		}
 	}
 	public := newPublicSet(append(append([]string{}, DefaultPublicMethods...), opts.PublicMethods...))
 	metrics := serverMetrics(opts.Registerer)
@@ -95,6 +110,7 @@ func Chain(opts Options) []Middleware {
 		{Name: MiddlewareErrors, Unary: errorsUnary(log), Stream: errorsStream(log)},
 		{Name: MiddlewareAuth, Unary: authUnary(auth, public), Stream: authStream(auth, public)},
 		{Name: MiddlewareValidation, Unary: validationUnary(), Stream: validationStream()},
+		authorizationMiddleware(public, opts.InsecureNoAuthorization),
 	}
 	return append(chain, opts.Extra...)
 }

@@ -80,7 +80,16 @@ type env struct {
 	logs *syncBuffer
 }
 
+// start serves impl on a server of opts with InsecureNoAuthorization:
+// these tests are about the transport.
 func start(t *testing.T, opts server.Options, impl legacyv2.LegacyServiceServer) *env {
+	t.Helper()
+	opts.InsecureNoAuthorization = true
+	return startAsIs(t, opts, impl)
+}
+
+// startAsIs serves impl on a server of opts as they are.
+func startAsIs(t *testing.T, opts server.Options, impl legacyv2.LegacyServiceServer) *env {
 	t.Helper()
 	logs := &syncBuffer{}
 	opts.Logger = slog.New(slog.NewJSONHandler(logs, nil))
@@ -242,5 +251,41 @@ func TestValidationOverGRPC(t *testing.T) {
 	}
 	if strings.Join(fields, ",") != "process_id,agent_id" {
 		t.Errorf("violations = %v", fields)
+	}
+}
+
+// TestAuthorizationIsBuiltIn: authorization is a named entry of the
+// built-in chain, after validation, whatever the options; a server built
+// without an Authenticator refuses every non-public call, and one whose
+// Authenticator lets a call through without a Principal refuses it too
+// (fail closed). Public methods stay open.
+func TestAuthorizationIsBuiltIn(t *testing.T) {
+	var names []string
+	for _, m := range server.Chain(server.Options{Registerer: prometheus.NewRegistry()}) {
+		names = append(names, m.Name)
+	}
+	if got := strings.Join(names, ","); !strings.HasSuffix(got, server.MiddlewareValidation+","+server.MiddlewareAuthorization) ||
+		!strings.Contains(got, server.MiddlewareAuth+",") {
+		t.Errorf("chain = %s, want auth, then validation, then authorization", got)
+	}
+	noPrincipal := server.AuthenticatorFunc(func(ctx context.Context, _ string) (context.Context, error) { return ctx, nil })
+	for name, opts := range map[string]server.Options{
+		"no authenticator":            {},
+		"authenticator, no principal": {Authenticator: noPrincipal},
+	} {
+		t.Run(name, func(t *testing.T) {
+			e := startAsIs(t, opts, &fakeLegacy{})
+			c := legacyv2.NewLegacyServiceClient(e.conn)
+			_, err := c.GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "ok"})
+			if status.Code(err) != codes.Unauthenticated || server.Reason(err) != server.ReasonAuthenticatorMissing {
+				t.Errorf("GetRun: %v, want UNAUTHENTICATED %s", err, server.ReasonAuthenticatorMissing)
+			}
+			if _, err := c.Health(context.Background(), &legacyv2.HealthRequest{}); err != nil {
+				t.Errorf("v2 health: %v", err)
+			}
+			if _, err := healthpb.NewHealthClient(e.conn).Check(context.Background(), &healthpb.HealthCheckRequest{}); err != nil {
+				t.Errorf("grpc health: %v", err)
+			}
+		})
 	}
 }

@@ -32,8 +32,11 @@ type Files interface {
 	// ErrNotFound if the organization (or the workspace, when set) does not
 	// exist; ErrAlreadyExists if the id is taken in the organization.
 	CreateFile(ctx context.Context, f File, content []byte, uploaded bool) (File, error)
-	// PutFileContent replaces a file's bytes and MIME type (kept when
-	// mimeType is empty) and marks it uploaded. ErrNotFound if absent.
+	// PutFileContent sets the bytes and MIME type (kept when mimeType is
+	// empty) of a file made without bytes (CreateFile with uploaded false)
+	// and marks it uploaded. It succeeds once per file, atomically across
+	// processes sharing the database: ErrAlreadyExists once the file has its
+	// bytes (a pre-signed upload URL is single-use). ErrNotFound if absent.
 	PutFileContent(ctx context.Context, organizationID, id, mimeType string, content []byte) (File, error)
 	// GetFile returns the metadata. ErrNotFound if absent.
 	GetFile(ctx context.Context, organizationID, id string) (File, error)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
@@ -172,7 +174,9 @@ func httpRequestFor(t *testing.T, md protoreflect.MethodDescriptor, msg protoref
 // TestAuthorizationMatrix calls every RPC of the contract (except the
 // public ones) over gRPC and HTTP with: no key, an unknown key, an expired
 // key, a key scoped to another workspace, and a read-only key, and checks
-// the documented answer. Legacy /v1 paths render 403 {message} for
+// the documented answer. The file methods name a file of the first
+// workspace (see also TestFilesHonourWorkspaceScope, TestFilesMadeInScope;
+// UpdateApiKey field by field: TestUpdateApiKeyMatrix). Legacy /v1 paths render 403 {message} for
 // UNAUTHENTICATED and 400 {statusCode, message} for PERMISSION_DENIED.
 func TestAuthorizationMatrix(t *testing.T) {
 	e := newTestEnv(t)
@@ -190,6 +194,16 @@ func TestAuthorizationMatrix(t *testing.T) {
 		{"read-only key", e.newKey(t, keySpec{level: store.PermissionReadOnly})},
 	}
 	public := map[string]bool{"/prose.legacy.v2.LegacyService/Health": true}
+	// The file the FileService requests name (fillRequest sets file "x"):
+	// a file of the first workspace, so a key scoped to another workspace
+	// is refused it.
+	if _, err := e.st.CreateFile(context.Background(), store.File{OrganizationID: e.init.orgID, WorkspaceID: e.init.workspaceID,
+		ID: "x", Filename: "x.txt", MimeType: "text/plain"}, []byte("x"), true); err != nil {
+		t.Fatal(err)
+	}
+	namesFile := func(rpc string) bool {
+		return strings.HasPrefix(rpc, fileSvc) && !strings.HasSuffix(rpc, "/UploadFile") && !strings.HasSuffix(rpc, "/GenerateUploadUrl")
+	}
 	n := 0
 	for _, b := range contractBindings() {
 		if b.err != "" {
@@ -207,7 +221,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 		md := methodDescriptor(t, b.rpc)
 		msg := dynamicpb.NewMessage(md.Input())
 		fillRequest(msg, e.init.orgID, e.init.workspaceID, 0)
-		namesWorkspace := len(server.TargetOf(msg).WorkspaceIDs) > 0
+		namesWorkspace := len(server.TargetOf(msg).WorkspaceIDs) > 0 || namesFile(b.rpc)
 		legacy := strings.HasPrefix(b.rpc, "/prose.legacy.")
 		for _, c := range cases {
 			// want: the code, or OK meaning "authorization lets it through".
@@ -315,6 +329,316 @@ func TestMethodAccessCoversContract(t *testing.T) {
 	for m := range server.MethodAccess {
 		if !seen[m] {
 			t.Errorf("%s: entry for an RPC the contract does not have", m)
+		}
+	}
+}
+
+// keyID returns the id of the stored key whose value is value.
+func (e *testEnv) keyID(t *testing.T, value string) string {
+	t.Helper()
+	prefix, err := apikey.Parse(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := e.st.GetAPIKeyByPrefix(context.Background(), prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k.ID
+}
+
+// TestUpdateApiKeyMatrix updates keys field by field (display_name,
+// workspace_ids, permission_level, restricted_permissions, expiration and
+// the empty mask) with four calling keys — level all, read-only, restricted
+// (apikeys.manage and runs.get) and scoped to one workspace — over HTTP and
+// gRPC. The key as it will be after the update must stay inside the caller,
+// whatever the body holds outside update_mask; a key inside the caller
+// (such as the caller itself) can be renamed.
+func TestUpdateApiKeyMatrix(t *testing.T) {
+	e := newTestEnv(t)
+	ws := e.init.workspaceID
+	other := e.newWorkspace(t, "Other")
+	toggles := map[string]bool{store.PermAPIKeysManage: true, store.PermRunsGet: true}
+	type caller struct {
+		name string
+		spec keySpec
+	}
+	callers := []caller{
+		{"all", keySpec{}},
+		{"read-only", keySpec{level: store.PermissionReadOnly}},
+		{"restricted", keySpec{level: store.PermissionRestricted, toggles: toggles}},
+		{"scoped", keySpec{workspaces: []string{ws}}},
+	}
+	const (
+		ok        = codes.OK
+		denied    = codes.PermissionDenied
+		invalid   = codes.InvalidArgument
+		readOnly  = server.ReasonAPIKeyReadOnly
+		levelOff  = server.ReasonAPIKeyPermissionOff
+		outside   = server.ReasonWorkspaceOutOfScope
+		badField  = server.ReasonInvalidField
+		likeSelf  = "self"
+		likeCall  = "like caller"
+		broadAll  = "all workspaces, level all"
+		broadRO   = "all workspaces, read-only"
+		narrowed  = "like caller, scoped to the workspace"
+		restrictd = "restricted runs.get, caller's scope"
+	)
+	type want struct {
+		code   codes.Code
+		reason string
+	}
+	type updateCase struct {
+		name   string
+		target string
+		mask   string
+		body   string
+		want   map[string]want // by caller; read-only is always refused
+		check  checkFunc       // for the callers it lets through
+	}
+	cases := []updateCase{
+		{name: "rename itself", target: likeSelf, mask: "display_name", body: `{"display_name":"renamed"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {ok, ""}},
+			check: wantField("display_name", "renamed")},
+		{name: "rename a key like itself", target: likeCall, mask: "display_name", body: `{"display_name":"renamed"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {ok, ""}},
+			check: wantField("display_name", "renamed")},
+		{name: "rename a broader key", target: broadAll, mask: "display_name", body: `{"display_name":"renamed"}`,
+			want: map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {denied, outside}}},
+		{name: "level from the mask, scope from the body", target: broadRO, mask: "permission_level",
+			body:  `{"workspace_ids":["{ws}"],"permission_level":"API_KEY_PERMISSION_LEVEL_ALL"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {denied, outside}},
+			check: all(wantField("permission_level", "API_KEY_PERMISSION_LEVEL_ALL"), wantCount("workspace_ids", 0))},
+		{name: "widen scope to all workspaces", target: narrowed, mask: "workspace_ids", body: `{"permission_level":"API_KEY_PERMISSION_LEVEL_ALL"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {denied, outside}},
+			check: wantCount("workspace_ids", 0)},
+		{name: "narrow scope", target: likeCall, mask: "workspace_ids", body: `{"workspace_ids":["{ws}"]}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {ok, ""}},
+			check: wantField("workspace_ids.0", "{ws}")},
+		{name: "move scope to another workspace", target: likeCall, mask: "workspace_ids", body: `{"workspace_ids":["{other}"]}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {denied, outside}},
+			check: wantField("workspace_ids.0", "{other}")},
+		{name: "unknown workspace", target: likeCall, mask: "workspace_ids", body: `{"workspace_ids":["nope"]}`,
+			want: map[string]want{"all": {invalid, server.ReasonWorkspaceNotFound}, "restricted": {invalid, server.ReasonWorkspaceNotFound}, "scoped": {invalid, server.ReasonWorkspaceNotFound}}},
+		{name: "level down to read-only", target: likeCall, mask: "permission_level", body: `{"permission_level":"API_KEY_PERMISSION_LEVEL_READ_ONLY"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {ok, ""}},
+			check: wantField("permission_level", "API_KEY_PERMISSION_LEVEL_READ_ONLY")},
+		{name: "level up to all", target: restrictd, mask: "permission_level", body: `{"permission_level":"API_KEY_PERMISSION_LEVEL_ALL"}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {ok, ""}},
+			check: wantField("permission_level", "API_KEY_PERMISSION_LEVEL_ALL")},
+		{name: "add a permission the caller lacks", target: restrictd, mask: "restricted_permissions",
+			body:  `{"restricted_permissions":{"runs.get":true,"runs.manage":true}}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {ok, ""}},
+			check: wantToggle("runs.manage")},
+		{name: "permissions within the caller", target: restrictd, mask: "restricted_permissions",
+			body:  `{"restricted_permissions":{"apikeys.manage":true}}`,
+			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {ok, ""}},
+			check: wantToggle("apikeys.manage")},
+		{name: "expiration is fixed", target: likeCall, mask: "expiration", body: `{"expiration":"API_KEY_EXPIRATION_1_YEAR"}`,
+			want: map[string]want{"all": {invalid, badField}, "restricted": {invalid, badField}, "scoped": {invalid, badField}}},
+		{name: "empty mask takes the whole body", target: likeCall, mask: "",
+			body: `{"display_name":"whole","workspace_ids":[],"permission_level":"API_KEY_PERMISSION_LEVEL_ALL"}`,
+			want: map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {denied, outside}},
+			check: all(wantField("display_name", "whole"), wantField("permission_level", "API_KEY_PERMISSION_LEVEL_ALL"),
+				wantCount("workspace_ids", 0))},
+	}
+	for _, c := range callers {
+		callerKey := e.newKey(t, c.spec)
+		for _, tc := range cases {
+			var target string
+			switch tc.target {
+			case likeSelf:
+				target = callerKey
+			case likeCall:
+				target = e.newKey(t, c.spec)
+			case broadAll:
+				target = e.newKey(t, keySpec{})
+			case broadRO:
+				target = e.newKey(t, keySpec{level: store.PermissionReadOnly})
+			case narrowed:
+				s := c.spec
+				s.workspaces = []string{ws}
+				target = e.newKey(t, s)
+			case restrictd:
+				target = e.newKey(t, keySpec{level: store.PermissionRestricted, toggles: map[string]bool{store.PermRunsGet: true}, workspaces: c.spec.workspaces})
+			}
+			id := e.keyID(t, target)
+			w, found := tc.want[c.name]
+			if c.name == "read-only" {
+				w, found = want{denied, readOnly}, true
+			}
+			if !found {
+				t.Fatalf("%s: no expectation for %s", tc.name, c.name)
+			}
+			x := strings.NewReplacer("{ws}", ws, "{other}", other, "{id}", id).Replace
+			path := "/api/v1/organizations/{org}/apiKeys/{id}"
+			req := `{"organization_id":"{org}","api_key_id":"{id}","api_key":` + tc.body
+			if tc.mask != "" {
+				path += "?update_mask=" + tc.mask
+				req += `,"update_mask":"` + lowerCamel(tc.mask) + `"`
+			}
+			call := apiCall{
+				name: c.name + "/" + tc.name, rpc: keySvc + "UpdateApiKey", method: http.MethodPatch,
+				path: x(path), body: x(tc.body), req: x(req + "}"), key: callerKey,
+				want: w.code, reason: w.reason,
+			}
+			if tc.check != nil {
+				call.check = func(t *testing.T, m map[string]any, xx func(string) string) {
+					t.Helper()
+					tc.check(t, m, func(s string) string { return x(xx(s)) })
+				}
+			}
+			e.run(t, call)
+		}
+	}
+}
+
+// wantToggle checks that a key's restricted_permissions has perm on.
+func wantToggle(perm string) checkFunc {
+	return func(t *testing.T, m map[string]any, _ func(string) string) {
+		t.Helper()
+		if tg, _ := m["restricted_permissions"].(map[string]any); tg[perm] != true {
+			t.Errorf("restricted_permissions[%s] is not on: %v", perm, m)
+		}
+	}
+}
+
+// lowerCamel is the proto JSON spelling of a field mask path.
+func lowerCamel(path string) string {
+	parts := strings.Split(path, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+// TestEveryRegisteredRPCIsGuarded enumerates every method of every service
+// registered on the server (grpc.Server.GetServiceInfo, not the contract's
+// list) and checks, over gRPC and over HTTP, that each non-public one has
+// an entry in server.MethodAccess, is refused without a key, and is refused
+// (ORGANIZATION_MISMATCH) to a key of another organization when the
+// request names this one. The server is built as serve builds it: the
+// checks must come from the built-in chain, not from an option.
+func TestEveryRegisteredRPCIsGuarded(t *testing.T) {
+	e := newTestEnv(t)
+	intruder, err := bootstrap(context.Background(), e.st, initOptions{organization: "Intruder", email: "intruder-" + store.NewID() + "@example.test", workspace: "Theirs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for svc, info := range e.app.grpc.GetServiceInfo() {
+		for _, m := range info.Methods {
+			rpc := "/" + svc + "/" + m.Name
+			if server.IsPublicMethod(rpc) {
+				continue
+			}
+			n++
+			if _, ok := server.MethodAccess[rpc]; !ok {
+				t.Errorf("%s is registered but has no entry in server.MethodAccess", rpc)
+			}
+			md := methodDescriptor(t, rpc)
+			msg := dynamicpb.NewMessage(md.Input())
+			fillRequest(msg, e.init.orgID, e.init.workspaceID, 0)
+			namesOrg := server.TargetOf(msg).OrganizationID != ""
+			legacy := strings.HasPrefix(rpc, "/prose.legacy.")
+			header, prefix := "authorization", "Bearer "
+			if legacy {
+				header, prefix = "x-api-key", ""
+			}
+			t.Run(strings.TrimPrefix(rpc, "/")+"/grpc", func(t *testing.T) {
+				_, err := e.doGRPC(t, rpc, msg, metadata.MD{})
+				if status.Code(err) != codes.Unauthenticated {
+					t.Errorf("without a key: %v, want UNAUTHENTICATED", err)
+				}
+				if namesOrg {
+					_, err = e.doGRPC(t, rpc, msg, metadata.Pairs(header, prefix+intruder.APIKey))
+					if status.Code(err) != codes.PermissionDenied || grpcReason(err) != server.ReasonOrganizationMismatch {
+						t.Errorf("another organization's key: %v, want PERMISSION_DENIED %s", err, server.ReasonOrganizationMismatch)
+					}
+				}
+			})
+			if _, ok := proto.GetExtension(md.Options(), annotations.E_Http).(*annotations.HttpRule); !ok {
+				t.Errorf("%s has no HTTP binding", rpc)
+				continue
+			}
+			t.Run(strings.TrimPrefix(rpc, "/")+"/http", func(t *testing.T) {
+				method, path, body := httpRequestFor(t, md, msg)
+				st, _, raw := e.doHTTP(t, method, path, body, nil)
+				wantNoKey := http.StatusUnauthorized
+				if strings.HasPrefix(path, "/v1/") {
+					wantNoKey = http.StatusForbidden // the legacy shape of UNAUTHENTICATED
+				}
+				if st != wantNoKey {
+					t.Errorf("without a key: HTTP %d %s, want %d", st, raw, wantNoKey)
+				}
+				if namesOrg {
+					st, m, raw := e.doHTTP(t, method, path, body, map[string]string{header: prefix + intruder.APIKey})
+					if inner, ok := m["error"].(map[string]any); ok && md.IsStreamingServer() {
+						m = inner // a stream's error line: {"error": rpcStatus}
+					}
+					if st != http.StatusForbidden || httpReason(m) != server.ReasonOrganizationMismatch {
+						t.Errorf("another organization's key: HTTP %d %s, want 403 %s", st, raw, server.ReasonOrganizationMismatch)
+					}
+				}
+			})
+		}
+	}
+	if n < 80 {
+		t.Errorf("only %d registered RPCs checked", n)
+	}
+}
+
+// TestCreateApiKeyMatrix: the key CreateApiKey makes stays inside the
+// calling key (scope, level, restricted permissions), over HTTP and gRPC.
+func TestCreateApiKeyMatrix(t *testing.T) {
+	e := newTestEnv(t)
+	ws, other := e.init.workspaceID, e.newWorkspace(t, "Other")
+	callers := map[string]string{
+		"all":        e.init.APIKey,
+		"restricted": e.newKey(t, keySpec{level: store.PermissionRestricted, toggles: map[string]bool{store.PermAPIKeysManage: true, store.PermRunsGet: true}}),
+		"scoped":     e.newKey(t, keySpec{workspaces: []string{ws}}),
+	}
+	type want struct {
+		code   codes.Code
+		reason string
+	}
+	ok := want{codes.OK, ""}
+	outside := want{codes.PermissionDenied, server.ReasonWorkspaceOutOfScope}
+	levelOff := want{codes.PermissionDenied, server.ReasonAPIKeyPermissionOff}
+	for _, c := range []struct {
+		name string
+		key  string // the api_key body, without display_name and expiration
+		want map[string]want
+	}{
+		{"all workspaces, level all", `"permission_level":"API_KEY_PERMISSION_LEVEL_ALL"`,
+			map[string]want{"all": ok, "restricted": levelOff, "scoped": outside}},
+		{"the caller's workspace, read-only", `"workspace_ids":["{ws}"],"permission_level":"API_KEY_PERMISSION_LEVEL_READ_ONLY"`,
+			map[string]want{"all": ok, "restricted": levelOff, "scoped": ok}},
+		{"another workspace", `"workspace_ids":["{other}"],"permission_level":"API_KEY_PERMISSION_LEVEL_READ_ONLY"`,
+			map[string]want{"all": ok, "restricted": levelOff, "scoped": outside}},
+		{"restricted within the caller", `"permission_level":"API_KEY_PERMISSION_LEVEL_RESTRICTED","restricted_permissions":{"runs.get":true}`,
+			map[string]want{"all": ok, "restricted": ok, "scoped": outside}},
+		{"restricted beyond the caller", `"workspace_ids":["{ws}"],"permission_level":"API_KEY_PERMISSION_LEVEL_RESTRICTED","restricted_permissions":{"runs.manage":true}`,
+			map[string]want{"all": ok, "restricted": levelOff, "scoped": ok}},
+	} {
+		for who, key := range callers {
+			w := c.want[who]
+			body := strings.NewReplacer("{ws}", ws, "{other}", other).Replace(`{"display_name":"made","expiration":"API_KEY_EXPIRATION_7_DAYS",` + c.key + `}`)
+			call := apiCall{
+				name: who + "/" + c.name, rpc: keySvc + "CreateApiKey", method: http.MethodPost,
+				path: "/api/v1/organizations/{org}/apiKeys", body: body, req: `{"organization_id":"{org}","api_key":` + body + `}`,
+				key: key, want: w.code, reason: w.reason,
+				// Delete what was made: an organization has at most 10 keys.
+				check: func(t *testing.T, m map[string]any, _ func(string) string) {
+					t.Helper()
+					if err := e.st.DeleteAPIKey(context.Background(), e.init.orgID, store.LastSegment(fmt.Sprint(m["api_key"].(map[string]any)["name"]))); err != nil {
+						t.Error(err)
+					}
+				},
+			}
+			e.run(t, call)
 		}
 	}
 }

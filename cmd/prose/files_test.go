@@ -443,6 +443,14 @@ func TestLegacyV2FilesWorkflow(t *testing.T) {
 	if code, _, raw = e.fileHTTP(t, "GET", "/api/v1/organizations/"+org+"/files/"+id+":download", "", nil, key); code != 200 || !bytes.Equal(raw, pdf) {
 		t.Fatalf("download: %d %q", code, raw)
 	}
+	// The form takes one upload.
+	ct, body = multipartBody(t, ordered(""), "invoice.pdf", []byte("%PDF-1.7 other"))
+	if code, _, raw = e.fileHTTP(t, "POST", uploadURL, ct, body, ""); code != 400 || httpReason(jsonMap(t, raw)) != server.ReasonUploadURLUsed {
+		t.Errorf("second upload of the form: %d %s, want 400 %s", code, raw, server.ReasonUploadURLUsed)
+	}
+	if code, _, raw = e.fileHTTP(t, "GET", "/api/v1/organizations/"+org+"/files/"+id+":download", "", nil, key); code != 200 || !bytes.Equal(raw, pdf) {
+		t.Fatalf("download after a refused second upload: %d %q", code, raw)
+	}
 
 	// The id resolves to a run input.
 	in, f, err := server.FileInput(t.Context(), e.st, org, id)
@@ -498,9 +506,21 @@ func TestLegacyV1Upload(t *testing.T) {
 	if _, err := server.ResolveFile(t.Context(), e.st, "other", blobURL); status.Code(err) != codes.NotFound {
 		t.Errorf("blob URL of another organization: %v", err)
 	}
-	// A POST of a multipart form with the file works too.
+	// The URL takes one upload: a second PUT or POST is refused and the
+	// file keeps its bytes.
 	ct, body := multipartBody(t, nil, "scan.png", png[:3])
-	if code, _, raw = e.fileHTTP(t, "POST", uploadURL, ct, body, ""); code != 200 || field(jsonMap(t, raw), "metadata.size_bytes") != "3" {
+	for _, again := range []struct{ method, ct string }{{"PUT", ""}, {"POST", ct}} {
+		code, _, raw = e.fileHTTP(t, again.method, uploadURL, again.ct, body, "")
+		if code != 400 || httpReason(jsonMap(t, raw)) != server.ReasonUploadURLUsed {
+			t.Errorf("second %s to upload_url: %d %s, want 400 %s", again.method, code, raw, server.ReasonUploadURLUsed)
+		}
+	}
+	if code, _, raw = e.fileHTTP(t, "GET", blobURL, "", nil, ""); code != 200 || !bytes.Equal(raw, png) {
+		t.Errorf("after refused uploads: %d %q", code, raw)
+	}
+	// A POST of a multipart form with the file works too.
+	_, m, _ = e.doHTTP(t, "POST", "/v1/upload", `{"file_name":"scan.png","content_type":"image/png"}`, hdr)
+	if code, _, raw = e.fileHTTP(t, "POST", fmt.Sprint(m["upload_url"]), ct, body, ""); code != 200 || field(jsonMap(t, raw), "metadata.size_bytes") != "3" {
 		t.Errorf("multipart POST to upload_url: %d %s", code, raw)
 	}
 

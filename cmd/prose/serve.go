@@ -241,7 +241,6 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	a.grpc = server.New(server.Options{
 		Logger:        logger,
 		Authenticator: auth,
-		Extra:         []server.Middleware{auth.Middleware()},
 		ServerOptions: append(server.TransportServerOptions(), cfg.serverOptions...),
 	})
 	a.services.Register(a.grpc)

@@ -1,10 +1,8 @@
 package sqlfilter
 
-import "github.com/proserun/prose/store"
-
 // Events is the filter of ListEvents (alias ev): exception (an exception id
 // or resource name; = and !=; exception = "" selects events about no
 // exception), combined with AND, OR, NOT and parentheses.
 var Events = mustResource("events",
-	Field{Name: "exception", Kind: String, Ops: exactOps, Column: "ev.exception_id", Normalize: store.LastSegment},
+	Field{Name: "exception", Kind: String, Ops: exactOps, Names: EventExceptionName},
 )

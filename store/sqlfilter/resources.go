@@ -84,8 +84,8 @@ var exactOps = []string{OpEq, OpNe}
 // (RFC 3339 with Z or offset; = != < <= > >=).
 var Exceptions = mustResource("exceptions",
 	Field{Name: "state", Kind: Enum, Ops: exactOps, Values: exceptionStates, Column: "e.state"},
-	Field{Name: "automation", Kind: String, Ops: exactOps, Column: "e.automation_id", Normalize: store.LastSegment},
-	Field{Name: "run", Kind: String, Ops: exactOps, Column: "e.run_id", Normalize: store.LastSegment},
-	Field{Name: "group", Kind: String, Ops: exactOps, Column: "e.group_id", Normalize: store.LastSegment},
+	Field{Name: "automation", Kind: String, Ops: exactOps, Names: ExceptionAutomationName},
+	Field{Name: "run", Kind: String, Ops: exactOps, Names: ExceptionRunName},
+	Field{Name: "group", Kind: String, Ops: exactOps, Names: ExceptionGroupName},
 	Field{Name: "create_time", Kind: Timestamp, Ops: []string{OpEq, OpNe, OpLt, OpLe, OpGt, OpGe}, Column: "e.create_time"},
 )

@@ -41,7 +41,7 @@ func (c *compiled) Conjuncts() []store.Conjunct {
 			return
 		}
 		cj := store.Conjunct{Filter: nodeFilter{n}, Columns: columns(n, nil)}
-		if cm, ok := n.(*cmp); ok && cm.f.Render == nil && cm.op != OpHas && !cm.f.CaseInsensitive {
+		if cm, ok := n.(*cmp); ok && cm.f.Render == nil && cm.op != OpHas && !cm.f.CaseInsensitive && !isName(cm.v) {
 			cj.Column, cj.Op, cj.Value = cm.f.Column, cm.op, cm.v
 		}
 		out = append(out, cj)
@@ -64,7 +64,9 @@ func columns(n node, acc []string) []string {
 		return columns(n.kid, acc)
 	case *cmp:
 		cols := []string{n.f.Column}
-		if n.f.Render != nil {
+		if nv, ok := n.v.(nameValue); ok {
+			cols = nv.cols
+		} else if n.f.Render != nil {
 			v, ok := renderColumns.Load(n.f)
 			if !ok {
 				return nil
@@ -98,4 +100,9 @@ func (f nodeFilter) SQL(a *store.Args) (string, error) {
 		return "", err
 	}
 	return "(" + s + ")", nil
+}
+
+func isName(v any) bool {
+	_, ok := v.(nameValue)
+	return ok
 }

@@ -65,9 +65,11 @@ type Field struct {
 	Ops []string
 	// Values maps accepted spellings to stored values (Enum).
 	Values map[string]string
-	// Normalize converts a string value before binding (e.g. a resource name
-	// to its id). Optional.
+	// Normalize converts a string value before binding. Optional.
 	Normalize func(string) string
+	// Names, when set, makes the field take ids or whole resource names
+	// (see NameColumns); Column defaults to the name's last column.
+	Names *NamePattern
 	// Column is the SQL column (alias-qualified) compared with the value:
 	// "=" / "!=" / "<" ... render "col op ?"; ":" renders a case-insensitive
 	// contains (LIKE with '%' and '_' escaped).
@@ -96,6 +98,14 @@ func NewResource(name string, fields ...Field) (*Resource, error) {
 		f := &fields[i]
 		if _, dup := r.fields[f.Name]; dup {
 			return nil, fmt.Errorf("sqlfilter: %s: field %q declared twice", name, f.Name)
+		}
+		if f.Names != nil {
+			if err := f.Names.check(); err != nil {
+				return nil, fmt.Errorf("sqlfilter: %s: field %q: %w", name, f.Name, err)
+			}
+			if f.Column == "" {
+				f.Column = f.Names.idColumn()
+			}
 		}
 		if f.Column == "" && f.Render == nil {
 			return nil, fmt.Errorf("sqlfilter: %s: field %q has neither Column nor Render", name, f.Name)
@@ -296,6 +306,9 @@ func (r *Resource) value(f *Field, e *expr.Expr) (any, error) {
 	if f.Normalize != nil {
 		s = f.Normalize(s)
 	}
+	if f.Names != nil {
+		return f.Names.parse(f.Name, s)
+	}
 	return s, nil
 }
 
@@ -358,6 +371,9 @@ type cmp struct {
 }
 
 func (c *cmp) sql(a *store.Args) (string, error) {
+	if nv, ok := c.v.(nameValue); ok {
+		return nv.sql(a, c.op)
+	}
 	if c.f.Render != nil {
 		return c.f.Render(a, c.op, c.v)
 	}

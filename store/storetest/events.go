@@ -119,7 +119,11 @@ func testListEvents(t *testing.T, s *suite) {
 	}{
 		{"", []int{0, 1, 2, 3, 4, 5, 6}},
 		{`exception = "x1"`, []int{0, 3, 6}},
-		{`exception = "organizations/o/workspaces/w/exceptions/x2"`, []int{1, 4}},
+		{`exception = "organizations/` + th.OrganizationID + `/workspaces/` + th.WorkspaceID + `/exceptions/x2"`, []int{1, 4}},
+		// A resource name matches whole: another workspace's x2 is not this one.
+		{`exception = "organizations/` + th.OrganizationID + `/workspaces/elsewhere/exceptions/x2"`, nil},
+		{`exception = "organizations/other/workspaces/` + th.WorkspaceID + `/exceptions/x2"`, nil},
+		{`exception != "organizations/other/workspaces/` + th.WorkspaceID + `/exceptions/x1"`, []int{0, 1, 2, 3, 4, 5, 6}},
 		{`exception != "x1"`, []int{1, 2, 4, 5}},
 		{`exception = ""`, []int{2, 5}},
 		{`exception = "x1" OR exception = "x2"`, []int{0, 1, 3, 4, 6}},

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"errors"
 	"sync"
 	"testing"
 
@@ -16,6 +17,7 @@ func testFiles(t *testing.T, open Opener) {
 	}{
 		{"FileCreateGetDelete", testFileCreateGetDelete},
 		{"FilePendingUpload", testFilePendingUpload},
+		{"FileUploadOnceConcurrently", testFileUploadOnceConcurrently},
 		{"ServerSecret", testServerSecret},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
@@ -89,15 +91,58 @@ func testFilePendingUpload(t *testing.T, s *suite) {
 	if !up.Uploaded || up.SizeBytes != 8 || up.MimeType != "text/csv" || !up.UpdateTime.After(f.UpdateTime) || !up.CreateTime.Equal(f.CreateTime) {
 		t.Fatalf("uploaded: %+v", up)
 	}
-	// A second upload replaces the bytes and, when given, the MIME type.
-	up = of(s.st.PutFileContent(s.ctx, "acme", "f1", "text/plain", []byte("x"))).must(t)
+	// A second upload is refused and changes nothing.
+	_, err = s.st.PutFileContent(s.ctx, "acme", "f1", "text/plain", []byte("x"))
+	wantErr(t, err, store.ErrAlreadyExists, "second upload")
 	meta, data, err := s.st.GetFileContent(s.ctx, "acme", "f1")
 	noErr(t, err)
-	if string(data) != "x" || meta.MimeType != "text/plain" || meta.SizeBytes != 1 || meta != up {
-		t.Errorf("replaced: %+v %q", meta, data)
+	if string(data) != "a,b\n1,2\n" || meta.MimeType != "text/csv" || meta.SizeBytes != 8 || meta != up {
+		t.Errorf("after a refused second upload: %+v %q", meta, data)
 	}
+	// A file made with its bytes takes no upload either.
+	of(s.st.CreateFile(s.ctx, store.File{OrganizationID: "acme", ID: "f2", Filename: "b.csv", MimeType: "text/csv"}, []byte("b"), true)).must(t)
+	_, err = s.st.PutFileContent(s.ctx, "acme", "f2", "", []byte("x"))
+	wantErr(t, err, store.ErrAlreadyExists, "upload to a file made with its bytes")
 	_, err = s.st.PutFileContent(s.ctx, "acme", "nope", "", []byte("x"))
 	wantErr(t, err, store.ErrNotFound, "upload to a missing file")
+}
+
+// testFileUploadOnceConcurrently: of concurrent uploads to one pending file
+// (one pre-signed URL used by several clients, or replicas), exactly one
+// wins; the others get ErrAlreadyExists and the bytes are the winner's.
+func testFileUploadOnceConcurrently(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	of(s.st.CreateFile(s.ctx, store.File{OrganizationID: "acme", ID: "f1", Filename: "r.csv"}, nil, false)).must(t)
+	const n = 8
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = s.st.PutFileContent(s.ctx, "acme", "f1", "", []byte{byte('a' + i)})
+		}()
+	}
+	wg.Wait()
+	won := -1
+	for i, err := range errs {
+		switch {
+		case err == nil && won < 0:
+			won = i
+		case err == nil:
+			t.Errorf("uploads %d and %d both succeeded", won, i)
+		case !errors.Is(err, store.ErrAlreadyExists):
+			t.Errorf("upload %d: %v, want ErrAlreadyExists", i, err)
+		}
+	}
+	if won < 0 {
+		t.Fatal("no upload succeeded")
+	}
+	_, data, err := s.st.GetFileContent(s.ctx, "acme", "f1")
+	noErr(t, err)
+	if string(data) != string(rune('a'+won)) {
+		t.Errorf("content %q, want the winner's %q", data, string(rune('a'+won)))
+	}
 }
 
 func testServerSecret(t *testing.T, s *suite) {

@@ -70,13 +70,18 @@ func (db *DB) PutFileContent(ctx context.Context, org, id, mimeType string, cont
 	err := db.tx(ctx, func(c conn) error {
 		res, err := c.exec(ctx, `UPDATE files SET content = ?, size_bytes = ?, uploaded = ?,
 			mime_type = CASE WHEN ? = '' THEN mime_type ELSE ? END, update_time = ?
-			WHERE organization_id = ? AND id = ?`,
-			content, int64(len(content)), true, mimeType, mimeType, db.now(), org, id)
+			WHERE organization_id = ? AND id = ? AND uploaded = ?`,
+			content, int64(len(content)), true, mimeType, mimeType, db.now(), org, id, false)
 		if err != nil {
 			return db.mapErr(err, "upload "+fileWhat(org, id))
 		}
 		if rowsAffected(res) == 0 {
-			return fmt.Errorf("%s: %w", fileWhat(org, id), store.ErrNotFound)
+			// Absent, or its bytes arrived already (the row is locked by
+			// the UPDATE above, so of two uploads exactly one wins).
+			if _, err := scanFile(c.queryRow(ctx, `SELECT `+fileCols+` FROM files WHERE organization_id = ? AND id = ?`, org, id)); err != nil {
+				return db.mapErr(err, fileWhat(org, id))
+			}
+			return fmt.Errorf("%s: its content was uploaded already: %w", fileWhat(org, id), store.ErrAlreadyExists)
 		}
 		f, err = scanFile(c.queryRow(ctx, `SELECT `+fileCols+` FROM files WHERE organization_id = ? AND id = ?`, org, id))
 		return db.mapErr(err, fileWhat(org, id))

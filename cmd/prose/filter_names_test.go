@@ -1,0 +1,160 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/proserun/prose/engine"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/store"
+)
+
+// waitingRunIn makes automation id (code excMissingCode) in org/ws and runs
+// it until it waits for guidance; it returns the run and exception ids.
+func (e *testEnv) waitingRunIn(t *testing.T, org, ws, user, id string) (string, string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := e.st.CreateAutomation(ctx, store.Automation{
+		OrganizationID: org, WorkspaceID: ws, ID: id, DisplayName: id, Code: excMissingCode, AuthorID: user,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := e.app.engine.Invoke(ctx, engine.InvokeRequest{OrganizationID: org, WorkspaceID: ws, AutomationID: id, Stage: store.StageDraft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := e.st.GetRun(ctx, org, ws, id, r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.State == store.RunAwaitingGuidance && got.ExceptionID != "" {
+			return r.ID, got.ExceptionID
+		}
+		if got.State.Terminal() || time.Now().After(deadline) {
+			t.Fatalf("run %s is %s (%s), want awaiting_guidance", r.ID, got.State, got.Description)
+		}
+		e.app.engine.Wake()
+		time.Sleep(2 * time.Millisecond) // polling the store for the run's state, not a timed assertion
+	}
+}
+
+// TestFilterResourceNamesMatchWhole: a resource name in a filter matches
+// whole — organization, workspace and id — in every field that takes one
+// (exceptions: automation, run, group; events: exception), on the lists,
+// the counts and the batches, over HTTP and gRPC. Another organization has
+// an automation with the same id "x"; its names select nothing here.
+func TestFilterResourceNamesMatchWhole(t *testing.T) {
+	e := newTestEnv(t)
+	org, ws := e.init.orgID, e.init.workspaceID
+	other, err := bootstrap(context.Background(), e.st, initOptions{organization: "Other", email: "other-" + store.NewID() + "@example.test", workspace: "Theirs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run, exc := e.waitingRunIn(t, org, ws, e.init.userID, "x")
+	theirRun, theirExc := e.waitingRunIn(t, other.orgID, other.workspaceID, other.userID, "x")
+	mine := "organizations/" + org + "/workspaces/" + ws
+	theirs := "organizations/" + other.orgID + "/workspaces/" + other.workspaceID
+	otherWS := "organizations/" + org + "/workspaces/" + e.newWorkspace(t, "Second")
+
+	base := "/api/v1/" + mine
+	auth := map[string]string{"Authorization": "Bearer " + e.init.APIKey}
+	md := metadata.Pairs("authorization", "Bearer "+e.init.APIKey)
+	for _, c := range []struct {
+		filter string
+		want   int
+	}{
+		{`automation = "x"`, 1},
+		{`automation = "` + mine + `/automations/x"`, 1},
+		{`automation = "` + theirs + `/automations/x"`, 0},
+		{`automation = "` + otherWS + `/automations/x"`, 0},
+		{`automation != "` + theirs + `/automations/x"`, 1},
+		{`automation != "` + mine + `/automations/x"`, 0},
+		{`run = "` + mine + `/automations/x/runs/` + run + `"`, 1},
+		{`run = "` + mine + `/automations/-/runs/` + run + `"`, 1},
+		{`run = "` + mine + `/automations/y/runs/` + run + `"`, 0},
+		{`run = "` + theirs + `/automations/x/runs/` + run + `"`, 0},
+		{`run = "` + theirs + `/automations/x/runs/` + theirRun + `"`, 0},
+		{`group = "` + mine + `/exceptionGroups/missing_values"`, 1},
+		{`group = "` + theirs + `/exceptionGroups/missing_values"`, 0},
+		{`group != "` + theirs + `/exceptionGroups/missing_values"`, 1},
+	} {
+		t.Run(c.filter+"/http", func(t *testing.T) {
+			st, m, raw := e.doHTTP(t, http.MethodGet, base+"/exceptions?filter="+url.QueryEscape(c.filter), "", auth)
+			if st != http.StatusOK || count(m, "exceptions") != c.want {
+				t.Errorf("ListExceptions: HTTP %d %s, want %d exceptions", st, raw, c.want)
+			}
+			st, m, raw = e.doHTTP(t, http.MethodGet, base+"/exceptions:countByGroup?filter="+url.QueryEscape(c.filter), "", auth)
+			got := fmt.Sprint(m["total_exception_count"])
+			if got == "<nil>" {
+				got = "0" // proto JSON leaves zero out
+			}
+			if st != http.StatusOK || got != fmt.Sprint(c.want) {
+				t.Errorf("CountExceptionsByGroup: HTTP %d %s, want %d", st, raw, c.want)
+			}
+		})
+		t.Run(c.filter+"/grpc", func(t *testing.T) {
+			m, err := e.doGRPC(t, "/prose.platform.v1.ExceptionService/ListExceptions",
+				&platformv1.ListExceptionsRequest{OrganizationId: org, WorkspaceId: ws, Filter: c.filter}, md)
+			if err != nil || count(m, "exceptions") != c.want {
+				t.Errorf("ListExceptions: %v %v, want %d exceptions", m, err, c.want)
+			}
+		})
+	}
+	// A batch by another organization's name changes nothing here.
+	st, m, raw := e.doHTTP(t, http.MethodPost, base+"/exceptions:batchArchive", `{"filter":"automation = \"`+theirs+`/automations/x\""}`, auth)
+	if st != http.StatusOK || count(m, "exceptions") != 0 {
+		t.Errorf("batchArchive by a foreign name: HTTP %d %s", st, raw)
+	}
+	if x, err := e.st.GetException(context.Background(), org, ws, exc); err != nil || x.State != store.ExceptionPending {
+		t.Errorf("the exception after a foreign batch: %+v %v", x, err)
+	}
+	if x, err := e.st.GetException(context.Background(), other.orgID, other.workspaceID, theirExc); err != nil || x.State != store.ExceptionPending {
+		t.Errorf("the other organization's exception: %+v %v", x, err)
+	}
+
+	// Events: the exception field.
+	thread := base + "/automations/x/runs/" + run + "/agents/prose/events"
+	if st, _, raw := e.doHTTP(t, http.MethodPost, thread, `{"user_message":{"content":"hello"}}`, auth); st != http.StatusOK {
+		t.Fatalf("CreateEvent: HTTP %d %s", st, raw)
+	}
+	// An event's exception, given by name, must be the run's whole name.
+	for _, name := range []string{theirs + "/exceptions/" + exc, otherWS + "/exceptions/" + exc} {
+		if st, _, raw := e.doHTTP(t, http.MethodPost, thread, `{"user_message":{"content":"hi"},"exception":"`+name+`"}`, auth); st != http.StatusBadRequest {
+			t.Errorf("CreateEvent with exception %s: HTTP %d %s, want 400", name, st, raw)
+		}
+	}
+	if st, _, raw := e.doHTTP(t, http.MethodPost, thread, `{"user_message":{"content":"hi"},"exception":"`+mine+`/exceptions/`+exc+`"}`, auth); st != http.StatusOK {
+		t.Errorf("CreateEvent with its own exception's name: HTTP %d %s", st, raw)
+	}
+	for _, c := range []struct {
+		filter string
+		some   bool
+	}{
+		{`exception = "` + exc + `"`, true},
+		{`exception = "` + mine + `/exceptions/` + exc + `"`, true},
+		{`exception = "` + theirs + `/exceptions/` + exc + `"`, false},
+		{`exception = "` + otherWS + `/exceptions/` + exc + `"`, false},
+	} {
+		t.Run(c.filter+"/http", func(t *testing.T) {
+			st, m, raw := e.doHTTP(t, http.MethodGet, thread+"?filter="+url.QueryEscape(c.filter), "", auth)
+			if st != http.StatusOK || (count(m, "events") > 0) != c.some {
+				t.Errorf("ListEvents: HTTP %d %s, want events: %v", st, raw, c.some)
+			}
+		})
+		t.Run(c.filter+"/grpc", func(t *testing.T) {
+			m, err := e.doGRPC(t, "/prose.platform.v1.EventService/ListEvents", &platformv1.ListEventsRequest{
+				OrganizationId: org, WorkspaceId: ws, AutomationId: "x", RunId: run, AgentId: "prose", Filter: c.filter}, md)
+			if err != nil || (count(m, "events") > 0) != c.some {
+				t.Errorf("ListEvents: %v %v, want events: %v", m, err, c.some)
+			}
+		})
+	}
+}
