@@ -200,6 +200,7 @@ func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sen
 	}
 	m.journal = append(m.journal, journalEntry{kind: "book", proc: proc.key(), outputs: clean})
 	m.cursor++
+	m.called = true
 	if m.opts.Checkpoint != nil {
 		// The state as it stood before this step, with the new journal
 		// entry still to be consumed: resuming from it replays the step

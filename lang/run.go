@@ -238,6 +238,10 @@ type machine struct {
 	outs       []int // the output facts a top-level statement set, by slot
 	// bookMatches caches the book procedure (or none) of each call sentence
 	bookMatches map[*callStmt]bookMatch
+	// called is set by a book call: the context is checked before the
+	// next statement, so a run stopped while it waited on a book stops
+	// right after the call, with its result journaled.
+	called bool
 }
 
 func newMachine(ctx context.Context, prog *Program, opts Options) *machine {
@@ -521,9 +525,10 @@ func (m *machine) run() (res *Result) {
 			continue
 		}
 		m.steps++
-		if m.steps&1023 == 0 && m.ctx.Err() != nil {
+		if (m.steps&1023 == 0 || m.called) && m.ctx.Err() != nil {
 			return m.pause()
 		}
+		m.called = false
 		s := f.blk.stmts[f.pc]
 		if err := m.exec(f, s); err != nil {
 			if errors.Is(err, errStop) {
