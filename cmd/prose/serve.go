@@ -54,6 +54,11 @@ type serveConfig struct {
 	maxUploads      int
 	uploadWait      time.Duration
 	bodyReadTimeout time.Duration
+	// maxEventMessage caps a user message's bytes (0: the server's
+	// default); eventPoll is an idle event stream's safety re-read (0: the
+	// default; negative: never).
+	maxEventMessage int
+	eventPoll       time.Duration
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
@@ -78,6 +83,8 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.DurationVar(&cfg.uploadWait, "upload-wait", gateway.DefaultUploadWait, "how long an upload waits for a slot when --max-uploads are in flight (its body unread) before 503; -1ns: no wait")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
+	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", server.DefaultMaxEventMessageBytes, "largest user message (content or content_list) CreateEvent accepts, in bytes; larger ones are INVALID_ARGUMENT")
+	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -212,8 +219,16 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	legacyV1.PublicURL = cfg.publicURL
 	legacyV2 := server.NewLegacyV2Runs(st, st, a.engine)
 	legacyV2.PublicURL = cfg.publicURL
-	events := server.NewEventService(st, a.engine)
+	events := server.NewEventServiceWith(st, a.engine, server.EventOptions{MaxMessageBytes: cfg.maxEventMessage, Poll: cfg.eventPoll})
 	a.closers = append(a.closers, events.Close)
+	// Replicas sharing a PostgreSQL database wake each other's event
+	// streams: every event write is announced (LISTEN/NOTIFY, carried by
+	// the engine's listener).
+	if n, ok := st.(interface {
+		OnEventChange(func(threadKey string, offset int64))
+	}); ok {
+		n.OnEventChange(events.EventChanged)
+	}
 	a.services = server.Services{
 		Files:         files,
 		Books:         server.NewBookService(reg),
