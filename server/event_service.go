@@ -318,24 +318,22 @@ func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream 
 	}
 	for {
 		for {
-			events, err := s.st.ListEventsAfter(ctx, t, offset, streamBatch)
+			msgs, err := s.broker.read(ctx, t.Key(), offset, func(ctx context.Context) ([]*platformv1.StreamEventsResponse, error) {
+				return s.streamBatch(ctx, t, offset)
+			})
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
-				return eventErr(err, t, "")
+				return err
 			}
-			for _, e := range events {
-				ev, err := agent.FromStore(e)
-				if err != nil {
-					return err
-				}
-				if err := stream.Send(&platformv1.StreamEventsResponse{Event: ev, Offset: e.Offset}); err != nil {
+			for _, m := range msgs {
+				if err := stream.Send(m); err != nil {
 					return nil //nolint:nilerr // the client went away
 				}
-				offset = e.Offset
+				offset = m.GetOffset()
 			}
-			if len(events) < streamBatch {
+			if len(msgs) < streamBatch {
 				break
 			}
 		}
@@ -346,4 +344,22 @@ func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream 
 		case <-tick:
 		}
 	}
+}
+
+// streamBatch reads the messages of the thread's events after offset, at
+// most streamBatch of them.
+func (s *EventService) streamBatch(ctx context.Context, t store.Thread, offset int64) ([]*platformv1.StreamEventsResponse, error) {
+	events, err := s.st.ListEventsAfter(ctx, t, offset, streamBatch)
+	if err != nil {
+		return nil, eventErr(err, t, "")
+	}
+	out := make([]*platformv1.StreamEventsResponse, len(events))
+	for i, e := range events {
+		ev, err := agent.FromStore(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &platformv1.StreamEventsResponse{Event: ev, Offset: e.Offset}
+	}
+	return out, nil
 }
