@@ -21,6 +21,8 @@ type broker struct {
 	mu     sync.Mutex
 	topics map[string]*topic
 	n      int
+	// joined, when set (tests), is called when a read shares a query.
+	joined func()
 }
 
 // topic is the streams of one thread.
@@ -112,6 +114,9 @@ func (b *broker) read(ctx context.Context, key string, after int64, load func(co
 	}
 	if f := tp.flights[after]; f != nil && f.gen >= tp.gen {
 		b.mu.Unlock()
+		if b.joined != nil {
+			b.joined()
+		}
 		select {
 		case <-f.done:
 			return f.events, f.err
