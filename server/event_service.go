@@ -24,8 +24,10 @@ const (
 )
 
 // DefaultMaxEventMessageBytes is the default cap on the size of a user
-// message (its content, or its content_list, as a protobuf message).
-const DefaultMaxEventMessageBytes = 256 << 10
+// message (its content, or its content_list, as a protobuf message): the
+// size of a whole event (store.MaxEventBytes), which the request limits
+// check first.
+const DefaultMaxEventMessageBytes = store.MaxEventBytes
 
 // DefaultEventStreamPoll is the default period of a stream's safety
 // re-read of its thread (see EventOptions.Poll).

@@ -83,7 +83,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.DurationVar(&cfg.uploadWait, "upload-wait", gateway.DefaultUploadWait, "how long an upload waits for a slot when --max-uploads are in flight (its body unread) before 503; -1ns: no wait")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
-	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", server.DefaultMaxEventMessageBytes, "largest user message (content or content_list) CreateEvent accepts, in bytes; larger ones are INVALID_ARGUMENT")
+	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", server.DefaultMaxEventMessageBytes, "largest user message (content or content_list) CreateEvent accepts, in bytes, at most the size of an event (256 KiB); larger ones are INVALID_ARGUMENT")
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	if err := fs.Parse(args); err != nil {
 		return 2
