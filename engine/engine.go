@@ -169,9 +169,16 @@ type createReq struct {
 // maxCreateBatch bounds the runs created in one transaction.
 const maxCreateBatch = 128
 
-// flight is a run being executed here.
+// flight is a run being executed here. It has two contexts: ctx, cancelled
+// when the lease is lost or the engine shuts down, governs the store writes
+// and book calls; soft, a child of ctx also cancelled by a pause, governs
+// only the interpreter, which stops at its next statement. A pause so never
+// cancels a book call in flight nor a write: the call's result is journaled
+// and the run ends stopped.
 type flight struct {
-	cancel  context.CancelCauseFunc
+	cancel  context.CancelCauseFunc // ctx
+	pause   context.CancelCauseFunc // soft
+	soft    context.Context
 	lost    bool // the lease was lost: write nothing more
 	yielded bool // the run gave its worker up for a turn (set by the executing goroutine)
 }
@@ -348,7 +355,8 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		for _, r := range runs {
 			slots <- struct{}{}
 			fctx, cancel := context.WithCancelCause(runCtx)
-			f := &flight{cancel: cancel}
+			soft, pause := context.WithCancelCause(fctx)
+			f := &flight{cancel: cancel, pause: pause, soft: soft}
 			e.mu.Lock()
 			e.inflight[r.ID] = f
 			e.mu.Unlock()
@@ -642,7 +650,7 @@ func (e *Engine) renewOnce(ctx context.Context) {
 			f.lost = true
 			f.cancel(errLeaseLost)
 		case st == store.RunStopping:
-			f.cancel(errPaused)
+			f.pause(errPaused)
 		}
 	}
 }

@@ -27,6 +27,13 @@ func (e *Engine) execute(ctx context.Context, f *flight, r store.Run) {
 			e.log.Info("run dropped: lease lost", "run", r.ID)
 			return
 		}
+		if ctx.Err() != nil {
+			// The engine is shutting down (or the lease was lost): the run
+			// is not at fault. Its lease expires and a worker goes on from
+			// its last checkpoint.
+			e.log.Info("run left to its lease", "run", r.ID, "cause", context.Cause(ctx))
+			return
+		}
 		e.log.Error("run failed internally", "run", r.ID, "err", err)
 		// A fault of the platform: the run fails with an internal error, so
 		// it is not retried forever.
@@ -61,7 +68,17 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			e.log.Warn("reuse previous run", "run", r.ID, "previous", r.PreviousRun, "err", err)
 		}
 	}
-	bk := &journalBooks{e: e, run: r.ID}
+	if r.Step >= len(steps.GetExecutables()) {
+		// Paused as its last step completed: the store kept the outputs
+		// (see store.Runs.FinishRun); continuing completes it.
+		return e.finish(ctx, r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: r.Outputs, Step: r.Step})
+	}
+	// soft is the interpreter's context: a pause cancels it, not ctx.
+	soft := f.soft
+	if soft == nil {
+		soft = ctx
+	}
+	bk := &journalBooks{e: e, run: r.ID, ctx: ctx}
 	if e.opts.Books != nil {
 		bk.inner = e.opts.Books(r.OrganizationID, r.WorkspaceID)
 	}
@@ -99,7 +116,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if err != nil {
 				return err
 			}
-			res, err = lang.Resume(ctx, prog, checkpoint, g, opts)
+			res, err = lang.Resume(soft, prog, checkpoint, g, opts)
 			if err != nil {
 				return fmt.Errorf("resume step %d: %w", step+1, err)
 			}
@@ -111,7 +128,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if inputs == nil {
 				inputs = map[string]lang.Value{}
 			}
-			res = lang.Start(ctx, prog, inputs, opts)
+			res = lang.Start(soft, prog, inputs, opts)
 		}
 		checkpoint, guidance = nil, nil
 
@@ -126,7 +143,9 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				if err != nil {
 					return err
 				}
-				return e.finish(ctx, r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: b})
+				// Step is past the last one: if the run is being paused, the
+				// store keeps it stopped there with its outputs.
+				return e.finish(ctx, r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: b, Step: step + 1})
 			}
 			if stepInputs, err = EncodeValues(out); err != nil {
 				return err
@@ -160,7 +179,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				Location: store.Location{Start: int64(fl.Span.Start), End: int64(fl.Span.End)},
 			})
 		case lang.Stopped:
-			if f.yielded && ctx.Err() == nil {
+			if f.yielded && soft.Err() == nil {
 				// Gave its worker up for a turn: back to the queue.
 				_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
 					State: store.RunPending, Checkpoint: res.State, Step: step, StepInputs: inBytes,
@@ -168,7 +187,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				e.Wake()
 				return err
 			}
-			cause := context.Cause(ctx)
+			cause := context.Cause(soft)
 			if f.lost || errors.Is(cause, errLeaseLost) {
 				return store.ErrConflict
 			}
@@ -177,7 +196,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				// from its last checkpoint.
 				return nil
 			}
-			_, err := e.st.FinishRun(context.WithoutCancel(ctx), e.opts.Owner, r.ID, store.RunOutcome{
+			_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
 				State: store.RunStopped, Checkpoint: res.State, Step: step, StepInputs: inBytes,
 			})
 			return err
@@ -242,6 +261,9 @@ type journalBooks struct {
 	inner lang.Books
 	run   string
 	step  int
+	// ctx is the flight's context: a call (and the journal read) is
+	// cancelled by a lost lease or a shutdown, never by a pause.
+	ctx context.Context
 
 	once    sync.Once
 	loadErr error
@@ -258,6 +280,9 @@ func (b *journalBooks) Lookup(sentence string) []lang.BookProcedure {
 
 func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs map[string]lang.Value) (map[string]lang.Value, error) {
 	idx, _ := lang.JournalIndex(ctx)
+	if b.ctx != nil {
+		ctx = valuesOf{Context: b.ctx, values: ctx}
+	}
 	key, err := callKey(proc, inputs)
 	if err != nil {
 		return nil, err
@@ -356,3 +381,12 @@ func (c *programCache) parse(code string) (*lang.Program, error) {
 	c.mu.Unlock()
 	return prog, err
 }
+
+// valuesOf is a context with the cancellation of Context and the values
+// of values (the interpreter's context, cancelled by a pause).
+type valuesOf struct {
+	context.Context
+	values context.Context
+}
+
+func (v valuesOf) Value(key any) any { return v.values.Value(key) }

@@ -163,7 +163,7 @@ func (e *Engine) Pause(ctx context.Context, org, ws, automation, id, reason stri
 		f := e.inflight[id]
 		e.mu.Unlock()
 		if f != nil {
-			f.cancel(errPaused)
+			f.pause(errPaused)
 		}
 	}
 	return r, nil

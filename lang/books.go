@@ -209,6 +209,7 @@ func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sen
 	m.journal = append(m.journal, entry)
 	m.journalBytes += journalSize(entry)
 	m.cursor++
+	m.called = true
 	if m.opts.Checkpoint != nil {
 		// The state as it stood before this step, with the new journal
 		// entry still to be consumed: resuming from it replays the step

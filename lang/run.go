@@ -256,6 +256,10 @@ type machine struct {
 	grown        int64 // memory made since
 	logBytes     int64
 	journalBytes int64
+	// called is set by a book call: the context is checked before the
+	// next statement, so a run stopped while it waited on a book stops
+	// right after the call, with its result journaled.
+	called bool
 }
 
 func newMachine(ctx context.Context, prog *Program, opts Options) *machine {
@@ -555,6 +559,9 @@ func (m *machine) run() (res *Result) {
 		if m.steps > m.lim.MaxSteps {
 			return m.suspend(m.budgetErr("step limit of " + formatCount(m.lim.MaxSteps) + " statements"))
 		}
+		if m.called && m.ctx.Err() != nil {
+			return m.pause()
+		}
 		if m.steps&1023 == 0 {
 			if m.ctx.Err() != nil {
 				return m.pause()
@@ -565,6 +572,7 @@ func (m *machine) run() (res *Result) {
 				return m.pause()
 			}
 		}
+		m.called = false
 		s := f.blk.stmts[f.pc]
 		if err := m.exec(f, s); err != nil {
 			if errors.Is(err, errStop) {

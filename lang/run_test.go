@@ -355,3 +355,30 @@ func TestBookLookupOncePerSentence(t *testing.T) {
 		t.Errorf("%d lookups, want 1", books.lookups)
 	}
 }
+
+// TestStopDuringBookCall cancels the context while a book call is in
+// flight (a pause): the call's result is kept and the run stops before the
+// next statement; resuming goes on without calling the book again.
+func TestStopDuringBookCall(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	books := &fakeBooks{t: t, procs: []lang.BookProcedure{emailProc}, fn: func(lang.BookProcedure, map[string]lang.Value) (map[string]lang.Value, error) {
+		cancel() // the pause arrives while the book works
+		return map[string]lang.Value{"message id": lang.Text("m-7")}, nil
+	}}
+	src := "send an email to \"bo@example.com\"\nthe output id is the above\nthe output done is true\n"
+	res := lang.Start(ctx, parse(t, src), nil, lang.Options{Books: books})
+	if res.Status != lang.Stopped || len(books.calls) != 1 {
+		t.Fatalf("got %v after %d calls, want stopped after 1", res.Status, len(books.calls))
+	}
+	if got := plain(t, res.Outputs); got != `{}` {
+		t.Fatalf("stopped before the next statement, outputs %s", got)
+	}
+	res, err := lang.Resume(context.Background(), parse(t, src), res.State, lang.Resolution{},
+		lang.Options{Books: &fakeBooks{t: t, procs: []lang.BookProcedure{emailProc}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plain(t, res.Outputs); res.Status != lang.Completed || got != `{"output done":true,"output id":"m-7"}` {
+		t.Fatalf("after resume: %v %s", res.Status, got)
+	}
+}

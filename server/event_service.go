@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -17,9 +18,24 @@ import (
 
 // Error reasons of the event service.
 const (
-	ReasonEventNotFound = "EVENT_NOT_FOUND"
-	ReasonAgentNotFound = "AGENT_NOT_FOUND"
+	ReasonEventNotFound        = "EVENT_NOT_FOUND"
+	ReasonAgentNotFound        = "AGENT_NOT_FOUND"
+	ReasonEventMessageTooLarge = "EVENT_MESSAGE_TOO_LARGE"
 )
+
+// DefaultMaxEventMessageBytes is the default cap on the size of a user
+// message (its content, or its content_list, as a protobuf message): the
+// size of a whole event (store.MaxEventBytes), which the request limits
+// check first.
+const DefaultMaxEventMessageBytes = store.MaxEventBytes
+
+// DefaultEventStreamPoll is the default period of a stream's safety
+// re-read of its thread (see EventOptions.Poll).
+const DefaultEventStreamPoll = 30 * time.Second
+
+// streamBatch bounds the events a stream reads from the store at once (so
+// at most streamBatch messages, each capped, are held per stream).
+const streamBatch = 8
 
 // EventService implements prose.platform.v1.EventService: the conversation
 // threads of runs with agents. User messages are stored complete and handed
@@ -31,8 +47,10 @@ type EventService struct {
 	st     store.Store
 	runner *agent.Runner
 	broker *broker
-	// poll is the period of the store poll of a stream.
+	// poll is the period of a stream's safety re-read (0: none).
 	poll time.Duration
+	// maxMessage caps the size of a user message.
+	maxMessage int
 }
 
 // EventOptions configure the event service.
@@ -41,8 +59,14 @@ type EventOptions struct {
 	Agents []agent.Agent
 	// Runner options (OnChange is set by the service).
 	Runner agent.Options
-	// Poll is how often a stream reads the store (default 500ms).
+	// Poll is how often an idle stream re-reads its thread after its last
+	// offset (one indexed query that finds nothing), in case a wake-up was
+	// lost; default DefaultEventStreamPoll, negative: never.
 	Poll time.Duration
+	// MaxMessageBytes caps the size of a user message (its content or
+	// content_list as a protobuf message); default
+	// DefaultMaxEventMessageBytes.
+	MaxMessageBytes int
 }
 
 // NewEventService returns the event service with the built-in agent.
@@ -52,9 +76,15 @@ func NewEventService(st store.Store, eng *engine.Engine) *EventService {
 
 // NewEventServiceWith returns the event service with options.
 func NewEventServiceWith(st store.Store, eng *engine.Engine, o EventOptions) *EventService {
-	s := &EventService{st: st, broker: newBroker(), poll: o.Poll}
-	if s.poll <= 0 {
-		s.poll = 500 * time.Millisecond
+	s := &EventService{st: st, broker: newBroker(), poll: o.Poll, maxMessage: o.MaxMessageBytes}
+	switch {
+	case s.poll == 0:
+		s.poll = DefaultEventStreamPoll
+	case s.poll < 0:
+		s.poll = 0
+	}
+	if s.maxMessage <= 0 {
+		s.maxMessage = DefaultMaxEventMessageBytes
 	}
 	agents := o.Agents
 	if agents == nil {
@@ -65,6 +95,15 @@ func NewEventServiceWith(st store.Store, eng *engine.Engine, o EventOptions) *Ev
 	s.runner = agent.NewRunner(st, eng, ro, agents...)
 	return s
 }
+
+// EventChanged wakes the streams of the thread with the given key
+// (store.Thread.Key) after a write of another replica; key "": every
+// stream (notices may have been missed). It does not block; it is given to
+// store/postgres.Store.OnEventChange.
+func (s *EventService) EventChanged(threadKey string, _ int64) { s.broker.notify(threadKey) }
+
+// Streams is the number of event streams open on this process.
+func (s *EventService) Streams() int { return s.broker.count() }
 
 // Runner is the runner of the agents' generations (tests wait on it).
 func (s *EventService) Runner() *agent.Runner { return s.runner }
@@ -163,6 +202,15 @@ func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEv
 	if !hasText {
 		return nil, InvalidArgument(ReasonRequiredFieldMissing, "user_message needs content or content_list", Violation("event.user_message.content", "required"))
 	}
+	if n := proto.Size(um); n > s.maxMessage {
+		field := "event.user_message.content"
+		if len(um.GetContentList().GetItems()) > 0 {
+			field = "event.user_message.content_list"
+		}
+		return nil, InvalidArgument(ReasonEventMessageTooLarge,
+			fmt.Sprintf("the message is %d bytes; a message may have at most %d bytes", n, s.maxMessage),
+			Violation(field, fmt.Sprintf("at most %d bytes", s.maxMessage)))
+	}
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
 	t, run, err := s.thread(ctx, org, ws, req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
 	if err != nil {
@@ -242,54 +290,79 @@ func (s *EventService) CancelGeneration(ctx context.Context, req *platformv1.Can
 	return &platformv1.CancelGenerationResponse{}, nil
 }
 
-// streamOverlap is how far back a stream re-reads the store, so events
-// committed late (or by a replica whose clock lags a little) are not
-// missed; revisions already sent are not sent again.
-const streamOverlap = 2 * time.Second
-
-// StreamEvents sends the thread's events, then every new or changed event
-// until the client goes away.
+// StreamEvents sends the thread's events after the request's after_offset
+// (each as it stands, in the order of their last change), then every
+// change until the client goes away. The stream subscribes before it
+// reads, so no change is missed; it holds no events while idle, and
+// unsubscribes when the client leaves.
 func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream platformv1.EventService_StreamEventsServer) error {
 	ctx := stream.Context()
+	offset := req.GetAfterOffset()
+	if offset < 0 {
+		return InvalidArgument(ReasonInvalidField, "after_offset must not be negative", Violation("after_offset", "must be 0 or more"))
+	}
 	t, _, err := s.thread(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
 	if err != nil {
 		return err
 	}
 	wake, unsubscribe := s.broker.subscribe(t.Key())
 	defer unsubscribe()
-	ticker := time.NewTicker(s.poll)
-	defer ticker.Stop()
-	sent := map[string]int64{}
-	var since time.Time
+	// The headers now, not with the first event: a client (the HTTP
+	// gateway among them) knows at once that the stream is open, even on a
+	// thread with nothing to send yet.
+	if err := stream.SendHeader(nil); err != nil {
+		return nil //nolint:nilerr // the client went away
+	}
+	var tick <-chan time.Time
+	if s.poll > 0 {
+		ticker := time.NewTicker(s.poll)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
 	for {
-		events, err := s.st.ListEventsSince(ctx, t, since)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return eventErr(err, t, "")
-		}
-		for _, e := range events {
-			if e.UpdateTime.Add(-streamOverlap).After(since) {
-				since = e.UpdateTime.Add(-streamOverlap)
-			}
-			if sent[e.ID] >= e.Revision {
-				continue
-			}
-			ev, err := agent.FromStore(e)
+		for {
+			msgs, err := s.broker.read(ctx, t.Key(), offset, func(ctx context.Context) ([]*platformv1.StreamEventsResponse, error) {
+				return s.streamBatch(ctx, t, offset)
+			})
 			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
 				return err
 			}
-			if err := stream.Send(&platformv1.StreamEventsResponse{Event: ev}); err != nil {
-				return nil //nolint:nilerr // the client went away
+			for _, m := range msgs {
+				if err := stream.Send(m); err != nil {
+					return nil //nolint:nilerr // the client went away
+				}
+				offset = m.GetOffset()
 			}
-			sent[e.ID] = e.Revision
+			if len(msgs) < streamBatch {
+				break
+			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-wake:
-		case <-ticker.C:
+		case <-tick:
 		}
 	}
+}
+
+// streamBatch reads the messages of the thread's events after offset, at
+// most streamBatch of them.
+func (s *EventService) streamBatch(ctx context.Context, t store.Thread, offset int64) ([]*platformv1.StreamEventsResponse, error) {
+	events, err := s.st.ListEventsAfter(ctx, t, offset, streamBatch)
+	if err != nil {
+		return nil, eventErr(err, t, "")
+	}
+	out := make([]*platformv1.StreamEventsResponse, len(events))
+	for i, e := range events {
+		ev, err := agent.FromStore(e)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = &platformv1.StreamEventsResponse{Event: ev, Offset: e.Offset}
+	}
+	return out, nil
 }

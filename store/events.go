@@ -42,7 +42,13 @@ type Event struct {
 	Seq int64
 	// Revision counts the writes of the event (1 on create), so a reader
 	// can tell a changed event from one it has seen.
-	Revision   int64
+	Revision int64
+	// Offset is the event's place in its thread's stream of changes: every
+	// create and update gives the event the thread's next offset (1, 2, …),
+	// and an offset becomes visible only after every smaller one of the
+	// thread, so a reader that has seen the thread up to n reads what
+	// changed since with ListEventsAfter(n).
+	Offset     int64
 	CreateTime time.Time
 	UpdateTime time.Time
 }
@@ -80,4 +86,9 @@ type Events interface {
 	// after since, in sequence order (for streams: the caller keeps the
 	// revisions it has sent).
 	ListEventsSince(ctx context.Context, t Thread, since time.Time) ([]Event, error)
+	// ListEventsAfter returns at most limit events of the thread whose
+	// Offset is greater than after, in offset order: each event as it
+	// stands, once, however many times it changed (for streams, which
+	// resume from the last offset they sent). limit <= 0: 100.
+	ListEventsAfter(ctx context.Context, t Thread, after int64, limit int) ([]Event, error)
 }

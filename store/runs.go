@@ -8,7 +8,8 @@ import (
 // RunState is the lifecycle state of a run.
 //
 //	pending → executing → completed | failed | awaiting_guidance
-//	executing → stopping → stopped          (pause with a reason)
+//	executing → stopping → stopped          (pause with a reason; the worker's
+//	                                          outcome, completed included, ends it stopped)
 //	pending | awaiting_guidance → stopped   (pause while not executing)
 //	stopped → pending | awaiting_guidance   (continue; awaiting when an exception is pending)
 //	awaiting_guidance → pending             (its exception resolved)
@@ -126,7 +127,7 @@ type RunOutcome struct {
 	// turn: Checkpoint is the state to continue from; a run being paused
 	// is left stopped instead).
 	State RunState
-	// Completed.
+	// Completed. Step is then the number of steps (past the last one).
 	Outputs []byte
 	// Failed.
 	ErrorID     string
@@ -205,12 +206,19 @@ type Runs interface {
 	SaveProgress(ctx context.Context, owner, runID string, p Progress) error
 	// FinishRun leaves a leased run in the outcome's state and releases it, in
 	// one transaction (creating the exception for awaiting_guidance). If the
-	// run was being stopped, an awaiting_guidance outcome leaves it stopped
-	// (the exception still created) and a stopped outcome keeps the reason.
+	// run was being stopped (a pause committed first), the pause wins and
+	// keeps its reason: an awaiting_guidance outcome leaves it stopped (the
+	// exception still created), a completed outcome leaves it stopped after
+	// its last step (its Outputs kept and Step set to the outcome's, past the
+	// last step, so that continuing it lets a worker complete it), a stopped
+	// outcome stops it. A failed outcome fails it (a run fails only of its
+	// own error).
 	FinishRun(ctx context.Context, owner, runID string, o RunOutcome) (Run, error)
 
 	// PauseRun stops a run with a reason: executing → stopping; pending or
-	// awaiting_guidance → stopped. ErrFailedPrecondition from other states.
+	// awaiting_guidance → stopped. ErrFailedPrecondition from other states
+	// (from completed or failed: saying the pause came too late). A pause
+	// that succeeds always takes effect: see FinishRun.
 	PauseRun(ctx context.Context, organizationID, workspaceID, automationID, id, reason string) (Run, error)
 	// ContinueRun resumes a stopped run: awaiting_guidance when one of its
 	// exceptions is pending, pending otherwise. ErrFailedPrecondition from

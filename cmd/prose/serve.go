@@ -60,6 +60,11 @@ type serveConfig struct {
 	limits        limitFlags
 	timeSlice     time.Duration
 	maxLostLeases int
+	// maxEventMessage caps a user message's bytes (0: the server's
+	// default); eventPoll is an idle event stream's safety re-read (0: the
+	// default; negative: never).
+	maxEventMessage int
+	eventPoll       time.Duration
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
@@ -87,6 +92,8 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	cfg.limits.register(fs)
 	fs.DurationVar(&cfg.timeSlice, "time-slice", 0, fmt.Sprintf("how long a run executes before it gives its worker up when every worker is busy and other runs wait (default %s; -1ns: never)", engine.DefaultTimeSlice))
 	fs.IntVar(&cfg.maxLostLeases, "max-lost-leases", 0, fmt.Sprintf("times in a row a run's worker may die while executing it before the run fails with an internal error (default %d)", store.DefaultMaxLostLeases))
+	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", server.DefaultMaxEventMessageBytes, "largest user message (content or content_list) CreateEvent accepts, in bytes, at most the size of an event (256 KiB); larger ones are INVALID_ARGUMENT")
+	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -223,8 +230,16 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	legacyV1.PublicURL = cfg.publicURL
 	legacyV2 := server.NewLegacyV2Runs(st, st, a.engine)
 	legacyV2.PublicURL = cfg.publicURL
-	events := server.NewEventService(st, a.engine)
+	events := server.NewEventServiceWith(st, a.engine, server.EventOptions{MaxMessageBytes: cfg.maxEventMessage, Poll: cfg.eventPoll})
 	a.closers = append(a.closers, events.Close)
+	// Replicas sharing a PostgreSQL database wake each other's event
+	// streams: every event write is announced (LISTEN/NOTIFY, carried by
+	// the engine's listener).
+	if n, ok := st.(interface {
+		OnEventChange(func(threadKey string, offset int64))
+	}); ok {
+		n.OnEventChange(events.EventChanged)
+	}
 	a.services = server.Services{
 		Files:         files,
 		Books:         server.NewBookService(reg),

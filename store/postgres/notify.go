@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 	"log/slog"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,6 +54,15 @@ func (s *Store) Listen(ctx context.Context) <-chan struct{} {
 	return out
 }
 
+// OnEventChange makes the listener of Listen call fn (on its goroutine:
+// fn must not block) for every event write any replica announces on
+// sqlstore.EventChannel, with the thread's key (store.Thread.Key) and the
+// event's new offset, and with ("", 0) whenever it (re)connects, since
+// notices may have been missed. It takes effect while Listen runs.
+func (s *Store) OnEventChange(fn func(threadKey string, offset int64)) {
+	s.onEvent.Store(&fn)
+}
+
 func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 	// A connection of its own, not one of the pool's: a listener holds its
 	// connection for good, and the pool is small (see Open).
@@ -60,10 +71,13 @@ func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 		return err
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel+"; LISTEN "+sqlstore.AuthChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel+"; LISTEN "+sqlstore.AuthChannel+"; LISTEN "+sqlstore.EventChannel); err != nil {
 		return err
 	}
 	s.InvalidateAuth()
+	if fn := s.onEvent.Load(); fn != nil {
+		(*fn)("", 0) // notices may have been missed: every thread may have changed
+	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
@@ -71,6 +85,14 @@ func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 		}
 		if n.Channel == sqlstore.AuthChannel {
 			s.InvalidateAuth()
+			continue
+		}
+		if n.Channel == sqlstore.EventChannel {
+			if fn := s.onEvent.Load(); fn != nil {
+				key, off, _ := strings.Cut(n.Payload, " ")
+				offset, _ := strconv.ParseInt(off, 10, 64)
+				(*fn)(key, offset)
+			}
 			continue
 		}
 		select {

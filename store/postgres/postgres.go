@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,6 +31,9 @@ type Store struct {
 	pool    *pgxpool.Pool
 	db      *sql.DB
 	ownPool bool
+	// onEvent receives the event writes announced on
+	// sqlstore.EventChannel (see OnEventChange).
+	onEvent atomic.Pointer[func(threadKey string, offset int64)]
 }
 
 var _ store.Store = (*Store)(nil)

@@ -1,10 +1,12 @@
 package storetest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +26,8 @@ func testAutomationsAndRuns(t *testing.T, open Opener) {
 		{"RunCreateCurrentStage", testRunCreateCurrentStage},
 		{"RunLeases", testRunLeases},
 		{"RunPauseContinue", testRunPauseContinue},
+		{"RunPauseMeetsFinish", testRunPauseMeetsFinish},
+		{"RunPauseFinishRace", testRunPauseFinishRace},
 		{"ListRuns", testListRuns},
 		{"PageByteBudget", testPageByteBudget},
 	} {
@@ -463,5 +467,117 @@ func testPageByteBudget(t *testing.T, s *suite) {
 	})
 	if len(runs) != 3 || pages != 3 {
 		t.Errorf("runs over the budget: %d runs in %d pages, want 3 in 3", len(runs), pages)
+	}
+}
+
+// batchFinisher is the optional batch finish of the SQL stores.
+type batchFinisher interface {
+	FinishRuns(ctx context.Context, owner string, runIDs []string, outcomes []store.RunOutcome) ([]error, error)
+}
+
+// testRunPauseMeetsFinish: a pause that committed first wins over the
+// worker's outcome. A completed outcome leaves the run stopped after its
+// last step, with the reason and outputs kept; continuing then lets a
+// worker complete it. A pause after the finish came too late.
+func testRunPauseMeetsFinish(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	far := s.clock.Peek().Add(time.Hour)
+	finishers := map[string]func(id string, o store.RunOutcome) error{
+		"FinishRun": func(id string, o store.RunOutcome) error {
+			_, err := s.st.FinishRun(s.ctx, "w1", id, o)
+			return err
+		},
+	}
+	if bf, ok := s.st.(batchFinisher); ok {
+		finishers["FinishRuns"] = func(id string, o store.RunOutcome) error {
+			errs, err := bf.FinishRuns(s.ctx, "w1", []string{id}, []store.RunOutcome{o})
+			if err != nil {
+				return err
+			}
+			return errs[0]
+		}
+	}
+	for name, finish := range finishers {
+		r := s.run(t, a, "")
+		if got := of(s.st.ClaimRuns(s.ctx, "w1", 1, far)).must(t); len(got) != 1 || got[0].ID != r.ID {
+			t.Fatalf("%s: claim %+v", name, got)
+		}
+		of(s.st.PauseRun(s.ctx, "acme", "ops", "inv", r.ID, "hold on")).must(t)
+		noErr(t, finish(r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: []byte("out"), Step: 1}))
+		got := of(s.st.GetRun(s.ctx, "acme", "ops", "inv", r.ID)).must(t)
+		if got.State != store.RunStopped || got.Reason != "hold on" || string(got.Outputs) != "out" || got.Step != 1 || got.LeaseOwner != "" {
+			t.Fatalf("%s: completed while stopping: %+v", name, got)
+		}
+		of(s.st.ContinueRun(s.ctx, "acme", "ops", "inv", r.ID)).must(t)
+		again := of(s.st.ClaimRuns(s.ctx, "w2", 1, far)).must(t)
+		if len(again) != 1 || again[0].Step != 1 || string(again[0].Outputs) != "out" {
+			t.Fatalf("%s: claimed after continue: %+v", name, again)
+		}
+		done := of(s.st.FinishRun(s.ctx, "w2", r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: again[0].Outputs, Step: again[0].Step})).must(t)
+		if done.State != store.RunCompleted || string(done.Outputs) != "out" {
+			t.Fatalf("%s: completed after continue: %+v", name, done)
+		}
+		_, err := s.st.PauseRun(s.ctx, "acme", "ops", "inv", r.ID, "late")
+		wantErr(t, err, store.ErrFailedPrecondition, name+": pause a completed run")
+		if err == nil || !strings.Contains(err.Error(), "too late") {
+			t.Errorf("%s: pause of a completed run: %v, want it to say it came too late", name, err)
+		}
+	}
+}
+
+// testRunPauseFinishRace pauses executing runs while their worker finishes
+// them: every pause that succeeded ends stopped, every one that failed
+// came too late (the run completed), and no run fails.
+func testRunPauseFinishRace(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	far := s.clock.Peek().Add(time.Hour)
+	const n = 40
+	made := make([]string, n)
+	for i := range made {
+		made[i] = s.run(t, a, "").ID
+	}
+	claimed := of(s.st.ClaimRuns(s.ctx, "w1", n, far)).must(t)
+	if len(claimed) != n {
+		t.Fatalf("claimed %d of %d", len(claimed), n)
+	}
+	bf, batch := s.st.(batchFinisher)
+	pauseErrs := make([]error, n)
+	var wg sync.WaitGroup
+	for i, id := range made {
+		wg.Go(func() {
+			_, pauseErrs[i] = s.st.PauseRun(s.ctx, "acme", "ops", "inv", id, fmt.Sprint("reason ", i))
+		})
+		wg.Go(func() {
+			o := store.RunOutcome{State: store.RunCompleted, Outputs: []byte("out"), Step: 1}
+			if batch && i%2 == 0 {
+				errs, err := bf.FinishRuns(s.ctx, "w1", []string{id}, []store.RunOutcome{o})
+				if err == nil {
+					err = errs[0]
+				}
+				if err != nil {
+					t.Errorf("finish runs %s: %v", id, err)
+				}
+				return
+			}
+			if _, err := s.st.FinishRun(s.ctx, "w1", id, o); err != nil {
+				t.Errorf("finish %s: %v", id, err)
+			}
+		})
+	}
+	wg.Wait()
+	for i, id := range made {
+		r := of(s.st.GetRun(s.ctx, "acme", "ops", "inv", id)).must(t)
+		switch err := pauseErrs[i]; {
+		case err == nil:
+			if r.State != store.RunStopped || r.Reason != fmt.Sprint("reason ", i) {
+				t.Errorf("run %d: the pause answered ok, the run is %s (%q)", i, r.State, r.Reason)
+			}
+		case errors.Is(err, store.ErrFailedPrecondition):
+			if r.State != store.RunCompleted {
+				t.Errorf("run %d: the pause came too late (%v), the run is %s", i, err, r.State)
+			}
+		default:
+			t.Errorf("run %d: pause: %v", i, err)
+		}
 	}
 }

@@ -21,6 +21,8 @@ func testEvents(t *testing.T, open Opener) {
 		{"ListEvents", testListEvents},
 		{"EventsSince", testEventsSince},
 		{"EventConcurrentCreate", testEventConcurrentCreate},
+		{"EventOffsets", testEventOffsets},
+		{"EventConcurrentOffsets", testEventConcurrentOffsets},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
@@ -206,3 +208,80 @@ func testEventConcurrentCreate(t *testing.T, s *suite) {
 }
 
 func storeEpoch() time.Time { return Epoch.AddDate(-1, 0, 0) }
+
+// testEventOffsets: every write takes the thread's next offset, and
+// ListEventsAfter reads just what changed after an offset, each event once
+// as it stands, in offset order, a page at a time.
+func testEventOffsets(t *testing.T, s *suite) {
+	th := s.thread(t, "a1", "prose")
+	other := s.thread(t, "a2", "prose")
+	a := of(s.st.CreateEvent(s.ctx, store.Event{Thread: th, Payload: []byte("a")})).must(t)
+	b := of(s.st.CreateEvent(s.ctx, store.Event{Thread: th, State: store.EventStreaming, Payload: []byte("b")})).must(t)
+	o := of(s.st.CreateEvent(s.ctx, store.Event{Thread: other})).must(t)
+	if a.Offset != 1 || b.Offset != 2 || o.Offset != 1 {
+		t.Fatalf("offsets of creates: %d %d, other thread %d", a.Offset, b.Offset, o.Offset)
+	}
+	u := of(s.st.UpdateEvent(s.ctx, store.Event{Thread: th, ID: b.ID, State: store.EventStreaming, Payload: []byte("bb")})).must(t)
+	c := of(s.st.CreateEvent(s.ctx, store.Event{Thread: th, Payload: []byte("c")})).must(t)
+	u2 := of(s.st.UpdateEvent(s.ctx, store.Event{Thread: th, ID: b.ID, State: store.EventComplete, Payload: []byte("bbb")})).must(t)
+	if u.Offset != 3 || c.Offset != 4 || u2.Offset != 5 {
+		t.Fatalf("offsets of updates: %d %d %d", u.Offset, c.Offset, u2.Offset)
+	}
+	if got := of(s.st.GetEvent(s.ctx, th, b.ID)).must(t); got.Offset != 5 {
+		t.Fatalf("get: offset %d", got.Offset)
+	}
+	desc := func(evs []store.Event) []string {
+		return ids(evs, func(e store.Event) string { return fmt.Sprintf("%s@%d:%s", e.ID, e.Offset, e.Payload) })
+	}
+	all := of(s.st.ListEventsAfter(s.ctx, th, 0, 0)).must(t)
+	want := []string{a.ID + "@1:a", c.ID + "@4:c", b.ID + "@5:bbb"}
+	if got := desc(all); !slices.Equal(got, want) {
+		t.Fatalf("after 0: %v, want %v", got, want)
+	}
+	if got := desc(of(s.st.ListEventsAfter(s.ctx, th, 3, 0)).must(t)); !slices.Equal(got, want[1:]) {
+		t.Fatalf("after 3: %v", got)
+	}
+	if got := desc(of(s.st.ListEventsAfter(s.ctx, th, 1, 1)).must(t)); !slices.Equal(got, want[1:2]) {
+		t.Fatalf("after 1, one: %v", got)
+	}
+	if got := of(s.st.ListEventsAfter(s.ctx, th, 5, 0)).must(t); len(got) != 0 {
+		t.Fatalf("after the last: %v", desc(got))
+	}
+	if got := of(s.st.ListEventsAfter(s.ctx, store.Thread{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: "a1", RunID: "nope", AgentID: "prose"}, 0, 0)).must(t); len(got) != 0 {
+		t.Fatalf("unknown thread: %v", desc(got))
+	}
+}
+
+// testEventConcurrentOffsets writes one thread from many goroutines: the
+// offsets are 1…n without gaps or repeats.
+func testEventConcurrentOffsets(t *testing.T, s *suite) {
+	th := s.thread(t, "a1", "prose")
+	const n = 10
+	streaming := make([]store.Event, n)
+	for i := range streaming {
+		streaming[i] = of(s.st.CreateEvent(s.ctx, store.Event{Thread: th, State: store.EventStreaming})).must(t)
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			if _, err := s.st.UpdateEvent(s.ctx, store.Event{Thread: th, ID: streaming[i].ID, State: store.EventComplete}); err != nil {
+				t.Errorf("update: %v", err)
+			}
+		})
+		wg.Go(func() {
+			if _, err := s.st.CreateEvent(s.ctx, store.Event{Thread: th}); err != nil {
+				t.Errorf("create: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	all := of(s.st.ListEventsAfter(s.ctx, th, 0, 1000)).must(t)
+	if len(all) != 2*n {
+		t.Fatalf("%d events, want %d", len(all), 2*n)
+	}
+	for i, e := range all {
+		if e.Offset != int64(n+i+1) {
+			t.Fatalf("event %d has offset %d, want %d", i, e.Offset, n+i+1)
+		}
+	}
+}

@@ -11,7 +11,7 @@ import (
 )
 
 const evCols = `ev.organization_id, ev.workspace_id, ev.automation_id, ev.run_id, ev.agent_id, ev.id, ev.exception_id,
-	ev.state, ev.payload, ev.seq, ev.revision, ev.create_time, ev.update_time`
+	ev.state, ev.payload, ev.seq, ev.revision, ev.change_offset, ev.create_time, ev.update_time`
 
 const evSelect = `SELECT ` + evCols + ` FROM events ev`
 
@@ -19,7 +19,7 @@ func scanEvent(s interface{ Scan(...any) error }) (store.Event, error) {
 	var e store.Event
 	var state string
 	err := s.Scan(&e.OrganizationID, &e.WorkspaceID, &e.AutomationID, &e.RunID, &e.AgentID, &e.ID, &e.ExceptionID,
-		&state, &e.Payload, &e.Seq, &e.Revision, ts{&e.CreateTime}, ts{&e.UpdateTime})
+		&state, &e.Payload, &e.Seq, &e.Revision, &e.Offset, ts{&e.CreateTime}, ts{&e.UpdateTime})
 	e.State = store.EventState(state)
 	return e, err
 }
@@ -87,16 +87,20 @@ func (db *DB) insertEvent(ctx context.Context, e store.Event) (store.Event, erro
 		if !ok {
 			return fmt.Errorf("run %q: %w", e.RunID, store.ErrNotFound)
 		}
-		var seq int64
-		if err := c.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0) FROM events WHERE run_id = ? AND agent_id = ?`, e.RunID, e.AgentID).Scan(&seq); err != nil {
+		var seq, offset int64
+		if err := c.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0), COALESCE(MAX(change_offset), 0) FROM events WHERE run_id = ? AND agent_id = ?`,
+			e.RunID, e.AgentID).Scan(&seq, &offset); err != nil {
 			return db.mapErr(err, "next event sequence")
 		}
-		e.Seq, e.Revision, e.CreateTime, e.UpdateTime = seq+1, 1, now, now
+		e.Seq, e.Revision, e.Offset, e.CreateTime, e.UpdateTime = seq+1, 1, offset+1, now, now
 		_, err = c.exec(ctx, `INSERT INTO events (run_id, agent_id, id, organization_id, workspace_id, automation_id, seq, revision,
-			exception_id, state, payload, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			change_offset, exception_id, state, payload, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			e.RunID, e.AgentID, e.ID, e.OrganizationID, e.WorkspaceID, e.AutomationID, e.Seq, e.Revision,
-			e.ExceptionID, string(e.State), e.Payload, now, now)
-		return db.mapErr(err, fmt.Sprintf("create event %q", e.ID))
+			e.Offset, e.ExceptionID, string(e.State), e.Payload, now, now)
+		if err != nil {
+			return db.mapErr(err, fmt.Sprintf("create event %q", e.ID))
+		}
+		return c.notifyEvent(ctx, e.Thread, e.Offset)
 	})
 	if err != nil {
 		return store.Event{}, err
@@ -178,8 +182,37 @@ func scanEvents(rows rowsScanner) ([]store.Event, error) {
 	return items, rows.Err()
 }
 
-// UpdateEvent implements store.Events.
+// EventChannel is the PostgreSQL LISTEN/NOTIFY channel on which every
+// write of an event is announced, in its transaction (so at its commit),
+// with the payload "{run id}/{agent id} {offset}" (store.Thread.Key and
+// store.Event.Offset): just where to read from, never the event.
+const EventChannel = "prose_events"
+
+// notifyEvent announces, inside the transaction that writes it, that the
+// thread changed up to offset (PostgreSQL; SQLite has one process).
+func (c conn) notifyEvent(ctx context.Context, t store.Thread, offset int64) error {
+	if c.db.d != store.Postgres {
+		return nil
+	}
+	_, err := c.exec(ctx, `SELECT pg_notify(?, ?)`, EventChannel, t.Key()+" "+strconv.FormatInt(offset, 10))
+	return c.db.mapErr(err, "notify event")
+}
+
+// UpdateEvent implements store.Events. Two writers of a thread may pick
+// the same next offset (PostgreSQL, read committed): the loser retries.
 func (db *DB) UpdateEvent(ctx context.Context, e store.Event) (store.Event, error) {
+	var out store.Event
+	var err error
+	for attempt := 0; attempt < 8; attempt++ {
+		out, err = db.updateEvent(ctx, e)
+		if !errors.Is(err, store.ErrAlreadyExists) && !errors.Is(err, store.ErrConflict) {
+			return out, err
+		}
+	}
+	return out, err
+}
+
+func (db *DB) updateEvent(ctx context.Context, e store.Event) (store.Event, error) {
 	if !validEventState(e.State) {
 		return store.Event{}, fmt.Errorf("%w: event state %q", store.ErrInvalidArgument, e.State)
 	}
@@ -200,9 +233,15 @@ func (db *DB) UpdateEvent(ctx context.Context, e store.Event) (store.Event, erro
 			// Keep update_time moving forward for readers that follow it.
 			now = cur.UpdateTime.Add(time.Microsecond)
 		}
-		res, err := c.exec(ctx, `UPDATE events SET state = ?, payload = ?, exception_id = ?, revision = revision + 1, update_time = ?
+		var offset int64
+		if err := c.queryRow(ctx, `SELECT COALESCE(MAX(change_offset), 0) FROM events WHERE run_id = ? AND agent_id = ?`,
+			e.RunID, e.AgentID).Scan(&offset); err != nil {
+			return db.mapErr(err, "next event offset")
+		}
+		offset++
+		res, err := c.exec(ctx, `UPDATE events SET state = ?, payload = ?, exception_id = ?, revision = revision + 1, change_offset = ?, update_time = ?
 			WHERE run_id = ? AND agent_id = ? AND id = ? AND state = ?`,
-			string(e.State), e.Payload, e.ExceptionID, now, e.RunID, e.AgentID, e.ID, string(store.EventStreaming))
+			string(e.State), e.Payload, e.ExceptionID, offset, now, e.RunID, e.AgentID, e.ID, string(store.EventStreaming))
 		if err != nil {
 			return db.mapErr(err, "update event")
 		}
@@ -211,8 +250,8 @@ func (db *DB) UpdateEvent(ctx context.Context, e store.Event) (store.Event, erro
 		}
 		out = cur
 		out.State, out.Payload, out.ExceptionID = e.State, e.Payload, e.ExceptionID
-		out.Revision, out.UpdateTime = cur.Revision+1, now
-		return nil
+		out.Revision, out.Offset, out.UpdateTime = cur.Revision+1, offset, now
+		return c.notifyEvent(ctx, e.Thread, offset)
 	})
 	if err != nil {
 		return store.Event{}, err
@@ -224,6 +263,20 @@ func (db *DB) UpdateEvent(ctx context.Context, e store.Event) (store.Event, erro
 func (db *DB) ListEventsSince(ctx context.Context, t store.Thread, since time.Time) ([]store.Event, error) {
 	rows, err := db.reader().query(ctx, evSelect+` WHERE`+threadWhere+` AND ev.update_time >= ? ORDER BY ev.seq`, //nolint:rowserrcheck // scanEvents checks rows.Err
 		append(threadArgs(t), store.Time(since))...)
+	if err != nil {
+		return nil, db.mapErr(err, "list events")
+	}
+	items, err := scanEvents(rows)
+	return items, db.mapErr(err, "list events")
+}
+
+// ListEventsAfter implements store.Events.
+func (db *DB) ListEventsAfter(ctx context.Context, t store.Thread, after int64, limit int) ([]store.Event, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	rows, err := db.reader().query(ctx, evSelect+` WHERE`+threadWhere+` AND ev.change_offset > ? ORDER BY ev.change_offset LIMIT ?`, //nolint:rowserrcheck // scanEvents checks rows.Err
+		append(threadArgs(t), after, limit)...)
 	if err != nil {
 		return nil, db.mapErr(err, "list events")
 	}

@@ -508,9 +508,9 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 		const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping') RETURNING `
 		var row *sql.Row
 		if o.State == store.RunCompleted {
-			row = db.writer().queryRow(ctx, `UPDATE runs SET state = 'completed', outputs = ?, checkpoint = NULL, resolution = NULL,
+			row = db.writer().queryRow(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
 				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond+runReturning,
-				o.Outputs, time.Time{}, now, now, runID, owner)
+				o.Step, o.Outputs, time.Time{}, now, now, runID, owner)
 		} else {
 			row = db.writer().queryRow(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
 				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond+runReturning,
@@ -532,8 +532,8 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 		var res error
 		switch o.State {
 		case store.RunCompleted:
-			_, res = c.exec(ctx, `UPDATE runs SET state = 'completed', outputs = ?, checkpoint = NULL, resolution = NULL,
-				exception_id = '', description = '', `+release+` WHERE id = ?`, o.Outputs, time.Time{}, now, now, runID)
+			_, res = c.exec(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
+				exception_id = '', description = '', `+release+` WHERE id = ?`, o.Step, o.Outputs, time.Time{}, now, now, runID)
 		case store.RunFailed:
 			_, res = c.exec(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
 				checkpoint = NULL, resolution = NULL, exception_id = '', `+release+` WHERE id = ?`,
@@ -554,10 +554,7 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 			if err := c.insertException(ctx, e, now); err != nil {
 				return err
 			}
-			next := store.RunAwaitingGuidance
-			if state == store.RunStopping {
-				next = store.RunStopped
-			}
+			next := finishState(state, o.State)
 			_, res = c.exec(ctx, `UPDATE runs SET state = ?, exception_id = ?, description = ?, loc_start = ?, loc_end = ?,
 				checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?, `+release+` WHERE id = ?`,
 				string(next), e.ID, e.Message, e.Location.Start, e.Location.End, o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now, runID)
@@ -661,9 +658,9 @@ func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, out
 			var res sql.Result
 			var err error
 			if o.State == store.RunCompleted {
-				res, err = c.exec(ctx, `UPDATE runs SET state = 'completed', outputs = ?, checkpoint = NULL, resolution = NULL,
+				res, err = c.exec(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
 				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond,
-					o.Outputs, time.Time{}, now, now, id, owner)
+					o.Step, o.Outputs, time.Time{}, now, now, id, owner)
 			} else {
 				res, err = c.exec(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
 				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond,
@@ -705,7 +702,7 @@ func (db *DB) PauseRun(ctx context.Context, org, ws, automation, id, reason stri
 		case store.RunPending, store.RunAwaitingGuidance:
 			_, err = c.exec(ctx, `UPDATE runs SET state = 'stopped', reason = ?, state_time = ?, update_time = ? WHERE id = ?`, reason, now, now, id)
 		default:
-			return fmt.Errorf("run %q is %s: only a pending, executing or awaiting_guidance run can be paused: %w", id, r.State, store.ErrFailedPrecondition)
+			return pauseTooLate(id, r.State)
 		}
 		if err != nil {
 			return db.mapErr(err, "pause run")

@@ -156,9 +156,9 @@ func (db *DB) finishRunsPG(ctx context.Context, owner string, runIDs []string, o
 	n := len(runIDs)
 	states, errIDs, descs := make([]string, n), make([]string, n), make([]string, n)
 	outputs := make([][]byte, n)
-	starts, ends := make([]int64, n), make([]int64, n)
+	starts, ends, steps := make([]int64, n), make([]int64, n), make([]int64, n)
 	for i, o := range outcomes {
-		states[i] = string(o.State)
+		states[i], steps[i] = string(o.State), int64(o.Step)
 		if o.State == store.RunCompleted {
 			outputs[i] = o.Outputs
 		} else {
@@ -167,18 +167,21 @@ func (db *DB) finishRunsPG(ctx context.Context, owner string, runIDs []string, o
 	}
 	// A completed run keeps its error and location columns and a failed
 	// run its outputs, as FinishRun leaves them.
-	const q = `UPDATE runs r SET state = v.state,
+	// A completed outcome of a run being paused leaves it stopped after its
+	// last step (finishState, completedStateSQL).
+	const q = `UPDATE runs r SET state = CASE WHEN v.state = 'completed' AND r.state = 'stopping' THEN 'stopped' ELSE v.state END,
+		step = CASE WHEN v.state = 'completed' AND r.state = 'stopping' THEN v.step ELSE r.step END,
 		outputs = CASE WHEN v.state = 'completed' THEN v.outputs ELSE r.outputs END,
 		error_id = CASE WHEN v.state = 'failed' THEN v.error_id ELSE r.error_id END,
 		loc_start = CASE WHEN v.state = 'failed' THEN v.loc_start ELSE r.loc_start END,
 		loc_end = CASE WHEN v.state = 'failed' THEN v.loc_end ELSE r.loc_end END,
 		description = v.description, checkpoint = NULL, resolution = NULL, exception_id = '',
 		lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?
-		FROM unnest(?::text[], ?::text[], ?::bytea[], ?::text[], ?::text[], ?::bigint[], ?::bigint[])
-			AS v(id, state, outputs, error_id, description, loc_start, loc_end)
+		FROM unnest(?::text[], ?::text[], ?::bytea[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[])
+			AS v(id, state, outputs, error_id, description, loc_start, loc_end, step)
 		WHERE r.id = v.id AND r.lease_owner = ? AND r.state IN ('executing', 'stopping')
 		RETURNING r.id`
-	rows, err := db.writer().query(ctx, q, time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, owner)
+	rows, err := db.writer().query(ctx, q, time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps, owner)
 	if err != nil {
 		return nil, db.mapErr(err, "finish runs")
 	}

@@ -1329,7 +1329,11 @@ type StreamEventsRequest struct {
 	// The run id.
 	RunId string `protobuf:"bytes,4,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
 	// The agent id.
-	AgentId       string `protobuf:"bytes,5,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	AgentId string `protobuf:"bytes,5,opt,name=agent_id,json=agentId,proto3" json:"agent_id,omitempty"`
+	// Resume after this offset: the offset of the last message received
+	// (StreamEventsResponse.offset). Only the events created or changed
+	// after it are sent. 0 (default): the whole thread, then every change.
+	AfterOffset   int64 `protobuf:"varint,6,opt,name=after_offset,json=afterOffset,proto3" json:"after_offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1399,11 +1403,21 @@ func (x *StreamEventsRequest) GetAgentId() string {
 	return ""
 }
 
+func (x *StreamEventsRequest) GetAfterOffset() int64 {
+	if x != nil {
+		return x.AfterOffset
+	}
+	return 0
+}
+
 // One message of the event stream.
 type StreamEventsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// An event that was created or changed.
-	Event         *Event `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// An event that was created or changed, as it stands.
+	Event *Event `protobuf:"bytes,1,opt,name=event,proto3" json:"event,omitempty"`
+	// The offset of this change in the thread's stream of changes (1, 2, …,
+	// increasing along the stream): give it back as after_offset to resume.
+	Offset        int64 `protobuf:"varint,2,opt,name=offset,proto3" json:"offset,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1443,6 +1457,13 @@ func (x *StreamEventsResponse) GetEvent() *Event {
 		return x.Event
 	}
 	return nil
+}
+
+func (x *StreamEventsResponse) GetOffset() int64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
 }
 
 // Request of CancelGeneration.
@@ -1657,15 +1678,17 @@ const file_prose_platform_v1_event_proto_rawDesc = "" +
 	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12\x1a\n" +
 	"\x06run_id\x18\x04 \x01(\tB\x03\xe0A\x02R\x05runId\x12\x1e\n" +
 	"\bagent_id\x18\x05 \x01(\tB\x03\xe0A\x02R\aagentId\x12\x1e\n" +
-	"\bevent_id\x18\x06 \x01(\tB\x03\xe0A\x02R\aeventId\"\xd1\x01\n" +
+	"\bevent_id\x18\x06 \x01(\tB\x03\xe0A\x02R\aeventId\"\xf9\x01\n" +
 	"\x13StreamEventsRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
 	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12\x1a\n" +
 	"\x06run_id\x18\x04 \x01(\tB\x03\xe0A\x02R\x05runId\x12\x1e\n" +
-	"\bagent_id\x18\x05 \x01(\tB\x03\xe0A\x02R\aagentId\"F\n" +
+	"\bagent_id\x18\x05 \x01(\tB\x03\xe0A\x02R\aagentId\x12&\n" +
+	"\fafter_offset\x18\x06 \x01(\x03B\x03\xe0A\x01R\vafterOffset\"^\n" +
 	"\x14StreamEventsResponse\x12.\n" +
-	"\x05event\x18\x01 \x01(\v2\x18.prose.platform.v1.EventR\x05event\"\xd5\x01\n" +
+	"\x05event\x18\x01 \x01(\v2\x18.prose.platform.v1.EventR\x05event\x12\x16\n" +
+	"\x06offset\x18\x02 \x01(\x03R\x06offset\"\xd5\x01\n" +
 	"\x17CancelGenerationRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +

@@ -394,6 +394,8 @@ func local_request_EventService_GetEvent_0(ctx context.Context, marshaler runtim
 	return msg, metadata, err
 }
 
+var filter_EventService_StreamEvents_0 = &utilities.DoubleArray{Encoding: map[string]int{"organization_id": 0, "workspace_id": 1, "automation_id": 2, "run_id": 3, "agent_id": 4}, Base: []int{1, 1, 2, 3, 4, 5, 0, 0, 0, 0, 0}, Check: []int{0, 1, 1, 1, 1, 1, 2, 3, 4, 5, 6}}
+
 func request_EventService_StreamEvents_0(ctx context.Context, marshaler runtime.Marshaler, client EventServiceClient, req *http.Request, pathParams map[string]string) (EventService_StreamEventsClient, runtime.ServerMetadata, error) {
 	var (
 		protoReq StreamEventsRequest
@@ -439,6 +441,12 @@ func request_EventService_StreamEvents_0(ctx context.Context, marshaler runtime.
 	protoReq.AgentId, err = runtime.String(val)
 	if err != nil {
 		return nil, metadata, status.Errorf(codes.InvalidArgument, "type mismatch, parameter: %s, error: %v", "agent_id", err)
+	}
+	if err := req.ParseForm(); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
+	}
+	if err := runtime.PopulateQueryParameters(&protoReq, req.Form, filter_EventService_StreamEvents_0); err != nil {
+		return nil, metadata, status.Errorf(codes.InvalidArgument, "%v", err)
 	}
 	if req.Body != nil {
 		_, _ = io.Copy(io.Discard, req.Body)
