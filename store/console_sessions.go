@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
 )
 
@@ -45,4 +47,11 @@ type ConsoleSessions interface {
 	// DeleteExpiredConsoleSessions deletes sessions and links expired at
 	// now and returns how many.
 	DeleteExpiredConsoleSessions(ctx context.Context, now time.Time) (int, error)
+}
+
+// ConsoleTokenHash is the stored form of a console session or link token:
+// hex SHA-256.
+func ConsoleTokenHash(token string) string {
+	sum := sha256.Sum256([]byte(token))
+	return hex.EncodeToString(sum[:])
 }
