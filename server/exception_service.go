@@ -10,8 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/proserun/prose/engine"
-	"github.com/proserun/prose/lang/protovalue"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
 )

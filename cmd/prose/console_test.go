@@ -103,10 +103,10 @@ func TestConsoleSessionCannotBeForged(t *testing.T) {
 	}
 	req := &platformv1.ListExceptionsRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID}
 	for name, md := range map[string]metadata.MD{
-		"token alone":          metadata.Pairs("x-prose-console-session", token),
+		"token alone":           metadata.Pairs("x-prose-console-session", token),
 		"token, guessed secret": metadata.Pairs("x-prose-console-session", token, "x-prose-console-secret", "guess"),
-		"token, empty secret":  metadata.Pairs("x-prose-console-session", token, "x-prose-console-secret", ""),
-		"secret key alone":     metadata.Pairs("x-prose-console-secret", "guess"),
+		"token, empty secret":   metadata.Pairs("x-prose-console-session", token, "x-prose-console-secret", ""),
+		"secret key alone":      metadata.Pairs("x-prose-console-secret", "guess"),
 	} {
 		_, err := platformv1.NewExceptionServiceClient(e.conn).ListExceptions(metadata.NewOutgoingContext(ctx, md), req)
 		if status.Code(err) != codes.Unauthenticated || errReason(err) != "CONSOLE_SESSION_INVALID" {
