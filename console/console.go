@@ -332,6 +332,11 @@ func (c *Console) signin(w http.ResponseWriter, r *http.Request) {
 		}
 		s.OrganizationID, s.UserID, s.APIKeyID = k.OrganizationID, k.UserID, k.ID
 	}
+	// Sessions and links past their expiry go at each sign-in (an indexed
+	// delete); a lookup never returns them anyway.
+	if _, err := c.opts.Sessions.DeleteExpiredConsoleSessions(r.Context(), now); err != nil {
+		c.opts.Logger.Warn("console: delete expired sessions", "err", err)
+	}
 	token := randomToken()
 	s.TokenHash = store.ConsoleTokenHash(token)
 	if _, err := c.opts.Sessions.CreateConsoleSession(r.Context(), s); err != nil {
