@@ -134,7 +134,7 @@ func (b *browser) screenshot(ctx context.Context, name string) {
 	if dir == "" {
 		return
 	}
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		b.t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -175,6 +175,13 @@ func TestConsoleBrowserEndToEnd(t *testing.T) {
 	if n := b.count(inbox, "a.exc"); n != 0 {
 		t.Fatalf("the inbox starts with %d exceptions", n)
 	}
+	// What a page costs: the document and everything it loads (bodies as
+	// sent; cached or not).
+	size, err := chromedp.Run(inbox, chromedp.Evaluate[int](`performance.getEntriesByType("navigation").concat(performance.getEntriesByType("resource")).reduce((n, e) => n + e.encodedBodySize, 0)`))
+	if err != nil || size <= 0 || size > 100<<10 {
+		t.Errorf("the inbox page weighs %d bytes (%v), want under 100 KB", size, err)
+	}
+	t.Logf("inbox page: %d bytes with its script and style sheet", size)
 
 	b.do(main, "create an automation",
 		chromedp.Navigate(ws+"/automations"),
