@@ -104,6 +104,7 @@ var MethodAccess = map[string]Access{
 	"/prose.platform.v1.AutomationService/PublishAutomation": w(store.PermAutomationsWrite),
 	"/prose.platform.v1.AutomationService/DeleteAutomation":  w(store.PermAutomationsWrite),
 	"/prose.platform.v1.AutomationService/InvokeAutomation":  w(store.PermRunsCreate),
+	"/prose.platform.v1.AutomationService/ParseAutomationCode": w(store.PermAutomationsWrite),
 
 	// Exceptions. Archiving an exception abandons its run: runs.archive.
 	"/prose.platform.v1.ExceptionService/GetException":                r(store.PermExceptionsGet),
