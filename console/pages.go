@@ -426,34 +426,92 @@ type automationData struct {
 	ID        string
 	Runs      []*platformv1.Run
 	InputRows []int
+	// Draft is the code in the editor; Check its numbered lines and error.
+	Draft string
+	Check codeCheck
+	// Published is the published code ("" when never published); Diff the
+	// lines that differ from the draft.
+	Published bool
+	Diff      []diffLine
+}
+
+type diffLine struct {
+	Op   string // "+" in the draft only, "-" in the published only
+	Text string
+}
+
+// lineDiff lists the lines of draft missing from published (+) and of
+// published missing from draft (-), in order.
+func lineDiff(published, draft string) []diffLine {
+	count := func(s string) map[string]int {
+		m := map[string]int{}
+		for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+			m[l]++
+		}
+		return m
+	}
+	pc, dc := count(published), count(draft)
+	var out []diffLine
+	for _, l := range strings.Split(strings.TrimRight(published, "\n"), "\n") {
+		if dc[l] > 0 {
+			dc[l]--
+			continue
+		}
+		out = append(out, diffLine{"-", l})
+	}
+	for _, l := range strings.Split(strings.TrimRight(draft, "\n"), "\n") {
+		if pc[l] > 0 {
+			pc[l]--
+			continue
+		}
+		out = append(out, diffLine{"+", l})
+	}
+	return out
 }
 
 func (c *Console) automation(w http.ResponseWriter, r *http.Request, s *sess) {
+	c.showAutomation(w, r, s, http.StatusOK, "", "")
+}
+
+func (c *Console) showAutomation(w http.ResponseWriter, r *http.Request, s *sess, code int, errMsg, draft string) {
 	base, err := c.basics(r, s, "Automation")
 	if err != nil {
 		c.grpcFail(w, r, s, err)
 		return
 	}
+	base.Error = errMsg
 	id := r.PathValue("a")
 	a, err := c.automations.GetAutomation(s.ctx, &platformv1.GetAutomationRequest{OrganizationId: s.OrganizationID, WorkspaceId: base.WS, AutomationId: id})
 	if err != nil {
 		c.grpcFail(w, r, s, err)
 		return
 	}
-	d := &automationData{pageData: base, A: a, ID: id, InputRows: []int{0, 1, 2}}
+	d := &automationData{pageData: base, A: a, ID: id, InputRows: []int{0, 1, 2}, Draft: a.GetEnglishCode()}
+	if errMsg != "" {
+		d.Draft = draft
+	}
 	d.Title = a.GetDisplayName()
+	d.Check = codeCheck{Lines: numbered(d.Draft, -1, -1)}
+	if pub, err := c.automations.QueryAutomation(s.ctx, &platformv1.QueryAutomationRequest{
+		OrganizationId: s.OrganizationID, WorkspaceId: base.WS, AutomationId: id, Stage: platformv1.AutomationStage_AUTOMATION_STAGE_PUBLISHED,
+	}); err == nil {
+		d.Published = true
+		d.Diff = lineDiff(pub.GetEnglishCode(), a.GetEnglishCode())
+	}
 	runs, err := c.runs.ListRuns(s.ctx, &platformv1.ListRunsRequest{OrganizationId: s.OrganizationID, WorkspaceId: base.WS, AutomationId: id, PageSize: 20})
 	if err != nil {
 		c.grpcFail(w, r, s, err)
 		return
 	}
 	d.Runs = runs.GetRuns()
-	c.render(w, r, http.StatusOK, "automation", d)
+	c.render(w, r, code, "automation", d)
 }
 
 func (c *Console) automationAction(w http.ResponseWriter, r *http.Request, s *sess) {
 	org, ws, id := s.OrganizationID, r.PathValue("ws"), r.PathValue("a")
 	switch r.PathValue("action") {
+	case "save", "publish":
+		c.saveAutomation(w, r, s, r.PathValue("action") == "publish")
 	case "invoke":
 		inputs, err := formValues(r.PostForm)
 		if err != nil {

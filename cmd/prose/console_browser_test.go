@@ -54,8 +54,11 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800))
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelA() })
+	// A bound on the whole test, so that a page that never shows what a step
+	// waits for fails the test instead of hanging it.
+	dctx, cancelD := context.WithTimeout(actx, 3*time.Minute)
+	ctx, cancel := chromedp.NewContext(dctx)
+	t.Cleanup(func() { cancel(); cancelD(); cancelA() })
 	b := &browser{t: t, ctx: ctx}
 	b.watch(ctx)
 	return b
@@ -120,6 +123,14 @@ func (b *browser) count(ctx context.Context, sel string) int {
 		b.t.Fatalf("count %s: %v", sel, err)
 	}
 	return n
+}
+
+// clearField empties a text field (without an input event).
+func clearField(id string) chromedp.Action[chromedp.Void] {
+	return func(ctx context.Context, t *chromedp.Target) (chromedp.Void, error) {
+		_, err := chromedp.Evaluate[bool]("(document.getElementById("+jsString(id)+").value = '') === ''")(ctx, t)
+		return chromedp.Void{}, err
+	}
 }
 
 func jsString(s string) string {
@@ -281,4 +292,64 @@ func TestConsoleBrowserReadOnly(t *testing.T) {
 	if x, err := e.st.GetException(context.Background(), e.init.orgID, e.init.workspaceID, excID); err != nil || x.State != store.ExceptionPending {
 		t.Errorf("exception after the forged post: %v %v", x.State, err)
 	}
+}
+
+// The automation editor: syntax errors appear at their spans while typing
+// (no save), the draft is saved and published, and the draft/published
+// difference shows.
+func TestConsoleBrowserEditor(t *testing.T) {
+	b := newBrowser(t)
+	e := newTestEnv(t)
+	a := e.excAutomation(t, "the output x is 1\n")
+	ctx := b.ctx
+	b.do(ctx, "sign in",
+		chromedp.Navigate(e.srv.URL+"/signin"),
+		chromedp.SetValue(chromedp.ID("api_key"), e.init.APIKey))
+	if _, err := chromedp.RunResponse(ctx, chromedp.Submit(chromedp.ID("api_key"))); err != nil {
+		t.Fatal(err)
+	}
+	page := e.srv.URL + "/w/" + e.init.workspaceID + "/automations/" + a.ID
+	b.do(ctx, "the editor", chromedp.Navigate(page), chromedp.WaitVisible(chromedp.ID("code")))
+	if n := b.count(ctx, "#diff"); n != 0 {
+		t.Errorf("a never published automation shows a diff")
+	}
+	b.do(ctx, "type a syntax error",
+		clearField("code"),
+		chromedp.SendKeys(chromedp.ID("code"), "the x is 1\nthe y is is 2\n"),
+		chromedp.WaitVisible(chromedp.ID("syntax-error")))
+	if got := b.text(ctx, "#syntax-error"); !strings.HasPrefix(got, "Line 2, column") {
+		t.Errorf("syntax error %q", got)
+	}
+	if n := b.count(ctx, "li.has-error mark.syntax"); n != 1 {
+		t.Errorf("%d marked spans, want 1 on line 2", n)
+	}
+	b.screenshot(ctx, "editor")
+	if got, _ := e.st.GetAutomation(context.Background(), e.init.orgID, e.init.workspaceID, a.ID); got.Code != "the output x is 1\n" {
+		t.Errorf("checking saved the code: %q", got.Code)
+	}
+	b.do(ctx, "fix it",
+		clearField("code"),
+		chromedp.SendKeys(chromedp.ID("code"), "the output x is 2\n"),
+		chromedp.WaitVisible(chromedp.ID("syntax-ok")))
+	if _, err := chromedp.RunResponse(ctx, chromedp.Submit(chromedp.ID("display_name"))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := chromedp.RunResponse(ctx, chromedp.Click(chromedp.ID("publish"))); err != nil {
+		t.Fatal(err)
+	}
+	b.do(ctx, "published", chromedp.WaitVisible(chromedp.ID("diff")))
+	if got := b.text(ctx, "#diff"); got != "The draft is what is published." {
+		t.Errorf("after publishing: %q", got)
+	}
+	b.do(ctx, "edit the draft again",
+		clearField("code"),
+		chromedp.SendKeys(chromedp.ID("code"), "the output x is 3\n"),
+		chromedp.WaitVisible(chromedp.ID("syntax-ok")))
+	if _, err := chromedp.RunResponse(ctx, chromedp.Submit(chromedp.ID("display_name"))); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.text(ctx, "#diff"); !strings.Contains(got, "- the output x is 2") || !strings.Contains(got, "+ the output x is 3") {
+		t.Errorf("diff %q", got)
+	}
+	b.noConsoleErrors()
 }
