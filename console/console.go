@@ -128,6 +128,7 @@ func New(opts Options) (*Console, error) {
 	c.mux.HandleFunc("GET /w/{ws}/exceptions/{id}", c.session(c.exception))
 	c.mux.HandleFunc("POST /w/{ws}/exceptions/{id}/{action}", c.session(c.exceptionAction))
 	c.mux.HandleFunc("POST /w/{ws}/check-code", c.session(c.checkCode))
+	c.mux.HandleFunc("GET /w/{ws}/runs", c.session(c.runList))
 	c.mux.HandleFunc("GET /w/{ws}/automations", c.session(c.automationList))
 	c.mux.HandleFunc("POST /w/{ws}/automations", c.session(c.createAutomation))
 	c.mux.HandleFunc("GET /w/{ws}/automations/{a}", c.session(c.automation))

@@ -381,11 +381,19 @@ func (c *Console) exceptionAction(w http.ResponseWriter, r *http.Request, s *ses
 // runPath turns organizations/o/workspaces/w/automations/a/runs/r into
 // a/runs/r.
 func runPath(name string) string {
-	p := strings.Split(name, "/")
-	if len(p) != 8 {
+	p := runPathParts(name)
+	if p == nil {
 		return ""
 	}
 	return url.PathEscape(p[5]) + "/runs/" + url.PathEscape(p[7])
+}
+
+func runPathParts(name string) []string {
+	p := strings.Split(name, "/")
+	if len(p) != 8 || p[4] != "automations" || p[6] != "runs" {
+		return nil
+	}
+	return p
 }
 
 type automationsData struct {

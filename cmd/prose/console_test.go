@@ -409,3 +409,43 @@ func TestLoginLinkCommand(t *testing.T) {
 		t.Errorf("stored links: %d %v, want 2", n, err)
 	}
 }
+
+// The runs list (workspace-wide and per automation, by state) and a run's
+// pause and continue.
+func TestConsoleRuns(t *testing.T) {
+	e := newTestEnv(t)
+	a, run, _ := e.excMake(t, excMissingCode)
+	c := browserClient(t)
+	csrf := e.consoleSignIn(t, c, e.newKey(t, keySpec{}))
+	ws := "/w/" + e.init.workspaceID
+	for q, want := range map[string]bool{
+		"":                                      true,
+		"?state=awaiting_guidance":              true,
+		"?state=completed":                      false,
+		"?automation=" + a.ID:                   true,
+		"?automation=" + a.ID + "&state=failed": false,
+	} {
+		code, body, _ := page(t, c, e.srv.URL, ws+"/runs"+q)
+		if code != http.StatusOK || strings.Contains(body, run.ID) != want {
+			t.Errorf("runs%s: %d, lists the run: %v, want %v", q, code, strings.Contains(body, run.ID), want)
+		}
+	}
+	if code, _, _ := page(t, c, e.srv.URL, ws+"/runs?state=nonsense"); code != http.StatusBadRequest {
+		t.Errorf("runs?state=nonsense: %d, want 400", code)
+	}
+	runPage := ws + "/automations/" + a.ID + "/runs/" + run.ID
+	if code, loc, body := post(t, c, e.srv.URL, runPage+"/pause", url.Values{"csrf": {csrf}, "reason": {"lunch"}}); code != http.StatusSeeOther || loc != runPage {
+		t.Fatalf("pause: %d %s %s", code, loc, body)
+	}
+	if r := e.excWaitRun(t, a.ID, run.ID, store.RunStopped); r.State != store.RunStopped {
+		t.Fatalf("after pause: %s", r.State)
+	}
+	_, body, _ := page(t, c, e.srv.URL, runPage)
+	if !strings.Contains(body, "lunch") || !strings.Contains(body, "/continue") {
+		t.Errorf("the stopped run's page shows no reason or no continue button")
+	}
+	if code, _, body := post(t, c, e.srv.URL, runPage+"/continue", url.Values{"csrf": {csrf}}); code != http.StatusSeeOther {
+		t.Fatalf("continue: %d %s", code, body)
+	}
+	e.excWaitRun(t, a.ID, run.ID, store.RunAwaitingGuidance)
+}
