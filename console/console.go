@@ -90,6 +90,7 @@ type Console struct {
 	automations platformv1.AutomationServiceClient
 	workspaces  platformv1.WorkspaceServiceClient
 	orgs        platformv1.OrganizationServiceClient
+	apiKeys     platformv1.ApiKeyServiceClient
 }
 
 // New builds the console.
@@ -110,6 +111,7 @@ func New(opts Options) (*Console, error) {
 		automations: platformv1.NewAutomationServiceClient(opts.Conn),
 		workspaces:  platformv1.NewWorkspaceServiceClient(opts.Conn),
 		orgs:        platformv1.NewOrganizationServiceClient(opts.Conn),
+		apiKeys:     platformv1.NewApiKeyServiceClient(opts.Conn),
 	}
 	if err := c.parseTemplates(); err != nil {
 		return nil, err
@@ -129,6 +131,8 @@ func New(opts Options) (*Console, error) {
 	c.mux.HandleFunc("POST /w/{ws}/exceptions/{id}/{action}", c.session(c.exceptionAction))
 	c.mux.HandleFunc("POST /w/{ws}/check-code", c.session(c.checkCode))
 	c.mux.HandleFunc("GET /w/{ws}/runs", c.session(c.runList))
+	c.mux.HandleFunc("GET /w/{ws}/settings", c.session(c.settings))
+	c.mux.HandleFunc("POST /w/{ws}/settings/keys/{action}", c.session(c.keyAction))
 	c.mux.HandleFunc("GET /w/{ws}/automations", c.session(c.automationList))
 	c.mux.HandleFunc("POST /w/{ws}/automations", c.session(c.createAutomation))
 	c.mux.HandleFunc("GET /w/{ws}/automations/{a}", c.session(c.automation))

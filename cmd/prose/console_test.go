@@ -449,3 +449,48 @@ func TestConsoleRuns(t *testing.T) {
 	}
 	e.excWaitRun(t, a.ID, run.ID, store.RunAwaitingGuidance)
 }
+
+// Settings: create an API key (its value shown once, and it works), list
+// and revoke it; members are listed.
+func TestConsoleSettings(t *testing.T) {
+	e := newTestEnv(t)
+	c := browserClient(t)
+	csrf := e.consoleSignIn(t, c, e.newKey(t, keySpec{}))
+	ws := "/w/" + e.init.workspaceID
+	code, _, body := post(t, c, e.srv.URL, ws+"/settings/keys/create", url.Values{"csrf": {csrf}, "display_name": {"from the console"}, "level": {"read_only"}, "expires": {"30d"}})
+	m := regexp.MustCompile(`id="new-key" value="(prose_[^"]+)"`).FindStringSubmatch(body)
+	if code != http.StatusOK || m == nil {
+		t.Fatalf("create key: %d", code)
+	}
+	status, _, _ := e.doHTTP(t, "GET", e.excBase()+"/exceptions", "", map[string]string{"Authorization": "Bearer " + m[1]})
+	if status != http.StatusOK {
+		t.Errorf("the new key: %d", status)
+	}
+	_, settings, _ := page(t, c, e.srv.URL, ws+"/settings")
+	if !strings.Contains(settings, "from the console") || strings.Contains(settings, m[1]) || !strings.Contains(settings, e.email) {
+		t.Errorf("settings list the key: %v, show its value again: %v, list the owner: %v",
+			strings.Contains(settings, "from the console"), strings.Contains(settings, m[1]), strings.Contains(settings, e.email))
+	}
+	name := regexp.MustCompile(`name="key" value="(organizations/[^"]+)"`).FindAllStringSubmatch(settings, -1)
+	prefix, _, _ := strings.Cut(strings.TrimPrefix(m[1], "prose_"), "_")
+	k, err := e.st.GetAPIKeyByPrefix(context.Background(), "prose_"+prefix+"_")
+	if err != nil || len(name) == 0 {
+		t.Fatalf("key %v, %d revoke buttons", err, len(name))
+	}
+	if code, _, _ := post(t, c, e.srv.URL, ws+"/settings/keys/create", url.Values{"csrf": {csrf}, "display_name": {"x"}, "level": {"admin"}, "expires": {"30d"}}); code != http.StatusBadRequest {
+		t.Errorf("create with a bad level: %d, want 400", code)
+	}
+	if code, _, body := post(t, c, e.srv.URL, ws+"/settings/keys/revoke", url.Values{"csrf": {csrf}, "key": {"organizations/" + e.init.orgID + "/apiKeys/" + k.ID}}); code != http.StatusSeeOther {
+		t.Fatalf("revoke: %d %s", code, body)
+	}
+	status, _, _ = e.doHTTP(t, "GET", e.excBase()+"/exceptions", "", map[string]string{"Authorization": "Bearer " + m[1]})
+	if status != http.StatusUnauthorized {
+		t.Errorf("the revoked key: %d, want 401", status)
+	}
+	// A read-only session cannot create keys.
+	ro := browserClient(t)
+	roCSRF := e.consoleSignIn(t, ro, e.newKey(t, keySpec{level: store.PermissionReadOnly}))
+	if code, _, _ := post(t, ro, e.srv.URL, ws+"/settings/keys/create", url.Values{"csrf": {roCSRF}, "display_name": {"x"}, "level": {"all"}, "expires": {"30d"}}); code != http.StatusForbidden {
+		t.Errorf("read-only create: %d, want 403", code)
+	}
+}
