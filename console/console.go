@@ -236,7 +236,7 @@ func (c *Console) session(h sessionHandler) http.HandlerFunc {
 			s, err = c.opts.Sessions.GetConsoleSession(r.Context(), store.ConsoleTokenHash(ck.Value), c.opts.Now())
 		}
 		if err != nil {
-			if err != http.ErrNoCookie && !errors.Is(err, store.ErrNotFound) {
+			if !errors.Is(err, http.ErrNoCookie) && !errors.Is(err, store.ErrNotFound) {
 				c.fail(w, r, nil, http.StatusInternalServerError, "The console could not read your session.")
 				c.opts.Logger.Error("console session", "err", err)
 				return
@@ -268,7 +268,9 @@ func (c *Console) secure(r *http.Request) bool {
 }
 
 func (c *Console) setCookie(w http.ResponseWriter, r *http.Request, name, value string, maxAge int) {
-	http.SetCookie(w, &http.Cookie{
+	// Secure whenever the console is served over https; a console on
+	// http://127.0.0.1 needs cookies without it.
+	http.SetCookie(w, &http.Cookie{ //nolint:gosec // G124: Secure is set per request, see above
 		Name: name, Value: value, Path: "/", MaxAge: maxAge,
 		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: c.secure(r),
 	})
@@ -369,7 +371,7 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request) {
 // grpcFail renders a gRPC error of a call made for the page.
 func (c *Console) grpcFail(w http.ResponseWriter, r *http.Request, s *sess, err error) {
 	st := status.Convert(err)
-	code := http.StatusInternalServerError
+	var code int
 	switch st.Code() {
 	case codes.InvalidArgument, codes.OutOfRange:
 		code = http.StatusBadRequest
