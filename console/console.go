@@ -91,6 +91,7 @@ type Console struct {
 	workspaces  platformv1.WorkspaceServiceClient
 	orgs        platformv1.OrganizationServiceClient
 	apiKeys     platformv1.ApiKeyServiceClient
+	events      platformv1.EventServiceClient
 }
 
 // New builds the console.
@@ -112,6 +113,7 @@ func New(opts Options) (*Console, error) {
 		workspaces:  platformv1.NewWorkspaceServiceClient(opts.Conn),
 		orgs:        platformv1.NewOrganizationServiceClient(opts.Conn),
 		apiKeys:     platformv1.NewApiKeyServiceClient(opts.Conn),
+		events:      platformv1.NewEventServiceClient(opts.Conn),
 	}
 	if err := c.parseTemplates(); err != nil {
 		return nil, err
@@ -128,6 +130,7 @@ func New(opts Options) (*Console, error) {
 	c.mux.HandleFunc("GET /w/{ws}/{$}", c.session(c.inbox))
 	c.mux.HandleFunc("POST /w/{ws}/exceptions:archive", c.session(c.archiveSelected))
 	c.mux.HandleFunc("GET /w/{ws}/exceptions/{id}", c.session(c.exception))
+	c.mux.HandleFunc("GET /w/{ws}/exceptions/{id}/conversation", c.session(c.conversation))
 	c.mux.HandleFunc("POST /w/{ws}/exceptions/{id}/{action}", c.session(c.exceptionAction))
 	c.mux.HandleFunc("POST /w/{ws}/check-code", c.session(c.checkCode))
 	c.mux.HandleFunc("GET /w/{ws}/runs", c.session(c.runList))

@@ -362,6 +362,9 @@ func (c *Console) exceptionAction(w http.ResponseWriter, r *http.Request, s *ses
 		_, err = c.exceptions.ArchiveException(s.ctx, &platformv1.ArchiveExceptionRequest{OrganizationId: org, WorkspaceId: ws, ExceptionId: id})
 	case "unarchive":
 		_, err = c.exceptions.UnarchiveException(s.ctx, &platformv1.UnarchiveExceptionRequest{OrganizationId: org, WorkspaceId: ws, ExceptionId: id})
+	case "say":
+		c.say(w, r, s)
+		return
 	case "assign":
 		_, err = c.exceptions.AssignException(s.ctx, &platformv1.AssignExceptionRequest{OrganizationId: org, WorkspaceId: ws, ExceptionId: id, Assignee: r.PostFormValue("assignee")})
 		if err == nil && r.PostFormValue("back") == "inbox" {

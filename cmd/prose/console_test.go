@@ -494,3 +494,30 @@ func TestConsoleSettings(t *testing.T) {
 		t.Errorf("read-only create: %d, want 403", code)
 	}
 }
+
+// The exception page's conversation: a message to the agent, its answer in
+// the thread, and the run going on when the reply gives the value.
+func TestConsoleConversation(t *testing.T) {
+	e := newTestEnv(t)
+	a, run, excID := e.excMake(t, excMissingCode)
+	c := browserClient(t)
+	csrf := e.consoleSignIn(t, c, e.newKey(t, keySpec{}))
+	base := "/w/" + e.init.workspaceID + "/exceptions/" + excID
+	if code, body, _ := page(t, c, e.srv.URL, base+"/conversation"); code != http.StatusOK || !strings.Contains(body, "No messages yet") {
+		t.Fatalf("empty thread: %d %s", code, body)
+	}
+	if code, _, _ := post(t, c, e.srv.URL, base+"/say", url.Values{"csrf": {csrf}, "message": {" "}}); code != http.StatusBadRequest {
+		t.Errorf("empty message: %d, want 400", code)
+	}
+	if code, loc, body := post(t, c, e.srv.URL, base+"/say", url.Values{"csrf": {csrf}, "message": {"the invoice total is 12.50"}}); code != http.StatusSeeOther || !strings.HasSuffix(loc, "#conversation") {
+		t.Fatalf("say: %d %s %s", code, loc, body)
+	}
+	r := e.excWaitRun(t, a.ID, run.ID, store.RunCompleted)
+	if got := excNum(excOutputs(t, r)["output total"]); got != 25 {
+		t.Errorf("output total = %v, want 25", got)
+	}
+	_, body, _ := page(t, c, e.srv.URL, base+"/conversation")
+	if !strings.Contains(body, "the invoice total is 12.50") || !strings.Contains(body, "from-agent") {
+		t.Errorf("thread: %s", body)
+	}
+}
