@@ -193,6 +193,8 @@ type KeyAuth struct {
 
 	keys  genCache[string, store.APIKey] // key prefix → key
 	perms genCache[permKey, []string]    // the user's permissions in a workspace
+
+	console consoleTrust // see auth_session.go
 }
 
 // authGenerations is implemented by stores that track changes to what
@@ -294,6 +296,9 @@ func credential(ctx context.Context) (string, bool) {
 // Principal in the context. Scope, organization and role checks need the
 // request: the chain's authorization entry does them.
 func (a *KeyAuth) Authenticate(ctx context.Context, fullMethod string) (context.Context, error) {
+	if ctx, handled, err := a.authenticateConsole(ctx, fullMethod); handled {
+		return ctx, err
+	}
 	value, present := credential(ctx)
 	if !present {
 		return nil, Unauthenticated(ReasonAPIKeyMissing, missingCredentialDescription)

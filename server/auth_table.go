@@ -96,14 +96,15 @@ var MethodAccess = map[string]Access{
 	"/prose.platform.v1.RunService/ContinueRun": w(store.PermRunsManage),
 
 	// Automations.
-	"/prose.platform.v1.AutomationService/CreateAutomation":  w(store.PermAutomationsWrite),
-	"/prose.platform.v1.AutomationService/GetAutomation":     r(store.PermAutomationsGet),
-	"/prose.platform.v1.AutomationService/QueryAutomation":   r(store.PermAutomationsGet),
-	"/prose.platform.v1.AutomationService/ListAutomations":   r(store.PermAutomationsGet),
-	"/prose.platform.v1.AutomationService/UpdateAutomation":  w(store.PermAutomationsWrite),
-	"/prose.platform.v1.AutomationService/PublishAutomation": w(store.PermAutomationsWrite),
-	"/prose.platform.v1.AutomationService/DeleteAutomation":  w(store.PermAutomationsWrite),
-	"/prose.platform.v1.AutomationService/InvokeAutomation":  w(store.PermRunsCreate),
+	"/prose.platform.v1.AutomationService/CreateAutomation":    w(store.PermAutomationsWrite),
+	"/prose.platform.v1.AutomationService/GetAutomation":       r(store.PermAutomationsGet),
+	"/prose.platform.v1.AutomationService/QueryAutomation":     r(store.PermAutomationsGet),
+	"/prose.platform.v1.AutomationService/ListAutomations":     r(store.PermAutomationsGet),
+	"/prose.platform.v1.AutomationService/UpdateAutomation":    w(store.PermAutomationsWrite),
+	"/prose.platform.v1.AutomationService/PublishAutomation":   w(store.PermAutomationsWrite),
+	"/prose.platform.v1.AutomationService/DeleteAutomation":    w(store.PermAutomationsWrite),
+	"/prose.platform.v1.AutomationService/InvokeAutomation":    w(store.PermRunsCreate),
+	"/prose.platform.v1.AutomationService/ParseAutomationCode": w(store.PermAutomationsWrite),
 
 	// Exceptions. Archiving an exception abandons its run: runs.archive.
 	"/prose.platform.v1.ExceptionService/GetException":                r(store.PermExceptionsGet),

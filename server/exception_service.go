@@ -11,6 +11,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
 )
@@ -132,7 +133,28 @@ func exceptionProto(x store.Exception) *platformv1.Exception {
 		Extra:       extra,
 		Assignee:    x.Assignee,
 		Resolver:    x.Resolver,
+
+		GuidanceRequest: guidanceRequestProto(x.Details),
 	}
+}
+
+// guidanceRequestProto says what the interpreter's exception asks for (nil
+// when the details cannot be read: the exception still renders).
+func guidanceRequestProto(details []byte) *platformv1.GuidanceRequest {
+	x, err := engine.DecodeException(details)
+	if err != nil || x.Fact == "" && x.Question == "" && len(x.Failed) == 0 {
+		return nil
+	}
+	out := &platformv1.GuidanceRequest{Question: x.Question, FailedChecks: x.Failed}
+	if x.Fact != "" {
+		out.Facts = []string{x.Fact}
+	}
+	for _, c := range x.Choices {
+		if v, err := protovalue.ToProto(c); err == nil {
+			out.Choices = append(out.Choices, v)
+		}
+	}
+	return out
 }
 
 // exceptionErr maps a store or engine error about one exception.

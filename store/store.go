@@ -37,6 +37,7 @@ type Store interface {
 	Events
 	Files
 	WorkspaceBooks
+	ConsoleSessions
 
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/proserun/prose/books"
+	"github.com/proserun/prose/console"
 	"github.com/proserun/prose/engine"
 	"github.com/proserun/prose/gateway"
 	"github.com/proserun/prose/gen/openapi"
@@ -65,6 +66,9 @@ type serveConfig struct {
 	// default; negative: never).
 	maxEventMessage int
 	eventPoll       time.Duration
+	// sessionTTL is how long a web console session lasts (0: the console's
+	// default).
+	sessionTTL time.Duration
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
@@ -94,6 +98,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.IntVar(&cfg.maxLostLeases, "max-lost-leases", 0, fmt.Sprintf("times in a row a run's worker may die while executing it before the run fails with an internal error (default %d)", store.DefaultMaxLostLeases))
 	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", server.DefaultMaxEventMessageBytes, "largest user message (content or content_list) CreateEvent accepts, in bytes, at most the size of an event (256 KiB); larger ones are INVALID_ARGUMENT")
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
+	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -125,6 +130,19 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 			logger.Error("pprof", "addr", cfg.pprof, "err", err)
 			return 1
 		}
+	}
+	if app.bootstrap != nil {
+		// The owner's first way into the web console.
+		base := cfg.publicURL
+		if base == "" {
+			base = "http://" + lis.Addr().String()
+		}
+		token, err := console.CreateLink(ctx, app.store, app.bootstrap.orgID, app.bootstrap.userID, 0, time.Now())
+		if err != nil {
+			logger.Error("sign-in link", "err", err)
+			return 1
+		}
+		fmt.Fprintf(stderr, "Open the web console and sign in with this one-time link (or later: prose login-link):\n%s\n", console.LinkURL(base, token))
 	}
 	logger.Info("serving", "addr", lis.Addr().String(), "version", server.Version)
 	if err := gateway.Serve(ctx, lis, app.grpc, app.http, logger, gateway.WithShutdownTimeout(15*time.Second)); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -279,7 +297,17 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		a.Close()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	a.http = h
+	// The web console at /: pages that call the services above through the
+	// same in-process connection and interceptor chain, as the session's user.
+	con, err := console.New(console.Options{
+		Conn: inproc.Conn(), Sessions: st, Auth: auth, SessionTTL: cfg.sessionTTL,
+		Secure: strings.HasPrefix(cfg.publicURL, "https://"), Logger: logger,
+	})
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("console: %w", err)
+	}
+	a.http = con.Mount(h)
 	return a, nil
 }
 

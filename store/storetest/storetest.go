@@ -64,6 +64,7 @@ func Run(t *testing.T, open Opener) {
 		{"Preferences", testPreferences},
 		{"APIKeys", testAPIKeys},
 		{"Idempotency", testIdempotency},
+		{"ConsoleSessions", testConsoleSessions},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}

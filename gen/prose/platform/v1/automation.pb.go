@@ -2126,6 +2126,189 @@ func (x *InvokeAutomationResponse) GetRunId() string {
 	return ""
 }
 
+// Request of ParseAutomationCode.
+type ParseAutomationCodeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization id.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace id.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The English code to parse.
+	Code          string `protobuf:"bytes,3,opt,name=code,proto3" json:"code,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParseAutomationCodeRequest) Reset() {
+	*x = ParseAutomationCodeRequest{}
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParseAutomationCodeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParseAutomationCodeRequest) ProtoMessage() {}
+
+func (x *ParseAutomationCodeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParseAutomationCodeRequest.ProtoReflect.Descriptor instead.
+func (*ParseAutomationCodeRequest) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *ParseAutomationCodeRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ParseAutomationCodeRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ParseAutomationCodeRequest) GetCode() string {
+	if x != nil {
+		return x.Code
+	}
+	return ""
+}
+
+// Response of ParseAutomationCode.
+type ParseAutomationCodeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The syntax errors; empty when the code parses. The parser stops at the first error.
+	Errors        []*CodeSyntaxError `protobuf:"bytes,1,rep,name=errors,proto3" json:"errors,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ParseAutomationCodeResponse) Reset() {
+	*x = ParseAutomationCodeResponse{}
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ParseAutomationCodeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ParseAutomationCodeResponse) ProtoMessage() {}
+
+func (x *ParseAutomationCodeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ParseAutomationCodeResponse.ProtoReflect.Descriptor instead.
+func (*ParseAutomationCodeResponse) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ParseAutomationCodeResponse) GetErrors() []*CodeSyntaxError {
+	if x != nil {
+		return x.Errors
+	}
+	return nil
+}
+
+// A syntax error in code.
+type CodeSyntaxError struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What is wrong.
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// Where: the byte span in the code.
+	Location *Location `protobuf:"bytes,2,opt,name=location,proto3" json:"location,omitempty"`
+	// The line of the span's start, from 1.
+	Line int32 `protobuf:"varint,3,opt,name=line,proto3" json:"line,omitempty"`
+	// The column of the span's start, from 1.
+	Column        int32 `protobuf:"varint,4,opt,name=column,proto3" json:"column,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CodeSyntaxError) Reset() {
+	*x = CodeSyntaxError{}
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CodeSyntaxError) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CodeSyntaxError) ProtoMessage() {}
+
+func (x *CodeSyntaxError) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CodeSyntaxError.ProtoReflect.Descriptor instead.
+func (*CodeSyntaxError) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CodeSyntaxError) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *CodeSyntaxError) GetLocation() *Location {
+	if x != nil {
+		return x.Location
+	}
+	return nil
+}
+
+func (x *CodeSyntaxError) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *CodeSyntaxError) GetColumn() int32 {
+	if x != nil {
+		return x.Column
+	}
+	return 0
+}
+
 var File_prose_platform_v1_automation_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_automation_proto_rawDesc = "" +
@@ -2289,7 +2472,18 @@ const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
 	"\x05value\x18\x02 \x01(\v2\x18.prose.platform.v1.ValueR\x05value:\x028\x01\"1\n" +
 	"\x18InvokeAutomationResponse\x12\x15\n" +
-	"\x06run_id\x18\x01 \x01(\tR\x05runId*\x9d\x01\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"\x86\x01\n" +
+	"\x1aParseAutomationCodeRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\x12\n" +
+	"\x04code\x18\x03 \x01(\tR\x04code\"Y\n" +
+	"\x1bParseAutomationCodeResponse\x12:\n" +
+	"\x06errors\x18\x01 \x03(\v2\".prose.platform.v1.CodeSyntaxErrorR\x06errors\"\x90\x01\n" +
+	"\x0fCodeSyntaxError\x12\x18\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x127\n" +
+	"\blocation\x18\x02 \x01(\v2\x1b.prose.platform.v1.LocationR\blocation\x12\x12\n" +
+	"\x04line\x18\x03 \x01(\x05R\x04line\x12\x16\n" +
+	"\x06column\x18\x04 \x01(\x05R\x06column*\x9d\x01\n" +
 	"\x19AutomationActivationState\x12+\n" +
 	"'AUTOMATION_ACTIVATION_STATE_UNSPECIFIED\x10\x00\x12&\n" +
 	"\"AUTOMATION_ACTIVATION_STATE_ACTIVE\x10\x01\x12+\n" +
@@ -2302,7 +2496,7 @@ const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"\x1aVALUE_SCALAR_TYPE_DATETIME\x10\x04\x12\x1a\n" +
 	"\x16VALUE_SCALAR_TYPE_DATE\x10\x05\x12\x1a\n" +
 	"\x16VALUE_SCALAR_TYPE_TIME\x10\x06\x12\x1a\n" +
-	"\x16VALUE_SCALAR_TYPE_FILE\x10\a2\xea\f\n" +
+	"\x16VALUE_SCALAR_TYPE_FILE\x10\a2\xc5\x0e\n" +
 	"\x11AutomationService\x12\xc0\x01\n" +
 	"\x10CreateAutomation\x12*.prose.platform.v1.CreateAutomationRequest\x1a\x1d.prose.platform.v1.Automation\"a\x82\xd3\xe4\x93\x02[:\n" +
 	"automation\"M/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations\x12\xbe\x01\n" +
@@ -2313,7 +2507,8 @@ const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"automation2]/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}\x12\xd1\x01\n" +
 	"\x11PublishAutomation\x12+.prose.platform.v1.PublishAutomationRequest\x1a\x1d.prose.platform.v1.Automation\"p\x82\xd3\xe4\x93\x02j:\x01*\"e/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:publish\x12\xbd\x01\n" +
 	"\x10DeleteAutomation\x12*.prose.platform.v1.DeleteAutomationRequest\x1a\x16.google.protobuf.Empty\"e\x82\xd3\xe4\x93\x02_*]/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}\x12\xdc\x01\n" +
-	"\x10InvokeAutomation\x12*.prose.platform.v1.InvokeAutomationRequest\x1a+.prose.platform.v1.InvokeAutomationResponse\"o\x82\xd3\xe4\x93\x02i:\x01*\"d/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:invokeB<Z:github.com/proserun/prose/gen/prose/platform/v1;platformv1b\x06proto3"
+	"\x10InvokeAutomation\x12*.prose.platform.v1.InvokeAutomationRequest\x1a+.prose.platform.v1.InvokeAutomationResponse\"o\x82\xd3\xe4\x93\x02i:\x01*\"d/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:invoke\x12\xd8\x01\n" +
+	"\x13ParseAutomationCode\x12-.prose.platform.v1.ParseAutomationCodeRequest\x1a..prose.platform.v1.ParseAutomationCodeResponse\"b\x82\xd3\xe4\x93\x02\\:\x01*\"W/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:parseCodeB<Z:github.com/proserun/prose/gen/prose/platform/v1;platformv1b\x06proto3"
 
 var (
 	file_prose_platform_v1_automation_proto_rawDescOnce sync.Once
@@ -2328,56 +2523,60 @@ func file_prose_platform_v1_automation_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_platform_v1_automation_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_prose_platform_v1_automation_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
+var file_prose_platform_v1_automation_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_prose_platform_v1_automation_proto_goTypes = []any{
-	(AutomationActivationState)(0),     // 0: prose.platform.v1.AutomationActivationState
-	(ValueScalarType)(0),               // 1: prose.platform.v1.ValueScalarType
-	(*Automation)(nil),                 // 2: prose.platform.v1.Automation
-	(*AutomationInputSpec)(nil),        // 3: prose.platform.v1.AutomationInputSpec
-	(*ValueType)(nil),                  // 4: prose.platform.v1.ValueType
-	(*ValueOptionalType)(nil),          // 5: prose.platform.v1.ValueOptionalType
-	(*ValueListType)(nil),              // 6: prose.platform.v1.ValueListType
-	(*ValueDictionaryType)(nil),        // 7: prose.platform.v1.ValueDictionaryType
-	(*ValueDictionaryTypeField)(nil),   // 8: prose.platform.v1.ValueDictionaryTypeField
-	(*ValueTableType)(nil),             // 9: prose.platform.v1.ValueTableType
-	(*ValueTableTypeColumn)(nil),       // 10: prose.platform.v1.ValueTableTypeColumn
-	(*ValueOpaqueType)(nil),            // 11: prose.platform.v1.ValueOpaqueType
-	(*ValueAnyType)(nil),               // 12: prose.platform.v1.ValueAnyType
-	(*ValueUnionType)(nil),             // 13: prose.platform.v1.ValueUnionType
-	(*ValueSensitiveType)(nil),         // 14: prose.platform.v1.ValueSensitiveType
-	(*ValueEnumType)(nil),              // 15: prose.platform.v1.ValueEnumType
-	(*ValueEnumTypeMember)(nil),        // 16: prose.platform.v1.ValueEnumTypeMember
-	(*ValueGenericDictionaryType)(nil), // 17: prose.platform.v1.ValueGenericDictionaryType
-	(*CreateAutomationRequest)(nil),    // 18: prose.platform.v1.CreateAutomationRequest
-	(*GetAutomationRequest)(nil),       // 19: prose.platform.v1.GetAutomationRequest
-	(*QueryAutomationRequest)(nil),     // 20: prose.platform.v1.QueryAutomationRequest
-	(*ListAutomationsRequest)(nil),     // 21: prose.platform.v1.ListAutomationsRequest
-	(*ListAutomationsResponse)(nil),    // 22: prose.platform.v1.ListAutomationsResponse
-	(*UpdateAutomationRequest)(nil),    // 23: prose.platform.v1.UpdateAutomationRequest
-	(*PublishAutomationRequest)(nil),   // 24: prose.platform.v1.PublishAutomationRequest
-	(*DeleteAutomationRequest)(nil),    // 25: prose.platform.v1.DeleteAutomationRequest
-	(*InvokeAutomationRequest)(nil),    // 26: prose.platform.v1.InvokeAutomationRequest
-	(*InvokeAutomationResponse)(nil),   // 27: prose.platform.v1.InvokeAutomationResponse
-	nil,                                // 28: prose.platform.v1.Automation.ConnectionsEntry
-	nil,                                // 29: prose.platform.v1.Automation.DefaultInputsEntry
-	nil,                                // 30: prose.platform.v1.InvokeAutomationRequest.InputsEntry
-	(*timestamppb.Timestamp)(nil),      // 31: google.protobuf.Timestamp
-	(AutomationStage)(0),               // 32: prose.platform.v1.AutomationStage
-	(*fieldmaskpb.FieldMask)(nil),      // 33: google.protobuf.FieldMask
-	(*BookConnection)(nil),             // 34: prose.platform.v1.BookConnection
-	(*Value)(nil),                      // 35: prose.platform.v1.Value
-	(*emptypb.Empty)(nil),              // 36: google.protobuf.Empty
+	(AutomationActivationState)(0),      // 0: prose.platform.v1.AutomationActivationState
+	(ValueScalarType)(0),                // 1: prose.platform.v1.ValueScalarType
+	(*Automation)(nil),                  // 2: prose.platform.v1.Automation
+	(*AutomationInputSpec)(nil),         // 3: prose.platform.v1.AutomationInputSpec
+	(*ValueType)(nil),                   // 4: prose.platform.v1.ValueType
+	(*ValueOptionalType)(nil),           // 5: prose.platform.v1.ValueOptionalType
+	(*ValueListType)(nil),               // 6: prose.platform.v1.ValueListType
+	(*ValueDictionaryType)(nil),         // 7: prose.platform.v1.ValueDictionaryType
+	(*ValueDictionaryTypeField)(nil),    // 8: prose.platform.v1.ValueDictionaryTypeField
+	(*ValueTableType)(nil),              // 9: prose.platform.v1.ValueTableType
+	(*ValueTableTypeColumn)(nil),        // 10: prose.platform.v1.ValueTableTypeColumn
+	(*ValueOpaqueType)(nil),             // 11: prose.platform.v1.ValueOpaqueType
+	(*ValueAnyType)(nil),                // 12: prose.platform.v1.ValueAnyType
+	(*ValueUnionType)(nil),              // 13: prose.platform.v1.ValueUnionType
+	(*ValueSensitiveType)(nil),          // 14: prose.platform.v1.ValueSensitiveType
+	(*ValueEnumType)(nil),               // 15: prose.platform.v1.ValueEnumType
+	(*ValueEnumTypeMember)(nil),         // 16: prose.platform.v1.ValueEnumTypeMember
+	(*ValueGenericDictionaryType)(nil),  // 17: prose.platform.v1.ValueGenericDictionaryType
+	(*CreateAutomationRequest)(nil),     // 18: prose.platform.v1.CreateAutomationRequest
+	(*GetAutomationRequest)(nil),        // 19: prose.platform.v1.GetAutomationRequest
+	(*QueryAutomationRequest)(nil),      // 20: prose.platform.v1.QueryAutomationRequest
+	(*ListAutomationsRequest)(nil),      // 21: prose.platform.v1.ListAutomationsRequest
+	(*ListAutomationsResponse)(nil),     // 22: prose.platform.v1.ListAutomationsResponse
+	(*UpdateAutomationRequest)(nil),     // 23: prose.platform.v1.UpdateAutomationRequest
+	(*PublishAutomationRequest)(nil),    // 24: prose.platform.v1.PublishAutomationRequest
+	(*DeleteAutomationRequest)(nil),     // 25: prose.platform.v1.DeleteAutomationRequest
+	(*InvokeAutomationRequest)(nil),     // 26: prose.platform.v1.InvokeAutomationRequest
+	(*InvokeAutomationResponse)(nil),    // 27: prose.platform.v1.InvokeAutomationResponse
+	(*ParseAutomationCodeRequest)(nil),  // 28: prose.platform.v1.ParseAutomationCodeRequest
+	(*ParseAutomationCodeResponse)(nil), // 29: prose.platform.v1.ParseAutomationCodeResponse
+	(*CodeSyntaxError)(nil),             // 30: prose.platform.v1.CodeSyntaxError
+	nil,                                 // 31: prose.platform.v1.Automation.ConnectionsEntry
+	nil,                                 // 32: prose.platform.v1.Automation.DefaultInputsEntry
+	nil,                                 // 33: prose.platform.v1.InvokeAutomationRequest.InputsEntry
+	(*timestamppb.Timestamp)(nil),       // 34: google.protobuf.Timestamp
+	(AutomationStage)(0),                // 35: prose.platform.v1.AutomationStage
+	(*fieldmaskpb.FieldMask)(nil),       // 36: google.protobuf.FieldMask
+	(*Location)(nil),                    // 37: prose.platform.v1.Location
+	(*BookConnection)(nil),              // 38: prose.platform.v1.BookConnection
+	(*Value)(nil),                       // 39: prose.platform.v1.Value
+	(*emptypb.Empty)(nil),               // 40: google.protobuf.Empty
 }
 var file_prose_platform_v1_automation_proto_depIdxs = []int32{
-	31, // 0: prose.platform.v1.Automation.create_time:type_name -> google.protobuf.Timestamp
-	28, // 1: prose.platform.v1.Automation.connections:type_name -> prose.platform.v1.Automation.ConnectionsEntry
-	31, // 2: prose.platform.v1.Automation.update_time:type_name -> google.protobuf.Timestamp
-	31, // 3: prose.platform.v1.Automation.delete_time:type_name -> google.protobuf.Timestamp
+	34, // 0: prose.platform.v1.Automation.create_time:type_name -> google.protobuf.Timestamp
+	31, // 1: prose.platform.v1.Automation.connections:type_name -> prose.platform.v1.Automation.ConnectionsEntry
+	34, // 2: prose.platform.v1.Automation.update_time:type_name -> google.protobuf.Timestamp
+	34, // 3: prose.platform.v1.Automation.delete_time:type_name -> google.protobuf.Timestamp
 	3,  // 4: prose.platform.v1.Automation.input_specs:type_name -> prose.platform.v1.AutomationInputSpec
-	31, // 5: prose.platform.v1.Automation.publish_time:type_name -> google.protobuf.Timestamp
+	34, // 5: prose.platform.v1.Automation.publish_time:type_name -> google.protobuf.Timestamp
 	0,  // 6: prose.platform.v1.Automation.activation_state:type_name -> prose.platform.v1.AutomationActivationState
-	29, // 7: prose.platform.v1.Automation.default_inputs:type_name -> prose.platform.v1.Automation.DefaultInputsEntry
-	32, // 8: prose.platform.v1.Automation.stage:type_name -> prose.platform.v1.AutomationStage
+	32, // 7: prose.platform.v1.Automation.default_inputs:type_name -> prose.platform.v1.Automation.DefaultInputsEntry
+	35, // 8: prose.platform.v1.Automation.stage:type_name -> prose.platform.v1.AutomationStage
 	4,  // 9: prose.platform.v1.AutomationInputSpec.type:type_name -> prose.platform.v1.ValueType
 	1,  // 10: prose.platform.v1.ValueType.scalar_type:type_name -> prose.platform.v1.ValueScalarType
 	5,  // 11: prose.platform.v1.ValueType.optional_type:type_name -> prose.platform.v1.ValueOptionalType
@@ -2402,36 +2601,40 @@ var file_prose_platform_v1_automation_proto_depIdxs = []int32{
 	4,  // 30: prose.platform.v1.ValueGenericDictionaryType.key_type:type_name -> prose.platform.v1.ValueType
 	4,  // 31: prose.platform.v1.ValueGenericDictionaryType.value_type:type_name -> prose.platform.v1.ValueType
 	2,  // 32: prose.platform.v1.CreateAutomationRequest.automation:type_name -> prose.platform.v1.Automation
-	32, // 33: prose.platform.v1.QueryAutomationRequest.stage:type_name -> prose.platform.v1.AutomationStage
+	35, // 33: prose.platform.v1.QueryAutomationRequest.stage:type_name -> prose.platform.v1.AutomationStage
 	2,  // 34: prose.platform.v1.ListAutomationsResponse.automations:type_name -> prose.platform.v1.Automation
 	2,  // 35: prose.platform.v1.UpdateAutomationRequest.automation:type_name -> prose.platform.v1.Automation
-	33, // 36: prose.platform.v1.UpdateAutomationRequest.update_mask:type_name -> google.protobuf.FieldMask
-	30, // 37: prose.platform.v1.InvokeAutomationRequest.inputs:type_name -> prose.platform.v1.InvokeAutomationRequest.InputsEntry
-	32, // 38: prose.platform.v1.InvokeAutomationRequest.stage:type_name -> prose.platform.v1.AutomationStage
-	34, // 39: prose.platform.v1.Automation.ConnectionsEntry.value:type_name -> prose.platform.v1.BookConnection
-	35, // 40: prose.platform.v1.Automation.DefaultInputsEntry.value:type_name -> prose.platform.v1.Value
-	35, // 41: prose.platform.v1.InvokeAutomationRequest.InputsEntry.value:type_name -> prose.platform.v1.Value
-	18, // 42: prose.platform.v1.AutomationService.CreateAutomation:input_type -> prose.platform.v1.CreateAutomationRequest
-	19, // 43: prose.platform.v1.AutomationService.GetAutomation:input_type -> prose.platform.v1.GetAutomationRequest
-	20, // 44: prose.platform.v1.AutomationService.QueryAutomation:input_type -> prose.platform.v1.QueryAutomationRequest
-	21, // 45: prose.platform.v1.AutomationService.ListAutomations:input_type -> prose.platform.v1.ListAutomationsRequest
-	23, // 46: prose.platform.v1.AutomationService.UpdateAutomation:input_type -> prose.platform.v1.UpdateAutomationRequest
-	24, // 47: prose.platform.v1.AutomationService.PublishAutomation:input_type -> prose.platform.v1.PublishAutomationRequest
-	25, // 48: prose.platform.v1.AutomationService.DeleteAutomation:input_type -> prose.platform.v1.DeleteAutomationRequest
-	26, // 49: prose.platform.v1.AutomationService.InvokeAutomation:input_type -> prose.platform.v1.InvokeAutomationRequest
-	2,  // 50: prose.platform.v1.AutomationService.CreateAutomation:output_type -> prose.platform.v1.Automation
-	2,  // 51: prose.platform.v1.AutomationService.GetAutomation:output_type -> prose.platform.v1.Automation
-	2,  // 52: prose.platform.v1.AutomationService.QueryAutomation:output_type -> prose.platform.v1.Automation
-	22, // 53: prose.platform.v1.AutomationService.ListAutomations:output_type -> prose.platform.v1.ListAutomationsResponse
-	2,  // 54: prose.platform.v1.AutomationService.UpdateAutomation:output_type -> prose.platform.v1.Automation
-	2,  // 55: prose.platform.v1.AutomationService.PublishAutomation:output_type -> prose.platform.v1.Automation
-	36, // 56: prose.platform.v1.AutomationService.DeleteAutomation:output_type -> google.protobuf.Empty
-	27, // 57: prose.platform.v1.AutomationService.InvokeAutomation:output_type -> prose.platform.v1.InvokeAutomationResponse
-	50, // [50:58] is the sub-list for method output_type
-	42, // [42:50] is the sub-list for method input_type
-	42, // [42:42] is the sub-list for extension type_name
-	42, // [42:42] is the sub-list for extension extendee
-	0,  // [0:42] is the sub-list for field type_name
+	36, // 36: prose.platform.v1.UpdateAutomationRequest.update_mask:type_name -> google.protobuf.FieldMask
+	33, // 37: prose.platform.v1.InvokeAutomationRequest.inputs:type_name -> prose.platform.v1.InvokeAutomationRequest.InputsEntry
+	35, // 38: prose.platform.v1.InvokeAutomationRequest.stage:type_name -> prose.platform.v1.AutomationStage
+	30, // 39: prose.platform.v1.ParseAutomationCodeResponse.errors:type_name -> prose.platform.v1.CodeSyntaxError
+	37, // 40: prose.platform.v1.CodeSyntaxError.location:type_name -> prose.platform.v1.Location
+	38, // 41: prose.platform.v1.Automation.ConnectionsEntry.value:type_name -> prose.platform.v1.BookConnection
+	39, // 42: prose.platform.v1.Automation.DefaultInputsEntry.value:type_name -> prose.platform.v1.Value
+	39, // 43: prose.platform.v1.InvokeAutomationRequest.InputsEntry.value:type_name -> prose.platform.v1.Value
+	18, // 44: prose.platform.v1.AutomationService.CreateAutomation:input_type -> prose.platform.v1.CreateAutomationRequest
+	19, // 45: prose.platform.v1.AutomationService.GetAutomation:input_type -> prose.platform.v1.GetAutomationRequest
+	20, // 46: prose.platform.v1.AutomationService.QueryAutomation:input_type -> prose.platform.v1.QueryAutomationRequest
+	21, // 47: prose.platform.v1.AutomationService.ListAutomations:input_type -> prose.platform.v1.ListAutomationsRequest
+	23, // 48: prose.platform.v1.AutomationService.UpdateAutomation:input_type -> prose.platform.v1.UpdateAutomationRequest
+	24, // 49: prose.platform.v1.AutomationService.PublishAutomation:input_type -> prose.platform.v1.PublishAutomationRequest
+	25, // 50: prose.platform.v1.AutomationService.DeleteAutomation:input_type -> prose.platform.v1.DeleteAutomationRequest
+	26, // 51: prose.platform.v1.AutomationService.InvokeAutomation:input_type -> prose.platform.v1.InvokeAutomationRequest
+	28, // 52: prose.platform.v1.AutomationService.ParseAutomationCode:input_type -> prose.platform.v1.ParseAutomationCodeRequest
+	2,  // 53: prose.platform.v1.AutomationService.CreateAutomation:output_type -> prose.platform.v1.Automation
+	2,  // 54: prose.platform.v1.AutomationService.GetAutomation:output_type -> prose.platform.v1.Automation
+	2,  // 55: prose.platform.v1.AutomationService.QueryAutomation:output_type -> prose.platform.v1.Automation
+	22, // 56: prose.platform.v1.AutomationService.ListAutomations:output_type -> prose.platform.v1.ListAutomationsResponse
+	2,  // 57: prose.platform.v1.AutomationService.UpdateAutomation:output_type -> prose.platform.v1.Automation
+	2,  // 58: prose.platform.v1.AutomationService.PublishAutomation:output_type -> prose.platform.v1.Automation
+	40, // 59: prose.platform.v1.AutomationService.DeleteAutomation:output_type -> google.protobuf.Empty
+	27, // 60: prose.platform.v1.AutomationService.InvokeAutomation:output_type -> prose.platform.v1.InvokeAutomationResponse
+	29, // 61: prose.platform.v1.AutomationService.ParseAutomationCode:output_type -> prose.platform.v1.ParseAutomationCodeResponse
+	53, // [53:62] is the sub-list for method output_type
+	44, // [44:53] is the sub-list for method input_type
+	44, // [44:44] is the sub-list for extension type_name
+	44, // [44:44] is the sub-list for extension extendee
+	0,  // [0:44] is the sub-list for field type_name
 }
 
 func init() { file_prose_platform_v1_automation_proto_init() }
@@ -2460,7 +2663,7 @@ func file_prose_platform_v1_automation_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_platform_v1_automation_proto_rawDesc), len(file_prose_platform_v1_automation_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   29,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,14 +20,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AutomationService_CreateAutomation_FullMethodName  = "/prose.platform.v1.AutomationService/CreateAutomation"
-	AutomationService_GetAutomation_FullMethodName     = "/prose.platform.v1.AutomationService/GetAutomation"
-	AutomationService_QueryAutomation_FullMethodName   = "/prose.platform.v1.AutomationService/QueryAutomation"
-	AutomationService_ListAutomations_FullMethodName   = "/prose.platform.v1.AutomationService/ListAutomations"
-	AutomationService_UpdateAutomation_FullMethodName  = "/prose.platform.v1.AutomationService/UpdateAutomation"
-	AutomationService_PublishAutomation_FullMethodName = "/prose.platform.v1.AutomationService/PublishAutomation"
-	AutomationService_DeleteAutomation_FullMethodName  = "/prose.platform.v1.AutomationService/DeleteAutomation"
-	AutomationService_InvokeAutomation_FullMethodName  = "/prose.platform.v1.AutomationService/InvokeAutomation"
+	AutomationService_CreateAutomation_FullMethodName    = "/prose.platform.v1.AutomationService/CreateAutomation"
+	AutomationService_GetAutomation_FullMethodName       = "/prose.platform.v1.AutomationService/GetAutomation"
+	AutomationService_QueryAutomation_FullMethodName     = "/prose.platform.v1.AutomationService/QueryAutomation"
+	AutomationService_ListAutomations_FullMethodName     = "/prose.platform.v1.AutomationService/ListAutomations"
+	AutomationService_UpdateAutomation_FullMethodName    = "/prose.platform.v1.AutomationService/UpdateAutomation"
+	AutomationService_PublishAutomation_FullMethodName   = "/prose.platform.v1.AutomationService/PublishAutomation"
+	AutomationService_DeleteAutomation_FullMethodName    = "/prose.platform.v1.AutomationService/DeleteAutomation"
+	AutomationService_InvokeAutomation_FullMethodName    = "/prose.platform.v1.AutomationService/InvokeAutomation"
+	AutomationService_ParseAutomationCode_FullMethodName = "/prose.platform.v1.AutomationService/ParseAutomationCode"
 )
 
 // AutomationServiceClient is the client API for AutomationService service.
@@ -52,6 +53,8 @@ type AutomationServiceClient interface {
 	DeleteAutomation(ctx context.Context, in *DeleteAutomationRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// Starts a run of an automation at a stage.
 	InvokeAutomation(ctx context.Context, in *InvokeAutomationRequest, opts ...grpc.CallOption) (*InvokeAutomationResponse, error)
+	// Parses code without saving anything: its syntax errors, with their spans (an editor checks code as it is typed).
+	ParseAutomationCode(ctx context.Context, in *ParseAutomationCodeRequest, opts ...grpc.CallOption) (*ParseAutomationCodeResponse, error)
 }
 
 type automationServiceClient struct {
@@ -142,6 +145,16 @@ func (c *automationServiceClient) InvokeAutomation(ctx context.Context, in *Invo
 	return out, nil
 }
 
+func (c *automationServiceClient) ParseAutomationCode(ctx context.Context, in *ParseAutomationCodeRequest, opts ...grpc.CallOption) (*ParseAutomationCodeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ParseAutomationCodeResponse)
+	err := c.cc.Invoke(ctx, AutomationService_ParseAutomationCode_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // AutomationServiceServer is the server API for AutomationService service.
 // All implementations must embed UnimplementedAutomationServiceServer
 // for forward compatibility.
@@ -164,6 +177,8 @@ type AutomationServiceServer interface {
 	DeleteAutomation(context.Context, *DeleteAutomationRequest) (*emptypb.Empty, error)
 	// Starts a run of an automation at a stage.
 	InvokeAutomation(context.Context, *InvokeAutomationRequest) (*InvokeAutomationResponse, error)
+	// Parses code without saving anything: its syntax errors, with their spans (an editor checks code as it is typed).
+	ParseAutomationCode(context.Context, *ParseAutomationCodeRequest) (*ParseAutomationCodeResponse, error)
 	mustEmbedUnimplementedAutomationServiceServer()
 }
 
@@ -197,6 +212,9 @@ func (UnimplementedAutomationServiceServer) DeleteAutomation(context.Context, *D
 }
 func (UnimplementedAutomationServiceServer) InvokeAutomation(context.Context, *InvokeAutomationRequest) (*InvokeAutomationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method InvokeAutomation not implemented")
+}
+func (UnimplementedAutomationServiceServer) ParseAutomationCode(context.Context, *ParseAutomationCodeRequest) (*ParseAutomationCodeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ParseAutomationCode not implemented")
 }
 func (UnimplementedAutomationServiceServer) mustEmbedUnimplementedAutomationServiceServer() {}
 func (UnimplementedAutomationServiceServer) testEmbeddedByValue()                           {}
@@ -363,6 +381,24 @@ func _AutomationService_InvokeAutomation_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AutomationService_ParseAutomationCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ParseAutomationCodeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AutomationServiceServer).ParseAutomationCode(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AutomationService_ParseAutomationCode_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AutomationServiceServer).ParseAutomationCode(ctx, req.(*ParseAutomationCodeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // AutomationService_ServiceDesc is the grpc.ServiceDesc for AutomationService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -401,6 +437,10 @@ var AutomationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "InvokeAutomation",
 			Handler:    _AutomationService_InvokeAutomation_Handler,
+		},
+		{
+			MethodName: "ParseAutomationCode",
+			Handler:    _AutomationService_ParseAutomationCode_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

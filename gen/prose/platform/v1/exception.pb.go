@@ -114,9 +114,11 @@ type Exception struct {
 	// Who it is assigned to: users/{user}.
 	Assignee string `protobuf:"bytes,15,opt,name=assignee,proto3" json:"assignee,omitempty"`
 	// Who resolved it: users/{user} or agents/{agent}.
-	Resolver      string `protobuf:"bytes,16,opt,name=resolver,proto3" json:"resolver,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Resolver string `protobuf:"bytes,16,opt,name=resolver,proto3" json:"resolver,omitempty"`
+	// What the exception asks for, so that a client can offer guidance that fits.
+	GuidanceRequest *GuidanceRequest `protobuf:"bytes,17,opt,name=guidance_request,json=guidanceRequest,proto3" json:"guidance_request,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Exception) Reset() {
@@ -261,6 +263,86 @@ func (x *Exception) GetResolver() string {
 	return ""
 }
 
+func (x *Exception) GetGuidanceRequest() *GuidanceRequest {
+	if x != nil {
+		return x.GuidanceRequest
+	}
+	return nil
+}
+
+// What an exception asks for.
+type GuidanceRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The facts that need values (a missing value), by name ("the invoice total").
+	Facts []string `protobuf:"bytes,1,rep,name=facts,proto3" json:"facts,omitempty"`
+	// The question of an ask.
+	Question string `protobuf:"bytes,2,opt,name=question,proto3" json:"question,omitempty"`
+	// The choices of the question, when it offers some.
+	Choices []*Value `protobuf:"bytes,3,rep,name=choices,proto3" json:"choices,omitempty"`
+	// The checks that failed (validate).
+	FailedChecks  []string `protobuf:"bytes,4,rep,name=failed_checks,json=failedChecks,proto3" json:"failed_checks,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GuidanceRequest) Reset() {
+	*x = GuidanceRequest{}
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GuidanceRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GuidanceRequest) ProtoMessage() {}
+
+func (x *GuidanceRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GuidanceRequest.ProtoReflect.Descriptor instead.
+func (*GuidanceRequest) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *GuidanceRequest) GetFacts() []string {
+	if x != nil {
+		return x.Facts
+	}
+	return nil
+}
+
+func (x *GuidanceRequest) GetQuestion() string {
+	if x != nil {
+		return x.Question
+	}
+	return ""
+}
+
+func (x *GuidanceRequest) GetChoices() []*Value {
+	if x != nil {
+		return x.Choices
+	}
+	return nil
+}
+
+func (x *GuidanceRequest) GetFailedChecks() []string {
+	if x != nil {
+		return x.FailedChecks
+	}
+	return nil
+}
+
 // A group of exceptions.
 type ExceptionGroup struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -280,7 +362,7 @@ type ExceptionGroup struct {
 
 func (x *ExceptionGroup) Reset() {
 	*x = ExceptionGroup{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[1]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -292,7 +374,7 @@ func (x *ExceptionGroup) String() string {
 func (*ExceptionGroup) ProtoMessage() {}
 
 func (x *ExceptionGroup) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[1]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -305,7 +387,7 @@ func (x *ExceptionGroup) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExceptionGroup.ProtoReflect.Descriptor instead.
 func (*ExceptionGroup) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{1}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ExceptionGroup) GetName() string {
@@ -356,7 +438,7 @@ type ExceptionGroupCount struct {
 
 func (x *ExceptionGroupCount) Reset() {
 	*x = ExceptionGroupCount{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[2]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -368,7 +450,7 @@ func (x *ExceptionGroupCount) String() string {
 func (*ExceptionGroupCount) ProtoMessage() {}
 
 func (x *ExceptionGroupCount) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[2]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -381,7 +463,7 @@ func (x *ExceptionGroupCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExceptionGroupCount.ProtoReflect.Descriptor instead.
 func (*ExceptionGroupCount) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{2}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ExceptionGroupCount) GetGroup() *ExceptionGroup {
@@ -411,7 +493,7 @@ type ExceptionAutomationCount struct {
 
 func (x *ExceptionAutomationCount) Reset() {
 	*x = ExceptionAutomationCount{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[3]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -423,7 +505,7 @@ func (x *ExceptionAutomationCount) String() string {
 func (*ExceptionAutomationCount) ProtoMessage() {}
 
 func (x *ExceptionAutomationCount) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[3]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -436,7 +518,7 @@ func (x *ExceptionAutomationCount) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExceptionAutomationCount.ProtoReflect.Descriptor instead.
 func (*ExceptionAutomationCount) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{3}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ExceptionAutomationCount) GetAutomation() string {
@@ -468,7 +550,7 @@ type GetExceptionRequest struct {
 
 func (x *GetExceptionRequest) Reset() {
 	*x = GetExceptionRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[4]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -480,7 +562,7 @@ func (x *GetExceptionRequest) String() string {
 func (*GetExceptionRequest) ProtoMessage() {}
 
 func (x *GetExceptionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[4]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -493,7 +575,7 @@ func (x *GetExceptionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetExceptionRequest.ProtoReflect.Descriptor instead.
 func (*GetExceptionRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{4}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *GetExceptionRequest) GetOrganizationId() string {
@@ -538,7 +620,7 @@ type ListExceptionsRequest struct {
 
 func (x *ListExceptionsRequest) Reset() {
 	*x = ListExceptionsRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[5]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -550,7 +632,7 @@ func (x *ListExceptionsRequest) String() string {
 func (*ListExceptionsRequest) ProtoMessage() {}
 
 func (x *ListExceptionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[5]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -563,7 +645,7 @@ func (x *ListExceptionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExceptionsRequest.ProtoReflect.Descriptor instead.
 func (*ListExceptionsRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{5}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *ListExceptionsRequest) GetOrganizationId() string {
@@ -623,7 +705,7 @@ type ListExceptionsResponse struct {
 
 func (x *ListExceptionsResponse) Reset() {
 	*x = ListExceptionsResponse{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[6]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -635,7 +717,7 @@ func (x *ListExceptionsResponse) String() string {
 func (*ListExceptionsResponse) ProtoMessage() {}
 
 func (x *ListExceptionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[6]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +730,7 @@ func (x *ListExceptionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExceptionsResponse.ProtoReflect.Descriptor instead.
 func (*ListExceptionsResponse) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{6}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ListExceptionsResponse) GetExceptions() []*Exception {
@@ -689,7 +771,7 @@ type ListExceptionGroupsRequest struct {
 
 func (x *ListExceptionGroupsRequest) Reset() {
 	*x = ListExceptionGroupsRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[7]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -701,7 +783,7 @@ func (x *ListExceptionGroupsRequest) String() string {
 func (*ListExceptionGroupsRequest) ProtoMessage() {}
 
 func (x *ListExceptionGroupsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[7]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -714,7 +796,7 @@ func (x *ListExceptionGroupsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExceptionGroupsRequest.ProtoReflect.Descriptor instead.
 func (*ListExceptionGroupsRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{7}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *ListExceptionGroupsRequest) GetOrganizationId() string {
@@ -758,7 +840,7 @@ type ListExceptionGroupsResponse struct {
 
 func (x *ListExceptionGroupsResponse) Reset() {
 	*x = ListExceptionGroupsResponse{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[8]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -770,7 +852,7 @@ func (x *ListExceptionGroupsResponse) String() string {
 func (*ListExceptionGroupsResponse) ProtoMessage() {}
 
 func (x *ListExceptionGroupsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[8]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -783,7 +865,7 @@ func (x *ListExceptionGroupsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListExceptionGroupsResponse.ProtoReflect.Descriptor instead.
 func (*ListExceptionGroupsResponse) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{8}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *ListExceptionGroupsResponse) GetGroups() []*ExceptionGroup {
@@ -819,7 +901,7 @@ type CountExceptionsByGroupRequest struct {
 
 func (x *CountExceptionsByGroupRequest) Reset() {
 	*x = CountExceptionsByGroupRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[9]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -831,7 +913,7 @@ func (x *CountExceptionsByGroupRequest) String() string {
 func (*CountExceptionsByGroupRequest) ProtoMessage() {}
 
 func (x *CountExceptionsByGroupRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[9]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -844,7 +926,7 @@ func (x *CountExceptionsByGroupRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountExceptionsByGroupRequest.ProtoReflect.Descriptor instead.
 func (*CountExceptionsByGroupRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{9}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CountExceptionsByGroupRequest) GetOrganizationId() string {
@@ -899,7 +981,7 @@ type CountExceptionsByGroupResponse struct {
 
 func (x *CountExceptionsByGroupResponse) Reset() {
 	*x = CountExceptionsByGroupResponse{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[10]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +993,7 @@ func (x *CountExceptionsByGroupResponse) String() string {
 func (*CountExceptionsByGroupResponse) ProtoMessage() {}
 
 func (x *CountExceptionsByGroupResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[10]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +1006,7 @@ func (x *CountExceptionsByGroupResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CountExceptionsByGroupResponse.ProtoReflect.Descriptor instead.
 func (*CountExceptionsByGroupResponse) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{10}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CountExceptionsByGroupResponse) GetGroupCounts() []*ExceptionGroupCount {
@@ -974,7 +1056,7 @@ type CountExceptionsByAutomationRequest struct {
 
 func (x *CountExceptionsByAutomationRequest) Reset() {
 	*x = CountExceptionsByAutomationRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[11]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -986,7 +1068,7 @@ func (x *CountExceptionsByAutomationRequest) String() string {
 func (*CountExceptionsByAutomationRequest) ProtoMessage() {}
 
 func (x *CountExceptionsByAutomationRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[11]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -999,7 +1081,7 @@ func (x *CountExceptionsByAutomationRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use CountExceptionsByAutomationRequest.ProtoReflect.Descriptor instead.
 func (*CountExceptionsByAutomationRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{11}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CountExceptionsByAutomationRequest) GetOrganizationId() string {
@@ -1054,7 +1136,7 @@ type CountExceptionsByAutomationResponse struct {
 
 func (x *CountExceptionsByAutomationResponse) Reset() {
 	*x = CountExceptionsByAutomationResponse{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[12]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1066,7 +1148,7 @@ func (x *CountExceptionsByAutomationResponse) String() string {
 func (*CountExceptionsByAutomationResponse) ProtoMessage() {}
 
 func (x *CountExceptionsByAutomationResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[12]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1079,7 +1161,7 @@ func (x *CountExceptionsByAutomationResponse) ProtoReflect() protoreflect.Messag
 
 // Deprecated: Use CountExceptionsByAutomationResponse.ProtoReflect.Descriptor instead.
 func (*CountExceptionsByAutomationResponse) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{12}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *CountExceptionsByAutomationResponse) GetAutomationCounts() []*ExceptionAutomationCount {
@@ -1135,7 +1217,7 @@ type ResolveExceptionRequest struct {
 
 func (x *ResolveExceptionRequest) Reset() {
 	*x = ResolveExceptionRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[13]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1229,7 @@ func (x *ResolveExceptionRequest) String() string {
 func (*ResolveExceptionRequest) ProtoMessage() {}
 
 func (x *ResolveExceptionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[13]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1242,7 @@ func (x *ResolveExceptionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ResolveExceptionRequest.ProtoReflect.Descriptor instead.
 func (*ResolveExceptionRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{13}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ResolveExceptionRequest) GetOrganizationId() string {
@@ -1286,7 +1368,7 @@ type ProvideValues struct {
 
 func (x *ProvideValues) Reset() {
 	*x = ProvideValues{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[14]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1298,7 +1380,7 @@ func (x *ProvideValues) String() string {
 func (*ProvideValues) ProtoMessage() {}
 
 func (x *ProvideValues) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[14]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1311,7 +1393,7 @@ func (x *ProvideValues) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ProvideValues.ProtoReflect.Descriptor instead.
 func (*ProvideValues) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{14}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *ProvideValues) GetValues() map[string]*Value {
@@ -1330,7 +1412,7 @@ type Skip struct {
 
 func (x *Skip) Reset() {
 	*x = Skip{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[15]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1342,7 +1424,7 @@ func (x *Skip) String() string {
 func (*Skip) ProtoMessage() {}
 
 func (x *Skip) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[15]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1355,7 +1437,7 @@ func (x *Skip) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Skip.ProtoReflect.Descriptor instead.
 func (*Skip) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{15}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{16}
 }
 
 // Retry the statement.
@@ -1367,7 +1449,7 @@ type Retry struct {
 
 func (x *Retry) Reset() {
 	*x = Retry{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[16]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1379,7 +1461,7 @@ func (x *Retry) String() string {
 func (*Retry) ProtoMessage() {}
 
 func (x *Retry) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[16]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1392,7 +1474,7 @@ func (x *Retry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Retry.ProtoReflect.Descriptor instead.
 func (*Retry) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{16}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{17}
 }
 
 // Replace the statement with new code.
@@ -1406,7 +1488,7 @@ type ReplaceStep struct {
 
 func (x *ReplaceStep) Reset() {
 	*x = ReplaceStep{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[17]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1418,7 +1500,7 @@ func (x *ReplaceStep) String() string {
 func (*ReplaceStep) ProtoMessage() {}
 
 func (x *ReplaceStep) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[17]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1431,7 +1513,7 @@ func (x *ReplaceStep) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplaceStep.ProtoReflect.Descriptor instead.
 func (*ReplaceStep) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{17}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ReplaceStep) GetCode() string {
@@ -1452,7 +1534,7 @@ type Answer struct {
 
 func (x *Answer) Reset() {
 	*x = Answer{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[18]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1464,7 +1546,7 @@ func (x *Answer) String() string {
 func (*Answer) ProtoMessage() {}
 
 func (x *Answer) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[18]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1477,7 +1559,7 @@ func (x *Answer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Answer.ProtoReflect.Descriptor instead.
 func (*Answer) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{18}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Answer) GetValue() *Value {
@@ -1502,7 +1584,7 @@ type ArchiveExceptionRequest struct {
 
 func (x *ArchiveExceptionRequest) Reset() {
 	*x = ArchiveExceptionRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[19]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1514,7 +1596,7 @@ func (x *ArchiveExceptionRequest) String() string {
 func (*ArchiveExceptionRequest) ProtoMessage() {}
 
 func (x *ArchiveExceptionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[19]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1527,7 +1609,7 @@ func (x *ArchiveExceptionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ArchiveExceptionRequest.ProtoReflect.Descriptor instead.
 func (*ArchiveExceptionRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{19}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ArchiveExceptionRequest) GetOrganizationId() string {
@@ -1566,7 +1648,7 @@ type UnarchiveExceptionRequest struct {
 
 func (x *UnarchiveExceptionRequest) Reset() {
 	*x = UnarchiveExceptionRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[20]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1578,7 +1660,7 @@ func (x *UnarchiveExceptionRequest) String() string {
 func (*UnarchiveExceptionRequest) ProtoMessage() {}
 
 func (x *UnarchiveExceptionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[20]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1591,7 +1673,7 @@ func (x *UnarchiveExceptionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnarchiveExceptionRequest.ProtoReflect.Descriptor instead.
 func (*UnarchiveExceptionRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{20}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UnarchiveExceptionRequest) GetOrganizationId() string {
@@ -1632,7 +1714,7 @@ type AssignExceptionRequest struct {
 
 func (x *AssignExceptionRequest) Reset() {
 	*x = AssignExceptionRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[21]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1644,7 +1726,7 @@ func (x *AssignExceptionRequest) String() string {
 func (*AssignExceptionRequest) ProtoMessage() {}
 
 func (x *AssignExceptionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[21]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1657,7 +1739,7 @@ func (x *AssignExceptionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AssignExceptionRequest.ProtoReflect.Descriptor instead.
 func (*AssignExceptionRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{21}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *AssignExceptionRequest) GetOrganizationId() string {
@@ -1703,7 +1785,7 @@ type BatchArchiveExceptionsRequest struct {
 
 func (x *BatchArchiveExceptionsRequest) Reset() {
 	*x = BatchArchiveExceptionsRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[22]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1715,7 +1797,7 @@ func (x *BatchArchiveExceptionsRequest) String() string {
 func (*BatchArchiveExceptionsRequest) ProtoMessage() {}
 
 func (x *BatchArchiveExceptionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[22]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1728,7 +1810,7 @@ func (x *BatchArchiveExceptionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchArchiveExceptionsRequest.ProtoReflect.Descriptor instead.
 func (*BatchArchiveExceptionsRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{22}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BatchArchiveExceptionsRequest) GetOrganizationId() string {
@@ -1767,7 +1849,7 @@ type BatchUnarchiveExceptionsRequest struct {
 
 func (x *BatchUnarchiveExceptionsRequest) Reset() {
 	*x = BatchUnarchiveExceptionsRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[23]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1779,7 +1861,7 @@ func (x *BatchUnarchiveExceptionsRequest) String() string {
 func (*BatchUnarchiveExceptionsRequest) ProtoMessage() {}
 
 func (x *BatchUnarchiveExceptionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[23]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1792,7 +1874,7 @@ func (x *BatchUnarchiveExceptionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchUnarchiveExceptionsRequest.ProtoReflect.Descriptor instead.
 func (*BatchUnarchiveExceptionsRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{23}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BatchUnarchiveExceptionsRequest) GetOrganizationId() string {
@@ -1833,7 +1915,7 @@ type BatchAssignExceptionsRequest struct {
 
 func (x *BatchAssignExceptionsRequest) Reset() {
 	*x = BatchAssignExceptionsRequest{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[24]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1845,7 +1927,7 @@ func (x *BatchAssignExceptionsRequest) String() string {
 func (*BatchAssignExceptionsRequest) ProtoMessage() {}
 
 func (x *BatchAssignExceptionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[24]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1858,7 +1940,7 @@ func (x *BatchAssignExceptionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchAssignExceptionsRequest.ProtoReflect.Descriptor instead.
 func (*BatchAssignExceptionsRequest) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{24}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BatchAssignExceptionsRequest) GetOrganizationId() string {
@@ -1900,7 +1982,7 @@ type BatchExceptionsResponse struct {
 
 func (x *BatchExceptionsResponse) Reset() {
 	*x = BatchExceptionsResponse{}
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[25]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1912,7 +1994,7 @@ func (x *BatchExceptionsResponse) String() string {
 func (*BatchExceptionsResponse) ProtoMessage() {}
 
 func (x *BatchExceptionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_platform_v1_exception_proto_msgTypes[25]
+	mi := &file_prose_platform_v1_exception_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1925,7 +2007,7 @@ func (x *BatchExceptionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BatchExceptionsResponse.ProtoReflect.Descriptor instead.
 func (*BatchExceptionsResponse) Descriptor() ([]byte, []int) {
-	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{25}
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BatchExceptionsResponse) GetExceptions() []*Exception {
@@ -1939,7 +2021,7 @@ var File_prose_platform_v1_exception_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\n" +
-	"!prose/platform/v1/exception.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1dprose/platform/v1/value.proto\"\xfd\x06\n" +
+	"!prose/platform/v1/exception.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1dprose/platform/v1/value.proto\"\xd1\a\n" +
 	"\tException\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12\x15\n" +
 	"\x03run\x18\x02 \x01(\tB\x03\xe0A\x02R\x03run\x12<\n" +
@@ -1961,13 +2043,19 @@ const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\fexecution_id\x18\r \x01(\tR\vexecutionId\x12=\n" +
 	"\x05extra\x18\x0e \x03(\v2'.prose.platform.v1.Exception.ExtraEntryR\x05extra\x12\x1a\n" +
 	"\bassignee\x18\x0f \x01(\tR\bassignee\x12\x1a\n" +
-	"\bresolver\x18\x10 \x01(\tR\bresolver\x1a8\n" +
+	"\bresolver\x18\x10 \x01(\tR\bresolver\x12R\n" +
+	"\x10guidance_request\x18\x11 \x01(\v2\".prose.platform.v1.GuidanceRequestB\x03\xe0A\x03R\x0fguidanceRequest\x1a8\n" +
 	"\n" +
 	"ExtraEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01:{\xeaAx\n" +
 	"\x13prose.run/Exception\x12Jorganizations/{organization}/workspaces/{workspace}/exceptions/{exception}*\n" +
-	"exceptions2\texception\"\xb2\x01\n" +
+	"exceptions2\texception\"\x9c\x01\n" +
+	"\x0fGuidanceRequest\x12\x14\n" +
+	"\x05facts\x18\x01 \x03(\tR\x05facts\x12\x1a\n" +
+	"\bquestion\x18\x02 \x01(\tR\bquestion\x122\n" +
+	"\achoices\x18\x03 \x03(\v2\x18.prose.platform.v1.ValueR\achoices\x12#\n" +
+	"\rfailed_checks\x18\x04 \x03(\tR\ffailedChecks\"\xb2\x01\n" +
 	"\x0eExceptionGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -2120,92 +2208,95 @@ func file_prose_platform_v1_exception_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_platform_v1_exception_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_prose_platform_v1_exception_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_prose_platform_v1_exception_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_prose_platform_v1_exception_proto_goTypes = []any{
 	(ExceptionState)(0),                         // 0: prose.platform.v1.ExceptionState
 	(*Exception)(nil),                           // 1: prose.platform.v1.Exception
-	(*ExceptionGroup)(nil),                      // 2: prose.platform.v1.ExceptionGroup
-	(*ExceptionGroupCount)(nil),                 // 3: prose.platform.v1.ExceptionGroupCount
-	(*ExceptionAutomationCount)(nil),            // 4: prose.platform.v1.ExceptionAutomationCount
-	(*GetExceptionRequest)(nil),                 // 5: prose.platform.v1.GetExceptionRequest
-	(*ListExceptionsRequest)(nil),               // 6: prose.platform.v1.ListExceptionsRequest
-	(*ListExceptionsResponse)(nil),              // 7: prose.platform.v1.ListExceptionsResponse
-	(*ListExceptionGroupsRequest)(nil),          // 8: prose.platform.v1.ListExceptionGroupsRequest
-	(*ListExceptionGroupsResponse)(nil),         // 9: prose.platform.v1.ListExceptionGroupsResponse
-	(*CountExceptionsByGroupRequest)(nil),       // 10: prose.platform.v1.CountExceptionsByGroupRequest
-	(*CountExceptionsByGroupResponse)(nil),      // 11: prose.platform.v1.CountExceptionsByGroupResponse
-	(*CountExceptionsByAutomationRequest)(nil),  // 12: prose.platform.v1.CountExceptionsByAutomationRequest
-	(*CountExceptionsByAutomationResponse)(nil), // 13: prose.platform.v1.CountExceptionsByAutomationResponse
-	(*ResolveExceptionRequest)(nil),             // 14: prose.platform.v1.ResolveExceptionRequest
-	(*ProvideValues)(nil),                       // 15: prose.platform.v1.ProvideValues
-	(*Skip)(nil),                                // 16: prose.platform.v1.Skip
-	(*Retry)(nil),                               // 17: prose.platform.v1.Retry
-	(*ReplaceStep)(nil),                         // 18: prose.platform.v1.ReplaceStep
-	(*Answer)(nil),                              // 19: prose.platform.v1.Answer
-	(*ArchiveExceptionRequest)(nil),             // 20: prose.platform.v1.ArchiveExceptionRequest
-	(*UnarchiveExceptionRequest)(nil),           // 21: prose.platform.v1.UnarchiveExceptionRequest
-	(*AssignExceptionRequest)(nil),              // 22: prose.platform.v1.AssignExceptionRequest
-	(*BatchArchiveExceptionsRequest)(nil),       // 23: prose.platform.v1.BatchArchiveExceptionsRequest
-	(*BatchUnarchiveExceptionsRequest)(nil),     // 24: prose.platform.v1.BatchUnarchiveExceptionsRequest
-	(*BatchAssignExceptionsRequest)(nil),        // 25: prose.platform.v1.BatchAssignExceptionsRequest
-	(*BatchExceptionsResponse)(nil),             // 26: prose.platform.v1.BatchExceptionsResponse
-	nil,                                         // 27: prose.platform.v1.Exception.ExtraEntry
-	nil,                                         // 28: prose.platform.v1.ProvideValues.ValuesEntry
-	(*Location)(nil),                            // 29: prose.platform.v1.Location
-	(*timestamppb.Timestamp)(nil),               // 30: google.protobuf.Timestamp
-	(AutomationStage)(0),                        // 31: prose.platform.v1.AutomationStage
-	(*Value)(nil),                               // 32: prose.platform.v1.Value
+	(*GuidanceRequest)(nil),                     // 2: prose.platform.v1.GuidanceRequest
+	(*ExceptionGroup)(nil),                      // 3: prose.platform.v1.ExceptionGroup
+	(*ExceptionGroupCount)(nil),                 // 4: prose.platform.v1.ExceptionGroupCount
+	(*ExceptionAutomationCount)(nil),            // 5: prose.platform.v1.ExceptionAutomationCount
+	(*GetExceptionRequest)(nil),                 // 6: prose.platform.v1.GetExceptionRequest
+	(*ListExceptionsRequest)(nil),               // 7: prose.platform.v1.ListExceptionsRequest
+	(*ListExceptionsResponse)(nil),              // 8: prose.platform.v1.ListExceptionsResponse
+	(*ListExceptionGroupsRequest)(nil),          // 9: prose.platform.v1.ListExceptionGroupsRequest
+	(*ListExceptionGroupsResponse)(nil),         // 10: prose.platform.v1.ListExceptionGroupsResponse
+	(*CountExceptionsByGroupRequest)(nil),       // 11: prose.platform.v1.CountExceptionsByGroupRequest
+	(*CountExceptionsByGroupResponse)(nil),      // 12: prose.platform.v1.CountExceptionsByGroupResponse
+	(*CountExceptionsByAutomationRequest)(nil),  // 13: prose.platform.v1.CountExceptionsByAutomationRequest
+	(*CountExceptionsByAutomationResponse)(nil), // 14: prose.platform.v1.CountExceptionsByAutomationResponse
+	(*ResolveExceptionRequest)(nil),             // 15: prose.platform.v1.ResolveExceptionRequest
+	(*ProvideValues)(nil),                       // 16: prose.platform.v1.ProvideValues
+	(*Skip)(nil),                                // 17: prose.platform.v1.Skip
+	(*Retry)(nil),                               // 18: prose.platform.v1.Retry
+	(*ReplaceStep)(nil),                         // 19: prose.platform.v1.ReplaceStep
+	(*Answer)(nil),                              // 20: prose.platform.v1.Answer
+	(*ArchiveExceptionRequest)(nil),             // 21: prose.platform.v1.ArchiveExceptionRequest
+	(*UnarchiveExceptionRequest)(nil),           // 22: prose.platform.v1.UnarchiveExceptionRequest
+	(*AssignExceptionRequest)(nil),              // 23: prose.platform.v1.AssignExceptionRequest
+	(*BatchArchiveExceptionsRequest)(nil),       // 24: prose.platform.v1.BatchArchiveExceptionsRequest
+	(*BatchUnarchiveExceptionsRequest)(nil),     // 25: prose.platform.v1.BatchUnarchiveExceptionsRequest
+	(*BatchAssignExceptionsRequest)(nil),        // 26: prose.platform.v1.BatchAssignExceptionsRequest
+	(*BatchExceptionsResponse)(nil),             // 27: prose.platform.v1.BatchExceptionsResponse
+	nil,                                         // 28: prose.platform.v1.Exception.ExtraEntry
+	nil,                                         // 29: prose.platform.v1.ProvideValues.ValuesEntry
+	(*Location)(nil),                            // 30: prose.platform.v1.Location
+	(*timestamppb.Timestamp)(nil),               // 31: google.protobuf.Timestamp
+	(AutomationStage)(0),                        // 32: prose.platform.v1.AutomationStage
+	(*Value)(nil),                               // 33: prose.platform.v1.Value
 }
 var file_prose_platform_v1_exception_proto_depIdxs = []int32{
-	29, // 0: prose.platform.v1.Exception.location:type_name -> prose.platform.v1.Location
-	30, // 1: prose.platform.v1.Exception.create_time:type_name -> google.protobuf.Timestamp
-	30, // 2: prose.platform.v1.Exception.update_time:type_name -> google.protobuf.Timestamp
+	30, // 0: prose.platform.v1.Exception.location:type_name -> prose.platform.v1.Location
+	31, // 1: prose.platform.v1.Exception.create_time:type_name -> google.protobuf.Timestamp
+	31, // 2: prose.platform.v1.Exception.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 3: prose.platform.v1.Exception.state:type_name -> prose.platform.v1.ExceptionState
-	31, // 4: prose.platform.v1.Exception.stage:type_name -> prose.platform.v1.AutomationStage
-	27, // 5: prose.platform.v1.Exception.extra:type_name -> prose.platform.v1.Exception.ExtraEntry
-	2,  // 6: prose.platform.v1.ExceptionGroupCount.group:type_name -> prose.platform.v1.ExceptionGroup
-	1,  // 7: prose.platform.v1.ListExceptionsResponse.exceptions:type_name -> prose.platform.v1.Exception
-	2,  // 8: prose.platform.v1.ListExceptionGroupsResponse.groups:type_name -> prose.platform.v1.ExceptionGroup
-	3,  // 9: prose.platform.v1.CountExceptionsByGroupResponse.group_counts:type_name -> prose.platform.v1.ExceptionGroupCount
-	4,  // 10: prose.platform.v1.CountExceptionsByAutomationResponse.automation_counts:type_name -> prose.platform.v1.ExceptionAutomationCount
-	15, // 11: prose.platform.v1.ResolveExceptionRequest.provide_values:type_name -> prose.platform.v1.ProvideValues
-	16, // 12: prose.platform.v1.ResolveExceptionRequest.skip:type_name -> prose.platform.v1.Skip
-	17, // 13: prose.platform.v1.ResolveExceptionRequest.retry:type_name -> prose.platform.v1.Retry
-	18, // 14: prose.platform.v1.ResolveExceptionRequest.replace_step:type_name -> prose.platform.v1.ReplaceStep
-	19, // 15: prose.platform.v1.ResolveExceptionRequest.answer:type_name -> prose.platform.v1.Answer
-	28, // 16: prose.platform.v1.ProvideValues.values:type_name -> prose.platform.v1.ProvideValues.ValuesEntry
-	32, // 17: prose.platform.v1.Answer.value:type_name -> prose.platform.v1.Value
-	1,  // 18: prose.platform.v1.BatchExceptionsResponse.exceptions:type_name -> prose.platform.v1.Exception
-	32, // 19: prose.platform.v1.ProvideValues.ValuesEntry.value:type_name -> prose.platform.v1.Value
-	5,  // 20: prose.platform.v1.ExceptionService.GetException:input_type -> prose.platform.v1.GetExceptionRequest
-	6,  // 21: prose.platform.v1.ExceptionService.ListExceptions:input_type -> prose.platform.v1.ListExceptionsRequest
-	8,  // 22: prose.platform.v1.ExceptionService.ListExceptionGroups:input_type -> prose.platform.v1.ListExceptionGroupsRequest
-	10, // 23: prose.platform.v1.ExceptionService.CountExceptionsByGroup:input_type -> prose.platform.v1.CountExceptionsByGroupRequest
-	12, // 24: prose.platform.v1.ExceptionService.CountExceptionsByAutomation:input_type -> prose.platform.v1.CountExceptionsByAutomationRequest
-	14, // 25: prose.platform.v1.ExceptionService.ResolveException:input_type -> prose.platform.v1.ResolveExceptionRequest
-	20, // 26: prose.platform.v1.ExceptionService.ArchiveException:input_type -> prose.platform.v1.ArchiveExceptionRequest
-	21, // 27: prose.platform.v1.ExceptionService.UnarchiveException:input_type -> prose.platform.v1.UnarchiveExceptionRequest
-	22, // 28: prose.platform.v1.ExceptionService.AssignException:input_type -> prose.platform.v1.AssignExceptionRequest
-	23, // 29: prose.platform.v1.ExceptionService.BatchArchiveExceptions:input_type -> prose.platform.v1.BatchArchiveExceptionsRequest
-	24, // 30: prose.platform.v1.ExceptionService.BatchUnarchiveExceptions:input_type -> prose.platform.v1.BatchUnarchiveExceptionsRequest
-	25, // 31: prose.platform.v1.ExceptionService.BatchAssignExceptions:input_type -> prose.platform.v1.BatchAssignExceptionsRequest
-	1,  // 32: prose.platform.v1.ExceptionService.GetException:output_type -> prose.platform.v1.Exception
-	7,  // 33: prose.platform.v1.ExceptionService.ListExceptions:output_type -> prose.platform.v1.ListExceptionsResponse
-	9,  // 34: prose.platform.v1.ExceptionService.ListExceptionGroups:output_type -> prose.platform.v1.ListExceptionGroupsResponse
-	11, // 35: prose.platform.v1.ExceptionService.CountExceptionsByGroup:output_type -> prose.platform.v1.CountExceptionsByGroupResponse
-	13, // 36: prose.platform.v1.ExceptionService.CountExceptionsByAutomation:output_type -> prose.platform.v1.CountExceptionsByAutomationResponse
-	1,  // 37: prose.platform.v1.ExceptionService.ResolveException:output_type -> prose.platform.v1.Exception
-	1,  // 38: prose.platform.v1.ExceptionService.ArchiveException:output_type -> prose.platform.v1.Exception
-	1,  // 39: prose.platform.v1.ExceptionService.UnarchiveException:output_type -> prose.platform.v1.Exception
-	1,  // 40: prose.platform.v1.ExceptionService.AssignException:output_type -> prose.platform.v1.Exception
-	26, // 41: prose.platform.v1.ExceptionService.BatchArchiveExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
-	26, // 42: prose.platform.v1.ExceptionService.BatchUnarchiveExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
-	26, // 43: prose.platform.v1.ExceptionService.BatchAssignExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
-	32, // [32:44] is the sub-list for method output_type
-	20, // [20:32] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	32, // 4: prose.platform.v1.Exception.stage:type_name -> prose.platform.v1.AutomationStage
+	28, // 5: prose.platform.v1.Exception.extra:type_name -> prose.platform.v1.Exception.ExtraEntry
+	2,  // 6: prose.platform.v1.Exception.guidance_request:type_name -> prose.platform.v1.GuidanceRequest
+	33, // 7: prose.platform.v1.GuidanceRequest.choices:type_name -> prose.platform.v1.Value
+	3,  // 8: prose.platform.v1.ExceptionGroupCount.group:type_name -> prose.platform.v1.ExceptionGroup
+	1,  // 9: prose.platform.v1.ListExceptionsResponse.exceptions:type_name -> prose.platform.v1.Exception
+	3,  // 10: prose.platform.v1.ListExceptionGroupsResponse.groups:type_name -> prose.platform.v1.ExceptionGroup
+	4,  // 11: prose.platform.v1.CountExceptionsByGroupResponse.group_counts:type_name -> prose.platform.v1.ExceptionGroupCount
+	5,  // 12: prose.platform.v1.CountExceptionsByAutomationResponse.automation_counts:type_name -> prose.platform.v1.ExceptionAutomationCount
+	16, // 13: prose.platform.v1.ResolveExceptionRequest.provide_values:type_name -> prose.platform.v1.ProvideValues
+	17, // 14: prose.platform.v1.ResolveExceptionRequest.skip:type_name -> prose.platform.v1.Skip
+	18, // 15: prose.platform.v1.ResolveExceptionRequest.retry:type_name -> prose.platform.v1.Retry
+	19, // 16: prose.platform.v1.ResolveExceptionRequest.replace_step:type_name -> prose.platform.v1.ReplaceStep
+	20, // 17: prose.platform.v1.ResolveExceptionRequest.answer:type_name -> prose.platform.v1.Answer
+	29, // 18: prose.platform.v1.ProvideValues.values:type_name -> prose.platform.v1.ProvideValues.ValuesEntry
+	33, // 19: prose.platform.v1.Answer.value:type_name -> prose.platform.v1.Value
+	1,  // 20: prose.platform.v1.BatchExceptionsResponse.exceptions:type_name -> prose.platform.v1.Exception
+	33, // 21: prose.platform.v1.ProvideValues.ValuesEntry.value:type_name -> prose.platform.v1.Value
+	6,  // 22: prose.platform.v1.ExceptionService.GetException:input_type -> prose.platform.v1.GetExceptionRequest
+	7,  // 23: prose.platform.v1.ExceptionService.ListExceptions:input_type -> prose.platform.v1.ListExceptionsRequest
+	9,  // 24: prose.platform.v1.ExceptionService.ListExceptionGroups:input_type -> prose.platform.v1.ListExceptionGroupsRequest
+	11, // 25: prose.platform.v1.ExceptionService.CountExceptionsByGroup:input_type -> prose.platform.v1.CountExceptionsByGroupRequest
+	13, // 26: prose.platform.v1.ExceptionService.CountExceptionsByAutomation:input_type -> prose.platform.v1.CountExceptionsByAutomationRequest
+	15, // 27: prose.platform.v1.ExceptionService.ResolveException:input_type -> prose.platform.v1.ResolveExceptionRequest
+	21, // 28: prose.platform.v1.ExceptionService.ArchiveException:input_type -> prose.platform.v1.ArchiveExceptionRequest
+	22, // 29: prose.platform.v1.ExceptionService.UnarchiveException:input_type -> prose.platform.v1.UnarchiveExceptionRequest
+	23, // 30: prose.platform.v1.ExceptionService.AssignException:input_type -> prose.platform.v1.AssignExceptionRequest
+	24, // 31: prose.platform.v1.ExceptionService.BatchArchiveExceptions:input_type -> prose.platform.v1.BatchArchiveExceptionsRequest
+	25, // 32: prose.platform.v1.ExceptionService.BatchUnarchiveExceptions:input_type -> prose.platform.v1.BatchUnarchiveExceptionsRequest
+	26, // 33: prose.platform.v1.ExceptionService.BatchAssignExceptions:input_type -> prose.platform.v1.BatchAssignExceptionsRequest
+	1,  // 34: prose.platform.v1.ExceptionService.GetException:output_type -> prose.platform.v1.Exception
+	8,  // 35: prose.platform.v1.ExceptionService.ListExceptions:output_type -> prose.platform.v1.ListExceptionsResponse
+	10, // 36: prose.platform.v1.ExceptionService.ListExceptionGroups:output_type -> prose.platform.v1.ListExceptionGroupsResponse
+	12, // 37: prose.platform.v1.ExceptionService.CountExceptionsByGroup:output_type -> prose.platform.v1.CountExceptionsByGroupResponse
+	14, // 38: prose.platform.v1.ExceptionService.CountExceptionsByAutomation:output_type -> prose.platform.v1.CountExceptionsByAutomationResponse
+	1,  // 39: prose.platform.v1.ExceptionService.ResolveException:output_type -> prose.platform.v1.Exception
+	1,  // 40: prose.platform.v1.ExceptionService.ArchiveException:output_type -> prose.platform.v1.Exception
+	1,  // 41: prose.platform.v1.ExceptionService.UnarchiveException:output_type -> prose.platform.v1.Exception
+	1,  // 42: prose.platform.v1.ExceptionService.AssignException:output_type -> prose.platform.v1.Exception
+	27, // 43: prose.platform.v1.ExceptionService.BatchArchiveExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
+	27, // 44: prose.platform.v1.ExceptionService.BatchUnarchiveExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
+	27, // 45: prose.platform.v1.ExceptionService.BatchAssignExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
+	34, // [34:46] is the sub-list for method output_type
+	22, // [22:34] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_prose_platform_v1_exception_proto_init() }
@@ -2215,7 +2306,7 @@ func file_prose_platform_v1_exception_proto_init() {
 	}
 	file_prose_platform_v1_run_proto_init()
 	file_prose_platform_v1_value_proto_init()
-	file_prose_platform_v1_exception_proto_msgTypes[13].OneofWrappers = []any{
+	file_prose_platform_v1_exception_proto_msgTypes[14].OneofWrappers = []any{
 		(*ResolveExceptionRequest_ProvideValues)(nil),
 		(*ResolveExceptionRequest_Skip)(nil),
 		(*ResolveExceptionRequest_Retry)(nil),
@@ -2228,7 +2319,7 @@ func file_prose_platform_v1_exception_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_platform_v1_exception_proto_rawDesc), len(file_prose_platform_v1_exception_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   28,
+			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/sqlite"
+	"github.com/proserun/prose/store/storetest"
+)
+
+// openConsoleBench opens a SQLite store holding the exception benchmark's
+// 1,000,000 exceptions (storetest.BenchExceptions, 60 % pending) and an
+// owner of their organization, seeding it the first time. It is kept in
+// $PROSE_BENCH_DIR (default: the temporary directory)/prose-bench-console-sqlite;
+// delete it to reseed.
+func openConsoleBench(b *testing.B) (store.Store, string) {
+	b.Helper()
+	ctx := context.Background()
+	base := os.Getenv("PROSE_BENCH_DIR")
+	if base == "" {
+		base = os.TempDir()
+	}
+	dir := filepath.Join(base, "prose-bench-console-sqlite")
+	const user = "bench-owner"
+	if _, err := os.Stat(filepath.Join(dir, "seeded")); err != nil {
+		_ = os.RemoveAll(dir)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		s, err := sqlite.Open(ctx, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		storetest.SeedExceptionParents(b, s)
+		if _, err := s.CreateUser(ctx, store.User{ID: user, DisplayName: "Owner", Email: "owner@bench.test"}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.AddOrganizationMember(ctx, storetest.BenchExceptionOrg, user, []string{"owner"}); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.AddWorkspaceMember(ctx, storetest.BenchExceptionOrg, storetest.BenchExceptionWorkspace, user, []string{"workspace_admin"}); err != nil {
+			b.Fatal(err)
+		}
+		start := storetest.Epoch.UnixMicro()
+		w := s.WriteDB()
+		if _, err := w.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO exceptions (organization_id, workspace_id, id, run_id, automation_id, stage, step, group_id, message, description,
+				loc_start, loc_end, details, state, assignee, resolver, extra, create_time, update_time)
+			SELECT ?, ?, printf('x%07d', i), printf('r%04d', i % ?), printf('a%02d', (i % ?) % ?), 'draft', 0,
+				CASE i % 3 WHEN 0 THEN 'missing_values' WHEN 1 THEN 'user_system_error' ELSE 'internal_error' END,
+				'Please provide the invoice total', '', 0, 21, NULL,
+				CASE WHEN i % 10 < 6 THEN 'PENDING' WHEN i % 10 < 8 THEN 'RESOLVED' ELSE 'ARCHIVED' END,
+				'', '', '{}', ? + i * 1000000, ? + i * 1000000 FROM n`,
+			storetest.BenchExceptions-1, storetest.BenchExceptionOrg, storetest.BenchExceptionWorkspace,
+			storetest.BenchExceptionRuns, storetest.BenchExceptionRuns, storetest.BenchExceptionAutomations, start, start); err != nil {
+			b.Fatal(err)
+		}
+		// The benchmark's runs are not real programs: finished, so that the
+		// engine leaves them alone.
+		if _, err := w.ExecContext(ctx, `UPDATE runs SET state = 'failed'`); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := w.ExecContext(ctx, `ANALYZE`); err != nil {
+			b.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "seeded"), nil, 0o644); err != nil { //nolint:gosec // G306: a marker file
+			b.Fatal(err)
+		}
+	}
+	s, err := sqlite.Open(ctx, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s, user
+}
+
+// BenchmarkConsoleInbox: the inbox page (GET /w/ops/, all its calls: the
+// session, the caller's workspaces and permissions, the first page of
+// pending exceptions with the total, the counts by group and by automation,
+// the members) over HTTP with 1,000,000 exceptions in the workspace.
+//
+//	go test ./cmd/prose -run '^$' -bench BenchmarkConsoleInbox -benchtime 200x
+func BenchmarkConsoleInbox(b *testing.B) {
+	st, user := openConsoleBench(b)
+	cfg := serveConfig{addr: "127.0.0.1:0", logLevel: "error", store: st}
+	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(a.Close)
+	srv := httptest.NewServer(a.http)
+	b.Cleanup(srv.Close)
+	token := "bench-" + store.NewID()
+	if _, err := st.CreateConsoleSession(context.Background(), store.ConsoleSession{
+		TokenHash: store.ConsoleTokenHash(token), OrganizationID: storetest.BenchExceptionOrg, UserID: user,
+		CSRFToken: "x", ExpireTime: time.Now().Add(time.Hour),
+	}); err != nil {
+		b.Fatal(err)
+	}
+	for name, path := range map[string]string{
+		"pending":               "/w/" + storetest.BenchExceptionWorkspace + "/",
+		"pending_by_automation": "/w/" + storetest.BenchExceptionWorkspace + "/?state=PENDING&automation=a07",
+	} {
+		b.Run(name, func(b *testing.B) {
+			get := func() {
+				req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+				req.AddCookie(&http.Cookie{Name: "prose_session", Value: token})
+				res, err := http.DefaultClient.Do(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				n, _ := io.Copy(io.Discard, res.Body)
+				res.Body.Close()
+				if res.StatusCode != http.StatusOK || n == 0 {
+					b.Fatalf("GET %s: %d", path, res.StatusCode)
+				}
+			}
+			get() // warm the caches
+			times := make([]time.Duration, 0, b.N)
+			b.ResetTimer()
+			for b.Loop() {
+				t0 := time.Now()
+				get()
+				times = append(times, time.Since(t0))
+			}
+			slices.Sort(times)
+			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms-p50")
+			b.ReportMetric(float64(times[len(times)*99/100].Microseconds())/1000, "ms-p99")
+		})
+	}
+}

@@ -1,0 +1,92 @@
+package console
+
+import (
+	"net/url"
+	"testing"
+
+	"github.com/proserun/prose/lang/protovalue"
+)
+
+func TestSafeNext(t *testing.T) {
+	for in, want := range map[string]string{
+		"": "/", "/w/a/": "/w/a/", "//evil.example": "/", "/\\evil": "/", "https://evil.example": "/", "w/a": "/",
+	} {
+		if got := safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestTypedValue(t *testing.T) {
+	for _, tc := range []struct {
+		typ, in, want string
+		err           bool
+	}{
+		{"number", "12.50", "12.50", false},
+		{"number", "1,250", "1250", false},
+		{"number", "twelve", "", true},
+		{"text", " hi ", "hi", false},
+		{"date", "2026-11-25", "2026-11-25", false},
+		{"date", "25/11", "", true},
+		{"yes/no", "Yes", "true", false},
+		{"yes/no", "maybe", "", true},
+		{"list", "1, a,, 2.5", "", false},
+		{"json", "{}", "", true},
+	} {
+		v, err := typedValue(tc.typ, tc.in)
+		if (err != nil) != tc.err {
+			t.Errorf("%s %q: error %v", tc.typ, tc.in, err)
+			continue
+		}
+		if err != nil || tc.want == "" {
+			continue
+		}
+		lv, err := protovalue.FromProto(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := lv.String(); got != tc.want {
+			t.Errorf("%s %q = %q, want %q", tc.typ, tc.in, got, tc.want)
+		}
+	}
+	vals, err := formValues(url.Values{"fact.0": {"the a"}, "type.0": {"number"}, "value.0": {"1"}, "fact.1": {""}, "fact.2": {"the c"}, "value.2": {"x"}})
+	if err != nil || len(vals) != 2 || vals["the a"] == nil || vals["the c"].GetText() != "x" {
+		t.Errorf("formValues = %v, %v", vals, err)
+	}
+}
+
+func TestNumbered(t *testing.T) {
+	code := "the x is 1\nthe y is is 2\n"
+	lines := numbered(code, 20, 22)
+	if len(lines) != 2 || lines[1].N != 2 || !lines[1].Marked || lines[1].Span != "is" || lines[1].Before != "the y is " || lines[1].After != " 2" || lines[0].Marked {
+		t.Errorf("numbered = %+v", lines)
+	}
+	if l := numbered("abc", 3, 3); !l[0].Marked || l[0].Span != " " {
+		t.Errorf("span at the end = %+v", l)
+	}
+	if l := numbered("", -1, -1); len(l) != 1 || l[0].Marked {
+		t.Errorf("empty = %+v", l)
+	}
+}
+
+func TestLineDiff(t *testing.T) {
+	d := lineDiff("a\nb\nc\n", "a\nc\nd\n")
+	if len(d) != 2 || d[0] != (diffLine{"-", "b"}) || d[1] != (diffLine{"+", "d"}) {
+		t.Errorf("lineDiff = %v", d)
+	}
+	if d := lineDiff("a\n", "a\n"); len(d) != 0 {
+		t.Errorf("same = %v", d)
+	}
+}
+
+func TestInboxFilter(t *testing.T) {
+	_, _, _, _, _, f := inboxFilter(url.Values{})
+	if f != `state = "PENDING"` {
+		t.Errorf("default filter %q", f)
+	}
+	_, _, _, _, _, f = inboxFilter(url.Values{"state": {""}, "group": {"missing_values"}, "automation": {"a1"}, "since": {"2026-11-01"}, "q": {`run = "r"`}})
+	want := `group = "missing_values" AND automation = "a1" AND create_time >= "2026-11-01T00:00:00Z" AND (run = "r")`
+	if f != want {
+		t.Errorf("filter %q, want %q", f, want)
+	}
+}

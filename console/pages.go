@@ -1,0 +1,631 @@
+package console
+
+import (
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/store"
+)
+
+var funcs = template.FuncMap{
+	"last": store.LastSegment,
+	"ts": func(t *timestamppb.Timestamp) string {
+		if t == nil {
+			return ""
+		}
+		return t.AsTime().UTC().Format("2006-01-02 15:04:05Z")
+	},
+	"value": valueText,
+	"stateName": func(s platformv1.ExceptionState) string {
+		return strings.TrimPrefix(s.String(), "EXCEPTION_STATE_")
+	},
+	"runState": func(s *platformv1.RunState) string { n, _ := runState(s); return n },
+}
+
+func (c *Console) parseTemplates() error {
+	names, err := templateFSNames()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n == "layout" {
+			continue
+		}
+		t, err := template.New(n).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+n+".html")
+		if err != nil {
+			return fmt.Errorf("console: template %s: %w", n, err)
+		}
+		c.pages[n] = t
+	}
+	return nil
+}
+
+func templateFSNames() ([]string, error) {
+	ents, err := templateFS.ReadDir("templates")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".html"))
+	}
+	return out, nil
+}
+
+// valueText renders a Value for people.
+func valueText(v *platformv1.Value) string {
+	lv, err := protovalue.FromProto(v)
+	if err != nil {
+		return "(unreadable value)"
+	}
+	return lv.String()
+}
+
+// basics fills the layout's data: the workspace switcher and the caller's
+// permissions in ws.
+func (c *Console) basics(r *http.Request, s *sess, title string) (pageData, error) {
+	d := pageData{Title: title, CSRF: s.CSRFToken, SignedIn: true, WS: r.PathValue("ws"), Perms: map[string]bool{}}
+	ws, err := c.listWorkspaces(s)
+	if err != nil {
+		return d, err
+	}
+	d.Workspaces = ws
+	if d.WS != "" {
+		p, err := c.orgs.GetCurrentUserPermissions(s.ctx, &platformv1.GetCurrentUserPermissionsRequest{OrganizationId: s.OrganizationID, WorkspaceId: d.WS})
+		if err != nil {
+			return d, err
+		}
+		for _, x := range p.GetPermissions() {
+			d.Perms[x] = true
+		}
+	}
+	return d, nil
+}
+
+func (c *Console) listWorkspaces(s *sess) ([]*platformv1.Workspace, error) {
+	res, err := c.workspaces.ListCurrentUserWorkspaces(s.ctx, &platformv1.ListCurrentUserWorkspacesRequest{OrganizationId: s.OrganizationID, PageSize: 100})
+	if err == nil && len(res.GetUserWorkspaces()) > 0 {
+		return res.GetUserWorkspaces(), nil
+	}
+	all, err2 := c.workspaces.ListWorkspaces(s.ctx, &platformv1.ListWorkspacesRequest{OrganizationId: s.OrganizationID, PageSize: 100})
+	if err2 != nil {
+		if err != nil {
+			return nil, err
+		}
+		return nil, err2
+	}
+	return all.GetWorkspaces(), nil
+}
+
+// home goes to the inbox of the first workspace.
+func (c *Console) home(w http.ResponseWriter, r *http.Request, s *sess) {
+	ws, err := c.listWorkspaces(s)
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	if len(ws) == 0 {
+		c.fail(w, r, s, http.StatusNotFound, "You are not a member of any workspace yet.")
+		return
+	}
+	http.Redirect(w, r, "/w/"+store.LastSegment(ws[0].GetName())+"/", http.StatusSeeOther)
+}
+
+type inboxData struct {
+	pageData
+	Exceptions   []*platformv1.Exception
+	Total        int32
+	ByGroup      []*platformv1.ExceptionGroupCount
+	ByAutomation []*platformv1.ExceptionAutomationCount
+	Members      []*platformv1.WorkspaceUser
+	Me           string
+	// The filter form, and the AIP-160 filter it makes.
+	State, Group, Automation, Since, Query, Filter string
+	// Paging.
+	PageToken, NextPageToken string
+	SelfURL                  string
+}
+
+// inboxFilter builds the AIP-160 filter of the inbox's form.
+func inboxFilter(q url.Values) (state, group, automation, since, raw, filter string) {
+	state = q.Get("state")
+	if !q.Has("state") {
+		state = "PENDING"
+	}
+	group, automation, since, raw = q.Get("group"), q.Get("automation"), q.Get("since"), strings.TrimSpace(q.Get("q"))
+	var parts []string
+	if state != "" {
+		parts = append(parts, "state = "+strconv.Quote(state))
+	}
+	if group != "" {
+		parts = append(parts, "group = "+strconv.Quote(group))
+	}
+	if automation != "" {
+		parts = append(parts, "automation = "+strconv.Quote(automation))
+	}
+	if since != "" {
+		if t, err := time.Parse("2006-01-02", since); err == nil {
+			parts = append(parts, "create_time >= "+strconv.Quote(t.Format(time.RFC3339)))
+		} else {
+			parts = append(parts, "create_time >= "+strconv.Quote(since))
+		}
+	}
+	if raw != "" {
+		parts = append(parts, "("+raw+")")
+	}
+	return state, group, automation, since, raw, strings.Join(parts, " AND ")
+}
+
+// inbox is the home page: the exceptions of a workspace, newest first.
+func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *sess) {
+	base, err := c.basics(r, s, "Exceptions")
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	d := &inboxData{pageData: base, Me: "users/" + s.UserID}
+	q := r.URL.Query()
+	d.State, d.Group, d.Automation, d.Since, d.Query, d.Filter = inboxFilter(q)
+	d.PageToken = q.Get("page_token")
+	org, ws := s.OrganizationID, d.WS
+	list, err := c.exceptions.ListExceptions(s.ctx, &platformv1.ListExceptionsRequest{
+		OrganizationId: org, WorkspaceId: ws, Filter: d.Filter, PageSize: 50, PageToken: d.PageToken,
+	})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	d.Exceptions, d.Total, d.NextPageToken = list.GetExceptions(), list.GetTotalSize(), list.GetNextPageToken()
+	groups, err := c.exceptions.CountExceptionsByGroup(s.ctx, &platformv1.CountExceptionsByGroupRequest{OrganizationId: org, WorkspaceId: ws, Filter: d.Filter})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	d.ByGroup = groups.GetGroupCounts()
+	autos, err := c.exceptions.CountExceptionsByAutomation(s.ctx, &platformv1.CountExceptionsByAutomationRequest{OrganizationId: org, WorkspaceId: ws, Filter: d.Filter})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	d.ByAutomation = autos.GetAutomationCounts()
+	if d.Can(store.PermExceptionsResolve) && r.URL.Query().Get("fragment") == "" {
+		if m, err := c.workspaces.ListWorkspaceUsers(s.ctx, &platformv1.ListWorkspaceUsersRequest{OrganizationId: org, WorkspaceId: ws, PageSize: 100}); err == nil {
+			d.Members = m.GetUsers()
+		}
+	}
+	u := *r.URL
+	qq := u.Query()
+	qq.Set("fragment", "1")
+	u.RawQuery = qq.Encode()
+	d.SelfURL = u.RequestURI()
+	c.render(w, r, http.StatusOK, "inbox", d)
+}
+
+// archiveSelected archives the exceptions ticked in the inbox.
+func (c *Console) archiveSelected(w http.ResponseWriter, r *http.Request, s *sess) {
+	ws := r.PathValue("ws")
+	ids := r.PostForm["id"]
+	if len(ids) == 0 {
+		c.fail(w, r, s, http.StatusBadRequest, "Tick the exceptions to archive first.")
+		return
+	}
+	if len(ids) > 100 {
+		c.fail(w, r, s, http.StatusBadRequest, "Archive at most 100 exceptions at once.")
+		return
+	}
+	for _, id := range ids {
+		if _, err := c.exceptions.ArchiveException(s.ctx, &platformv1.ArchiveExceptionRequest{OrganizationId: s.OrganizationID, WorkspaceId: ws, ExceptionId: id}); err != nil {
+			c.grpcFail(w, r, s, err)
+			return
+		}
+	}
+	http.Redirect(w, r, "/w/"+url.PathEscape(ws)+"/", http.StatusSeeOther)
+}
+
+type exceptionData struct {
+	pageData
+	X          *platformv1.Exception
+	Run        *platformv1.Run
+	Automation string
+	// The code of the step, cut around the failing span.
+	Before, Span, After string
+	Facts               []factView
+	Members             []*platformv1.WorkspaceUser
+	Me                  string
+	ReplaceCode         string
+}
+
+type factView struct {
+	Name, Value string
+}
+
+// exception shows one exception with the guidance forms.
+func (c *Console) exception(w http.ResponseWriter, r *http.Request, s *sess) {
+	c.showException(w, r, s, http.StatusOK, "", "")
+}
+
+func (c *Console) showException(w http.ResponseWriter, r *http.Request, s *sess, code int, errMsg, replace string) {
+	base, err := c.basics(r, s, "Exception")
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	base.Error = errMsg
+	org, ws, id := s.OrganizationID, base.WS, r.PathValue("id")
+	x, err := c.exceptions.GetException(s.ctx, &platformv1.GetExceptionRequest{OrganizationId: org, WorkspaceId: ws, ExceptionId: id})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	d := &exceptionData{pageData: base, X: x, Me: "users/" + s.UserID, ReplaceCode: replace}
+	d.Title = "Exception: " + x.GetMessage()
+	parts := strings.Split(x.GetRun(), "/")
+	if len(parts) == 8 {
+		d.Automation = parts[5]
+		run, err := c.runs.GetRun(s.ctx, &platformv1.GetRunRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: parts[5], RunId: parts[7]})
+		if err != nil {
+			c.grpcFail(w, r, s, err)
+			return
+		}
+		d.Run = run
+		step, _ := strconv.Atoi(x.GetExecutionId())
+		if ex := run.GetExecutableSteps().GetExecutables(); step >= 0 && step < len(ex) {
+			code := ex[step].GetCode()
+			a, b := clampSpan(len(code), x.GetLocation().GetStartByte(), x.GetLocation().GetEndByte())
+			d.Before, d.Span, d.After = code[:a], code[a:b], code[b:]
+		}
+		for k, v := range run.GetUserInputs() {
+			d.Facts = append(d.Facts, factView{k, valueText(v)})
+		}
+		for k, v := range run.GetExecutableSteps().GetInputs() {
+			d.Facts = append(d.Facts, factView{k, valueText(v)})
+		}
+		sort.Slice(d.Facts, func(i, j int) bool { return d.Facts[i].Name < d.Facts[j].Name })
+		d.Facts = slices.CompactFunc(d.Facts, func(a, b factView) bool { return a.Name == b.Name })
+	}
+	if d.Can(store.PermExceptionsResolve) {
+		if m, err := c.workspaces.ListWorkspaceUsers(s.ctx, &platformv1.ListWorkspaceUsersRequest{OrganizationId: org, WorkspaceId: ws, PageSize: 100}); err == nil {
+			d.Members = m.GetUsers()
+		}
+	}
+	c.render(w, r, code, "exception", d)
+}
+
+func clampSpan(n int, start, end int64) (int, int) {
+	a, b := int(max(0, min(start, int64(n)))), int(max(0, min(end, int64(n))))
+	if b < a {
+		b = a
+	}
+	return a, b
+}
+
+// exceptionAction resolves, archives, unarchives or assigns an exception.
+func (c *Console) exceptionAction(w http.ResponseWriter, r *http.Request, s *sess) {
+	org, ws, id := s.OrganizationID, r.PathValue("ws"), r.PathValue("id")
+	back := "/w/" + url.PathEscape(ws) + "/exceptions/" + url.PathEscape(id)
+	var err error
+	switch r.PathValue("action") {
+	case "resolve":
+		req := &platformv1.ResolveExceptionRequest{OrganizationId: org, WorkspaceId: ws, ExceptionId: id}
+		var perr error
+		switch r.PostFormValue("kind") {
+		case "provide_values":
+			vals, e := formValues(r.PostForm)
+			perr = e
+			req.Guidance = &platformv1.ResolveExceptionRequest_ProvideValues{ProvideValues: &platformv1.ProvideValues{Values: vals}}
+		case "answer":
+			v, e := typedValue(r.PostFormValue("type"), r.PostFormValue("value"))
+			perr = e
+			req.Guidance = &platformv1.ResolveExceptionRequest_Answer{Answer: &platformv1.Answer{Value: v}}
+		case "skip":
+			req.Guidance = &platformv1.ResolveExceptionRequest_Skip{Skip: &platformv1.Skip{}}
+		case "retry":
+			req.Guidance = &platformv1.ResolveExceptionRequest_Retry{Retry: &platformv1.Retry{}}
+		case "replace_step":
+			req.Guidance = &platformv1.ResolveExceptionRequest_ReplaceStep{ReplaceStep: &platformv1.ReplaceStep{Code: r.PostFormValue("code")}}
+		default:
+			c.fail(w, r, s, http.StatusBadRequest, "Choose a kind of guidance.")
+			return
+		}
+		if perr != nil {
+			c.showException(w, r, s, http.StatusBadRequest, perr.Error(), r.PostFormValue("code"))
+			return
+		}
+		x, e := c.exceptions.ResolveException(s.ctx, req)
+		if e == nil {
+			http.Redirect(w, r, "/w/"+url.PathEscape(ws)+"/automations/"+runPath(x.GetRun()), http.StatusSeeOther)
+			return
+		}
+		if st := status.Convert(e); st.Code() == codes.InvalidArgument || st.Code() == codes.FailedPrecondition {
+			code := http.StatusBadRequest
+			if st.Code() == codes.FailedPrecondition {
+				code = http.StatusConflict
+			}
+			c.showException(w, r, s, code, st.Message(), r.PostFormValue("code"))
+			return
+		}
+		err = e
+	case "archive":
+		_, err = c.exceptions.ArchiveException(s.ctx, &platformv1.ArchiveExceptionRequest{OrganizationId: org, WorkspaceId: ws, ExceptionId: id})
+	case "unarchive":
+		_, err = c.exceptions.UnarchiveException(s.ctx, &platformv1.UnarchiveExceptionRequest{OrganizationId: org, WorkspaceId: ws, ExceptionId: id})
+	case "say":
+		c.say(w, r, s)
+		return
+	case "assign":
+		_, err = c.exceptions.AssignException(s.ctx, &platformv1.AssignExceptionRequest{OrganizationId: org, WorkspaceId: ws, ExceptionId: id, Assignee: r.PostFormValue("assignee")})
+		if err == nil && r.PostFormValue("back") == "inbox" {
+			back = "/w/" + url.PathEscape(ws) + "/"
+		}
+	default:
+		c.fail(w, r, s, http.StatusNotFound, "No such action.")
+		return
+	}
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	http.Redirect(w, r, back, http.StatusSeeOther)
+}
+
+// runPath turns organizations/o/workspaces/w/automations/a/runs/r into
+// a/runs/r.
+func runPath(name string) string {
+	p := runPathParts(name)
+	if p == nil {
+		return ""
+	}
+	return url.PathEscape(p[5]) + "/runs/" + url.PathEscape(p[7])
+}
+
+func runPathParts(name string) []string {
+	p := strings.Split(name, "/")
+	if len(p) != 8 || p[4] != "automations" || p[6] != "runs" {
+		return nil
+	}
+	return p
+}
+
+type automationsData struct {
+	pageData
+	Automations []*platformv1.Automation
+}
+
+func (c *Console) automationList(w http.ResponseWriter, r *http.Request, s *sess) {
+	base, err := c.basics(r, s, "Automations")
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	res, err := c.automations.ListAutomations(s.ctx, &platformv1.ListAutomationsRequest{OrganizationId: s.OrganizationID, WorkspaceId: base.WS, PageSize: 100})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	c.render(w, r, http.StatusOK, "automations", &automationsData{pageData: base, Automations: res.GetAutomations()})
+}
+
+func (c *Console) createAutomation(w http.ResponseWriter, r *http.Request, s *sess) {
+	ws := r.PathValue("ws")
+	a, err := c.automations.CreateAutomation(s.ctx, &platformv1.CreateAutomationRequest{
+		OrganizationId: s.OrganizationID, WorkspaceId: ws,
+		Automation: &platformv1.Automation{DisplayName: r.PostFormValue("display_name"), EnglishCode: r.PostFormValue("code")},
+	})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	http.Redirect(w, r, "/w/"+url.PathEscape(ws)+"/automations/"+url.PathEscape(store.LastSegment(a.GetName())), http.StatusSeeOther)
+}
+
+type automationData struct {
+	pageData
+	A         *platformv1.Automation
+	ID        string
+	Runs      []*platformv1.Run
+	InputRows []int
+	// Draft is the code in the editor; Check its numbered lines and error.
+	Draft string
+	Check codeCheck
+	// Published is the published code ("" when never published); Diff the
+	// lines that differ from the draft.
+	Published bool
+	Diff      []diffLine
+}
+
+type diffLine struct {
+	Op   string // "+" in the draft only, "-" in the published only
+	Text string
+}
+
+// lineDiff lists the lines of draft missing from published (+) and of
+// published missing from draft (-), in order.
+func lineDiff(published, draft string) []diffLine {
+	count := func(s string) map[string]int {
+		m := map[string]int{}
+		for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+			m[l]++
+		}
+		return m
+	}
+	pc, dc := count(published), count(draft)
+	var out []diffLine
+	for _, l := range strings.Split(strings.TrimRight(published, "\n"), "\n") {
+		if dc[l] > 0 {
+			dc[l]--
+			continue
+		}
+		out = append(out, diffLine{"-", l})
+	}
+	for _, l := range strings.Split(strings.TrimRight(draft, "\n"), "\n") {
+		if pc[l] > 0 {
+			pc[l]--
+			continue
+		}
+		out = append(out, diffLine{"+", l})
+	}
+	return out
+}
+
+func (c *Console) automation(w http.ResponseWriter, r *http.Request, s *sess) {
+	c.showAutomation(w, r, s, http.StatusOK, "", "")
+}
+
+func (c *Console) showAutomation(w http.ResponseWriter, r *http.Request, s *sess, code int, errMsg, draft string) {
+	base, err := c.basics(r, s, "Automation")
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	base.Error = errMsg
+	id := r.PathValue("a")
+	a, err := c.automations.GetAutomation(s.ctx, &platformv1.GetAutomationRequest{OrganizationId: s.OrganizationID, WorkspaceId: base.WS, AutomationId: id})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	d := &automationData{pageData: base, A: a, ID: id, InputRows: []int{0, 1, 2}, Draft: a.GetEnglishCode()}
+	if errMsg != "" {
+		d.Draft = draft
+	}
+	d.Title = a.GetDisplayName()
+	d.Check = codeCheck{Lines: numbered(d.Draft, -1, -1)}
+	if pub, err := c.automations.QueryAutomation(s.ctx, &platformv1.QueryAutomationRequest{
+		OrganizationId: s.OrganizationID, WorkspaceId: base.WS, AutomationId: id, Stage: platformv1.AutomationStage_AUTOMATION_STAGE_PUBLISHED,
+	}); err == nil {
+		d.Published = true
+		d.Diff = lineDiff(pub.GetEnglishCode(), a.GetEnglishCode())
+	}
+	runs, err := c.runs.ListRuns(s.ctx, &platformv1.ListRunsRequest{OrganizationId: s.OrganizationID, WorkspaceId: base.WS, AutomationId: id, PageSize: 20})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	d.Runs = runs.GetRuns()
+	c.render(w, r, code, "automation", d)
+}
+
+func (c *Console) automationAction(w http.ResponseWriter, r *http.Request, s *sess) {
+	org, ws, id := s.OrganizationID, r.PathValue("ws"), r.PathValue("a")
+	switch r.PathValue("action") {
+	case "save", "publish":
+		c.saveAutomation(w, r, s, r.PathValue("action") == "publish")
+	case "invoke":
+		inputs, err := formValues(r.PostForm)
+		if err != nil {
+			c.fail(w, r, s, http.StatusBadRequest, err.Error())
+			return
+		}
+		res, err := c.automations.InvokeAutomation(s.ctx, &platformv1.InvokeAutomationRequest{
+			OrganizationId: org, WorkspaceId: ws, AutomationId: id, Inputs: inputs,
+			Stage: platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT, RequestId: r.PostFormValue("request_id"),
+		})
+		if err != nil {
+			c.grpcFail(w, r, s, err)
+			return
+		}
+		http.Redirect(w, r, "/w/"+url.PathEscape(ws)+"/automations/"+url.PathEscape(id)+"/runs/"+url.PathEscape(res.GetRunId()), http.StatusSeeOther)
+	default:
+		c.fail(w, r, s, http.StatusNotFound, "No such action.")
+	}
+}
+
+type runData struct {
+	pageData
+	Run        *platformv1.Run
+	Automation string
+	ID         string
+	State      string
+	Terminal   bool
+	Outputs    []factView
+	Inputs     []factView
+	Exceptions []*platformv1.Exception
+	SelfURL    string
+}
+
+func (c *Console) run(w http.ResponseWriter, r *http.Request, s *sess) {
+	base, err := c.basics(r, s, "Run")
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	org, ws, a, id := s.OrganizationID, base.WS, r.PathValue("a"), r.PathValue("r")
+	run, err := c.runs.GetRun(s.ctx, &platformv1.GetRunRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: id})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	d := &runData{pageData: base, Run: run, Automation: a, ID: id, SelfURL: r.URL.Path + "?fragment=1"}
+	d.State, d.Terminal = runState(run.GetState())
+	d.Title = "Run " + id + " (" + d.State + ")"
+	for k, v := range run.GetState().GetCompleted().GetOutputs() {
+		d.Outputs = append(d.Outputs, factView{k, valueText(v)})
+	}
+	sort.Slice(d.Outputs, func(i, j int) bool { return d.Outputs[i].Name < d.Outputs[j].Name })
+	for k, v := range run.GetUserInputs() {
+		d.Inputs = append(d.Inputs, factView{k, valueText(v)})
+	}
+	sort.Slice(d.Inputs, func(i, j int) bool { return d.Inputs[i].Name < d.Inputs[j].Name })
+	xs, err := c.exceptions.ListExceptions(s.ctx, &platformv1.ListExceptionsRequest{
+		OrganizationId: org, WorkspaceId: ws, Filter: "run = " + strconv.Quote(id), PageSize: 50,
+	})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	d.Exceptions = xs.GetExceptions()
+	c.render(w, r, http.StatusOK, "run", d)
+}
+
+// runState names a run's state; terminal when it will not change by itself.
+func runState(s *platformv1.RunState) (string, bool) {
+	switch s.GetState().(type) {
+	case *platformv1.RunState_Pending:
+		return "pending", false
+	case *platformv1.RunState_Executing:
+		return "executing", false
+	case *platformv1.RunState_Stopping:
+		return "stopping", false
+	case *platformv1.RunState_Stopped:
+		return "stopped", true
+	case *platformv1.RunState_AwaitingGuidance:
+		return "awaiting_guidance", false
+	case *platformv1.RunState_Completed:
+		return "completed", true
+	case *platformv1.RunState_Failed:
+		return "failed", true
+	}
+	return "unknown", false
+}
+
+func (c *Console) runAction(w http.ResponseWriter, r *http.Request, s *sess) {
+	org, ws, a, id := s.OrganizationID, r.PathValue("ws"), r.PathValue("a"), r.PathValue("r")
+	var err error
+	switch r.PathValue("action") {
+	case "pause":
+		_, err = c.runs.PauseRun(s.ctx, &platformv1.PauseRunRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: id, Reason: r.PostFormValue("reason")})
+	case "continue":
+		_, err = c.runs.ContinueRun(s.ctx, &platformv1.ContinueRunRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: id})
+	default:
+		c.fail(w, r, s, http.StatusNotFound, "No such action.")
+		return
+	}
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	http.Redirect(w, r, "/w/"+url.PathEscape(ws)+"/automations/"+url.PathEscape(a)+"/runs/"+url.PathEscape(id), http.StatusSeeOther)
+}

@@ -1,0 +1,142 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/metadata"
+
+	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/store"
+)
+
+// The web console calls the gRPC services in process, as the signed-in
+// user of a console session. Its calls carry two metadata entries: the
+// session token, and a secret made at random by this process and never
+// sent anywhere else. A session token is honoured only beside that secret,
+// so no outside client (gRPC on the public port, HTTP through the gateway,
+// which forwards neither key) can present a session: one that tries is
+// UNAUTHENTICATED.
+const (
+	consoleSessionMetadata = "x-prose-console-session"
+	consoleSecretMetadata  = "x-prose-console-secret"
+
+	ReasonSessionInvalid = "CONSOLE_SESSION_INVALID"
+)
+
+// consoleTrust holds the process's console secret.
+type consoleTrust struct {
+	once   sync.Once
+	secret string
+}
+
+func (c *consoleTrust) get() string {
+	c.once.Do(func() {
+		b := make([]byte, 32)
+		_, _ = rand.Read(b) // crypto/rand.Read never fails (it panics instead)
+		c.secret = base64.RawURLEncoding.EncodeToString(b)
+	})
+	return c.secret
+}
+
+// ConsoleContext returns ctx carrying the console session token as outgoing
+// metadata, for a call on an in-process connection to this server. Never
+// use it on a connection that leaves the process.
+func (a *KeyAuth) ConsoleContext(ctx context.Context, sessionToken string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx,
+		consoleSecretMetadata, a.console.get(), consoleSessionMetadata, sessionToken)
+}
+
+// KeyIdentity checks an API key as Authenticate does (format, secret,
+// expiry) and returns its record; the console signs in with it. Errors are
+// the UNAUTHENTICATED status errors of Authenticate.
+func (a *KeyAuth) KeyIdentity(ctx context.Context, value string) (store.APIKey, error) {
+	if len(value) > maxCredentialLength {
+		return store.APIKey{}, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
+	}
+	prefix, err := apikey.Parse(value)
+	if err != nil {
+		return store.APIKey{}, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
+	}
+	k, err := a.apiKey(ctx, prefix)
+	if errors.Is(err, store.ErrNotFound) || err == nil && !apikey.Verify(value, k.SecretHash) {
+		return store.APIKey{}, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
+	}
+	if err != nil {
+		return store.APIKey{}, err
+	}
+	if k.Expired(a.now()) {
+		return store.APIKey{}, Unauthenticated(ReasonAPIKeyExpired, "the API key has expired")
+	}
+	return k, nil
+}
+
+// authenticateConsole authenticates a call carrying console session
+// metadata (handled reports whether it did): the process's secret must be
+// beside it, the session must be current, and a session signed in with an
+// API key keeps that key's scope and level (and ends with the key). The
+// caller then acts as the session's user with their roles.
+func (a *KeyAuth) authenticateConsole(ctx context.Context, fullMethod string) (_ context.Context, handled bool, _ error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	secrets, tokens := md.Get(consoleSecretMetadata), md.Get(consoleSessionMetadata)
+	if len(secrets) == 0 && len(tokens) == 0 {
+		return nil, false, nil
+	}
+	refuse := Unauthenticated(ReasonSessionInvalid, "console sessions are only accepted from the console")
+	if len(secrets) != 1 || len(tokens) != 1 || subtle.ConstantTimeCompare([]byte(secrets[0]), []byte(a.console.get())) != 1 {
+		return nil, true, refuse
+	}
+	now := a.now()
+	s, err := a.st.GetConsoleSession(ctx, store.ConsoleTokenHash(tokens[0]), now)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, true, Unauthenticated(ReasonSessionInvalid, "the console session has ended: sign in again")
+	}
+	if err != nil {
+		return nil, true, err
+	}
+	p := &Principal{UserID: s.UserID, OrganizationID: s.OrganizationID, AllWorkspaces: true, Level: store.PermissionAll}
+	if s.APIKeyID != "" {
+		k, err := a.st.GetAPIKey(ctx, s.OrganizationID, s.APIKeyID)
+		if errors.Is(err, store.ErrNotFound) || err == nil && k.Expired(now) {
+			return nil, true, Unauthenticated(ReasonSessionInvalid, "the API key of the console session was revoked or has expired: sign in again")
+		}
+		if err != nil {
+			return nil, true, err
+		}
+		p.KeyID, p.KeyPrefix = k.ID, k.Prefix
+		p.AllWorkspaces, p.WorkspaceIDs, p.Level, p.Toggles = k.AllWorkspaces, k.WorkspaceIDs, k.PermissionLevel, k.Permissions
+	}
+	org, user := s.OrganizationID, s.UserID
+	p.perms = func(ctx context.Context, ws string) ([]string, error) { return a.permissions(ctx, org, ws, user) }
+	if err := methodAllowed(p, fullMethod); err != nil {
+		return nil, true, err
+	}
+	return ContextWithPrincipal(ctx, p), true, nil
+}
+
+// methodAllowed checks the caller's level against MethodAccess[fullMethod],
+// as Authenticate does for keys.
+func methodAllowed(p *Principal, fullMethod string) error {
+	acc, ok := MethodAccess[fullMethod]
+	if !ok {
+		return PermissionDenied(ReasonMethodNotAuthorized, "this method is not open to API keys")
+	}
+	if p.Level == store.PermissionReadOnly && acc.Write {
+		return PermissionDenied(ReasonAPIKeyReadOnly, "the API key is read-only")
+	}
+	if !p.LevelAllows(acc.Permission, acc.Write) {
+		return NewError(codesPermissionDenied, ReasonAPIKeyPermissionOff,
+			fmt.Sprintf("the API key does not have the permission %s", acc.Permission)).
+			Meta("permission", acc.Permission).Err()
+	}
+	return nil
+}
+
+// ConsoleSessionTTL is how long a console session lasts by default.
+const ConsoleSessionTTL = 12 * time.Hour
