@@ -13,12 +13,6 @@ import (
 	"github.com/proserun/prose/store/postgres"
 )
 
-// batchCreator is the optional store method behind the engine's batched
-// run creation (sqlstore.DB.CreateRuns).
-type batchCreator interface {
-	CreateRuns(ctx context.Context, in []store.Run) ([]store.Run, []bool, []error, error)
-}
-
 // bothBackends runs f on a SQLite store and, when PROSE_TEST_POSTGRES_URL
 // is set, on a PostgreSQL one (their batches are written differently).
 func bothBackends(t *testing.T, opts engine.Options, f func(t *testing.T, e *env)) {
@@ -31,74 +25,6 @@ func bothBackends(t *testing.T, opts engine.Options, f func(t *testing.T, e *env
 		t.Cleanup(func() { st.Close() })
 		f(t, newEnvOn(t, st, opts))
 	})
-}
-
-// TestCreateRunsPerRunResults checks that in one batch a missing automation
-// fails only its run and a request id reused within the batch gives the
-// earlier run back.
-func TestCreateRunsPerRunResults(t *testing.T) {
-	bothBackends(t, engine.Options{}, testCreateRunsPerRunResults)
-}
-
-func testCreateRunsPerRunResults(t *testing.T, e *env) {
-	a := e.automation(t, "the output result is 1")
-	bc, ok := e.st.(batchCreator)
-	if !ok {
-		t.Skip("the store has no CreateRuns")
-	}
-	run := func(automation, requestID string) store.Run {
-		return store.Run{OrganizationID: e.org, WorkspaceID: e.ws, AutomationID: automation, Stage: store.StageDraft, RequestID: requestID}
-	}
-	runs, created, errs, err := bc.CreateRuns(context.Background(), []store.Run{run(a.ID, "r1"), run("nope", ""), run(a.ID, "r1"), run(a.ID, "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs[0] != nil || !created[0] || runs[0].State != store.RunPending {
-		t.Fatalf("run 0: %v %v %v", errs[0], created[0], runs[0].State)
-	}
-	if !errors.Is(errs[1], store.ErrNotFound) || created[1] {
-		t.Fatalf("run 1 (missing automation): %v %v", errs[1], created[1])
-	}
-	if errs[2] != nil || created[2] || runs[2].ID != runs[0].ID {
-		t.Fatalf("run 2 (same request id): %v %v %q, want %q", errs[2], created[2], runs[2].ID, runs[0].ID)
-	}
-	if errs[3] != nil || !created[3] || runs[3].ID == runs[0].ID {
-		t.Fatalf("run 3: %v %v", errs[3], created[3])
-	}
-	// A second batch: the request id is found in the table now.
-	runs2, created2, errs2, err := bc.CreateRuns(context.Background(), []store.Run{run(a.ID, "r1"), run(a.ID, "r2")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs2[0] != nil || created2[0] || runs2[0].ID != runs[0].ID || runs2[0].State != store.RunPending {
-		t.Fatalf("existing request id: %v %v %q, want %q", errs2[0], created2[0], runs2[0].ID, runs[0].ID)
-	}
-	if errs2[1] != nil || !created2[1] || runs2[1].RequestID != "r2" || runs2[1].AutomationID != a.ID || runs2[1].CreateTime.IsZero() {
-		t.Fatalf("new run: %v %v %+v", errs2[1], created2[1], runs2[1])
-	}
-	got, err := e.st.GetRunByID(context.Background(), runs2[1].ID)
-	if err != nil || got.RequestID != "r2" || got.State != store.RunPending {
-		t.Fatalf("read back: %v %+v", err, got)
-	}
-	// CurrentStage: a run of a stage at another version fails alone.
-	cur := func(version int64) store.Run {
-		r := run(a.ID, "")
-		r.StageVersion, r.CurrentStage = version, true
-		return r
-	}
-	runs3, created3, errs3, err := bc.CreateRuns(context.Background(), []store.Run{cur(a.Version), cur(a.Version + 1), run("nope", "")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if errs3[0] != nil || !created3[0] || runs3[0].StageVersion != a.Version {
-		t.Fatalf("current stage: %v %v %+v", errs3[0], created3[0], runs3[0])
-	}
-	if !errors.Is(errs3[1], store.ErrStageChanged) || created3[1] {
-		t.Fatalf("stage at another version: %v %v", errs3[1], created3[1])
-	}
-	if !errors.Is(errs3[2], store.ErrNotFound) {
-		t.Fatalf("missing automation: %v", errs3[2])
-	}
 }
 
 // TestInvokeSeesAutomationChanges: Invoke caches automations, yet a run

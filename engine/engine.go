@@ -84,14 +84,12 @@ type Engine struct {
 	mu       sync.Mutex
 	inflight map[string]*flight
 
-	// finisher, when the store has one, writes the completed and failed
-	// outcomes that workers send on fin, several per transaction.
-	finisher batchFinisher
-	fin      chan *finishReq
+	// fin carries the completed and failed outcomes of workers to the
+	// committers, which write several per transaction (store.RunBatches).
+	fin chan *finishReq
 
-	// creator, when the store has one, creates the runs of concurrent
-	// invokes queued on creates, several per transaction (see create).
-	creator  batchCreator
+	// creates queues the runs of concurrent invokes for the creators, which
+	// create several per transaction (see create).
 	createMu sync.Mutex
 	creates  []*createReq
 	creating int // createLoop goroutines draining creates
@@ -121,19 +119,6 @@ type Engine struct {
 // written at once on a database with concurrent writers (PostgreSQL).
 const parallelBatches = 4
 
-// batchFinisher is implemented by stores that finish several completed or
-// failed runs in one transaction (the SQL stores: sqlstore.DB.FinishRuns).
-// errs[i] is the result of runIDs[i] (ErrConflict when that run's lease is
-// lost, the others still finished); err means nothing was written.
-// SingleWriter says whether the database has one writer connection
-// (SQLite: one committer, and claims wait a moment to take several runs);
-// otherwise (PostgreSQL, where a batch is one statement) parallelBatches
-// committers write at once.
-type batchFinisher interface {
-	FinishRuns(ctx context.Context, owner string, runIDs []string, outcomes []store.RunOutcome) (errs []error, err error)
-	SingleWriter() bool
-}
-
 // finishReq is a worker's completed or failed outcome waiting for the
 // committer.
 type finishReq struct {
@@ -145,16 +130,6 @@ type finishReq struct {
 
 // maxFinishBatch bounds the runs finished in one transaction.
 const maxFinishBatch = 128
-
-// batchCreator is implemented by stores that create several runs in one
-// transaction (the SQL stores: sqlstore.DB.CreateRuns). runs[i],
-// created[i] and errs[i] are the result of in[i] as CreateRun would give it
-// (errs[i]: that run alone failed, the others were created); err means
-// nothing was written.
-type batchCreator interface {
-	CreateRuns(ctx context.Context, in []store.Run) (runs []store.Run, created []bool, errs []error, err error)
-	SingleWriter() bool
-}
 
 // createReq is an invoke's run waiting for the creator.
 type createReq struct {
@@ -217,15 +192,12 @@ func New(st store.Store, opts Options) *Engine {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{st: st, opts: opts, log: log, wake: make(chan struct{}, 1), inflight: map[string]*flight{}, progs: newProgramCache(1024)}
-	if bf, ok := st.(batchFinisher); ok {
-		e.finisher = bf
-		e.singleWriter = bf.SingleWriter()
-	}
+	// On a single-writer database (SQLite) one committer and one creator
+	// write, and claims wait a moment to take several runs; otherwise
+	// (PostgreSQL, where a batch is one statement) parallelBatches of each
+	// write at once.
+	e.singleWriter = st.SingleWriter()
 	e.fair, _ = st.(store.FairClaimer)
-	if bc, ok := st.(batchCreator); ok {
-		e.creator = bc
-		e.singleWriter = e.singleWriter || bc.SingleWriter()
-	}
 	e.writers = parallelBatches
 	if e.singleWriter {
 		e.writers = 1
@@ -316,11 +288,9 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	// them); they write with runCtx, cancelled when the grace period ends.
 	stopCommit := make(chan struct{})
 	var commits sync.WaitGroup
-	if e.finisher != nil {
-		e.fin = make(chan *finishReq, e.opts.Workers)
-		for range e.writers {
-			commits.Go(func() { e.commitLoop(runCtx, stopCommit) })
-		}
+	e.fin = make(chan *finishReq, e.opts.Workers)
+	for range e.writers {
+		commits.Go(func() { e.commitLoop(runCtx, stopCommit) })
 	}
 
 	// freed is signalled when a worker returns its slot.
@@ -505,7 +475,7 @@ func (e *Engine) commit(ctx context.Context, batch []*finishReq) {
 	for i, r := range live {
 		ids[i], outs[i] = r.id, r.o
 	}
-	errs, err := e.finisher.FinishRuns(ctx, e.opts.Owner, ids, outs)
+	errs, err := e.st.FinishRuns(ctx, e.opts.Owner, ids, outs)
 	if err != nil {
 		// Nothing was written: finish them one by one.
 		e.log.Warn("finish runs", "runs", len(live), "err", err)
@@ -520,16 +490,12 @@ func (e *Engine) commit(ctx context.Context, batch []*finishReq) {
 	}
 }
 
-// create creates a run (store.Runs.CreateRun). With a batch creator, the
-// run is queued and a createLoop goroutine (up to e.writers of them, one
+// create creates a run (store.Runs.CreateRun). The run is queued and a createLoop goroutine (up to e.writers of them, one
 // started when fewer run) writes everything queued in one transaction per
 // batch: while one batch commits, the next gathers (group commit, no
 // timer). Invoke works without Run, so the goroutines live only while there
 // is something to create.
 func (e *Engine) create(ctx context.Context, r store.Run) (store.Run, bool, error) {
-	if e.creator == nil {
-		return e.st.CreateRun(ctx, r)
-	}
 	if err := ctx.Err(); err != nil {
 		return store.Run{}, false, err
 	}
@@ -593,7 +559,7 @@ func (e *Engine) createBatch(batch []*createReq) {
 		in[i] = r.in
 	}
 	// Not a caller's context: the batch is written for all of them.
-	runs, created, errs, err := e.creator.CreateRuns(context.WithoutCancel(live[0].ctx), in)
+	runs, created, errs, err := e.st.CreateRuns(context.WithoutCancel(live[0].ctx), in)
 	if err != nil {
 		// Nothing was written: create them one by one.
 		e.log.Warn("create runs", "runs", len(live), "err", err)

@@ -173,8 +173,8 @@ func requirePermission(ctx context.Context, p *Principal, workspaceID, perm stri
 // authorization entry then authorizes calls with MethodAccess. Use it as
 // Options.Authenticator.
 //
-// Keys and permission sets read from the store are cached when the store
-// reports an AuthGeneration (the SQL stores): an entry is used only while
+// Keys and permission sets read from the store are cached under the
+// store's AuthGeneration (store.AuthGenerations): an entry is used only while
 // the generation it was read under is current, and for at most
 // authCacheTTL. The store moves the generation on after every write that
 // changes keys, roles or memberships, in this process and (PostgreSQL,
@@ -186,7 +186,7 @@ func requirePermission(ctx context.Context, p *Principal, workspaceID, perm stri
 type KeyAuth struct {
 	st  store.Store
 	now func() time.Time
-	gen authGenerations // nil: no cache
+	gen store.AuthGenerations
 
 	mu      sync.Mutex
 	touched map[string]time.Time // key id → last TouchAPIKey
@@ -196,10 +196,6 @@ type KeyAuth struct {
 
 	console consoleTrust // see auth_session.go
 }
-
-// authGenerations is implemented by stores that track changes to what
-// authentication reads (sqlstore.DB.AuthGeneration).
-type authGenerations interface{ AuthGeneration() uint64 }
 
 const (
 	// authCacheTTL bounds how long a cached key or permission set is used.
@@ -225,11 +221,8 @@ type genEntry[V any] struct {
 
 // load returns the value of k: the cached one while gens has not moved
 // on since it was read and it is younger than authCacheTTL, else what read
-// returns (cached unless an error). Without gens nothing is cached.
-func (c *genCache[K, V]) load(gens authGenerations, k K, read func() (V, error)) (V, error) {
-	if gens == nil {
-		return read()
-	}
+// returns (cached unless an error).
+func (c *genCache[K, V]) load(gens store.AuthGenerations, k K, read func() (V, error)) (V, error) {
 	c.mu.Lock()
 	e, ok := c.m[k]
 	c.mu.Unlock()
@@ -257,9 +250,7 @@ func NewKeyAuth(st store.Store, now func() time.Time) *KeyAuth {
 	if now == nil {
 		now = time.Now
 	}
-	a := &KeyAuth{st: st, now: now, touched: map[string]time.Time{}}
-	a.gen, _ = st.(authGenerations)
-	return a
+	return &KeyAuth{st: st, now: now, gen: st, touched: map[string]time.Time{}}
 }
 
 // apiKey is GetAPIKeyByPrefix through the cache (a key not found is not

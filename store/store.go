@@ -39,6 +39,10 @@ type Store interface {
 	WorkspaceBooks
 	ConsoleSessions
 
+	RunBatches
+	Notifier
+	AuthGenerations
+
 	// Ping checks the database is reachable.
 	Ping(ctx context.Context) error
 	// Close releases the database handles.
@@ -77,6 +81,10 @@ type Organizations interface {
 	// ListUserOrganizations lists the organizations userID is a member of,
 	// ordered by id. The token is bound to userID.
 	ListUserOrganizations(ctx context.Context, userID string, pageSize int, pageToken string) (Page[Organization], error)
+	// ListOrganizations lists every organization, oldest first (by create
+	// time, then id), for operator commands (the first organization is the
+	// one `prose init` made).
+	ListOrganizations(ctx context.Context, pageSize int, pageToken string) (Page[Organization], error)
 }
 
 // ---------------------------------------------------------------------------

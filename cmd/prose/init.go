@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -15,6 +14,7 @@ import (
 	"github.com/proserun/prose/server/apikey"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/backend"
+	"github.com/proserun/prose/store/sqlfilter"
 )
 
 func init() {
@@ -34,58 +34,36 @@ func openStore(ctx context.Context, data, database string, opts ...store.Option)
 	return backend.Open(ctx, target(data, database), opts...)
 }
 
-// rawDB is the database/sql handle under a store (for the few operator
-// queries the store interface has no method for) and its placeholder style.
-func rawDB(st store.Store) (*sql.DB, bool, error) {
-	switch s := st.(type) {
-	case interface{ SQLDB() *sql.DB }: // PostgreSQL
-		return s.SQLDB(), true, nil
-	case interface{ ReadDB() *sql.DB }: // SQLite
-		return s.ReadDB(), false, nil
-	}
-	return nil, false, fmt.Errorf("unsupported store %T", st)
-}
-
 // organizationIDs lists up to limit organization ids, oldest first.
 func organizationIDs(ctx context.Context, st store.Store, limit int) ([]string, error) {
-	db, _, err := rawDB(st)
+	p, err := st.ListOrganizations(ctx, limit, "")
 	if err != nil {
 		return nil, err
 	}
-	rows, err := db.QueryContext(ctx, fmt.Sprintf(`SELECT id FROM organizations ORDER BY create_time, id LIMIT %d`, limit))
-	if err != nil {
-		return nil, err
+	ids := make([]string, len(p.Items))
+	for i, o := range p.Items {
+		ids[i] = o.ID
 	}
-	defer rows.Close()
-	var ids []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
+	return ids, nil
 }
 
-// organizationOwner returns a user holding the owner role in org.
+// organizationOwner returns a member holding the owner role in org, the
+// earliest to join.
 func organizationOwner(ctx context.Context, st store.Store, org string) (string, error) {
-	db, pg, err := rawDB(st)
+	owner, err := sqlfilter.OrganizationUsers.Parse(`role = "owner"`)
 	if err != nil {
 		return "", err
 	}
-	q := `SELECT user_id FROM organization_role_bindings WHERE organization_id = ? AND role_id = 'owner' ORDER BY create_time, user_id LIMIT 1`
-	if pg {
-		q = strings.Replace(q, "?", "$1", 1)
-	}
-	var user string
-	if err := db.QueryRowContext(ctx, q, org).Scan(&user); err != nil {
-		if errors.Is(err, sql.ErrNoRows) {
-			return "", fmt.Errorf("organization %s has no owner", org)
-		}
+	p, err := st.ListOrganizationUsers(ctx, store.ListOrganizationUsersRequest{
+		OrganizationID: org, Filter: owner, OrderBy: store.OrderBy{{Field: "created_time"}}, PageSize: 1,
+	})
+	if err != nil {
 		return "", err
 	}
-	return user, nil
+	if len(p.Items) == 0 {
+		return "", fmt.Errorf("organization %s has no owner", org)
+	}
+	return p.Items[0].User.ID, nil
 }
 
 // initResult is what init prints: resource names and the key's value.

@@ -228,13 +228,9 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		},
 	}
 	// Replicas sharing a PostgreSQL database wake each other with
-	// LISTEN/NOTIFY when they make work (they also poll).
-	if n, ok := st.(interface {
-		Notify(context.Context)
-		Listen(context.Context) <-chan struct{}
-	}); ok {
-		engOpts.Wakeups, engOpts.Notify = n.Listen(engCtx), n.Notify
-	}
+	// LISTEN/NOTIFY when they make work (they also poll); SQLite's notices
+	// stay in this process (store.Notifier).
+	engOpts.Wakeups, engOpts.Notify = st.Listen(engCtx), st.Notify
 	a.engine = engine.New(st, engOpts)
 	engDone := make(chan struct{})
 	go func() {

@@ -75,6 +75,7 @@ func Run(t *testing.T, open Opener) {
 	testExceptions(t, open)
 	testExceptionCounts(t, open)
 	testWorkspaceBooks(t, open)
+	testCapabilities(t, open)
 }
 
 // ---------------------------------------------------------------------------
@@ -179,6 +180,13 @@ func testOrganizations(t *testing.T, s *suite) {
 	gen := of(s.st.CreateOrganization(s.ctx, store.Organization{DisplayName: "generated"})).must(t)
 	if len(gen.ID) != 20 {
 		t.Errorf("generated id %q is not 20 characters", gen.ID)
+	}
+	s.org(t, "aaa") // newer, though first by id
+	every, everyPages := all(t, 1, func(tok string) (store.Page[store.Organization], error) {
+		return s.st.ListOrganizations(s.ctx, 1, tok)
+	})
+	if got, want := ids(every, func(o store.Organization) string { return o.ID }), []string{"acme", gen.ID, "aaa"}; !slices.Equal(got, want) || everyPages != 3 {
+		t.Errorf("ListOrganizations oldest first = %v in %d pages, want %v in 3", got, everyPages, want)
 	}
 
 	o.DisplayName = "Acme Inc."

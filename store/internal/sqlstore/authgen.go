@@ -12,13 +12,9 @@ import (
 // memberships): store/postgres listens on it and calls InvalidateAuth.
 const AuthChannel = "prose_auth"
 
-// AuthGeneration is a number that changes whenever what authentication
-// reads may have changed: an API key updated or deleted, a role updated or
-// deleted, a membership or its roles changed, an organization, user or
-// workspace deleted (in this process, or, on PostgreSQL, in a replica that
-// notified on AuthChannel). A cache of keys and permissions keeps an entry
-// only while the generation it was read under is the current one; read
-// the generation before the data.
+// AuthGeneration implements store.AuthGenerations (the generation of this
+// process's writes, and, on PostgreSQL, of the replicas' notices on
+// AuthChannel).
 func (db *DB) AuthGeneration() uint64 { return db.authGen.Load() }
 
 // InvalidateAuth moves AuthGeneration on: every cached key and permission

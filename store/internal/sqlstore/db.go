@@ -57,6 +57,7 @@ type DB struct {
 	maxLostLeases int
 
 	authGen     atomic.Uint64 // see AuthGeneration
+	notices     localNotices  // Notify and Listen on a single-process database
 	lastRecover atomic.Int64  // ClaimRuns' last recovery of expired leases (UnixNano of the store's clock)
 }
 

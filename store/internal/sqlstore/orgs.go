@@ -99,6 +99,34 @@ func (db *DB) ListUserOrganizations(ctx context.Context, userID string, pageSize
 	return page(lq, items, func(o store.Organization) []string { return []string{o.ID} }), nil
 }
 
+var orgAgeSort = map[string]sortCol{"create_time": {Field: "create_time", Col: "o.create_time", Kind: keyTime}}
+
+// ListOrganizations implements store.Organizations.
+func (db *DB) ListOrganizations(ctx context.Context, pageSize int, pageToken string) (store.Page[store.Organization], error) {
+	ks, _ := newKeyset(nil, store.OrderBy{{Field: "create_time"}}, orgAgeSort, "o.id")
+	lq, err := newList(db.d, ks, nil, pageToken, pageSize, `SELECT `+orgCols+` FROM organizations o`, "organizations")
+	if err != nil {
+		return store.Page[store.Organization]{}, err
+	}
+	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
+	if err != nil {
+		return store.Page[store.Organization]{}, db.mapErr(err, "list organizations")
+	}
+	defer rows.Close()
+	var items []store.Organization
+	for rows.Next() {
+		o, err := scanOrg(rows)
+		if err != nil {
+			return store.Page[store.Organization]{}, err
+		}
+		items = append(items, o)
+	}
+	if err := rows.Err(); err != nil {
+		return store.Page[store.Organization]{}, err
+	}
+	return page(lq, items, func(o store.Organization) []string { return []string{timeKey(o.CreateTime), o.ID} }), nil
+}
+
 // ---------------------------------------------------------------------------
 // Users
 

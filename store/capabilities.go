@@ -1,0 +1,61 @@
+package store
+
+import "context"
+
+// RunBatches writes several runs in one transaction (or one statement):
+// the engine creates the runs of concurrent invokes and writes the
+// outcomes of several workers with them, instead of one writer transaction
+// per run. Every backend implements it (store/storetest covers it).
+type RunBatches interface {
+	// CreateRuns creates runs as CreateRun would, in order (a request id
+	// already used, even by an earlier run of the batch, gives that run back
+	// with created false). runs[i], created[i] and errs[i] are the result of
+	// in[i]; errs[i] is an error of that run alone (ErrNotFound: its
+	// automation does not exist; ErrStageChanged) and the others are still
+	// created. A non-nil err means nothing was written: create them one by
+	// one with CreateRun to get each result.
+	CreateRuns(ctx context.Context, in []Run) (runs []Run, created []bool, errs []error, err error)
+	// FinishRuns finishes runs leased to owner with completed or failed
+	// outcomes, as FinishRun would, without reading them back. errs[i] is the
+	// result of runIDs[i]: nil, ErrConflict when the run is not leased to
+	// owner (the others are still finished), ErrInvalidArgument for an
+	// outcome other than completed or failed (not written). A non-nil err
+	// means nothing was written (ErrInvalidArgument when the lengths differ).
+	FinishRuns(ctx context.Context, owner string, runIDs []string, outcomes []RunOutcome) (errs []error, err error)
+	// SingleWriter reports whether the database has one writer connection
+	// (SQLite): batches then queue behind each other anyway, so one is
+	// written at a time, and a batch of one is written with CreateRun or
+	// FinishRun. Otherwise (PostgreSQL) several batches are written at once.
+	SingleWriter() bool
+}
+
+// Notifier carries wake-up notices between the engines sharing a database:
+// an engine that made work (created, guided or continued a run) calls
+// Notify, and the engines listening claim it at once instead of at their
+// next poll. Notices carry nothing and are best effort (engines also poll).
+type Notifier interface {
+	// Notify tells every listener of the database that there is work,
+	// including this store's own listeners. It does not fail: a notice
+	// that cannot be sent is dropped.
+	Notify(ctx context.Context)
+	// Listen delivers a value on the returned channel after each Notify
+	// (coalesced: at most one value waits), until ctx is cancelled. On
+	// PostgreSQL the notices of every replica arrive (LISTEN/NOTIFY), and
+	// listening also moves AuthGeneration on when another replica changes
+	// what authentication reads; on SQLite, a single-process database, those
+	// of this store's Notify.
+	Listen(ctx context.Context) <-chan struct{}
+}
+
+// AuthGenerations lets a cache of what authentication reads (API keys and
+// the permissions of roles and memberships) know when to drop it.
+type AuthGenerations interface {
+	// AuthGeneration is a number that moves on whenever what authentication
+	// reads may have changed: an API key updated or deleted, a role updated
+	// or deleted, a membership or its roles changed, an organization, user
+	// or workspace deleted (through this store, or, on PostgreSQL, through a
+	// replica while this store listens: see Notifier.Listen). A cache keeps
+	// an entry only while the generation it was read under is the current
+	// one; read the generation before the data.
+	AuthGeneration() uint64
+}

@@ -1,0 +1,48 @@
+package sqlstore
+
+import (
+	"context"
+	"sync"
+)
+
+// localNotices delivers Notify to the Listen channels of the same DB: the
+// notices of a single-process database (SQLite). store/postgres replaces
+// both methods with LISTEN/NOTIFY.
+type localNotices struct {
+	mu        sync.Mutex
+	listeners map[chan struct{}]struct{}
+}
+
+// Notify implements store.Notifier: every channel returned by Listen (and
+// not yet closed by its context) gets a value, unless one already waits.
+func (db *DB) Notify(context.Context) {
+	n := &db.notices
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for ch := range n.listeners {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Listen implements store.Notifier for a single-process database: the
+// channel receives this DB's notices until ctx is cancelled (then it is
+// forgotten; it is not closed).
+func (db *DB) Listen(ctx context.Context) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	n := &db.notices
+	n.mu.Lock()
+	if n.listeners == nil {
+		n.listeners = map[chan struct{}]struct{}{}
+	}
+	n.listeners[ch] = struct{}{}
+	n.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		n.mu.Lock()
+		delete(n.listeners, ch)
+		n.mu.Unlock()
+	})
+	return ch
+}

@@ -1,0 +1,211 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/proserun/prose/store"
+)
+
+// testCapabilities covers the store capabilities the engine and the server
+// rely on besides the aggregates: batches of runs, wake-up notices and the
+// generation of what authentication reads.
+func testCapabilities(t *testing.T, open Opener) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, s *suite)
+	}{
+		{"CreateRuns", testCreateRuns},
+		{"FinishRuns", testFinishRuns},
+		{"Notifier", testNotifier},
+		{"AuthGenerations", testAuthGenerations},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
+	}
+}
+
+// In one batch a missing automation fails only its run, a request id reused
+// within the batch or found in the table gives the earlier run back, and a
+// run of a stage at another version fails alone.
+func testCreateRuns(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	run := func(automation, requestID string) store.Run {
+		return store.Run{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: automation, Stage: store.StageDraft, RequestID: requestID, Steps: []byte("steps")}
+	}
+	if runs, created, errs, err := s.st.CreateRuns(s.ctx, nil); err != nil || len(runs)+len(created)+len(errs) != 0 {
+		t.Fatalf("empty batch: %v %v %v %v", runs, created, errs, err)
+	}
+	runs, created, errs, err := s.st.CreateRuns(s.ctx, []store.Run{run(a.ID, "r1"), run("nope", ""), run(a.ID, "r1"), run(a.ID, "")})
+	noErr(t, err)
+	if errs[0] != nil || !created[0] || runs[0].State != store.RunPending || runs[0].ID == "" {
+		t.Fatalf("run 0: %v %v %+v", errs[0], created[0], runs[0])
+	}
+	if !errors.Is(errs[1], store.ErrNotFound) || created[1] {
+		t.Fatalf("run 1 (missing automation): %v %v", errs[1], created[1])
+	}
+	if errs[2] != nil || created[2] || runs[2].ID != runs[0].ID {
+		t.Fatalf("run 2 (same request id): %v %v %q, want %q", errs[2], created[2], runs[2].ID, runs[0].ID)
+	}
+	if errs[3] != nil || !created[3] || runs[3].ID == runs[0].ID {
+		t.Fatalf("run 3: %v %v", errs[3], created[3])
+	}
+	runs2, created2, errs2, err := s.st.CreateRuns(s.ctx, []store.Run{run(a.ID, "r1"), run(a.ID, "r2")})
+	noErr(t, err)
+	if errs2[0] != nil || created2[0] || runs2[0].ID != runs[0].ID || runs2[0].State != store.RunPending {
+		t.Fatalf("existing request id: %v %v %q, want %q", errs2[0], created2[0], runs2[0].ID, runs[0].ID)
+	}
+	if errs2[1] != nil || !created2[1] || runs2[1].RequestID != "r2" || runs2[1].AutomationID != a.ID || runs2[1].CreateTime.IsZero() {
+		t.Fatalf("new run: %v %v %+v", errs2[1], created2[1], runs2[1])
+	}
+	got := of(s.st.GetRunByID(s.ctx, runs2[1].ID)).must(t)
+	if got.RequestID != "r2" || got.State != store.RunPending || string(got.Steps) != "steps" {
+		t.Fatalf("read back: %+v", got)
+	}
+	cur := func(version int64) store.Run {
+		r := run(a.ID, "")
+		r.StageVersion, r.CurrentStage = version, true
+		return r
+	}
+	runs3, created3, errs3, err := s.st.CreateRuns(s.ctx, []store.Run{cur(a.Version), cur(a.Version + 1), run("nope", "")})
+	noErr(t, err)
+	if errs3[0] != nil || !created3[0] || runs3[0].StageVersion != a.Version {
+		t.Fatalf("current stage: %v %v %+v", errs3[0], created3[0], runs3[0])
+	}
+	if !errors.Is(errs3[1], store.ErrStageChanged) || created3[1] {
+		t.Fatalf("stage at another version: %v %v", errs3[1], created3[1])
+	}
+	if !errors.Is(errs3[2], store.ErrNotFound) {
+		t.Fatalf("missing automation: %v", errs3[2])
+	}
+}
+
+// Each run's lease is checked on its own (a run not leased to the owner is
+// ErrConflict and the others are still finished), completed and failed
+// outcomes are written as FinishRun writes them, and a run is finished only
+// once.
+func testFinishRuns(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	far := s.clock.Peek().Add(time.Hour)
+	r1, r2, r3 := s.run(t, a, ""), s.run(t, a, ""), s.run(t, a, "")
+	if claimed := of(s.st.ClaimRuns(s.ctx, "owner-a", 3, far)).must(t); len(claimed) != 3 {
+		t.Fatalf("claimed %d runs", len(claimed))
+	}
+	r4 := s.run(t, a, "") // pending: not leased
+	of(s.st.FinishRun(s.ctx, "owner-a", r2.ID, store.RunOutcome{State: store.RunCompleted, Outputs: []byte{}})).must(t)
+	errs, err := s.st.FinishRuns(s.ctx, "owner-a", []string{r1.ID, r2.ID, r3.ID, r4.ID}, []store.RunOutcome{
+		{State: store.RunCompleted, Outputs: []byte("out")},
+		{State: store.RunCompleted, Outputs: []byte("again")}, // finished already
+		{State: store.RunFailed, ErrorID: "e1", Description: "boom", Location: store.Location{Start: 1, End: 4}},
+		{State: store.RunCompleted, Outputs: []byte{}}, // not leased
+	})
+	noErr(t, err)
+	for i, want := range []bool{false, true, false, true} {
+		if got := errors.Is(errs[i], store.ErrConflict); got != want {
+			t.Errorf("run %d: err %v, want conflict %v", i+1, errs[i], want)
+		}
+	}
+	get := func(id string) store.Run { return of(s.st.GetRunByID(s.ctx, id)).must(t) }
+	if r := get(r1.ID); r.State != store.RunCompleted || string(r.Outputs) != "out" || r.LeaseOwner != "" {
+		t.Errorf("run 1: %s %q lease %q", r.State, r.Outputs, r.LeaseOwner)
+	}
+	if r := get(r2.ID); r.State != store.RunCompleted || string(r.Outputs) == "again" {
+		t.Errorf("run 2 finished twice: %s %q", r.State, r.Outputs)
+	}
+	if r := get(r3.ID); r.State != store.RunFailed || r.ErrorID != "e1" || r.Description != "boom" || r.Location != (store.Location{Start: 1, End: 4}) {
+		t.Errorf("run 3: %+v", r)
+	}
+	if r := get(r4.ID); r.State != store.RunPending {
+		t.Errorf("run 4: %s", r.State)
+	}
+	r5 := s.run(t, a, "")
+	of(s.st.ClaimRuns(s.ctx, "owner-a", 2, far)).must(t) // r4 and r5
+	errs, err = s.st.FinishRuns(s.ctx, "owner-b", []string{r5.ID}, []store.RunOutcome{{State: store.RunCompleted}})
+	if err != nil || !errors.Is(errs[0], store.ErrConflict) {
+		t.Fatalf("other owner: %v %v", errs, err)
+	}
+	errs, err = s.st.FinishRuns(s.ctx, "owner-a", []string{r5.ID}, []store.RunOutcome{{State: store.RunStopped}})
+	if err != nil || !errors.Is(errs[0], store.ErrInvalidArgument) {
+		t.Fatalf("stopped outcome: %v %v", errs, err)
+	}
+	if _, err := s.st.FinishRuns(s.ctx, "owner-a", []string{r5.ID}, nil); !errors.Is(err, store.ErrInvalidArgument) {
+		t.Fatalf("lengths differ: %v", err)
+	}
+	if r := get(r5.ID); r.State != store.RunExecuting {
+		t.Errorf("run 5: %s", r.State)
+	}
+	_ = s.st.SingleWriter() // either answer is valid; it only tunes the engine
+}
+
+// A notice reaches every listener of the store, coalesced, and a listener
+// whose context ended gets nothing more.
+func testNotifier(t *testing.T, s *suite) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	a, b := s.st.Listen(ctx), s.st.Listen(s.ctx)
+	heard := func(ch <-chan struct{}) bool {
+		// PostgreSQL's LISTEN may not be registered yet: notify until heard.
+		deadline := time.After(10 * time.Second)
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			s.st.Notify(s.ctx)
+			select {
+			case <-ch:
+				return true
+			case <-tick.C:
+			case <-deadline:
+				return false
+			}
+		}
+	}
+	if !heard(a) || !heard(b) {
+		t.Fatal("a listener was not woken")
+	}
+	cancel()
+	// A cancelled listener's channel is forgotten (SQLite) or its connection
+	// closed (PostgreSQL): it is not written to any more, and Notify does
+	// not block on it.
+	for range 3 {
+		s.st.Notify(s.ctx)
+	}
+	if !heard(b) {
+		t.Fatal("the remaining listener was not woken")
+	}
+}
+
+// Writes that change what authentication reads move AuthGeneration on; a
+// read does not.
+func testAuthGenerations(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.user(t, "u1", "Ann", "ann@example.com")
+	_, err := s.st.AddOrganizationMember(s.ctx, "acme", "u1", []string{"member"})
+	noErr(t, err)
+	k := of(s.st.CreateAPIKey(s.ctx, store.APIKey{OrganizationID: "acme", UserID: "u1", Name: "k", Prefix: "prose_k1_",
+		SecretHash: []byte{1}, AllWorkspaces: true, PermissionLevel: store.PermissionAll}, 0)).must(t)
+	for _, tc := range []struct {
+		what  string
+		write func() error
+	}{
+		{"update key", func() error {
+			_, err := s.st.UpdateAPIKey(s.ctx, store.APIKey{OrganizationID: "acme", ID: k.ID, Name: "k2"}, []string{"name"})
+			return err
+		}},
+		{"set roles", func() error {
+			_, err := s.st.SetOrganizationRoles(s.ctx, "acme", "u1", []string{"admin"})
+			return err
+		}},
+		{"delete key", func() error { return s.st.DeleteAPIKey(s.ctx, "acme", k.ID) }},
+		{"remove member", func() error { return s.st.RemoveOrganizationMember(s.ctx, "acme", "u1") }},
+	} {
+		before := s.st.AuthGeneration()
+		_ = of(s.st.GetOrganization(s.ctx, "acme")).must(t)
+		if s.st.AuthGeneration() != before {
+			t.Fatalf("%s: a read moved the generation", tc.what)
+		}
+		noErr(t, tc.write())
+		if s.st.AuthGeneration() == before {
+			t.Errorf("%s: the generation did not move", tc.what)
+		}
+	}
+}
