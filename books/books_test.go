@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -420,17 +421,34 @@ func TestFilter(t *testing.T) {
 	}
 }
 
+// failingStore is a book store whose reads fail.
+type failingStore struct{ books.Store }
+
+func (failingStore) ListWorkspaceBooks(context.Context, books.Workspace) ([]*bookv1.Book, error) {
+	return nil, errors.New("database is locked")
+}
+
+// A store failure is Lookup's error, not a lookup among the built-in books
+// alone (which books exist decides what a sentence means).
+func TestRunBooksLookupStoreError(t *testing.T) {
+	rb := books.NewRegistry(books.WithStore(failingStore{})).ForWorkspace(ws)
+	c, err := rb.Lookup(t.Context(), "format the total as text")
+	if err == nil || !strings.Contains(err.Error(), "database is locked") || c != nil {
+		t.Fatalf("Lookup = %+v, %v; want the store's error", c, err)
+	}
+}
+
 func TestRunBooks(t *testing.T) {
 	ctx := context.Background()
 	r := books.NewRegistry()
 	rb := r.ForWorkspace(ws)
-	c := rb.Lookup("format the total as text")
-	if len(c) == 0 || c[0].Book != "standard@1.0.0" || c[0].Name != "format_number" ||
+	c, err := rb.Lookup(ctx, "format the total as text")
+	if err != nil || len(c) == 0 || c[0].Book != "standard@1.0.0" || c[0].Name != "format_number" ||
 		c[0].Signature != "format a number as text (the formatted number)" {
 		t.Fatalf("Lookup = %+v", c)
 	}
-	if c := rb.Lookup("paint the fence"); len(c) != 0 {
-		t.Errorf("Lookup(paint) = %+v", c)
+	if c, err := rb.Lookup(ctx, "paint the fence"); err != nil || len(c) != 0 {
+		t.Errorf("Lookup(paint) = %+v, %v", c, err)
 	}
 	out, err := rb.Call(ctx, c[0], map[string]lang.Value{"number": lang.Int(1234)})
 	if err != nil || out["formatted number"].AsText() != "1,234.00" {

@@ -46,15 +46,17 @@ func BookProcedure(b *bookv1.Book, p *bookv1.Procedure) lang.BookProcedure {
 // Lookup returns candidate procedures for a call sentence: those whose verb
 // is the sentence's first word, best matches (by Match's scoring) first.
 // Only the latest version of each book takes part. The interpreter does the
-// exact matching. A store failure yields only the built-in books' candidates.
-func (rb *RunBooks) Lookup(sentence string) []lang.BookProcedure {
+// exact matching. A failure to read the workspace's books is an error (not
+// the built-in books alone: which books exist decides what a sentence
+// means).
+func (rb *RunBooks) Lookup(ctx context.Context, sentence string) ([]lang.BookProcedure, error) {
 	s := ParseSentence(sentence)
 	if len(s.Verbs) == 0 {
-		return nil
+		return nil, nil
 	}
-	all, err := rb.r.WorkspaceBooks(context.Background(), rb.ws)
+	all, err := rb.r.WorkspaceBooks(ctx, rb.ws)
 	if err != nil {
-		all = rb.r.Books()
+		return nil, fmt.Errorf("books of workspace %s: %w", rb.ws.WorkspaceID, err)
 	}
 	type cand struct {
 		p     lang.BookProcedure
@@ -74,7 +76,7 @@ func (rb *RunBooks) Lookup(sentence string) []lang.BookProcedure {
 	for i, c := range cs {
 		out[i] = c.p
 	}
-	return out
+	return out, nil
 }
 
 // Call calls the procedure with inputs keyed by concept name.

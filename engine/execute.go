@@ -271,11 +271,11 @@ type journalBooks struct {
 	pending []store.JournalEntry
 }
 
-func (b *journalBooks) Lookup(sentence string) []lang.BookProcedure {
+func (b *journalBooks) Lookup(ctx context.Context, sentence string) ([]lang.BookProcedure, error) {
 	if b.inner == nil {
-		return nil
+		return nil, nil
 	}
-	return b.inner.Lookup(sentence)
+	return b.inner.Lookup(ctx, sentence)
 }
 
 func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs map[string]lang.Value) (map[string]lang.Value, error) {

@@ -14,8 +14,8 @@ import (
 // countingBooks offers one procedure and counts its calls.
 type countingBooks struct{ calls atomic.Int64 }
 
-func (b *countingBooks) Lookup(string) []lang.BookProcedure {
-	return []lang.BookProcedure{{Book: "test@1", Name: "price", Signature: "look up the price of an item (the price)"}}
+func (b *countingBooks) Lookup(context.Context, string) ([]lang.BookProcedure, error) {
+	return []lang.BookProcedure{{Book: "test@1", Name: "price", Signature: "look up the price of an item (the price)"}}, nil
 }
 
 func (b *countingBooks) Call(_ context.Context, _ lang.BookProcedure, in map[string]lang.Value) (map[string]lang.Value, error) {

@@ -2,6 +2,7 @@ package lang
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 )
@@ -25,7 +26,10 @@ func (p BookProcedure) key() string { return p.Book + "/" + p.Name }
 type Books interface {
 	// Lookup returns the procedures whose signatures may match a sentence
 	// (candidates; the interpreter does the matching, in the order given).
-	Lookup(sentence string) []BookProcedure
+	// An error (the books could not be read) raises an internal_error
+	// exception at the statement, which a retry runs again; when ctx has
+	// ended, the run stops before the statement instead.
+	Lookup(ctx context.Context, sentence string) ([]BookProcedure, error)
 	// Call runs a procedure with its inputs (by noun: "recipient", and the
 	// facts of the call's where/with block, by name without "the") and
 	// returns its outputs by name ("message id"). An error becomes a
@@ -42,28 +46,39 @@ type bookMatch struct {
 }
 
 // matchBook finds the first book procedure whose signature matches the
-// sentence of the statement's call.
-func (m *machine) matchBook(s *stmt) (bookMatch, bool) {
+// sentence of the statement's call. An error is the books' lookup failing
+// (see Books.Lookup); it is not remembered.
+func (m *machine) matchBook(s *stmt) (bookMatch, bool, error) {
 	c := s.call
 	if m.opts.Books == nil || c == nil {
-		return bookMatch{}, false
+		return bookMatch{}, false, nil
 	}
 	// A run's books do not change while it runs: a sentence is looked up
 	// once (a `print` in a loop does not ask the books again and again).
 	if bm, ok := m.bookMatches[c]; ok {
-		return bm, bm.sig != nil
+		return bm, bm.sig != nil, nil
 	}
-	bm, ok := m.lookupBook(s)
+	bm, ok, err := m.lookupBook(s)
+	if err != nil {
+		return bookMatch{}, false, err
+	}
 	if m.bookMatches == nil {
 		m.bookMatches = map[*callStmt]bookMatch{}
 	}
 	m.bookMatches[c] = bm
-	return bm, ok
+	return bm, ok, nil
 }
 
-func (m *machine) lookupBook(s *stmt) (bookMatch, bool) {
+func (m *machine) lookupBook(s *stmt) (bookMatch, bool, error) {
 	c := s.call
-	for _, proc := range m.opts.Books.Lookup(c.sentence) {
+	procs, err := m.opts.Books.Lookup(m.ctx, c.sentence)
+	if err != nil {
+		if m.ctx.Err() != nil {
+			return bookMatch{}, false, errCancelled
+		}
+		return bookMatch{}, false, internalErr("could not look up the books for %q: %v", c.sentence, err)
+	}
+	for _, proc := range procs {
 		lx := &lexer{src: proc.Signature}
 		ln, err := lx.line(0, len(proc.Signature), 1)
 		if err != nil || ln == nil {
@@ -79,22 +94,24 @@ func (m *machine) lookupBook(s *stmt) (bookMatch, bool) {
 		}
 		p := &parser{lx: &lexer{src: m.srcOf(s)}, syms: m.syms}
 		if binds, ok := matchSignature(p, sig, c.toks); ok {
-			return bookMatch{proc: proc, sig: sig, outs: outs, binds: binds}, true
+			return bookMatch{proc: proc, sig: sig, outs: outs, binds: binds}, true, nil
 		}
 	}
-	return bookMatch{}, false
+	return bookMatch{}, false, nil
 }
 
 // bookCall matches a sentence against the books and calls the procedure,
 // or takes its result from the journal when the run already made the call.
 func (m *machine) bookCall(s *stmt, hasArgs bool) error {
 	c := s.call
-	bm, ok := m.matchBook(s)
+	bm, ok, err := m.matchBook(s)
+	if err != nil {
+		return err
+	}
 	if !ok {
 		return m.unknown(s)
 	}
 	proc, sig, outs, binds := bm.proc, bm.sig, bm.outs, bm.binds
-	var err error
 	inputs := map[string]Value{}
 	if hasArgs {
 		for slot, v := range m.cur.vals {
@@ -168,6 +185,11 @@ func (m *machine) bookCall(s *stmt, hasArgs bool) error {
 	}
 	return m.deliver(result)
 }
+
+// errCancelled is returned by a statement that could not go on because the
+// run's context ended while it waited: the run stops before the statement,
+// as it does between statements.
+var errCancelled = errors.New("the run's context ended")
 
 // srcOf is the source text a statement's tokens point into.
 func (m *machine) srcOf(s *stmt) string {

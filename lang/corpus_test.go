@@ -52,12 +52,12 @@ type corpusBooks struct {
 	procs []caseBook
 }
 
-func (b *corpusBooks) Lookup(string) []lang.BookProcedure {
+func (b *corpusBooks) Lookup(context.Context, string) ([]lang.BookProcedure, error) {
 	out := make([]lang.BookProcedure, len(b.procs))
 	for i, p := range b.procs {
 		out[i] = lang.BookProcedure{Book: "case", Name: strconv.Itoa(i), Signature: p.Signature}
 	}
-	return out
+	return out, nil
 }
 
 func (b *corpusBooks) Call(_ context.Context, proc lang.BookProcedure, in map[string]lang.Value) (map[string]lang.Value, error) {

@@ -70,7 +70,9 @@ func (m *machine) exec(f *frame, s *stmt) error {
 		}
 		m.cur.set(aboveSlot, v)
 	case opImagine:
-		if s.call != nil && m.callable(s) {
+		if ok, err := m.callable(s); err != nil {
+			return err
+		} else if ok {
 			return m.call(f, s)
 		}
 		v := DictValue(NewDictionary())
@@ -86,7 +88,11 @@ func (m *machine) exec(f *frame, s *stmt) error {
 		m.noAnswers = false
 		if err != nil && s.call != nil && isMissing(err) {
 			// no fact of that name: a procedure of the sentence, else the question
-			if m.callable(s) {
+			ok, cerr := m.callable(s)
+			if cerr != nil {
+				return cerr
+			}
+			if ok {
 				return m.call(f, s)
 			}
 			if s.op == opGet && m.answers != nil {
@@ -219,7 +225,9 @@ func (m *machine) exec(f *frame, s *stmt) error {
 			return &raise{group: GroupMissingValues, msg: "Please review the following facts: " + strings.Join(failed, "; "), failed: failed}
 		}
 	case opSay:
-		if s.call != nil && m.callable(s) {
+		if ok, err := m.callable(s); err != nil {
+			return err
+		} else if ok {
 			return m.call(f, s)
 		}
 		v, err := s.x.eval(m)
@@ -553,13 +561,13 @@ func (m *machine) unknown(s *stmt) error {
 
 // callable reports whether a keyword statement's sentence is also a
 // procedure or book procedure call (see altCall).
-func (m *machine) callable(s *stmt) bool {
+func (m *machine) callable(s *stmt) (bool, error) {
 	if s.call == nil {
-		return false
+		return false, nil
 	}
 	if s.call.proc != nil {
-		return true
+		return true, nil
 	}
-	_, ok := m.matchBook(s)
-	return ok
+	_, ok, err := m.matchBook(s)
+	return ok, err
 }

@@ -654,6 +654,9 @@ func (m *machine) currentSpan() Span {
 }
 
 func (m *machine) suspend(err error) *Result {
+	if errors.Is(err, errCancelled) {
+		return m.pause()
+	}
 	var r *raise
 	if !errors.As(err, &r) {
 		var se *SyntaxError

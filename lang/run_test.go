@@ -18,9 +18,13 @@ type fakeBooks struct {
 	calls []map[string]lang.Value
 	index []int // lang.JournalIndex of each call
 	fn    func(proc lang.BookProcedure, in map[string]lang.Value) (map[string]lang.Value, error)
+	// lookupErr, when set, is Lookup's error.
+	lookupErr error
 }
 
-func (b *fakeBooks) Lookup(sentence string) []lang.BookProcedure { return b.procs }
+func (b *fakeBooks) Lookup(context.Context, string) ([]lang.BookProcedure, error) {
+	return b.procs, b.lookupErr
+}
 
 func (b *fakeBooks) Call(ctx context.Context, proc lang.BookProcedure, in map[string]lang.Value) (map[string]lang.Value, error) {
 	b.calls = append(b.calls, in)
@@ -148,6 +152,55 @@ func TestBookErrorThenRetry(t *testing.T) {
 	// the failed call was not journaled: the retry has the same journal index
 	if books.index[0] != 0 || books.index[1] != 0 {
 		t.Fatalf("journal indexes %v", books.index)
+	}
+}
+
+// A failure to look the books up raises an internal_error exception at the
+// statement (it is not taken as "no book has that sentence"); a retry looks
+// them up again and calls the book.
+func TestBookLookupErrorRaises(t *testing.T) {
+	books := &fakeBooks{t: t, procs: []lang.BookProcedure{emailProc}, lookupErr: errors.New("database is locked"),
+		fn: func(lang.BookProcedure, map[string]lang.Value) (map[string]lang.Value, error) {
+			return map[string]lang.Value{"message id": lang.Text("m-1")}, nil
+		}}
+	src := "send an email to \"bo@example.com\"\nthe output is the above\n"
+	res := lang.Start(context.Background(), parse(t, src), nil, lang.Options{Books: books})
+	if res.Status != lang.Suspended || res.Exception.Group != lang.GroupInternalError ||
+		!strings.Contains(res.Exception.Message, "database is locked") || res.Exception.Span != (lang.Span{Start: 0, End: 33}) {
+		t.Fatalf("got %v %+v", res.Status, res.Exception)
+	}
+	books.lookupErr = nil
+	res, err := lang.Resume(context.Background(), parse(t, src), res.State, lang.Resolution{Kind: lang.Retry}, lang.Options{Books: books})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plain(t, res.Outputs); res.Status != lang.Completed || got != `{"output":"m-1"}` || len(books.calls) != 1 {
+		t.Fatalf("after retry: %v %s, %d calls", res.Status, got, len(books.calls))
+	}
+}
+
+// A lookup that fails because the run's context ended stops the run before
+// the statement (as between statements); continuing runs it.
+func TestBookLookupCancelledStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	books := &fakeBooks{t: t, procs: []lang.BookProcedure{emailProc},
+		fn: func(lang.BookProcedure, map[string]lang.Value) (map[string]lang.Value, error) {
+			return map[string]lang.Value{"message id": lang.Text("m-1")}, nil
+		}}
+	books.lookupErr = context.Canceled
+	cancel()
+	src := "send an email to \"bo@example.com\" with\n  the subject is \"hi\"\nthe output is the above\n"
+	res := lang.Start(ctx, parse(t, src), nil, lang.Options{Books: books})
+	if res.Status != lang.Stopped || res.Exception != nil || len(res.State) == 0 {
+		t.Fatalf("got %v %+v", res.Status, res.Exception)
+	}
+	books.lookupErr = nil
+	res, err := lang.Resume(context.Background(), parse(t, src), res.State, lang.Resolution{}, lang.Options{Books: books})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := plain(t, res.Outputs); res.Status != lang.Completed || got != `{"output":"m-1"}` || len(books.calls) != 1 || books.calls[0]["subject"].AsText() != "hi" {
+		t.Fatalf("after continue: %v %s, calls %v", res.Status, got, books.calls)
 	}
 }
 
@@ -336,9 +389,9 @@ type lookupCounter struct {
 	lookups int
 }
 
-func (b *lookupCounter) Lookup(sentence string) []lang.BookProcedure {
+func (b *lookupCounter) Lookup(context.Context, string) ([]lang.BookProcedure, error) {
 	b.lookups++
-	return b.procs
+	return b.procs, nil
 }
 
 // TestBookLookupOncePerSentence: a synonym such as `print` asks the books

@@ -47,7 +47,11 @@ func (m *machine) startRun(s *stmt) error {
 		return userErr("Could not start a run of %q: %v", sentence, err)
 	}
 	if call.call.proc == nil {
-		if _, ok := m.matchBook(call); !ok {
+		_, ok, err := m.matchBook(call)
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return m.unknown(call)
 		}
 	}
