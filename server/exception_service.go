@@ -218,16 +218,8 @@ func (s *ExceptionService) ListExceptions(ctx context.Context, req *platformv1.L
 	if err := s.checkWorkspace(ctx, org, ws); err != nil {
 		return nil, err
 	}
-	skip := int(req.GetSkip())
-	bound := f
-	if skip > 0 {
-		bound = excBound{inner: f, tag: "skip(" + strconv.Itoa(skip) + ")"}
-	}
-	if req.GetPageToken() != "" {
-		skip = 0
-	}
 	page, total, err := s.st.ListExceptions(ctx, store.ListExceptionsRequest{
-		OrganizationID: org, WorkspaceID: ws, Filter: bound, Skip: skip, PageSize: size, PageToken: req.GetPageToken(),
+		OrganizationID: org, WorkspaceID: ws, Filter: f, Skip: int(req.GetSkip()), PageSize: size, PageToken: req.GetPageToken(),
 	})
 	if err != nil {
 		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
@@ -444,7 +436,7 @@ func (s *ExceptionService) batchIDs(ctx context.Context, org, ws, filter string,
 	if err := s.checkWorkspace(ctx, org, ws); err != nil {
 		return nil, err
 	}
-	ids, err := s.st.ListExceptionIDs(ctx, org, ws, append(excAnd{f}, cond...), MaxBatchExceptions)
+	ids, err := s.st.ListExceptionIDs(ctx, org, ws, append(store.And{f}, cond...), MaxBatchExceptions)
 	if err != nil {
 		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
 	}
@@ -473,7 +465,7 @@ func batch(ids []string, change func(id string) (store.Exception, error)) (*plat
 // transaction). It returns the exceptions it archived.
 func (s *ExceptionService) BatchArchiveExceptions(ctx context.Context, req *platformv1.BatchArchiveExceptionsRequest) (*platformv1.BatchExceptionsResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	ids, err := s.batchIDs(ctx, org, ws, req.GetFilter(), excCond{"e.state", "=", string(store.ExceptionPending)})
+	ids, err := s.batchIDs(ctx, org, ws, req.GetFilter(), store.Cond{Field: "state", Op: store.OpEq, Value: string(store.ExceptionPending)})
 	if err != nil {
 		return nil, err
 	}
@@ -485,7 +477,7 @@ func (s *ExceptionService) BatchArchiveExceptions(ctx context.Context, req *plat
 // it unarchived.
 func (s *ExceptionService) BatchUnarchiveExceptions(ctx context.Context, req *platformv1.BatchUnarchiveExceptionsRequest) (*platformv1.BatchExceptionsResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	ids, err := s.batchIDs(ctx, org, ws, req.GetFilter(), excCond{"e.state", "=", string(store.ExceptionArchived)})
+	ids, err := s.batchIDs(ctx, org, ws, req.GetFilter(), store.Cond{Field: "state", Op: store.OpEq, Value: string(store.ExceptionArchived)})
 	if err != nil {
 		return nil, err
 	}
@@ -503,7 +495,8 @@ func (s *ExceptionService) BatchAssignExceptions(ctx context.Context, req *platf
 		return nil, err
 	}
 	ids, err := s.batchIDs(ctx, org, ws, req.GetFilter(),
-		excCond{"e.state", "<>", string(store.ExceptionResolved)}, excCond{"e.assignee", "<>", assignee})
+		store.Cond{Field: "state", Op: store.OpNe, Value: string(store.ExceptionResolved)},
+		store.Cond{Field: "assignee", Op: store.OpNe, Value: assignee})
 	if err != nil {
 		return nil, err
 	}

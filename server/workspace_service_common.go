@@ -163,54 +163,15 @@ func idIdempotent[T any](ctx context.Context, st store.Idempotency, org, method,
 	return v, nil
 }
 
-// scopeFilter narrows a workspace list to the key's workspaces. Its text
-// takes part in the page-token binding.
-type idScopeFilter struct {
-	inner store.Filter
-	ids   []string
-}
-
-func (f idScopeFilter) String() string {
-	s := "scope(" + strings.Join(f.ids, ",") + ")"
-	if f.inner != nil {
-		s += " AND " + f.inner.String()
-	}
-	return s
-}
-
-func (f idScopeFilter) SQL(a *store.Args) (string, error) {
-	var b strings.Builder
-	b.WriteString("(")
-	if len(f.ids) == 0 {
-		b.WriteString("1 = 0")
-	} else {
-		b.WriteString("w.id IN (")
-		for i, id := range f.ids {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(a.Add(id))
-		}
-		b.WriteString(")")
-	}
-	if f.inner != nil {
-		s, err := f.inner.SQL(a)
-		if err != nil {
-			return "", err
-		}
-		b.WriteString(" AND " + s)
-	}
-	b.WriteString(")")
-	return b.String(), nil
-}
-
-// scoped wraps f for a caller whose key is limited to some workspaces.
+// idScoped narrows a workspace filter to the workspaces of a caller whose
+// key is limited to some (a typed condition on the workspace id; the page
+// token is bound to it with the rest of the filter).
 func idScoped(ctx context.Context, f store.Filter) store.Filter {
 	p, ok := PrincipalFrom(ctx)
 	if !ok || p.AllWorkspaces {
 		return f
 	}
-	return idScopeFilter{inner: f, ids: idUniq(p.WorkspaceIDs)}
+	return store.And{store.In{Field: "id", Values: idUniq(p.WorkspaceIDs)}, f}
 }
 
 func idRoleScope(s store.RoleScope) platformv1.RoleScope {

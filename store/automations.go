@@ -53,8 +53,7 @@ type Automation struct {
 
 // ListAutomationsRequest lists the automations of a workspace.
 //
-// Filter columns: alias a (automations): a.display_name, a.create_time,
-// a.update_time.
+// Filter fields (store.Filter): display_name (string; = != :).
 type ListAutomationsRequest struct {
 	OrganizationID string
 	WorkspaceID    string

@@ -55,7 +55,8 @@ type Event struct {
 
 // ListEventsRequest lists the events of a thread, oldest first.
 //
-// Filter columns: alias ev (events): ev.exception_id.
+// Filter fields (store.Filter): exception (the exception id; "" for events
+// about no exception; = !=).
 type ListEventsRequest struct {
 	Thread
 	Filter    Filter

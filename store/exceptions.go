@@ -46,13 +46,19 @@ type Exception struct {
 
 // ListExceptionsRequest lists the exceptions of a workspace, newest first.
 //
-// Filter columns: alias e (exceptions): e.state, e.automation_id,
-// e.create_time, e.group_id, e.run_id.
+// Filter fields (store.Filter): state (an ExceptionState; all six
+// comparisons, in the enum's order PENDING < RESOLVED < ARCHIVED),
+// automation, run, group ("" for ungrouped) and assignee (ids; = !=),
+// create_time (a time; all six comparisons). The same fields filter the
+// counts and ListExceptionIDs.
 type ListExceptionsRequest struct {
 	OrganizationID string
 	WorkspaceID    string
 	Filter         Filter
-	// Skip skips that many matching exceptions (with or without a token).
+	// Skip skips that many matching exceptions before the first page. A
+	// page token goes on where its page ended (Skip is not applied again)
+	// and must come with the Skip of the call that made it (else
+	// ErrInvalidArgument).
 	Skip      int
 	PageSize  int
 	PageToken string

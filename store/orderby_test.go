@@ -54,9 +54,3 @@ func TestNewID(t *testing.T) {
 		seen[id] = true
 	}
 }
-
-func TestLikeEscape(t *testing.T) {
-	if got := LikeEscape(`a%b_c\d`); got != `a\%b\_c\\d` {
-		t.Errorf("LikeEscape = %q", got)
-	}
-}

@@ -4,9 +4,10 @@ import "context"
 
 // ListOrganizationUsersRequest lists the members of an organization.
 //
-// Filter columns: alias m (organization_members: m.organization_id,
-// m.user_id, m.create_time, m.update_time) and u (users: u.display_name,
-// u.email).
+// Filter fields (store.Filter): role (a role id, case-insensitive: an
+// organization role, or a workspace role in any workspace; = !=),
+// role_scope ("organization" or "workspace": has a role of that scope;
+// = !=), search (":" on display name or e-mail).
 type ListOrganizationUsersRequest struct {
 	OrganizationID string
 	Filter         Filter

@@ -103,7 +103,8 @@ type JournalEntry struct {
 
 // ListRunsRequest lists runs.
 //
-// Filter columns: alias r (runs): r.create_time, r.update_time, r.state.
+// Filter fields (store.Filter): state (a RunState; = !=), create_time (a
+// time; all six comparisons).
 type ListRunsRequest struct {
 	OrganizationID string
 	WorkspaceID    string

@@ -136,7 +136,8 @@ type Workspace struct {
 
 // ListWorkspacesRequest lists the workspaces of an organization.
 //
-// Filter columns: alias w (workspaces): w.title, w.create_time, w.update_time.
+// Filter fields (store.Filter): title (string; = != :) and id (the
+// workspace id; = != and In: the workspaces an API key is scoped to).
 type ListWorkspacesRequest struct {
 	OrganizationID string
 	// MemberUserID, when set, keeps only workspaces the user is a member of
@@ -226,9 +227,10 @@ type OrganizationMember struct {
 
 // ListWorkspaceUsersRequest lists the members of a workspace.
 //
-// Filter columns: alias m (workspace_members: m.organization_id,
-// m.workspace_id, m.user_id, m.create_time, m.update_time) and u (users:
-// u.display_name, u.email).
+// Filter fields (store.Filter): role (a role id, case-insensitive: an
+// organization role or a workspace role in this workspace; = !=),
+// role_scope ("organization" or "workspace"; = !=), search (":" on display
+// name or e-mail).
 type ListWorkspaceUsersRequest struct {
 	OrganizationID string
 	WorkspaceID    string

@@ -14,7 +14,6 @@ import (
 	"github.com/proserun/prose/server/apikey"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/backend"
-	"github.com/proserun/prose/store/sqlfilter"
 )
 
 func init() {
@@ -50,12 +49,9 @@ func organizationIDs(ctx context.Context, st store.Store, limit int) ([]string, 
 // organizationOwner returns a member holding the owner role in org, the
 // earliest to join.
 func organizationOwner(ctx context.Context, st store.Store, org string) (string, error) {
-	owner, err := sqlfilter.OrganizationUsers.Parse(`role = "owner"`)
-	if err != nil {
-		return "", err
-	}
 	p, err := st.ListOrganizationUsers(ctx, store.ListOrganizationUsersRequest{
-		OrganizationID: org, Filter: owner, OrderBy: store.OrderBy{{Field: "created_time"}}, PageSize: 1,
+		OrganizationID: org, Filter: store.Cond{Field: "role", Op: store.OpEq, Value: "owner"},
+		OrderBy: store.OrderBy{{Field: "created_time"}}, PageSize: 1,
 	})
 	if err != nil {
 		return "", err

@@ -7,19 +7,20 @@ import (
 	"github.com/proserun/prose/store"
 )
 
-// NameColumns declares a field whose values are ids or whole resource
+// NameFields declares a field whose values are ids or whole resource
 // names: pattern is the resource name pattern
 // ("organizations/{organization}/workspaces/{workspace}/automations/{automation}"),
-// columns maps each of its variables to the SQL column holding it; the last
-// variable is the field's own column. A bare id compares the field's
-// column only; a resource name must match the pattern and matches whole —
-// every variable against its column (a "-" stands for any value of a
-// variable other than the last, as in AIP-159) — so a name of another
-// organization or workspace matches nothing, whatever its last segment. A
-// value that contains "/" but is not such a name is INVALID_ARGUMENT.
-func NameColumns(pattern string, columns map[string]string) *NamePattern {
+// fields maps each of its variables to the filter field holding it (a
+// store.Cond field of the list); the last variable is the field's own. A
+// bare id compares the field only; a resource name must match the pattern
+// and matches whole — every variable against its field (a "-" stands for
+// any value of a variable other than the last, as in AIP-159) — so a name
+// of another organization or workspace matches nothing, whatever its last
+// segment. A value that contains "/" but is not such a name is
+// INVALID_ARGUMENT.
+func NameFields(pattern string, fields map[string]string) *NamePattern {
 	segs := strings.Split(pattern, "/")
-	np := &NamePattern{pattern: pattern, segs: segs, columns: columns}
+	np := &NamePattern{pattern: pattern, segs: segs, fields: fields}
 	for _, s := range segs {
 		if v, ok := variable(s); ok {
 			np.vars = append(np.vars, v)
@@ -33,7 +34,7 @@ type NamePattern struct {
 	pattern string
 	segs    []string
 	vars    []string
-	columns map[string]string
+	fields  map[string]string
 }
 
 func variable(seg string) (string, bool) {
@@ -43,27 +44,22 @@ func variable(seg string) (string, bool) {
 	return "", false
 }
 
-// check reports a declaration error: a variable without a column.
+// check reports a declaration error: a variable without a field.
 func (p *NamePattern) check() error {
 	if len(p.vars) == 0 {
 		return fmt.Errorf("pattern %q has no variable", p.pattern)
 	}
 	for _, v := range p.vars {
-		if p.columns[v] == "" {
-			return fmt.Errorf("pattern %q: variable %s has no column", p.pattern, v)
+		if p.fields[v] == "" {
+			return fmt.Errorf("pattern %q: variable %s has no field", p.pattern, v)
 		}
 	}
 	return nil
 }
 
-// idColumn is the column of the last variable.
-func (p *NamePattern) idColumn() string { return p.columns[p.vars[len(p.vars)-1]] }
-
-// nameValue is a parsed resource name: the columns to compare and their
-// values, in pattern order.
-type nameValue struct {
-	cols, vals []string
-}
+// nameValue is a parsed resource name: the conditions it stands for (every
+// variable's field equal to its segment), in pattern order.
+type nameValue store.And
 
 // parse reads a filter value: a bare id (string) or a whole name
 // (nameValue).
@@ -92,42 +88,35 @@ func (p *NamePattern) parse(field, s string) (any, error) {
 		if parts[i] == "-" {
 			continue
 		}
-		nv.cols = append(nv.cols, p.columns[v])
-		nv.vals = append(nv.vals, parts[i])
+		nv = append(nv, store.Cond{Field: p.fields[v], Op: OpEq, Value: parts[i]})
 	}
 	return nv, nil
 }
 
-// sql renders a name comparison: all of its columns equal (=), or not all
-// (!=).
-func (nv nameValue) sql(a *store.Args, op string) (string, error) {
-	parts := make([]string, len(nv.cols))
-	for i, c := range nv.cols {
-		parts[i] = c + " = " + a.Add(nv.vals[i])
-	}
-	s := "(" + strings.Join(parts, " AND ") + ")"
+// filter is a name comparison: all of its conditions (=), or not all (!=).
+func (nv nameValue) filter(op store.Op) (store.Filter, error) {
 	switch op {
 	case OpEq:
-		return s, nil
+		return store.And(nv), nil
 	case OpNe:
-		return "NOT " + s, nil
+		return store.Not{Filter: store.And(nv)}, nil
 	}
-	return "", invalid("operator %s does not apply to a resource name", op)
+	return nil, invalid("operator %s does not apply to a resource name", op)
 }
 
-// The resource names of filter fields, with the columns of the exceptions
-// (alias e) and events (alias ev) tables.
+// The resource names of filter fields. organization and workspace are
+// fields of the exception and event lists that only names set.
 var (
 	// ExceptionAutomationName is the automation field of exception filters.
-	ExceptionAutomationName = NameColumns("organizations/{organization}/workspaces/{workspace}/automations/{automation}",
-		map[string]string{"organization": "e.organization_id", "workspace": "e.workspace_id", "automation": "e.automation_id"})
+	ExceptionAutomationName = NameFields("organizations/{organization}/workspaces/{workspace}/automations/{automation}",
+		map[string]string{"organization": "organization", "workspace": "workspace", "automation": "automation"})
 	// ExceptionRunName is the run field of exception filters.
-	ExceptionRunName = NameColumns("organizations/{organization}/workspaces/{workspace}/automations/{automation}/runs/{run}",
-		map[string]string{"organization": "e.organization_id", "workspace": "e.workspace_id", "automation": "e.automation_id", "run": "e.run_id"})
+	ExceptionRunName = NameFields("organizations/{organization}/workspaces/{workspace}/automations/{automation}/runs/{run}",
+		map[string]string{"organization": "organization", "workspace": "workspace", "automation": "automation", "run": "run"})
 	// ExceptionGroupName is the group field of exception filters.
-	ExceptionGroupName = NameColumns("organizations/{organization}/workspaces/{workspace}/exceptionGroups/{group}",
-		map[string]string{"organization": "e.organization_id", "workspace": "e.workspace_id", "group": "e.group_id"})
+	ExceptionGroupName = NameFields("organizations/{organization}/workspaces/{workspace}/exceptionGroups/{group}",
+		map[string]string{"organization": "organization", "workspace": "workspace", "group": "group"})
 	// EventExceptionName is the exception field of event filters.
-	EventExceptionName = NameColumns("organizations/{organization}/workspaces/{workspace}/exceptions/{exception}",
-		map[string]string{"organization": "ev.organization_id", "workspace": "ev.workspace_id", "exception": "ev.exception_id"})
+	EventExceptionName = NameFields("organizations/{organization}/workspaces/{workspace}/exceptions/{exception}",
+		map[string]string{"organization": "organization", "workspace": "workspace", "exception": "exception"})
 )

@@ -1,22 +1,21 @@
-// Package sqlfilter translates AIP-160 filters, parsed and type-checked by
-// go.einride.tech/aip/filtering, into parameterised SQL for either store
-// dialect. Each list resource declares an allow-list of fields (Resource):
-// the identifiers and their types for the aip-go checker, and for each field
-// the operators it accepts, how values are read and which SQL they become.
-// Values never enter SQL text: they are bound through store.Args.
+// Package sqlfilter checks AIP-160 filters, parsed and type-checked by
+// go.einride.tech/aip/filtering, against the allow-list of each list
+// method and turns them into typed store filters (store.Filter: conditions
+// on named fields joined with AND, OR and NOT). It writes no SQL: the
+// backends translate store filters (store/internal/sqlstore, into
+// parameterised SQL). Each list resource declares its allow-list once here
+// (Resource): the identifiers and their types for the aip-go checker, and
+// for each field the operators it accepts and how values are read; the
+// store suite (store/storetest) runs these allow-lists on every backend.
 //
 // The server layer calls, per request:
 //
 //	f, err := sqlfilter.Workspaces.Parse(req.GetFilter()) // store.Filter or nil
 //	if err != nil { /* INVALID_ARGUMENT (errors.Is(err, store.ErrInvalidArgument)) */ }
 //	page, err := st.ListWorkspaces(ctx, store.ListWorkspacesRequest{Filter: f, ...})
-//
-// or, having parsed with filtering.ParseFilter(req, sqlfilter.Workspaces.Declarations()),
-// sqlfilter.Workspaces.Translate(req.GetFilter(), parsed).
 package sqlfilter
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -29,15 +28,15 @@ import (
 	"github.com/proserun/prose/store"
 )
 
-// Operators (aip-go function names).
+// Operators (aip-go's function names are store.Op's spellings).
 const (
-	OpEq  = filtering.FunctionEquals
-	OpNe  = filtering.FunctionNotEquals
-	OpLt  = filtering.FunctionLessThan
-	OpLe  = filtering.FunctionLessEquals
-	OpGt  = filtering.FunctionGreaterThan
-	OpGe  = filtering.FunctionGreaterEquals
-	OpHas = filtering.FunctionHas
+	OpEq  = store.OpEq
+	OpNe  = store.OpNe
+	OpLt  = store.OpLt
+	OpLe  = store.OpLe
+	OpGt  = store.OpGt
+	OpGe  = store.OpGe
+	OpHas = store.OpHas
 )
 
 // MaxFilterLength bounds the filter text (deeply nested input is rejected
@@ -57,28 +56,21 @@ const (
 	Enum
 )
 
-// Field is one filterable field of a resource.
+// Field is one filterable field of a resource. A comparison on it becomes
+// store.Cond{Field: Name, Op: op, Value: v}, v a string (the normalised
+// string, or the stored value of an Enum) or a time.Time (Timestamp).
 type Field struct {
 	Name string
 	Kind Kind
 	// Ops are the operators the field accepts.
-	Ops []string
+	Ops []store.Op
 	// Values maps accepted spellings to stored values (Enum).
 	Values map[string]string
-	// Normalize converts a string value before binding. Optional.
+	// Normalize converts a string value. Optional.
 	Normalize func(string) string
 	// Names, when set, makes the field take ids or whole resource names
-	// (see NameColumns); Column defaults to the name's last column.
+	// (see NameFields).
 	Names *NamePattern
-	// Column is the SQL column (alias-qualified) compared with the value:
-	// "=" / "!=" / "<" ... render "col op ?"; ":" renders a case-insensitive
-	// contains (LIKE with '%' and '_' escaped).
-	Column string
-	// CaseInsensitive makes = and != compare lower(col) with lower(?).
-	CaseInsensitive bool
-	// Render, when set, renders the comparison instead of Column. op is the
-	// operator; v the normalised value (string or time.Time).
-	Render func(a *store.Args, op string, v any) (string, error)
 }
 
 // Resource is the filter allow-list of one list method.
@@ -99,16 +91,13 @@ func NewResource(name string, fields ...Field) (*Resource, error) {
 		if _, dup := r.fields[f.Name]; dup {
 			return nil, fmt.Errorf("sqlfilter: %s: field %q declared twice", name, f.Name)
 		}
+		if len(f.Ops) == 0 {
+			return nil, fmt.Errorf("sqlfilter: %s: field %q has no operators", name, f.Name)
+		}
 		if f.Names != nil {
 			if err := f.Names.check(); err != nil {
 				return nil, fmt.Errorf("sqlfilter: %s: field %q: %w", name, f.Name, err)
 			}
-			if f.Column == "" {
-				f.Column = f.Names.idColumn()
-			}
-		}
-		if f.Column == "" && f.Render == nil {
-			return nil, fmt.Errorf("sqlfilter: %s: field %q has neither Column nor Render", name, f.Name)
 		}
 		r.fields[f.Name] = f
 		t := filtering.TypeString
@@ -163,9 +152,9 @@ func invalid(format string, args ...any) error {
 	return fmt.Errorf("%w: filter: %s", store.ErrInvalidArgument, fmt.Sprintf(format, args...))
 }
 
-// Parse parses, type-checks and translates filter text. An empty filter
-// returns (nil, nil). Errors wrap store.ErrInvalidArgument and name the
-// problem.
+// Parse parses, type-checks and translates filter text into a store.Text
+// holding the conditions. An empty filter returns (nil, nil). Errors wrap
+// store.ErrInvalidArgument and name the problem.
 func (r *Resource) Parse(text string) (f store.Filter, err error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
@@ -196,12 +185,12 @@ func (r *Resource) Translate(text string, f filtering.Filter) (store.Filter, err
 	if err != nil {
 		return nil, err
 	}
-	return &compiled{text: text, root: n}, nil
+	return store.Text{Source: text, Filter: n}, nil
 }
 
 const maxDepth = 100
 
-func (r *Resource) node(e *expr.Expr, depth int) (node, error) {
+func (r *Resource) node(e *expr.Expr, depth int) (store.Filter, error) {
 	if depth > maxDepth {
 		return nil, invalid("nested too deeply")
 	}
@@ -215,7 +204,7 @@ func (r *Resource) node(e *expr.Expr, depth int) (node, error) {
 		if len(args) < 2 {
 			return nil, invalid("%s needs two operands", fn)
 		}
-		kids := make([]node, len(args))
+		kids := make([]store.Filter, len(args))
 		for i, a := range args {
 			k, err := r.node(a, depth+1)
 			if err != nil {
@@ -223,7 +212,10 @@ func (r *Resource) node(e *expr.Expr, depth int) (node, error) {
 			}
 			kids[i] = k
 		}
-		return &logic{op: fn, kids: kids}, nil
+		if fn == filtering.FunctionAnd {
+			return store.And(kids), nil
+		}
+		return store.Or(kids), nil
 	case filtering.FunctionNot:
 		if len(args) != 1 {
 			return nil, invalid("NOT needs one operand")
@@ -232,9 +224,9 @@ func (r *Resource) node(e *expr.Expr, depth int) (node, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &not{kid: k}, nil
-	case OpEq, OpNe, OpLt, OpLe, OpGt, OpGe, OpHas:
-		return r.comparison(fn, args)
+		return store.Not{Filter: k}, nil
+	case string(OpEq), string(OpNe), string(OpLt), string(OpLe), string(OpGt), string(OpGe), string(OpHas):
+		return r.comparison(store.Op(fn), args)
 	case filtering.FunctionFuzzyAnd:
 		return nil, invalid("join terms with AND or OR")
 	default:
@@ -242,7 +234,7 @@ func (r *Resource) node(e *expr.Expr, depth int) (node, error) {
 	}
 }
 
-func (r *Resource) comparison(op string, args []*expr.Expr) (node, error) {
+func (r *Resource) comparison(op store.Op, args []*expr.Expr) (store.Filter, error) {
 	if len(args) != 2 {
 		return nil, invalid("%s needs two operands", op)
 	}
@@ -255,13 +247,20 @@ func (r *Resource) comparison(op string, args []*expr.Expr) (node, error) {
 		return nil, invalid("%q is not a field (fields: %s)", id.GetName(), strings.Join(r.Fields(), ", "))
 	}
 	if !slices.Contains(f.Ops, op) {
-		return nil, invalid("field %q does not support operator %s (supported: %s)", f.Name, op, strings.Join(f.Ops, " "))
+		ops := make([]string, len(f.Ops))
+		for i, o := range f.Ops {
+			ops[i] = string(o)
+		}
+		return nil, invalid("field %q does not support operator %s (supported: %s)", f.Name, op, strings.Join(ops, " "))
 	}
 	v, err := r.value(f, args[1])
 	if err != nil {
 		return nil, err
 	}
-	return &cmp{f: f, op: op, v: v}, nil
+	if nv, ok := v.(nameValue); ok {
+		return nv.filter(op)
+	}
+	return store.Cond{Field: f.Name, Op: op, Value: v}, nil
 }
 
 func (r *Resource) value(f *Field, e *expr.Expr) (any, error) {
@@ -312,94 +311,5 @@ func (r *Resource) value(f *Field, e *expr.Expr) (any, error) {
 	return s, nil
 }
 
-// ---------------------------------------------------------------------------
-// compiled filters
-
-type node interface {
-	sql(a *store.Args) (string, error)
-}
-
-type compiled struct {
-	text string
-	root node
-}
-
-func (c *compiled) String() string { return c.text }
-
-func (c *compiled) SQL(a *store.Args) (string, error) {
-	if c == nil || c.root == nil {
-		return "", errors.New("sqlfilter: empty filter")
-	}
-	s, err := c.root.sql(a)
-	if err != nil {
-		return "", err
-	}
-	return "(" + s + ")", nil
-}
-
-type logic struct {
-	op   string
-	kids []node
-}
-
-func (l *logic) sql(a *store.Args) (string, error) {
-	parts := make([]string, len(l.kids))
-	for i, k := range l.kids {
-		s, err := k.sql(a)
-		if err != nil {
-			return "", err
-		}
-		parts[i] = "(" + s + ")"
-	}
-	return strings.Join(parts, " "+l.op+" "), nil
-}
-
-type not struct{ kid node }
-
-func (n *not) sql(a *store.Args) (string, error) {
-	s, err := n.kid.sql(a)
-	if err != nil {
-		return "", err
-	}
-	return "NOT (" + s + ")", nil
-}
-
-type cmp struct {
-	f  *Field
-	op string
-	v  any
-}
-
-func (c *cmp) sql(a *store.Args) (string, error) {
-	if nv, ok := c.v.(nameValue); ok {
-		return nv.sql(a, c.op)
-	}
-	if c.f.Render != nil {
-		return c.f.Render(a, c.op, c.v)
-	}
-	return Compare(a, c.f.Column, c.op, c.v, c.f.CaseInsensitive)
-}
-
-// Compare renders "col op ?" for the comparison operators, a
-// case-insensitive exact match when ci is set (= and != only), and a
-// case-insensitive contains for ":".
-func Compare(a *store.Args, col, op string, v any, ci bool) (string, error) {
-	switch op {
-	case OpHas:
-		s, ok := v.(string)
-		if !ok {
-			return "", invalid("operator : needs a string")
-		}
-		return fmt.Sprintf(`%s %s %s ESCAPE '\'`, col, a.ILike(), a.Add("%"+store.LikeEscape(s)+"%")), nil
-	case OpEq, OpNe, OpLt, OpLe, OpGt, OpGe:
-		sqlOp := op
-		if op == OpNe {
-			sqlOp = "<>"
-		}
-		if ci && (op == OpEq || op == OpNe) {
-			return fmt.Sprintf("lower(%s) %s lower(%s)", col, sqlOp, a.Add(v)), nil
-		}
-		return fmt.Sprintf("%s %s %s", col, sqlOp, a.Add(v)), nil
-	}
-	return "", invalid("operator %s is not supported", op)
-}
+// Field returns the declaration of a field (nil if r has none).
+func (r *Resource) Field(name string) *Field { return r.fields[name] }

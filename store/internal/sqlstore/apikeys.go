@@ -173,7 +173,7 @@ var keySort = map[string]sortCol{"create_time": {Field: "create_time", Col: "cre
 func (db *DB) ListAPIKeys(ctx context.Context, org, user string, pageSize int, pageToken string) (store.Page[store.APIKey], error) {
 	var zero store.Page[store.APIKey]
 	ks, _ := newKeyset(nil, store.OrderBy{{Field: "create_time", Desc: true}}, keySort, "id")
-	lq, err := newList(db.d, ks, nil, pageToken, pageSize, `SELECT `+keyCols+` FROM api_keys`, "api_keys", org, user)
+	lq, err := newList(db.d, ks, nil, nil, pageToken, pageSize, `SELECT `+keyCols+` FROM api_keys`, "api_keys", org, user)
 	if err != nil {
 		return zero, err
 	}

@@ -87,7 +87,7 @@ func (db *DB) ListAutomations(ctx context.Context, req store.ListAutomationsRequ
 	if err != nil {
 		return zero, err
 	}
-	lq, err := newList(db.d, ks, req.Filter, req.PageToken, req.PageSize, autoSelect,
+	lq, err := newList(db.d, ks, automationFields, req.Filter, req.PageToken, req.PageSize, autoSelect,
 		"automations", req.OrganizationID, req.WorkspaceID, "deleted="+strconv.FormatBool(req.ShowDeleted))
 	if err != nil {
 		return zero, err

@@ -376,7 +376,7 @@ func (c *stmtCache) close() error {
 }
 
 // queryArgs runs a query built with store.Args (already in the dialect).
-func (c conn) queryArgs(ctx context.Context, q string, a *store.Args) (*sql.Rows, error) {
+func (c conn) queryArgs(ctx context.Context, q string, a *Args) (*sql.Rows, error) {
 	return c.q.QueryContext(ctx, q, a.Values...)
 }
 
@@ -404,7 +404,7 @@ func (db *DB) tx(ctx context.Context, fn func(c conn) error) error {
 }
 
 func (db *DB) timeArg(t time.Time) any {
-	return store.NewArgs(db.d).TimeValue(t)
+	return NewArgs(db.d).TimeValue(t)
 }
 
 // nullTime is a time argument stored as NULL when zero.

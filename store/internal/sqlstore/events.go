@@ -126,12 +126,12 @@ func (db *DB) ListEvents(ctx context.Context, req store.ListEventsRequest) (stor
 		return zero, 0, err
 	}
 	t := req.Thread
-	lq, err := newList(db.d, ks, req.Filter, req.PageToken, req.PageSize, evSelect, "events",
+	lq, err := newList(db.d, ks, eventFields, req.Filter, req.PageToken, req.PageSize, evSelect, "events",
 		t.OrganizationID, t.WorkspaceID, t.AutomationID, t.RunID, t.AgentID)
 	if err != nil {
 		return zero, 0, err
 	}
-	scope := func(a *store.Args) string {
+	scope := func(a *Args) string {
 		return "ev.organization_id = " + a.Add(t.OrganizationID) + " AND ev.workspace_id = " + a.Add(t.WorkspaceID) +
 			" AND ev.automation_id = " + a.Add(t.AutomationID) + " AND ev.run_id = " + a.Add(t.RunID) +
 			" AND ev.agent_id = " + a.Add(t.AgentID)
@@ -146,10 +146,10 @@ func (db *DB) ListEvents(ctx context.Context, req store.ListEventsRequest) (stor
 		return zero, 0, db.mapErr(err, "list events")
 	}
 	// The total across all pages.
-	a := store.NewArgs(db.d)
+	a := NewArgs(db.d)
 	where := scope(a)
 	if req.Filter != nil {
-		c, err := req.Filter.SQL(a)
+		c, err := eventFields.where(a, req.Filter)
 		if err != nil {
 			return zero, 0, err
 		}

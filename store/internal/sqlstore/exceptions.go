@@ -75,13 +75,21 @@ func (db *DB) ListExceptions(ctx context.Context, req store.ListExceptionsReques
 	if err != nil {
 		return zero, 0, err
 	}
-	lq, err := newList(db.d, ks, req.Filter, req.PageToken, req.PageSize, excSelect, "exceptions", req.OrganizationID, req.WorkspaceID)
+	// The token is bound to the skip too (it must come with the same skip,
+	// which is not applied again).
+	key := store.FilterKey(req.Filter)
+	if req.Skip > 0 {
+		key = strings.TrimPrefix(key+" skip("+strconv.Itoa(req.Skip)+")", " ")
+	}
+	lq, err := newListKeyed(db.d, ks, exceptionFields, req.Filter, key, req.PageToken, req.PageSize, excSelect, "exceptions", req.OrganizationID, req.WorkspaceID)
 	if err != nil {
 		return zero, 0, err
 	}
 	lq.cond("e.organization_id = " + lq.a.Add(req.OrganizationID))
 	lq.cond("e.workspace_id = " + lq.a.Add(req.WorkspaceID))
-	lq.offset = req.Skip
+	if req.PageToken == "" {
+		lq.offset = req.Skip
+	}
 	if p, ok := planExcRollup(req.Filter); ok && req.PageToken == "" && req.Skip >= rollupSkipMin {
 		// Skip whole buckets by their counts: the page starts below a bucket
 		// boundary, OFFSET only the rest.
@@ -129,10 +137,10 @@ func (db *DB) ListExceptions(ctx context.Context, req store.ListExceptionsReques
 }
 
 // where renders the workspace scope and filter of an exception query.
-func excWhere(a *store.Args, org, ws string, f store.Filter) (string, error) {
+func excWhere(a *Args, org, ws string, f store.Filter) (string, error) {
 	conds := []string{"e.organization_id = " + a.Add(org), "e.workspace_id = " + a.Add(ws)}
 	if f != nil {
-		c, err := f.SQL(a)
+		c, err := exceptionFields.where(a, f)
 		if err != nil {
 			return "", err
 		}
@@ -145,7 +153,7 @@ func (db *DB) countExceptions(ctx context.Context, org, ws string, f store.Filte
 	if p, ok := planExcRollup(f); ok {
 		return db.countRollup(ctx, org, ws, p)
 	}
-	a := store.NewArgs(db.d)
+	a := NewArgs(db.d)
 	where, err := excWhere(a, org, ws, f)
 	if err != nil {
 		return 0, err
@@ -166,7 +174,7 @@ func (db *DB) countBy(ctx context.Context, col, what string, req store.CountRequ
 	if err != nil {
 		return out, err
 	}
-	a := store.NewArgs(db.d)
+	a := NewArgs(db.d)
 	var q string
 	if p, ok := planExcRollup(req.Filter); ok {
 		// The counts table's whole buckets plus the edges' rows, by key.
@@ -342,7 +350,7 @@ func (db *DB) AssignException(ctx context.Context, org, ws, id, assignee string)
 
 // ListExceptionIDs implements store.Exceptions.
 func (db *DB) ListExceptionIDs(ctx context.Context, org, ws string, f store.Filter, max int) ([]string, error) {
-	a := store.NewArgs(db.d)
+	a := NewArgs(db.d)
 	where, err := excWhere(a, org, ws, f)
 	if err != nil {
 		return nil, err
@@ -390,9 +398,9 @@ const (
 	rollupSkipMin = 2000
 )
 
-// rollupColumns are the columns the counts table keeps (as the filter names
-// them: alias e).
-var rollupColumns = []string{"e.state", "e.group_id", "e.automation_id"}
+// rollupFields are the filter fields whose columns the counts table keeps
+// (under the same names: alias e).
+var rollupFields = []string{"state", "group", "automation"}
 
 // excRollup is a filter split for the counts table: the operands on the
 // kept columns, and create_time in [lo, hi) (unix microseconds; an unset
@@ -418,40 +426,37 @@ func (p *excRollup) setHi(v int64) {
 // planExcRollup splits f for the counts table; false when it cannot.
 func planExcRollup(f store.Filter) (excRollup, bool) {
 	var p excRollup
-	for _, c := range store.Conjuncts(f) {
-		if c.Column == "e.create_time" && c.Op != "" {
-			t, ok := c.Value.(time.Time)
+	for _, c := range conjuncts(f) {
+		if cd, ok := c.(store.Cond); ok && cd.Field == "create_time" {
+			t, ok := cd.Value.(time.Time)
 			if !ok {
 				return p, false
 			}
 			// The bound value is truncated to microseconds, as stored.
 			v := store.Time(t).UnixMicro()
-			switch c.Op {
-			case "=":
+			switch cd.Op {
+			case store.OpEq:
 				p.setLo(v)
 				p.setHi(v + 1)
-			case ">=":
+			case store.OpGe:
 				p.setLo(v)
-			case ">":
+			case store.OpGt:
 				p.setLo(v + 1)
-			case "<":
+			case store.OpLt:
 				p.setHi(v)
-			case "<=":
+			case store.OpLe:
 				p.setHi(v + 1)
 			default:
 				return p, false
 			}
 			continue
 		}
-		if c.Columns == nil || c.Filter == nil {
-			return p, false
-		}
-		for _, col := range c.Columns {
-			if !slices.Contains(rollupColumns, col) {
+		for _, name := range filterFields(c, nil) {
+			if !slices.Contains(rollupFields, name) {
 				return p, false
 			}
 		}
-		p.keys = append(p.keys, c.Filter)
+		p.keys = append(p.keys, c)
 	}
 	return p, true
 }
@@ -518,10 +523,10 @@ func (p excRollup) empty() bool { return p.loSet && p.hiSet && p.lo >= p.hi }
 
 // keysWhere renders the workspace and the operands on kept columns (alias
 // e, either table).
-func (p excRollup) keysWhere(a *store.Args, org, ws string) (string, error) {
+func (p excRollup) keysWhere(a *Args, org, ws string) (string, error) {
 	conds := []string{"e.organization_id = " + a.Add(org), "e.workspace_id = " + a.Add(ws)}
 	for _, k := range p.keys {
-		s, err := k.SQL(a)
+		s, err := exceptionFields.where(a, k)
 		if err != nil {
 			return "", err
 		}
@@ -531,7 +536,7 @@ func (p excRollup) keysWhere(a *store.Args, org, ws string) (string, error) {
 }
 
 // edgeSQL counts the matching rows created in [from, to).
-func (p excRollup) edgeSQL(a *store.Args, org, ws string, from, to int64, sel, groupBy string) (string, error) {
+func (p excRollup) edgeSQL(a *Args, org, ws string, from, to int64, sel, groupBy string) (string, error) {
 	where, err := p.keysWhere(a, org, ws)
 	if err != nil {
 		return "", err
@@ -545,7 +550,7 @@ func (p excRollup) edgeSQL(a *store.Args, org, ws string, from, to int64, sel, g
 }
 
 // spanSQL sums the counts of the matching keys in one span of buckets.
-func (p excRollup) spanSQL(a *store.Args, org, ws string, s rollupSpan, sel, groupBy string) (string, error) {
+func (p excRollup) spanSQL(a *Args, org, ws string, s rollupSpan, sel, groupBy string) (string, error) {
 	where, err := p.keysWhere(a, org, ws)
 	if err != nil {
 		return "", err
@@ -560,7 +565,7 @@ func (p excRollup) spanSQL(a *store.Args, org, ws string, s rollupSpan, sel, gro
 
 // rollupParts are the SELECTs (columns sel, c) whose counts add up to the
 // filter's count: the edges' rows and the whole buckets.
-func rollupParts(a *store.Args, org, ws string, p excRollup, sel, groupBy string) ([]string, error) {
+func rollupParts(a *Args, org, ws string, p excRollup, sel, groupBy string) ([]string, error) {
 	if p.empty() {
 		return []string{`SELECT ` + sel + `, 0 AS c FROM exceptions e WHERE 1 = 0`}, nil
 	}
@@ -588,7 +593,7 @@ func rollupParts(a *store.Args, org, ws string, p excRollup, sel, groupBy string
 
 // countRollup counts the exceptions matching p.
 func (db *DB) countRollup(ctx context.Context, org, ws string, p excRollup) (int, error) {
-	a := store.NewArgs(db.d)
+	a := NewArgs(db.d)
 	parts, err := rollupParts(a, org, ws, p, `0 AS k`, ``)
 	if err != nil {
 		return 0, err
@@ -623,8 +628,8 @@ func (db *DB) excSkip(ctx context.Context, org, ws string, p excRollup, skip int
 		}
 	}
 	above := 0
-	query := func(build func(a *store.Args) (string, error)) (*sql.Rows, error) {
-		a := store.NewArgs(db.d)
+	query := func(build func(a *Args) (string, error)) (*sql.Rows, error) {
+		a := NewArgs(db.d)
 		q, err := build(a)
 		if err != nil {
 			return nil, err
@@ -632,7 +637,7 @@ func (db *DB) excSkip(ctx context.Context, org, ws string, p excRollup, skip int
 		return db.r.QueryContext(ctx, q, a.Values...)
 	}
 	if p.hiSet && to*hourMicros < p.hi { // the partial hour at the top
-		rows, err := query(func(a *store.Args) (string, error) {
+		rows, err := query(func(a *Args) (string, error) {
 			return p.edgeSQL(a, org, ws, to*hourMicros, p.hi, `0 AS k`, ``)
 		})
 		if err != nil {
@@ -651,7 +656,7 @@ func (db *DB) excSkip(ctx context.Context, org, ws string, p excRollup, skip int
 	for len(spans) > 0 {
 		s := spans[len(spans)-1]
 		spans = spans[:len(spans)-1]
-		rows, err := query(func(a *store.Args) (string, error) {
+		rows, err := query(func(a *Args) (string, error) {
 			q, err := p.spanSQL(a, org, ws, s, `e.bucket`, `e.bucket`)
 			return q + ` ORDER BY e.bucket DESC`, err
 		})

@@ -76,7 +76,7 @@ var invitationSort = map[string]sortCol{"create_time": {Field: "create_time", Co
 func (db *DB) ListInvitations(ctx context.Context, org, ws string, pageSize int, pageToken string) (store.Page[store.Invitation], error) {
 	var zero store.Page[store.Invitation]
 	ks, _ := newKeyset(nil, store.OrderBy{{Field: "create_time", Desc: true}}, invitationSort, "id")
-	lq, err := newList(db.d, ks, nil, pageToken, pageSize, `SELECT `+invCols+` FROM invitations`, "invitations", org, ws)
+	lq, err := newList(db.d, ks, nil, nil, pageToken, pageSize, `SELECT `+invCols+` FROM invitations`, "invitations", org, ws)
 	if err != nil {
 		return zero, err
 	}

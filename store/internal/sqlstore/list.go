@@ -93,7 +93,7 @@ func (k keyset) value(i int, s string) (any, error) {
 // sort key is keys. With one direction it is a row-value comparison (which
 // both engines turn into an index range); with mixed directions the
 // expanded OR form.
-func (k keyset) after(a *store.Args, keys []string) (string, error) {
+func (k keyset) after(a *Args, keys []string) (string, error) {
 	vals := make([]any, len(keys))
 	for i, s := range keys {
 		v, err := k.value(i, s)
@@ -151,7 +151,7 @@ func timeKey(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
 
 // listQuery assembles a keyset-paged SELECT.
 type listQuery struct {
-	a       *store.Args
+	a       *Args
 	selects string // "SELECT ... FROM ... "
 	where   []string
 	ks      keyset
@@ -162,16 +162,23 @@ type listQuery struct {
 }
 
 // newList starts a list query: it decodes the token (bound to parts plus the
-// filter and the ordering) and adds the keyset condition.
-func newList(d store.Dialect, ks keyset, f store.Filter, token string, size int, selects string, parts ...string) (*listQuery, error) {
-	parts = append(parts, "filter="+store.FilterKey(f), "order_by="+ks.binding())
-	lq := &listQuery{a: store.NewArgs(d), selects: selects, ks: ks, bind: pagination.Bind(parts...), size: pagination.Normalize(size)}
+// filter and the ordering), adds the filter (rendered with the list's
+// fields) and the keyset condition.
+func newList(d store.Dialect, ks keyset, fs fields, f store.Filter, token string, size int, selects string, parts ...string) (*listQuery, error) {
+	return newListKeyed(d, ks, fs, f, store.FilterKey(f), token, size, selects, parts...)
+}
+
+// newListKeyed is newList with the filter's part of the binding given
+// (filterKey instead of store.FilterKey(f)).
+func newListKeyed(d store.Dialect, ks keyset, fs fields, f store.Filter, filterKey, token string, size int, selects string, parts ...string) (*listQuery, error) {
+	parts = append(parts, "filter="+filterKey, "order_by="+ks.binding())
+	lq := &listQuery{a: NewArgs(d), selects: selects, ks: ks, bind: pagination.Bind(parts...), size: pagination.Normalize(size)}
 	keys, err := pagination.Decode(token, lq.bind, len(ks.cols))
 	if err != nil {
 		return nil, err
 	}
 	if f != nil {
-		cond, err := f.SQL(lq.a)
+		cond, err := fs.where(lq.a, f)
 		if err != nil {
 			return nil, err
 		}

@@ -329,11 +329,11 @@ func (db *DB) listMembers(ctx context.Context, org, ws string, f store.Filter, o
 	if err != nil {
 		return zero, err
 	}
-	selects, parts := wsUserSelect, []string{"workspace_users", org, ws}
+	selects, fs, parts := wsUserSelect, workspaceUserFields, []string{"workspace_users", org, ws}
 	if ws == "" {
-		selects, parts = orgUserSelect, []string{"organization_users", org}
+		selects, fs, parts = orgUserSelect, organizationUserFields, []string{"organization_users", org}
 	}
-	lq, err := newList(db.d, ks, f, token, size, selects, parts...)
+	lq, err := newList(db.d, ks, fs, f, token, size, selects, parts...)
 	if err != nil {
 		return zero, err
 	}

@@ -73,7 +73,7 @@ var orgSort = map[string]sortCol{}
 // ListUserOrganizations implements store.Organizations.
 func (db *DB) ListUserOrganizations(ctx context.Context, userID string, pageSize int, pageToken string) (store.Page[store.Organization], error) {
 	ks, _ := newKeyset(nil, nil, orgSort, "o.id")
-	lq, err := newList(db.d, ks, nil, pageToken, pageSize,
+	lq, err := newList(db.d, ks, nil, nil, pageToken, pageSize,
 		`SELECT `+orgCols+` FROM organizations o JOIN organization_members m ON m.organization_id = o.id`,
 		"user_organizations", userID)
 	if err != nil {
@@ -104,7 +104,7 @@ var orgAgeSort = map[string]sortCol{"create_time": {Field: "create_time", Col: "
 // ListOrganizations implements store.Organizations.
 func (db *DB) ListOrganizations(ctx context.Context, pageSize int, pageToken string) (store.Page[store.Organization], error) {
 	ks, _ := newKeyset(nil, store.OrderBy{{Field: "create_time"}}, orgAgeSort, "o.id")
-	lq, err := newList(db.d, ks, nil, pageToken, pageSize, `SELECT `+orgCols+` FROM organizations o`, "organizations")
+	lq, err := newList(db.d, ks, nil, nil, pageToken, pageSize, `SELECT `+orgCols+` FROM organizations o`, "organizations")
 	if err != nil {
 		return store.Page[store.Organization]{}, err
 	}

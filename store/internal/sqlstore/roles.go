@@ -108,7 +108,7 @@ func (db *DB) ListRoles(ctx context.Context, org string, scope store.RoleScope, 
 		return zero, fmt.Errorf("%w: role scope %q is not organization or workspace", store.ErrInvalidArgument, scope)
 	}
 	ks, _ := newKeyset(nil, nil, nil, "id")
-	lq, err := newList(db.d, ks, nil, pageToken, pageSize, `SELECT `+roleCols+` FROM roles`, "roles", org, string(scope))
+	lq, err := newList(db.d, ks, nil, nil, pageToken, pageSize, `SELECT `+roleCols+` FROM roles`, "roles", org, string(scope))
 	if err != nil {
 		return zero, err
 	}

@@ -186,7 +186,7 @@ func (db *DB) ListRuns(ctx context.Context, req store.ListRunsRequest) (store.Pa
 	if auto == "-" {
 		auto = ""
 	}
-	lq, err := newList(db.d, ks, req.Filter, req.PageToken, req.PageSize, runSelect, "runs", req.OrganizationID, req.WorkspaceID, auto)
+	lq, err := newList(db.d, ks, runFields, req.Filter, req.PageToken, req.PageSize, runSelect, "runs", req.OrganizationID, req.WorkspaceID, auto)
 	if err != nil {
 		return zero, err
 	}

@@ -174,7 +174,7 @@ func (db *DB) workspaceList(req store.ListWorkspacesRequest) (*listQuery, keyset
 	if err != nil {
 		return nil, ks, err
 	}
-	lq, err := newList(db.d, ks, req.Filter, req.PageToken, req.PageSize, wsSelect,
+	lq, err := newList(db.d, ks, workspaceFields, req.Filter, req.PageToken, req.PageSize, wsSelect,
 		"workspaces", req.OrganizationID, "member="+req.MemberUserID)
 	if err != nil {
 		return nil, ks, err
