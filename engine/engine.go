@@ -151,10 +151,12 @@ const maxCreateBatch = 128
 // cancels a book call in flight nor a write: the call's result is journaled
 // and the run ends stopped.
 type flight struct {
-	cancel  context.CancelCauseFunc // ctx
-	pause   context.CancelCauseFunc // soft
-	soft    context.Context
-	lost    bool // the lease was lost: write nothing more
+	cancel context.CancelCauseFunc // ctx
+	pause  context.CancelCauseFunc // soft
+	soft   context.Context
+	// lost is set by the renew loop when the lease was lost (write nothing
+	// more), and read by the run's worker.
+	lost    atomic.Bool
 	yielded bool // the run gave its worker up for a turn (set by the executing goroutine)
 }
 
@@ -613,7 +615,7 @@ func (e *Engine) renewOnce(ctx context.Context) {
 		}
 		switch st, ok := states[id]; {
 		case !ok:
-			f.lost = true
+			f.lost.Store(true)
 			f.cancel(errLeaseLost)
 		case st == store.RunStopping:
 			f.pause(errPaused)

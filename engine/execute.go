@@ -23,7 +23,7 @@ import (
 // for guidance or stops.
 func (e *Engine) execute(ctx context.Context, f *flight, r store.Run) {
 	if err := e.executeSteps(ctx, f, r); err != nil {
-		if errors.Is(err, store.ErrConflict) || f.lost {
+		if errors.Is(err, store.ErrConflict) || f.lost.Load() {
 			e.log.Info("run dropped: lease lost", "run", r.ID)
 			return
 		}
@@ -188,7 +188,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				return err
 			}
 			cause := context.Cause(soft)
-			if f.lost || errors.Is(cause, errLeaseLost) {
+			if f.lost.Load() || errors.Is(cause, errLeaseLost) {
 				return store.ErrConflict
 			}
 			if errors.Is(cause, errShutdown) {
