@@ -18,9 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,9 +82,11 @@ type Engine struct {
 	mu       sync.Mutex
 	inflight map[string]*flight
 
-	// fin carries the completed and failed outcomes of workers to the
-	// committers, which write several per transaction (store.RunBatches).
-	fin chan *finishReq
+	// done writes the completed and failed outcomes of workers, several per
+	// transaction, while Run runs.
+	done *completer
+	// notes sends wake-up notices to the other replicas.
+	notes *notifier
 
 	// creates queues the runs of concurrent invokes for the creators, which
 	// create several per transaction (see create).
@@ -109,27 +109,11 @@ type Engine struct {
 	// are fair (store.FairClaimer) for a while after, see claim.
 	lastYield atomic.Int64
 	fair      store.FairClaimer
-
-	notifyMu     sync.Mutex
-	notifyWanted bool // an announce came since the last Notify began
-	notifying    bool // a notifyLoop goroutine is running
 }
 
 // parallelBatches is the number of batches of creates and of finishes
 // written at once on a database with concurrent writers (PostgreSQL).
 const parallelBatches = 4
-
-// finishReq is a worker's completed or failed outcome waiting for the
-// committer.
-type finishReq struct {
-	ctx  context.Context
-	id   string
-	o    store.RunOutcome
-	done chan error
-}
-
-// maxFinishBatch bounds the runs finished in one transaction.
-const maxFinishBatch = 128
 
 // createReq is an invoke's run waiting for the creator.
 type createReq struct {
@@ -210,6 +194,9 @@ func New(st store.Store, opts Options) *Engine {
 			e.opts.Workers = 4 * runtime.GOMAXPROCS(0)
 		}
 	}
+	e.done = &completer{st: st, owner: opts.Owner, log: log, writers: e.writers, singleWriter: e.singleWriter}
+	e.notes = &notifier{send: opts.Notify}
+	e.notes.Start()
 	return e
 }
 
@@ -224,51 +211,19 @@ func (e *Engine) Wake() {
 	}
 }
 
-// announce wakes this engine and, through Notify, the other replicas.
-// Notices are coalesced: one Notify at a time, at most one per
-// notifySpacing, each standing for every announce since the previous one
-// (a woken replica claims all the work there is). A notice per run cost
-// PostgreSQL a transaction each, and NOTIFY serialises commits.
+// announce wakes this engine and, through Notify, the other replicas (see
+// notifier).
 func (e *Engine) announce(ctx context.Context) {
 	e.Wake()
-	if e.opts.Notify == nil {
-		return
-	}
-	e.notifyMu.Lock()
-	defer e.notifyMu.Unlock()
-	e.notifyWanted = true
-	if !e.notifying {
-		e.notifying = true
-		go e.notifyLoop(context.WithoutCancel(ctx))
-	}
-}
-
-// notifySpacing is the least time between two notices to other replicas.
-const notifySpacing = 5 * time.Millisecond
-
-// notifyLoop sends the notices wanted, then returns.
-func (e *Engine) notifyLoop(ctx context.Context) {
-	for {
-		e.notifyMu.Lock()
-		if !e.notifyWanted {
-			e.notifying = false
-			e.notifyMu.Unlock()
-			return
-		}
-		e.notifyWanted = false
-		e.notifyMu.Unlock()
-		start := time.Now()
-		e.opts.Notify(ctx)
-		if d := notifySpacing - time.Since(start); d > 0 {
-			time.Sleep(d)
-		}
-	}
+	e.notes.Announce(ctx)
 }
 
 // Run executes runs until ctx is cancelled, then waits for the runs in
 // flight to reach their next checkpoint (at most the grace period) and
 // returns. Runs still executing then are abandoned: their leases expire and
-// another worker continues them.
+// another worker continues them. The shutdown stops, in order: the workers,
+// the completer (it writes their last outcomes), the notifier, the renewal
+// of leases.
 func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	runCtx, stopRuns := context.WithCancelCause(context.Background())
 	defer stopRuns(errShutdown)
@@ -286,14 +241,10 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		e.fairLoop(ctx)
 	}()
 
-	// The committers live until every worker has returned (they wait for
-	// them); they write with runCtx, cancelled when the grace period ends.
-	stopCommit := make(chan struct{})
-	var commits sync.WaitGroup
-	e.fin = make(chan *finishReq, e.opts.Workers)
-	for range e.writers {
-		commits.Go(func() { e.commitLoop(runCtx, stopCommit) })
-	}
+	// The completer lives until every worker has returned (they wait for
+	// it); it writes with runCtx, cancelled when the grace period ends.
+	e.done.Start(runCtx, e.opts.Workers)
+	e.notes.Start()
 
 	// freed is signalled when a worker returns its slot.
 	freed := make(chan struct{}, 1)
@@ -370,8 +321,8 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		stopRuns(errShutdown)
 		<-done
 	}
-	close(stopCommit)
-	commits.Wait()
+	e.done.Stop()
+	e.notes.Stop()
 	<-renewDone
 	<-fairDone
 	return nil
@@ -401,95 +352,9 @@ func (e *Engine) gatherSlots(ctx context.Context, slots chan struct{}, freed <-c
 	}
 }
 
-// finish leaves a run in a final state. Completed and failed outcomes go to
-// the committer, which writes those of several workers in one transaction
-// (one writer transaction per batch instead of per run); it returns that
-// run's result.
+// finish leaves a run in a final state (see completer).
 func (e *Engine) finish(ctx context.Context, id string, o store.RunOutcome) error {
-	if e.fin == nil || (o.State != store.RunCompleted && o.State != store.RunFailed) {
-		_, err := e.st.FinishRun(ctx, e.opts.Owner, id, o)
-		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	req := &finishReq{ctx: ctx, id: id, o: o, done: make(chan error, 1)}
-	select {
-	case e.fin <- req:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	return <-req.done // the committer always answers
-}
-
-// commitLoop takes the outcomes queued on e.fin, as many as are waiting
-// (no timer: while one batch commits, the next one gathers), and writes
-// them until stop is closed. e.writers of them run at once.
-func (e *Engine) commitLoop(ctx context.Context, stop <-chan struct{}) {
-	batch := make([]*finishReq, 0, maxFinishBatch)
-	for {
-		select {
-		case r := <-e.fin:
-			batch = append(batch[:0], r)
-		case <-stop:
-			return
-		}
-	gather:
-		for len(batch) < maxFinishBatch {
-			select {
-			case r := <-e.fin:
-				batch = append(batch, r)
-			default:
-				break gather
-			}
-		}
-		e.commit(ctx, batch)
-	}
-}
-
-// commit writes a batch and answers each request.
-func (e *Engine) commit(ctx context.Context, batch []*finishReq) {
-	live := batch[:0:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.done <- err
-			continue
-		}
-		live = append(live, r)
-	}
-	switch {
-	case len(live) == 0:
-		return
-	case len(live) == 1 && e.singleWriter:
-		// One statement either way on SQLite (no transaction this way). On
-		// PostgreSQL FinishRuns is one statement that does not read the run
-		// back.
-		r := live[0]
-		_, err := e.st.FinishRun(r.ctx, e.opts.Owner, r.id, r.o)
-		r.done <- err
-		return
-	}
-	// In id order: two transactions locking the same runs (PostgreSQL) take
-	// the locks in the same order.
-	slices.SortFunc(live, func(a, b *finishReq) int { return strings.Compare(a.id, b.id) })
-	ids := make([]string, len(live))
-	outs := make([]store.RunOutcome, len(live))
-	for i, r := range live {
-		ids[i], outs[i] = r.id, r.o
-	}
-	errs, err := e.st.FinishRuns(ctx, e.opts.Owner, ids, outs)
-	if err != nil {
-		// Nothing was written: finish them one by one.
-		e.log.Warn("finish runs", "runs", len(live), "err", err)
-		for _, r := range live {
-			_, err := e.st.FinishRun(r.ctx, e.opts.Owner, r.id, r.o)
-			r.done <- err
-		}
-		return
-	}
-	for i, r := range live {
-		r.done <- errs[i]
-	}
+	return e.done.Finish(ctx, id, o)
 }
 
 // create creates a run (store.Runs.CreateRun). The run is queued and a createLoop goroutine (up to e.writers of them, one
