@@ -1,15 +1,9 @@
 package main
 
 import (
-	"context"
-	"net/url"
-	"os"
-	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/postgres/pgtest"
 )
 
 // TestCrashTwoReplicasPostgres runs the crash test with two `prose serve`
@@ -28,30 +22,5 @@ func TestCrashTwoReplicasPostgres(t *testing.T) {
 // server (skipping the test when it is unset) and drops it at cleanup.
 func crashTempDatabase(t *testing.T) string {
 	t.Helper()
-	base := os.Getenv("PROSE_TEST_POSTGRES_URL")
-	if base == "" {
-		t.Skip("PROSE_TEST_POSTGRES_URL not set (e.g. postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable): skipping the two-replica PostgreSQL crash test")
-	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect PROSE_TEST_POSTGRES_URL: %v", err)
-	}
-	name := "prose_crash_" + strings.ToLower(store.NewID())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		_ = admin.Close(ctx)
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-		_ = admin.Close(ctx)
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("parse PROSE_TEST_POSTGRES_URL: %v", err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return pgtest.TempDatabase(t, "prose_crash_")
 }

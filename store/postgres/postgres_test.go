@@ -1,53 +1,22 @@
 package postgres_test
 
 import (
-	"context"
-	"net/url"
 	"os"
-	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/postgres"
+	"github.com/proserun/prose/store/postgres/pgtest"
 	"github.com/proserun/prose/store/storetest"
 )
 
 // EnvURL names the variable holding the URL of a PostgreSQL server the tests
 // may create databases on.
-const EnvURL = "PROSE_TEST_POSTGRES_URL"
+const EnvURL = pgtest.EnvURL
 
-// tempDatabase creates a randomly named database and drops it at cleanup;
-// it returns its URL.
 func tempDatabase(t testing.TB) string {
 	t.Helper()
-	base := os.Getenv(EnvURL)
-	if base == "" {
-		t.Skip("PROSE_TEST_POSTGRES_URL not set: skipping the PostgreSQL store suite")
-	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatalf("connect %s: %v", EnvURL, err)
-	}
-	name := "prose_test_" + strings.ToLower(store.NewID())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		_ = admin.Close(ctx)
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-		_ = admin.Close(ctx)
-	})
-	u, err := url.Parse(base)
-	if err != nil {
-		t.Fatalf("parse %s: %v", EnvURL, err)
-	}
-	u.Path = "/" + name
-	return u.String()
+	return pgtest.TempDatabase(t, "prose_test_")
 }
 
 func open(t *testing.T, opts ...store.Option) store.Store {
