@@ -228,9 +228,12 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		},
 	}
 	// Replicas sharing a PostgreSQL database wake each other with
-	// LISTEN/NOTIFY when they make work (they also poll); SQLite's notices
-	// stay in this process (store.Notifier).
-	engOpts.Wakeups, engOpts.Notify = st.Listen(engCtx), st.Notify
+	// LISTEN/NOTIFY when they make work (they also poll). A single-writer
+	// database (SQLite) is served by this process alone: its engine wakes
+	// itself, and notices to itself would only cost claims.
+	if !st.SingleWriter() {
+		engOpts.Wakeups, engOpts.Notify = st.Listen(engCtx), st.Notify
+	}
 	a.engine = engine.New(st, engOpts)
 	engDone := make(chan struct{})
 	go func() {
