@@ -3,15 +3,17 @@ package storetest
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/sqlfilter"
 )
 
 // testCapabilities covers the store capabilities the engine and the server
-// rely on besides the aggregates: batches of runs, wake-up notices and the
-// generation of what authentication reads.
+// rely on besides the aggregates: batches of runs, wake-up notices, the
+// generation of what authentication reads, and typed filter conditions.
 func testCapabilities(t *testing.T, open Opener) {
 	for _, tc := range []struct {
 		name string
@@ -21,6 +23,7 @@ func testCapabilities(t *testing.T, open Opener) {
 		{"FinishRuns", testFinishRuns},
 		{"Notifier", testNotifier},
 		{"AuthGenerations", testAuthGenerations},
+		{"TypedFilters", testTypedFilters},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
@@ -207,5 +210,63 @@ func testAuthGenerations(t *testing.T, s *suite) {
 		if s.st.AuthGeneration() == before {
 			t.Errorf("%s: the generation did not move", tc.what)
 		}
+	}
+}
+
+// testTypedFilters covers the conditions callers add to a parsed filter:
+// a set of workspace ids (a scoped key), the state and assignee conditions
+// of the batch methods, and the errors of conditions a list does not have.
+func testTypedFilters(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	for _, w := range []struct{ id, title string }{{"w1", "Sales EU"}, {"w2", "Sales US"}, {"w3", "Ops"}} {
+		s.ws(t, "acme", w.id, w.title)
+	}
+	title, err := sqlfilter.Workspaces.Parse(`title:"sales"`)
+	noErr(t, err)
+	scoped := func(ids ...string) store.Filter { return store.And{store.In{Field: "id", Values: ids}, title} }
+	list := func(f store.Filter) []string {
+		return s.listWS(t, store.ListWorkspacesRequest{OrganizationID: "acme", Filter: f, OrderBy: store.OrderBy{{Field: "title"}}, PageSize: 1})
+	}
+	if got := list(scoped("w1", "w3")); !slices.Equal(got, []string{"w1"}) {
+		t.Errorf("scoped to w1, w3 and titled sales: %v", got)
+	}
+	if got := list(scoped()); len(got) != 0 {
+		t.Errorf("scoped to no workspace: %v", got)
+	}
+	if got := list(store.And{store.In{Field: "id", Values: []string{"w2", "w3"}}}); !slices.Equal(got, []string{"w3", "w2"}) {
+		t.Errorf("scoped to w2, w3: %v", got)
+	}
+	p := of(s.st.ListWorkspaces(s.ctx, store.ListWorkspacesRequest{OrganizationID: "acme", Filter: scoped("w1", "w2"), PageSize: 1})).must(t)
+	_, err = s.st.ListWorkspaces(s.ctx, store.ListWorkspacesRequest{OrganizationID: "acme", Filter: scoped("w1"), PageSize: 1, PageToken: p.NextPageToken})
+	wantErr(t, err, store.ErrInvalidArgument, "a token reused with another scope")
+
+	s.ws(t, "acme", "ops", "Operations")
+	a := s.automation(t, "inv")
+	_, x1 := s.exception(t, a, "missing_values", "m1")
+	_, x2 := s.exception(t, a, "missing_values", "m2")
+	_, x3 := s.exception(t, a, "", "m3")
+	of(s.st.AssignException(s.ctx, "acme", "ops", x1.ID, "users/u1")).must(t)
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x2.ID)).must(t)
+	ids := func(f store.Filter) []string { return of(s.st.ListExceptionIDs(s.ctx, "acme", "ops", f, 10)).must(t) }
+	pending := store.Cond{Field: "state", Op: store.OpEq, Value: string(store.ExceptionPending)}
+	if got := ids(pending); !slices.Equal(got, []string{x1.ID, x3.ID}) {
+		t.Errorf("pending: %v", got)
+	}
+	notU1 := store.Cond{Field: "assignee", Op: store.OpNe, Value: "users/u1"}
+	if got := ids(store.And{pending, notU1}); !slices.Equal(got, []string{x3.ID}) {
+		t.Errorf("pending, not assigned to u1: %v", got)
+	}
+	grouped, err := sqlfilter.Exceptions.Parse(`group != ""`)
+	noErr(t, err)
+	if got := ids(store.And{grouped, store.Cond{Field: "state", Op: store.OpGt, Value: string(store.ExceptionPending)}}); !slices.Equal(got, []string{x2.ID}) {
+		t.Errorf("grouped, past pending: %v", got)
+	}
+	for _, f := range []store.Filter{
+		store.Cond{Field: "title", Op: store.OpEq, Value: "x"},               // a workspace field
+		store.Cond{Field: "create_time", Op: store.OpLt, Value: "yesterday"}, // not a time
+		store.Not{Filter: store.In{Field: "nope", Values: []string{"x"}}},
+	} {
+		_, err := s.st.ListExceptionIDs(s.ctx, "acme", "ops", f, 10)
+		wantErr(t, err, store.ErrInvalidArgument, f.String())
 	}
 }
