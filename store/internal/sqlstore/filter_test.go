@@ -104,10 +104,10 @@ func TestAllowListsHaveSQL(t *testing.T) {
 		for _, name := range tc.r.Fields() {
 			fd := tc.r.Field(name)
 			var v any = "x"
-			switch {
-			case fd.Kind == sqlfilter.Timestamp:
+			switch fd.Kind {
+			case sqlfilter.Timestamp:
 				v = time.Now()
-			case fd.Kind == sqlfilter.Enum:
+			case sqlfilter.Enum:
 				for _, stored := range fd.Values {
 					v = stored
 					break
