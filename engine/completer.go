@@ -48,9 +48,10 @@ type finishReq struct {
 func (c *completer) Start(ctx context.Context, queued int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.queue, c.stop = make(chan *finishReq, queued), make(chan struct{})
+	queue, stop := make(chan *finishReq, queued), make(chan struct{})
+	c.queue, c.stop = queue, stop
 	for range c.writers {
-		c.wg.Go(func() { c.loop(ctx, c.queue, c.stop) })
+		c.wg.Go(func() { c.loop(ctx, queue, stop) })
 	}
 }
 
