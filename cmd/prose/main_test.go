@@ -3,14 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/url"
 	"os"
-	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/postgres/pgtest"
 )
 
 // TestMain gives this package's tests a PostgreSQL database of their own
@@ -45,25 +41,5 @@ func TestMain(m *testing.M) {
 // createTestDatabase creates a fresh database on the server of base and
 // returns its URL and a function that drops it.
 func createTestDatabase(base string) (string, func() error, error) {
-	ctx := context.Background()
-	u, err := url.Parse(base)
-	if err != nil {
-		return "", nil, fmt.Errorf("parse: %w", err)
-	}
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		return "", nil, fmt.Errorf("connect: %w", err)
-	}
-	name := "prose_cmd_test_" + strings.ToLower(store.NewID())
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		_ = admin.Close(ctx)
-		return "", nil, fmt.Errorf("create database: %w", err)
-	}
-	u.Path = "/" + name
-	drop := func() error {
-		defer admin.Close(ctx)
-		_, err := admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)")
-		return err
-	}
-	return u.String(), drop, nil
+	return pgtest.CreateDatabase(context.Background(), base, "prose_cmd_test_")
 }
