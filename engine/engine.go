@@ -183,7 +183,7 @@ func New(st store.Store, opts Options) *Engine {
 	// (PostgreSQL, where a batch is one statement) parallelBatches of each
 	// write at once.
 	e.singleWriter = st.SingleWriter()
-	e.fair, _ = st.(store.FairClaimer)
+	e.fair = st
 	e.writers = parallelBatches
 	if e.singleWriter {
 		e.writers = 1
@@ -488,12 +488,6 @@ func (e *Engine) renewOnce(ctx context.Context) {
 	}
 }
 
-// pendingChecker is implemented by stores that tell cheaply whether runs
-// wait in the queue (the SQL stores).
-type pendingChecker interface {
-	HasPendingRuns(ctx context.Context) (bool, error)
-}
-
 // fairLoop sets contended, every half time slice, while every worker is
 // busy and runs wait in the queue: a run that has executed for a time slice
 // then gives its worker up (one per setting, see yield).
@@ -503,7 +497,7 @@ func (e *Engine) fairLoop(ctx context.Context) {
 	}
 	t := time.NewTicker(max(e.opts.TimeSlice/2, time.Millisecond))
 	defer t.Stop()
-	pc, _ := e.st.(pendingChecker)
+	pc := e.st
 	for {
 		select {
 		case <-ctx.Done():

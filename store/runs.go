@@ -144,14 +144,17 @@ type RunOutcome struct {
 	StepInputs []byte
 }
 
-// FairClaimer is implemented by stores that claim runs shared fairly
-// between organizations (the SQL stores). ClaimRunsFair is ClaimRuns, except
+// FairClaimer claims runs shared fairly between organizations (every
+// backend: store.Store embeds it). ClaimRunsFair is ClaimRuns, except
 // that among the oldest pending runs an organization holding fewer runs
 // goes first, so that one organization's long runs cannot keep another's
 // waiting. It costs more than ClaimRuns: the engine uses it while long runs
 // give their workers up for turns.
 type FairClaimer interface {
 	ClaimRunsFair(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]Run, error)
+	// HasPendingRuns reports cheaply whether runs wait in the queue (of any
+	// organization).
+	HasPendingRuns(ctx context.Context) (bool, error)
 }
 
 // Progress is where a leased run is; see Runs.SaveProgress.

@@ -40,6 +40,7 @@ type Store interface {
 	ConsoleSessions
 
 	RunBatches
+	FairClaimer
 	Notifier
 	AuthGenerations
 

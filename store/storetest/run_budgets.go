@@ -125,9 +125,9 @@ func testRunYield(t *testing.T, s *suite) {
 }
 
 func testRunFairClaims(t *testing.T, s *suite) {
-	fc, ok := s.st.(store.FairClaimer)
-	if !ok {
-		t.Skip("the store does not claim fairly")
+	fc := s.st
+	if has := of(fc.HasPendingRuns(s.ctx)).must(t); has {
+		t.Fatal("HasPendingRuns on an empty store")
 	}
 	a := s.automation(t, "a1") // organization acme
 	s.org(t, "zen")
@@ -137,6 +137,9 @@ func testRunFairClaims(t *testing.T, s *suite) {
 	var acme []store.Run
 	for range 6 {
 		acme = append(acme, s.run(t, a, ""))
+	}
+	if has := of(fc.HasPendingRuns(s.ctx)).must(t); !has {
+		t.Fatal("HasPendingRuns with six pending runs")
 	}
 	// ClaimRuns takes the oldest, whatever their organization.
 	first := of(s.st.ClaimRuns(s.ctx, "w", 1, far)).must(t)
