@@ -45,6 +45,14 @@ type Notifier interface {
 	// what authentication reads; on SQLite, a single-process database, those
 	// of this store's Notify.
 	Listen(ctx context.Context) <-chan struct{}
+	// OnEventChange makes the listener of Listen call fn (on its goroutine:
+	// fn must not block) for every event write another replica announces,
+	// with the thread's key (Thread.Key) and the event's new offset, and
+	// with ("", 0) whenever it (re)connects, since notices may have been
+	// missed. It takes effect while Listen runs. A single-process database
+	// (SQLite) has no other replica: fn is not called (the process that
+	// writes an event tells its own streams).
+	OnEventChange(fn func(threadKey string, offset int64))
 }
 
 // AuthGenerations lets a cache of what authentication reads (API keys and

@@ -252,11 +252,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// Replicas sharing a PostgreSQL database wake each other's event
 	// streams: every event write is announced (LISTEN/NOTIFY, carried by
 	// the engine's listener).
-	if n, ok := st.(interface {
-		OnEventChange(func(threadKey string, offset int64))
-	}); ok {
-		n.OnEventChange(events.EventChanged)
-	}
+	st.OnEventChange(events.EventChanged)
 	a.services = server.Services{
 		Files:         files,
 		Books:         server.NewBookService(reg),

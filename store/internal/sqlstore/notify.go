@@ -27,6 +27,10 @@ func (db *DB) Notify(context.Context) {
 	}
 }
 
+// OnEventChange implements store.Notifier for a single-process database:
+// no other replica writes events, so fn is not called.
+func (db *DB) OnEventChange(func(threadKey string, offset int64)) {}
+
 // Listen implements store.Notifier for a single-process database: the
 // channel receives this DB's notices until ctx is cancelled (then it is
 // forgotten; it is not closed).
