@@ -11,6 +11,7 @@ import (
 
 	"github.com/proserun/prose/store/sqlfilter"
 	"github.com/proserun/prose/store/sqlite"
+	"github.com/proserun/prose/store/sqlite/sqlitetest"
 	"github.com/proserun/prose/store/storetest"
 )
 
@@ -36,22 +37,7 @@ func openExceptionBench(b *testing.B) *sqlite.Store {
 			b.Fatal(err)
 		}
 		storetest.SeedExceptionParents(b, s)
-		start := storetest.Epoch.UnixMicro()
-		if _, err := s.WriteDB().ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-			INSERT INTO exceptions (organization_id, workspace_id, id, run_id, automation_id, stage, step, group_id, message, description,
-				loc_start, loc_end, details, state, assignee, resolver, extra, create_time, update_time)
-			SELECT ?, ?, printf('x%07d', i), printf('r%04d', i % ?), printf('a%02d', (i % ?) % ?), 'draft', 0,
-				CASE i % 3 WHEN 0 THEN 'missing_values' WHEN 1 THEN 'user_system_error' ELSE 'internal_error' END,
-				'Please provide the invoice total', '', 0, 21, NULL,
-				CASE WHEN i % 10 < 6 THEN 'PENDING' WHEN i % 10 < 8 THEN 'RESOLVED' ELSE 'ARCHIVED' END,
-				'', '', '{}', ? + i * 1000000, ? + i * 1000000 FROM n`,
-			storetest.BenchExceptions-1, storetest.BenchExceptionOrg, storetest.BenchExceptionWorkspace,
-			storetest.BenchExceptionRuns, storetest.BenchExceptionRuns, storetest.BenchExceptionAutomations, start, start); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.WriteDB().ExecContext(ctx, `ANALYZE`); err != nil {
-			b.Fatal(err)
-		}
+		sqlitetest.SeedBenchExceptions(b, s, false)
 		if err := s.Close(); err != nil {
 			b.Fatal(err)
 		}

@@ -1,0 +1,44 @@
+// Package sqlitetest seeds SQLite stores for benchmarks, in bulk statements
+// (the SQL stays in store/).
+package sqlitetest
+
+import (
+	"context"
+	"testing"
+
+	"github.com/proserun/prose/store/sqlite"
+	"github.com/proserun/prose/store/storetest"
+)
+
+// SeedBenchExceptions inserts the exception benchmark's
+// storetest.BenchExceptions exceptions (60 % pending, 20 % resolved, 20 %
+// archived, one second apart from storetest.Epoch) into s in one statement;
+// their organization, workspace, automations and runs must exist
+// (storetest.SeedExceptionParents). With failRuns every run is then marked
+// failed, so that an engine leaves them alone. It ends with ANALYZE.
+func SeedBenchExceptions(tb testing.TB, s *sqlite.Store, failRuns bool) {
+	tb.Helper()
+	ctx := context.Background()
+	w := s.WriteDB()
+	start := storetest.Epoch.UnixMicro()
+	if _, err := w.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		INSERT INTO exceptions (organization_id, workspace_id, id, run_id, automation_id, stage, step, group_id, message, description,
+			loc_start, loc_end, details, state, assignee, resolver, extra, create_time, update_time)
+		SELECT ?, ?, printf('x%07d', i), printf('r%04d', i % ?), printf('a%02d', (i % ?) % ?), 'draft', 0,
+			CASE i % 3 WHEN 0 THEN 'missing_values' WHEN 1 THEN 'user_system_error' ELSE 'internal_error' END,
+			'Please provide the invoice total', '', 0, 21, NULL,
+			CASE WHEN i % 10 < 6 THEN 'PENDING' WHEN i % 10 < 8 THEN 'RESOLVED' ELSE 'ARCHIVED' END,
+			'', '', '{}', ? + i * 1000000, ? + i * 1000000 FROM n`,
+		storetest.BenchExceptions-1, storetest.BenchExceptionOrg, storetest.BenchExceptionWorkspace,
+		storetest.BenchExceptionRuns, storetest.BenchExceptionRuns, storetest.BenchExceptionAutomations, start, start); err != nil {
+		tb.Fatal(err)
+	}
+	if failRuns {
+		if _, err := w.ExecContext(ctx, `UPDATE runs SET state = 'failed'`); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if _, err := w.ExecContext(ctx, `ANALYZE`); err != nil {
+		tb.Fatal(err)
+	}
+}
