@@ -181,23 +181,7 @@ func (db *DB) ListAPIKeys(ctx context.Context, org, user string, pageSize int, p
 	if user != "" {
 		lq.cond("user_id = " + lq.a.Add(user))
 	}
-	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
-	if err != nil {
-		return zero, db.mapErr(err, "list API keys")
-	}
-	defer rows.Close()
-	var items []store.APIKey
-	for rows.Next() {
-		k, err := scanKey(rows)
-		if err != nil {
-			return zero, err
-		}
-		items = append(items, k)
-	}
-	if err := rows.Err(); err != nil {
-		return zero, err
-	}
-	return page(lq, items, func(k store.APIKey) []string { return []string{timeKey(k.CreateTime), k.ID} }), nil
+	return scanPage(ctx, db, lq, "list API keys", scanKey, func(k store.APIKey) []string { return []string{timeKey(k.CreateTime), k.ID} })
 }
 
 // CountAPIKeys implements store.APIKeys.

@@ -97,27 +97,7 @@ func (db *DB) ListAutomations(ctx context.Context, req store.ListAutomationsRequ
 	if !req.ShowDeleted {
 		lq.cond("a.delete_time IS NULL")
 	}
-	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
-	if err != nil {
-		return zero, db.mapErr(err, "list automations")
-	}
-	defer rows.Close()
-	var items []store.Automation
-	var used pageBytes
-	for rows.Next() {
-		a, err := scanAutomation(rows)
-		if err != nil {
-			return zero, err
-		}
-		items = append(items, a)
-		if used.full(a, len(items)) {
-			break // the page is full: the next token starts at the row past it
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return zero, err
-	}
-	return page(lq, items, func(a store.Automation) []string {
+	return scanPage(ctx, db, lq, "list automations", scanAutomation, func(a store.Automation) []string {
 		out := make([]string, len(ks.cols))
 		for i, c := range ks.cols {
 			switch c.Field {
@@ -132,7 +112,7 @@ func (db *DB) ListAutomations(ctx context.Context, req store.ListAutomationsRequ
 			}
 		}
 		return out
-	}), nil
+	})
 }
 
 // UpdateAutomation implements store.Automations.

@@ -82,23 +82,7 @@ func (db *DB) ListInvitations(ctx context.Context, org, ws string, pageSize int,
 	}
 	lq.cond("organization_id = " + lq.a.Add(org))
 	lq.cond("workspace_id = " + lq.a.Add(ws))
-	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
-	if err != nil {
-		return zero, db.mapErr(err, "list invitations")
-	}
-	defer rows.Close()
-	var items []store.Invitation
-	for rows.Next() {
-		i, err := scanInvitation(rows)
-		if err != nil {
-			return zero, err
-		}
-		items = append(items, i)
-	}
-	if err := rows.Err(); err != nil {
-		return zero, err
-	}
-	return page(lq, items, func(i store.Invitation) []string { return []string{timeKey(i.CreateTime), i.ID} }), nil
+	return scanPage(ctx, db, lq, "list invitations", scanInvitation, func(i store.Invitation) []string { return []string{timeKey(i.CreateTime), i.ID} })
 }
 
 // ---------------------------------------------------------------------------

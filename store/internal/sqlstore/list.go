@@ -1,6 +1,7 @@
 package sqlstore
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
@@ -244,4 +245,31 @@ func (b *pageBytes) full(v any, rows int) bool {
 		*b += pageBytes(s.WireBytes())
 	}
 	return rows >= 2 && int(*b) > store.MaxPageBytes
+}
+
+// scanPage runs lq, scans its rows with scan (stopping early once the page
+// is past the byte budget: see pageBytes) and returns the page with keys
+// making the next token. what names the list in a query error.
+func scanPage[T any](ctx context.Context, db *DB, lq *listQuery, what string, scan func(interface{ Scan(...any) error }) (T, error), keys func(T) []string) (store.Page[T], error) {
+	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
+	if err != nil {
+		return store.Page[T]{}, db.mapErr(err, what)
+	}
+	defer rows.Close()
+	var items []T
+	var used pageBytes
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return store.Page[T]{}, err
+		}
+		items = append(items, v)
+		if used.full(v, len(items)) {
+			break // the page is full: the next token starts at the row past it
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return store.Page[T]{}, err
+	}
+	return page(lq, items, keys), nil
 }

@@ -80,23 +80,7 @@ func (db *DB) ListUserOrganizations(ctx context.Context, userID string, pageSize
 		return store.Page[store.Organization]{}, err
 	}
 	lq.cond("m.user_id = " + lq.a.Add(userID))
-	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
-	if err != nil {
-		return store.Page[store.Organization]{}, db.mapErr(err, "list organizations")
-	}
-	defer rows.Close()
-	var items []store.Organization
-	for rows.Next() {
-		o, err := scanOrg(rows)
-		if err != nil {
-			return store.Page[store.Organization]{}, err
-		}
-		items = append(items, o)
-	}
-	if err := rows.Err(); err != nil {
-		return store.Page[store.Organization]{}, err
-	}
-	return page(lq, items, func(o store.Organization) []string { return []string{o.ID} }), nil
+	return scanPage(ctx, db, lq, "list organizations", scanOrg, func(o store.Organization) []string { return []string{o.ID} })
 }
 
 var orgAgeSort = map[string]sortCol{"create_time": {Field: "create_time", Col: "o.create_time", Kind: keyTime}}
@@ -108,23 +92,7 @@ func (db *DB) ListOrganizations(ctx context.Context, pageSize int, pageToken str
 	if err != nil {
 		return store.Page[store.Organization]{}, err
 	}
-	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
-	if err != nil {
-		return store.Page[store.Organization]{}, db.mapErr(err, "list organizations")
-	}
-	defer rows.Close()
-	var items []store.Organization
-	for rows.Next() {
-		o, err := scanOrg(rows)
-		if err != nil {
-			return store.Page[store.Organization]{}, err
-		}
-		items = append(items, o)
-	}
-	if err := rows.Err(); err != nil {
-		return store.Page[store.Organization]{}, err
-	}
-	return page(lq, items, func(o store.Organization) []string { return []string{timeKey(o.CreateTime), o.ID} }), nil
+	return scanPage(ctx, db, lq, "list organizations", scanOrg, func(o store.Organization) []string { return []string{timeKey(o.CreateTime), o.ID} })
 }
 
 // ---------------------------------------------------------------------------

@@ -116,21 +116,5 @@ func (db *DB) ListRoles(ctx context.Context, org string, scope store.RoleScope, 
 	if scope != "" {
 		lq.cond("scope = " + lq.a.Add(string(scope)))
 	}
-	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
-	if err != nil {
-		return zero, db.mapErr(err, "list roles")
-	}
-	defer rows.Close()
-	var items []store.Role
-	for rows.Next() {
-		r, err := scanRole(rows)
-		if err != nil {
-			return zero, err
-		}
-		items = append(items, r)
-	}
-	if err := rows.Err(); err != nil {
-		return zero, err
-	}
-	return page(lq, items, func(r store.Role) []string { return []string{r.ID} }), nil
+	return scanPage(ctx, db, lq, "list roles", scanRole, func(r store.Role) []string { return []string{r.ID} })
 }

@@ -195,27 +195,7 @@ func (db *DB) ListRuns(ctx context.Context, req store.ListRunsRequest) (store.Pa
 	if auto != "" {
 		lq.cond("r.automation_id = " + lq.a.Add(auto))
 	}
-	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
-	if err != nil {
-		return zero, db.mapErr(err, "list runs")
-	}
-	defer rows.Close()
-	var items []store.Run
-	var used pageBytes
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return zero, err
-		}
-		items = append(items, r)
-		if used.full(r, len(items)) {
-			break // the page is full: the next token starts at the row past it
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return zero, err
-	}
-	return page(lq, items, func(r store.Run) []string {
+	return scanPage(ctx, db, lq, "list runs", scanRun, func(r store.Run) []string {
 		out := make([]string, len(ks.cols))
 		for i, c := range ks.cols {
 			switch c.Field {
@@ -228,7 +208,7 @@ func (db *DB) ListRuns(ctx context.Context, req store.ListRunsRequest) (store.Pa
 			}
 		}
 		return out
-	}), nil
+	})
 }
 
 // ListJournal implements store.Runs.

@@ -194,27 +194,7 @@ func (db *DB) ListWorkspaces(ctx context.Context, req store.ListWorkspacesReques
 	if err != nil {
 		return zero, err
 	}
-	rows, err := db.reader().queryArgs(ctx, lq.sql(), lq.a)
-	if err != nil {
-		return zero, db.mapErr(err, "list workspaces")
-	}
-	defer rows.Close()
-	var items []store.Workspace
-	var used pageBytes
-	for rows.Next() {
-		w, err := scanWorkspace(rows)
-		if err != nil {
-			return zero, err
-		}
-		items = append(items, w)
-		if used.full(w, len(items)) {
-			break // the page is full: the next token starts at the row past it
-		}
-	}
-	if err := rows.Err(); err != nil {
-		return zero, err
-	}
-	return page(lq, items, workspaceKeys(ks)), nil
+	return scanPage(ctx, db, lq, "list workspaces", scanWorkspace, workspaceKeys(ks))
 }
 
 // ListWorkspacesSQL returns the SQL and arguments ListWorkspaces runs for
