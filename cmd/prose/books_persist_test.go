@@ -7,14 +7,12 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync"
 	"testing"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/proserun/prose/store"
-	"github.com/proserun/prose/store/backend"
 )
 
 // The program of the book tests: one call of the stamp book.
@@ -132,18 +130,7 @@ func TestWorkspaceBooksSurviveRestart(t *testing.T) {
 // (each with its own connections): a book registered on either is listed
 // and called by runs on the other.
 func TestWorkspaceBooksAcrossReplicas(t *testing.T) {
-	url := os.Getenv("PROSE_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("PROSE_TEST_POSTGRES_URL is not set")
-	}
-	replica := func() serveConfig {
-		st, err := backend.Open(context.Background(), url)
-		if err != nil {
-			t.Fatalf("open PostgreSQL: %v", err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error", store: st}
-	}
+	replica := pgReplica(t)
 	book := stampServer(t)
 	a, _ := startApp(t, replica(), initResult{}, "")
 	a.email = "owner-" + store.NewID() + "@example.test"

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,7 +21,6 @@ import (
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/store"
-	"github.com/proserun/prose/store/backend"
 )
 
 // streamLine is one message of an ndjson event stream.
@@ -282,17 +280,11 @@ func TestEventStreamResumeGRPC(t *testing.T) {
 // written on replica A (LISTEN/NOTIFY); B's safety re-read is off, so
 // only the notices can bring them.
 func TestEventStreamAcrossReplicas(t *testing.T) {
-	url := os.Getenv("PROSE_TEST_POSTGRES_URL")
-	if url == "" {
-		t.Skip("PROSE_TEST_POSTGRES_URL is not set")
-	}
+	newReplica := pgReplica(t)
 	replica := func() serveConfig {
-		st, err := backend.Open(context.Background(), url)
-		if err != nil {
-			t.Fatalf("open PostgreSQL: %v", err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error", store: st, eventPoll: -1}
+		cfg := newReplica()
+		cfg.eventPoll = -1
+		return cfg
 	}
 	a, _ := startApp(t, replica(), initResult{}, "")
 	a.email = "owner-" + store.NewID() + "@example.test"

@@ -58,6 +58,15 @@ func (e *testEnv) awaitingRun(t *testing.T) eventFixture {
 
 func (e *testEnv) waitRunState(t *testing.T, automation, id string, want store.RunState) store.Run {
 	t.Helper()
+	return e.pollRun(t, automation, id, "want "+string(want),
+		func(r store.Run) bool { return r.State == want },
+		func(r store.Run) bool { return r.State.Terminal() })
+}
+
+// pollRun reads a run, waking the engine between reads, until done says
+// so; it fails the test when failed says so or after 20 s.
+func (e *testEnv) pollRun(t *testing.T, automation, id, what string, done, failed func(store.Run) bool) store.Run {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
@@ -66,11 +75,11 @@ func (e *testEnv) waitRunState(t *testing.T, automation, id string, want store.R
 		if err != nil {
 			t.Fatal(err)
 		}
-		if r.State == want {
+		if done(r) {
 			return r
 		}
-		if r.State.Terminal() || time.Now().After(deadline) {
-			t.Fatalf("run %s is %s, want %s", id, r.State, want)
+		if failed(r) || time.Now().After(deadline) {
+			t.Fatalf("run %s is %s, %s", id, r.State, what)
 		}
 		e.app.engine.Wake()
 		<-tick.C

@@ -159,3 +159,22 @@ func (e *testEnv) newWorkspace(t *testing.T, title string) string {
 var _ = server.MethodAccess
 
 func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// pgReplica returns a function making the serve configuration of one more
+// replica on the package's PostgreSQL database, each with its own
+// connections; it skips the test when PROSE_TEST_POSTGRES_URL is not set.
+func pgReplica(t *testing.T) func() serveConfig {
+	t.Helper()
+	url := os.Getenv("PROSE_TEST_POSTGRES_URL")
+	if url == "" {
+		t.Skip("PROSE_TEST_POSTGRES_URL is not set")
+	}
+	return func() serveConfig {
+		st, err := backend.Open(context.Background(), url)
+		if err != nil {
+			t.Fatalf("open PostgreSQL: %v", err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error", store: st}
+	}
+}

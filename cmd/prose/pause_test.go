@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/metadata"
 
@@ -193,23 +192,11 @@ func TestPauseResolveRace(t *testing.T) {
 // settled waits until a run is neither pending, executing nor stopping.
 func (e *testEnv) settled(t *testing.T, automation, id string) store.Run {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		r, err := e.st.GetRun(context.Background(), e.init.orgID, e.init.workspaceID, automation, id)
-		if err != nil {
-			t.Fatal(err)
-		}
+	return e.pollRun(t, automation, id, "want it settled", func(r store.Run) bool {
 		switch r.State {
 		case store.RunPending, store.RunExecuting, store.RunStopping:
-		default:
-			return r
+			return false
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("run %s is still %s", id, r.State)
-		}
-		e.app.engine.Wake()
-		<-tick.C
-	}
+		return true
+	}, func(store.Run) bool { return false })
 }
