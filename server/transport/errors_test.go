@@ -1,4 +1,4 @@
-package server_test
+package transport_test
 
 import (
 	"context"

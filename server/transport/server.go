@@ -6,7 +6,7 @@
 //
 // HTTP requests reach the same *grpc.Server through the gateway's in-process
 // client connection, so everything here runs for both transports.
-package server
+package transport
 
 import (
 	"context"
