@@ -54,7 +54,7 @@ const (
 )
 
 // Auth is the server's authenticator as the console uses it
-// (server.KeyAuth implements it).
+// (transport.KeyAuth implements it).
 type Auth interface {
 	// ConsoleContext returns ctx carrying the session token for calls on
 	// the in-process connection.

@@ -7,7 +7,7 @@
 //
 // Assembly (cmd/prose/serve.go):
 //
-//	gs := server.New(server.Options{Logger: logger, Authenticator: auth})
+//	gs := transport.New(transport.Options{Logger: logger, Authenticator: auth})
 //	services.Register(gs)                    // every service, before NewInProcess
 //	ip, err := gateway.NewInProcess(gs)      // gs served in memory + a client conn
 //	defer ip.Close()                         // after Serve returned (gs stopped)
@@ -26,7 +26,7 @@
 //
 // A wrong method on a known path is 405 with an Allow header, an unknown path
 // 404, each in its prefix's shape. A handler chooses a 2xx status for HTTP
-// with server.SetHTTPStatus (header metadata x-http-code, removed here).
+// with transport.SetHTTPStatus (header metadata x-http-code, removed here).
 // Only X-Request-Id and the header metadata named in Options.ResponseHeaders
 // reach HTTP responses; Authorization, X-Api-Key and X-Request-Id reach gRPC
 // metadata.

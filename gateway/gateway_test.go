@@ -29,7 +29,7 @@ import (
 	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/transport"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -61,13 +61,13 @@ func errorFor(id string) error {
 	}
 	switch id {
 	case "missing":
-		return server.NotFound("RUN_NOT_FOUND", "runs/missing")
+		return transport.NotFound("RUN_NOT_FOUND", "runs/missing")
 	case "denied":
-		return server.PermissionDenied("DEPARTMENT_MISMATCH", "mismatch with department")
+		return transport.PermissionDenied("DEPARTMENT_MISMATCH", "mismatch with department")
 	case "bad":
-		return server.InvalidArgument("BAD_ID", "bad id", server.Violation("id", "must be numeric"))
+		return transport.InvalidArgument("BAD_ID", "bad id", transport.Violation("id", "must be numeric"))
 	case "conflict":
-		return server.FailedPrecondition("NOT_PENDING", "not pending", nil)
+		return transport.FailedPrecondition("NOT_PENDING", "not pending", nil)
 	case "plain":
 		return io.ErrUnexpectedEOF
 	case "panic":
@@ -92,7 +92,7 @@ func (f *fakeV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*lega
 		return nil, err
 	}
 	_ = grpc.SetHeader(ctx, metadata.Pairs("internal-secret", "s3cr3t"))
-	_ = server.SetHTTPStatus(ctx, http.StatusCreated)
+	_ = transport.SetHTTPStatus(ctx, http.StatusCreated)
 	return &legacyv1.InvokeResponse{WorkerId: "w-1"}, nil
 }
 
@@ -138,7 +138,7 @@ func (fakeBooks) GetBook(ctx context.Context, req *bookv1.GetBookRequest) (*book
 	if req.GetName() == "known" {
 		return &bookv1.GetBookResponse{Book: &bookv1.Book{Name: "known", Version: req.GetVersion(), DisplayName: "Known"}}, nil
 	}
-	return nil, server.NotFound("BOOK_NOT_FOUND", "books/"+req.GetName()+"/versions/"+req.GetVersion())
+	return nil, transport.NotFound("BOOK_NOT_FOUND", "books/"+req.GetName()+"/versions/"+req.GetVersion())
 }
 
 func (fakeBooks) ListWorkspaceBooks(context.Context, *bookv1.ListWorkspaceBooksRequest) (*bookv1.ListWorkspaceBooksResponse, error) {
@@ -156,11 +156,11 @@ type fakeEvents struct {
 // StreamEvents sends two events; for run "broken" it fails after the first.
 func (fakeEvents) StreamEvents(req *platformv1.StreamEventsRequest, stream grpc.ServerStreamingServer[platformv1.StreamEventsResponse]) error {
 	if req.GetRunId() == "missing" {
-		return server.NotFound("RUN_NOT_FOUND", "runs/missing")
+		return transport.NotFound("RUN_NOT_FOUND", "runs/missing")
 	}
 	for i, name := range []string{"e1", "e2"} {
 		if i == 1 && req.GetRunId() == "broken" {
-			return server.FailedPrecondition("RUN_GONE", "the run went away", nil)
+			return transport.FailedPrecondition("RUN_GONE", "the run went away", nil)
 		}
 		if err := stream.Send(&platformv1.StreamEventsResponse{Event: &platformv1.Event{Name: name, State: platformv1.Event_STATE_COMPLETE}}); err != nil {
 			return err
@@ -182,16 +182,16 @@ type stack struct {
 }
 
 // authByKey rejects x-api-key "wrong" and lets everything else through.
-var authByKey = server.AuthenticatorFunc(func(ctx context.Context, _ string) (context.Context, error) {
+var authByKey = transport.AuthenticatorFunc(func(ctx context.Context, _ string) (context.Context, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	for _, k := range md.Get("x-api-key") {
 		if k == "wrong" {
-			return nil, server.Unauthenticated("API_KEY_INVALID", "Invalid API key")
+			return nil, transport.Unauthenticated("API_KEY_INVALID", "Invalid API key")
 		}
 	}
 	for _, a := range md.Get("authorization") {
 		if a == "Bearer wrong" {
-			return nil, server.Unauthenticated("API_KEY_INVALID", "Invalid API key")
+			return nil, transport.Unauthenticated("API_KEY_INVALID", "Invalid API key")
 		}
 	}
 	return ctx, nil
@@ -202,7 +202,7 @@ func startStack(t *testing.T) *stack {
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := prometheus.NewRegistry()
-	gs := server.New(server.Options{Logger: logger, Registerer: reg, Authenticator: authByKey, InsecureNoAuthorization: true})
+	gs := transport.New(transport.Options{Logger: logger, Registerer: reg, Authenticator: authByKey, InsecureNoAuthorization: true})
 	v1 := &fakeV1{}
 	legacyv1.RegisterLegacyServiceServer(gs, v1)
 	v2 := &fakeV2{entered: make(chan struct{}), release: make(chan struct{})}
@@ -685,7 +685,7 @@ func TestOnePortServesGRPCAndHTTP(t *testing.T) {
 	}
 	// A gRPC error over the shared port keeps its status and details.
 	_, err = legacyv2.NewLegacyServiceClient(conn).GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "missing"})
-	if status.Code(err) != codes.NotFound || server.Reason(err) != "RUN_NOT_FOUND" {
+	if status.Code(err) != codes.NotFound || transport.Reason(err) != "RUN_NOT_FOUND" {
 		t.Errorf("grpc GetRun: %v", err)
 	}
 	// Panics over native gRPC too.
@@ -804,7 +804,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 }
 
 func TestSecondGRPCListener(t *testing.T) {
-	gs := server.New(server.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
+	gs := transport.New(transport.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
 	ip, err := gateway.NewInProcess(gs)
 	if err != nil {
 		t.Fatal(err)
@@ -841,7 +841,7 @@ func TestSecondGRPCListener(t *testing.T) {
 }
 
 func TestListenAndServeBadAddress(t *testing.T) {
-	gs := server.New(server.Options{Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
+	gs := transport.New(transport.Options{Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
 	defer gs.Stop()
 	err := gateway.ListenAndServe(context.Background(), "127.0.0.1:-1", gs, http.NotFoundHandler(), nil)
 	if err == nil {

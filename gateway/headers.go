@@ -98,7 +98,7 @@ func successCode(v string) (int, bool) {
 	return code, true
 }
 
-// validRequestID matches server.ValidRequestID (kept apart so the gateway
+// validRequestID matches transport.ValidRequestID (kept apart so the gateway
 // does not import the server): 1–128 of [A-Za-z0-9._:-].
 func validRequestID(id string) bool {
 	if id == "" || len(id) > 128 {

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"google.golang.org/grpc/codes"
 	"regexp"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -112,15 +114,15 @@ func (s *ApiKeyService) keyScope(ctx context.Context, org string, in *platformv1
 		id = idIdOf(id)
 		if _, err := s.st.GetWorkspace(ctx, org, id); err != nil {
 			if idIsOneOf(err, store.ErrNotFound) {
-				return InvalidArgument(ReasonWorkspaceNotFound, fmt.Sprintf("workspace %q does not exist", id),
-					Violation(fmt.Sprintf("api_key.workspace_ids[%d]", i), "no such workspace"))
+				return transport.InvalidArgument(ReasonWorkspaceNotFound, fmt.Sprintf("workspace %q does not exist", id),
+					transport.Violation(fmt.Sprintf("api_key.workspace_ids[%d]", i), "no such workspace"))
 			}
 			return err
 		}
 		ids = append(ids, id)
 	}
 	k.AllWorkspaces = len(ids) == 0
-	k.WorkspaceIDs = idUniq(ids)
+	k.WorkspaceIDs = slices.Compact(slices.Sorted(slices.Values(ids)))
 	return nil
 }
 
@@ -128,7 +130,7 @@ func (s *ApiKeyService) keyScope(ctx context.Context, org string, in *platformv1
 func keyLevel(in *platformv1.ApiKey, k *store.APIKey) error {
 	level, ok := idLevelFromProto(in.GetPermissionLevel())
 	if !ok {
-		return InvalidArgument(ReasonInvalidField, "unknown permission_level", Violation("api_key.permission_level", "unknown value"))
+		return transport.InvalidArgument(ReasonInvalidField, "unknown permission_level", transport.Violation("api_key.permission_level", "unknown value"))
 	}
 	k.PermissionLevel = level
 	return nil
@@ -139,8 +141,8 @@ func keyToggles(in *platformv1.ApiKey, k *store.APIKey) error {
 	k.Permissions = map[string]bool{}
 	for perm, on := range in.GetRestrictedPermissions() {
 		if !idPermissionRE.MatchString(perm) {
-			return InvalidArgument(ReasonInvalidField, fmt.Sprintf("restricted_permissions: %q is not <resource>.<verb>", perm),
-				Violation("api_key.restricted_permissions", "bad permission "+perm))
+			return transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("restricted_permissions: %q is not <resource>.<verb>", perm),
+				transport.Violation("api_key.restricted_permissions", "bad permission "+perm))
 		}
 		if on {
 			k.Permissions[perm] = true
@@ -154,17 +156,17 @@ func keyToggles(in *platformv1.ApiKey, k *store.APIKey) error {
 // caller's scope, its level no higher than the caller's and, for a
 // restricted caller, its permissions among the caller's toggles. A key can
 // never make or shape a key that could do more than itself.
-func keyWithin(p *Principal, k store.APIKey) error {
+func keyWithin(p *transport.Principal, k store.APIKey) error {
 	if p == nil {
 		return nil
 	}
 	if !p.AllWorkspaces {
 		if k.AllWorkspaces {
-			return PermissionDenied(ReasonWorkspaceOutOfScope, "a key scoped to specific workspaces cannot make or change a key for all workspaces")
+			return transport.PermissionDenied(transport.ReasonWorkspaceOutOfScope, "a key scoped to specific workspaces cannot make or change a key for all workspaces")
 		}
 		for _, id := range k.WorkspaceIDs {
 			if !p.InScope(id) {
-				return PermissionDenied(ReasonWorkspaceOutOfScope, fmt.Sprintf("workspace %q is outside the calling key's scope", id))
+				return transport.PermissionDenied(transport.ReasonWorkspaceOutOfScope, fmt.Sprintf("workspace %q is outside the calling key's scope", id))
 			}
 		}
 	}
@@ -172,15 +174,15 @@ func keyWithin(p *Principal, k store.APIKey) error {
 	case store.PermissionAll:
 	case store.PermissionRestricted:
 		if k.PermissionLevel != store.PermissionRestricted {
-			return PermissionDenied(ReasonAPIKeyPermissionOff, "a restricted key can only make or change restricted keys")
+			return transport.PermissionDenied(transport.ReasonAPIKeyPermissionOff, "a restricted key can only make or change restricted keys")
 		}
 		for perm, on := range k.Permissions {
 			if on && !p.Toggles[perm] {
-				return NewError(codesPermissionDenied, ReasonAPIKeyPermissionOff, fmt.Sprintf("the calling key does not have %s", perm)).Meta("permission", perm).Err()
+				return transport.NewError(codes.PermissionDenied, transport.ReasonAPIKeyPermissionOff, fmt.Sprintf("the calling key does not have %s", perm)).Meta("permission", perm).Err()
 			}
 		}
 	default:
-		return PermissionDenied(ReasonAPIKeyReadOnly, "the API key is read-only")
+		return transport.PermissionDenied(transport.ReasonAPIKeyReadOnly, "the API key is read-only")
 	}
 	return nil
 }
@@ -196,12 +198,12 @@ func (s *ApiKeyService) CreateApiKey(ctx context.Context, req *platformv1.Create
 	in := req.GetApiKey()
 	name := strings.TrimSpace(in.GetDisplayName())
 	if name == "" || len(name) > 200 {
-		return nil, InvalidArgument(ReasonInvalidField, "api_key.display_name must be 1-200 characters", Violation("api_key.display_name", "blank or too long"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "api_key.display_name must be 1-200 characters", transport.Violation("api_key.display_name", "blank or too long"))
 	}
 	d, ok := ExpirationDuration(in.GetExpiration())
 	if !ok {
-		return nil, InvalidArgument(ReasonInvalidField, "api_key.expiration must be one of 7, 30, 60, 90, 180 days or 1 year",
-			Violation("api_key.expiration", "required"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "api_key.expiration must be one of 7, 30, 60, 90, 180 days or 1 year",
+			transport.Violation("api_key.expiration", "required"))
 	}
 	k := store.APIKey{OrganizationID: org, UserID: p.UserID, Name: name}
 	if err := s.keyScope(ctx, org, in, &k); err != nil {
@@ -255,7 +257,7 @@ func CreateKey(ctx context.Context, st store.APIKeys, k store.APIKey, lifetime t
 	made, err := st.CreateAPIKey(ctx, k, MaxAPIKeysPerOrganization)
 	if err != nil {
 		if idIsOneOf(err, store.ErrResourceExhausted) {
-			return nil, ResourceExhausted(ReasonAPIKeyLimit, fmt.Sprintf("an organization has at most %d API keys; delete one first", MaxAPIKeysPerOrganization))
+			return nil, transport.ResourceExhausted(ReasonAPIKeyLimit, fmt.Sprintf("an organization has at most %d API keys; delete one first", MaxAPIKeysPerOrganization))
 		}
 		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonAPIKeyNotFound, idOrganizationName(k.OrganizationID))
 	}
@@ -263,7 +265,7 @@ func CreateKey(ctx context.Context, st store.APIKeys, k store.APIKey, lifetime t
 }
 
 // ownKey gets a key of the caller; another user's key is NOT_FOUND.
-func (s *ApiKeyService) ownKey(ctx context.Context, org, id string) (store.APIKey, *Principal, error) {
+func (s *ApiKeyService) ownKey(ctx context.Context, org, id string) (store.APIKey, *transport.Principal, error) {
 	p, err := idCaller(ctx)
 	if err != nil {
 		return store.APIKey{}, nil, err
@@ -331,7 +333,7 @@ func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.Update
 		case "display_name":
 			name := strings.TrimSpace(in.GetDisplayName())
 			if name == "" || len(name) > 200 {
-				return nil, InvalidArgument(ReasonInvalidField, "api_key.display_name must be 1-200 characters", Violation("api_key.display_name", "blank or too long"))
+				return nil, transport.InvalidArgument(ReasonInvalidField, "api_key.display_name must be 1-200 characters", transport.Violation("api_key.display_name", "blank or too long"))
 			}
 			k.Name = name
 			mask = append(mask, "name")
@@ -346,15 +348,15 @@ func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.Update
 			mask = append(mask, "permissions")
 		case "expiration", "expire_time":
 			msg := fmt.Sprintf("update_mask: %s is set when the key is created and cannot be changed; make a new key", path)
-			return nil, InvalidArgument(ReasonInvalidField, msg, Violation("update_mask", msg))
+			return nil, transport.InvalidArgument(ReasonInvalidField, msg, transport.Violation("update_mask", msg))
 		default:
-			return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q cannot be updated", path), Violation("update_mask", "unknown path "+path))
+			return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q cannot be updated", path), transport.Violation("update_mask", "unknown path "+path))
 		}
 		if err != nil {
 			return nil, err
 		}
 	}
-	mask = idUniq(mask)
+	mask = slices.Compact(slices.Sorted(slices.Values(mask)))
 	if k.PermissionLevel != store.PermissionRestricted {
 		k.Permissions = nil
 	}

@@ -7,6 +7,7 @@ import (
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/server/transport"
 )
 
 // MaxParseCodeBytes bounds the code ParseAutomationCode reads (the request
@@ -20,8 +21,8 @@ const MaxParseCodeBytes = 256 << 10
 func (s *AutomationService) ParseAutomationCode(ctx context.Context, req *platformv1.ParseAutomationCodeRequest) (*platformv1.ParseAutomationCodeResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
 	if n := len(req.GetCode()); n > MaxParseCodeBytes {
-		return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("code is %d bytes; at most %d can be parsed at once", n, MaxParseCodeBytes),
-			Violation("code", "too long"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("code is %d bytes; at most %d can be parsed at once", n, MaxParseCodeBytes),
+			transport.Violation("code", "too long"))
 	}
 	if err := s.requireWorkspace(ctx, org, ws); err != nil {
 		return nil, err

@@ -15,6 +15,7 @@ import (
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
 )
@@ -129,7 +130,7 @@ func automationProto(a store.Automation, stage store.Stage) (*platformv1.Automat
 // automationErr maps a store error about an automation.
 func automationErr(err error, org, ws, id string) error {
 	if errors.Is(err, store.ErrFailedPrecondition) {
-		return FailedPrecondition(ReasonAutomationNotPublished, idClientMessage(err, store.ErrFailedPrecondition),
+		return transport.FailedPrecondition(ReasonAutomationNotPublished, idClientMessage(err, store.ErrFailedPrecondition),
 			map[string]string{"resource_name": automationName(org, ws, id)})
 	}
 	return idStoreError(err, ReasonAutomationNotFound, ReasonAutomationExists, automationName(org, ws, id))
@@ -144,20 +145,20 @@ func checkCode(code, field string) error {
 	}
 	var se *lang.SyntaxError
 	if !errors.As(err, &se) {
-		return InvalidArgument(ReasonCodeSyntaxError, "the code does not parse: "+err.Error(), Violation(field, err.Error()))
+		return transport.InvalidArgument(ReasonCodeSyntaxError, "the code does not parse: "+err.Error(), transport.Violation(field, err.Error()))
 	}
 	desc := fmt.Sprintf("%s (start_byte %d, end_byte %d)", se.Error(), se.Span.Start, se.Span.End)
-	return NewError(codes.InvalidArgument, ReasonCodeSyntaxError, "the code does not parse: "+desc).
+	return transport.NewError(codes.InvalidArgument, ReasonCodeSyntaxError, "the code does not parse: "+desc).
 		Meta("start_byte", strconv.Itoa(se.Span.Start)).Meta("end_byte", strconv.Itoa(se.Span.End)).
 		Meta("line", strconv.Itoa(se.Line)).Meta("column", strconv.Itoa(se.Col)).
-		Violations(Violation(field, desc)).Err()
+		Violations(transport.Violation(field, desc)).Err()
 }
 
 // checkAutomation validates the writable fields named by has.
 func checkAutomation(a *platformv1.Automation, has func(string) bool) error {
 	if has("display_name") && strings.TrimSpace(a.GetDisplayName()) == "" {
-		return InvalidArgument(ReasonInvalidField, "automation.display_name must not be blank",
-			Violation("automation.display_name", "blank"))
+		return transport.InvalidArgument(ReasonInvalidField, "automation.display_name must not be blank",
+			transport.Violation("automation.display_name", "blank"))
 	}
 	if has("english_code") {
 		if err := checkCode(a.GetEnglishCode(), "automation.english_code"); err != nil {
@@ -167,22 +168,22 @@ func checkAutomation(a *platformv1.Automation, has func(string) bool) error {
 	if has("input_specs") {
 		for i, s := range a.GetInputSpecs() {
 			if strings.TrimSpace(s.GetName()) == "" {
-				return InvalidArgument(ReasonInvalidField, "every input spec needs a name",
-					Violation(fmt.Sprintf("automation.input_specs[%d].name", i), "blank"))
+				return transport.InvalidArgument(ReasonInvalidField, "every input spec needs a name",
+					transport.Violation(fmt.Sprintf("automation.input_specs[%d].name", i), "blank"))
 			}
 		}
 	}
 	if has("default_inputs") {
 		if _, err := protovalue.MapFromProto(a.GetDefaultInputs()); err != nil {
-			return InvalidArgument(ReasonInvalidField, "automation.default_inputs: "+err.Error(),
-				Violation("automation.default_inputs", err.Error()))
+			return transport.InvalidArgument(ReasonInvalidField, "automation.default_inputs: "+err.Error(),
+				transport.Violation("automation.default_inputs", err.Error()))
 		}
 	}
 	return nil
 }
 
 func callerID(ctx context.Context) string {
-	if p, ok := PrincipalFrom(ctx); ok {
+	if p, ok := transport.PrincipalFrom(ctx); ok {
 		return p.UserID
 	}
 	return ""
@@ -202,8 +203,8 @@ func (s *AutomationService) requireWorkspace(ctx context.Context, org, ws string
 func (s *AutomationService) CreateAutomation(ctx context.Context, req *platformv1.CreateAutomationRequest) (*platformv1.Automation, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
 	if id != "" && !idIdRE.MatchString(id) {
-		return nil, InvalidArgument(ReasonInvalidField, "automation_id must be 1-63 lowercase letters, digits or hyphens, starting with a letter",
-			Violation("automation_id", "not a valid resource id"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "automation_id must be 1-63 lowercase letters, digits or hyphens, starting with a letter",
+			transport.Violation("automation_id", "not a valid resource id"))
 	}
 	in := req.GetAutomation()
 	if err := checkAutomation(in, func(string) bool { return true }); err != nil {
@@ -221,7 +222,7 @@ func (s *AutomationService) CreateAutomation(ctx context.Context, req *platformv
 		})
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, "", NotFound(ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
+				return nil, "", transport.NotFound(ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
 			}
 			return nil, "", automationErr(err, org, ws, id)
 		}
@@ -262,14 +263,14 @@ func (s *AutomationService) QueryAutomation(ctx context.Context, req *platformv1
 	if req.GetStage() == platformv1.AutomationStage_AUTOMATION_STAGE_PUBLISHED {
 		stage = store.StagePublished
 	} else if req.GetStage() != platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT && req.GetStage() != platformv1.AutomationStage_AUTOMATION_STAGE_UNSPECIFIED {
-		return nil, InvalidArgument(ReasonInvalidField, "stage must be AUTOMATION_STAGE_DRAFT or AUTOMATION_STAGE_PUBLISHED", Violation("stage", "unknown stage"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "stage must be AUTOMATION_STAGE_DRAFT or AUTOMATION_STAGE_PUBLISHED", transport.Violation("stage", "unknown stage"))
 	}
 	a, err := s.st.GetAutomation(ctx, org, ws, id)
 	if err != nil {
 		return nil, automationErr(err, org, ws, id)
 	}
 	if stage == store.StagePublished && a.PublishedVersion == 0 {
-		return nil, FailedPrecondition(ReasonAutomationNotPublished,
+		return nil, transport.FailedPrecondition(ReasonAutomationNotPublished,
 			fmt.Sprintf("automation %q has never been published: query its draft stage or publish it first", id),
 			map[string]string{"resource_name": automationName(org, ws, id)})
 	}
@@ -327,7 +328,7 @@ func (s *AutomationService) UpdateAutomation(ctx context.Context, req *platformv
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
 	in := req.GetAutomation()
 	if in == nil {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "automation is required", Violation("automation", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "automation is required", transport.Violation("automation", "required"))
 	}
 	paths := map[string]bool{}
 	for _, p := range req.GetUpdateMask().GetPaths() {
@@ -338,8 +339,8 @@ func (s *AutomationService) UpdateAutomation(ctx context.Context, req *platformv
 			continue
 		}
 		if !automationMask[p] {
-			return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q cannot be updated", p),
-				Violation("update_mask", "unknown path "+p))
+			return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q cannot be updated", p),
+				transport.Violation("update_mask", "unknown path "+p))
 		}
 		paths[p] = true
 	}
@@ -356,8 +357,8 @@ func (s *AutomationService) UpdateAutomation(ctx context.Context, req *platformv
 			}
 		}
 		if len(paths) == 0 {
-			return nil, InvalidArgument(ReasonInvalidField, "nothing to update: set a field or name it in update_mask",
-				Violation("update_mask", "empty and no field set"))
+			return nil, transport.InvalidArgument(ReasonInvalidField, "nothing to update: set a field or name it in update_mask",
+				transport.Violation("update_mask", "empty and no field set"))
 		}
 	}
 	if err := checkAutomation(in, func(p string) bool { return paths[p] }); err != nil {
@@ -368,7 +369,7 @@ func (s *AutomationService) UpdateAutomation(ctx context.Context, req *platformv
 		return nil, automationErr(err, org, ws, id)
 	}
 	if !cur.DeleteTime.IsZero() {
-		return nil, NotFound(ReasonAutomationNotFound, automationName(org, ws, id))
+		return nil, transport.NotFound(ReasonAutomationNotFound, automationName(org, ws, id))
 	}
 	merged, err := automationProto(cur, store.StageDraft)
 	if err != nil {
@@ -456,11 +457,11 @@ func invokeErr(err error, org, ws, id, inputsField string) error {
 		if strings.Contains(msg, "previous_run") {
 			field = "previous_run"
 		}
-		return InvalidArgument(ReasonInvalidField, msg, Violation(field, msg))
+		return transport.InvalidArgument(ReasonInvalidField, msg, transport.Violation(field, msg))
 	}
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// The request id started a run of another automation (AIP-155).
-		return NewError(codes.AlreadyExists, "REQUEST_ID_REUSED", idClientMessage(err, store.ErrAlreadyExists)).Err()
+		return transport.NewError(codes.AlreadyExists, "REQUEST_ID_REUSED", idClientMessage(err, store.ErrAlreadyExists)).Err()
 	}
 	return automationErr(err, org, ws, id)
 }
@@ -472,11 +473,11 @@ func (s *AutomationService) InvokeAutomation(ctx context.Context, req *platformv
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
 	stage, ok := storeStage(req.GetStage())
 	if !ok {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "stage must be AUTOMATION_STAGE_DRAFT or AUTOMATION_STAGE_PUBLISHED",
-			Violation("stage", "required: AUTOMATION_STAGE_DRAFT or AUTOMATION_STAGE_PUBLISHED"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "stage must be AUTOMATION_STAGE_DRAFT or AUTOMATION_STAGE_PUBLISHED",
+			transport.Violation("stage", "required: AUTOMATION_STAGE_DRAFT or AUTOMATION_STAGE_PUBLISHED"))
 	}
 	if len(req.GetRequestId()) > 128 {
-		return nil, InvalidArgument(ReasonInvalidField, "request_id is longer than 128 characters", Violation("request_id", "at most 128 characters"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "request_id is longer than 128 characters", transport.Violation("request_id", "at most 128 characters"))
 	}
 	if s.eng == nil {
 		return nil, idErrUnavailableStore

@@ -14,6 +14,7 @@ import (
 
 	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store/pagination"
 )
 
@@ -136,8 +137,8 @@ func (s *BookService) CreateWorkspaceBook(ctx context.Context, req *bookv1.Creat
 	}); err != nil {
 		return nil, err
 	}
-	if id := req.GetRequestId(); id != "" && !ValidRequestID(id) {
-		return nil, InvalidArgument(ReasonInvalidRequest, "request_id is not valid", Violation("request_id", "must be a valid request id"))
+	if id := req.GetRequestId(); id != "" && !transport.ValidRequestID(id) {
+		return nil, transport.InvalidArgument(transport.ReasonInvalidRequest, "request_id is not valid", transport.Violation("request_id", "must be a valid request id"))
 	}
 	created, err := s.reg.Register(ctx, ws, b, req.GetRequestId())
 	if err != nil {
@@ -158,15 +159,15 @@ func (s *BookService) UpdateWorkspaceBook(ctx context.Context, req *bookv1.Updat
 		return nil, err
 	}
 	if req.GetBook() == nil {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "book is required", Violation("book", "is required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "book is required", transport.Violation("book", "is required"))
 	}
 	in := req.GetBook()
 	if (in.GetName() != "" && in.GetName() != req.GetName()) || (in.GetVersion() != "" && in.GetVersion() != req.GetVersion()) {
-		return nil, InvalidArgument(ReasonInvalidBook, "the name and version of a book cannot change",
-			Violation("book.name", "must be empty or equal name"), Violation("book.version", "must be empty or equal version"))
+		return nil, transport.InvalidArgument(ReasonInvalidBook, "the name and version of a book cannot change",
+			transport.Violation("book.name", "must be empty or equal name"), transport.Violation("book.version", "must be empty or equal version"))
 	}
 	if s.reg.IsBuiltin(req.GetName(), req.GetVersion()) {
-		return nil, FailedPrecondition(ReasonBuiltinBookChanged, fmt.Sprintf("book %s version %s is built in and cannot be changed", req.GetName(), req.GetVersion()), nil)
+		return nil, transport.FailedPrecondition(ReasonBuiltinBookChanged, fmt.Sprintf("book %s version %s is built in and cannot be changed", req.GetName(), req.GetVersion()), nil)
 	}
 	cur, err := s.reg.Book(ctx, ws, req.GetName(), req.GetVersion())
 	if err != nil {
@@ -192,7 +193,7 @@ func (s *BookService) DeleteWorkspaceBook(ctx context.Context, req *bookv1.Delet
 		return nil, err
 	}
 	if s.reg.IsBuiltin(req.GetName(), req.GetVersion()) {
-		return nil, FailedPrecondition(ReasonBuiltinBookChanged, fmt.Sprintf("book %s version %s is built in and cannot be deleted", req.GetName(), req.GetVersion()), nil)
+		return nil, transport.FailedPrecondition(ReasonBuiltinBookChanged, fmt.Sprintf("book %s version %s is built in and cannot be deleted", req.GetName(), req.GetVersion()), nil)
 	}
 	err = s.reg.Unregister(ctx, ws, req.GetName(), req.GetVersion())
 	if errors.Is(err, books.ErrNotFound) && req.GetAllowMissing() {
@@ -229,11 +230,11 @@ func requireFields(fields map[string]string) error {
 		return nil
 	}
 	slices.Sort(missing)
-	vs := make([]*FieldViolation, len(missing))
+	vs := make([]*transport.FieldViolation, len(missing))
 	for i, f := range missing {
-		vs[i] = Violation(f, "is required")
+		vs[i] = transport.Violation(f, "is required")
 	}
-	return InvalidArgument(ReasonRequiredFieldMissing, strings.Join(missing, ", ")+" required", vs...)
+	return transport.InvalidArgument(transport.ReasonRequiredFieldMissing, strings.Join(missing, ", ")+" required", vs...)
 }
 
 // bookError maps registry errors to AIP-193 statuses.
@@ -241,11 +242,11 @@ func bookError(err error, name, version string) error {
 	resource := "books/" + name + "/versions/" + version
 	switch {
 	case errors.Is(err, books.ErrNotFound):
-		return NotFound(ReasonBookNotFound, resource)
+		return transport.NotFound(ReasonBookNotFound, resource)
 	case errors.Is(err, books.ErrAlreadyExists):
-		return AlreadyExists(ReasonBookAlreadyExists, resource)
+		return transport.AlreadyExists(ReasonBookAlreadyExists, resource)
 	case errors.Is(err, books.ErrInvalidArgument):
-		return NewError(codes.InvalidArgument, ReasonInvalidBook, err.Error()).Meta("resource_name", resource).Err()
+		return transport.NewError(codes.InvalidArgument, ReasonInvalidBook, err.Error()).Meta("resource_name", resource).Err()
 	}
 	return err
 }
@@ -256,18 +257,18 @@ func bookError(err error, name, version string) error {
 func paginate(all []*bookv1.Book, size int32, token, filter string, binding ...string) ([]*bookv1.Book, string, error) {
 	n, err := pagination.PageSize(size)
 	if err != nil {
-		return nil, "", InvalidArgument(ReasonInvalidPageSize, "page_size must not be negative",
-			Violation("page_size", "must not be negative"))
+		return nil, "", transport.InvalidArgument(ReasonInvalidPageSize, "page_size must not be negative",
+			transport.Violation("page_size", "must not be negative"))
 	}
 	f, err := books.ParseFilter(filter)
 	if err != nil {
-		return nil, "", InvalidArgument(ReasonInvalidFilter, err.Error(), Violation("filter", err.Error()))
+		return nil, "", transport.InvalidArgument(ReasonInvalidFilter, err.Error(), transport.Violation("filter", err.Error()))
 	}
 	bind := pagination.Bind(append(binding, filter)...)
 	keys, err := pagination.Decode(token, bind, 2)
 	if err != nil {
-		return nil, "", InvalidArgument(ReasonInvalidPageToken, "page_token is not valid for this request",
-			Violation("page_token", "is malformed or was issued for other parameters"))
+		return nil, "", transport.InvalidArgument(ReasonInvalidPageToken, "page_token is not valid for this request",
+			transport.Violation("page_token", "is malformed or was issued for other parameters"))
 	}
 	var after *bookv1.Book
 	if keys != nil {
@@ -310,8 +311,8 @@ func applyMask(dst, src *bookv1.Book, paths []string) error {
 		}
 		fd := md.Fields().ByName(protoreflect.Name(p))
 		if fd == nil || strings.Contains(p, ".") {
-			return InvalidArgument(ReasonInvalidUpdateMask, fmt.Sprintf("update_mask path %q is not a field of Book", p),
-				Violation("update_mask", fmt.Sprintf("%q is not a top-level field of Book", p)))
+			return transport.InvalidArgument(ReasonInvalidUpdateMask, fmt.Sprintf("update_mask path %q is not a field of Book", p),
+				transport.Violation("update_mask", fmt.Sprintf("%q is not a top-level field of Book", p)))
 		}
 		if p == "name" || p == "version" {
 			continue // identity; checked by the caller

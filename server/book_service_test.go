@@ -24,6 +24,7 @@ import (
 	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/transport"
 )
 
 // bookClient starts a gRPC server with the book service over reg on an
@@ -52,8 +53,8 @@ func wantCode(t *testing.T, what string, err error, code codes.Code, reason stri
 		t.Errorf("%s: code = %v (%v), want %v", what, st.Code(), err, code)
 		return
 	}
-	if reason != "" && server.Reason(err) != reason {
-		t.Errorf("%s: reason = %q, want %q", what, server.Reason(err), reason)
+	if reason != "" && transport.Reason(err) != reason {
+		t.Errorf("%s: reason = %q, want %q", what, transport.Reason(err), reason)
 	}
 }
 
@@ -155,7 +156,7 @@ func TestBookServiceGet(t *testing.T) {
 	_, err = c.ListBookProcedures(ctx, &bookv1.ListBookProceduresRequest{Name: "nope", Version: "1"})
 	wantCode(t, "unknown book procedures", err, codes.NotFound, server.ReasonBookNotFound)
 	_, err = c.GetBook(ctx, &bookv1.GetBookRequest{Name: "standard"})
-	wantCode(t, "missing version", err, codes.InvalidArgument, server.ReasonRequiredFieldMissing)
+	wantCode(t, "missing version", err, codes.InvalidArgument, transport.ReasonRequiredFieldMissing)
 	st, _ := status.FromError(err)
 	for _, d := range st.Details() {
 		if br, ok := d.(*errdetails.BadRequest); ok {
@@ -206,7 +207,7 @@ func TestBookServiceWorkspaceBooks(t *testing.T) {
 	_, err = c.CreateWorkspaceBook(ctx, &bookv1.CreateWorkspaceBookRequest{OrganizationId: org, WorkspaceId: ws, Book: mailBook()})
 	wantCode(t, "duplicate", err, codes.AlreadyExists, server.ReasonBookAlreadyExists)
 	_, err = c.CreateWorkspaceBook(ctx, &bookv1.CreateWorkspaceBookRequest{OrganizationId: org, WorkspaceId: ws, Book: &bookv1.Book{Name: "x"}})
-	wantCode(t, "missing version and endpoint", err, codes.InvalidArgument, server.ReasonRequiredFieldMissing)
+	wantCode(t, "missing version and endpoint", err, codes.InvalidArgument, transport.ReasonRequiredFieldMissing)
 	bad := mailBook()
 	bad.Name, bad.Endpoint = "other", "ftp://x"
 	_, err = c.CreateWorkspaceBook(ctx, &bookv1.CreateWorkspaceBookRequest{OrganizationId: org, WorkspaceId: ws, Book: bad})
@@ -284,7 +285,7 @@ func TestBookServiceWorkspaceBooks(t *testing.T) {
 	_, err = c.DeleteWorkspaceBook(ctx, &bookv1.DeleteWorkspaceBookRequest{OrganizationId: org, WorkspaceId: ws, Name: "standard", Version: "1.0.0"})
 	wantCode(t, "delete built-in", err, codes.FailedPrecondition, server.ReasonBuiltinBookChanged)
 	_, err = c.ListWorkspaceBooks(ctx, &bookv1.ListWorkspaceBooksRequest{WorkspaceId: ws})
-	wantCode(t, "missing organization", err, codes.InvalidArgument, server.ReasonRequiredFieldMissing)
+	wantCode(t, "missing organization", err, codes.InvalidArgument, transport.ReasonRequiredFieldMissing)
 }
 
 // TestBookServiceHTTP goes through a grpc-gateway mux over the gRPC client

@@ -12,6 +12,7 @@ import (
 	"github.com/proserun/prose/agent"
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
 )
@@ -119,14 +120,14 @@ func eventThreadName(t store.Thread) string {
 func (s *EventService) thread(ctx context.Context, org, ws, automation, run, agentID string) (store.Thread, store.Run, error) {
 	t := store.Thread{OrganizationID: org, WorkspaceID: ws, AutomationID: automation, RunID: run, AgentID: agentID}
 	if strings.TrimSpace(agentID) == "" {
-		return t, store.Run{}, InvalidArgument(ReasonRequiredFieldMissing, "agent_id is required", Violation("agent_id", "required"))
+		return t, store.Run{}, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "agent_id is required", transport.Violation("agent_id", "required"))
 	}
 	r, err := s.st.GetRun(ctx, org, ws, automation, run)
 	if err != nil {
 		return t, r, runErr(err, org, ws, automation, run)
 	}
 	if _, ok := s.runner.Agent(agentID); !ok {
-		return t, r, NotFound(ReasonAgentNotFound, eventThreadName(t))
+		return t, r, transport.NotFound(ReasonAgentNotFound, eventThreadName(t))
 	}
 	return t, r, nil
 }
@@ -185,31 +186,31 @@ func (s *EventService) GetEvent(ctx context.Context, req *platformv1.GetEventReq
 func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEventRequest) (*platformv1.Event, error) {
 	in := req.GetEvent()
 	if in == nil {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "event is required", Violation("event", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "event is required", transport.Violation("event", "required"))
 	}
 	um := in.GetUserMessage()
 	if um == nil {
-		return nil, InvalidArgument(ReasonInvalidField, "only user_message events can be created: set exactly one payload member, user_message (the agent writes the other kinds)",
-			Violation("event.user_message", "required"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "only user_message events can be created: set exactly one payload member, user_message (the agent writes the other kinds)",
+			transport.Violation("event.user_message", "required"))
 	}
 	hasText := strings.TrimSpace(um.GetContent()) != ""
 	for _, it := range um.GetContentList().GetItems() {
 		if it.GetContent() == nil {
-			return nil, InvalidArgument(ReasonInvalidField, "every content_list item needs text or file", Violation("event.user_message.content_list.items", "an item is empty"))
+			return nil, transport.InvalidArgument(ReasonInvalidField, "every content_list item needs text or file", transport.Violation("event.user_message.content_list.items", "an item is empty"))
 		}
 		hasText = true
 	}
 	if !hasText {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "user_message needs content or content_list", Violation("event.user_message.content", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "user_message needs content or content_list", transport.Violation("event.user_message.content", "required"))
 	}
 	if n := proto.Size(um); n > s.maxMessage {
 		field := "event.user_message.content"
 		if len(um.GetContentList().GetItems()) > 0 {
 			field = "event.user_message.content_list"
 		}
-		return nil, InvalidArgument(ReasonEventMessageTooLarge,
+		return nil, transport.InvalidArgument(ReasonEventMessageTooLarge,
 			fmt.Sprintf("the message is %d bytes; a message may have at most %d bytes", n, s.maxMessage),
-			Violation(field, fmt.Sprintf("at most %d bytes", s.maxMessage)))
+			transport.Violation(field, fmt.Sprintf("at most %d bytes", s.maxMessage)))
 	}
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
 	t, run, err := s.thread(ctx, org, ws, req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
@@ -228,7 +229,7 @@ func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEv
 	}
 	ev := &platformv1.Event{State: platformv1.Event_STATE_COMPLETE, Payload: &platformv1.Event_UserMessage{UserMessage: proto.CloneOf(um)}}
 	ev.GetUserMessage().User = ""
-	if p, ok := PrincipalFrom(ctx); ok && p.UserID != "" {
+	if p, ok := transport.PrincipalFrom(ctx); ok && p.UserID != "" {
 		ev.GetUserMessage().User = "users/" + p.UserID
 	}
 	excID := store.LastSegment(in.GetException())
@@ -240,7 +241,7 @@ func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEv
 		// A resource name must name this run's exception whole.
 		if err != nil || x.RunID != run.ID || strings.Contains(in.GetException(), "/") && in.GetException() != engine.ExceptionName(x) {
 			if in.GetException() != "" {
-				return nil, InvalidArgument(ReasonInvalidField, "exception is not an exception of this run", Violation("event.exception", "not an exception of the run"))
+				return nil, transport.InvalidArgument(ReasonInvalidField, "exception is not an exception of this run", transport.Violation("event.exception", "not an exception of the run"))
 			}
 		} else {
 			ev.Exception = engine.ExceptionName(x)
@@ -299,7 +300,7 @@ func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream 
 	ctx := stream.Context()
 	offset := req.GetAfterOffset()
 	if offset < 0 {
-		return InvalidArgument(ReasonInvalidField, "after_offset must not be negative", Violation("after_offset", "must be 0 or more"))
+		return transport.InvalidArgument(ReasonInvalidField, "after_offset must not be negative", transport.Violation("after_offset", "must be 0 or more"))
 	}
 	t, _, err := s.thread(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
 	if err != nil {

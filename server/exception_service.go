@@ -12,6 +12,7 @@ import (
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
 )
@@ -165,14 +166,14 @@ func exceptionErr(err error, org, ws, id string) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &g):
-		b := NewError(codes.InvalidArgument, ReasonGuidanceMismatch, g.Msg).
-			Meta("resource_name", name).Violations(Violation(g.Field, g.Msg))
+		b := transport.NewError(codes.InvalidArgument, ReasonGuidanceMismatch, g.Msg).
+			Meta("resource_name", name).Violations(transport.Violation(g.Field, g.Msg))
 		if g.Span != nil {
 			b.Meta("start_byte", strconv.Itoa(g.Span.Start)).Meta("end_byte", strconv.Itoa(g.Span.End))
 		}
 		return b.Err()
 	case errors.Is(err, store.ErrFailedPrecondition):
-		return FailedPrecondition(ReasonExceptionStateConflict, idClientMessage(err, store.ErrFailedPrecondition),
+		return transport.FailedPrecondition(ReasonExceptionStateConflict, idClientMessage(err, store.ErrFailedPrecondition),
 			map[string]string{"resource_name": name})
 	}
 	return idStoreError(err, ReasonExceptionNotFound, ReasonExceptionNotFound, name)
@@ -209,7 +210,7 @@ func (s *ExceptionService) ListExceptions(ctx context.Context, req *platformv1.L
 		return nil, err
 	}
 	if req.GetSkip() < 0 {
-		return nil, InvalidArgument(ReasonInvalidField, "skip must not be negative", Violation("skip", "must not be negative"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "skip must not be negative", transport.Violation("skip", "must not be negative"))
 	}
 	f, err := excParseFilter(req.GetFilter())
 	if err != nil {
@@ -250,7 +251,7 @@ func (s *ExceptionService) ListExceptionGroups(ctx context.Context, req *platfor
 		}
 		n, err := strconv.Atoi(keys[0])
 		if err != nil || n < 0 || n > len(exceptionGroups) {
-			return nil, InvalidArgument(ReasonInvalidPageToken, "page_token is not valid", Violation("page_token", "not a token of this list"))
+			return nil, transport.InvalidArgument(ReasonInvalidPageToken, "page_token is not valid", transport.Violation("page_token", "not a token of this list"))
 		}
 		start = n
 	}
@@ -325,7 +326,7 @@ func (s *ExceptionService) CountExceptionsByAutomation(ctx context.Context, req 
 
 // resolver is who resolves with this call: users/{caller}.
 func resolver(ctx context.Context) string {
-	if p, ok := PrincipalFrom(ctx); ok && p.UserID != "" {
+	if p, ok := transport.PrincipalFrom(ctx); ok && p.UserID != "" {
 		return idUserName(p.UserID)
 	}
 	return ""
@@ -344,12 +345,12 @@ func (s *ExceptionService) ResolveException(ctx context.Context, req *platformv1
 	}
 	if req.GetGuidance() == nil {
 		msg := "give exactly one kind of guidance: provide_values, skip, retry, replace_step or answer"
-		return nil, NewError(codes.InvalidArgument, ReasonGuidanceMismatch, msg).Meta("resource_name", exceptionName(org, ws, id)).
-			Violations(Violation("guidance", msg)).Err()
+		return nil, transport.NewError(codes.InvalidArgument, ReasonGuidanceMismatch, msg).Meta("resource_name", exceptionName(org, ws, id)).
+			Violations(transport.Violation("guidance", msg)).Err()
 	}
 	if a, ok := req.GetGuidance().(*platformv1.ResolveExceptionRequest_Answer); ok && a.Answer.GetValue() == nil {
-		return nil, NewError(codes.InvalidArgument, ReasonGuidanceMismatch, "answer.value is required").
-			Meta("resource_name", exceptionName(org, ws, id)).Violations(Violation("answer.value", "required")).Err()
+		return nil, transport.NewError(codes.InvalidArgument, ReasonGuidanceMismatch, "answer.value is required").
+			Meta("resource_name", exceptionName(org, ws, id)).Violations(transport.Violation("answer.value", "required")).Err()
 	}
 	x, err := s.eng.Resolve(ctx, org, ws, id, resolver(ctx), req)
 	if err != nil {
@@ -389,14 +390,14 @@ func (s *ExceptionService) checkAssignee(ctx context.Context, org, ws, assignee 
 	}
 	u, ok := strings.CutPrefix(assignee, "users/")
 	if !ok || u == "" || strings.Contains(u, "/") {
-		return "", InvalidArgument(ReasonInvalidField, fmt.Sprintf("assignee %q is not users/{user}", assignee),
-			Violation("assignee", "must be users/{user}, or empty to unassign"))
+		return "", transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("assignee %q is not users/{user}", assignee),
+			transport.Violation("assignee", "must be users/{user}, or empty to unassign"))
 	}
 	if _, err := s.st.GetWorkspaceUser(ctx, org, ws, u); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			msg := fmt.Sprintf("assignee %s is not a member of workspace %s", assignee, idWorkspaceName(org, ws))
-			return "", NewError(codes.InvalidArgument, ReasonAssigneeNotMember, msg).Meta("assignee", assignee).
-				Violations(Violation("assignee", "not a member of the workspace")).Err()
+			return "", transport.NewError(codes.InvalidArgument, ReasonAssigneeNotMember, msg).Meta("assignee", assignee).
+				Violations(transport.Violation("assignee", "not a member of the workspace")).Err()
 		}
 		return "", err
 	}
@@ -426,8 +427,8 @@ func (s *ExceptionService) AssignException(ctx context.Context, req *platformv1.
 // the exceptions matching a required filter and a condition of the batch.
 func (s *ExceptionService) batchIDs(ctx context.Context, org, ws, filter string, cond ...store.Filter) ([]string, error) {
 	if strings.TrimSpace(filter) == "" {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "filter is required (state = PENDING selects every pending exception)",
-			Violation("filter", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "filter is required (state = PENDING selects every pending exception)",
+			transport.Violation("filter", "required"))
 	}
 	f, err := excParseFilter(filter)
 	if err != nil {

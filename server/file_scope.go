@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -23,11 +24,11 @@ import (
 
 // requireFile checks that the caller may use perm on file f.
 func requireFile(ctx context.Context, f store.File, perm string) error {
-	if p, ok := PrincipalFrom(ctx); ok && f.WorkspaceID == "" && !p.AllWorkspaces {
-		return PermissionDenied(ReasonWorkspaceOutOfScope,
+	if p, ok := transport.PrincipalFrom(ctx); ok && f.WorkspaceID == "" && !p.AllWorkspaces {
+		return transport.PermissionDenied(transport.ReasonWorkspaceOutOfScope,
 			"the file belongs to the organization as a whole; a key scoped to specific workspaces cannot use it")
 	}
-	return RequireWorkspace(ctx, f.WorkspaceID, perm)
+	return transport.RequireWorkspace(ctx, f.WorkspaceID, perm)
 }
 
 // newFileWorkspace is the workspace of a file the caller makes without
@@ -37,13 +38,13 @@ func requireFile(ctx context.Context, f store.File, perm string) error {
 // It checks perm (runs.create) in that workspace.
 func newFileWorkspace(ctx context.Context, perm string) (string, error) {
 	ws := ""
-	if p, ok := PrincipalFrom(ctx); ok && !p.AllWorkspaces {
+	if p, ok := transport.PrincipalFrom(ctx); ok && !p.AllWorkspaces {
 		if len(p.WorkspaceIDs) != 1 {
-			return "", PermissionDenied(ReasonWorkspaceOutOfScope, fmt.Sprintf(
+			return "", transport.PermissionDenied(transport.ReasonWorkspaceOutOfScope, fmt.Sprintf(
 				"the API key is scoped to %d workspaces, so a file made without a workspace cannot be placed: use a key scoped to one workspace, or POST /v2/files with agent_id",
 				len(p.WorkspaceIDs)))
 		}
 		ws = p.WorkspaceIDs[0]
 	}
-	return ws, RequireWorkspace(ctx, ws, perm)
+	return ws, transport.RequireWorkspace(ctx, ws, perm)
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -81,9 +82,9 @@ func fileStoreError(err error, org, id string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrNotFound):
-		return NotFound(ReasonFileNotFound, fileName(org, id))
+		return transport.NotFound(ReasonFileNotFound, fileName(org, id))
 	case errors.Is(err, store.ErrFailedPrecondition):
-		return FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": fileName(org, id)})
+		return transport.FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": fileName(org, id)})
 	}
 	return idStoreError(err, ReasonFileNotFound, ReasonConflict, fileName(org, id))
 }
@@ -106,7 +107,7 @@ func checkFilename(field, name string) error {
 		return nil
 	}
 	msg := field + " " + bad
-	return InvalidArgument(ReasonFilenameInvalid, msg, Violation(field, msg))
+	return transport.InvalidArgument(ReasonFilenameInvalid, msg, transport.Violation(field, msg))
 }
 
 // mimeTypeFor is the given type, else the one of the name's extension,
@@ -130,8 +131,8 @@ func (s *FileService) tooLarge(n int) error {
 
 func tooLarge(max int64) error {
 	msg := fmt.Sprintf("the file is larger than the limit of %d bytes (%d MiB)", max, max>>20)
-	return NewError(codes.InvalidArgument, ReasonFileTooLarge, msg).
-		Meta("max_bytes", fmt.Sprint(max)).Violations(Violation("content", msg)).Err()
+	return transport.NewError(codes.InvalidArgument, ReasonFileTooLarge, msg).
+		Meta("max_bytes", fmt.Sprint(max)).Violations(transport.Violation("content", msg)).Err()
 }
 
 func fileID(s string) string { return store.LastSegment(s) }
@@ -155,7 +156,7 @@ func (s *FileService) UploadFile(ctx context.Context, req *platformv1.UploadFile
 	}, data, true)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, NotFound(ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+			return nil, transport.NotFound(ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
 		}
 		return nil, fileStoreError(err, req.GetOrganizationId(), "")
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -50,7 +51,7 @@ func uploadForm(ctx context.Context, sig *fileSigner, token string, g fileGrant)
 // checkForm verifies that fields are exactly the form of token.
 func checkForm(ctx context.Context, sig *fileSigner, token string, g fileGrant, fields map[string]string) error {
 	if fields == nil {
-		return InvalidArgument(ReasonUploadFormInvalid, "this URL takes a multipart/form-data POST with the upload_fields and a file part named file")
+		return transport.InvalidArgument(ReasonUploadFormInvalid, "this URL takes a multipart/form-data POST with the upload_fields and a file part named file")
 	}
 	want, err := uploadForm(ctx, sig, token, g)
 	if err != nil {
@@ -76,15 +77,15 @@ func checkForm(ctx context.Context, sig *fileSigner, token string, g fileGrant, 
 		if len(unknown) > 0 {
 			msg += "; unknown: " + strings.Join(unknown, ", ")
 		}
-		return InvalidArgument(ReasonUploadFormInvalid, msg)
+		return transport.InvalidArgument(ReasonUploadFormInvalid, msg)
 	}
 	if fields[formPolicy]+"."+fields[formSignature] != token {
-		return PermissionDenied(ReasonSignedURLInvalid, "the policy and signature fields do not match the URL")
+		return transport.PermissionDenied(ReasonSignedURLInvalid, "the policy and signature fields do not match the URL")
 	}
 	for _, k := range formFields {
 		if fields[k] != want[k] {
 			msg := "the form field " + k + " was changed; send upload_fields unchanged"
-			return InvalidArgument(ReasonUploadFormInvalid, msg, Violation(k, msg))
+			return transport.InvalidArgument(ReasonUploadFormInvalid, msg, transport.Violation(k, msg))
 		}
 	}
 	return nil
@@ -124,7 +125,7 @@ func (s *FileService) UploadSigned(ctx context.Context, token, filename, content
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		return nil, InvalidArgument(ReasonUploadFormInvalid, "unexpected form fields: "+strings.Join(keys, ", ")+"; send only a file part named file")
+		return nil, transport.InvalidArgument(ReasonUploadFormInvalid, "unexpected form fields: "+strings.Join(keys, ", ")+"; send only a file part named file")
 	}
 	if err := s.tooLarge(len(content)); err != nil {
 		return nil, err
@@ -136,7 +137,7 @@ func (s *FileService) UploadSigned(ctx context.Context, token, filename, content
 		}
 		f, err := s.st.PutFileContent(ctx, g.Org, g.File, mt, content)
 		if errors.Is(err, store.ErrAlreadyExists) {
-			return nil, FailedPrecondition(ReasonUploadURLUsed,
+			return nil, transport.FailedPrecondition(ReasonUploadURLUsed,
 				"this upload URL was used already: each upload URL of /v1/upload and /v2/files takes one upload; ask for a new one",
 				map[string]string{"file": fileName(g.Org, g.File)})
 		}
@@ -153,7 +154,7 @@ func (s *FileService) UploadSigned(ctx context.Context, token, filename, content
 	}, content, true)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, NotFound(ReasonOrganizationNotFound, idOrganizationName(g.Org))
+			return nil, transport.NotFound(ReasonOrganizationNotFound, idOrganizationName(g.Org))
 		}
 		return nil, fileStoreError(err, g.Org, "")
 	}

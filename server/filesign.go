@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -169,25 +170,25 @@ func (s *fileSigner) check(ctx context.Context, token, op string, expiry bool) (
 	payload, sig, ok := strings.Cut(token, ".")
 	rawSig, err := b64.DecodeString(sig)
 	if !ok || payload == "" || err != nil {
-		return g, InvalidArgument(ReasonSignedURLMalformed, "the signed URL is malformed")
+		return g, transport.InvalidArgument(ReasonSignedURLMalformed, "the signed URL is malformed")
 	}
 	k, err := s.secret(ctx)
 	if err != nil {
 		return g, err
 	}
 	if !hmac.Equal(rawSig, mac(k, "prose-file-url", payload)) {
-		return g, PermissionDenied(ReasonSignedURLInvalid, "the signature of the URL does not match")
+		return g, transport.PermissionDenied(ReasonSignedURLInvalid, "the signature of the URL does not match")
 	}
 	body, err := b64.DecodeString(payload)
 	if err != nil || json.Unmarshal(body, &g) != nil {
-		return g, InvalidArgument(ReasonSignedURLMalformed, "the signed URL is malformed")
+		return g, transport.InvalidArgument(ReasonSignedURLMalformed, "the signed URL is malformed")
 	}
 	if expiry && !s.now().Before(time.Unix(g.Exp, 0)) {
-		return g, NewError(codes.PermissionDenied, ReasonSignedURLExpired, "the signed URL has expired").
+		return g, transport.NewError(codes.PermissionDenied, ReasonSignedURLExpired, "the signed URL has expired").
 			Meta("expire_time", time.Unix(g.Exp, 0).UTC().Format(time.RFC3339)).Err()
 	}
 	if g.Op != op {
-		return g, PermissionDenied(ReasonSignedURLOperation, "the signed URL does not allow this operation")
+		return g, transport.PermissionDenied(ReasonSignedURLOperation, "the signed URL does not allow this operation")
 	}
 	return g, nil
 }
@@ -229,7 +230,7 @@ func lifetime(d time.Duration, set bool) (time.Duration, error) {
 	}
 	if d <= 0 || d > maxURLLifetime {
 		msg := "expire_duration must be positive and at most 7 days"
-		return 0, InvalidArgument(ReasonInvalidField, msg, Violation("expire_duration", msg))
+		return 0, transport.InvalidArgument(ReasonInvalidField, msg, transport.Violation("expire_duration", msg))
 	}
 	return d, nil
 }

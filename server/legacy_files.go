@@ -10,6 +10,7 @@ import (
 	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -33,7 +34,7 @@ const blobURLLifetime = maxURLLifetime
 func (s *LegacyV1) Upload(ctx context.Context, req *legacyv1.UploadRequest) (*legacyv1.UploadResponse, error) {
 	org := legacyCaller(ctx)
 	if org == "" {
-		return nil, Unauthenticated(ReasonAPIKeyMissing, missingCredentialDescription)
+		return nil, transport.Unauthenticated(transport.ReasonAPIKeyMissing, transport.MissingCredentialDescription)
 	}
 	ws, err := newFileWorkspace(ctx, store.PermRunsCreate)
 	if err != nil {
@@ -87,7 +88,7 @@ func (s *LegacyV2) CreateFile(ctx context.Context, req *legacyv2.CreateFileReque
 		OrganizationID: org, WorkspaceID: ws, Filename: req.GetFileName(), MimeType: mimeTypeFor("", req.GetFileName()),
 	}, nil, false)
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, NotFound(ReasonWorkspaceNotFound, "agents/"+ws)
+		return nil, transport.NotFound(ReasonWorkspaceNotFound, "agents/"+ws)
 	}
 	if err != nil {
 		return nil, fileStoreError(err, org, "")
@@ -121,22 +122,22 @@ func ResolveFile(ctx context.Context, st store.Store, org, ref string) (store.Fi
 				return store.File{}, err
 			}
 			if g.Org != org {
-				return store.File{}, NotFound(ReasonFileNotFound, ref)
+				return store.File{}, transport.NotFound(ReasonFileNotFound, ref)
 			}
 			id = g.File
 		case strings.HasPrefix(u.Path, "/api/v1/"):
 			id = strings.TrimSuffix(strings.TrimPrefix(u.Path, "/api/v1/"), ":download")
 		default:
-			return store.File{}, InvalidArgument(ReasonInvalidField, "not a file URL of this service: "+ref)
+			return store.File{}, transport.InvalidArgument(ReasonInvalidField, "not a file URL of this service: "+ref)
 		}
 	}
 	if strings.Contains(id, "/") {
 		parts := strings.Split(id, "/")
 		if len(parts) != 4 || parts[0] != "organizations" || parts[2] != "files" {
-			return store.File{}, InvalidArgument(ReasonInvalidField, "not a file reference: "+ref)
+			return store.File{}, transport.InvalidArgument(ReasonInvalidField, "not a file reference: "+ref)
 		}
 		if parts[1] != org {
-			return store.File{}, NotFound(ReasonFileNotFound, ref)
+			return store.File{}, transport.NotFound(ReasonFileNotFound, ref)
 		}
 		id = parts[3]
 	}
@@ -164,7 +165,7 @@ func FileInputAt(ctx context.Context, st store.Store, base, org, ref string) (*p
 		return nil, store.File{}, err
 	}
 	if !f.Uploaded {
-		return nil, f, FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": fileName(org, f.ID)})
+		return nil, f, transport.FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": fileName(org, f.ID)})
 	}
 	u, err := signedDownloadURL(ctx, signerFor(st), baseURL(ctx, base), org, f.ID, blobURLLifetime)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -47,7 +48,7 @@ func NewLegacyV1(st store.Store, eng *engine.Engine) *LegacyV1 { return &LegacyV
 // legacyCaller returns the caller's organization ("" without an
 // authenticator: everything is visible).
 func legacyCaller(ctx context.Context) string {
-	if p, ok := PrincipalFrom(ctx); ok {
+	if p, ok := transport.PrincipalFrom(ctx); ok {
 		return p.OrganizationID
 	}
 	return ""
@@ -143,16 +144,16 @@ func v1State(s store.RunState) string {
 func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*legacyv1.InvokeResponse, error) {
 	shareID := req.GetShareId()
 	if shareID == "" {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "share_id is required", Violation("share_id", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "share_id is required", transport.Violation("share_id", "required"))
 	}
 	a, stage, err := s.st.GetAutomationByShareID(ctx, shareID)
 	if err != nil || !visible(ctx, a.OrganizationID) {
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err
 		}
-		return nil, NotFound(ReasonShareIDNotFound, "share id "+shareID)
+		return nil, transport.NotFound(ReasonShareIDNotFound, "share id "+shareID)
 	}
-	if err := RequireWorkspace(ctx, a.WorkspaceID, store.PermRunsCreate); err != nil {
+	if err := transport.RequireWorkspace(ctx, a.WorkspaceID, store.PermRunsCreate); err != nil {
 		return nil, err
 	}
 	params := req.GetParameters().GetFields()
@@ -160,7 +161,7 @@ func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*le
 		if b, ok := params["body"]; ok {
 			inner := b.GetStructValue()
 			if inner == nil {
-				return nil, InvalidArgument(ReasonInvalidField, "body must be a JSON object of run parameters", Violation("body", "not an object"))
+				return nil, transport.InvalidArgument(ReasonInvalidField, "body must be a JSON object of run parameters", transport.Violation("body", "not an object"))
 			}
 			params = inner.GetFields()
 		}
@@ -171,13 +172,13 @@ func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*le
 		if key := req.GetAttachmentsKey(); key != "" && name == key {
 			list := v.GetListValue()
 			if list == nil {
-				return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s (attachments_key) must be a list of blob URLs", key), Violation(key, "not a list"))
+				return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s (attachments_key) must be a list of blob URLs", key), transport.Violation(key, "not a list"))
 			}
 			files := &platformv1.List{}
 			for i, it := range list.GetValues() {
 				u, ok := it.GetKind().(*structpb.Value_StringValue)
 				if !ok || u.StringValue == "" {
-					return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s[%d] must be a blob URL (a string)", key, i), Violation(fmt.Sprintf("%s[%d]", key, i), "not a string"))
+					return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s[%d] must be a blob URL (a string)", key, i), transport.Violation(fmt.Sprintf("%s[%d]", key, i), "not a string"))
 				}
 				fv, f, err := attachedFile(ctx, s.st, s.PublicURL, a.OrganizationID, a.WorkspaceID, u.StringValue, fmt.Sprintf("%s[%d]", key, i))
 				if err != nil {
@@ -191,7 +192,7 @@ func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*le
 		}
 		pv, err := plainToValue(v)
 		if err != nil {
-			return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("parameter %q: %v", name, err), Violation(name, err.Error()))
+			return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("parameter %q: %v", name, err), transport.Violation(name, err.Error()))
 		}
 		inputs[name] = pv
 	}
@@ -205,11 +206,11 @@ func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*le
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, NotFound(ReasonShareIDNotFound, "share id "+shareID)
+			return nil, transport.NotFound(ReasonShareIDNotFound, "share id "+shareID)
 		}
 		return nil, invokeErr(err, a.OrganizationID, a.WorkspaceID, a.ID, "parameters")
 	}
-	_ = SetHTTPStatus(ctx, 201)
+	_ = transport.SetHTTPStatus(ctx, 201)
 	return &legacyv1.InvokeResponse{WorkerId: r.ID}, nil
 }
 
@@ -217,16 +218,16 @@ func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*le
 // workspace; an unknown id, or one of another organization, is NOT_FOUND.
 func legacyRun(ctx context.Context, st store.Store, id, perm string) (store.Run, error) {
 	if id == "" {
-		return store.Run{}, InvalidArgument(ReasonRequiredFieldMissing, "the run id is required", Violation("id", "required"))
+		return store.Run{}, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "the run id is required", transport.Violation("id", "required"))
 	}
 	r, err := st.GetRunByID(ctx, id)
 	if err != nil || !visible(ctx, r.OrganizationID) {
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return store.Run{}, err
 		}
-		return store.Run{}, NotFound(ReasonRunNotFound, "runs/"+id)
+		return store.Run{}, transport.NotFound(ReasonRunNotFound, "runs/"+id)
 	}
-	if err := RequireWorkspace(ctx, r.WorkspaceID, perm); err != nil {
+	if err := transport.RequireWorkspace(ctx, r.WorkspaceID, perm); err != nil {
 		return store.Run{}, err
 	}
 	return r, nil
@@ -259,7 +260,7 @@ func (s *LegacyV1) GetRunStatus(ctx context.Context, req *legacyv1.GetRunStatusR
 func attachedFile(ctx context.Context, st store.Store, base, org, ws, ref, field string) (*platformv1.Value, store.File, error) {
 	v, f, err := FileInputAt(ctx, st, base, org, ref)
 	if err == nil && f.WorkspaceID != "" && f.WorkspaceID != ws {
-		err = NotFound(ReasonFileNotFound, ref)
+		err = transport.NotFound(ReasonFileNotFound, ref)
 	}
 	if err == nil {
 		// The run's input carries a signed URL of the file: only a caller
@@ -271,7 +272,7 @@ func attachedFile(ctx context.Context, st store.Store, base, org, ws, ref, field
 		if status.Code(err) == codes.FailedPrecondition {
 			msg = fmt.Sprintf("%s: the content of %q has not been uploaded yet", field, ref)
 		}
-		return nil, store.File{}, InvalidArgument(ReasonInvalidField, msg, Violation(field, msg))
+		return nil, store.File{}, transport.InvalidArgument(ReasonInvalidField, msg, transport.Violation(field, msg))
 	}
 	return v, f, nil
 }

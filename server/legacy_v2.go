@@ -13,6 +13,7 @@ import (
 	"github.com/proserun/prose/engine"
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -43,7 +44,7 @@ func NewLegacyV2(db Pinger) *LegacyV2 { return &LegacyV2{db: db} }
 func (s *LegacyV2) Health(ctx context.Context, _ *legacyv2.HealthRequest) (*legacyv2.HealthResponse, error) {
 	if s.db != nil {
 		if err := s.db.Ping(ctx); err != nil {
-			return nil, NewError(codes.Unavailable, "DATABASE_UNAVAILABLE", "the database does not answer").Err()
+			return nil, transport.NewError(codes.Unavailable, "DATABASE_UNAVAILABLE", "the database does not answer").Err()
 		}
 	}
 	return &legacyv2.HealthResponse{Status: "ok", Version: Version}, nil
@@ -111,9 +112,9 @@ func (s *LegacyV2) ready() error {
 
 // v2Org is the caller's organization, which v2 requests do not name.
 func v2Org(ctx context.Context) (string, error) {
-	p, ok := PrincipalFrom(ctx)
+	p, ok := transport.PrincipalFrom(ctx)
 	if !ok {
-		return "", Unauthenticated(ReasonAPIKeyMissing, missingCredentialDescription)
+		return "", transport.Unauthenticated(transport.ReasonAPIKeyMissing, transport.MissingCredentialDescription)
 	}
 	return p.OrganizationID, nil
 }
@@ -147,7 +148,7 @@ func v2RunProto(r store.Run) (*legacyv2.Run, error) {
 
 func requireV2(field, v string) error {
 	if strings.TrimSpace(v) == "" {
-		return InvalidArgument(ReasonRequiredFieldMissing, field+" is required", Violation(field, "required"))
+		return transport.InvalidArgument(transport.ReasonRequiredFieldMissing, field+" is required", transport.Violation(field, "required"))
 	}
 	return nil
 }
@@ -167,7 +168,7 @@ func (s *LegacyV2) ListProcesses(ctx context.Context, req *legacyv2.ListProcesse
 	}
 	size, err := idPageSize(req.GetLimit())
 	if err != nil {
-		return nil, InvalidArgument(ReasonInvalidField, "limit must not be negative", Violation("limit", "negative"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "limit must not be negative", transport.Violation("limit", "negative"))
 	}
 	ws := req.GetAgentId()
 	if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
@@ -220,7 +221,7 @@ func v2Inputs(v *structpb.Value) (map[string]*platformv1.Value, error) {
 		for name, x := range k.StructValue.GetFields() {
 			pv, err := plainToValue(x)
 			if err != nil {
-				return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("inputs.%s: %v", name, err), Violation("inputs."+name, err.Error()))
+				return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("inputs.%s: %v", name, err), transport.Violation("inputs."+name, err.Error()))
 			}
 			out[name] = pv
 		}
@@ -230,11 +231,11 @@ func v2Inputs(v *structpb.Value) (map[string]*platformv1.Value, error) {
 			f := it.GetStructValue().GetFields()
 			name := f["name"].GetStringValue()
 			if it.GetStructValue() == nil || strings.TrimSpace(name) == "" {
-				return nil, InvalidArgument(ReasonInvalidField, field+" must be an object {name, value} with a name", Violation(field+".name", "required"))
+				return nil, transport.InvalidArgument(ReasonInvalidField, field+" must be an object {name, value} with a name", transport.Violation(field+".name", "required"))
 			}
 			for key := range f {
 				if key != "name" && key != "value" {
-					return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s: unknown field %q (name, value)", field, key), Violation(field+"."+key, "unknown field"))
+					return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s: unknown field %q (name, value)", field, key), transport.Violation(field+"."+key, "unknown field"))
 				}
 			}
 			val := f["value"]
@@ -243,13 +244,13 @@ func v2Inputs(v *structpb.Value) (map[string]*platformv1.Value, error) {
 			}
 			pv, err := plainToValue(val)
 			if err != nil {
-				return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s.value: %v", field, err), Violation(field+".value", err.Error()))
+				return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s.value: %v", field, err), transport.Violation(field+".value", err.Error()))
 			}
 			out[name] = pv
 		}
 	default:
-		return nil, InvalidArgument(ReasonInvalidField, "inputs must be an array of {name, value} or an object keyed by input name",
-			Violation("inputs", "not an array or object"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "inputs must be an array of {name, value} or an object keyed by input name",
+			transport.Violation("inputs", "not an array or object"))
 	}
 	return out, nil
 }
@@ -276,7 +277,7 @@ func (s *LegacyV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest
 	case "draft":
 		stage = store.StageDraft
 	default:
-		return nil, InvalidArgument(ReasonInvalidField, "stage must be Published or Draft", Violation("stage", "not Published or Draft"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "stage must be Published or Draft", transport.Violation("stage", "not Published or Draft"))
 	}
 	inputs, err := v2Inputs(req.GetInputs())
 	if err != nil {
@@ -286,7 +287,7 @@ func (s *LegacyV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest
 	files := &platformv1.List{}
 	for i, id := range req.GetFileIds() {
 		if strings.TrimSpace(id) == "" {
-			return nil, InvalidArgument(ReasonInvalidField, "file ids must not be blank", Violation(fmt.Sprintf("file_ids[%d]", i), "blank"))
+			return nil, transport.InvalidArgument(ReasonInvalidField, "file ids must not be blank", transport.Violation(fmt.Sprintf("file_ids[%d]", i), "blank"))
 		}
 		fv, f, err := attachedFile(ctx, s.st, s.PublicURL, org, req.GetAgentId(), id, fmt.Sprintf("file_ids[%d]", i))
 		if err != nil {
@@ -316,7 +317,7 @@ func (s *LegacyV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, NotFound(ReasonAutomationNotFound, "processes/"+id)
+			return nil, transport.NotFound(ReasonAutomationNotFound, "processes/"+id)
 		}
 		return nil, invokeErr(err, org, ws, id, "inputs")
 	}
@@ -358,7 +359,7 @@ func (s *LegacyV2) ListRuns(ctx context.Context, req *legacyv2.ListRunsRequest) 
 	}
 	size, err := idPageSize(req.GetLimit())
 	if err != nil {
-		return nil, InvalidArgument(ReasonInvalidField, "limit must not be negative", Violation("limit", "negative"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "limit must not be negative", transport.Violation("limit", "negative"))
 	}
 	ws, id := req.GetAgentId(), req.GetProcessId()
 	if _, err := s.st.GetAutomation(ctx, org, ws, id); err != nil {

@@ -9,6 +9,7 @@ import (
 	expr "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
 )
@@ -52,7 +53,7 @@ func (s *OrganizationService) ListCurrentUserOrganizations(ctx context.Context, 
 		return nil, err
 	}
 	if req.GetPageToken() != "" {
-		return nil, InvalidArgument(ReasonInvalidPageToken, "page_token was not issued by this list", Violation("page_token", "unknown token"))
+		return nil, transport.InvalidArgument(ReasonInvalidPageToken, "page_token was not issued by this list", transport.Violation("page_token", "unknown token"))
 	}
 	match, err := idTitleMatcher(req.GetFilter())
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
 )
@@ -29,7 +30,7 @@ func NewRunService(st store.Store, eng *engine.Engine) *RunService {
 // RUN_STATE_CONFLICT.
 func runErr(err error, org, ws, automation, id string) error {
 	if errors.Is(err, store.ErrFailedPrecondition) {
-		return FailedPrecondition(ReasonRunStateConflict, idClientMessage(err, store.ErrFailedPrecondition),
+		return transport.FailedPrecondition(ReasonRunStateConflict, idClientMessage(err, store.ErrFailedPrecondition),
 			map[string]string{"resource_name": runName(org, ws, automation, id)})
 	}
 	return idStoreError(err, ReasonRunNotFound, ReasonRunNotFound, runName(org, ws, automation, id))
@@ -47,7 +48,7 @@ func (s *RunService) getRun(ctx context.Context, org, ws, automation, id string)
 	}
 	r, err := s.st.GetRunByID(ctx, id)
 	if err != nil || r.OrganizationID != org || r.WorkspaceID != ws {
-		return store.Run{}, NotFound(ReasonRunNotFound, runName(org, ws, automation, id))
+		return store.Run{}, transport.NotFound(ReasonRunNotFound, runName(org, ws, automation, id))
 	}
 	return r, nil
 }
@@ -110,7 +111,7 @@ func (s *RunService) ListRuns(ctx context.Context, req *platformv1.ListRunsReque
 func (s *RunService) PauseRun(ctx context.Context, req *platformv1.PauseRunRequest) (*platformv1.Run, error) {
 	org, ws, automation, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId()
 	if strings.TrimSpace(req.GetReason()) == "" {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "reason is required: say why the run is paused", Violation("reason", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "reason is required: say why the run is paused", transport.Violation("reason", "required"))
 	}
 	if s.eng == nil {
 		return nil, idErrUnavailableStore

@@ -1,3 +1,6 @@
+// Package server holds the Prose gRPC services, one file per service. The
+// transport they run behind (interceptor chain, authentication, errors,
+// limits) is package server/transport.
 package server
 
 import (

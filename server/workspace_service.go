@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"net/mail"
+	"slices"
 	"strings"
 
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
 )
@@ -119,14 +121,14 @@ func (s *WorkspaceService) CreateWorkspace(ctx context.Context, req *platformv1.
 	org := req.GetOrganizationId()
 	id := req.GetWorkspaceId()
 	if id != "" && !idIdRE.MatchString(id) {
-		return nil, InvalidArgument(ReasonInvalidField, "workspace_id must be 1-63 lowercase letters, digits or hyphens, starting with a letter",
-			Violation("workspace_id", "not a valid resource id"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "workspace_id must be 1-63 lowercase letters, digits or hyphens, starting with a letter",
+			transport.Violation("workspace_id", "not a valid resource id"))
 	}
 	if strings.TrimSpace(req.GetWorkspace().GetTitle()) == "" {
-		return nil, InvalidArgument(ReasonInvalidField, "workspace.title must not be blank", Violation("workspace.title", "blank"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "workspace.title must not be blank", transport.Violation("workspace.title", "blank"))
 	}
 	var creator string
-	if p, ok := PrincipalFrom(ctx); ok {
+	if p, ok := transport.PrincipalFrom(ctx); ok {
 		creator = p.UserID
 	}
 	create := func() (*platformv1.Workspace, string, error) {
@@ -171,14 +173,14 @@ func (s *WorkspaceService) UpdateWorkspace(ctx context.Context, req *platformv1.
 	for _, p := range req.GetUpdateMask().GetPaths() {
 		m, ok := idWorkspaceMask[p]
 		if !ok {
-			return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q cannot be updated (title, workspace_icon, workspace_icon_color)", p),
-				Violation("update_mask", "unknown path "+p))
+			return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q cannot be updated (title, workspace_icon, workspace_icon_color)", p),
+				transport.Violation("update_mask", "unknown path "+p))
 		}
 		mask = append(mask, m)
 	}
 	in := req.GetWorkspace()
 	if (len(mask) == 0 || idContainsString(mask, "title")) && strings.TrimSpace(in.GetTitle()) == "" {
-		return nil, InvalidArgument(ReasonInvalidField, "workspace.title must not be blank", Violation("workspace.title", "blank"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "workspace.title must not be blank", transport.Violation("workspace.title", "blank"))
 	}
 	w, err := s.st.UpdateWorkspace(ctx, store.Workspace{
 		OrganizationID: org, ID: ws, Title: in.GetTitle(), Icon: in.GetWorkspaceIcon(), IconColor: in.GetWorkspaceIconColor(),
@@ -236,15 +238,15 @@ func (s *WorkspaceService) UpdateWorkspacePreferences(ctx context.Context, req *
 	mask := req.GetUpdateMask().GetPaths()
 	for _, p := range mask {
 		if !idPreferencesMask[p] {
-			return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q is not a preference", p),
-				Violation("update_mask", "unknown path "+p))
+			return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q is not a preference", p),
+				transport.Violation("update_mask", "unknown path "+p))
 		}
 	}
 	in := req.GetPreferences()
 	g := in.GetGeneral()
 	if g.GetDecimalPlaces() < 0 || g.GetDecimalPlaces() > 28 {
-		return nil, InvalidArgument(ReasonInvalidField, "general.decimal_places must be between 0 and 28",
-			Violation("preferences.general.decimal_places", "out of range"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "general.decimal_places must be between 0 and 28",
+			transport.Violation("preferences.general.decimal_places", "out of range"))
 	}
 	p, err := s.st.UpdateWorkspacePreferences(ctx, store.WorkspacePreferences{
 		OrganizationID: org, WorkspaceID: ws,
@@ -302,8 +304,8 @@ func (s *WorkspaceService) checkWorkspaceRoles(ctx context.Context, org string, 
 			return nil, idStoreError(err, ReasonRoleNotFound, ReasonRoleNotFound, "roles/"+id)
 		}
 		if role.Scope != store.ScopeWorkspace {
-			return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("role %q is not a workspace role", id),
-				Violation(fmt.Sprintf("%s[%d]", field, i), "not a workspace role"))
+			return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("role %q is not a workspace role", id),
+				transport.Violation(fmt.Sprintf("%s[%d]", field, i), "not a workspace role"))
 		}
 		out = append(out, id)
 	}
@@ -316,7 +318,7 @@ func (s *WorkspaceService) CreateWorkspaceInvite(ctx context.Context, req *platf
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
 	addr, err := mail.ParseAddress(req.GetEmail())
 	if err != nil || addr.Name != "" {
-		return nil, InvalidArgument(ReasonInvalidField, "email is not an e-mail address", Violation("email", "not an e-mail address"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, "email is not an e-mail address", transport.Violation("email", "not an e-mail address"))
 	}
 	roles := req.GetRoles()
 	if len(roles) == 0 {
@@ -327,7 +329,7 @@ func (s *WorkspaceService) CreateWorkspaceInvite(ctx context.Context, req *platf
 		return nil, err
 	}
 	var inviter string
-	if p, ok := PrincipalFrom(ctx); ok {
+	if p, ok := transport.PrincipalFrom(ctx); ok {
 		inviter = p.UserID
 	}
 	create := func() (*platformv1.UserInvitation, string, error) {
@@ -361,7 +363,7 @@ func (s *WorkspaceService) DeleteWorkspaceInvite(ctx context.Context, req *platf
 		return nil, idStoreError(err, ReasonInvitationNotFound, ReasonInvitationExists, name)
 	}
 	if inv.WorkspaceID != ws {
-		return nil, NotFound(ReasonInvitationNotFound, name)
+		return nil, transport.NotFound(ReasonInvitationNotFound, name)
 	}
 	if err := s.st.DeleteInvitation(ctx, org, id); err != nil {
 		return nil, idStoreError(err, ReasonInvitationNotFound, ReasonInvitationExists, name)
@@ -476,14 +478,14 @@ func (s *WorkspaceService) CountWorkspaceUsers(ctx context.Context, req *platfor
 	org := req.GetOrganizationId()
 	ids := req.GetWorkspaceIds()
 	if len(ids) > idMaxCountWorkspaces {
-		return nil, InvalidArgument(ReasonInvalidField, fmt.Sprintf("at most %d workspace_ids", idMaxCountWorkspaces),
-			Violation("workspace_ids", "too many"))
+		return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("at most %d workspace_ids", idMaxCountWorkspaces),
+			transport.Violation("workspace_ids", "too many"))
 	}
 	clean := make([]string, len(ids))
 	for i, id := range ids {
 		clean[i] = idIdOf(id)
 	}
-	counts, err := s.st.CountWorkspaceUsers(ctx, org, idUniq(clean))
+	counts, err := s.st.CountWorkspaceUsers(ctx, org, slices.Compact(slices.Sorted(slices.Values(clean))))
 	if err != nil {
 		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}

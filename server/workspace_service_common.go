@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
 )
@@ -45,17 +47,17 @@ func idStoreError(err error, notFoundReason, existsReason, name string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrNotFound):
-		return NotFound(notFoundReason, name)
+		return transport.NotFound(notFoundReason, name)
 	case errors.Is(err, store.ErrAlreadyExists):
-		return AlreadyExists(existsReason, name)
+		return transport.AlreadyExists(existsReason, name)
 	case errors.Is(err, store.ErrInvalidArgument):
 		return idInvalidFromStore(err)
 	case errors.Is(err, store.ErrFailedPrecondition):
-		return FailedPrecondition(ReasonFailedPrecondition, idClientMessage(err, store.ErrFailedPrecondition), nil)
+		return transport.FailedPrecondition(ReasonFailedPrecondition, idClientMessage(err, store.ErrFailedPrecondition), nil)
 	case errors.Is(err, store.ErrConflict):
-		return Aborted(ReasonConflict, "a concurrent change won; retry")
+		return transport.Aborted(ReasonConflict, "a concurrent change won; retry")
 	case errors.Is(err, store.ErrResourceExhausted):
-		return ResourceExhausted(ReasonAPIKeyLimit, idClientMessage(err, store.ErrResourceExhausted))
+		return transport.ResourceExhausted(ReasonAPIKeyLimit, idClientMessage(err, store.ErrResourceExhausted))
 	}
 	return err
 }
@@ -81,9 +83,9 @@ func idInvalidFromStore(err error) error {
 		reason, field = ReasonInvalidOrderBy, "order_by"
 	}
 	if field == "" {
-		return InvalidArgument(reason, msg)
+		return transport.InvalidArgument(reason, msg)
 	}
-	return InvalidArgument(reason, msg, Violation(field, msg))
+	return transport.InvalidArgument(reason, msg, transport.Violation(field, msg))
 }
 
 // pageSize applies the list rules (0 → 50, > 1000 → 1000, < 0 → INVALID_ARGUMENT).
@@ -115,10 +117,10 @@ var idIdRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
 // idIdOf accepts an id or a resource name ending in it.
 func idIdOf(s string) string { return store.LastSegment(s) }
 
-func idCaller(ctx context.Context) (*Principal, error) {
-	p, ok := PrincipalFrom(ctx)
+func idCaller(ctx context.Context) (*transport.Principal, error) {
+	p, ok := transport.PrincipalFrom(ctx)
 	if !ok {
-		return nil, Unauthenticated(ReasonAPIKeyMissing, missingCredentialDescription)
+		return nil, transport.Unauthenticated(transport.ReasonAPIKeyMissing, transport.MissingCredentialDescription)
 	}
 	return p, nil
 }
@@ -136,8 +138,8 @@ func idIdempotent[T any](ctx context.Context, st store.Idempotency, org, method,
 		return v, err
 	}
 	if len(requestID) > 128 {
-		return zero, InvalidArgument(ReasonInvalidField, "request_id is longer than 128 characters",
-			Violation("request_id", "at most 128 characters"))
+		return zero, transport.InvalidArgument(ReasonInvalidField, "request_id is longer than 128 characters",
+			transport.Violation("request_id", "at most 128 characters"))
 	}
 	name, err := st.LookupRequest(ctx, org, method, requestID)
 	if err == nil {
@@ -167,11 +169,11 @@ func idIdempotent[T any](ctx context.Context, st store.Idempotency, org, method,
 // key is limited to some (a typed condition on the workspace id; the page
 // token is bound to it with the rest of the filter).
 func idScoped(ctx context.Context, f store.Filter) store.Filter {
-	p, ok := PrincipalFrom(ctx)
+	p, ok := transport.PrincipalFrom(ctx)
 	if !ok || p.AllWorkspaces {
 		return f
 	}
-	return store.And{store.In{Field: "id", Values: idUniq(p.WorkspaceIDs)}, f}
+	return store.And{store.In{Field: "id", Values: slices.Compact(slices.Sorted(slices.Values(p.WorkspaceIDs)))}, f}
 }
 
 func idRoleScope(s store.RoleScope) platformv1.RoleScope {
@@ -206,4 +208,4 @@ func idInvitationProto(inv store.Invitation) *platformv1.UserInvitation {
 
 func idErrorsIs(err, target error) bool { return errors.Is(err, target) }
 
-var idErrUnavailableStore = NewError(codes.Unavailable, "STORE_UNAVAILABLE", "no store is configured").Err()
+var idErrUnavailableStore = transport.NewError(codes.Unavailable, "STORE_UNAVAILABLE", "no store is configured").Err()

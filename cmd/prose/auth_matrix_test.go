@@ -22,6 +22,7 @@ import (
 
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -212,34 +213,34 @@ func TestAuthorizationMatrix(t *testing.T) {
 		if public[b.rpc] {
 			continue
 		}
-		acc, ok := server.MethodAccess[b.rpc]
+		acc, ok := transport.MethodAccess[b.rpc]
 		if !ok {
-			t.Errorf("%s is missing from server.MethodAccess", b.rpc)
+			t.Errorf("%s is missing from transport.MethodAccess", b.rpc)
 			continue
 		}
 		n++
 		md := methodDescriptor(t, b.rpc)
 		msg := dynamicpb.NewMessage(md.Input())
 		fillRequest(msg, e.init.orgID, e.init.workspaceID, 0)
-		namesWorkspace := len(server.TargetOf(msg).WorkspaceIDs) > 0 || namesFile(b.rpc)
+		namesWorkspace := len(transport.TargetOf(msg).WorkspaceIDs) > 0 || namesFile(b.rpc)
 		legacy := strings.HasPrefix(b.rpc, "/prose.legacy.")
 		for _, c := range cases {
 			// want: the code, or OK meaning "authorization lets it through".
 			want, reason := codes.OK, ""
 			switch c.name {
 			case "no key":
-				want, reason = codes.Unauthenticated, server.ReasonAPIKeyMissing
+				want, reason = codes.Unauthenticated, transport.ReasonAPIKeyMissing
 			case "unknown key", "malformed key":
-				want, reason = codes.Unauthenticated, server.ReasonAPIKeyInvalid
+				want, reason = codes.Unauthenticated, transport.ReasonAPIKeyInvalid
 			case "expired key":
-				want, reason = codes.Unauthenticated, server.ReasonAPIKeyExpired
+				want, reason = codes.Unauthenticated, transport.ReasonAPIKeyExpired
 			case "scoped to another workspace":
 				if namesWorkspace || acc.AllWorkspaces {
-					want, reason = codes.PermissionDenied, server.ReasonWorkspaceOutOfScope
+					want, reason = codes.PermissionDenied, transport.ReasonWorkspaceOutOfScope
 				}
 			case "read-only key":
 				if acc.Write {
-					want, reason = codes.PermissionDenied, server.ReasonAPIKeyReadOnly
+					want, reason = codes.PermissionDenied, transport.ReasonAPIKeyReadOnly
 				}
 			}
 			header, value := "authorization", "Bearer "+c.key
@@ -306,7 +307,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 	}
 }
 
-// TestMethodAccessCoversContract keeps server.MethodAccess exactly the
+// TestMethodAccessCoversContract keeps transport.MethodAccess exactly the
 // contract's RPCs, and its Write flags true to the naming rule (Get, List,
 // Query, Count, Stream read) except for downloads.
 func TestMethodAccessCoversContract(t *testing.T) {
@@ -316,17 +317,17 @@ func TestMethodAccessCoversContract(t *testing.T) {
 		if b.rpc == "/prose.legacy.v2.LegacyService/Health" {
 			continue
 		}
-		acc, ok := server.MethodAccess[b.rpc]
+		acc, ok := transport.MethodAccess[b.rpc]
 		if !ok {
 			t.Errorf("%s: no entry", b.rpc)
 			continue
 		}
-		read := server.IsReadMethod(b.rpc) || strings.Contains(b.rpc, "Download")
+		read := transport.IsReadMethod(b.rpc) || strings.Contains(b.rpc, "Download")
 		if acc.Write == read {
 			t.Errorf("%s: Write = %v, naming rule says read = %v", b.rpc, acc.Write, read)
 		}
 	}
-	for m := range server.MethodAccess {
+	for m := range transport.MethodAccess {
 		if !seen[m] {
 			t.Errorf("%s: entry for an RPC the contract does not have", m)
 		}
@@ -373,9 +374,9 @@ func TestUpdateApiKeyMatrix(t *testing.T) {
 		ok        = codes.OK
 		denied    = codes.PermissionDenied
 		invalid   = codes.InvalidArgument
-		readOnly  = server.ReasonAPIKeyReadOnly
-		levelOff  = server.ReasonAPIKeyPermissionOff
-		outside   = server.ReasonWorkspaceOutOfScope
+		readOnly  = transport.ReasonAPIKeyReadOnly
+		levelOff  = transport.ReasonAPIKeyPermissionOff
+		outside   = transport.ReasonWorkspaceOutOfScope
 		badField  = server.ReasonInvalidField
 		likeSelf  = "self"
 		likeCall  = "like caller"
@@ -517,7 +518,7 @@ func lowerCamel(path string) string {
 // TestEveryRegisteredRPCIsGuarded enumerates every method of every service
 // registered on the server (grpc.Server.GetServiceInfo, not the contract's
 // list) and checks, over gRPC and over HTTP, that each non-public one has
-// an entry in server.MethodAccess, is refused without a key, and is refused
+// an entry in transport.MethodAccess, is refused without a key, and is refused
 // (ORGANIZATION_MISMATCH) to a key of another organization when the
 // request names this one. The server is built as serve builds it: the
 // checks must come from the built-in chain, not from an option.
@@ -531,17 +532,17 @@ func TestEveryRegisteredRPCIsGuarded(t *testing.T) {
 	for svc, info := range e.app.grpc.GetServiceInfo() {
 		for _, m := range info.Methods {
 			rpc := "/" + svc + "/" + m.Name
-			if server.IsPublicMethod(rpc) {
+			if transport.IsPublicMethod(rpc) {
 				continue
 			}
 			n++
-			if _, ok := server.MethodAccess[rpc]; !ok {
-				t.Errorf("%s is registered but has no entry in server.MethodAccess", rpc)
+			if _, ok := transport.MethodAccess[rpc]; !ok {
+				t.Errorf("%s is registered but has no entry in transport.MethodAccess", rpc)
 			}
 			md := methodDescriptor(t, rpc)
 			msg := dynamicpb.NewMessage(md.Input())
 			fillRequest(msg, e.init.orgID, e.init.workspaceID, 0)
-			namesOrg := server.TargetOf(msg).OrganizationID != ""
+			namesOrg := transport.TargetOf(msg).OrganizationID != ""
 			legacy := strings.HasPrefix(rpc, "/prose.legacy.")
 			header, prefix := "authorization", "Bearer "
 			if legacy {
@@ -554,8 +555,8 @@ func TestEveryRegisteredRPCIsGuarded(t *testing.T) {
 				}
 				if namesOrg {
 					_, err = e.doGRPC(t, rpc, msg, metadata.Pairs(header, prefix+intruder.APIKey))
-					if status.Code(err) != codes.PermissionDenied || grpcReason(err) != server.ReasonOrganizationMismatch {
-						t.Errorf("another organization's key: %v, want PERMISSION_DENIED %s", err, server.ReasonOrganizationMismatch)
+					if status.Code(err) != codes.PermissionDenied || grpcReason(err) != transport.ReasonOrganizationMismatch {
+						t.Errorf("another organization's key: %v, want PERMISSION_DENIED %s", err, transport.ReasonOrganizationMismatch)
 					}
 				}
 			})
@@ -578,8 +579,8 @@ func TestEveryRegisteredRPCIsGuarded(t *testing.T) {
 					if inner, ok := m["error"].(map[string]any); ok && md.IsStreamingServer() {
 						m = inner // a stream's error line: {"error": rpcStatus}
 					}
-					if st != http.StatusForbidden || httpReason(m) != server.ReasonOrganizationMismatch {
-						t.Errorf("another organization's key: HTTP %d %s, want 403 %s", st, raw, server.ReasonOrganizationMismatch)
+					if st != http.StatusForbidden || httpReason(m) != transport.ReasonOrganizationMismatch {
+						t.Errorf("another organization's key: HTTP %d %s, want 403 %s", st, raw, transport.ReasonOrganizationMismatch)
 					}
 				}
 			})
@@ -605,8 +606,8 @@ func TestCreateApiKeyMatrix(t *testing.T) {
 		reason string
 	}
 	ok := want{codes.OK, ""}
-	outside := want{codes.PermissionDenied, server.ReasonWorkspaceOutOfScope}
-	levelOff := want{codes.PermissionDenied, server.ReasonAPIKeyPermissionOff}
+	outside := want{codes.PermissionDenied, transport.ReasonWorkspaceOutOfScope}
+	levelOff := want{codes.PermissionDenied, transport.ReasonAPIKeyPermissionOff}
 	for _, c := range []struct {
 		name string
 		key  string // the api_key body, without display_name and expiration

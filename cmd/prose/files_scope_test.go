@@ -16,7 +16,7 @@ import (
 	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -80,11 +80,11 @@ func TestFilesHonourWorkspaceScope(t *testing.T) {
 	for _, c := range callers {
 		for _, fileWS := range []struct{ name, ws string }{{"A", wsA}, {"B", wsB}, {"organization", ""}} {
 			for _, o := range ops {
-				allowed, reason := c.read(fileWS.ws), server.ReasonWorkspaceOutOfScope
+				allowed, reason := c.read(fileWS.ws), transport.ReasonWorkspaceOutOfScope
 				if o.write {
 					allowed = c.del(fileWS.ws)
 					if c.name == "read-only" {
-						reason = server.ReasonAPIKeyReadOnly
+						reason = transport.ReasonAPIKeyReadOnly
 					}
 				}
 				name := c.name + "/" + o.name + " of a file of " + fileWS.name
@@ -155,9 +155,9 @@ func TestFilesMadeInScope(t *testing.T) {
 	for _, who := range []string{"all", "A", "A+B", "read"} {
 		key := keys[who]
 		ws, ok := wantWS[who]
-		reason := server.ReasonWorkspaceOutOfScope
+		reason := transport.ReasonWorkspaceOutOfScope
 		if who == "read" {
-			reason = server.ReasonAPIKeyReadOnly
+			reason = transport.ReasonAPIKeyReadOnly
 		}
 		t.Run(who+"/files:upload/http", func(t *testing.T) {
 			st, _, raw := e.fileHTTP(t, http.MethodPost, "/api/v1/organizations/"+org+"/files:upload?filename=a.txt", "text/plain", []byte("a"), key)

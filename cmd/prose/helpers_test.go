@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
-	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/backend"
 )
@@ -156,7 +156,7 @@ func (e *testEnv) newWorkspace(t *testing.T, title string) string {
 	return w.ID
 }
 
-var _ = server.MethodAccess
+var _ = transport.MethodAccess
 
 func slogDiscard() *slog.Logger { return slog.New(slog.DiscardHandler) }
 

@@ -27,6 +27,7 @@ import (
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -205,7 +206,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		printInit(stderr, r, false)
 	}
 
-	auth := server.NewKeyAuth(st, nil)
+	auth := transport.NewKeyAuth(st, nil)
 	// Books registered over the API are kept in the store; those of a
 	// --books file are this process's own (in memory, over the stored ones).
 	fileBooks := books.NewMemoryStore()
@@ -266,10 +267,10 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Events:        events,
 		Exceptions:    server.NewExceptionService(st, a.engine),
 	}
-	a.grpc = server.New(server.Options{
+	a.grpc = transport.New(transport.Options{
 		Logger:        logger,
 		Authenticator: auth,
-		ServerOptions: append(server.TransportServerOptions(), cfg.serverOptions...),
+		ServerOptions: append(transport.TransportServerOptions(), cfg.serverOptions...),
 	})
 	a.services.Register(a.grpc)
 

@@ -21,21 +21,22 @@ import (
 
 // Reasons of the auth errors (ErrorInfo.reason).
 const (
-	ReasonAPIKeyMissing          = "API_KEY_MISSING"
-	ReasonAPIKeyInvalid          = "API_KEY_INVALID"
-	ReasonAPIKeyExpired          = "API_KEY_EXPIRED"
-	ReasonAPIKeyReadOnly         = "API_KEY_READ_ONLY"
-	ReasonAPIKeyPermissionOff    = "API_KEY_PERMISSION_DISABLED"
-	ReasonOrganizationMismatch   = "ORGANIZATION_MISMATCH"
-	ReasonWorkspaceOutOfScope    = "WORKSPACE_OUT_OF_SCOPE"
-	ReasonPermissionMissing      = "PERMISSION_MISSING"
-	ReasonMethodNotAuthorized    = "METHOD_NOT_AUTHORIZED"
-	apiKeyHeader                 = "x-api-key"
-	authorizationHeader          = "authorization"
-	touchInterval                = time.Minute
-	maxCredentialLength          = 512
-	unauthenticatedMessage       = "invalid API key"
-	missingCredentialDescription = "missing API key: send the header Authorization: Bearer <key> (or x-api-key: <key> on /v1 and /v2)"
+	ReasonAPIKeyMissing        = "API_KEY_MISSING"
+	ReasonAPIKeyInvalid        = "API_KEY_INVALID"
+	ReasonAPIKeyExpired        = "API_KEY_EXPIRED"
+	ReasonAPIKeyReadOnly       = "API_KEY_READ_ONLY"
+	ReasonAPIKeyPermissionOff  = "API_KEY_PERMISSION_DISABLED"
+	ReasonOrganizationMismatch = "ORGANIZATION_MISMATCH"
+	ReasonWorkspaceOutOfScope  = "WORKSPACE_OUT_OF_SCOPE"
+	ReasonPermissionMissing    = "PERMISSION_MISSING"
+	ReasonMethodNotAuthorized  = "METHOD_NOT_AUTHORIZED"
+	apiKeyHeader               = "x-api-key"
+	authorizationHeader        = "authorization"
+	touchInterval              = time.Minute
+	maxCredentialLength        = 512
+	unauthenticatedMessage     = "invalid API key"
+	// MissingCredentialDescription is the message of a call without a credential.
+	MissingCredentialDescription = "missing API key: send the header Authorization: Bearer <key> (or x-api-key: <key> on /v1 and /v2)"
 )
 
 // Principal is the authenticated caller: a user acting through one API key
@@ -292,7 +293,7 @@ func (a *KeyAuth) Authenticate(ctx context.Context, fullMethod string) (context.
 	}
 	value, present := credential(ctx)
 	if !present {
-		return nil, Unauthenticated(ReasonAPIKeyMissing, missingCredentialDescription)
+		return nil, Unauthenticated(ReasonAPIKeyMissing, MissingCredentialDescription)
 	}
 	if len(value) > maxCredentialLength {
 		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)

@@ -17,7 +17,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
-	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/transport"
 )
 
 func TestErrorHelpers(t *testing.T) {
@@ -27,13 +27,13 @@ func TestErrorHelpers(t *testing.T) {
 		code   codes.Code
 		reason string
 	}{
-		{"not found", server.NotFound("RUN_NOT_FOUND", "runs/1"), codes.NotFound, "RUN_NOT_FOUND"},
-		{"already exists", server.AlreadyExists("BOOK_EXISTS", "books/a/1"), codes.AlreadyExists, "BOOK_EXISTS"},
-		{"invalid", server.InvalidArgument("BAD_FILTER", "bad filter", server.Violation("filter", "unknown field x")), codes.InvalidArgument, "BAD_FILTER"},
-		{"precondition", server.FailedPrecondition("NOT_PENDING", "exception is resolved", map[string]string{"state": "RESOLVED"}), codes.FailedPrecondition, "NOT_PENDING"},
-		{"denied", server.PermissionDenied("READ_ONLY_KEY", "key is read only"), codes.PermissionDenied, "READ_ONLY_KEY"},
-		{"unauthenticated", server.Unauthenticated("API_KEY_INVALID", "invalid key"), codes.Unauthenticated, "API_KEY_INVALID"},
-		{"aborted", server.Aborted("CONCURRENT_UPDATE", "try again"), codes.Aborted, "CONCURRENT_UPDATE"},
+		{"not found", transport.NotFound("RUN_NOT_FOUND", "runs/1"), codes.NotFound, "RUN_NOT_FOUND"},
+		{"already exists", transport.AlreadyExists("BOOK_EXISTS", "books/a/1"), codes.AlreadyExists, "BOOK_EXISTS"},
+		{"invalid", transport.InvalidArgument("BAD_FILTER", "bad filter", transport.Violation("filter", "unknown field x")), codes.InvalidArgument, "BAD_FILTER"},
+		{"precondition", transport.FailedPrecondition("NOT_PENDING", "exception is resolved", map[string]string{"state": "RESOLVED"}), codes.FailedPrecondition, "NOT_PENDING"},
+		{"denied", transport.PermissionDenied("READ_ONLY_KEY", "key is read only"), codes.PermissionDenied, "READ_ONLY_KEY"},
+		{"unauthenticated", transport.Unauthenticated("API_KEY_INVALID", "invalid key"), codes.Unauthenticated, "API_KEY_INVALID"},
+		{"aborted", transport.Aborted("CONCURRENT_UPDATE", "try again"), codes.Aborted, "CONCURRENT_UPDATE"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -47,12 +47,12 @@ func TestErrorHelpers(t *testing.T) {
 					info = i
 				}
 			}
-			if info == nil || info.GetReason() != tt.reason || info.GetDomain() != server.ErrorDomain {
+			if info == nil || info.GetReason() != tt.reason || info.GetDomain() != transport.ErrorDomain {
 				t.Errorf("ErrorInfo = %v", info)
 			}
 		})
 	}
-	st := status.Convert(server.NotFound("RUN_NOT_FOUND", "runs/1"))
+	st := status.Convert(transport.NotFound("RUN_NOT_FOUND", "runs/1"))
 	if st.Message() != "runs/1 not found" {
 		t.Errorf("message = %q", st.Message())
 	}
@@ -69,15 +69,15 @@ func TestToStatus(t *testing.T) {
 		code     codes.Code
 		replaced bool
 	}{
-		{server.NotFound("X", "y"), codes.NotFound, false},
-		{fmt.Errorf("wrapped: %w", server.NotFound("X", "y")), codes.NotFound, false},
+		{transport.NotFound("X", "y"), codes.NotFound, false},
+		{fmt.Errorf("wrapped: %w", transport.NotFound("X", "y")), codes.NotFound, false},
 		{errors.New("plain"), codes.Internal, true},
 		{status.Error(codes.Unknown, "unknown"), codes.Internal, true},
 		{context.Canceled, codes.Canceled, true},
 		{fmt.Errorf("q: %w", context.DeadlineExceeded), codes.DeadlineExceeded, true},
 	}
 	for _, tt := range tests {
-		st, replaced := server.ToStatus(tt.err)
+		st, replaced := transport.ToStatus(tt.err)
 		if st.Code() != tt.code || replaced != tt.replaced {
 			t.Errorf("ToStatus(%v) = %v, %v", tt.err, st.Code(), replaced)
 		}
@@ -105,22 +105,22 @@ func violations(t *testing.T, err error) []string {
 }
 
 func TestValidate(t *testing.T) {
-	if err := server.Validate(&legacyv2.CreateRunRequest{Name: "n", ProcessId: "p", AgentId: "a", Stage: "Draft"}); err != nil {
+	if err := transport.Validate(&legacyv2.CreateRunRequest{Name: "n", ProcessId: "p", AgentId: "a", Stage: "Draft"}); err != nil {
 		t.Fatalf("complete request: %v", err)
 	}
-	got := violations(t, server.Validate(&legacyv2.CreateRunRequest{}))
+	got := violations(t, transport.Validate(&legacyv2.CreateRunRequest{}))
 	if fmt.Sprint(got) != "[name process_id agent_id stage]" {
 		t.Errorf("violations = %v", got)
 	}
 	// Nested messages, lists and maps are walked; every missing field is named.
-	if got := violations(t, server.Validate(nestedMessage(t))); fmt.Sprint(got) != "[a inner.b items[1].b]" {
+	if got := violations(t, transport.Validate(nestedMessage(t))); fmt.Sprint(got) != "[a inner.b items[1].b]" {
 		t.Errorf("nested violations = %v", got)
 	}
-	if server.Reason(server.Validate(&legacyv2.GetRunRequest{})) != server.ReasonRequiredFieldMissing {
+	if transport.Reason(transport.Validate(&legacyv2.GetRunRequest{})) != transport.ReasonRequiredFieldMissing {
 		t.Error("reason")
 	}
 	// Not a proto message: nothing to check.
-	if err := server.Validate(struct{}{}); err != nil {
+	if err := transport.Validate(struct{}{}); err != nil {
 		t.Error(err)
 	}
 }
@@ -134,12 +134,12 @@ type validator struct {
 func (v *validator) Validate() error { return v.err }
 
 func TestValidateMethod(t *testing.T) {
-	err := server.Validate(&validator{GetRunRequest: legacyv2.GetRunRequest{Id: "x"}, err: errors.New("id must be numeric")})
+	err := transport.Validate(&validator{GetRunRequest: legacyv2.GetRunRequest{Id: "x"}, err: errors.New("id must be numeric")})
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != "id must be numeric" {
 		t.Errorf("plain Validate error: %v", err)
 	}
-	want := server.FailedPrecondition("NOPE", "no", nil)
-	if err := server.Validate(&validator{GetRunRequest: legacyv2.GetRunRequest{Id: "x"}, err: want}); status.Code(err) != codes.FailedPrecondition {
+	want := transport.FailedPrecondition("NOPE", "no", nil)
+	if err := transport.Validate(&validator{GetRunRequest: legacyv2.GetRunRequest{Id: "x"}, err: want}); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("status Validate error: %v", err)
 	}
 }

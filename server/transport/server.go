@@ -1,8 +1,10 @@
-// Package server holds the gRPC side of Prose: one file per service, and the
-// transport infrastructure every service shares — the interceptor chain
-// (recovery → request id → logging → metrics → errors → auth → validation
-// → authorization),
-// AIP-193 error helpers, gRPC health and server reflection.
+// Package transport is the gRPC plumbing every Prose service shares: the
+// named, order-checked interceptor chain (recovery → request id → logging →
+// metrics → errors → auth → validation → authorization), authentication
+// (API keys, console sessions) and the method access table, AIP-193 error
+// helpers, request limits, gRPC health and server reflection. It knows no
+// service: the services live in package server and register on the
+// *grpc.Server that New returns.
 //
 // HTTP requests reach the same *grpc.Server through the gateway's in-process
 // client connection, so everything here runs for both transports.

@@ -22,7 +22,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
-	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/transport"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -54,7 +54,7 @@ type fakeLegacy struct {
 
 func (f *fakeLegacy) GetRun(ctx context.Context, req *legacyv2.GetRunRequest) (*legacyv2.Run, error) {
 	if f.sawRequestID != nil {
-		f.sawRequestID <- server.RequestID(ctx)
+		f.sawRequestID <- transport.RequestID(ctx)
 	}
 	switch req.GetId() {
 	case "panic":
@@ -64,7 +64,7 @@ func (f *fakeLegacy) GetRun(ctx context.Context, req *legacyv2.GetRunRequest) (*
 	case "ok":
 		return &legacyv2.Run{Id: "ok"}, nil
 	}
-	return nil, server.NotFound("RUN_NOT_FOUND", "runs/"+req.GetId())
+	return nil, transport.NotFound("RUN_NOT_FOUND", "runs/"+req.GetId())
 }
 
 func (f *fakeLegacy) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest) (*legacyv2.Run, error) {
@@ -82,19 +82,19 @@ type env struct {
 
 // start serves impl on a server of opts with InsecureNoAuthorization:
 // these tests are about the transport.
-func start(t *testing.T, opts server.Options, impl legacyv2.LegacyServiceServer) *env {
+func start(t *testing.T, opts transport.Options, impl legacyv2.LegacyServiceServer) *env {
 	t.Helper()
 	opts.InsecureNoAuthorization = true
 	return startAsIs(t, opts, impl)
 }
 
 // startAsIs serves impl on a server of opts as they are.
-func startAsIs(t *testing.T, opts server.Options, impl legacyv2.LegacyServiceServer) *env {
+func startAsIs(t *testing.T, opts transport.Options, impl legacyv2.LegacyServiceServer) *env {
 	t.Helper()
 	logs := &syncBuffer{}
 	opts.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	opts.Registerer = prometheus.NewRegistry()
-	s := server.New(opts)
+	s := transport.New(opts)
 	legacyv2.RegisterLegacyServiceServer(s, impl)
 	lis := bufconn.Listen(1 << 20)
 	done := make(chan struct{})
@@ -114,7 +114,7 @@ func startAsIs(t *testing.T, opts server.Options, impl legacyv2.LegacyServiceSer
 }
 
 func TestPanicBecomesInternal(t *testing.T) {
-	e := start(t, server.Options{}, &fakeLegacy{})
+	e := start(t, transport.Options{}, &fakeLegacy{})
 	c := legacyv2.NewLegacyServiceClient(e.conn)
 	_, err := c.GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "panic"})
 	if status.Code(err) != codes.Internal {
@@ -138,14 +138,14 @@ func TestPanicBecomesInternal(t *testing.T) {
 }
 
 func TestNonStatusErrorBecomesGenericInternal(t *testing.T) {
-	e := start(t, server.Options{}, &fakeLegacy{})
+	e := start(t, transport.Options{}, &fakeLegacy{})
 	_, err := legacyv2.NewLegacyServiceClient(e.conn).GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "plain"})
 	st := status.Convert(err)
 	if st.Code() != codes.Internal || st.Message() != "internal error" {
 		t.Fatalf("got %v %q, want INTERNAL \"internal error\"", st.Code(), st.Message())
 	}
-	if server.Reason(err) != server.ReasonInternal {
-		t.Errorf("reason = %q", server.Reason(err))
+	if transport.Reason(err) != transport.ReasonInternal {
+		t.Errorf("reason = %q", transport.Reason(err))
 	}
 	if !strings.Contains(e.logs.String(), "database is on fire") {
 		t.Errorf("original error not logged:\n%s", e.logs)
@@ -154,7 +154,7 @@ func TestNonStatusErrorBecomesGenericInternal(t *testing.T) {
 
 func TestRequestID(t *testing.T) {
 	f := &fakeLegacy{sawRequestID: make(chan string, 1)}
-	e := start(t, server.Options{}, f)
+	e := start(t, transport.Options{}, f)
 	c := legacyv2.NewLegacyServiceClient(e.conn)
 
 	t.Run("given", func(t *testing.T) {
@@ -196,7 +196,7 @@ func TestRequestID(t *testing.T) {
 }
 
 func TestLogLine(t *testing.T) {
-	e := start(t, server.Options{}, &fakeLegacy{})
+	e := start(t, transport.Options{}, &fakeLegacy{})
 	_, _ = legacyv2.NewLegacyServiceClient(e.conn).GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "nope"})
 	logs := e.logs.String()
 	for _, want := range []string{`"msg":"rpc"`, `"method":"/prose.legacy.v2.LegacyService/GetRun"`, `"code":"NotFound"`, `"duration":`, `"request_id":`} {
@@ -207,18 +207,18 @@ func TestLogLine(t *testing.T) {
 }
 
 func TestAuth(t *testing.T) {
-	auth := server.AuthenticatorFunc(func(ctx context.Context, method string) (context.Context, error) {
+	auth := transport.AuthenticatorFunc(func(ctx context.Context, method string) (context.Context, error) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		if len(md.Get("x-api-key")) == 0 {
-			return nil, server.Unauthenticated("API_KEY_MISSING", "missing x-api-key")
+			return nil, transport.Unauthenticated("API_KEY_MISSING", "missing x-api-key")
 		}
 		return ctx, nil
 	})
-	e := start(t, server.Options{Authenticator: auth}, &fakeLegacy{})
+	e := start(t, transport.Options{Authenticator: auth}, &fakeLegacy{})
 	c := legacyv2.NewLegacyServiceClient(e.conn)
 
 	_, err := c.GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "ok"})
-	if status.Code(err) != codes.Unauthenticated || server.Reason(err) != "API_KEY_MISSING" {
+	if status.Code(err) != codes.Unauthenticated || transport.Reason(err) != "API_KEY_MISSING" {
 		t.Errorf("without key: %v", err)
 	}
 	ctx := metadata.AppendToOutgoingContext(context.Background(), "x-api-key", "k")
@@ -235,7 +235,7 @@ func TestAuth(t *testing.T) {
 }
 
 func TestValidationOverGRPC(t *testing.T) {
-	e := start(t, server.Options{}, &fakeLegacy{})
+	e := start(t, transport.Options{}, &fakeLegacy{})
 	_, err := legacyv2.NewLegacyServiceClient(e.conn).CreateRun(context.Background(), &legacyv2.CreateRunRequest{Name: "n", Stage: "Draft"})
 	st := status.Convert(err)
 	if st.Code() != codes.InvalidArgument {
@@ -261,15 +261,15 @@ func TestValidationOverGRPC(t *testing.T) {
 // (fail closed). Public methods stay open.
 func TestAuthorizationIsBuiltIn(t *testing.T) {
 	var names []string
-	for _, m := range server.Chain(server.Options{Registerer: prometheus.NewRegistry()}) {
+	for _, m := range transport.Chain(transport.Options{Registerer: prometheus.NewRegistry()}) {
 		names = append(names, m.Name)
 	}
-	if got := strings.Join(names, ","); !strings.HasSuffix(got, server.MiddlewareValidation+","+server.MiddlewareAuthorization) ||
-		!strings.Contains(got, server.MiddlewareAuth+",") {
+	if got := strings.Join(names, ","); !strings.HasSuffix(got, transport.MiddlewareValidation+","+transport.MiddlewareAuthorization) ||
+		!strings.Contains(got, transport.MiddlewareAuth+",") {
 		t.Errorf("chain = %s, want auth, then validation, then authorization", got)
 	}
-	noPrincipal := server.AuthenticatorFunc(func(ctx context.Context, _ string) (context.Context, error) { return ctx, nil })
-	for name, opts := range map[string]server.Options{
+	noPrincipal := transport.AuthenticatorFunc(func(ctx context.Context, _ string) (context.Context, error) { return ctx, nil })
+	for name, opts := range map[string]transport.Options{
 		"no authenticator":            {},
 		"authenticator, no principal": {Authenticator: noPrincipal},
 	} {
@@ -277,8 +277,8 @@ func TestAuthorizationIsBuiltIn(t *testing.T) {
 			e := startAsIs(t, opts, &fakeLegacy{})
 			c := legacyv2.NewLegacyServiceClient(e.conn)
 			_, err := c.GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "ok"})
-			if status.Code(err) != codes.Unauthenticated || server.Reason(err) != server.ReasonAuthenticatorMissing {
-				t.Errorf("GetRun: %v, want UNAUTHENTICATED %s", err, server.ReasonAuthenticatorMissing)
+			if status.Code(err) != codes.Unauthenticated || transport.Reason(err) != transport.ReasonAuthenticatorMissing {
+				t.Errorf("GetRun: %v, want UNAUTHENTICATED %s", err, transport.ReasonAuthenticatorMissing)
 			}
 			if _, err := c.Health(context.Background(), &legacyv2.HealthRequest{}); err != nil {
 				t.Errorf("v2 health: %v", err)
