@@ -13,6 +13,7 @@ package transport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 
@@ -117,8 +118,62 @@ func Chain(opts Options) []Middleware {
 	return append(chain, opts.Extra...)
 }
 
-// ServerOptionsFor turns chain entries into grpc.ServerOptions.
-func ServerOptionsFor(chain []Middleware) []grpc.ServerOption {
+// builtinOrder is the order the built-in entries keep, outermost first.
+// Each relies on those outside it: logging and the errors entry read the
+// request id; logging and metrics sit outside errors so that they record the
+// normalised code (a panic or a plain error counts as INTERNAL); auth runs
+// inside errors so that its refusals are normalised too; validation follows
+// auth so that an anonymous caller learns nothing from validation messages;
+// authorization needs both the Principal auth made and a validated request.
+var builtinOrder = []string{
+	MiddlewareRecovery,
+	MiddlewareRequestID,
+	MiddlewareLogging,
+	MiddlewareMetrics,
+	MiddlewareErrors,
+	MiddlewareAuth,
+	MiddlewareValidation,
+	MiddlewareAuthorization,
+}
+
+// VerifyChain checks a chain before it is installed: every entry has a name
+// and at least one interceptor, no name appears twice, every built-in entry
+// is present, and the built-in entries keep builtinOrder (entries of one's
+// own may sit anywhere between or after them).
+func VerifyChain(chain []Middleware) error {
+	at := make(map[string]int, len(chain))
+	for i, m := range chain {
+		switch {
+		case m.Name == "":
+			return fmt.Errorf("middleware chain: entry %d has no name", i)
+		case m.Unary == nil && m.Stream == nil:
+			return fmt.Errorf("middleware chain: entry %q has no interceptor", m.Name)
+		}
+		if j, dup := at[m.Name]; dup {
+			return fmt.Errorf("middleware chain: %q appears twice (entries %d and %d)", m.Name, j, i)
+		}
+		at[m.Name] = i
+	}
+	prev := -1
+	for k, name := range builtinOrder {
+		i, ok := at[name]
+		if !ok {
+			return fmt.Errorf("middleware chain: required entry %q is missing", name)
+		}
+		if i < prev {
+			return fmt.Errorf("middleware chain: %q must come after %q", name, builtinOrder[k-1])
+		}
+		prev = i
+	}
+	return nil
+}
+
+// ServerOptionsFor checks chain with VerifyChain and turns its entries into
+// grpc.ServerOptions.
+func ServerOptionsFor(chain []Middleware) ([]grpc.ServerOption, error) {
+	if err := VerifyChain(chain); err != nil {
+		return nil, err
+	}
 	var unary []grpc.UnaryServerInterceptor
 	var stream []grpc.StreamServerInterceptor
 	for _, m := range chain {
@@ -132,14 +187,22 @@ func ServerOptionsFor(chain []Middleware) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.ChainUnaryInterceptor(unary...),
 		grpc.ChainStreamInterceptor(stream...),
-	}
+	}, nil
 }
 
 // New returns a gRPC server with the interceptor chain installed and gRPC
 // health and server reflection registered. Register the Prose services on
 // it, then serve it (gateway.ListenAndServe).
+//
+// New panics if the chain fails VerifyChain: that is a programming error
+// (an Extra entry reusing a built-in name), found by the first test that
+// starts a server.
 func New(opts Options) *grpc.Server {
-	s := grpc.NewServer(append(ServerOptionsFor(Chain(opts)), opts.ServerOptions...)...)
+	chain, err := ServerOptionsFor(Chain(opts))
+	if err != nil {
+		panic("transport.New: " + err.Error())
+	}
+	s := grpc.NewServer(append(chain, opts.ServerOptions...)...)
 	hs := opts.Health
 	if hs == nil {
 		hs = health.NewServer()

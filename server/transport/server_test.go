@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -288,4 +290,51 @@ func TestAuthorizationIsBuiltIn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestVerifyChain: the built-in chain passes; a chain with a built-in entry
+// moved, missing, duplicated, unnamed or empty is refused, and New refuses
+// to build a server on it.
+func TestVerifyChain(t *testing.T) {
+	base := transport.Chain(transport.Options{Registerer: prometheus.NewRegistry()})
+	if err := transport.VerifyChain(base); err != nil {
+		t.Fatalf("built-in chain: %v", err)
+	}
+	noop := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		return h(ctx, req)
+	}
+	extra := transport.Middleware{Name: "audit", Unary: noop}
+	if err := transport.VerifyChain(append(slices.Clone(base), extra)); err != nil {
+		t.Errorf("built-in chain + one entry: %v", err)
+	}
+	swapped := slices.Clone(base)
+	swapped[5], swapped[6] = swapped[6], swapped[5] // validation before auth
+	without := slices.DeleteFunc(slices.Clone(base), func(m transport.Middleware) bool {
+		return m.Name == transport.MiddlewareAuthorization
+	})
+	for name, tc := range map[string]struct {
+		chain []transport.Middleware
+		want  string
+	}{
+		"out of order": {swapped, `"validation" must come after "auth"`},
+		"missing":      {without, `required entry "authorization" is missing`},
+		"twice":        {append(slices.Clone(base), transport.Middleware{Name: transport.MiddlewareAuth, Unary: noop}), `"auth" appears twice`},
+		"unnamed":      {append(slices.Clone(base), transport.Middleware{Unary: noop}), "has no name"},
+		"empty":        {append(slices.Clone(base), transport.Middleware{Name: "x"}), `"x" has no interceptor`},
+	} {
+		err := transport.VerifyChain(tc.chain)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %s", name, err, tc.want)
+		}
+		if _, err := transport.ServerOptionsFor(tc.chain); err == nil {
+			t.Errorf("%s: ServerOptionsFor accepted it", name)
+		}
+	}
+	defer func() {
+		if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), `"logging" appears twice`) {
+			t.Errorf("New with a duplicate entry: recovered %v", p)
+		}
+	}()
+	transport.New(transport.Options{Registerer: prometheus.NewRegistry(),
+		Extra: []transport.Middleware{{Name: transport.MiddlewareLogging, Unary: noop}}})
 }
