@@ -56,7 +56,7 @@ func ExpirationDuration(e platformv1.ApiKeyExpiration) (time.Duration, bool) {
 	return d, err == nil
 }
 
-func idLevelFromProto(l platformv1.ApiKeyPermissionLevel) (store.PermissionLevel, bool) {
+func levelFromProto(l platformv1.ApiKeyPermissionLevel) (store.PermissionLevel, bool) {
 	switch l {
 	case platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_UNSPECIFIED, platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_ALL:
 		return store.PermissionAll, true
@@ -68,7 +68,7 @@ func idLevelFromProto(l platformv1.ApiKeyPermissionLevel) (store.PermissionLevel
 	return "", false
 }
 
-func idLevelToProto(l store.PermissionLevel) platformv1.ApiKeyPermissionLevel {
+func levelToProto(l store.PermissionLevel) platformv1.ApiKeyPermissionLevel {
 	switch l {
 	case store.PermissionAll:
 		return platformv1.ApiKeyPermissionLevel_API_KEY_PERMISSION_LEVEL_ALL
@@ -87,10 +87,10 @@ func APIKeyProto(k store.APIKey) *platformv1.ApiKey {
 		DisplayName:     k.Name,
 		KeyPrefix:       k.Prefix,
 		User:            idUserName(k.UserID),
-		PermissionLevel: idLevelToProto(k.PermissionLevel),
-		CreateTime:      idTs(k.CreateTime),
-		ExpireTime:      idTs(k.ExpireTime),
-		LastUseTime:     idTs(k.LastUsedTime),
+		PermissionLevel: levelToProto(k.PermissionLevel),
+		CreateTime:      timestampOrNil(k.CreateTime),
+		ExpireTime:      timestampOrNil(k.ExpireTime),
+		LastUseTime:     timestampOrNil(k.LastUsedTime),
 	}
 	if !k.AllWorkspaces {
 		out.WorkspaceIds = slices.Clone(k.WorkspaceIDs)
@@ -111,9 +111,9 @@ var idPermissionRE = regexp.MustCompile(`^[a-z][a-z_]*\.[a-z][a-z_]*$`)
 func (s *ApiKeyService) keyScope(ctx context.Context, org string, in *platformv1.ApiKey, k *store.APIKey) error {
 	ids := make([]string, 0, len(in.GetWorkspaceIds()))
 	for i, id := range in.GetWorkspaceIds() {
-		id = idIdOf(id)
+		id = idOf(id)
 		if _, err := s.st.GetWorkspace(ctx, org, id); err != nil {
-			if idIsOneOf(err, store.ErrNotFound) {
+			if isOneOf(err, store.ErrNotFound) {
 				return transport.InvalidArgument(ReasonWorkspaceNotFound, fmt.Sprintf("workspace %q does not exist", id),
 					transport.Violation(fmt.Sprintf("api_key.workspace_ids[%d]", i), "no such workspace"))
 			}
@@ -128,7 +128,7 @@ func (s *ApiKeyService) keyScope(ctx context.Context, org string, in *platformv1
 
 // keyLevel reads the permission_level of a key.
 func keyLevel(in *platformv1.ApiKey, k *store.APIKey) error {
-	level, ok := idLevelFromProto(in.GetPermissionLevel())
+	level, ok := levelFromProto(in.GetPermissionLevel())
 	if !ok {
 		return transport.InvalidArgument(ReasonInvalidField, "unknown permission_level", transport.Violation("api_key.permission_level", "unknown value"))
 	}
@@ -190,7 +190,7 @@ func keyWithin(p *transport.Principal, k store.APIKey) error {
 // CreateApiKey creates a key for the caller and returns its value once.
 // A retry with the same request_id returns the same key without its value.
 func (s *ApiKeyService) CreateApiKey(ctx context.Context, req *platformv1.CreateApiKeyRequest) (*platformv1.CreateApiKeyResponse, error) { //nolint:revive
-	p, err := idCaller(ctx)
+	p, err := callerPrincipal(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -226,19 +226,19 @@ func (s *ApiKeyService) CreateApiKey(ctx context.Context, req *platformv1.Create
 		if err != nil {
 			return nil, "", err
 		}
-		return resp, idIdOf(resp.GetApiKey().GetName()), nil
+		return resp, idOf(resp.GetApiKey().GetName()), nil
 	}
 	get := func(id string) (*platformv1.CreateApiKeyResponse, error) {
 		got, err := s.st.GetAPIKey(ctx, org, id)
 		if err != nil {
-			return nil, idStoreError(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+			return nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
 		}
 		return &platformv1.CreateApiKeyResponse{ApiKey: APIKeyProto(got)}, nil
 	}
 	undo := func(r *platformv1.CreateApiKeyResponse) error {
-		return s.st.DeleteAPIKey(ctx, org, idIdOf(r.GetApiKey().GetName()))
+		return s.st.DeleteAPIKey(ctx, org, idOf(r.GetApiKey().GetName()))
 	}
-	return idIdempotent(ctx, s.st, org, "CreateApiKey/"+p.UserID, req.GetRequestId(), create, get, undo)
+	return idempotent(ctx, s.st, org, "CreateApiKey/"+p.UserID, req.GetRequestId(), create, get, undo)
 }
 
 // CreateKey generates a key value for k (its organization, user, name,
@@ -256,17 +256,17 @@ func CreateKey(ctx context.Context, st store.APIKeys, k store.APIKey, lifetime t
 	}
 	made, err := st.CreateAPIKey(ctx, k, MaxAPIKeysPerOrganization)
 	if err != nil {
-		if idIsOneOf(err, store.ErrResourceExhausted) {
+		if isOneOf(err, store.ErrResourceExhausted) {
 			return nil, transport.ResourceExhausted(ReasonAPIKeyLimit, fmt.Sprintf("an organization has at most %d API keys; delete one first", MaxAPIKeysPerOrganization))
 		}
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonAPIKeyNotFound, idOrganizationName(k.OrganizationID))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonAPIKeyNotFound, idOrganizationName(k.OrganizationID))
 	}
 	return &platformv1.CreateApiKeyResponse{ApiKey: APIKeyProto(made), Key: gen.Value}, nil
 }
 
 // ownKey gets a key of the caller; another user's key is NOT_FOUND.
 func (s *ApiKeyService) ownKey(ctx context.Context, org, id string) (store.APIKey, *transport.Principal, error) {
-	p, err := idCaller(ctx)
+	p, err := callerPrincipal(ctx)
 	if err != nil {
 		return store.APIKey{}, nil, err
 	}
@@ -275,24 +275,24 @@ func (s *ApiKeyService) ownKey(ctx context.Context, org, id string) (store.APIKe
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return store.APIKey{}, nil, idStoreError(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+		return store.APIKey{}, nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
 	}
 	return k, p, nil
 }
 
 // ListApiKeys lists the caller's keys in the organization, newest first.
 func (s *ApiKeyService) ListApiKeys(ctx context.Context, req *platformv1.ListApiKeysRequest) (*platformv1.ListApiKeysResponse, error) { //nolint:revive
-	p, err := idCaller(ctx)
+	p, err := callerPrincipal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	page, err := s.st.ListAPIKeys(ctx, req.GetOrganizationId(), p.UserID, size, req.GetPageToken())
 	if err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
 	}
 	out := &platformv1.ListApiKeysResponse{NextPageToken: page.NextPageToken}
 	for _, k := range page.Items {
@@ -365,7 +365,7 @@ func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.Update
 	}
 	got, err := s.st.UpdateAPIKey(ctx, k, mask)
 	if err != nil {
-		return nil, idStoreError(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+		return nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
 	}
 	return APIKeyProto(got), nil
 }
@@ -377,7 +377,7 @@ func (s *ApiKeyService) DeleteApiKey(ctx context.Context, req *platformv1.Delete
 		return nil, err
 	}
 	if err := s.st.DeleteAPIKey(ctx, org, id); err != nil {
-		return nil, idStoreError(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+		return nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
 	}
 	return &emptypb.Empty{}, nil
 }

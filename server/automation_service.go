@@ -103,13 +103,13 @@ func automationProto(a store.Automation, stage store.Stage) (*platformv1.Automat
 		Name:                   automationName(a.OrganizationID, a.WorkspaceID, a.ID),
 		DisplayName:            a.DisplayName,
 		Description:            a.Description,
-		CreateTime:             idTs(a.CreateTime),
-		UpdateTime:             idTs(a.UpdateTime),
+		CreateTime:             timestampOrNil(a.CreateTime),
+		UpdateTime:             timestampOrNil(a.UpdateTime),
 		UpdateUserId:           a.UpdateUserID,
-		DeleteTime:             idTs(a.DeleteTime),
+		DeleteTime:             timestampOrNil(a.DeleteTime),
 		LatestPublishedVersion: versionStr(a.PublishedVersion),
 		AuthorId:               a.AuthorID,
-		PublishTime:            idTs(a.PublishTime),
+		PublishTime:            timestampOrNil(a.PublishTime),
 		PublishUserId:          a.PublishUserID,
 		DraftShareId:           a.DraftShareID,
 		PublishedShareId:       a.PublishedShareID,
@@ -130,10 +130,10 @@ func automationProto(a store.Automation, stage store.Stage) (*platformv1.Automat
 // automationErr maps a store error about an automation.
 func automationErr(err error, org, ws, id string) error {
 	if errors.Is(err, store.ErrFailedPrecondition) {
-		return transport.FailedPrecondition(ReasonAutomationNotPublished, idClientMessage(err, store.ErrFailedPrecondition),
+		return transport.FailedPrecondition(ReasonAutomationNotPublished, withoutSentinel(err, store.ErrFailedPrecondition),
 			map[string]string{"resource_name": automationName(org, ws, id)})
 	}
-	return idStoreError(err, ReasonAutomationNotFound, ReasonAutomationExists, automationName(org, ws, id))
+	return storeStatus(err, ReasonAutomationNotFound, ReasonAutomationExists, automationName(org, ws, id))
 }
 
 // checkCode parses english_code; a syntax error is INVALID_ARGUMENT with
@@ -192,7 +192,7 @@ func callerID(ctx context.Context) string {
 // requireWorkspace answers NOT_FOUND for a workspace that does not exist.
 func (s *AutomationService) requireWorkspace(ctx context.Context, org, ws string) error {
 	if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
-		return idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+		return storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
 	}
 	return nil
 }
@@ -202,7 +202,7 @@ func (s *AutomationService) requireWorkspace(ctx context.Context, org, ws string
 // Idempotent with request_id.
 func (s *AutomationService) CreateAutomation(ctx context.Context, req *platformv1.CreateAutomationRequest) (*platformv1.Automation, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
-	if id != "" && !idIdRE.MatchString(id) {
+	if id != "" && !resourceIDRE.MatchString(id) {
 		return nil, transport.InvalidArgument(ReasonInvalidField, "automation_id must be 1-63 lowercase letters, digits or hyphens, starting with a letter",
 			transport.Violation("automation_id", "not a valid resource id"))
 	}
@@ -237,10 +237,10 @@ func (s *AutomationService) CreateAutomation(ctx context.Context, req *platformv
 		return automationProto(a, store.StageDraft)
 	}
 	undo := func(a *platformv1.Automation) error {
-		_, err := s.st.DeleteAutomation(ctx, org, ws, idIdOf(a.GetName()))
+		_, err := s.st.DeleteAutomation(ctx, org, ws, idOf(a.GetName()))
 		return err
 	}
-	return idIdempotent(ctx, s.st, org, "CreateAutomation/"+ws, req.GetRequestId(), create, get, undo)
+	return idempotent(ctx, s.st, org, "CreateAutomation/"+ws, req.GetRequestId(), create, get, undo)
 }
 
 // GetAutomation gets an automation's draft (deleted ones too, with
@@ -282,17 +282,17 @@ func (s *AutomationService) QueryAutomation(ctx context.Context, req *platformv1
 // update_time desc).
 func (s *AutomationService) ListAutomations(ctx context.Context, req *platformv1.ListAutomationsRequest) (*platformv1.ListAutomationsResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	f, err := sqlfilter.Automations.Parse(req.GetFilter())
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.AutomationOrdering)
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	if err := s.requireWorkspace(ctx, org, ws); err != nil {
 		return nil, err
@@ -302,7 +302,7 @@ func (s *AutomationService) ListAutomations(ctx context.Context, req *platformv1
 		PageSize: size, PageToken: req.GetPageToken(),
 	})
 	if err != nil {
-		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
 	}
 	out := &platformv1.ListAutomationsResponse{NextPageToken: page.NextPageToken}
 	for _, a := range page.Items {
@@ -452,7 +452,7 @@ func storeStage(s platformv1.AutomationStage) (store.Stage, bool) {
 // field the inputs came from.
 func invokeErr(err error, org, ws, id, inputsField string) error {
 	if errors.Is(err, store.ErrInvalidArgument) {
-		msg := idClientMessage(err, store.ErrInvalidArgument)
+		msg := withoutSentinel(err, store.ErrInvalidArgument)
 		field := inputsField
 		if strings.Contains(msg, "previous_run") {
 			field = "previous_run"
@@ -461,7 +461,7 @@ func invokeErr(err error, org, ws, id, inputsField string) error {
 	}
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// The request id started a run of another automation (AIP-155).
-		return transport.NewError(codes.AlreadyExists, "REQUEST_ID_REUSED", idClientMessage(err, store.ErrAlreadyExists)).Err()
+		return transport.NewError(codes.AlreadyExists, "REQUEST_ID_REUSED", withoutSentinel(err, store.ErrAlreadyExists)).Err()
 	}
 	return automationErr(err, org, ws, id)
 }
@@ -480,7 +480,7 @@ func (s *AutomationService) InvokeAutomation(ctx context.Context, req *platformv
 		return nil, transport.InvalidArgument(ReasonInvalidField, "request_id is longer than 128 characters", transport.Violation("request_id", "at most 128 characters"))
 	}
 	if s.eng == nil {
-		return nil, idErrUnavailableStore
+		return nil, errStoreUnavailable
 	}
 	r, _, err := s.eng.Invoke(ctx, engine.InvokeRequest{
 		OrganizationID: org, WorkspaceID: ws, AutomationID: id, Stage: stage, Inputs: req.GetInputs(),

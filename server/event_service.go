@@ -133,19 +133,19 @@ func (s *EventService) thread(ctx context.Context, org, ws, automation, run, age
 }
 
 func eventErr(err error, t store.Thread, id string) error {
-	return idStoreError(err, ReasonEventNotFound, ReasonEventNotFound, agent.EventName(t, id))
+	return storeStatus(err, ReasonEventNotFound, ReasonEventNotFound, agent.EventName(t, id))
 }
 
 // ListEvents lists a thread's events oldest first. Filter: exception (=,
 // !=, AND, OR, NOT).
 func (s *EventService) ListEvents(ctx context.Context, req *platformv1.ListEventsRequest) (*platformv1.ListEventsResponse, error) {
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	f, err := sqlfilter.Events.Parse(req.GetFilter())
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	t, _, err := s.thread(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
 	if err != nil {

@@ -123,8 +123,8 @@ func exceptionProto(x store.Exception) *platformv1.Exception {
 		Run:         runName(org, ws, x.AutomationID, x.RunID),
 		Location:    &platformv1.Location{StartByte: x.Location.Start, EndByte: x.Location.End},
 		Message:     x.Message,
-		CreateTime:  idTs(x.CreateTime),
-		UpdateTime:  idTs(x.UpdateTime),
+		CreateTime:  timestampOrNil(x.CreateTime),
+		UpdateTime:  timestampOrNil(x.UpdateTime),
 		State:       exceptionStateProto(x.State),
 		Automation:  automationName(org, ws, x.AutomationID),
 		Description: x.Description,
@@ -173,17 +173,17 @@ func exceptionErr(err error, org, ws, id string) error {
 		}
 		return b.Err()
 	case errors.Is(err, store.ErrFailedPrecondition):
-		return transport.FailedPrecondition(ReasonExceptionStateConflict, idClientMessage(err, store.ErrFailedPrecondition),
+		return transport.FailedPrecondition(ReasonExceptionStateConflict, withoutSentinel(err, store.ErrFailedPrecondition),
 			map[string]string{"resource_name": name})
 	}
-	return idStoreError(err, ReasonExceptionNotFound, ReasonExceptionNotFound, name)
+	return storeStatus(err, ReasonExceptionNotFound, ReasonExceptionNotFound, name)
 }
 
 // checkWorkspace reports NOT_FOUND for a workspace that does not exist (lists
 // of an unknown workspace are not empty lists).
 func (s *ExceptionService) checkWorkspace(ctx context.Context, org, ws string) error {
 	if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
-		return idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+		return storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func (s *ExceptionService) GetException(ctx context.Context, req *platformv1.Get
 // made the token).
 func (s *ExceptionService) ListExceptions(ctx context.Context, req *platformv1.ListExceptionsRequest) (*platformv1.ListExceptionsResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +223,7 @@ func (s *ExceptionService) ListExceptions(ctx context.Context, req *platformv1.L
 		OrganizationID: org, WorkspaceID: ws, Filter: f, Skip: int(req.GetSkip()), PageSize: size, PageToken: req.GetPageToken(),
 	})
 	if err != nil {
-		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
 	}
 	out := &platformv1.ListExceptionsResponse{NextPageToken: page.NextPageToken, TotalSize: int32(min(total, 1<<31-1))}
 	for _, x := range page.Items {
@@ -235,7 +235,7 @@ func (s *ExceptionService) ListExceptions(ctx context.Context, req *platformv1.L
 // ListExceptionGroups lists the static groups.
 func (s *ExceptionService) ListExceptionGroups(ctx context.Context, req *platformv1.ListExceptionGroupsRequest) (*platformv1.ListExceptionGroupsResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func (s *ExceptionService) ListExceptionGroups(ctx context.Context, req *platfor
 	if tok := req.GetPageToken(); tok != "" {
 		keys, err := pagination.Decode(tok, bind, 1)
 		if err != nil {
-			return nil, idInvalidFromStore(err)
+			return nil, invalidFromStore(err)
 		}
 		n, err := strconv.Atoi(keys[0])
 		if err != nil || n < 0 || n > len(exceptionGroups) {
@@ -268,7 +268,7 @@ func (s *ExceptionService) ListExceptionGroups(ctx context.Context, req *platfor
 
 // countRequest checks the common parameters of the counts.
 func (s *ExceptionService) countRequest(ctx context.Context, org, ws, filter string, pageSize int32, token string) (store.CountRequest, error) {
-	size, err := idPageSize(pageSize)
+	size, err := checkedPageSize(pageSize)
 	if err != nil {
 		return store.CountRequest{}, err
 	}
@@ -294,7 +294,7 @@ func (s *ExceptionService) CountExceptionsByGroup(ctx context.Context, req *plat
 	}
 	p, err := s.st.CountExceptionsByGroup(ctx, cr)
 	if err != nil {
-		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
 	}
 	out := &platformv1.CountExceptionsByGroupResponse{NextPageToken: p.NextPageToken, TotalSize: clamp32(p.TotalKeys), TotalExceptionCount: clamp32(p.TotalCount)}
 	for _, c := range p.Counts {
@@ -315,7 +315,7 @@ func (s *ExceptionService) CountExceptionsByAutomation(ctx context.Context, req 
 	}
 	p, err := s.st.CountExceptionsByAutomation(ctx, cr)
 	if err != nil {
-		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
 	}
 	out := &platformv1.CountExceptionsByAutomationResponse{NextPageToken: p.NextPageToken, TotalSize: clamp32(p.TotalKeys), TotalExceptionCount: clamp32(p.TotalCount)}
 	for _, c := range p.Counts {
@@ -341,7 +341,7 @@ func resolver(ctx context.Context) string {
 func (s *ExceptionService) ResolveException(ctx context.Context, req *platformv1.ResolveExceptionRequest) (*platformv1.Exception, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetExceptionId()
 	if s.eng == nil {
-		return nil, idErrUnavailableStore
+		return nil, errStoreUnavailable
 	}
 	if req.GetGuidance() == nil {
 		msg := "give exactly one kind of guidance: provide_values, skip, retry, replace_step or answer"
@@ -439,7 +439,7 @@ func (s *ExceptionService) batchIDs(ctx context.Context, org, ws, filter string,
 	}
 	ids, err := s.st.ListExceptionIDs(ctx, org, ws, append(store.And{f}, cond...), MaxBatchExceptions)
 	if err != nil {
-		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
 	}
 	return ids, nil
 }

@@ -12,7 +12,7 @@ import (
 func excParseFilter(text string) (store.Filter, error) {
 	f, err := sqlfilter.Exceptions.Parse(text)
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	return f, nil
 }

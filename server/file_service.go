@@ -72,7 +72,7 @@ func fileName(org, id string) string { return "organizations/" + org + "/files/"
 func fileProto(f store.File) *platformv1.FileMetadata {
 	return &platformv1.FileMetadata{
 		Name: fileName(f.OrganizationID, f.ID), Filename: f.Filename, MimeType: f.MimeType,
-		SizeBytes: f.SizeBytes, CreateTime: idTs(f.CreateTime),
+		SizeBytes: f.SizeBytes, CreateTime: timestampOrNil(f.CreateTime),
 	}
 }
 
@@ -86,7 +86,7 @@ func fileStoreError(err error, org, id string) error {
 	case errors.Is(err, store.ErrFailedPrecondition):
 		return transport.FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": fileName(org, id)})
 	}
-	return idStoreError(err, ReasonFileNotFound, ReasonConflict, fileName(org, id))
+	return storeStatus(err, ReasonFileNotFound, ReasonConflict, fileName(org, id))
 }
 
 // checkFilename refuses empty, over-long names and names with path
@@ -207,7 +207,7 @@ func (s *FileService) GenerateUploadUrl(ctx context.Context, req *platformv1.Gen
 		return nil, err
 	}
 	if _, err := s.st.GetOrganization(ctx, req.GetOrganizationId()); err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonConflict, idOrganizationName(req.GetOrganizationId()))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonConflict, idOrganizationName(req.GetOrganizationId()))
 	}
 	ws, err := newFileWorkspace(ctx, store.PermRunsCreate)
 	if err != nil {

@@ -44,7 +44,7 @@ func (s *LegacyV1) Upload(ctx context.Context, req *legacyv1.UploadRequest) (*le
 		return nil, err
 	}
 	if s.st == nil {
-		return nil, idErrUnavailableStore
+		return nil, errStoreUnavailable
 	}
 	sig := signerFor(s.st)
 	f, err := s.st.CreateFile(ctx, store.File{

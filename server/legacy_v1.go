@@ -197,7 +197,7 @@ func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*le
 		inputs[name] = pv
 	}
 	if s.eng == nil {
-		return nil, idErrUnavailableStore
+		return nil, errStoreUnavailable
 	}
 	r, _, err := s.eng.Invoke(ctx, engine.InvokeRequest{
 		OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, AutomationID: a.ID, Stage: stage,

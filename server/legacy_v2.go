@@ -105,7 +105,7 @@ func v2Stage(s store.Stage) string {
 
 func (s *LegacyV2) ready() error {
 	if s.st == nil {
-		return idErrUnavailableStore
+		return errStoreUnavailable
 	}
 	return nil
 }
@@ -166,13 +166,13 @@ func (s *LegacyV2) ListProcesses(ctx context.Context, req *legacyv2.ListProcesse
 	if err := requireV2("agent_id", req.GetAgentId()); err != nil {
 		return nil, err
 	}
-	size, err := idPageSize(req.GetLimit())
+	size, err := checkedPageSize(req.GetLimit())
 	if err != nil {
 		return nil, transport.InvalidArgument(ReasonInvalidField, "limit must not be negative", transport.Violation("limit", "negative"))
 	}
 	ws := req.GetAgentId()
 	if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
-		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, "agents/"+ws)
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, "agents/"+ws)
 	}
 	page, err := s.st.ListAutomations(ctx, store.ListAutomationsRequest{OrganizationID: org, WorkspaceID: ws, PageSize: size})
 	if err != nil {
@@ -205,7 +205,7 @@ func (s *LegacyV2) GetProcess(ctx context.Context, req *legacyv2.GetProcessReque
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return nil, idStoreError(err, ReasonAutomationNotFound, ReasonAutomationExists, "processes/"+req.GetId())
+		return nil, storeStatus(err, ReasonAutomationNotFound, ReasonAutomationExists, "processes/"+req.GetId())
 	}
 	return processProto(a), nil
 }
@@ -307,7 +307,7 @@ func (s *LegacyV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest
 		}
 	}
 	if s.eng == nil {
-		return nil, idErrUnavailableStore
+		return nil, errStoreUnavailable
 	}
 	ws, id := req.GetAgentId(), req.GetProcessId()
 	r, _, err := s.eng.Invoke(ctx, engine.InvokeRequest{
@@ -357,13 +357,13 @@ func (s *LegacyV2) ListRuns(ctx context.Context, req *legacyv2.ListRunsRequest) 
 	if err := requireV2("agent_id", req.GetAgentId()); err != nil {
 		return nil, err
 	}
-	size, err := idPageSize(req.GetLimit())
+	size, err := checkedPageSize(req.GetLimit())
 	if err != nil {
 		return nil, transport.InvalidArgument(ReasonInvalidField, "limit must not be negative", transport.Violation("limit", "negative"))
 	}
 	ws, id := req.GetAgentId(), req.GetProcessId()
 	if _, err := s.st.GetAutomation(ctx, org, ws, id); err != nil {
-		return nil, idStoreError(err, ReasonAutomationNotFound, ReasonAutomationExists, "processes/"+id)
+		return nil, storeStatus(err, ReasonAutomationNotFound, ReasonAutomationExists, "processes/"+id)
 	}
 	page, err := s.st.ListRuns(ctx, store.ListRunsRequest{OrganizationID: org, WorkspaceID: ws, AutomationID: id, PageSize: size})
 	if err != nil {

@@ -25,10 +25,10 @@ func NewOrganizationService(st store.Store) *OrganizationService {
 	return &OrganizationService{st: st}
 }
 
-func idOrganizationProto(o store.Organization) *platformv1.Organization {
+func organizationProto(o store.Organization) *platformv1.Organization {
 	return &platformv1.Organization{
 		Name: idOrganizationName(o.ID), Title: o.DisplayName,
-		CreateTime: idTs(o.CreateTime), UpdateTime: idTs(o.UpdateTime),
+		CreateTime: timestampOrNil(o.CreateTime), UpdateTime: timestampOrNil(o.UpdateTime),
 	}
 }
 
@@ -36,26 +36,26 @@ func idOrganizationProto(o store.Organization) *platformv1.Organization {
 func (s *OrganizationService) GetOrganization(ctx context.Context, req *platformv1.GetOrganizationRequest) (*platformv1.Organization, error) {
 	o, err := s.st.GetOrganization(ctx, req.GetOrganizationId())
 	if err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
 	}
-	return idOrganizationProto(o), nil
+	return organizationProto(o), nil
 }
 
 // ListCurrentUserOrganizations lists the organizations the caller can act
 // in. An API key belongs to one organization, so the list holds at most
 // that one (filtered by title like ListWorkspaces: =, !=, :).
 func (s *OrganizationService) ListCurrentUserOrganizations(ctx context.Context, req *platformv1.ListCurrentUserOrganizationsRequest) (*platformv1.ListCurrentUserOrganizationsResponse, error) {
-	p, err := idCaller(ctx)
+	p, err := callerPrincipal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := idPageSize(req.GetPageSize()); err != nil {
+	if _, err := checkedPageSize(req.GetPageSize()); err != nil {
 		return nil, err
 	}
 	if req.GetPageToken() != "" {
 		return nil, transport.InvalidArgument(ReasonInvalidPageToken, "page_token was not issued by this list", transport.Violation("page_token", "unknown token"))
 	}
-	match, err := idTitleMatcher(req.GetFilter())
+	match, err := titleMatcher(req.GetFilter())
 	if err != nil {
 		return nil, err
 	}
@@ -68,29 +68,29 @@ func (s *OrganizationService) ListCurrentUserOrganizations(ctx context.Context, 
 	}
 	out := &platformv1.ListCurrentUserOrganizationsResponse{}
 	if match(o.DisplayName) {
-		out.UserOrganizations = append(out.UserOrganizations, idOrganizationProto(o))
+		out.UserOrganizations = append(out.UserOrganizations, organizationProto(o))
 	}
 	return out, nil
 }
 
 // titleMatcher checks a title filter (the workspace declarations) and
 // returns an in-memory evaluator of it.
-func idTitleMatcher(filter string) (func(string) bool, error) {
+func titleMatcher(filter string) (func(string) bool, error) {
 	if _, err := sqlfilter.Workspaces.Parse(filter); err != nil { // type-checks and bounds it
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	if strings.TrimSpace(filter) == "" {
 		return func(string) bool { return true }, nil
 	}
 	parsed, err := filtering.ParseFilterString(filter, sqlfilter.Workspaces.Declarations())
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	e := parsed.CheckedExpr.GetExpr()
-	return func(title string) bool { return idEvalTitle(e, title, 0) }, nil
+	return func(title string) bool { return evalTitle(e, title, 0) }, nil
 }
 
-func idEvalTitle(e *expr.Expr, title string, depth int) bool {
+func evalTitle(e *expr.Expr, title string, depth int) bool {
 	call := e.GetCallExpr()
 	if call == nil || depth > 100 {
 		return false
@@ -99,20 +99,20 @@ func idEvalTitle(e *expr.Expr, title string, depth int) bool {
 	switch call.GetFunction() {
 	case filtering.FunctionAnd:
 		for _, a := range args {
-			if !idEvalTitle(a, title, depth+1) {
+			if !evalTitle(a, title, depth+1) {
 				return false
 			}
 		}
 		return true
 	case filtering.FunctionOr:
 		for _, a := range args {
-			if idEvalTitle(a, title, depth+1) {
+			if evalTitle(a, title, depth+1) {
 				return true
 			}
 		}
 		return false
 	case filtering.FunctionNot:
-		return len(args) == 1 && !idEvalTitle(args[0], title, depth+1)
+		return len(args) == 1 && !evalTitle(args[0], title, depth+1)
 	}
 	if len(args) != 2 {
 		return false
@@ -135,30 +135,30 @@ func idEvalTitle(e *expr.Expr, title string, depth int) bool {
 // created_time, updated_time (default created_time desc).
 func (s *OrganizationService) ListOrganizationUsers(ctx context.Context, req *platformv1.ListOrganizationUsersRequest) (*platformv1.ListOrganizationUsersResponse, error) {
 	org := req.GetOrganizationId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	f, err := sqlfilter.OrganizationUsers.Parse(req.GetFilter())
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.WorkspaceUserOrdering)
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	if _, err := s.st.GetOrganization(ctx, org); err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	page, err := s.st.ListOrganizationUsers(ctx, store.ListOrganizationUsersRequest{
 		OrganizationID: org, Filter: f, OrderBy: ob, PageSize: size, PageToken: req.GetPageToken(),
 	})
 	if err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	out := &platformv1.ListOrganizationUsersResponse{NextPageToken: page.NextPageToken}
 	for _, m := range page.Items {
-		out.Users = append(out.Users, idWorkspaceUserProto(m))
+		out.Users = append(out.Users, workspaceUserProto(m))
 	}
 	return out, nil
 }
@@ -166,20 +166,20 @@ func (s *OrganizationService) ListOrganizationUsers(ctx context.Context, req *pl
 // ListOrganizationRoles lists every role of the organization.
 func (s *OrganizationService) ListOrganizationRoles(ctx context.Context, req *platformv1.ListOrganizationRolesRequest) (*platformv1.ListOrganizationRolesResponse, error) {
 	org := req.GetOrganizationId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.st.GetOrganization(ctx, org); err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	page, err := s.st.ListRoles(ctx, org, "", size, req.GetPageToken())
 	if err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	out := &platformv1.ListOrganizationRolesResponse{NextPageToken: page.NextPageToken}
 	for _, r := range page.Items {
-		out.Roles = append(out.Roles, idRoleProto(r))
+		out.Roles = append(out.Roles, roleProto(r))
 	}
 	return out, nil
 }
@@ -187,20 +187,20 @@ func (s *OrganizationService) ListOrganizationRoles(ctx context.Context, req *pl
 // ListOrganizationInvites lists the invitations to the organization itself.
 func (s *OrganizationService) ListOrganizationInvites(ctx context.Context, req *platformv1.ListOrganizationInvitesRequest) (*platformv1.ListOrganizationInvitesResponse, error) {
 	org := req.GetOrganizationId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.st.GetOrganization(ctx, org); err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	page, err := s.st.ListInvitations(ctx, org, "", size, req.GetPageToken())
 	if err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	out := &platformv1.ListOrganizationInvitesResponse{NextPageToken: page.NextPageToken}
 	for _, inv := range page.Items {
-		out.Invitations = append(out.Invitations, idInvitationProto(inv))
+		out.Invitations = append(out.Invitations, invitationProto(inv))
 	}
 	return out, nil
 }
@@ -209,7 +209,7 @@ func (s *OrganizationService) ListOrganizationInvites(ctx context.Context, req *
 // permissions in the organization (and workspace), narrowed by the key's
 // permission level.
 func (s *OrganizationService) GetCurrentUserPermissions(ctx context.Context, req *platformv1.GetCurrentUserPermissionsRequest) (*platformv1.CurrentUserPermissions, error) {
-	p, err := idCaller(ctx)
+	p, err := callerPrincipal(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -224,7 +224,7 @@ func (s *OrganizationService) GetCurrentUserPermissions(ctx context.Context, req
 	}
 	if ws != "" {
 		if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
-			return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+			return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
 		}
 		out.Workspace = idWorkspaceName(org, ws)
 		wu, err := s.st.GetWorkspaceUser(ctx, org, ws, p.UserID)

@@ -30,10 +30,10 @@ func NewRunService(st store.Store, eng *engine.Engine) *RunService {
 // RUN_STATE_CONFLICT.
 func runErr(err error, org, ws, automation, id string) error {
 	if errors.Is(err, store.ErrFailedPrecondition) {
-		return transport.FailedPrecondition(ReasonRunStateConflict, idClientMessage(err, store.ErrFailedPrecondition),
+		return transport.FailedPrecondition(ReasonRunStateConflict, withoutSentinel(err, store.ErrFailedPrecondition),
 			map[string]string{"resource_name": runName(org, ws, automation, id)})
 	}
-	return idStoreError(err, ReasonRunNotFound, ReasonRunNotFound, runName(org, ws, automation, id))
+	return storeStatus(err, ReasonRunNotFound, ReasonRunNotFound, runName(org, ws, automation, id))
 }
 
 // getRun finds a run; automation "-" finds it in any automation of the
@@ -67,22 +67,22 @@ func (s *RunService) GetRun(ctx context.Context, req *platformv1.GetRunRequest) 
 // create_time or update_time, optionally desc (default create_time desc).
 func (s *RunService) ListRuns(ctx context.Context, req *platformv1.ListRunsRequest) (*platformv1.ListRunsResponse, error) {
 	org, ws, automation := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	f, err := sqlfilter.Runs.Parse(req.GetFilter())
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.RunOrdering)
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	if automation == "" || automation == "-" {
 		automation = "-"
 		if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
-			return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+			return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
 		}
 	} else if _, err := s.st.GetAutomation(ctx, org, ws, automation); err != nil {
 		return nil, automationErr(err, org, ws, automation)
@@ -92,7 +92,7 @@ func (s *RunService) ListRuns(ctx context.Context, req *platformv1.ListRunsReque
 		PageSize: size, PageToken: req.GetPageToken(),
 	})
 	if err != nil {
-		return nil, idStoreError(err, ReasonAutomationNotFound, ReasonAutomationNotFound, automationName(org, ws, automation))
+		return nil, storeStatus(err, ReasonAutomationNotFound, ReasonAutomationNotFound, automationName(org, ws, automation))
 	}
 	out := &platformv1.ListRunsResponse{NextPageToken: page.NextPageToken}
 	for _, r := range page.Items {
@@ -114,7 +114,7 @@ func (s *RunService) PauseRun(ctx context.Context, req *platformv1.PauseRunReque
 		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "reason is required: say why the run is paused", transport.Violation("reason", "required"))
 	}
 	if s.eng == nil {
-		return nil, idErrUnavailableStore
+		return nil, errStoreUnavailable
 	}
 	cur, err := s.getRun(ctx, org, ws, automation, id)
 	if err != nil {
@@ -133,7 +133,7 @@ func (s *RunService) PauseRun(ctx context.Context, req *platformv1.PauseRunReque
 func (s *RunService) ContinueRun(ctx context.Context, req *platformv1.ContinueRunRequest) (*platformv1.Run, error) {
 	org, ws, automation, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId()
 	if s.eng == nil {
-		return nil, idErrUnavailableStore
+		return nil, errStoreUnavailable
 	}
 	cur, err := s.getRun(ctx, org, ws, automation, id)
 	if err != nil {

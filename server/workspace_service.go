@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/mail"
 	"slices"
@@ -31,48 +32,48 @@ const idCreatorWorkspaceRole = "workspace_admin"
 // maxCountWorkspaces bounds CountWorkspaceUsers.workspace_ids.
 const idMaxCountWorkspaces = 1000
 
-func idWorkspaceProto(w store.Workspace) *platformv1.Workspace {
+func workspaceProto(w store.Workspace) *platformv1.Workspace {
 	return &platformv1.Workspace{
 		Name:               idWorkspaceName(w.OrganizationID, w.ID),
 		Title:              w.Title,
 		WorkspaceIcon:      w.Icon,
 		WorkspaceIconColor: w.IconColor,
-		CreateTime:         idTs(w.CreateTime),
-		UpdateTime:         idTs(w.UpdateTime),
+		CreateTime:         timestampOrNil(w.CreateTime),
+		UpdateTime:         timestampOrNil(w.UpdateTime),
 		CreatorDisplayName: w.CreatorDisplayName,
 		CreatorEmail:       w.CreatorEmail,
 	}
 }
 
 func (s *WorkspaceService) workspaceErr(err error, org, ws string) error {
-	return idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+	return storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
 }
 
 // ListWorkspaces lists an organization's workspaces (those in the key's
 // scope). Filter: title (=, !=, :). Order: title, create_time, update_time.
 func (s *WorkspaceService) ListWorkspaces(ctx context.Context, req *platformv1.ListWorkspacesRequest) (*platformv1.ListWorkspacesResponse, error) {
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	f, err := sqlfilter.Workspaces.Parse(req.GetFilter())
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.WorkspaceOrdering)
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	page, err := s.st.ListWorkspaces(ctx, store.ListWorkspacesRequest{
-		OrganizationID: req.GetOrganizationId(), Filter: idScoped(ctx, f), OrderBy: ob,
+		OrganizationID: req.GetOrganizationId(), Filter: scopedToCaller(ctx, f), OrderBy: ob,
 		PageSize: size, PageToken: req.GetPageToken(),
 	})
 	if err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
 	}
 	out := &platformv1.ListWorkspacesResponse{NextPageToken: page.NextPageToken}
 	for _, w := range page.Items {
-		out.Workspaces = append(out.Workspaces, idWorkspaceProto(w))
+		out.Workspaces = append(out.Workspaces, workspaceProto(w))
 	}
 	return out, nil
 }
@@ -84,33 +85,33 @@ func (s *WorkspaceService) GetWorkspace(ctx context.Context, req *platformv1.Get
 	if err != nil {
 		return nil, s.workspaceErr(err, org, ws)
 	}
-	return idWorkspaceProto(w), nil
+	return workspaceProto(w), nil
 }
 
 // ListCurrentUserWorkspaces lists the workspaces the caller is a member of.
 func (s *WorkspaceService) ListCurrentUserWorkspaces(ctx context.Context, req *platformv1.ListCurrentUserWorkspacesRequest) (*platformv1.ListCurrentUserWorkspacesResponse, error) {
-	p, err := idCaller(ctx)
+	p, err := callerPrincipal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	f, err := sqlfilter.Workspaces.Parse(req.GetFilter())
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	page, err := s.st.ListWorkspaces(ctx, store.ListWorkspacesRequest{
-		OrganizationID: req.GetOrganizationId(), MemberUserID: p.UserID, Filter: idScoped(ctx, f),
+		OrganizationID: req.GetOrganizationId(), MemberUserID: p.UserID, Filter: scopedToCaller(ctx, f),
 		PageSize: size, PageToken: req.GetPageToken(),
 	})
 	if err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
 	}
 	out := &platformv1.ListCurrentUserWorkspacesResponse{NextPageToken: page.NextPageToken}
 	for _, w := range page.Items {
-		out.UserWorkspaces = append(out.UserWorkspaces, idWorkspaceProto(w))
+		out.UserWorkspaces = append(out.UserWorkspaces, workspaceProto(w))
 	}
 	return out, nil
 }
@@ -120,7 +121,7 @@ func (s *WorkspaceService) ListCurrentUserWorkspaces(ctx context.Context, req *p
 func (s *WorkspaceService) CreateWorkspace(ctx context.Context, req *platformv1.CreateWorkspaceRequest) (*platformv1.Workspace, error) {
 	org := req.GetOrganizationId()
 	id := req.GetWorkspaceId()
-	if id != "" && !idIdRE.MatchString(id) {
+	if id != "" && !resourceIDRE.MatchString(id) {
 		return nil, transport.InvalidArgument(ReasonInvalidField, "workspace_id must be 1-63 lowercase letters, digits or hyphens, starting with a letter",
 			transport.Violation("workspace_id", "not a valid resource id"))
 	}
@@ -138,27 +139,27 @@ func (s *WorkspaceService) CreateWorkspace(ctx context.Context, req *platformv1.
 			CreatorID: creator,
 		})
 		if err != nil {
-			return nil, "", idStoreError(err, ReasonOrganizationNotFound, ReasonWorkspaceExists, idWorkspaceName(org, id))
+			return nil, "", storeStatus(err, ReasonOrganizationNotFound, ReasonWorkspaceExists, idWorkspaceName(org, id))
 		}
 		if creator != "" {
 			// A creator who is not an organization member (impossible through
 			// a key) simply does not become a workspace member.
 			if _, err := s.st.AddWorkspaceMember(ctx, org, w.ID, creator, []string{idCreatorWorkspaceRole}); err != nil &&
-				!idIsOneOf(err, store.ErrFailedPrecondition, store.ErrAlreadyExists, store.ErrNotFound) {
+				!isOneOf(err, store.ErrFailedPrecondition, store.ErrAlreadyExists, store.ErrNotFound) {
 				return nil, "", err
 			}
 		}
-		return idWorkspaceProto(w), w.ID, nil
+		return workspaceProto(w), w.ID, nil
 	}
 	get := func(wsID string) (*platformv1.Workspace, error) {
 		w, err := s.st.GetWorkspace(ctx, org, wsID)
 		if err != nil {
 			return nil, s.workspaceErr(err, org, wsID)
 		}
-		return idWorkspaceProto(w), nil
+		return workspaceProto(w), nil
 	}
-	undo := func(w *platformv1.Workspace) error { return s.st.DeleteWorkspace(ctx, org, idIdOf(w.GetName())) }
-	return idIdempotent(ctx, s.st, org, "CreateWorkspace", req.GetRequestId(), create, get, undo)
+	undo := func(w *platformv1.Workspace) error { return s.st.DeleteWorkspace(ctx, org, idOf(w.GetName())) }
+	return idempotent(ctx, s.st, org, "CreateWorkspace", req.GetRequestId(), create, get, undo)
 }
 
 var idWorkspaceMask = map[string]string{
@@ -179,7 +180,7 @@ func (s *WorkspaceService) UpdateWorkspace(ctx context.Context, req *platformv1.
 		mask = append(mask, m)
 	}
 	in := req.GetWorkspace()
-	if (len(mask) == 0 || idContainsString(mask, "title")) && strings.TrimSpace(in.GetTitle()) == "" {
+	if (len(mask) == 0 || slices.Contains(mask, "title")) && strings.TrimSpace(in.GetTitle()) == "" {
 		return nil, transport.InvalidArgument(ReasonInvalidField, "workspace.title must not be blank", transport.Violation("workspace.title", "blank"))
 	}
 	w, err := s.st.UpdateWorkspace(ctx, store.Workspace{
@@ -188,7 +189,7 @@ func (s *WorkspaceService) UpdateWorkspace(ctx context.Context, req *platformv1.
 	if err != nil {
 		return nil, s.workspaceErr(err, org, ws)
 	}
-	return idWorkspaceProto(w), nil
+	return workspaceProto(w), nil
 }
 
 // DeleteWorkspace deletes a workspace with everything in it.
@@ -200,7 +201,7 @@ func (s *WorkspaceService) DeleteWorkspace(ctx context.Context, req *platformv1.
 	return &emptypb.Empty{}, nil
 }
 
-func idPreferencesProto(p store.WorkspacePreferences) *platformv1.WorkspacePreferences {
+func preferencesProto(p store.WorkspacePreferences) *platformv1.WorkspacePreferences {
 	return &platformv1.WorkspacePreferences{
 		Name:              idWorkspaceName(p.OrganizationID, p.WorkspaceID) + "/preferences",
 		SupportTeamAccess: p.SupportTeamAccess,
@@ -222,7 +223,7 @@ func (s *WorkspaceService) GetWorkspacePreferences(ctx context.Context, req *pla
 	if err != nil {
 		return nil, s.workspaceErr(err, org, ws)
 	}
-	return idPreferencesProto(p), nil
+	return preferencesProto(p), nil
 }
 
 var idPreferencesMask = map[string]bool{
@@ -261,7 +262,7 @@ func (s *WorkspaceService) UpdateWorkspacePreferences(ctx context.Context, req *
 	if err != nil {
 		return nil, s.workspaceErr(err, org, ws)
 	}
-	return idPreferencesProto(p), nil
+	return preferencesProto(p), nil
 }
 
 // requireWorkspace answers NOT_FOUND for a workspace that does not exist
@@ -276,7 +277,7 @@ func (s *WorkspaceService) requireWorkspace(ctx context.Context, org, ws string)
 // ListWorkspaceInvites lists a workspace's pending invitations, newest first.
 func (s *WorkspaceService) ListWorkspaceInvites(ctx context.Context, req *platformv1.ListWorkspaceInvitesRequest) (*platformv1.ListWorkspaceInvitesResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +290,7 @@ func (s *WorkspaceService) ListWorkspaceInvites(ctx context.Context, req *platfo
 	}
 	out := &platformv1.ListWorkspaceInvitesResponse{NextPageToken: page.NextPageToken}
 	for _, inv := range page.Items {
-		out.Invitations = append(out.Invitations, idInvitationProto(inv))
+		out.Invitations = append(out.Invitations, invitationProto(inv))
 	}
 	return out, nil
 }
@@ -298,10 +299,10 @@ func (s *WorkspaceService) ListWorkspaceInvites(ctx context.Context, req *platfo
 func (s *WorkspaceService) checkWorkspaceRoles(ctx context.Context, org string, roles []string, field string) ([]string, error) {
 	out := make([]string, 0, len(roles))
 	for i, r := range roles {
-		id := idIdOf(r)
+		id := idOf(r)
 		role, err := s.st.GetRole(ctx, org, id)
 		if err != nil {
-			return nil, idStoreError(err, ReasonRoleNotFound, ReasonRoleNotFound, "roles/"+id)
+			return nil, storeStatus(err, ReasonRoleNotFound, ReasonRoleNotFound, "roles/"+id)
 		}
 		if role.Scope != store.ScopeWorkspace {
 			return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("role %q is not a workspace role", id),
@@ -337,21 +338,21 @@ func (s *WorkspaceService) CreateWorkspaceInvite(ctx context.Context, req *platf
 			OrganizationID: org, WorkspaceID: ws, Email: addr.Address, RoleIDs: roles, InviterID: inviter,
 		})
 		if err != nil {
-			return nil, "", idStoreError(err, ReasonWorkspaceNotFound, ReasonInvitationExists, idWorkspaceName(org, ws)+"/invites/"+addr.Address)
+			return nil, "", storeStatus(err, ReasonWorkspaceNotFound, ReasonInvitationExists, idWorkspaceName(org, ws)+"/invites/"+addr.Address)
 		}
-		return idInvitationProto(inv), inv.ID, nil
+		return invitationProto(inv), inv.ID, nil
 	}
 	get := func(id string) (*platformv1.UserInvitation, error) {
 		inv, err := s.st.GetInvitation(ctx, org, id)
 		if err != nil {
-			return nil, idStoreError(err, ReasonInvitationNotFound, ReasonInvitationExists, idWorkspaceName(org, ws)+"/invites/"+id)
+			return nil, storeStatus(err, ReasonInvitationNotFound, ReasonInvitationExists, idWorkspaceName(org, ws)+"/invites/"+id)
 		}
-		return idInvitationProto(inv), nil
+		return invitationProto(inv), nil
 	}
 	undo := func(inv *platformv1.UserInvitation) error {
 		return s.st.DeleteInvitation(ctx, org, inv.GetInvitationId())
 	}
-	return idIdempotent(ctx, s.st, org, "CreateWorkspaceInvite/"+ws, req.GetRequestId(), create, get, undo)
+	return idempotent(ctx, s.st, org, "CreateWorkspaceInvite/"+ws, req.GetRequestId(), create, get, undo)
 }
 
 // DeleteWorkspaceInvite withdraws an invitation of the workspace.
@@ -360,13 +361,13 @@ func (s *WorkspaceService) DeleteWorkspaceInvite(ctx context.Context, req *platf
 	name := idWorkspaceName(org, ws) + "/invites/" + id
 	inv, err := s.st.GetInvitation(ctx, org, id)
 	if err != nil {
-		return nil, idStoreError(err, ReasonInvitationNotFound, ReasonInvitationExists, name)
+		return nil, storeStatus(err, ReasonInvitationNotFound, ReasonInvitationExists, name)
 	}
 	if inv.WorkspaceID != ws {
 		return nil, transport.NotFound(ReasonInvitationNotFound, name)
 	}
 	if err := s.st.DeleteInvitation(ctx, org, id); err != nil {
-		return nil, idStoreError(err, ReasonInvitationNotFound, ReasonInvitationExists, name)
+		return nil, storeStatus(err, ReasonInvitationNotFound, ReasonInvitationExists, name)
 	}
 	return &emptypb.Empty{}, nil
 }
@@ -374,7 +375,7 @@ func (s *WorkspaceService) DeleteWorkspaceInvite(ctx context.Context, req *platf
 // ListWorkspaceRoles lists the roles that can be given in a workspace.
 func (s *WorkspaceService) ListWorkspaceRoles(ctx context.Context, req *platformv1.ListWorkspaceRolesRequest) (*platformv1.ListWorkspaceRolesResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
@@ -387,7 +388,7 @@ func (s *WorkspaceService) ListWorkspaceRoles(ctx context.Context, req *platform
 	}
 	out := &platformv1.ListWorkspaceRolesResponse{NextPageToken: page.NextPageToken}
 	for _, r := range page.Items {
-		out.Roles = append(out.Roles, idRoleProto(r))
+		out.Roles = append(out.Roles, roleProto(r))
 	}
 	return out, nil
 }
@@ -396,17 +397,17 @@ func (s *WorkspaceService) ListWorkspaceRoles(ctx context.Context, req *platform
 // search. Order: display_name, email, created_time, updated_time.
 func (s *WorkspaceService) ListWorkspaceUsers(ctx context.Context, req *platformv1.ListWorkspaceUsersRequest) (*platformv1.ListWorkspaceUsersResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	f, err := sqlfilter.WorkspaceUsers.Parse(req.GetFilter())
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.WorkspaceUserOrdering)
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	if err := s.requireWorkspace(ctx, org, ws); err != nil {
 		return nil, err
@@ -419,19 +420,19 @@ func (s *WorkspaceService) ListWorkspaceUsers(ctx context.Context, req *platform
 	}
 	out := &platformv1.ListWorkspaceUsersResponse{NextPageToken: page.NextPageToken}
 	for _, m := range page.Items {
-		out.Users = append(out.Users, idWorkspaceUserProto(m))
+		out.Users = append(out.Users, workspaceUserProto(m))
 	}
 	return out, nil
 }
 
 func (s *WorkspaceService) memberErr(err error, org, ws, user string) error {
-	return idStoreError(err, ReasonMemberNotFound, ReasonMemberExists, idWorkspaceName(org, ws)+"/users/"+user)
+	return storeStatus(err, ReasonMemberNotFound, ReasonMemberExists, idWorkspaceName(org, ws)+"/users/"+user)
 }
 
 // CreateWorkspaceUser adds an organization member to a workspace with
 // workspace roles.
 func (s *WorkspaceService) CreateWorkspaceUser(ctx context.Context, req *platformv1.CreateWorkspaceUserRequest) (*platformv1.WorkspaceUser, error) {
-	org, ws, user := req.GetOrganizationId(), req.GetWorkspaceId(), idIdOf(req.GetUserId())
+	org, ws, user := req.GetOrganizationId(), req.GetWorkspaceId(), idOf(req.GetUserId())
 	roles, err := s.checkWorkspaceRoles(ctx, org, req.GetRoles(), "roles")
 	if err != nil {
 		return nil, err
@@ -440,18 +441,18 @@ func (s *WorkspaceService) CreateWorkspaceUser(ctx context.Context, req *platfor
 		return nil, err
 	}
 	if _, err := s.st.GetUser(ctx, user); err != nil {
-		return nil, idStoreError(err, ReasonUserNotFound, ReasonUserNotFound, idUserName(user))
+		return nil, storeStatus(err, ReasonUserNotFound, ReasonUserNotFound, idUserName(user))
 	}
 	m, err := s.st.AddWorkspaceMember(ctx, org, ws, user, roles)
 	if err != nil {
 		return nil, s.memberErr(err, org, ws, user)
 	}
-	return idWorkspaceUserProto(m), nil
+	return workspaceUserProto(m), nil
 }
 
 // UpdateWorkspaceUser replaces a member's workspace roles.
 func (s *WorkspaceService) UpdateWorkspaceUser(ctx context.Context, req *platformv1.UpdateWorkspaceUserRequest) (*platformv1.WorkspaceUser, error) {
-	org, ws, user := req.GetOrganizationId(), req.GetWorkspaceId(), idIdOf(req.GetUserId())
+	org, ws, user := req.GetOrganizationId(), req.GetWorkspaceId(), idOf(req.GetUserId())
 	roles, err := s.checkWorkspaceRoles(ctx, org, req.GetRoles(), "roles")
 	if err != nil {
 		return nil, err
@@ -460,12 +461,12 @@ func (s *WorkspaceService) UpdateWorkspaceUser(ctx context.Context, req *platfor
 	if err != nil {
 		return nil, s.memberErr(err, org, ws, user)
 	}
-	return idWorkspaceUserProto(m), nil
+	return workspaceUserProto(m), nil
 }
 
 // DeleteWorkspaceUser removes a member from a workspace.
 func (s *WorkspaceService) DeleteWorkspaceUser(ctx context.Context, req *platformv1.DeleteWorkspaceUserRequest) (*emptypb.Empty, error) {
-	org, ws, user := req.GetOrganizationId(), req.GetWorkspaceId(), idIdOf(req.GetUserId())
+	org, ws, user := req.GetOrganizationId(), req.GetWorkspaceId(), idOf(req.GetUserId())
 	if err := s.st.RemoveWorkspaceMember(ctx, org, ws, user); err != nil {
 		return nil, s.memberErr(err, org, ws, user)
 	}
@@ -483,11 +484,11 @@ func (s *WorkspaceService) CountWorkspaceUsers(ctx context.Context, req *platfor
 	}
 	clean := make([]string, len(ids))
 	for i, id := range ids {
-		clean[i] = idIdOf(id)
+		clean[i] = idOf(id)
 	}
 	counts, err := s.st.CountWorkspaceUsers(ctx, org, slices.Compact(slices.Sorted(slices.Values(clean))))
 	if err != nil {
-		return nil, idStoreError(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	out := &platformv1.CountWorkspaceUsersResponse{WorkspaceUserCounts: make(map[string]int32, len(counts))}
 	for id, n := range counts {
@@ -496,18 +497,9 @@ func (s *WorkspaceService) CountWorkspaceUsers(ctx context.Context, req *platfor
 	return out, nil
 }
 
-func idContainsString(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
-}
-
-func idIsOneOf(err error, targets ...error) bool {
+func isOneOf(err error, targets ...error) bool {
 	for _, t := range targets {
-		if idErrorsIs(err, t) {
+		if errors.Is(err, t) {
 			return true
 		}
 	}

@@ -36,13 +36,13 @@ const (
 	ReasonConflict             = "CONFLICT"
 )
 
-// storeError maps a store error to a status: ErrNotFound → NOT_FOUND with
+// storeStatus maps a store error to a status: ErrNotFound → NOT_FOUND with
 // reason and resource name, ErrAlreadyExists → ALREADY_EXISTS (existsReason),
 // ErrInvalidArgument → INVALID_ARGUMENT, ErrFailedPrecondition →
 // FAILED_PRECONDITION, ErrConflict → ABORTED, ErrResourceExhausted →
 // RESOURCE_EXHAUSTED; anything else stays an internal error (logged, never
 // shown).
-func idStoreError(err error, notFoundReason, existsReason, name string) error {
+func storeStatus(err error, notFoundReason, existsReason, name string) error {
 	switch {
 	case err == nil:
 		return nil
@@ -51,26 +51,27 @@ func idStoreError(err error, notFoundReason, existsReason, name string) error {
 	case errors.Is(err, store.ErrAlreadyExists):
 		return transport.AlreadyExists(existsReason, name)
 	case errors.Is(err, store.ErrInvalidArgument):
-		return idInvalidFromStore(err)
+		return invalidFromStore(err)
 	case errors.Is(err, store.ErrFailedPrecondition):
-		return transport.FailedPrecondition(ReasonFailedPrecondition, idClientMessage(err, store.ErrFailedPrecondition), nil)
+		return transport.FailedPrecondition(ReasonFailedPrecondition, withoutSentinel(err, store.ErrFailedPrecondition), nil)
 	case errors.Is(err, store.ErrConflict):
 		return transport.Aborted(ReasonConflict, "a concurrent change won; retry")
 	case errors.Is(err, store.ErrResourceExhausted):
-		return transport.ResourceExhausted(ReasonAPIKeyLimit, idClientMessage(err, store.ErrResourceExhausted))
+		return transport.ResourceExhausted(ReasonAPIKeyLimit, withoutSentinel(err, store.ErrResourceExhausted))
 	}
 	return err
 }
 
-// clientMessage is the store's message without the sentinel's words.
-func idClientMessage(err, sentinel error) string {
+// withoutSentinel is the store's message without the sentinel's words.
+func withoutSentinel(err, sentinel error) string {
 	s := err.Error()
 	s = strings.TrimPrefix(s, sentinel.Error()+": ")
 	return s
 }
 
-func idInvalidFromStore(err error) error {
-	msg := idClientMessage(err, store.ErrInvalidArgument)
+// invalidFromStore maps a store INVALID_ARGUMENT to its status.
+func invalidFromStore(err error) error {
+	msg := withoutSentinel(err, store.ErrInvalidArgument)
 	reason, field := ReasonInvalidField, ""
 	switch {
 	case strings.Contains(msg, "page_token"):
@@ -88,16 +89,16 @@ func idInvalidFromStore(err error) error {
 	return transport.InvalidArgument(reason, msg, transport.Violation(field, msg))
 }
 
-// pageSize applies the list rules (0 → 50, > 1000 → 1000, < 0 → INVALID_ARGUMENT).
-func idPageSize(n int32) (int, error) {
+// checkedPageSize applies the list rules (0 → 50, > 1000 → 1000, < 0 → INVALID_ARGUMENT).
+func checkedPageSize(n int32) (int, error) {
 	size, err := pagination.PageSize(n)
 	if err != nil {
-		return 0, idInvalidFromStore(err)
+		return 0, invalidFromStore(err)
 	}
 	return size, nil
 }
 
-func idTs(t time.Time) *timestamppb.Timestamp {
+func timestampOrNil(t time.Time) *timestamppb.Timestamp {
 	if t.IsZero() {
 		return nil
 	}
@@ -110,14 +111,14 @@ func idWorkspaceName(org, ws string) string { return "organizations/" + org + "/
 func idUserName(u string) string            { return "users/" + u }
 func idApiKeyName(org, id string) string    { return "organizations/" + org + "/apiKeys/" + id }
 
-// idIdRE is an AIP-122 resource id: lowercase letter, then letters, digits
+// resourceIDRE is an AIP-122 resource id: lowercase letter, then letters, digits
 // and hyphens, at most 63 characters.
-var idIdRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
+var resourceIDRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
-// idIdOf accepts an id or a resource name ending in it.
-func idIdOf(s string) string { return store.LastSegment(s) }
+// idOf accepts an id or a resource name ending in it.
+func idOf(s string) string { return store.LastSegment(s) }
 
-func idCaller(ctx context.Context) (*transport.Principal, error) {
+func callerPrincipal(ctx context.Context) (*transport.Principal, error) {
 	p, ok := transport.PrincipalFrom(ctx)
 	if !ok {
 		return nil, transport.Unauthenticated(transport.ReasonAPIKeyMissing, transport.MissingCredentialDescription)
@@ -129,7 +130,7 @@ func idCaller(ctx context.Context) (*transport.Principal, error) {
 // resource, in which case it returns get(recorded name). An empty request
 // id always creates. When a concurrent retry recorded first, undo removes
 // the duplicate and the first resource is returned.
-func idIdempotent[T any](ctx context.Context, st store.Idempotency, org, method, requestID string,
+func idempotent[T any](ctx context.Context, st store.Idempotency, org, method, requestID string,
 	create func() (T, string, error), get func(name string) (T, error), undo func(T) error,
 ) (T, error) {
 	var zero T
@@ -165,10 +166,10 @@ func idIdempotent[T any](ctx context.Context, st store.Idempotency, org, method,
 	return v, nil
 }
 
-// idScoped narrows a workspace filter to the workspaces of a caller whose
+// scopedToCaller narrows a workspace filter to the workspaces of a caller whose
 // key is limited to some (a typed condition on the workspace id; the page
 // token is bound to it with the rest of the filter).
-func idScoped(ctx context.Context, f store.Filter) store.Filter {
+func scopedToCaller(ctx context.Context, f store.Filter) store.Filter {
 	p, ok := transport.PrincipalFrom(ctx)
 	if !ok || p.AllWorkspaces {
 		return f
@@ -176,7 +177,7 @@ func idScoped(ctx context.Context, f store.Filter) store.Filter {
 	return store.And{store.In{Field: "id", Values: slices.Compact(slices.Sorted(slices.Values(p.WorkspaceIDs)))}, f}
 }
 
-func idRoleScope(s store.RoleScope) platformv1.RoleScope {
+func roleScopeProto(s store.RoleScope) platformv1.RoleScope {
 	switch s {
 	case store.ScopeOrganization:
 		return platformv1.RoleScope_ROLE_SCOPE_ORGANIZATION
@@ -186,26 +187,24 @@ func idRoleScope(s store.RoleScope) platformv1.RoleScope {
 	return platformv1.RoleScope_ROLE_SCOPE_UNSPECIFIED
 }
 
-func idUserInfo(u store.User) *platformv1.UserBasicInfo {
+func userInfoProto(u store.User) *platformv1.UserBasicInfo {
 	return &platformv1.UserBasicInfo{Name: idUserName(u.ID), DisplayName: u.DisplayName, Email: u.Email}
 }
 
-func idWorkspaceUserProto(m store.WorkspaceUser) *platformv1.WorkspaceUser {
-	out := &platformv1.WorkspaceUser{User: idUserInfo(m.User)}
+func workspaceUserProto(m store.WorkspaceUser) *platformv1.WorkspaceUser {
+	out := &platformv1.WorkspaceUser{User: userInfoProto(m.User)}
 	for _, r := range m.Roles {
-		out.Roles = append(out.Roles, &platformv1.RoleBasicInfo{Name: r.RoleID, RoleScope: idRoleScope(r.Scope)})
+		out.Roles = append(out.Roles, &platformv1.RoleBasicInfo{Name: r.RoleID, RoleScope: roleScopeProto(r.Scope)})
 	}
 	return out
 }
 
-func idRoleProto(r store.Role) *platformv1.Role {
+func roleProto(r store.Role) *platformv1.Role {
 	return &platformv1.Role{Name: r.ID, Title: r.Title, Description: r.Description, Permissions: r.Permissions}
 }
 
-func idInvitationProto(inv store.Invitation) *platformv1.UserInvitation {
+func invitationProto(inv store.Invitation) *platformv1.UserInvitation {
 	return &platformv1.UserInvitation{Email: inv.Email, InvitationId: inv.ID}
 }
 
-func idErrorsIs(err, target error) bool { return errors.Is(err, target) }
-
-var idErrUnavailableStore = transport.NewError(codes.Unavailable, "STORE_UNAVAILABLE", "no store is configured").Err()
+var errStoreUnavailable = transport.NewError(codes.Unavailable, "STORE_UNAVAILABLE", "no store is configured").Err()
