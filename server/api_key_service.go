@@ -286,18 +286,16 @@ func (s *ApiKeyService) ListApiKeys(ctx context.Context, req *platformv1.ListApi
 	if err != nil {
 		return nil, err
 	}
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parsePage(req)
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.st.ListAPIKeys(ctx, req.GetOrganizationId(), p.UserID, size, req.GetPageToken())
+	page, err := s.st.ListAPIKeys(ctx, req.GetOrganizationId(), p.UserID, lp.Size, lp.Token)
 	if err != nil {
 		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
 	}
 	out := &platformv1.ListApiKeysResponse{NextPageToken: page.NextPageToken}
-	for _, k := range page.Items {
-		out.ApiKeys = append(out.ApiKeys, APIKeyProto(k))
-	}
+	out.ApiKeys = mapAll(page.Items, APIKeyProto)
 	return out, nil
 }
 

@@ -282,35 +282,24 @@ func (s *AutomationService) QueryAutomation(ctx context.Context, req *platformv1
 // update_time desc).
 func (s *AutomationService) ListAutomations(ctx context.Context, req *platformv1.ListAutomationsRequest) (*platformv1.ListAutomationsResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parseList(req, sqlfilter.Automations, store.AutomationOrdering)
 	if err != nil {
 		return nil, err
-	}
-	f, err := sqlfilter.Automations.Parse(req.GetFilter())
-	if err != nil {
-		return nil, invalidFromStore(err)
-	}
-	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.AutomationOrdering)
-	if err != nil {
-		return nil, invalidFromStore(err)
 	}
 	if err := s.requireWorkspace(ctx, org, ws); err != nil {
 		return nil, err
 	}
 	page, err := s.st.ListAutomations(ctx, store.ListAutomationsRequest{
-		OrganizationID: org, WorkspaceID: ws, ShowDeleted: req.GetShowDeleted(), Filter: f, OrderBy: ob,
-		PageSize: size, PageToken: req.GetPageToken(),
+		OrganizationID: org, WorkspaceID: ws, ShowDeleted: req.GetShowDeleted(), Filter: lp.Filter, OrderBy: lp.OrderBy,
+		PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
 		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
 	}
 	out := &platformv1.ListAutomationsResponse{NextPageToken: page.NextPageToken}
-	for _, a := range page.Items {
-		p, err := automationProto(a, store.StageDraft)
-		if err != nil {
-			return nil, err
-		}
-		out.Automations = append(out.Automations, p)
+	draft := func(a store.Automation) (*platformv1.Automation, error) { return automationProto(a, store.StageDraft) }
+	if out.Automations, err = mapItems(page.Items, draft); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -139,29 +139,21 @@ func eventErr(err error, t store.Thread, id string) error {
 // ListEvents lists a thread's events oldest first. Filter: exception (=,
 // !=, AND, OR, NOT).
 func (s *EventService) ListEvents(ctx context.Context, req *platformv1.ListEventsRequest) (*platformv1.ListEventsResponse, error) {
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parseFiltered(req, sqlfilter.Events)
 	if err != nil {
 		return nil, err
-	}
-	f, err := sqlfilter.Events.Parse(req.GetFilter())
-	if err != nil {
-		return nil, invalidFromStore(err)
 	}
 	t, _, err := s.thread(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
 	if err != nil {
 		return nil, err
 	}
-	page, total, err := s.st.ListEvents(ctx, store.ListEventsRequest{Thread: t, Filter: f, PageSize: size, PageToken: req.GetPageToken()})
+	page, total, err := s.st.ListEvents(ctx, store.ListEventsRequest{Thread: t, Filter: lp.Filter, PageSize: lp.Size, PageToken: lp.Token})
 	if err != nil {
 		return nil, eventErr(err, t, "")
 	}
 	out := &platformv1.ListEventsResponse{NextPageToken: page.NextPageToken, TotalSize: int32(min(total, 1<<31-1))}
-	for _, e := range page.Items {
-		ev, err := agent.FromStore(e)
-		if err != nil {
-			return nil, err
-		}
-		out.Events = append(out.Events, ev)
+	if out.Events, err = mapItems(page.Items, agent.FromStore); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -205,7 +205,7 @@ func (s *ExceptionService) GetException(ctx context.Context, req *platformv1.Get
 // made the token).
 func (s *ExceptionService) ListExceptions(ctx context.Context, req *platformv1.ListExceptionsRequest) (*platformv1.ListExceptionsResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parsePage(req)
 	if err != nil {
 		return nil, err
 	}
@@ -220,22 +220,20 @@ func (s *ExceptionService) ListExceptions(ctx context.Context, req *platformv1.L
 		return nil, err
 	}
 	page, total, err := s.st.ListExceptions(ctx, store.ListExceptionsRequest{
-		OrganizationID: org, WorkspaceID: ws, Filter: f, Skip: int(req.GetSkip()), PageSize: size, PageToken: req.GetPageToken(),
+		OrganizationID: org, WorkspaceID: ws, Filter: f, Skip: int(req.GetSkip()), PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
 		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
 	}
 	out := &platformv1.ListExceptionsResponse{NextPageToken: page.NextPageToken, TotalSize: int32(min(total, 1<<31-1))}
-	for _, x := range page.Items {
-		out.Exceptions = append(out.Exceptions, exceptionProto(x))
-	}
+	out.Exceptions = mapAll(page.Items, exceptionProto)
 	return out, nil
 }
 
 // ListExceptionGroups lists the static groups.
 func (s *ExceptionService) ListExceptionGroups(ctx context.Context, req *platformv1.ListExceptionGroupsRequest) (*platformv1.ListExceptionGroupsResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parsePage(req)
 	if err != nil {
 		return nil, err
 	}
@@ -244,7 +242,7 @@ func (s *ExceptionService) ListExceptionGroups(ctx context.Context, req *platfor
 	}
 	bind := pagination.Bind("exception-groups", org, ws)
 	start := 0
-	if tok := req.GetPageToken(); tok != "" {
+	if tok := lp.Token; tok != "" {
 		keys, err := pagination.Decode(tok, bind, 1)
 		if err != nil {
 			return nil, invalidFromStore(err)
@@ -255,7 +253,7 @@ func (s *ExceptionService) ListExceptionGroups(ctx context.Context, req *platfor
 		}
 		start = n
 	}
-	end := min(start+size, len(exceptionGroups))
+	end := min(start+lp.Size, len(exceptionGroups))
 	out := &platformv1.ListExceptionGroupsResponse{}
 	for _, g := range exceptionGroups[start:end] {
 		out.Groups = append(out.Groups, exceptionGroupProto(org, ws, g.id))

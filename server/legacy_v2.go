@@ -179,9 +179,7 @@ func (s *LegacyV2) ListProcesses(ctx context.Context, req *legacyv2.ListProcesse
 		return nil, err
 	}
 	out := &legacyv2.ListProcessesResponse{}
-	for _, a := range page.Items {
-		out.Processes = append(out.Processes, processProto(a))
-	}
+	out.Processes = mapAll(page.Items, processProto)
 	return out, nil
 }
 
@@ -370,12 +368,8 @@ func (s *LegacyV2) ListRuns(ctx context.Context, req *legacyv2.ListRunsRequest) 
 		return nil, err
 	}
 	out := &legacyv2.ListRunsResponse{}
-	for _, r := range page.Items {
-		p, err := v2RunProto(r)
-		if err != nil {
-			return nil, err
-		}
-		out.Runs = append(out.Runs, p)
+	if out.Runs, err = mapItems(page.Items, v2RunProto); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -135,73 +135,59 @@ func evalTitle(e *expr.Expr, title string, depth int) bool {
 // created_time, updated_time (default created_time desc).
 func (s *OrganizationService) ListOrganizationUsers(ctx context.Context, req *platformv1.ListOrganizationUsersRequest) (*platformv1.ListOrganizationUsersResponse, error) {
 	org := req.GetOrganizationId()
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parseList(req, sqlfilter.OrganizationUsers, store.WorkspaceUserOrdering)
 	if err != nil {
 		return nil, err
-	}
-	f, err := sqlfilter.OrganizationUsers.Parse(req.GetFilter())
-	if err != nil {
-		return nil, invalidFromStore(err)
-	}
-	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.WorkspaceUserOrdering)
-	if err != nil {
-		return nil, invalidFromStore(err)
 	}
 	if _, err := s.st.GetOrganization(ctx, org); err != nil {
 		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	page, err := s.st.ListOrganizationUsers(ctx, store.ListOrganizationUsersRequest{
-		OrganizationID: org, Filter: f, OrderBy: ob, PageSize: size, PageToken: req.GetPageToken(),
+		OrganizationID: org, Filter: lp.Filter, OrderBy: lp.OrderBy, PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
 		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	out := &platformv1.ListOrganizationUsersResponse{NextPageToken: page.NextPageToken}
-	for _, m := range page.Items {
-		out.Users = append(out.Users, workspaceUserProto(m))
-	}
+	out.Users = mapAll(page.Items, workspaceUserProto)
 	return out, nil
 }
 
 // ListOrganizationRoles lists every role of the organization.
 func (s *OrganizationService) ListOrganizationRoles(ctx context.Context, req *platformv1.ListOrganizationRolesRequest) (*platformv1.ListOrganizationRolesResponse, error) {
 	org := req.GetOrganizationId()
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parsePage(req)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.st.GetOrganization(ctx, org); err != nil {
 		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
-	page, err := s.st.ListRoles(ctx, org, "", size, req.GetPageToken())
+	page, err := s.st.ListRoles(ctx, org, "", lp.Size, lp.Token)
 	if err != nil {
 		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	out := &platformv1.ListOrganizationRolesResponse{NextPageToken: page.NextPageToken}
-	for _, r := range page.Items {
-		out.Roles = append(out.Roles, roleProto(r))
-	}
+	out.Roles = mapAll(page.Items, roleProto)
 	return out, nil
 }
 
 // ListOrganizationInvites lists the invitations to the organization itself.
 func (s *OrganizationService) ListOrganizationInvites(ctx context.Context, req *platformv1.ListOrganizationInvitesRequest) (*platformv1.ListOrganizationInvitesResponse, error) {
 	org := req.GetOrganizationId()
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parsePage(req)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.st.GetOrganization(ctx, org); err != nil {
 		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
-	page, err := s.st.ListInvitations(ctx, org, "", size, req.GetPageToken())
+	page, err := s.st.ListInvitations(ctx, org, "", lp.Size, lp.Token)
 	if err != nil {
 		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
 	}
 	out := &platformv1.ListOrganizationInvitesResponse{NextPageToken: page.NextPageToken}
-	for _, inv := range page.Items {
-		out.Invitations = append(out.Invitations, invitationProto(inv))
-	}
+	out.Invitations = mapAll(page.Items, invitationProto)
 	return out, nil
 }
 

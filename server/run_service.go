@@ -67,17 +67,9 @@ func (s *RunService) GetRun(ctx context.Context, req *platformv1.GetRunRequest) 
 // create_time or update_time, optionally desc (default create_time desc).
 func (s *RunService) ListRuns(ctx context.Context, req *platformv1.ListRunsRequest) (*platformv1.ListRunsResponse, error) {
 	org, ws, automation := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parseList(req, sqlfilter.Runs, store.RunOrdering)
 	if err != nil {
 		return nil, err
-	}
-	f, err := sqlfilter.Runs.Parse(req.GetFilter())
-	if err != nil {
-		return nil, invalidFromStore(err)
-	}
-	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.RunOrdering)
-	if err != nil {
-		return nil, invalidFromStore(err)
 	}
 	if automation == "" || automation == "-" {
 		automation = "-"
@@ -88,19 +80,15 @@ func (s *RunService) ListRuns(ctx context.Context, req *platformv1.ListRunsReque
 		return nil, automationErr(err, org, ws, automation)
 	}
 	page, err := s.st.ListRuns(ctx, store.ListRunsRequest{
-		OrganizationID: org, WorkspaceID: ws, AutomationID: automation, Filter: f, OrderBy: ob,
-		PageSize: size, PageToken: req.GetPageToken(),
+		OrganizationID: org, WorkspaceID: ws, AutomationID: automation, Filter: lp.Filter, OrderBy: lp.OrderBy,
+		PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
 		return nil, storeStatus(err, ReasonAutomationNotFound, ReasonAutomationNotFound, automationName(org, ws, automation))
 	}
 	out := &platformv1.ListRunsResponse{NextPageToken: page.NextPageToken}
-	for _, r := range page.Items {
-		p, err := engine.RunToProto(r)
-		if err != nil {
-			return nil, err
-		}
-		out.Runs = append(out.Runs, p)
+	if out.Runs, err = mapItems(page.Items, engine.RunToProto); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -52,29 +52,19 @@ func (s *WorkspaceService) workspaceErr(err error, org, ws string) error {
 // ListWorkspaces lists an organization's workspaces (those in the key's
 // scope). Filter: title (=, !=, :). Order: title, create_time, update_time.
 func (s *WorkspaceService) ListWorkspaces(ctx context.Context, req *platformv1.ListWorkspacesRequest) (*platformv1.ListWorkspacesResponse, error) {
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parseList(req, sqlfilter.Workspaces, store.WorkspaceOrdering)
 	if err != nil {
 		return nil, err
 	}
-	f, err := sqlfilter.Workspaces.Parse(req.GetFilter())
-	if err != nil {
-		return nil, invalidFromStore(err)
-	}
-	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.WorkspaceOrdering)
-	if err != nil {
-		return nil, invalidFromStore(err)
-	}
 	page, err := s.st.ListWorkspaces(ctx, store.ListWorkspacesRequest{
-		OrganizationID: req.GetOrganizationId(), Filter: scopedToCaller(ctx, f), OrderBy: ob,
-		PageSize: size, PageToken: req.GetPageToken(),
+		OrganizationID: req.GetOrganizationId(), Filter: scopedToCaller(ctx, lp.Filter), OrderBy: lp.OrderBy,
+		PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
 		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
 	}
 	out := &platformv1.ListWorkspacesResponse{NextPageToken: page.NextPageToken}
-	for _, w := range page.Items {
-		out.Workspaces = append(out.Workspaces, workspaceProto(w))
-	}
+	out.Workspaces = mapAll(page.Items, workspaceProto)
 	return out, nil
 }
 
@@ -94,25 +84,19 @@ func (s *WorkspaceService) ListCurrentUserWorkspaces(ctx context.Context, req *p
 	if err != nil {
 		return nil, err
 	}
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parseFiltered(req, sqlfilter.Workspaces)
 	if err != nil {
 		return nil, err
 	}
-	f, err := sqlfilter.Workspaces.Parse(req.GetFilter())
-	if err != nil {
-		return nil, invalidFromStore(err)
-	}
 	page, err := s.st.ListWorkspaces(ctx, store.ListWorkspacesRequest{
-		OrganizationID: req.GetOrganizationId(), MemberUserID: p.UserID, Filter: scopedToCaller(ctx, f),
-		PageSize: size, PageToken: req.GetPageToken(),
+		OrganizationID: req.GetOrganizationId(), MemberUserID: p.UserID, Filter: scopedToCaller(ctx, lp.Filter),
+		PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
 		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
 	}
 	out := &platformv1.ListCurrentUserWorkspacesResponse{NextPageToken: page.NextPageToken}
-	for _, w := range page.Items {
-		out.UserWorkspaces = append(out.UserWorkspaces, workspaceProto(w))
-	}
+	out.UserWorkspaces = mapAll(page.Items, workspaceProto)
 	return out, nil
 }
 
@@ -277,21 +261,19 @@ func (s *WorkspaceService) requireWorkspace(ctx context.Context, org, ws string)
 // ListWorkspaceInvites lists a workspace's pending invitations, newest first.
 func (s *WorkspaceService) ListWorkspaceInvites(ctx context.Context, req *platformv1.ListWorkspaceInvitesRequest) (*platformv1.ListWorkspaceInvitesResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parsePage(req)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.requireWorkspace(ctx, org, ws); err != nil {
 		return nil, err
 	}
-	page, err := s.st.ListInvitations(ctx, org, ws, size, req.GetPageToken())
+	page, err := s.st.ListInvitations(ctx, org, ws, lp.Size, lp.Token)
 	if err != nil {
 		return nil, s.workspaceErr(err, org, ws)
 	}
 	out := &platformv1.ListWorkspaceInvitesResponse{NextPageToken: page.NextPageToken}
-	for _, inv := range page.Items {
-		out.Invitations = append(out.Invitations, invitationProto(inv))
-	}
+	out.Invitations = mapAll(page.Items, invitationProto)
 	return out, nil
 }
 
@@ -375,21 +357,19 @@ func (s *WorkspaceService) DeleteWorkspaceInvite(ctx context.Context, req *platf
 // ListWorkspaceRoles lists the roles that can be given in a workspace.
 func (s *WorkspaceService) ListWorkspaceRoles(ctx context.Context, req *platformv1.ListWorkspaceRolesRequest) (*platformv1.ListWorkspaceRolesResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parsePage(req)
 	if err != nil {
 		return nil, err
 	}
 	if err := s.requireWorkspace(ctx, org, ws); err != nil {
 		return nil, err
 	}
-	page, err := s.st.ListRoles(ctx, org, store.ScopeWorkspace, size, req.GetPageToken())
+	page, err := s.st.ListRoles(ctx, org, store.ScopeWorkspace, lp.Size, lp.Token)
 	if err != nil {
 		return nil, s.workspaceErr(err, org, ws)
 	}
 	out := &platformv1.ListWorkspaceRolesResponse{NextPageToken: page.NextPageToken}
-	for _, r := range page.Items {
-		out.Roles = append(out.Roles, roleProto(r))
-	}
+	out.Roles = mapAll(page.Items, roleProto)
 	return out, nil
 }
 
@@ -397,31 +377,21 @@ func (s *WorkspaceService) ListWorkspaceRoles(ctx context.Context, req *platform
 // search. Order: display_name, email, created_time, updated_time.
 func (s *WorkspaceService) ListWorkspaceUsers(ctx context.Context, req *platformv1.ListWorkspaceUsersRequest) (*platformv1.ListWorkspaceUsersResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	size, err := checkedPageSize(req.GetPageSize())
+	lp, err := parseList(req, sqlfilter.WorkspaceUsers, store.WorkspaceUserOrdering)
 	if err != nil {
 		return nil, err
-	}
-	f, err := sqlfilter.WorkspaceUsers.Parse(req.GetFilter())
-	if err != nil {
-		return nil, invalidFromStore(err)
-	}
-	ob, err := store.ParseOrderBy(req.GetOrderBy(), store.WorkspaceUserOrdering)
-	if err != nil {
-		return nil, invalidFromStore(err)
 	}
 	if err := s.requireWorkspace(ctx, org, ws); err != nil {
 		return nil, err
 	}
 	page, err := s.st.ListWorkspaceUsers(ctx, store.ListWorkspaceUsersRequest{
-		OrganizationID: org, WorkspaceID: ws, Filter: f, OrderBy: ob, PageSize: size, PageToken: req.GetPageToken(),
+		OrganizationID: org, WorkspaceID: ws, Filter: lp.Filter, OrderBy: lp.OrderBy, PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
 		return nil, s.workspaceErr(err, org, ws)
 	}
 	out := &platformv1.ListWorkspaceUsersResponse{NextPageToken: page.NextPageToken}
-	for _, m := range page.Items {
-		out.Users = append(out.Users, workspaceUserProto(m))
-	}
+	out.Users = mapAll(page.Items, workspaceUserProto)
 	return out, nil
 }
 
