@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -201,13 +203,14 @@ func details(st *spb.Status) []json.RawMessage {
 
 // withErrorInfo makes sure st carries an ErrorInfo (AIP-193 asks for one),
 // adding {reason: <CODE_NAME>, domain: prose.run} when it has none.
-func withErrorInfo(st *spb.Status, reason string) *spb.Status {
+func withErrorInfo(st *spb.Status, r errorsv1.ErrorReason) *spb.Status {
 	for _, d := range st.GetDetails() {
 		if d.MessageIs((*errdetails.ErrorInfo)(nil)) {
 			return st
 		}
 	}
-	if reason == "" {
+	reason := strings.TrimPrefix(r.String(), "ERROR_REASON_")
+	if r == errorsv1.ErrorReason_ERROR_REASON_UNSPECIFIED {
 		reason = codeName(codes.Code(st.GetCode()))
 	}
 	info, err := anypb.New(&errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain})
@@ -226,7 +229,7 @@ func (g *gw) errorHandler(ctx context.Context, mux *runtime.ServeMux, _ runtime.
 	if probeFrom(r.Context()) != nil {
 		return // an Allow probe: nothing is written
 	}
-	httpStatus, reason := 0, ""
+	httpStatus, reason := 0, errorsv1.ErrorReason_ERROR_REASON_UNSPECIFIED
 	var hse *runtime.HTTPStatusError
 	if errors.As(err, &hse) {
 		httpStatus = hse.HTTPStatus
@@ -240,7 +243,7 @@ func (g *gw) errorHandler(ctx context.Context, mux *runtime.ServeMux, _ runtime.
 			slog.String("request_id", w.Header().Get(requestIDHTTPHeader)),
 			slog.String("error", err.Error()))
 		st = status.New(codes.Internal, "internal error")
-		reason = "INTERNAL"
+		reason = errorsv1.ErrorReason_ERROR_REASON_INTERNAL
 	}
 	if md, ok := runtime.ServerMetadataFromContext(ctx); ok {
 		g.copyHeaders(w, md.HeaderMD)
@@ -248,7 +251,7 @@ func (g *gw) errorHandler(ctx context.Context, mux *runtime.ServeMux, _ runtime.
 	g.writeError(w, r, st.Proto(), httpStatus, reason)
 }
 
-func (g *gw) writeError(w http.ResponseWriter, r *http.Request, st *spb.Status, httpStatus int, reason string) {
+func (g *gw) writeError(w http.ResponseWriter, r *http.Request, st *spb.Status, httpStatus int, reason errorsv1.ErrorReason) {
 	if b := bodyStateFrom(r.Context()); b != nil {
 		// The body went past its bound or its deadline: whatever the
 		// decoder made of the cut body, the answer is 413 or 408.
@@ -281,7 +284,7 @@ func (g *gw) streamErrorHandler(ctx context.Context, err error) *status.Status {
 		g.log.LogAttrs(ctx, slog.LevelError, "gateway stream error", slog.String("error", err.Error()))
 		return status.New(codes.Internal, "internal error")
 	}
-	return status.FromProto(withErrorInfo(st.Proto(), ""))
+	return status.FromProto(withErrorInfo(st.Proto(), errorsv1.ErrorReason_ERROR_REASON_UNSPECIFIED))
 }
 
 // routingErrorHandler renders 404 for an unknown path and 405 with an Allow
@@ -292,7 +295,7 @@ func (g *gw) routingErrorHandler(ctx context.Context, mux *runtime.ServeMux, m r
 		return
 	}
 	var st *status.Status
-	reason := ""
+	reason := errorsv1.ErrorReason_ERROR_REASON_UNSPECIFIED
 	switch httpStatus {
 	case http.StatusMethodNotAllowed:
 		allow := g.allowed(r)
@@ -300,13 +303,13 @@ func (g *gw) routingErrorHandler(ctx context.Context, mux *runtime.ServeMux, m r
 			w.Header().Set("Allow", strings.Join(allow, ", "))
 		}
 		st = status.New(codes.Unimplemented, "method "+r.Method+" is not allowed on "+r.URL.Path)
-		reason = "METHOD_NOT_ALLOWED"
+		reason = errorsv1.ErrorReason_ERROR_REASON_METHOD_NOT_ALLOWED
 	case http.StatusNotFound:
 		st = status.New(codes.NotFound, "no such path: "+r.URL.Path)
-		reason = "PATH_NOT_FOUND"
+		reason = errorsv1.ErrorReason_ERROR_REASON_PATH_NOT_FOUND
 	case http.StatusBadRequest:
 		st = status.New(codes.InvalidArgument, "malformed path: "+r.URL.Path)
-		reason = "MALFORMED_PATH"
+		reason = errorsv1.ErrorReason_ERROR_REASON_MALFORMED_PATH
 	default:
 		st = status.New(codes.Internal, "internal error")
 		httpStatus = http.StatusInternalServerError

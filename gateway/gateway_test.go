@@ -1,6 +1,8 @@
 package gateway_test
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"bufio"
 	"bytes"
 	"context"
@@ -61,13 +63,13 @@ func errorFor(id string) error {
 	}
 	switch id {
 	case "missing":
-		return transport.NotFound("RUN_NOT_FOUND", "runs/missing")
+		return transport.NotFound(errorsv1.ErrorReason_ERROR_REASON_RUN_NOT_FOUND, "runs/missing")
 	case "denied":
-		return transport.PermissionDenied("DEPARTMENT_MISMATCH", "mismatch with department")
+		return transport.PermissionDenied(errorsv1.ErrorReason_ERROR_REASON_ORGANIZATION_MISMATCH, "mismatch with department")
 	case "bad":
-		return transport.InvalidArgument("BAD_ID", "bad id", transport.Violation("id", "must be numeric"))
+		return transport.InvalidArgument(errorsv1.ErrorReason_ERROR_REASON_INVALID_FIELD, "bad id", transport.Violation("id", "must be numeric"))
 	case "conflict":
-		return transport.FailedPrecondition("NOT_PENDING", "not pending", nil)
+		return transport.FailedPrecondition(errorsv1.ErrorReason_ERROR_REASON_EXCEPTION_STATE_CONFLICT, "not pending", nil)
 	case "plain":
 		return io.ErrUnexpectedEOF
 	case "panic":
@@ -138,7 +140,7 @@ func (fakeBooks) GetBook(ctx context.Context, req *bookv1.GetBookRequest) (*book
 	if req.GetName() == "known" {
 		return &bookv1.GetBookResponse{Book: &bookv1.Book{Name: "known", Version: req.GetVersion(), DisplayName: "Known"}}, nil
 	}
-	return nil, transport.NotFound("BOOK_NOT_FOUND", "books/"+req.GetName()+"/versions/"+req.GetVersion())
+	return nil, transport.NotFound(errorsv1.ErrorReason_ERROR_REASON_BOOK_NOT_FOUND, "books/"+req.GetName()+"/versions/"+req.GetVersion())
 }
 
 func (fakeBooks) ListWorkspaceBooks(context.Context, *bookv1.ListWorkspaceBooksRequest) (*bookv1.ListWorkspaceBooksResponse, error) {
@@ -156,11 +158,11 @@ type fakeEvents struct {
 // StreamEvents sends two events; for run "broken" it fails after the first.
 func (fakeEvents) StreamEvents(req *platformv1.StreamEventsRequest, stream grpc.ServerStreamingServer[platformv1.StreamEventsResponse]) error {
 	if req.GetRunId() == "missing" {
-		return transport.NotFound("RUN_NOT_FOUND", "runs/missing")
+		return transport.NotFound(errorsv1.ErrorReason_ERROR_REASON_RUN_NOT_FOUND, "runs/missing")
 	}
 	for i, name := range []string{"e1", "e2"} {
 		if i == 1 && req.GetRunId() == "broken" {
-			return transport.FailedPrecondition("RUN_GONE", "the run went away", nil)
+			return transport.FailedPrecondition(errorsv1.ErrorReason_ERROR_REASON_RUN_STATE_CONFLICT, "the run went away", nil)
 		}
 		if err := stream.Send(&platformv1.StreamEventsResponse{Event: &platformv1.Event{Name: name, State: platformv1.Event_STATE_COMPLETE}}); err != nil {
 			return err
@@ -186,12 +188,12 @@ var authByKey = transport.AuthenticatorFunc(func(ctx context.Context, _ string) 
 	md, _ := metadata.FromIncomingContext(ctx)
 	for _, k := range md.Get("x-api-key") {
 		if k == "wrong" {
-			return nil, transport.Unauthenticated("API_KEY_INVALID", "Invalid API key")
+			return nil, transport.Unauthenticated(errorsv1.ErrorReason_ERROR_REASON_API_KEY_INVALID, "Invalid API key")
 		}
 	}
 	for _, a := range md.Get("authorization") {
 		if a == "Bearer wrong" {
-			return nil, transport.Unauthenticated("API_KEY_INVALID", "Invalid API key")
+			return nil, transport.Unauthenticated(errorsv1.ErrorReason_ERROR_REASON_API_KEY_INVALID, "Invalid API key")
 		}
 	}
 	return ctx, nil

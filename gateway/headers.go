@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -154,7 +156,7 @@ func (g *gw) recoverHTTP(next http.Handler) http.Handler {
 				slog.String("request_id", w.Header().Get(requestIDHTTPHeader)),
 				slog.String("panic", fmt.Sprint(p)),
 				slog.String("stack", string(debug.Stack())))
-			g.writeError(w, r, status.New(codes.Internal, "internal error").Proto(), 0, "INTERNAL")
+			g.writeError(w, r, status.New(codes.Internal, "internal error").Proto(), 0, errorsv1.ErrorReason_ERROR_REASON_INTERNAL)
 		}()
 		next.ServeHTTP(w, r)
 	})

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -37,7 +39,7 @@ const (
 )
 
 // ReasonRequestTooLarge is the ErrorInfo reason of a 413.
-const ReasonRequestTooLarge = "REQUEST_TOO_LARGE"
+const ReasonRequestTooLarge = errorsv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE
 
 // IsUploadPath reports whether path takes a file's bytes as its body (and so
 // the upload bound instead of the JSON one).
@@ -66,8 +68,8 @@ func bodyStateFrom(ctx context.Context) *bodyState {
 // ReasonRequestTimeout is the ErrorInfo reason of a 408, and ReasonUploadsBusy
 // of a 503 for an upload when the uploads in flight are at their bound.
 const (
-	ReasonRequestTimeout = "REQUEST_BODY_TIMEOUT"
-	ReasonUploadsBusy    = "UPLOADS_BUSY"
+	ReasonRequestTimeout = errorsv1.ErrorReason_ERROR_REASON_REQUEST_BODY_TIMEOUT
+	ReasonUploadsBusy    = errorsv1.ErrorReason_ERROR_REASON_UPLOADS_BUSY
 )
 
 // tooLarge is the status of a body over max bytes.

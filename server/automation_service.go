@@ -1,6 +1,8 @@
 package server
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -22,13 +24,13 @@ import (
 
 // Reasons of the automation and run services' errors.
 const (
-	ReasonAutomationNotFound     = "AUTOMATION_NOT_FOUND"
-	ReasonAutomationExists       = "AUTOMATION_ALREADY_EXISTS"
-	ReasonAutomationNotPublished = "AUTOMATION_NOT_PUBLISHED"
-	ReasonCodeSyntaxError        = "CODE_SYNTAX_ERROR"
-	ReasonRunNotFound            = "RUN_NOT_FOUND"
-	ReasonRunStateConflict       = "RUN_STATE_CONFLICT"
-	ReasonShareIDNotFound        = "SHARE_ID_NOT_FOUND"
+	ReasonAutomationNotFound     = errorsv1.ErrorReason_ERROR_REASON_AUTOMATION_NOT_FOUND
+	ReasonAutomationExists       = errorsv1.ErrorReason_ERROR_REASON_AUTOMATION_ALREADY_EXISTS
+	ReasonAutomationNotPublished = errorsv1.ErrorReason_ERROR_REASON_AUTOMATION_NOT_PUBLISHED
+	ReasonCodeSyntaxError        = errorsv1.ErrorReason_ERROR_REASON_CODE_SYNTAX_ERROR
+	ReasonRunNotFound            = errorsv1.ErrorReason_ERROR_REASON_RUN_NOT_FOUND
+	ReasonRunStateConflict       = errorsv1.ErrorReason_ERROR_REASON_RUN_STATE_CONFLICT
+	ReasonShareIDNotFound        = errorsv1.ErrorReason_ERROR_REASON_SHARE_ID_NOT_FOUND
 )
 
 // AutomationService implements prose.platform.v1.AutomationService: an
@@ -450,7 +452,7 @@ func invokeErr(err error, org, ws, id, inputsField string) error {
 	}
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// The request id started a run of another automation (AIP-155).
-		return transport.NewError(codes.AlreadyExists, "REQUEST_ID_REUSED", withoutSentinel(err, store.ErrAlreadyExists)).Err()
+		return transport.NewError(codes.AlreadyExists, ReasonRequestIDReused, withoutSentinel(err, store.ErrAlreadyExists)).Err()
 	}
 	return automationErr(err, org, ws, id)
 }

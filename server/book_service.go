@@ -1,6 +1,8 @@
 package server
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -20,14 +22,14 @@ import (
 
 // Reasons of the book service's errors.
 const (
-	ReasonBookNotFound       = "BOOK_NOT_FOUND"
-	ReasonBookAlreadyExists  = "BOOK_ALREADY_EXISTS"
-	ReasonInvalidBook        = "INVALID_BOOK"
-	ReasonInvalidFilter      = "INVALID_FILTER"
-	ReasonInvalidPageToken   = "INVALID_PAGE_TOKEN"
-	ReasonInvalidPageSize    = "INVALID_PAGE_SIZE"
-	ReasonInvalidUpdateMask  = "INVALID_UPDATE_MASK"
-	ReasonBuiltinBookChanged = "BUILTIN_BOOK_READ_ONLY"
+	ReasonBookNotFound       = errorsv1.ErrorReason_ERROR_REASON_BOOK_NOT_FOUND
+	ReasonBookAlreadyExists  = errorsv1.ErrorReason_ERROR_REASON_BOOK_ALREADY_EXISTS
+	ReasonInvalidBook        = errorsv1.ErrorReason_ERROR_REASON_INVALID_BOOK
+	ReasonInvalidFilter      = errorsv1.ErrorReason_ERROR_REASON_INVALID_FILTER
+	ReasonInvalidPageToken   = errorsv1.ErrorReason_ERROR_REASON_INVALID_PAGE_TOKEN
+	ReasonInvalidPageSize    = errorsv1.ErrorReason_ERROR_REASON_INVALID_PAGE_SIZE
+	ReasonInvalidUpdateMask  = errorsv1.ErrorReason_ERROR_REASON_INVALID_UPDATE_MASK
+	ReasonBuiltinBookChanged = errorsv1.ErrorReason_ERROR_REASON_BUILTIN_BOOK_READ_ONLY
 )
 
 // BookService serves prose.book.v1.BookService over a books.Registry: the

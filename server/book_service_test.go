@@ -46,15 +46,15 @@ func bookClient(t *testing.T, reg *books.Registry) (bookv1.BookServiceClient, *g
 	return bookv1.NewBookServiceClient(conn), conn
 }
 
-func wantCode(t *testing.T, what string, err error, code codes.Code, reason string) {
+func wantCode(t *testing.T, what string, err error, code codes.Code, reason transport.ErrorReason) {
 	t.Helper()
 	st, _ := status.FromError(err)
 	if st.Code() != code {
 		t.Errorf("%s: code = %v (%v), want %v", what, st.Code(), err, code)
 		return
 	}
-	if reason != "" && transport.Reason(err) != reason {
-		t.Errorf("%s: reason = %q, want %q", what, transport.Reason(err), reason)
+	if reason != 0 && transport.ReasonOf(err) != reason {
+		t.Errorf("%s: reason = %q, want %q", what, transport.Reason(err), transport.ReasonName(reason))
 	}
 }
 

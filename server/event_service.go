@@ -1,6 +1,8 @@
 package server
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -19,9 +21,9 @@ import (
 
 // Error reasons of the event service.
 const (
-	ReasonEventNotFound        = "EVENT_NOT_FOUND"
-	ReasonAgentNotFound        = "AGENT_NOT_FOUND"
-	ReasonEventMessageTooLarge = "EVENT_MESSAGE_TOO_LARGE"
+	ReasonEventNotFound        = errorsv1.ErrorReason_ERROR_REASON_EVENT_NOT_FOUND
+	ReasonAgentNotFound        = errorsv1.ErrorReason_ERROR_REASON_AGENT_NOT_FOUND
+	ReasonEventMessageTooLarge = errorsv1.ErrorReason_ERROR_REASON_EVENT_MESSAGE_TOO_LARGE
 )
 
 // DefaultMaxEventMessageBytes is the default cap on the size of a user

@@ -1,6 +1,8 @@
 package server
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -19,10 +21,10 @@ import (
 
 // Reasons of the exception service's errors.
 const (
-	ReasonExceptionNotFound      = "EXCEPTION_NOT_FOUND"
-	ReasonExceptionStateConflict = "EXCEPTION_STATE_CONFLICT"
-	ReasonGuidanceMismatch       = "GUIDANCE_DOES_NOT_FIT"
-	ReasonAssigneeNotMember      = "ASSIGNEE_NOT_A_MEMBER"
+	ReasonExceptionNotFound      = errorsv1.ErrorReason_ERROR_REASON_EXCEPTION_NOT_FOUND
+	ReasonExceptionStateConflict = errorsv1.ErrorReason_ERROR_REASON_EXCEPTION_STATE_CONFLICT
+	ReasonGuidanceMismatch       = errorsv1.ErrorReason_ERROR_REASON_GUIDANCE_DOES_NOT_FIT
+	ReasonAssigneeNotMember      = errorsv1.ErrorReason_ERROR_REASON_ASSIGNEE_NOT_A_MEMBER
 )
 
 // MaxBatchExceptions bounds the exceptions one batch call changes. A batch

@@ -1,6 +1,8 @@
 package server
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -26,10 +28,10 @@ const MaxFileBytes = 32 << 20
 
 // Reasons of the file errors.
 const (
-	ReasonFileNotFound    = "FILE_NOT_FOUND"
-	ReasonFileTooLarge    = "FILE_TOO_LARGE"
-	ReasonFileNotUploaded = "FILE_NOT_UPLOADED"
-	ReasonFilenameInvalid = "FILENAME_INVALID"
+	ReasonFileNotFound    = errorsv1.ErrorReason_ERROR_REASON_FILE_NOT_FOUND
+	ReasonFileTooLarge    = errorsv1.ErrorReason_ERROR_REASON_FILE_TOO_LARGE
+	ReasonFileNotUploaded = errorsv1.ErrorReason_ERROR_REASON_FILE_NOT_UPLOADED
+	ReasonFilenameInvalid = errorsv1.ErrorReason_ERROR_REASON_FILENAME_INVALID
 )
 
 // FileOptions configures NewFileService.

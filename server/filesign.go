@@ -1,6 +1,8 @@
 package server
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
@@ -27,14 +29,14 @@ import (
 
 // Reasons of the signed URL errors.
 const (
-	ReasonSignedURLMalformed = "SIGNED_URL_MALFORMED"
-	ReasonSignedURLInvalid   = "SIGNED_URL_SIGNATURE_INVALID"
-	ReasonSignedURLExpired   = "SIGNED_URL_EXPIRED"
-	ReasonSignedURLOperation = "SIGNED_URL_WRONG_OPERATION"
-	ReasonUploadFormInvalid  = "UPLOAD_FORM_INVALID"
+	ReasonSignedURLMalformed = errorsv1.ErrorReason_ERROR_REASON_SIGNED_URL_MALFORMED
+	ReasonSignedURLInvalid   = errorsv1.ErrorReason_ERROR_REASON_SIGNED_URL_SIGNATURE_INVALID
+	ReasonSignedURLExpired   = errorsv1.ErrorReason_ERROR_REASON_SIGNED_URL_EXPIRED
+	ReasonSignedURLOperation = errorsv1.ErrorReason_ERROR_REASON_SIGNED_URL_WRONG_OPERATION
+	ReasonUploadFormInvalid  = errorsv1.ErrorReason_ERROR_REASON_UPLOAD_FORM_INVALID
 	// ReasonUploadURLUsed: a legacy upload URL (/v1/upload, /v2/files) takes
 	// one upload; the file already has its bytes.
-	ReasonUploadURLUsed = "UPLOAD_URL_USED"
+	ReasonUploadURLUsed = errorsv1.ErrorReason_ERROR_REASON_UPLOAD_URL_USED
 )
 
 // Paths of the signed URLs on the HTTP side (served by

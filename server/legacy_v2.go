@@ -44,7 +44,7 @@ func NewLegacyV2(db Pinger) *LegacyV2 { return &LegacyV2{db: db} }
 func (s *LegacyV2) Health(ctx context.Context, _ *legacyv2.HealthRequest) (*legacyv2.HealthResponse, error) {
 	if s.db != nil {
 		if err := s.db.Ping(ctx); err != nil {
-			return nil, transport.NewError(codes.Unavailable, "DATABASE_UNAVAILABLE", "the database does not answer").Err()
+			return nil, transport.NewError(codes.Unavailable, ReasonDatabaseUnavailable, "the database does not answer").Err()
 		}
 	}
 	return &legacyv2.HealthResponse{Status: "ok", Version: Version}, nil

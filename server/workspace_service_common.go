@@ -1,6 +1,8 @@
 package server
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"errors"
 	"regexp"
@@ -19,21 +21,24 @@ import (
 
 // Reasons of the identity services' errors.
 const (
-	ReasonOrganizationNotFound = "ORGANIZATION_NOT_FOUND"
-	ReasonWorkspaceNotFound    = "WORKSPACE_NOT_FOUND"
-	ReasonWorkspaceExists      = "WORKSPACE_ALREADY_EXISTS"
-	ReasonUserNotFound         = "USER_NOT_FOUND"
-	ReasonMemberNotFound       = "WORKSPACE_USER_NOT_FOUND"
-	ReasonMemberExists         = "WORKSPACE_USER_ALREADY_EXISTS"
-	ReasonInvitationNotFound   = "INVITATION_NOT_FOUND"
-	ReasonInvitationExists     = "INVITATION_ALREADY_EXISTS"
-	ReasonRoleNotFound         = "ROLE_NOT_FOUND"
-	ReasonAPIKeyNotFound       = "API_KEY_NOT_FOUND"
-	ReasonAPIKeyLimit          = "API_KEY_LIMIT_REACHED"
-	ReasonInvalidOrderBy       = "INVALID_ORDER_BY"
-	ReasonInvalidField         = "INVALID_FIELD"
-	ReasonFailedPrecondition   = "FAILED_PRECONDITION"
-	ReasonConflict             = "CONFLICT"
+	ReasonOrganizationNotFound = errorsv1.ErrorReason_ERROR_REASON_ORGANIZATION_NOT_FOUND
+	ReasonWorkspaceNotFound    = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_NOT_FOUND
+	ReasonWorkspaceExists      = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_ALREADY_EXISTS
+	ReasonUserNotFound         = errorsv1.ErrorReason_ERROR_REASON_USER_NOT_FOUND
+	ReasonMemberNotFound       = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_USER_NOT_FOUND
+	ReasonMemberExists         = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_USER_ALREADY_EXISTS
+	ReasonInvitationNotFound   = errorsv1.ErrorReason_ERROR_REASON_INVITATION_NOT_FOUND
+	ReasonInvitationExists     = errorsv1.ErrorReason_ERROR_REASON_INVITATION_ALREADY_EXISTS
+	ReasonRoleNotFound         = errorsv1.ErrorReason_ERROR_REASON_ROLE_NOT_FOUND
+	ReasonAPIKeyNotFound       = errorsv1.ErrorReason_ERROR_REASON_API_KEY_NOT_FOUND
+	ReasonAPIKeyLimit          = errorsv1.ErrorReason_ERROR_REASON_API_KEY_LIMIT_REACHED
+	ReasonInvalidOrderBy       = errorsv1.ErrorReason_ERROR_REASON_INVALID_ORDER_BY
+	ReasonInvalidField         = errorsv1.ErrorReason_ERROR_REASON_INVALID_FIELD
+	ReasonFailedPrecondition   = errorsv1.ErrorReason_ERROR_REASON_FAILED_PRECONDITION
+	ReasonConflict             = errorsv1.ErrorReason_ERROR_REASON_CONFLICT
+	ReasonStoreUnavailable     = errorsv1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE
+	ReasonDatabaseUnavailable  = errorsv1.ErrorReason_ERROR_REASON_DATABASE_UNAVAILABLE
+	ReasonRequestIDReused      = errorsv1.ErrorReason_ERROR_REASON_REQUEST_ID_REUSED
 )
 
 // storeStatus maps a store error to a status: ErrNotFound → NOT_FOUND with
@@ -42,7 +47,7 @@ const (
 // FAILED_PRECONDITION, ErrConflict → ABORTED, ErrResourceExhausted →
 // RESOURCE_EXHAUSTED; anything else stays an internal error (logged, never
 // shown).
-func storeStatus(err error, notFoundReason, existsReason, name string) error {
+func storeStatus(err error, notFoundReason, existsReason transport.ErrorReason, name string) error {
 	switch {
 	case err == nil:
 		return nil
@@ -207,4 +212,4 @@ func invitationProto(inv store.Invitation) *platformv1.UserInvitation {
 	return &platformv1.UserInvitation{Email: inv.Email, InvitationId: inv.ID}
 }
 
-var errStoreUnavailable = transport.NewError(codes.Unavailable, "STORE_UNAVAILABLE", "no store is configured").Err()
+var errStoreUnavailable = transport.NewError(codes.Unavailable, ReasonStoreUnavailable, "no store is configured").Err()

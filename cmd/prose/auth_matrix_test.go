@@ -229,18 +229,18 @@ func TestAuthorizationMatrix(t *testing.T) {
 			want, reason := codes.OK, ""
 			switch c.name {
 			case "no key":
-				want, reason = codes.Unauthenticated, transport.ReasonAPIKeyMissing
+				want, reason = codes.Unauthenticated, transport.ReasonName(transport.ReasonAPIKeyMissing)
 			case "unknown key", "malformed key":
-				want, reason = codes.Unauthenticated, transport.ReasonAPIKeyInvalid
+				want, reason = codes.Unauthenticated, transport.ReasonName(transport.ReasonAPIKeyInvalid)
 			case "expired key":
-				want, reason = codes.Unauthenticated, transport.ReasonAPIKeyExpired
+				want, reason = codes.Unauthenticated, transport.ReasonName(transport.ReasonAPIKeyExpired)
 			case "scoped to another workspace":
 				if namesWorkspace || acc.AllWorkspaces {
-					want, reason = codes.PermissionDenied, transport.ReasonWorkspaceOutOfScope
+					want, reason = codes.PermissionDenied, transport.ReasonName(transport.ReasonWorkspaceOutOfScope)
 				}
 			case "read-only key":
 				if acc.Write {
-					want, reason = codes.PermissionDenied, transport.ReasonAPIKeyReadOnly
+					want, reason = codes.PermissionDenied, transport.ReasonName(transport.ReasonAPIKeyReadOnly)
 				}
 			}
 			header, value := "authorization", "Bearer "+c.key
@@ -370,14 +370,14 @@ func TestUpdateApiKeyMatrix(t *testing.T) {
 		{"restricted", keySpec{level: store.PermissionRestricted, toggles: toggles}},
 		{"scoped", keySpec{workspaces: []string{ws}}},
 	}
-	const (
+	var (
 		ok        = codes.OK
 		denied    = codes.PermissionDenied
 		invalid   = codes.InvalidArgument
-		readOnly  = transport.ReasonAPIKeyReadOnly
-		levelOff  = transport.ReasonAPIKeyPermissionOff
-		outside   = transport.ReasonWorkspaceOutOfScope
-		badField  = server.ReasonInvalidField
+		readOnly  = transport.ReasonName(transport.ReasonAPIKeyReadOnly)
+		levelOff  = transport.ReasonName(transport.ReasonAPIKeyPermissionOff)
+		outside   = transport.ReasonName(transport.ReasonWorkspaceOutOfScope)
+		badField  = transport.ReasonName(server.ReasonInvalidField)
 		likeSelf  = "self"
 		likeCall  = "like caller"
 		broadAll  = "all workspaces, level all"
@@ -420,7 +420,7 @@ func TestUpdateApiKeyMatrix(t *testing.T) {
 			want:  map[string]want{"all": {ok, ""}, "restricted": {ok, ""}, "scoped": {denied, outside}},
 			check: wantField("workspace_ids.0", "{other}")},
 		{name: "unknown workspace", target: likeCall, mask: "workspace_ids", body: `{"workspace_ids":["nope"]}`,
-			want: map[string]want{"all": {invalid, server.ReasonWorkspaceNotFound}, "restricted": {invalid, server.ReasonWorkspaceNotFound}, "scoped": {invalid, server.ReasonWorkspaceNotFound}}},
+			want: map[string]want{"all": {invalid, transport.ReasonName(server.ReasonWorkspaceNotFound)}, "restricted": {invalid, transport.ReasonName(server.ReasonWorkspaceNotFound)}, "scoped": {invalid, transport.ReasonName(server.ReasonWorkspaceNotFound)}}},
 		{name: "level down to read-only", target: likeCall, mask: "permission_level", body: `{"permission_level":"API_KEY_PERMISSION_LEVEL_READ_ONLY"}`,
 			want:  map[string]want{"all": {ok, ""}, "restricted": {denied, levelOff}, "scoped": {ok, ""}},
 			check: wantField("permission_level", "API_KEY_PERMISSION_LEVEL_READ_ONLY")},
@@ -555,8 +555,8 @@ func TestEveryRegisteredRPCIsGuarded(t *testing.T) {
 				}
 				if namesOrg {
 					_, err = e.doGRPC(t, rpc, msg, metadata.Pairs(header, prefix+intruder.APIKey))
-					if status.Code(err) != codes.PermissionDenied || grpcReason(err) != transport.ReasonOrganizationMismatch {
-						t.Errorf("another organization's key: %v, want PERMISSION_DENIED %s", err, transport.ReasonOrganizationMismatch)
+					if status.Code(err) != codes.PermissionDenied || grpcReason(err) != transport.ReasonName(transport.ReasonOrganizationMismatch) {
+						t.Errorf("another organization's key: %v, want PERMISSION_DENIED %s", err, transport.ReasonName(transport.ReasonOrganizationMismatch))
 					}
 				}
 			})
@@ -579,8 +579,8 @@ func TestEveryRegisteredRPCIsGuarded(t *testing.T) {
 					if inner, ok := m["error"].(map[string]any); ok && md.IsStreamingServer() {
 						m = inner // a stream's error line: {"error": rpcStatus}
 					}
-					if st != http.StatusForbidden || httpReason(m) != transport.ReasonOrganizationMismatch {
-						t.Errorf("another organization's key: HTTP %d %s, want 403 %s", st, raw, transport.ReasonOrganizationMismatch)
+					if st != http.StatusForbidden || httpReason(m) != transport.ReasonName(transport.ReasonOrganizationMismatch) {
+						t.Errorf("another organization's key: HTTP %d %s, want 403 %s", st, raw, transport.ReasonName(transport.ReasonOrganizationMismatch))
 					}
 				}
 			})
@@ -606,8 +606,8 @@ func TestCreateApiKeyMatrix(t *testing.T) {
 		reason string
 	}
 	ok := want{codes.OK, ""}
-	outside := want{codes.PermissionDenied, transport.ReasonWorkspaceOutOfScope}
-	levelOff := want{codes.PermissionDenied, transport.ReasonAPIKeyPermissionOff}
+	outside := want{codes.PermissionDenied, transport.ReasonName(transport.ReasonWorkspaceOutOfScope)}
+	levelOff := want{codes.PermissionDenied, transport.ReasonName(transport.ReasonAPIKeyPermissionOff)}
 	for _, c := range []struct {
 		name string
 		key  string // the api_key body, without display_name and expiration

@@ -80,11 +80,11 @@ func TestFilesHonourWorkspaceScope(t *testing.T) {
 	for _, c := range callers {
 		for _, fileWS := range []struct{ name, ws string }{{"A", wsA}, {"B", wsB}, {"organization", ""}} {
 			for _, o := range ops {
-				allowed, reason := c.read(fileWS.ws), transport.ReasonWorkspaceOutOfScope
+				allowed, reason := c.read(fileWS.ws), transport.ReasonName(transport.ReasonWorkspaceOutOfScope)
 				if o.write {
 					allowed = c.del(fileWS.ws)
 					if c.name == "read-only" {
-						reason = transport.ReasonAPIKeyReadOnly
+						reason = transport.ReasonName(transport.ReasonAPIKeyReadOnly)
 					}
 				}
 				name := c.name + "/" + o.name + " of a file of " + fileWS.name
@@ -155,9 +155,9 @@ func TestFilesMadeInScope(t *testing.T) {
 	for _, who := range []string{"all", "A", "A+B", "read"} {
 		key := keys[who]
 		ws, ok := wantWS[who]
-		reason := transport.ReasonWorkspaceOutOfScope
+		reason := transport.ReasonName(transport.ReasonWorkspaceOutOfScope)
 		if who == "read" {
-			reason = transport.ReasonAPIKeyReadOnly
+			reason = transport.ReasonName(transport.ReasonAPIKeyReadOnly)
 		}
 		t.Run(who+"/files:upload/http", func(t *testing.T) {
 			st, _, raw := e.fileHTTP(t, http.MethodPost, "/api/v1/organizations/"+org+"/files:upload?filename=a.txt", "text/plain", []byte("a"), key)

@@ -28,6 +28,7 @@ import (
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/transport"
 )
 
 // fileHTTP sends a request with raw bytes; key "" sends none.
@@ -126,7 +127,7 @@ func TestFilesHTTP(t *testing.T) {
 
 	// A missing filename, no key, another organization's path.
 	code, _, raw = e.fileHTTP(t, "POST", base+":upload", "text/plain", []byte("x"), key)
-	if m := jsonMap(t, raw); code != 400 || httpReason(m) != "REQUIRED_FIELD_MISSING" && httpReason(m) != server.ReasonFilenameInvalid {
+	if m := jsonMap(t, raw); code != 400 || httpReason(m) != "REQUIRED_FIELD_MISSING" && httpReason(m) != transport.ReasonName(server.ReasonFilenameInvalid) {
 		t.Errorf("upload without filename: %d %s", code, raw)
 	}
 	if code, _, raw = e.fileHTTP(t, "GET", base+"/"+id+"/metadata", "", nil, ""); code != 401 {
@@ -181,7 +182,7 @@ func TestFilesHTTP(t *testing.T) {
 		t.Fatalf("delete: %d %s", code, raw)
 	}
 	code, _, raw = e.fileHTTP(t, "GET", base+"/"+id+"/metadata", "", nil, key)
-	if m := jsonMap(t, raw); code != 404 || httpReason(m) != server.ReasonFileNotFound {
+	if m := jsonMap(t, raw); code != 404 || httpReason(m) != transport.ReasonName(server.ReasonFileNotFound) {
 		t.Errorf("metadata after delete: %d %s", code, raw)
 	}
 	if code, _, raw = e.fileHTTP(t, "GET", durl, "", nil, ""); code != 404 {
@@ -230,7 +231,7 @@ func TestFilesGRPC(t *testing.T) {
 	if _, err := c.GenerateUploadUrl(ctx, &platformv1.GenerateUploadUrlRequest{OrganizationId: org, ExpireDuration: durationpb.New(-time.Second)}); status.Code(err) != codes.InvalidArgument {
 		t.Errorf("negative lifetime: %v", err)
 	}
-	if _, err := c.UploadFile(ctx, &platformv1.UploadFileRequest{OrganizationId: org, Filename: "../x", Content: &httpbody.HttpBody{Data: []byte("x")}}); status.Code(err) != codes.InvalidArgument || grpcReason(err) != server.ReasonFilenameInvalid {
+	if _, err := c.UploadFile(ctx, &platformv1.UploadFileRequest{OrganizationId: org, Filename: "../x", Content: &httpbody.HttpBody{Data: []byte("x")}}); status.Code(err) != codes.InvalidArgument || grpcReason(err) != transport.ReasonName(server.ReasonFilenameInvalid) {
 		t.Errorf("path in filename: %v", err)
 	}
 	if _, err := c.GetFileMetadata(ctx, &platformv1.GetFileMetadataRequest{OrganizationId: "other", File: id}); status.Code(err) != codes.PermissionDenied {
@@ -239,7 +240,7 @@ func TestFilesGRPC(t *testing.T) {
 	if _, err := c.DeleteFile(ctx, &platformv1.DeleteFileRequest{OrganizationId: org, File: id}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.DownloadFile(ctx, &platformv1.DownloadFileRequest{OrganizationId: org, File: id}); status.Code(err) != codes.NotFound || grpcReason(err) != server.ReasonFileNotFound {
+	if _, err := c.DownloadFile(ctx, &platformv1.DownloadFileRequest{OrganizationId: org, File: id}); status.Code(err) != codes.NotFound || grpcReason(err) != transport.ReasonName(server.ReasonFileNotFound) {
 		t.Errorf("download after delete: %v", err)
 	}
 	// A read-only key reads but does not upload.
@@ -274,11 +275,11 @@ func TestFilesSizeLimit(t *testing.T) {
 
 	over := make([]byte, server.MaxFileBytes+1)
 	code, _, raw = e.fileHTTP(t, "POST", base+":upload?filename=over.bin", "application/octet-stream", over, key)
-	if m := jsonMap(t, raw); code != 400 || httpReason(m) != server.ReasonFileTooLarge || !strings.Contains(fmt.Sprint(m["message"]), "32 MiB") {
+	if m := jsonMap(t, raw); code != 400 || httpReason(m) != transport.ReasonName(server.ReasonFileTooLarge) || !strings.Contains(fmt.Sprint(m["message"]), "32 MiB") {
 		t.Errorf("over the limit over HTTP: %d %.300s", code, raw)
 	}
 	_, err = c.UploadFile(ctx, &platformv1.UploadFileRequest{OrganizationId: org, Filename: "over.bin", Content: &httpbody.HttpBody{Data: over}})
-	if status.Code(err) != codes.InvalidArgument || grpcReason(err) != server.ReasonFileTooLarge {
+	if status.Code(err) != codes.InvalidArgument || grpcReason(err) != transport.ReasonName(server.ReasonFileTooLarge) {
 		t.Errorf("over the limit over gRPC: %v", err)
 	}
 	uu, err := c.GenerateUploadUrl(ctx, &platformv1.GenerateUploadUrlRequest{OrganizationId: org})
@@ -287,7 +288,7 @@ func TestFilesSizeLimit(t *testing.T) {
 	}
 	u, _ := url.Parse(uu.GetUploadUri())
 	code, _, raw = e.fileHTTP(t, "PUT", u.Path+"?filename=over.bin", "", over, "")
-	if m := jsonMap(t, raw); code != 400 || httpReason(m) != server.ReasonFileTooLarge {
+	if m := jsonMap(t, raw); code != 400 || httpReason(m) != transport.ReasonName(server.ReasonFileTooLarge) {
 		t.Errorf("over the limit to a signed URL: %d %.300s", code, raw)
 	}
 }
@@ -340,12 +341,12 @@ func TestFilesSignedURLsRejected(t *testing.T) {
 		reason             string
 	}{
 		{"valid", "GET", "/files/download/" + tok, 200, ""},
-		{"tampered signature", "GET", "/files/download/" + payload + "." + string(flip), 403, server.ReasonSignedURLInvalid},
-		{"tampered grant", "GET", "/files/download/" + base64.RawURLEncoding.EncodeToString(forged) + "." + sig, 403, server.ReasonSignedURLInvalid},
-		{"expired", "GET", "/files/download/" + expired, 403, server.ReasonSignedURLExpired},
-		{"expired upload", "PUT", "/files/upload/" + expiredUp + "?filename=x", 403, server.ReasonSignedURLExpired},
-		{"malformed", "GET", "/files/download/garbage", 400, server.ReasonSignedURLMalformed},
-		{"bad base64 signature", "GET", "/files/download/" + payload + ".!!", 400, server.ReasonSignedURLMalformed},
+		{"tampered signature", "GET", "/files/download/" + payload + "." + string(flip), 403, transport.ReasonName(server.ReasonSignedURLInvalid)},
+		{"tampered grant", "GET", "/files/download/" + base64.RawURLEncoding.EncodeToString(forged) + "." + sig, 403, transport.ReasonName(server.ReasonSignedURLInvalid)},
+		{"expired", "GET", "/files/download/" + expired, 403, transport.ReasonName(server.ReasonSignedURLExpired)},
+		{"expired upload", "PUT", "/files/upload/" + expiredUp + "?filename=x", 403, transport.ReasonName(server.ReasonSignedURLExpired)},
+		{"malformed", "GET", "/files/download/garbage", 400, transport.ReasonName(server.ReasonSignedURLMalformed)},
+		{"bad base64 signature", "GET", "/files/download/" + payload + ".!!", 400, transport.ReasonName(server.ReasonSignedURLMalformed)},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			code, _, raw := e.fileHTTP(t, c.method, c.path, "text/plain", []byte("x"), "")
@@ -445,8 +446,8 @@ func TestLegacyV2FilesWorkflow(t *testing.T) {
 	}
 	// The form takes one upload.
 	ct, body = multipartBody(t, ordered(""), "invoice.pdf", []byte("%PDF-1.7 other"))
-	if code, _, raw = e.fileHTTP(t, "POST", uploadURL, ct, body, ""); code != 400 || httpReason(jsonMap(t, raw)) != server.ReasonUploadURLUsed {
-		t.Errorf("second upload of the form: %d %s, want 400 %s", code, raw, server.ReasonUploadURLUsed)
+	if code, _, raw = e.fileHTTP(t, "POST", uploadURL, ct, body, ""); code != 400 || httpReason(jsonMap(t, raw)) != transport.ReasonName(server.ReasonUploadURLUsed) {
+		t.Errorf("second upload of the form: %d %s, want 400 %s", code, raw, transport.ReasonName(server.ReasonUploadURLUsed))
 	}
 	if code, _, raw = e.fileHTTP(t, "GET", "/api/v1/organizations/"+org+"/files/"+id+":download", "", nil, key); code != 200 || !bytes.Equal(raw, pdf) {
 		t.Fatalf("download after a refused second upload: %d %q", code, raw)
@@ -511,8 +512,8 @@ func TestLegacyV1Upload(t *testing.T) {
 	ct, body := multipartBody(t, nil, "scan.png", png[:3])
 	for _, again := range []struct{ method, ct string }{{"PUT", ""}, {"POST", ct}} {
 		code, _, raw = e.fileHTTP(t, again.method, uploadURL, again.ct, body, "")
-		if code != 400 || httpReason(jsonMap(t, raw)) != server.ReasonUploadURLUsed {
-			t.Errorf("second %s to upload_url: %d %s, want 400 %s", again.method, code, raw, server.ReasonUploadURLUsed)
+		if code != 400 || httpReason(jsonMap(t, raw)) != transport.ReasonName(server.ReasonUploadURLUsed) {
+			t.Errorf("second %s to upload_url: %d %s, want 400 %s", again.method, code, raw, transport.ReasonName(server.ReasonUploadURLUsed))
 		}
 	}
 	if code, _, raw = e.fileHTTP(t, "GET", blobURL, "", nil, ""); code != 200 || !bytes.Equal(raw, png) {

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"errors"
 	"fmt"
@@ -21,15 +23,15 @@ import (
 
 // Reasons of the auth errors (ErrorInfo.reason).
 const (
-	ReasonAPIKeyMissing        = "API_KEY_MISSING"
-	ReasonAPIKeyInvalid        = "API_KEY_INVALID"
-	ReasonAPIKeyExpired        = "API_KEY_EXPIRED"
-	ReasonAPIKeyReadOnly       = "API_KEY_READ_ONLY"
-	ReasonAPIKeyPermissionOff  = "API_KEY_PERMISSION_DISABLED"
-	ReasonOrganizationMismatch = "ORGANIZATION_MISMATCH"
-	ReasonWorkspaceOutOfScope  = "WORKSPACE_OUT_OF_SCOPE"
-	ReasonPermissionMissing    = "PERMISSION_MISSING"
-	ReasonMethodNotAuthorized  = "METHOD_NOT_AUTHORIZED"
+	ReasonAPIKeyMissing        = errorsv1.ErrorReason_ERROR_REASON_API_KEY_MISSING
+	ReasonAPIKeyInvalid        = errorsv1.ErrorReason_ERROR_REASON_API_KEY_INVALID
+	ReasonAPIKeyExpired        = errorsv1.ErrorReason_ERROR_REASON_API_KEY_EXPIRED
+	ReasonAPIKeyReadOnly       = errorsv1.ErrorReason_ERROR_REASON_API_KEY_READ_ONLY
+	ReasonAPIKeyPermissionOff  = errorsv1.ErrorReason_ERROR_REASON_API_KEY_PERMISSION_DISABLED
+	ReasonOrganizationMismatch = errorsv1.ErrorReason_ERROR_REASON_ORGANIZATION_MISMATCH
+	ReasonWorkspaceOutOfScope  = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_OUT_OF_SCOPE
+	ReasonPermissionMissing    = errorsv1.ErrorReason_ERROR_REASON_PERMISSION_MISSING
+	ReasonMethodNotAuthorized  = errorsv1.ErrorReason_ERROR_REASON_METHOD_NOT_AUTHORIZED
 	apiKeyHeader               = "x-api-key"
 	authorizationHeader        = "authorization"
 	touchInterval              = time.Minute

@@ -1,6 +1,8 @@
 package transport
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"crypto/rand"
 	"crypto/subtle"
@@ -27,7 +29,7 @@ const (
 	consoleSessionMetadata = "x-prose-console-session"
 	consoleSecretMetadata  = "x-prose-console-secret"
 
-	ReasonSessionInvalid = "CONSOLE_SESSION_INVALID"
+	ReasonSessionInvalid = errorsv1.ErrorReason_ERROR_REASON_CONSOLE_SESSION_INVALID
 )
 
 // consoleTrust holds the process's console secret.

@@ -4,11 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/protoadapt"
+
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 )
 
 // ErrorDomain is the domain of every google.rpc.ErrorInfo this service
@@ -18,12 +21,12 @@ const ErrorDomain = "prose.run"
 // Reasons used by the transport layer itself. Handlers choose their own
 // UPPER_SNAKE reasons.
 const (
-	ReasonInternal             = "INTERNAL"
-	ReasonRequiredFieldMissing = "REQUIRED_FIELD_MISSING"
-	ReasonInvalidRequest       = "INVALID_REQUEST"
-	ReasonUnauthenticated      = "UNAUTHENTICATED"
-	ReasonCanceled             = "CANCELED"
-	ReasonDeadlineExceeded     = "DEADLINE_EXCEEDED"
+	ReasonInternal             = errorsv1.ErrorReason_ERROR_REASON_INTERNAL
+	ReasonRequiredFieldMissing = errorsv1.ErrorReason_ERROR_REASON_REQUIRED_FIELD_MISSING
+	ReasonInvalidRequest       = errorsv1.ErrorReason_ERROR_REASON_INVALID_REQUEST
+	ReasonUnauthenticated      = errorsv1.ErrorReason_ERROR_REASON_UNAUTHENTICATED
+	ReasonCanceled             = errorsv1.ErrorReason_ERROR_REASON_CANCELED
+	ReasonDeadlineExceeded     = errorsv1.ErrorReason_ERROR_REASON_DEADLINE_EXCEEDED
 )
 
 // internalMessage is the only message a client sees for an error that was
@@ -39,48 +42,72 @@ func Violation(field, description string) *FieldViolation {
 	return &errdetails.BadRequest_FieldViolation{Field: field, Description: description}
 }
 
-// ErrorBuilder builds an AIP-193 error: a google.rpc.Status with a standard
-// code, a google.rpc.ErrorInfo (reason, domain prose.run, metadata) and,
-// optionally, a google.rpc.BadRequest.
-type ErrorBuilder struct {
+// ErrorReason is the reason of an error: a value of the prose.errors.v1
+// enum, sent in google.rpc.ErrorInfo as its name without the ERROR_REASON_
+// prefix (ReasonName).
+type ErrorReason = errorsv1.ErrorReason
+
+// reasonPrefix is the prefix every ErrorReason name carries and no client
+// sees.
+const reasonPrefix = "ERROR_REASON_"
+
+// ReasonName is the reason string clients see for r ("RUN_NOT_FOUND").
+func ReasonName(r ErrorReason) string {
+	return strings.TrimPrefix(r.String(), reasonPrefix)
+}
+
+// ForReason returns the google.rpc.ErrorInfo of reason r (domain
+// ErrorDomain) with metadata, which may be nil.
+func ForReason(r ErrorReason, metadata map[string]string) *errdetails.ErrorInfo {
+	return &errdetails.ErrorInfo{Reason: ReasonName(r), Domain: ErrorDomain, Metadata: metadata}
+}
+
+// Error is a typed AIP-193 error: it knows its gRPC code and its reason, and
+// renders as a google.rpc.Status with a google.rpc.ErrorInfo (reason, domain
+// prose.run, metadata) and, optionally, a google.rpc.BadRequest. It is
+// itself the error handlers return (Err): gRPC reads its status through
+// GRPCStatus.
+type Error struct {
 	code       codes.Code
-	reason     string
+	reason     ErrorReason
 	msg        string
 	metadata   map[string]string
 	violations []*FieldViolation
 }
 
-// NewError starts an error with a code, an UPPER_SNAKE reason and a message
-// meant for the client.
-func NewError(code codes.Code, reason, msg string) *ErrorBuilder {
-	return &ErrorBuilder{code: code, reason: reason, msg: msg}
+// NewError starts an error with a code, a reason and a message meant for the
+// client.
+func NewError(code codes.Code, reason ErrorReason, msg string) *Error {
+	return &Error{code: code, reason: reason, msg: msg}
 }
 
 // Meta adds one ErrorInfo metadata entry.
-func (b *ErrorBuilder) Meta(key, value string) *ErrorBuilder {
-	if b.metadata == nil {
-		b.metadata = map[string]string{}
+func (e *Error) Meta(key, value string) *Error {
+	if e.metadata == nil {
+		e.metadata = map[string]string{}
 	}
-	b.metadata[key] = value
-	return b
+	e.metadata[key] = value
+	return e
 }
 
 // Violations adds BadRequest field violations.
-func (b *ErrorBuilder) Violations(v ...*FieldViolation) *ErrorBuilder {
-	b.violations = append(b.violations, v...)
-	return b
+func (e *Error) Violations(v ...*FieldViolation) *Error {
+	e.violations = append(e.violations, v...)
+	return e
 }
 
-// Status returns the built status.
-func (b *ErrorBuilder) Status() *status.Status {
-	st := status.New(b.code, b.msg)
-	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{
-		Reason:   b.reason,
-		Domain:   ErrorDomain,
-		Metadata: b.metadata,
-	}}
-	if len(b.violations) > 0 {
-		details = append(details, &errdetails.BadRequest{FieldViolations: b.violations})
+// Code is the gRPC code of e.
+func (e *Error) Code() codes.Code { return e.code }
+
+// Reason is the reason of e.
+func (e *Error) Reason() ErrorReason { return e.reason }
+
+// Status returns e as a status.
+func (e *Error) Status() *status.Status {
+	st := status.New(e.code, e.msg)
+	details := []protoadapt.MessageV1{ForReason(e.reason, e.metadata)}
+	if len(e.violations) > 0 {
+		details = append(details, &errdetails.BadRequest{FieldViolations: e.violations})
 	}
 	withDetails, err := st.WithDetails(details...)
 	if err != nil {
@@ -90,30 +117,36 @@ func (b *ErrorBuilder) Status() *status.Status {
 	return withDetails
 }
 
-// Err returns the built error.
-func (b *ErrorBuilder) Err() error { return b.Status().Err() }
+// GRPCStatus lets gRPC (status.FromError, status.Code) read e's status.
+func (e *Error) GRPCStatus() *status.Status { return e.Status() }
+
+// Error is the text of the status error e renders as.
+func (e *Error) Error() string { return fmt.Sprintf("rpc error: code = %s desc = %s", e.code, e.msg) }
+
+// Err returns e as an error.
+func (e *Error) Err() error { return e }
 
 // NotFound reports that resourceName (e.g. "runs/123") does not exist or may
 // not be seen by the caller.
-func NotFound(reason, resourceName string) error {
+func NotFound(reason ErrorReason, resourceName string) error {
 	return NewError(codes.NotFound, reason, fmt.Sprintf("%s not found", resourceName)).
 		Meta("resource_name", resourceName).Err()
 }
 
 // AlreadyExists reports that resourceName already exists.
-func AlreadyExists(reason, resourceName string) error {
+func AlreadyExists(reason ErrorReason, resourceName string) error {
 	return NewError(codes.AlreadyExists, reason, fmt.Sprintf("%s already exists", resourceName)).
 		Meta("resource_name", resourceName).Err()
 }
 
 // InvalidArgument reports a bad request, with one violation per bad field.
-func InvalidArgument(reason, msg string, violations ...*FieldViolation) error {
+func InvalidArgument(reason ErrorReason, msg string, violations ...*FieldViolation) error {
 	return NewError(codes.InvalidArgument, reason, msg).Violations(violations...).Err()
 }
 
 // FailedPrecondition reports that the system is not in the state the call
 // needs (e.g. resolving an exception that is not pending). metadata may be nil.
-func FailedPrecondition(reason, msg string, metadata map[string]string) error {
+func FailedPrecondition(reason ErrorReason, msg string, metadata map[string]string) error {
 	b := NewError(codes.FailedPrecondition, reason, msg)
 	for k, v := range metadata {
 		b.Meta(k, v)
@@ -122,31 +155,43 @@ func FailedPrecondition(reason, msg string, metadata map[string]string) error {
 }
 
 // Aborted reports a concurrency conflict; the client may retry.
-func Aborted(reason, msg string) error {
+func Aborted(reason ErrorReason, msg string) error {
 	return NewError(codes.Aborted, reason, msg).Err()
 }
 
 // PermissionDenied reports that the authenticated caller may not do this.
-func PermissionDenied(reason, msg string) error {
+func PermissionDenied(reason ErrorReason, msg string) error {
 	return NewError(codes.PermissionDenied, reason, msg).Err()
 }
 
 // Unauthenticated reports a missing, unknown or expired credential.
-func Unauthenticated(reason, msg string) error {
+func Unauthenticated(reason ErrorReason, msg string) error {
 	return NewError(codes.Unauthenticated, reason, msg).Err()
 }
 
 // ResourceExhausted reports a quota or rate limit.
-func ResourceExhausted(reason, msg string) error {
+func ResourceExhausted(reason ErrorReason, msg string) error {
 	return NewError(codes.ResourceExhausted, reason, msg).Err()
 }
 
 // Unimplemented reports a method that exists in the contract but not yet here.
-func Unimplemented(reason, msg string) error {
+func Unimplemented(reason ErrorReason, msg string) error {
 	return NewError(codes.Unimplemented, reason, msg).Err()
 }
 
-// Reason returns the ErrorInfo reason of err, or "" when it has none.
+// ReasonOf returns the reason of err: its ErrorInfo reason as an
+// ErrorReason, ERROR_REASON_UNSPECIFIED when it has none or one outside the
+// enum.
+func ReasonOf(err error) ErrorReason {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.reason
+	}
+	return ErrorReason(errorsv1.ErrorReason_value[reasonPrefix+Reason(err)])
+}
+
+// Reason returns the ErrorInfo reason string of err (what a client sees), or
+// "" when it has none.
 func Reason(err error) string {
 	st, ok := status.FromError(err)
 	if !ok {

@@ -1,6 +1,10 @@
 package transport_test
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"regexp"
+	"strings"
+
 	"context"
 	"errors"
 	"fmt"
@@ -27,13 +31,13 @@ func TestErrorHelpers(t *testing.T) {
 		code   codes.Code
 		reason string
 	}{
-		{"not found", transport.NotFound("RUN_NOT_FOUND", "runs/1"), codes.NotFound, "RUN_NOT_FOUND"},
-		{"already exists", transport.AlreadyExists("BOOK_EXISTS", "books/a/1"), codes.AlreadyExists, "BOOK_EXISTS"},
-		{"invalid", transport.InvalidArgument("BAD_FILTER", "bad filter", transport.Violation("filter", "unknown field x")), codes.InvalidArgument, "BAD_FILTER"},
-		{"precondition", transport.FailedPrecondition("NOT_PENDING", "exception is resolved", map[string]string{"state": "RESOLVED"}), codes.FailedPrecondition, "NOT_PENDING"},
-		{"denied", transport.PermissionDenied("READ_ONLY_KEY", "key is read only"), codes.PermissionDenied, "READ_ONLY_KEY"},
-		{"unauthenticated", transport.Unauthenticated("API_KEY_INVALID", "invalid key"), codes.Unauthenticated, "API_KEY_INVALID"},
-		{"aborted", transport.Aborted("CONCURRENT_UPDATE", "try again"), codes.Aborted, "CONCURRENT_UPDATE"},
+		{"not found", transport.NotFound(errorsv1.ErrorReason_ERROR_REASON_RUN_NOT_FOUND, "runs/1"), codes.NotFound, "RUN_NOT_FOUND"},
+		{"already exists", transport.AlreadyExists(errorsv1.ErrorReason_ERROR_REASON_BOOK_ALREADY_EXISTS, "books/a/1"), codes.AlreadyExists, "BOOK_ALREADY_EXISTS"},
+		{"invalid", transport.InvalidArgument(errorsv1.ErrorReason_ERROR_REASON_INVALID_FILTER, "bad filter", transport.Violation("filter", "unknown field x")), codes.InvalidArgument, "INVALID_FILTER"},
+		{"precondition", transport.FailedPrecondition(errorsv1.ErrorReason_ERROR_REASON_EXCEPTION_STATE_CONFLICT, "exception is resolved", map[string]string{"state": "RESOLVED"}), codes.FailedPrecondition, "EXCEPTION_STATE_CONFLICT"},
+		{"denied", transport.PermissionDenied(errorsv1.ErrorReason_ERROR_REASON_API_KEY_READ_ONLY, "key is read only"), codes.PermissionDenied, "API_KEY_READ_ONLY"},
+		{"unauthenticated", transport.Unauthenticated(errorsv1.ErrorReason_ERROR_REASON_API_KEY_INVALID, "invalid key"), codes.Unauthenticated, "API_KEY_INVALID"},
+		{"aborted", transport.Aborted(errorsv1.ErrorReason_ERROR_REASON_CONFLICT, "try again"), codes.Aborted, "CONFLICT"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,7 +56,7 @@ func TestErrorHelpers(t *testing.T) {
 			}
 		})
 	}
-	st := status.Convert(transport.NotFound("RUN_NOT_FOUND", "runs/1"))
+	st := status.Convert(transport.NotFound(errorsv1.ErrorReason_ERROR_REASON_RUN_NOT_FOUND, "runs/1"))
 	if st.Message() != "runs/1 not found" {
 		t.Errorf("message = %q", st.Message())
 	}
@@ -69,8 +73,8 @@ func TestToStatus(t *testing.T) {
 		code     codes.Code
 		replaced bool
 	}{
-		{transport.NotFound("X", "y"), codes.NotFound, false},
-		{fmt.Errorf("wrapped: %w", transport.NotFound("X", "y")), codes.NotFound, false},
+		{transport.NotFound(errorsv1.ErrorReason_ERROR_REASON_INVALID_REQUEST, "y"), codes.NotFound, false},
+		{fmt.Errorf("wrapped: %w", transport.NotFound(errorsv1.ErrorReason_ERROR_REASON_INVALID_REQUEST, "y")), codes.NotFound, false},
 		{errors.New("plain"), codes.Internal, true},
 		{status.Error(codes.Unknown, "unknown"), codes.Internal, true},
 		{context.Canceled, codes.Canceled, true},
@@ -116,7 +120,7 @@ func TestValidate(t *testing.T) {
 	if got := violations(t, transport.Validate(nestedMessage(t))); fmt.Sprint(got) != "[a inner.b items[1].b]" {
 		t.Errorf("nested violations = %v", got)
 	}
-	if transport.Reason(transport.Validate(&legacyv2.GetRunRequest{})) != transport.ReasonRequiredFieldMissing {
+	if transport.ReasonOf(transport.Validate(&legacyv2.GetRunRequest{})) != transport.ReasonRequiredFieldMissing {
 		t.Error("reason")
 	}
 	// Not a proto message: nothing to check.
@@ -138,7 +142,7 @@ func TestValidateMethod(t *testing.T) {
 	if st := status.Convert(err); st.Code() != codes.InvalidArgument || st.Message() != "id must be numeric" {
 		t.Errorf("plain Validate error: %v", err)
 	}
-	want := transport.FailedPrecondition("NOPE", "no", nil)
+	want := transport.FailedPrecondition(errorsv1.ErrorReason_ERROR_REASON_UNAUTHENTICATED, "no", nil)
 	if err := transport.Validate(&validator{GetRunRequest: legacyv2.GetRunRequest{Id: "x"}, err: want}); status.Code(err) != codes.FailedPrecondition {
 		t.Errorf("status Validate error: %v", err)
 	}
@@ -189,4 +193,36 @@ func nestedMessage(t *testing.T) proto.Message {
 	items.Append(protoreflect.ValueOfMessage(first))
 	items.Append(protoreflect.ValueOfMessage(dynamicpb.NewMessage(innerD)))
 	return outer
+}
+
+// TestErrorReasons: every reason of the enum is sent as its name without the
+// ERROR_REASON_ prefix, in UPPER_SNAKE, and a typed error carries its code
+// and reason through gRPC's status functions and through wrapping.
+func TestErrorReasons(t *testing.T) {
+	upperSnake := regexp.MustCompile(`^[A-Z][A-Z0-9]*(_[A-Z0-9]+)*$`)
+	for n := range errorsv1.ErrorReason_name {
+		r := errorsv1.ErrorReason(n)
+		if r == errorsv1.ErrorReason_ERROR_REASON_UNSPECIFIED {
+			continue
+		}
+		name := transport.ReasonName(r)
+		if !upperSnake.MatchString(name) || strings.HasPrefix(name, "ERROR_REASON") {
+			t.Errorf("%v renders as %q", r, name)
+		}
+		err := fmt.Errorf("wrapped: %w", transport.NewError(codes.Aborted, r, "m").Err())
+		if transport.ReasonOf(err) != r || transport.Reason(err) != name || status.Code(err) != codes.Aborted {
+			t.Errorf("%v: ReasonOf %v, Reason %q, code %v", r, transport.ReasonOf(err), transport.Reason(err), status.Code(err))
+		}
+		// A status that crossed the wire (no typed error left) maps back.
+		if got := transport.ReasonOf(status.ErrorProto(status.Convert(err).Proto())); got != r {
+			t.Errorf("%v over the wire: ReasonOf = %v", r, got)
+		}
+	}
+	if got := transport.ReasonName(transport.ReasonRequiredFieldMissing); got != "REQUIRED_FIELD_MISSING" {
+		t.Errorf("ReasonName = %q", got)
+	}
+	var e *transport.Error
+	if err := transport.NotFound(errorsv1.ErrorReason_ERROR_REASON_RUN_NOT_FOUND, "runs/1"); !errors.As(err, &e) || e.Code() != codes.NotFound {
+		t.Errorf("NotFound is not a typed *Error with its code: %#v", err)
+	}
 }

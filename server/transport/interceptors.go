@@ -1,6 +1,8 @@
 package transport
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -268,7 +270,7 @@ func (f AuthenticatorFunc) Authenticate(ctx context.Context, fullMethod string) 
 
 // ReasonAuthenticatorMissing is the reason of the refusal of a server built
 // without an Authenticator.
-const ReasonAuthenticatorMissing = "AUTHENTICATOR_NOT_CONFIGURED"
+const ReasonAuthenticatorMissing = errorsv1.ErrorReason_ERROR_REASON_AUTHENTICATOR_NOT_CONFIGURED
 
 // denyAll is the Authenticator of a server configured without one: every
 // non-public call is refused.

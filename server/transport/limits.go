@@ -1,6 +1,8 @@
 package transport
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"fmt"
 	"strconv"
 	"strings"
@@ -15,8 +17,8 @@ import (
 
 // Reasons of the size and character checks.
 const (
-	ReasonFieldTooLarge    = "FIELD_TOO_LARGE"
-	ReasonInvalidCharacter = "INVALID_CHARACTER"
+	ReasonFieldTooLarge    = errorsv1.ErrorReason_ERROR_REASON_FIELD_TOO_LARGE
+	ReasonInvalidCharacter = errorsv1.ErrorReason_ERROR_REASON_INVALID_CHARACTER
 )
 
 // MaxRequestBytes bounds the protobuf size of a request message the server
@@ -114,9 +116,9 @@ var limitsByField = map[protoreflect.FullName]fieldLimit{
 // field in a BadRequest violation.
 func checkLimits(m protoreflect.Message) error {
 	var bad []*FieldViolation
-	reason := ""
-	walkLimits(m, "", func(reasonOf, field, desc string) {
-		if reason == "" {
+	var reason ErrorReason
+	walkLimits(m, "", func(reasonOf ErrorReason, field, desc string) {
+		if reason == errorsv1.ErrorReason_ERROR_REASON_UNSPECIFIED {
 			reason = reasonOf
 		}
 		if len(bad) < maxViolations {
@@ -136,7 +138,7 @@ func checkLimits(m protoreflect.Message) error {
 // maxViolations bounds the violations one error lists.
 const maxViolations = 10
 
-func walkLimits(m protoreflect.Message, prefix string, report func(reason, field, desc string)) {
+func walkLimits(m protoreflect.Message, prefix string, report func(reason ErrorReason, field, desc string)) {
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		path := prefix + string(fd.Name())
 		lim, ok := limitsByField[fd.FullName()]
@@ -184,7 +186,7 @@ func walkLimits(m protoreflect.Message, prefix string, report func(reason, field
 	})
 }
 
-func checkNUL(s, field string, report func(reason, field, desc string)) {
+func checkNUL(s, field string, report func(reason ErrorReason, field, desc string)) {
 	if strings.IndexByte(s, 0) >= 0 {
 		report(ReasonInvalidCharacter, field, "must not contain a NUL character (U+0000)")
 	}

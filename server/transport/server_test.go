@@ -1,6 +1,8 @@
 package transport_test
 
 import (
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+
 	"bytes"
 	"context"
 	"errors"
@@ -66,7 +68,7 @@ func (f *fakeLegacy) GetRun(ctx context.Context, req *legacyv2.GetRunRequest) (*
 	case "ok":
 		return &legacyv2.Run{Id: "ok"}, nil
 	}
-	return nil, transport.NotFound("RUN_NOT_FOUND", "runs/"+req.GetId())
+	return nil, transport.NotFound(errorsv1.ErrorReason_ERROR_REASON_RUN_NOT_FOUND, "runs/"+req.GetId())
 }
 
 func (f *fakeLegacy) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest) (*legacyv2.Run, error) {
@@ -146,7 +148,7 @@ func TestNonStatusErrorBecomesGenericInternal(t *testing.T) {
 	if st.Code() != codes.Internal || st.Message() != "internal error" {
 		t.Fatalf("got %v %q, want INTERNAL \"internal error\"", st.Code(), st.Message())
 	}
-	if transport.Reason(err) != transport.ReasonInternal {
+	if transport.ReasonOf(err) != transport.ReasonInternal {
 		t.Errorf("reason = %q", transport.Reason(err))
 	}
 	if !strings.Contains(e.logs.String(), "database is on fire") {
@@ -212,7 +214,7 @@ func TestAuth(t *testing.T) {
 	auth := transport.AuthenticatorFunc(func(ctx context.Context, method string) (context.Context, error) {
 		md, _ := metadata.FromIncomingContext(ctx)
 		if len(md.Get("x-api-key")) == 0 {
-			return nil, transport.Unauthenticated("API_KEY_MISSING", "missing x-api-key")
+			return nil, transport.Unauthenticated(errorsv1.ErrorReason_ERROR_REASON_API_KEY_MISSING, "missing x-api-key")
 		}
 		return ctx, nil
 	})
@@ -279,7 +281,7 @@ func TestAuthorizationIsBuiltIn(t *testing.T) {
 			e := startAsIs(t, opts, &fakeLegacy{})
 			c := legacyv2.NewLegacyServiceClient(e.conn)
 			_, err := c.GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "ok"})
-			if status.Code(err) != codes.Unauthenticated || transport.Reason(err) != transport.ReasonAuthenticatorMissing {
+			if status.Code(err) != codes.Unauthenticated || transport.ReasonOf(err) != transport.ReasonAuthenticatorMissing {
 				t.Errorf("GetRun: %v, want UNAUTHENTICATED %s", err, transport.ReasonAuthenticatorMissing)
 			}
 			if _, err := c.Health(context.Background(), &legacyv2.HealthRequest{}); err != nil {
