@@ -32,3 +32,25 @@ var (
 	// version than the run's StageVersion. Read the automation again.
 	ErrStageChanged = fmt.Errorf("the automation's stage changed: %w", ErrConflict)
 )
+
+// FieldError is an ErrInvalidArgument about one field of a request
+// (page_size, page_token, filter, order_by): errors.Is(err,
+// ErrInvalidArgument) holds, and errors.As gives the field, so that a caller
+// names it without reading the message.
+type FieldError struct {
+	// Field is the request field at fault, e.g. "page_token".
+	Field string
+	// Msg says what is wrong, without the sentinel's words.
+	Msg string
+}
+
+// Error is "invalid argument: " and Msg.
+func (e *FieldError) Error() string { return ErrInvalidArgument.Error() + ": " + e.Msg }
+
+// Unwrap makes a FieldError an ErrInvalidArgument.
+func (e *FieldError) Unwrap() error { return ErrInvalidArgument }
+
+// InvalidField returns a *FieldError about field; format and args make Msg.
+func InvalidField(field, format string, args ...any) error {
+	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
+}

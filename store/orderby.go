@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -67,15 +66,15 @@ func ParseOrderBy(s string, allowed Ordering) (OrderBy, error) {
 		case len(words) == 2 && (words[1] == "desc" || words[1] == "asc"):
 			f.Field, f.Desc = words[0], words[1] == "desc"
 		case len(words) == 0:
-			return nil, fmt.Errorf("%w: order_by %q: empty field", ErrInvalidArgument, s)
+			return nil, InvalidField("order_by", "order_by %q: empty field", s)
 		default:
-			return nil, fmt.Errorf("%w: order_by %q: %q is not \"field\" or \"field desc\"", ErrInvalidArgument, s, strings.TrimSpace(part))
+			return nil, InvalidField("order_by", "order_by %q: %q is not \"field\" or \"field desc\"", s, strings.TrimSpace(part))
 		}
 		if !slices.Contains(allowed.Fields, f.Field) {
-			return nil, fmt.Errorf("%w: order_by: unsupported field %q (allowed: %s)", ErrInvalidArgument, f.Field, strings.Join(allowed.Fields, ", "))
+			return nil, InvalidField("order_by", "order_by: unsupported field %q (allowed: %s)", f.Field, strings.Join(allowed.Fields, ", "))
 		}
 		if slices.ContainsFunc(out, func(o OrderField) bool { return o.Field == f.Field }) {
-			return nil, fmt.Errorf("%w: order_by: field %q given twice", ErrInvalidArgument, f.Field)
+			return nil, InvalidField("order_by", "order_by: field %q given twice", f.Field)
 		}
 		out = append(out, f)
 	}

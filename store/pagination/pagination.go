@@ -29,7 +29,7 @@ const (
 func PageSize(n int32) (int, error) {
 	switch {
 	case n < 0:
-		return 0, fmt.Errorf("%w: page_size must not be negative, got %d", store.ErrInvalidArgument, n)
+		return 0, store.InvalidField("page_size", "page_size must not be negative, got %d", n)
 	case n == 0:
 		return DefaultPageSize, nil
 	case n > MaxPageSize:
@@ -91,17 +91,17 @@ func Decode(tok string, b Binding, n int) ([]string, error) {
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(tok)
 	if err != nil {
-		return nil, fmt.Errorf("%w: page_token is malformed", store.ErrInvalidArgument)
+		return nil, store.InvalidField("page_token", "page_token is malformed")
 	}
 	var t token
 	if err := json.Unmarshal(raw, &t); err != nil || t.V != version {
-		return nil, fmt.Errorf("%w: page_token is malformed", store.ErrInvalidArgument)
+		return nil, store.InvalidField("page_token", "page_token is malformed")
 	}
 	if t.C != uint64(b) {
-		return nil, fmt.Errorf("%w: page_token was issued for a request with other parameters (filter, order_by, parent, ...)", store.ErrInvalidArgument)
+		return nil, store.InvalidField("page_token", "page_token was issued for a request with other parameters (filter, order_by, parent, ...)")
 	}
 	if len(t.K) != n {
-		return nil, fmt.Errorf("%w: page_token is malformed", store.ErrInvalidArgument)
+		return nil, store.InvalidField("page_token", "page_token is malformed")
 	}
 	return t.K, nil
 }

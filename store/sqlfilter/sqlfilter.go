@@ -149,7 +149,7 @@ func (r *Resource) Declarations() *filtering.Declarations { return r.decls }
 func (r *Resource) Fields() []string { return slices.Sorted(maps.Keys(r.fields)) }
 
 func invalid(format string, args ...any) error {
-	return fmt.Errorf("%w: filter: %s", store.ErrInvalidArgument, fmt.Sprintf(format, args...))
+	return store.InvalidField("filter", "filter: %s", fmt.Sprintf(format, args...))
 }
 
 // Parse parses, type-checks and translates filter text into a store.Text

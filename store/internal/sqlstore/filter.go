@@ -83,7 +83,7 @@ type fieldSQL struct {
 type fields map[string]fieldSQL
 
 func badFilter(format string, args ...any) error {
-	return fmt.Errorf("%w: filter: %s", store.ErrInvalidArgument, fmt.Sprintf(format, args...))
+	return store.InvalidField("filter", "filter: %s", fmt.Sprintf(format, args...))
 }
 
 // where renders f as a parenthesised SQL condition, adding every value to

@@ -44,7 +44,7 @@ func newKeyset(ob store.OrderBy, def store.OrderBy, cols map[string]sortCol, idC
 	for _, f := range ob {
 		c, ok := cols[f.Field]
 		if !ok {
-			return keyset{}, fmt.Errorf("%w: order_by: unsupported field %q", store.ErrInvalidArgument, f.Field)
+			return keyset{}, store.InvalidField("order_by", "order_by: unsupported field %q", f.Field)
 		}
 		k.cols = append(k.cols, c)
 		k.desc = append(k.desc, f.Desc)
@@ -77,13 +77,13 @@ func (k keyset) value(i int, s string) (any, error) {
 	case keyTime:
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%w: page_token is malformed", store.ErrInvalidArgument)
+			return nil, store.InvalidField("page_token", "page_token is malformed")
 		}
 		return time.UnixMicro(n).UTC(), nil
 	case keyInt:
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%w: page_token is malformed", store.ErrInvalidArgument)
+			return nil, store.InvalidField("page_token", "page_token is malformed")
 		}
 		return n, nil
 	}
