@@ -21,6 +21,7 @@ import (
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 )
 
@@ -94,8 +95,7 @@ type Tools interface {
 
 // EventName is the resource name of an event.
 func EventName(t store.Thread, id string) string {
-	return "organizations/" + t.OrganizationID + "/workspaces/" + t.WorkspaceID + "/automations/" + t.AutomationID +
-		"/runs/" + t.RunID + "/agents/" + t.AgentID + "/events/" + id
+	return names.Event(t.OrganizationID, t.WorkspaceID, t.AutomationID, t.RunID, t.AgentID, id)
 }
 
 // ToStore encodes an event of thread t for the store: the payload is the
@@ -112,7 +112,7 @@ func ToStore(t store.Thread, ev *platformv1.Event) (store.Event, error) {
 	if err != nil {
 		return store.Event{}, err
 	}
-	return store.Event{Thread: t, ID: store.LastSegment(ev.GetName()), ExceptionID: store.LastSegment(ev.GetException()), State: state, Payload: b}, nil
+	return store.Event{Thread: t, ID: names.ID(ev.GetName()), ExceptionID: names.ID(ev.GetException()), State: state, Payload: b}, nil
 }
 
 // FromStore decodes a stored event.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 )
 
@@ -257,7 +258,7 @@ func (r *Runner) conversation(ctx context.Context, t store.Thread, msg *platform
 			break
 		}
 	}
-	excID := store.LastSegment(msg.GetException())
+	excID := names.ID(msg.GetException())
 	if excID == "" {
 		excID = run.ExceptionID
 	}

@@ -17,6 +17,7 @@ import (
 
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/names"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -42,7 +43,7 @@ type Workspace struct {
 }
 
 func (w Workspace) String() string {
-	return "organizations/" + w.OrganizationID + "/workspaces/" + w.WorkspaceID
+	return names.Workspace(w.OrganizationID, w.WorkspaceID)
 }
 
 // Store keeps the books registered in workspaces. MemoryStore implements it;

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
 )
 
 // agentID is the built-in agent whose thread the exception page shows.
@@ -27,11 +28,11 @@ func (c *Console) runOf(s *sess, ws, id string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	p := runPathParts(x.GetRun())
-	if p == nil {
+	_, _, automation, run, ok := names.ParseRun(x.GetRun())
+	if !ok {
 		return "", "", nil
 	}
-	return p[5], p[7], nil
+	return automation, run, nil
 }
 
 // conversation renders the run's thread with the agent (an htmx fragment
@@ -56,7 +57,7 @@ func (c *Console) conversation(w http.ResponseWriter, r *http.Request, s *sess) 
 		switch p := ev.GetPayload().(type) {
 		case *platformv1.Event_UserMessage:
 			v.Who, v.Text = "you", p.UserMessage.GetContent()
-			if u := p.UserMessage.GetUser(); u != "" && u != "users/"+s.UserID {
+			if u := p.UserMessage.GetUser(); u != "" && u != names.User(s.UserID) {
 				v.Who = u
 			}
 		case *platformv1.Event_AgentMessage:

@@ -17,11 +17,12 @@ import (
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 )
 
 var funcs = template.FuncMap{
-	"last": store.LastSegment,
+	"last": names.ID,
 	"ts": func(t *timestamppb.Timestamp) string {
 		if t == nil {
 			return ""
@@ -121,7 +122,7 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, s *sess) {
 		c.fail(w, r, s, http.StatusNotFound, "You are not a member of any workspace yet.")
 		return
 	}
-	http.Redirect(w, r, "/w/"+store.LastSegment(ws[0].GetName())+"/", http.StatusSeeOther)
+	http.Redirect(w, r, "/w/"+names.ID(ws[0].GetName())+"/", http.StatusSeeOther)
 }
 
 type inboxData struct {
@@ -176,7 +177,7 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *sess) {
 		c.grpcFail(w, r, s, err)
 		return
 	}
-	d := &inboxData{pageData: base, Me: "users/" + s.UserID}
+	d := &inboxData{pageData: base, Me: names.User(s.UserID)}
 	q := r.URL.Query()
 	d.State, d.Group, d.Automation, d.Since, d.Query, d.Filter = inboxFilter(q)
 	d.PageToken = q.Get("page_token")
@@ -270,12 +271,11 @@ func (c *Console) showException(w http.ResponseWriter, r *http.Request, s *sess,
 		c.grpcFail(w, r, s, err)
 		return
 	}
-	d := &exceptionData{pageData: base, X: x, Me: "users/" + s.UserID, ReplaceCode: replace}
+	d := &exceptionData{pageData: base, X: x, Me: names.User(s.UserID), ReplaceCode: replace}
 	d.Title = "Exception: " + x.GetMessage()
-	parts := strings.Split(x.GetRun(), "/")
-	if len(parts) == 8 {
-		d.Automation = parts[5]
-		run, err := c.runs.GetRun(s.ctx, &platformv1.GetRunRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: parts[5], RunId: parts[7]})
+	if _, _, automation, runID, ok := names.ParseRun(x.GetRun()); ok {
+		d.Automation = automation
+		run, err := c.runs.GetRun(s.ctx, &platformv1.GetRunRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: automation, RunId: runID})
 		if err != nil {
 			c.grpcFail(w, r, s, err)
 			return
@@ -384,19 +384,11 @@ func (c *Console) exceptionAction(w http.ResponseWriter, r *http.Request, s *ses
 // runPath turns organizations/o/workspaces/w/automations/a/runs/r into
 // a/runs/r.
 func runPath(name string) string {
-	p := runPathParts(name)
-	if p == nil {
+	_, _, automation, run, ok := names.ParseRun(name)
+	if !ok {
 		return ""
 	}
-	return url.PathEscape(p[5]) + "/runs/" + url.PathEscape(p[7])
-}
-
-func runPathParts(name string) []string {
-	p := strings.Split(name, "/")
-	if len(p) != 8 || p[4] != "automations" || p[6] != "runs" {
-		return nil
-	}
-	return p
+	return url.PathEscape(automation) + "/runs/" + url.PathEscape(run)
 }
 
 type automationsData struct {
@@ -428,7 +420,7 @@ func (c *Console) createAutomation(w http.ResponseWriter, r *http.Request, s *se
 		c.grpcFail(w, r, s, err)
 		return
 	}
-	http.Redirect(w, r, "/w/"+url.PathEscape(ws)+"/automations/"+url.PathEscape(store.LastSegment(a.GetName())), http.StatusSeeOther)
+	http.Redirect(w, r, "/w/"+url.PathEscape(ws)+"/automations/"+url.PathEscape(names.ID(a.GetName())), http.StatusSeeOther)
 }
 
 type automationData struct {

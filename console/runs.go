@@ -5,7 +5,7 @@ import (
 	"strconv"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/names"
 )
 
 type runRow struct {
@@ -52,7 +52,7 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *sess) {
 	for _, run := range res.GetRuns() {
 		st, _ := runState(run.GetState())
 		p := splitName(run.GetName())
-		d.Runs = append(d.Runs, runRow{ID: store.LastSegment(run.GetName()), Automation: p, State: st, Run: run})
+		d.Runs = append(d.Runs, runRow{ID: names.ID(run.GetName()), Automation: p, State: st, Run: run})
 	}
 	d.NextPageToken = res.GetNextPageToken()
 	u := *r.URL
@@ -65,9 +65,9 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *sess) {
 
 // splitName returns the automation id of a run's resource name.
 func splitName(name string) string {
-	p := runPathParts(name)
-	if p == nil {
+	_, _, automation, _, ok := names.ParseRun(name)
+	if !ok {
 		return ""
 	}
-	return p[5]
+	return automation
 }

@@ -8,7 +8,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/names"
 )
 
 type settingsData struct {
@@ -43,7 +43,7 @@ func (c *Console) showSettings(w http.ResponseWriter, r *http.Request, s *sess, 
 		return
 	}
 	base.Error = errMsg
-	d := &settingsData{pageData: base, NewKey: newKey, Me: "users/" + s.UserID}
+	d := &settingsData{pageData: base, NewKey: newKey, Me: names.User(s.UserID)}
 	keys, err := c.apiKeys.ListApiKeys(s.ctx, &platformv1.ListApiKeysRequest{OrganizationId: s.OrganizationID, PageSize: 100})
 	switch status.Code(err) {
 	case codes.OK:
@@ -85,7 +85,7 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, s *sess) {
 		// The value is shown once, on this answer (never stored by the console).
 		c.showSettings(w, r, s, http.StatusOK, "", res.GetKey())
 	case "revoke":
-		id := store.LastSegment(r.PostFormValue("key"))
+		id := names.ID(r.PostFormValue("key"))
 		if _, err := c.apiKeys.DeleteApiKey(s.ctx, &platformv1.DeleteApiKeyRequest{OrganizationId: s.OrganizationID, ApiKeyId: id}); err != nil {
 			c.grpcFail(w, r, s, err)
 			return

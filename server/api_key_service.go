@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server/apikey"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
@@ -24,7 +25,7 @@ const MaxAPIKeysPerOrganization = 10
 // their own keys in the organization of the key they call with. Another
 // user's key answers NOT_FOUND. A key cannot make or widen a key beyond its
 // own scope and level (PERMISSION_DENIED).
-type ApiKeyService struct { //nolint:revive // named after the generated service
+type ApiKeyService struct { //nolint:revive,staticcheck // named after the generated service
 	platformv1.UnimplementedApiKeyServiceServer
 	st  store.Store
 	now func() time.Time
@@ -83,10 +84,10 @@ func levelToProto(l store.PermissionLevel) platformv1.ApiKeyPermissionLevel {
 // APIKeyProto renders a stored key (never its value or hash).
 func APIKeyProto(k store.APIKey) *platformv1.ApiKey {
 	out := &platformv1.ApiKey{
-		Name:            idApiKeyName(k.OrganizationID, k.ID),
+		Name:            names.APIKey(k.OrganizationID, k.ID),
 		DisplayName:     k.Name,
 		KeyPrefix:       k.Prefix,
-		User:            idUserName(k.UserID),
+		User:            names.User(k.UserID),
 		PermissionLevel: levelToProto(k.PermissionLevel),
 		CreateTime:      timestampOrNil(k.CreateTime),
 		ExpireTime:      timestampOrNil(k.ExpireTime),
@@ -189,7 +190,7 @@ func keyWithin(p *transport.Principal, k store.APIKey) error {
 
 // CreateApiKey creates a key for the caller and returns its value once.
 // A retry with the same request_id returns the same key without its value.
-func (s *ApiKeyService) CreateApiKey(ctx context.Context, req *platformv1.CreateApiKeyRequest) (*platformv1.CreateApiKeyResponse, error) { //nolint:revive
+func (s *ApiKeyService) CreateApiKey(ctx context.Context, req *platformv1.CreateApiKeyRequest) (*platformv1.CreateApiKeyResponse, error) { //nolint:revive,staticcheck // the name of the generated ApiKeyServiceServer method
 	p, err := callerPrincipal(ctx)
 	if err != nil {
 		return nil, err
@@ -231,7 +232,7 @@ func (s *ApiKeyService) CreateApiKey(ctx context.Context, req *platformv1.Create
 	get := func(id string) (*platformv1.CreateApiKeyResponse, error) {
 		got, err := s.st.GetAPIKey(ctx, org, id)
 		if err != nil {
-			return nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+			return nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, names.APIKey(org, id))
 		}
 		return &platformv1.CreateApiKeyResponse{ApiKey: APIKeyProto(got)}, nil
 	}
@@ -259,7 +260,7 @@ func CreateKey(ctx context.Context, st store.APIKeys, k store.APIKey, lifetime t
 		if isOneOf(err, store.ErrResourceExhausted) {
 			return nil, transport.ResourceExhausted(ReasonAPIKeyLimit, fmt.Sprintf("an organization has at most %d API keys; delete one first", MaxAPIKeysPerOrganization))
 		}
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonAPIKeyNotFound, idOrganizationName(k.OrganizationID))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonAPIKeyNotFound, names.Organization(k.OrganizationID))
 	}
 	return &platformv1.CreateApiKeyResponse{ApiKey: APIKeyProto(made), Key: gen.Value}, nil
 }
@@ -275,13 +276,13 @@ func (s *ApiKeyService) ownKey(ctx context.Context, org, id string) (store.APIKe
 		err = store.ErrNotFound
 	}
 	if err != nil {
-		return store.APIKey{}, nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+		return store.APIKey{}, nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, names.APIKey(org, id))
 	}
 	return k, p, nil
 }
 
 // ListApiKeys lists the caller's keys in the organization, newest first.
-func (s *ApiKeyService) ListApiKeys(ctx context.Context, req *platformv1.ListApiKeysRequest) (*platformv1.ListApiKeysResponse, error) { //nolint:revive
+func (s *ApiKeyService) ListApiKeys(ctx context.Context, req *platformv1.ListApiKeysRequest) (*platformv1.ListApiKeysResponse, error) { //nolint:revive,staticcheck // the name of the generated ApiKeyServiceServer method
 	p, err := callerPrincipal(ctx)
 	if err != nil {
 		return nil, err
@@ -292,7 +293,7 @@ func (s *ApiKeyService) ListApiKeys(ctx context.Context, req *platformv1.ListApi
 	}
 	page, err := s.st.ListAPIKeys(ctx, req.GetOrganizationId(), p.UserID, lp.Size, lp.Token)
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(req.GetOrganizationId()))
 	}
 	out := &platformv1.ListApiKeysResponse{NextPageToken: page.NextPageToken}
 	out.ApiKeys = mapAll(page.Items, APIKeyProto)
@@ -300,7 +301,7 @@ func (s *ApiKeyService) ListApiKeys(ctx context.Context, req *platformv1.ListApi
 }
 
 // GetApiKey gets one of the caller's keys.
-func (s *ApiKeyService) GetApiKey(ctx context.Context, req *platformv1.GetApiKeyRequest) (*platformv1.ApiKey, error) { //nolint:revive
+func (s *ApiKeyService) GetApiKey(ctx context.Context, req *platformv1.GetApiKeyRequest) (*platformv1.ApiKey, error) { //nolint:revive,staticcheck // the name of the generated ApiKeyServiceServer method
 	k, _, err := s.ownKey(ctx, req.GetOrganizationId(), req.GetApiKeyId())
 	if err != nil {
 		return nil, err
@@ -313,7 +314,7 @@ func (s *ApiKeyService) GetApiKey(ctx context.Context, req *platformv1.GetApiKey
 // and the key as it will be is checked against the calling key
 // (keyWithin), whatever the body holds outside the mask. expiration is set
 // at creation only.
-func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.UpdateApiKeyRequest) (*platformv1.ApiKey, error) { //nolint:revive
+func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.UpdateApiKeyRequest) (*platformv1.ApiKey, error) { //nolint:revive,staticcheck // the name of the generated ApiKeyServiceServer method
 	org, id := req.GetOrganizationId(), req.GetApiKeyId()
 	k, p, err := s.ownKey(ctx, org, id)
 	if err != nil {
@@ -363,19 +364,19 @@ func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.Update
 	}
 	got, err := s.st.UpdateAPIKey(ctx, k, mask)
 	if err != nil {
-		return nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+		return nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, names.APIKey(org, id))
 	}
 	return APIKeyProto(got), nil
 }
 
 // DeleteApiKey deletes one of the caller's keys; it stops working at once.
-func (s *ApiKeyService) DeleteApiKey(ctx context.Context, req *platformv1.DeleteApiKeyRequest) (*emptypb.Empty, error) { //nolint:revive
+func (s *ApiKeyService) DeleteApiKey(ctx context.Context, req *platformv1.DeleteApiKeyRequest) (*emptypb.Empty, error) { //nolint:revive,staticcheck // the name of the generated ApiKeyServiceServer method
 	org, id := req.GetOrganizationId(), req.GetApiKeyId()
 	if _, _, err := s.ownKey(ctx, org, id); err != nil {
 		return nil, err
 	}
 	if err := s.st.DeleteAPIKey(ctx, org, id); err != nil {
-		return nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, idApiKeyName(org, id))
+		return nil, storeStatus(err, ReasonAPIKeyNotFound, ReasonAPIKeyNotFound, names.APIKey(org, id))
 	}
 	return &emptypb.Empty{}, nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"github.com/proserun/prose/names"
 
 	"context"
 	"errors"
@@ -52,14 +53,6 @@ func NewAutomationService(st store.Store, eng *engine.Engine) *AutomationService
 	return &AutomationService{st: st, eng: eng}
 }
 
-func automationName(org, ws, id string) string {
-	return idWorkspaceName(org, ws) + "/automations/" + id
-}
-
-func runName(org, ws, automation, id string) string {
-	return automationName(org, ws, automation) + "/runs/" + id
-}
-
 // detailsOf extracts the fields kept in Details.
 func detailsOf(a *platformv1.Automation) ([]byte, error) {
 	d := &platformv1.Automation{
@@ -102,7 +95,7 @@ func versionStr(v int64) string {
 // automationProto renders a stage of a stored automation.
 func automationProto(a store.Automation, stage store.Stage) (*platformv1.Automation, error) {
 	out := &platformv1.Automation{
-		Name:                   automationName(a.OrganizationID, a.WorkspaceID, a.ID),
+		Name:                   names.Automation(a.OrganizationID, a.WorkspaceID, a.ID),
 		DisplayName:            a.DisplayName,
 		Description:            a.Description,
 		CreateTime:             timestampOrNil(a.CreateTime),
@@ -133,9 +126,9 @@ func automationProto(a store.Automation, stage store.Stage) (*platformv1.Automat
 func automationErr(err error, org, ws, id string) error {
 	if errors.Is(err, store.ErrFailedPrecondition) {
 		return transport.FailedPrecondition(ReasonAutomationNotPublished, withoutSentinel(err, store.ErrFailedPrecondition),
-			map[string]string{"resource_name": automationName(org, ws, id)})
+			map[string]string{"resource_name": names.Automation(org, ws, id)})
 	}
-	return storeStatus(err, ReasonAutomationNotFound, ReasonAutomationExists, automationName(org, ws, id))
+	return storeStatus(err, ReasonAutomationNotFound, ReasonAutomationExists, names.Automation(org, ws, id))
 }
 
 // checkCode parses english_code; a syntax error is INVALID_ARGUMENT with
@@ -194,7 +187,7 @@ func callerID(ctx context.Context) string {
 // requireWorkspace answers NOT_FOUND for a workspace that does not exist.
 func (s *AutomationService) requireWorkspace(ctx context.Context, org, ws string) error {
 	if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
-		return storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+		return storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(org, ws))
 	}
 	return nil
 }
@@ -224,7 +217,7 @@ func (s *AutomationService) CreateAutomation(ctx context.Context, req *platformv
 		})
 		if err != nil {
 			if errors.Is(err, store.ErrNotFound) {
-				return nil, "", transport.NotFound(ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
+				return nil, "", transport.NotFound(ReasonWorkspaceNotFound, names.Workspace(org, ws))
 			}
 			return nil, "", automationErr(err, org, ws, id)
 		}
@@ -274,7 +267,7 @@ func (s *AutomationService) QueryAutomation(ctx context.Context, req *platformv1
 	if stage == store.StagePublished && a.PublishedVersion == 0 {
 		return nil, transport.FailedPrecondition(ReasonAutomationNotPublished,
 			fmt.Sprintf("automation %q has never been published: query its draft stage or publish it first", id),
-			map[string]string{"resource_name": automationName(org, ws, id)})
+			map[string]string{"resource_name": names.Automation(org, ws, id)})
 	}
 	return automationProto(a, stage)
 }
@@ -296,7 +289,7 @@ func (s *AutomationService) ListAutomations(ctx context.Context, req *platformv1
 		PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
-		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(org, ws))
 	}
 	out := &platformv1.ListAutomationsResponse{NextPageToken: page.NextPageToken}
 	draft := func(a store.Automation) (*platformv1.Automation, error) { return automationProto(a, store.StageDraft) }
@@ -360,7 +353,7 @@ func (s *AutomationService) UpdateAutomation(ctx context.Context, req *platformv
 		return nil, automationErr(err, org, ws, id)
 	}
 	if !cur.DeleteTime.IsZero() {
-		return nil, transport.NotFound(ReasonAutomationNotFound, automationName(org, ws, id))
+		return nil, transport.NotFound(ReasonAutomationNotFound, names.Automation(org, ws, id))
 	}
 	merged, err := automationProto(cur, store.StageDraft)
 	if err != nil {

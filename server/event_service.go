@@ -2,6 +2,7 @@ package server
 
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"github.com/proserun/prose/names"
 
 	"context"
 	"errors"
@@ -115,7 +116,7 @@ func (s *EventService) Runner() *agent.Runner { return s.runner }
 func (s *EventService) Close() error { return s.runner.Close() }
 
 func eventThreadName(t store.Thread) string {
-	return runName(t.OrganizationID, t.WorkspaceID, t.AutomationID, t.RunID) + "/agents/" + t.AgentID
+	return names.Agent(t.OrganizationID, t.WorkspaceID, t.AutomationID, t.RunID, t.AgentID)
 }
 
 // thread checks that the run and the agent exist.
@@ -214,9 +215,9 @@ func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEv
 	const method = "EventService/CreateEvent"
 	if id := req.GetRequestId(); id != "" {
 		if name, err := s.st.LookupRequest(ctx, org, method, id); err == nil {
-			e, err := s.st.GetEvent(ctx, t, store.LastSegment(name))
+			e, err := s.st.GetEvent(ctx, t, names.ID(name))
 			if err != nil {
-				return nil, eventErr(err, t, store.LastSegment(name))
+				return nil, eventErr(err, t, names.ID(name))
 			}
 			return agent.FromStore(e)
 		}
@@ -224,9 +225,9 @@ func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEv
 	ev := &platformv1.Event{State: platformv1.Event_STATE_COMPLETE, Payload: &platformv1.Event_UserMessage{UserMessage: proto.CloneOf(um)}}
 	ev.GetUserMessage().User = ""
 	if p, ok := transport.PrincipalFrom(ctx); ok && p.UserID != "" {
-		ev.GetUserMessage().User = "users/" + p.UserID
+		ev.GetUserMessage().User = names.User(p.UserID)
 	}
-	excID := store.LastSegment(in.GetException())
+	excID := names.ID(in.GetException())
 	if excID == "" {
 		excID = run.ExceptionID
 	}
@@ -258,7 +259,7 @@ func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEv
 		name, err := s.st.RecordRequest(ctx, org, method, id, out.GetName())
 		if err == nil && name != out.GetName() {
 			// A concurrent retry recorded first: its event is the answer.
-			if e, err := s.st.GetEvent(ctx, t, store.LastSegment(name)); err == nil {
+			if e, err := s.st.GetEvent(ctx, t, names.ID(name)); err == nil {
 				return agent.FromStore(e)
 			}
 		}

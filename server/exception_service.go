@@ -2,6 +2,7 @@ package server
 
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"github.com/proserun/prose/names"
 
 	"context"
 	"errors"
@@ -80,11 +81,7 @@ func exceptionGroupName(org, ws, g string) string {
 	if g == "" {
 		return ""
 	}
-	return idWorkspaceName(org, ws) + "/exceptionGroups/" + g
-}
-
-func exceptionName(org, ws, id string) string {
-	return idWorkspaceName(org, ws) + "/exceptions/" + id
+	return names.Workspace(org, ws) + "/exceptionGroups/" + g
 }
 
 func exceptionGroupProto(org, ws, g string) *platformv1.ExceptionGroup {
@@ -122,13 +119,13 @@ func exceptionProto(x store.Exception) *platformv1.Exception {
 	}
 	return &platformv1.Exception{
 		Name:        engine.ExceptionName(x),
-		Run:         runName(org, ws, x.AutomationID, x.RunID),
+		Run:         names.Run(org, ws, x.AutomationID, x.RunID),
 		Location:    &platformv1.Location{StartByte: x.Location.Start, EndByte: x.Location.End},
 		Message:     x.Message,
 		CreateTime:  timestampOrNil(x.CreateTime),
 		UpdateTime:  timestampOrNil(x.UpdateTime),
 		State:       exceptionStateProto(x.State),
-		Automation:  automationName(org, ws, x.AutomationID),
+		Automation:  names.Automation(org, ws, x.AutomationID),
 		Description: x.Description,
 		Group:       exceptionGroupName(org, ws, x.Group),
 		Stage:       engine.StageToProto(x.Stage),
@@ -162,7 +159,7 @@ func guidanceRequestProto(details []byte) *platformv1.GuidanceRequest {
 
 // exceptionErr maps a store or engine error about one exception.
 func exceptionErr(err error, org, ws, id string) error {
-	name := exceptionName(org, ws, id)
+	name := names.Exception(org, ws, id)
 	var g *engine.GuidanceError
 	switch {
 	case err == nil:
@@ -171,7 +168,7 @@ func exceptionErr(err error, org, ws, id string) error {
 		b := transport.NewError(codes.InvalidArgument, ReasonGuidanceMismatch, g.Msg).
 			Meta("resource_name", name).Violations(transport.Violation(g.Field, g.Msg))
 		if g.Span != nil {
-			b.Meta("start_byte", strconv.Itoa(g.Span.Start)).Meta("end_byte", strconv.Itoa(g.Span.End))
+			b = b.Meta("start_byte", strconv.Itoa(g.Span.Start)).Meta("end_byte", strconv.Itoa(g.Span.End))
 		}
 		return b.Err()
 	case errors.Is(err, store.ErrFailedPrecondition):
@@ -185,7 +182,7 @@ func exceptionErr(err error, org, ws, id string) error {
 // of an unknown workspace are not empty lists).
 func (s *ExceptionService) checkWorkspace(ctx context.Context, org, ws string) error {
 	if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
-		return storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+		return storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(org, ws))
 	}
 	return nil
 }
@@ -225,7 +222,7 @@ func (s *ExceptionService) ListExceptions(ctx context.Context, req *platformv1.L
 		OrganizationID: org, WorkspaceID: ws, Filter: f, Skip: int(req.GetSkip()), PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
-		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, names.Workspace(org, ws))
 	}
 	out := &platformv1.ListExceptionsResponse{NextPageToken: page.NextPageToken, TotalSize: int32(min(total, 1<<31-1))}
 	out.Exceptions = mapAll(page.Items, exceptionProto)
@@ -294,7 +291,7 @@ func (s *ExceptionService) CountExceptionsByGroup(ctx context.Context, req *plat
 	}
 	p, err := s.st.CountExceptionsByGroup(ctx, cr)
 	if err != nil {
-		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, names.Workspace(org, ws))
 	}
 	out := &platformv1.CountExceptionsByGroupResponse{NextPageToken: p.NextPageToken, TotalSize: clamp32(p.TotalKeys), TotalExceptionCount: clamp32(p.TotalCount)}
 	for _, c := range p.Counts {
@@ -315,11 +312,11 @@ func (s *ExceptionService) CountExceptionsByAutomation(ctx context.Context, req 
 	}
 	p, err := s.st.CountExceptionsByAutomation(ctx, cr)
 	if err != nil {
-		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, names.Workspace(org, ws))
 	}
 	out := &platformv1.CountExceptionsByAutomationResponse{NextPageToken: p.NextPageToken, TotalSize: clamp32(p.TotalKeys), TotalExceptionCount: clamp32(p.TotalCount)}
 	for _, c := range p.Counts {
-		out.AutomationCounts = append(out.AutomationCounts, &platformv1.ExceptionAutomationCount{Automation: automationName(org, ws, c.Key), Count: clamp32(c.Count)})
+		out.AutomationCounts = append(out.AutomationCounts, &platformv1.ExceptionAutomationCount{Automation: names.Automation(org, ws, c.Key), Count: clamp32(c.Count)})
 	}
 	return out, nil
 }
@@ -327,7 +324,7 @@ func (s *ExceptionService) CountExceptionsByAutomation(ctx context.Context, req 
 // resolver is who resolves with this call: users/{caller}.
 func resolver(ctx context.Context) string {
 	if p, ok := transport.PrincipalFrom(ctx); ok && p.UserID != "" {
-		return idUserName(p.UserID)
+		return names.User(p.UserID)
 	}
 	return ""
 }
@@ -345,12 +342,12 @@ func (s *ExceptionService) ResolveException(ctx context.Context, req *platformv1
 	}
 	if req.GetGuidance() == nil {
 		msg := "give exactly one kind of guidance: provide_values, skip, retry, replace_step or answer"
-		return nil, transport.NewError(codes.InvalidArgument, ReasonGuidanceMismatch, msg).Meta("resource_name", exceptionName(org, ws, id)).
+		return nil, transport.NewError(codes.InvalidArgument, ReasonGuidanceMismatch, msg).Meta("resource_name", names.Exception(org, ws, id)).
 			Violations(transport.Violation("guidance", msg)).Err()
 	}
 	if a, ok := req.GetGuidance().(*platformv1.ResolveExceptionRequest_Answer); ok && a.Answer.GetValue() == nil {
 		return nil, transport.NewError(codes.InvalidArgument, ReasonGuidanceMismatch, "answer.value is required").
-			Meta("resource_name", exceptionName(org, ws, id)).Violations(transport.Violation("answer.value", "required")).Err()
+			Meta("resource_name", names.Exception(org, ws, id)).Violations(transport.Violation("answer.value", "required")).Err()
 	}
 	x, err := s.eng.Resolve(ctx, org, ws, id, resolver(ctx), req)
 	if err != nil {
@@ -388,20 +385,20 @@ func (s *ExceptionService) checkAssignee(ctx context.Context, org, ws, assignee 
 	if assignee == "" {
 		return "", nil
 	}
-	u, ok := strings.CutPrefix(assignee, "users/")
-	if !ok || u == "" || strings.Contains(u, "/") {
+	u, ok := names.ParseUser(assignee)
+	if !ok {
 		return "", transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("assignee %q is not users/{user}", assignee),
 			transport.Violation("assignee", "must be users/{user}, or empty to unassign"))
 	}
 	if _, err := s.st.GetWorkspaceUser(ctx, org, ws, u); err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			msg := fmt.Sprintf("assignee %s is not a member of workspace %s", assignee, idWorkspaceName(org, ws))
+			msg := fmt.Sprintf("assignee %s is not a member of workspace %s", assignee, names.Workspace(org, ws))
 			return "", transport.NewError(codes.InvalidArgument, ReasonAssigneeNotMember, msg).Meta("assignee", assignee).
 				Violations(transport.Violation("assignee", "not a member of the workspace")).Err()
 		}
 		return "", err
 	}
-	return idUserName(u), nil
+	return names.User(u), nil
 }
 
 // AssignException assigns an exception to a member of its workspace
@@ -439,7 +436,7 @@ func (s *ExceptionService) batchIDs(ctx context.Context, org, ws, filter string,
 	}
 	ids, err := s.st.ListExceptionIDs(ctx, org, ws, append(store.And{f}, cond...), MaxBatchExceptions)
 	if err != nil {
-		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, names.Workspace(org, ws))
 	}
 	return ids, nil
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"github.com/proserun/prose/names"
 
 	"context"
 	"errors"
@@ -69,11 +70,9 @@ func NewFileService(st store.Store, opts FileOptions) *FileService {
 	return &FileService{st: st, opts: opts, sig: sig}
 }
 
-func fileName(org, id string) string { return "organizations/" + org + "/files/" + id }
-
 func fileProto(f store.File) *platformv1.FileMetadata {
 	return &platformv1.FileMetadata{
-		Name: fileName(f.OrganizationID, f.ID), Filename: f.Filename, MimeType: f.MimeType,
+		Name: names.File(f.OrganizationID, f.ID), Filename: f.Filename, MimeType: f.MimeType,
 		SizeBytes: f.SizeBytes, CreateTime: timestampOrNil(f.CreateTime),
 	}
 }
@@ -84,11 +83,11 @@ func fileStoreError(err error, org, id string) error {
 	case err == nil:
 		return nil
 	case errors.Is(err, store.ErrNotFound):
-		return transport.NotFound(ReasonFileNotFound, fileName(org, id))
+		return transport.NotFound(ReasonFileNotFound, names.File(org, id))
 	case errors.Is(err, store.ErrFailedPrecondition):
-		return transport.FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": fileName(org, id)})
+		return transport.FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": names.File(org, id)})
 	}
-	return storeStatus(err, ReasonFileNotFound, ReasonConflict, fileName(org, id))
+	return storeStatus(err, ReasonFileNotFound, ReasonConflict, names.File(org, id))
 }
 
 // checkFilename refuses empty, over-long names and names with path
@@ -137,7 +136,7 @@ func tooLarge(max int64) error {
 		Meta("max_bytes", fmt.Sprint(max)).Violations(transport.Violation("content", msg)).Err()
 }
 
-func fileID(s string) string { return store.LastSegment(s) }
+func fileID(s string) string { return names.ID(s) }
 
 // UploadFile stores the request's bytes as a new file.
 func (s *FileService) UploadFile(ctx context.Context, req *platformv1.UploadFileRequest) (*platformv1.UploadFileResponse, error) {
@@ -158,7 +157,7 @@ func (s *FileService) UploadFile(ctx context.Context, req *platformv1.UploadFile
 	}, data, true)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, transport.NotFound(ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+			return nil, transport.NotFound(ReasonOrganizationNotFound, names.Organization(req.GetOrganizationId()))
 		}
 		return nil, fileStoreError(err, req.GetOrganizationId(), "")
 	}
@@ -203,13 +202,13 @@ func (s *FileService) DeleteFile(ctx context.Context, req *platformv1.DeleteFile
 // GenerateUploadUrl makes a URL that accepts one file per PUT or POST (raw
 // bytes with ?filename=, or multipart/form-data with a file part) until it
 // expires.
-func (s *FileService) GenerateUploadUrl(ctx context.Context, req *platformv1.GenerateUploadUrlRequest) (*platformv1.GenerateUploadUrlResponse, error) {
+func (s *FileService) GenerateUploadUrl(ctx context.Context, req *platformv1.GenerateUploadUrlRequest) (*platformv1.GenerateUploadUrlResponse, error) { //nolint:revive // the name of the generated FileServiceServer method
 	d, err := lifetime(req.GetExpireDuration().AsDuration(), req.GetExpireDuration() != nil)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.st.GetOrganization(ctx, req.GetOrganizationId()); err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonConflict, idOrganizationName(req.GetOrganizationId()))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonConflict, names.Organization(req.GetOrganizationId()))
 	}
 	ws, err := newFileWorkspace(ctx, store.PermRunsCreate)
 	if err != nil {
@@ -224,7 +223,7 @@ func (s *FileService) GenerateUploadUrl(ctx context.Context, req *platformv1.Gen
 
 // GenerateDownloadUrl makes a URL that serves a file's bytes until it
 // expires.
-func (s *FileService) GenerateDownloadUrl(ctx context.Context, req *platformv1.GenerateDownloadUrlRequest) (*platformv1.GenerateDownloadUrlResponse, error) {
+func (s *FileService) GenerateDownloadUrl(ctx context.Context, req *platformv1.GenerateDownloadUrlRequest) (*platformv1.GenerateDownloadUrlResponse, error) { //nolint:revive // the name of the generated FileServiceServer method
 	d, err := lifetime(req.GetExpireDuration().AsDuration(), req.GetExpireDuration() != nil)
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
@@ -39,7 +40,7 @@ func uploadForm(ctx context.Context, sig *fileSigner, token string, g fileGrant)
 	}
 	policy, signature, _ := strings.Cut(token, ".")
 	return map[string]string{
-		formKey:           fileName(g.Org, g.File),
+		formKey:           names.File(g.Org, g.File),
 		formAccessKeyID:   keyID,
 		formSecurityToken: sec,
 		formPolicy:        policy,
@@ -139,7 +140,7 @@ func (s *FileService) UploadSigned(ctx context.Context, token, filename, content
 		if errors.Is(err, store.ErrAlreadyExists) {
 			return nil, transport.FailedPrecondition(ReasonUploadURLUsed,
 				"this upload URL was used already: each upload URL of /v1/upload and /v2/files takes one upload; ask for a new one",
-				map[string]string{"file": fileName(g.Org, g.File)})
+				map[string]string{"file": names.File(g.Org, g.File)})
 		}
 		if err != nil {
 			return nil, fileStoreError(err, g.Org, g.File)
@@ -154,7 +155,7 @@ func (s *FileService) UploadSigned(ctx context.Context, token, filename, content
 	}, content, true)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, transport.NotFound(ReasonOrganizationNotFound, idOrganizationName(g.Org))
+			return nil, transport.NotFound(ReasonOrganizationNotFound, names.Organization(g.Org))
 		}
 		return nil, fileStoreError(err, g.Org, "")
 	}

@@ -10,6 +10,7 @@ import (
 	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
@@ -132,14 +133,14 @@ func ResolveFile(ctx context.Context, st store.Store, org, ref string) (store.Fi
 		}
 	}
 	if strings.Contains(id, "/") {
-		parts := strings.Split(id, "/")
-		if len(parts) != 4 || parts[0] != "organizations" || parts[2] != "files" {
+		fileOrg, fileID, ok := names.ParseFile(id)
+		if !ok {
 			return store.File{}, transport.InvalidArgument(ReasonInvalidField, "not a file reference: "+ref)
 		}
-		if parts[1] != org {
+		if fileOrg != org {
 			return store.File{}, transport.NotFound(ReasonFileNotFound, ref)
 		}
-		id = parts[3]
+		id = fileID
 	}
 	f, err := st.GetFile(ctx, org, id)
 	if err != nil {
@@ -165,7 +166,7 @@ func FileInputAt(ctx context.Context, st store.Store, base, org, ref string) (*p
 		return nil, store.File{}, err
 	}
 	if !f.Uploaded {
-		return nil, f, transport.FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": fileName(org, f.ID)})
+		return nil, f, transport.FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": names.File(org, f.ID)})
 	}
 	u, err := signedDownloadURL(ctx, signerFor(st), baseURL(ctx, base), org, f.ID, blobURLLifetime)
 	if err != nil {

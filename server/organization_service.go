@@ -9,6 +9,7 @@ import (
 	expr "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
@@ -27,7 +28,7 @@ func NewOrganizationService(st store.Store) *OrganizationService {
 
 func organizationProto(o store.Organization) *platformv1.Organization {
 	return &platformv1.Organization{
-		Name: idOrganizationName(o.ID), Title: o.DisplayName,
+		Name: names.Organization(o.ID), Title: o.DisplayName,
 		CreateTime: timestampOrNil(o.CreateTime), UpdateTime: timestampOrNil(o.UpdateTime),
 	}
 }
@@ -36,7 +37,7 @@ func organizationProto(o store.Organization) *platformv1.Organization {
 func (s *OrganizationService) GetOrganization(ctx context.Context, req *platformv1.GetOrganizationRequest) (*platformv1.Organization, error) {
 	o, err := s.st.GetOrganization(ctx, req.GetOrganizationId())
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(req.GetOrganizationId()))
 	}
 	return organizationProto(o), nil
 }
@@ -140,13 +141,13 @@ func (s *OrganizationService) ListOrganizationUsers(ctx context.Context, req *pl
 		return nil, err
 	}
 	if _, err := s.st.GetOrganization(ctx, org); err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
 	}
 	page, err := s.st.ListOrganizationUsers(ctx, store.ListOrganizationUsersRequest{
 		OrganizationID: org, Filter: lp.Filter, OrderBy: lp.OrderBy, PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
 	}
 	out := &platformv1.ListOrganizationUsersResponse{NextPageToken: page.NextPageToken}
 	out.Users = mapAll(page.Items, workspaceUserProto)
@@ -161,11 +162,11 @@ func (s *OrganizationService) ListOrganizationRoles(ctx context.Context, req *pl
 		return nil, err
 	}
 	if _, err := s.st.GetOrganization(ctx, org); err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
 	}
 	page, err := s.st.ListRoles(ctx, org, "", lp.Size, lp.Token)
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
 	}
 	out := &platformv1.ListOrganizationRolesResponse{NextPageToken: page.NextPageToken}
 	out.Roles = mapAll(page.Items, roleProto)
@@ -180,11 +181,11 @@ func (s *OrganizationService) ListOrganizationInvites(ctx context.Context, req *
 		return nil, err
 	}
 	if _, err := s.st.GetOrganization(ctx, org); err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
 	}
 	page, err := s.st.ListInvitations(ctx, org, "", lp.Size, lp.Token)
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
 	}
 	out := &platformv1.ListOrganizationInvitesResponse{NextPageToken: page.NextPageToken}
 	out.Invitations = mapAll(page.Items, invitationProto)
@@ -200,7 +201,7 @@ func (s *OrganizationService) GetCurrentUserPermissions(ctx context.Context, req
 		return nil, err
 	}
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	out := &platformv1.CurrentUserPermissions{User: idUserName(p.UserID), Organization: idOrganizationName(org)}
+	out := &platformv1.CurrentUserPermissions{User: names.User(p.UserID), Organization: names.Organization(org)}
 	m, err := s.st.GetOrganizationMember(ctx, org, p.UserID)
 	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return nil, err
@@ -210,9 +211,9 @@ func (s *OrganizationService) GetCurrentUserPermissions(ctx context.Context, req
 	}
 	if ws != "" {
 		if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
-			return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+			return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(org, ws))
 		}
-		out.Workspace = idWorkspaceName(org, ws)
+		out.Workspace = names.Workspace(org, ws)
 		wu, err := s.st.GetWorkspaceUser(ctx, org, ws, p.UserID)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return nil, err

@@ -7,6 +7,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
@@ -31,9 +32,9 @@ func NewRunService(st store.Store, eng *engine.Engine) *RunService {
 func runErr(err error, org, ws, automation, id string) error {
 	if errors.Is(err, store.ErrFailedPrecondition) {
 		return transport.FailedPrecondition(ReasonRunStateConflict, withoutSentinel(err, store.ErrFailedPrecondition),
-			map[string]string{"resource_name": runName(org, ws, automation, id)})
+			map[string]string{"resource_name": names.Run(org, ws, automation, id)})
 	}
-	return storeStatus(err, ReasonRunNotFound, ReasonRunNotFound, runName(org, ws, automation, id))
+	return storeStatus(err, ReasonRunNotFound, ReasonRunNotFound, names.Run(org, ws, automation, id))
 }
 
 // getRun finds a run; automation "-" finds it in any automation of the
@@ -48,7 +49,7 @@ func (s *RunService) getRun(ctx context.Context, org, ws, automation, id string)
 	}
 	r, err := s.st.GetRunByID(ctx, id)
 	if err != nil || r.OrganizationID != org || r.WorkspaceID != ws {
-		return store.Run{}, transport.NotFound(ReasonRunNotFound, runName(org, ws, automation, id))
+		return store.Run{}, transport.NotFound(ReasonRunNotFound, names.Run(org, ws, automation, id))
 	}
 	return r, nil
 }
@@ -74,7 +75,7 @@ func (s *RunService) ListRuns(ctx context.Context, req *platformv1.ListRunsReque
 	if automation == "" || automation == "-" {
 		automation = "-"
 		if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
-			return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+			return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(org, ws))
 		}
 	} else if _, err := s.st.GetAutomation(ctx, org, ws, automation); err != nil {
 		return nil, automationErr(err, org, ws, automation)
@@ -84,7 +85,7 @@ func (s *RunService) ListRuns(ctx context.Context, req *platformv1.ListRunsReque
 		PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
-		return nil, storeStatus(err, ReasonAutomationNotFound, ReasonAutomationNotFound, automationName(org, ws, automation))
+		return nil, storeStatus(err, ReasonAutomationNotFound, ReasonAutomationNotFound, names.Automation(org, ws, automation))
 	}
 	out := &platformv1.ListRunsResponse{NextPageToken: page.NextPageToken}
 	if out.Runs, err = mapItems(page.Items, engine.RunToProto); err != nil {

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
@@ -34,7 +35,7 @@ const idMaxCountWorkspaces = 1000
 
 func workspaceProto(w store.Workspace) *platformv1.Workspace {
 	return &platformv1.Workspace{
-		Name:               idWorkspaceName(w.OrganizationID, w.ID),
+		Name:               names.Workspace(w.OrganizationID, w.ID),
 		Title:              w.Title,
 		WorkspaceIcon:      w.Icon,
 		WorkspaceIconColor: w.IconColor,
@@ -46,7 +47,7 @@ func workspaceProto(w store.Workspace) *platformv1.Workspace {
 }
 
 func (s *WorkspaceService) workspaceErr(err error, org, ws string) error {
-	return storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+	return storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(org, ws))
 }
 
 // ListWorkspaces lists an organization's workspaces (those in the key's
@@ -61,7 +62,7 @@ func (s *WorkspaceService) ListWorkspaces(ctx context.Context, req *platformv1.L
 		PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(req.GetOrganizationId()))
 	}
 	out := &platformv1.ListWorkspacesResponse{NextPageToken: page.NextPageToken}
 	out.Workspaces = mapAll(page.Items, workspaceProto)
@@ -93,7 +94,7 @@ func (s *WorkspaceService) ListCurrentUserWorkspaces(ctx context.Context, req *p
 		PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(req.GetOrganizationId()))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(req.GetOrganizationId()))
 	}
 	out := &platformv1.ListCurrentUserWorkspacesResponse{NextPageToken: page.NextPageToken}
 	out.UserWorkspaces = mapAll(page.Items, workspaceProto)
@@ -123,7 +124,7 @@ func (s *WorkspaceService) CreateWorkspace(ctx context.Context, req *platformv1.
 			CreatorID: creator,
 		})
 		if err != nil {
-			return nil, "", storeStatus(err, ReasonOrganizationNotFound, ReasonWorkspaceExists, idWorkspaceName(org, id))
+			return nil, "", storeStatus(err, ReasonOrganizationNotFound, ReasonWorkspaceExists, names.Workspace(org, id))
 		}
 		if creator != "" {
 			// A creator who is not an organization member (impossible through
@@ -187,7 +188,7 @@ func (s *WorkspaceService) DeleteWorkspace(ctx context.Context, req *platformv1.
 
 func preferencesProto(p store.WorkspacePreferences) *platformv1.WorkspacePreferences {
 	return &platformv1.WorkspacePreferences{
-		Name:              idWorkspaceName(p.OrganizationID, p.WorkspaceID) + "/preferences",
+		Name:              names.Workspace(p.OrganizationID, p.WorkspaceID) + "/preferences",
 		SupportTeamAccess: p.SupportTeamAccess,
 		General: &platformv1.GeneralPreferences{
 			TimeZone:          p.TimeZone,
@@ -320,14 +321,14 @@ func (s *WorkspaceService) CreateWorkspaceInvite(ctx context.Context, req *platf
 			OrganizationID: org, WorkspaceID: ws, Email: addr.Address, RoleIDs: roles, InviterID: inviter,
 		})
 		if err != nil {
-			return nil, "", storeStatus(err, ReasonWorkspaceNotFound, ReasonInvitationExists, idWorkspaceName(org, ws)+"/invites/"+addr.Address)
+			return nil, "", storeStatus(err, ReasonWorkspaceNotFound, ReasonInvitationExists, names.Workspace(org, ws)+"/invites/"+addr.Address)
 		}
 		return invitationProto(inv), inv.ID, nil
 	}
 	get := func(id string) (*platformv1.UserInvitation, error) {
 		inv, err := s.st.GetInvitation(ctx, org, id)
 		if err != nil {
-			return nil, storeStatus(err, ReasonInvitationNotFound, ReasonInvitationExists, idWorkspaceName(org, ws)+"/invites/"+id)
+			return nil, storeStatus(err, ReasonInvitationNotFound, ReasonInvitationExists, names.Workspace(org, ws)+"/invites/"+id)
 		}
 		return invitationProto(inv), nil
 	}
@@ -340,7 +341,7 @@ func (s *WorkspaceService) CreateWorkspaceInvite(ctx context.Context, req *platf
 // DeleteWorkspaceInvite withdraws an invitation of the workspace.
 func (s *WorkspaceService) DeleteWorkspaceInvite(ctx context.Context, req *platformv1.DeleteWorkspaceInviteRequest) (*emptypb.Empty, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetInvitationId()
-	name := idWorkspaceName(org, ws) + "/invites/" + id
+	name := names.Workspace(org, ws) + "/invites/" + id
 	inv, err := s.st.GetInvitation(ctx, org, id)
 	if err != nil {
 		return nil, storeStatus(err, ReasonInvitationNotFound, ReasonInvitationExists, name)
@@ -396,7 +397,7 @@ func (s *WorkspaceService) ListWorkspaceUsers(ctx context.Context, req *platform
 }
 
 func (s *WorkspaceService) memberErr(err error, org, ws, user string) error {
-	return storeStatus(err, ReasonMemberNotFound, ReasonMemberExists, idWorkspaceName(org, ws)+"/users/"+user)
+	return storeStatus(err, ReasonMemberNotFound, ReasonMemberExists, names.WorkspaceUser(org, ws, user))
 }
 
 // CreateWorkspaceUser adds an organization member to a workspace with
@@ -411,7 +412,7 @@ func (s *WorkspaceService) CreateWorkspaceUser(ctx context.Context, req *platfor
 		return nil, err
 	}
 	if _, err := s.st.GetUser(ctx, user); err != nil {
-		return nil, storeStatus(err, ReasonUserNotFound, ReasonUserNotFound, idUserName(user))
+		return nil, storeStatus(err, ReasonUserNotFound, ReasonUserNotFound, names.User(user))
 	}
 	m, err := s.st.AddWorkspaceMember(ctx, org, ws, user, roles)
 	if err != nil {
@@ -458,7 +459,7 @@ func (s *WorkspaceService) CountWorkspaceUsers(ctx context.Context, req *platfor
 	}
 	counts, err := s.st.CountWorkspaceUsers(ctx, org, slices.Compact(slices.Sorted(slices.Values(clean))))
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, idOrganizationName(org))
+		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
 	}
 	out := &platformv1.CountWorkspaceUsersResponse{WorkspaceUserCounts: make(map[string]int32, len(counts))}
 	for id, n := range counts {

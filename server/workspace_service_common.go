@@ -2,6 +2,7 @@ package server
 
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"github.com/proserun/prose/names"
 
 	"context"
 	"errors"
@@ -110,18 +111,12 @@ func timestampOrNil(t time.Time) *timestamppb.Timestamp {
 	return timestamppb.New(t)
 }
 
-// Resource names.
-func idOrganizationName(org string) string  { return "organizations/" + org }
-func idWorkspaceName(org, ws string) string { return "organizations/" + org + "/workspaces/" + ws }
-func idUserName(u string) string            { return "users/" + u }
-func idApiKeyName(org, id string) string    { return "organizations/" + org + "/apiKeys/" + id }
-
 // resourceIDRE is an AIP-122 resource id: lowercase letter, then letters, digits
 // and hyphens, at most 63 characters.
 var resourceIDRE = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
 
 // idOf accepts an id or a resource name ending in it.
-func idOf(s string) string { return store.LastSegment(s) }
+func idOf(s string) string { return names.ID(s) }
 
 func callerPrincipal(ctx context.Context) (*transport.Principal, error) {
 	p, ok := transport.PrincipalFrom(ctx)
@@ -193,7 +188,7 @@ func roleScopeProto(s store.RoleScope) platformv1.RoleScope {
 }
 
 func userInfoProto(u store.User) *platformv1.UserBasicInfo {
-	return &platformv1.UserBasicInfo{Name: idUserName(u.ID), DisplayName: u.DisplayName, Email: u.Email}
+	return &platformv1.UserBasicInfo{Name: names.User(u.ID), DisplayName: u.DisplayName, Email: u.Email}
 }
 
 func workspaceUserProto(m store.WorkspaceUser) *platformv1.WorkspaceUser {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/apikey"
 	"github.com/proserun/prose/store"
@@ -128,9 +129,9 @@ func bootstrap(ctx context.Context, st store.Store, o initOptions) (initResult, 
 		return initResult{}, fmt.Errorf("create API key: %w", err)
 	}
 	return initResult{
-		Organization: "organizations/" + org.ID,
-		Workspace:    "organizations/" + org.ID + "/workspaces/" + ws.ID,
-		User:         "users/" + u.ID,
+		Organization: names.Organization(org.ID),
+		Workspace:    names.Workspace(org.ID, ws.ID),
+		User:         names.User(u.ID),
 		APIKey:       key.GetKey(),
 		orgID:        org.ID, workspaceID: ws.ID, userID: u.ID,
 	}, nil

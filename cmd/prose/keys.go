@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/apikey"
 	"github.com/proserun/prose/store"
@@ -95,7 +96,7 @@ func keysCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.
 			fmt.Fprintln(stderr, "usage: prose keys delete ID")
 			return 2
 		}
-		id := store.LastSegment(fs.Arg(0))
+		id := names.ID(fs.Arg(0))
 		if err := st.DeleteAPIKey(ctx, org, id); err != nil {
 			if errors.Is(err, store.ErrNotFound) {
 				fmt.Fprintf(stderr, "keys delete: no key %s in organization %s\n", id, org)
@@ -139,7 +140,7 @@ func keysCreate(ctx context.Context, st store.Store, org, user, name, permission
 	}
 	var ids []string
 	for _, w := range workspaces {
-		id := store.LastSegment(w)
+		id := names.ID(w)
 		if _, err := st.GetWorkspace(ctx, org, id); err != nil {
 			fmt.Fprintf(stderr, "keys create: workspace %s: %v\n", id, err)
 			return 1
@@ -147,7 +148,7 @@ func keysCreate(ctx context.Context, st store.Store, org, user, name, permission
 		ids = append(ids, id)
 	}
 	resp, err := server.CreateKey(ctx, st, store.APIKey{
-		OrganizationID: org, UserID: store.LastSegment(user), Name: name,
+		OrganizationID: org, UserID: names.ID(user), Name: name,
 		AllWorkspaces: len(ids) == 0, WorkspaceIDs: ids, PermissionLevel: level,
 	}, d, time.Now())
 	if err != nil {

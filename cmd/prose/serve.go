@@ -26,6 +26,7 @@ import (
 	"github.com/proserun/prose/gen/openapi"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
@@ -270,7 +271,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	a.grpc = transport.New(transport.Options{
 		Logger:        logger,
 		Authenticator: auth,
-		ServerOptions: append(transport.TransportServerOptions(), cfg.serverOptions...),
+		ServerOptions: append(transport.MessageSizeOptions(), cfg.serverOptions...),
 	})
 	a.services.Register(a.grpc)
 
@@ -332,15 +333,15 @@ func registerBookFile(ctx context.Context, reg *books.Registry, path string) err
 		return err
 	}
 	for i, e := range entries {
-		parts := strings.Split(e.Workspace, "/")
-		if len(parts) != 4 || parts[0] != "organizations" || parts[2] != "workspaces" {
+		org, ws, ok := names.ParseWorkspace(e.Workspace)
+		if !ok {
 			return fmt.Errorf("entry %d: workspace %q is not organizations/{o}/workspaces/{w}", i, e.Workspace)
 		}
 		b := &bookv1.Book{}
 		if err := protojson.Unmarshal(e.Book, b); err != nil {
 			return fmt.Errorf("entry %d: %w", i, err)
 		}
-		if _, err := reg.Register(ctx, books.Workspace{OrganizationID: parts[1], WorkspaceID: parts[3]}, b, ""); err != nil {
+		if _, err := reg.Register(ctx, books.Workspace{OrganizationID: org, WorkspaceID: ws}, b, ""); err != nil {
 			return fmt.Errorf("entry %d: %w", i, err)
 		}
 	}

@@ -147,11 +147,11 @@ func InvalidArgument(reason ErrorReason, msg string, violations ...*FieldViolati
 // FailedPrecondition reports that the system is not in the state the call
 // needs (e.g. resolving an exception that is not pending). metadata may be nil.
 func FailedPrecondition(reason ErrorReason, msg string, metadata map[string]string) error {
-	b := NewError(codes.FailedPrecondition, reason, msg)
+	e := NewError(codes.FailedPrecondition, reason, msg)
 	for k, v := range metadata {
-		b.Meta(k, v)
+		e = e.Meta(k, v)
 	}
-	return b.Err()
+	return e.Err()
 }
 
 // Aborted reports a concurrency conflict; the client may retry.

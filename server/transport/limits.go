@@ -33,9 +33,9 @@ const MaxRequestBytes = 64 << 20
 // build from stored data (grpc-go's own default).
 const MaxResponseBytes = 1<<31 - 1
 
-// TransportServerOptions are the gRPC server's message bounds
+// MessageSizeOptions are the gRPC server's message bounds
 // (MaxRequestBytes in, MaxResponseBytes out).
-func TransportServerOptions() []grpc.ServerOption {
+func MessageSizeOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{grpc.MaxRecvMsgSize(MaxRequestBytes), grpc.MaxSendMsgSize(MaxResponseBytes)}
 }
 
