@@ -424,9 +424,9 @@ func (q *ep) fieldKey() (string, Span, error) {
 	return strings.Join(raw, " "), sp, nil
 }
 
-func (r *refExpr) withField(key string, end int) *refExpr {
-	n := &refExpr{slot: r.slot, name: r.name, fields: append(append([]string(nil), r.fields...), key), span: Span{r.span.Start, end}, derive: r.derive}
-	n.display = r.display + "'s " + fieldDisplay(key)
+func (e *refExpr) withField(key string, end int) *refExpr {
+	n := &refExpr{slot: e.slot, name: e.name, fields: append(append([]string(nil), e.fields...), key), span: Span{e.span.Start, end}, derive: e.derive}
+	n.display = e.display + "'s " + fieldDisplay(key)
 	return n
 }
 

@@ -202,7 +202,7 @@ func (s *FileService) DeleteFile(ctx context.Context, req *platformv1.DeleteFile
 // GenerateUploadUrl makes a URL that accepts one file per PUT or POST (raw
 // bytes with ?filename=, or multipart/form-data with a file part) until it
 // expires.
-func (s *FileService) GenerateUploadUrl(ctx context.Context, req *platformv1.GenerateUploadUrlRequest) (*platformv1.GenerateUploadUrlResponse, error) { //nolint:revive // the name of the generated FileServiceServer method
+func (s *FileService) GenerateUploadUrl(ctx context.Context, req *platformv1.GenerateUploadUrlRequest) (*platformv1.GenerateUploadUrlResponse, error) { //nolint:revive,staticcheck // the name of the generated FileServiceServer method
 	d, err := lifetime(req.GetExpireDuration().AsDuration(), req.GetExpireDuration() != nil)
 	if err != nil {
 		return nil, err
@@ -223,7 +223,7 @@ func (s *FileService) GenerateUploadUrl(ctx context.Context, req *platformv1.Gen
 
 // GenerateDownloadUrl makes a URL that serves a file's bytes until it
 // expires.
-func (s *FileService) GenerateDownloadUrl(ctx context.Context, req *platformv1.GenerateDownloadUrlRequest) (*platformv1.GenerateDownloadUrlResponse, error) { //nolint:revive // the name of the generated FileServiceServer method
+func (s *FileService) GenerateDownloadUrl(ctx context.Context, req *platformv1.GenerateDownloadUrlRequest) (*platformv1.GenerateDownloadUrlResponse, error) { //nolint:revive,staticcheck // the name of the generated FileServiceServer method
 	d, err := lifetime(req.GetExpireDuration().AsDuration(), req.GetExpireDuration() != nil)
 	if err != nil {
 		return nil, err

@@ -180,6 +180,7 @@ type Workspaces interface {
 // RoleScope says where a role is bound.
 type RoleScope string
 
+// The scopes of a role.
 const (
 	ScopeOrganization RoleScope = "organization"
 	ScopeWorkspace    RoleScope = "workspace"
@@ -370,6 +371,7 @@ type Preferences interface {
 // PermissionLevel of an API key.
 type PermissionLevel string
 
+// The permission levels of an API key.
 const (
 	PermissionAll        PermissionLevel = "all"
 	PermissionReadOnly   PermissionLevel = "read_only"

@@ -20,7 +20,7 @@ import (
 const (
 	// DefaultPageSize is used when page_size is 0.
 	DefaultPageSize = 50
-	// MaxPageSize: larger values are coerced to it.
+	// MaxPageSize is the largest page: larger values are coerced to it.
 	MaxPageSize = 1000
 )
 

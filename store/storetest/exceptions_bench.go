@@ -25,8 +25,10 @@ const (
 	BenchExceptionWorkspace   = "ops"
 )
 
-// BenchExceptionRunID and BenchExceptionAutomationID name the seeded rows.
-func BenchExceptionRunID(i int) string        { return fmt.Sprintf("r%04d", i) }
+// BenchExceptionRunID names the seeded run i.
+func BenchExceptionRunID(i int) string { return fmt.Sprintf("r%04d", i) }
+
+// BenchExceptionAutomationID names the seeded automation i.
 func BenchExceptionAutomationID(i int) string { return fmt.Sprintf("a%02d", i) }
 
 // SeedExceptionParents creates the organization, workspace, automations and

@@ -21,6 +21,7 @@ import (
 // ErrorKind classifies a driver error.
 type ErrorKind int
 
+// The kinds of driver error the store tells apart.
 const (
 	KindOther ErrorKind = iota
 	KindUnique
