@@ -293,7 +293,7 @@ func (s *ApiKeyService) ListApiKeys(ctx context.Context, req *platformv1.ListApi
 	}
 	page, err := s.st.ListAPIKeys(ctx, req.GetOrganizationId(), p.UserID, lp.Size, lp.Token)
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(req.GetOrganizationId()))
+		return nil, orgStatus(err, req.GetOrganizationId())
 	}
 	out := &platformv1.ListApiKeysResponse{NextPageToken: page.NextPageToken}
 	out.ApiKeys = mapAll(page.Items, APIKeyProto)

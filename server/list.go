@@ -1,6 +1,9 @@
 package server
 
 import (
+	"context"
+
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
 )
@@ -96,4 +99,22 @@ func mapAll[T, P any](items []T, conv func(T) P) []P {
 		out[i] = conv(it)
 	}
 	return out
+}
+
+// orgStatus maps a store error about organization org to its status.
+func orgStatus(err error, org string) error {
+	return storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
+}
+
+// listInOrganization lists one page of org's items after checking that org
+// exists: a list of an unknown organization is NOT_FOUND, never empty.
+func listInOrganization[T any](ctx context.Context, st store.Organizations, org string, list func() (store.Page[T], error)) (store.Page[T], error) {
+	if _, err := st.GetOrganization(ctx, org); err != nil {
+		return store.Page[T]{}, orgStatus(err, org)
+	}
+	page, err := list()
+	if err != nil {
+		return store.Page[T]{}, orgStatus(err, org)
+	}
+	return page, nil
 }

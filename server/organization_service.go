@@ -37,7 +37,7 @@ func organizationProto(o store.Organization) *platformv1.Organization {
 func (s *OrganizationService) GetOrganization(ctx context.Context, req *platformv1.GetOrganizationRequest) (*platformv1.Organization, error) {
 	o, err := s.st.GetOrganization(ctx, req.GetOrganizationId())
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(req.GetOrganizationId()))
+		return nil, orgStatus(err, req.GetOrganizationId())
 	}
 	return organizationProto(o), nil
 }
@@ -140,18 +140,15 @@ func (s *OrganizationService) ListOrganizationUsers(ctx context.Context, req *pl
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.st.GetOrganization(ctx, org); err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
-	}
-	page, err := s.st.ListOrganizationUsers(ctx, store.ListOrganizationUsersRequest{
-		OrganizationID: org, Filter: lp.Filter, OrderBy: lp.OrderBy, PageSize: lp.Size, PageToken: lp.Token,
+	page, err := listInOrganization(ctx, s.st, org, func() (store.Page[store.WorkspaceUser], error) {
+		return s.st.ListOrganizationUsers(ctx, store.ListOrganizationUsersRequest{
+			OrganizationID: org, Filter: lp.Filter, OrderBy: lp.OrderBy, PageSize: lp.Size, PageToken: lp.Token,
+		})
 	})
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
+		return nil, err
 	}
-	out := &platformv1.ListOrganizationUsersResponse{NextPageToken: page.NextPageToken}
-	out.Users = mapAll(page.Items, workspaceUserProto)
-	return out, nil
+	return &platformv1.ListOrganizationUsersResponse{NextPageToken: page.NextPageToken, Users: mapAll(page.Items, workspaceUserProto)}, nil
 }
 
 // ListOrganizationRoles lists every role of the organization.
@@ -161,16 +158,13 @@ func (s *OrganizationService) ListOrganizationRoles(ctx context.Context, req *pl
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.st.GetOrganization(ctx, org); err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
-	}
-	page, err := s.st.ListRoles(ctx, org, "", lp.Size, lp.Token)
+	page, err := listInOrganization(ctx, s.st, org, func() (store.Page[store.Role], error) {
+		return s.st.ListRoles(ctx, org, "", lp.Size, lp.Token)
+	})
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
+		return nil, err
 	}
-	out := &platformv1.ListOrganizationRolesResponse{NextPageToken: page.NextPageToken}
-	out.Roles = mapAll(page.Items, roleProto)
-	return out, nil
+	return &platformv1.ListOrganizationRolesResponse{NextPageToken: page.NextPageToken, Roles: mapAll(page.Items, roleProto)}, nil
 }
 
 // ListOrganizationInvites lists the invitations to the organization itself.
@@ -180,16 +174,13 @@ func (s *OrganizationService) ListOrganizationInvites(ctx context.Context, req *
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.st.GetOrganization(ctx, org); err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
-	}
-	page, err := s.st.ListInvitations(ctx, org, "", lp.Size, lp.Token)
+	page, err := listInOrganization(ctx, s.st, org, func() (store.Page[store.Invitation], error) {
+		return s.st.ListInvitations(ctx, org, "", lp.Size, lp.Token)
+	})
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
+		return nil, err
 	}
-	out := &platformv1.ListOrganizationInvitesResponse{NextPageToken: page.NextPageToken}
-	out.Invitations = mapAll(page.Items, invitationProto)
-	return out, nil
+	return &platformv1.ListOrganizationInvitesResponse{NextPageToken: page.NextPageToken, Invitations: mapAll(page.Items, invitationProto)}, nil
 }
 
 // GetCurrentUserPermissions returns the caller's roles and effective

@@ -57,16 +57,25 @@ func (s *WorkspaceService) ListWorkspaces(ctx context.Context, req *platformv1.L
 	if err != nil {
 		return nil, err
 	}
+	page, err := s.listWorkspaces(ctx, req.GetOrganizationId(), "", lp)
+	if err != nil {
+		return nil, err
+	}
+	return &platformv1.ListWorkspacesResponse{NextPageToken: page.NextPageToken, Workspaces: mapAll(page.Items, workspaceProto)}, nil
+}
+
+// listWorkspaces lists one page of an organization's workspaces inside the
+// caller's key scope; member "" lists them all, a user id those the user
+// belongs to.
+func (s *WorkspaceService) listWorkspaces(ctx context.Context, org, member string, lp listParams) (store.Page[store.Workspace], error) {
 	page, err := s.st.ListWorkspaces(ctx, store.ListWorkspacesRequest{
-		OrganizationID: req.GetOrganizationId(), Filter: scopedToCaller(ctx, lp.Filter), OrderBy: lp.OrderBy,
+		OrganizationID: org, MemberUserID: member, Filter: scopedToCaller(ctx, lp.Filter), OrderBy: lp.OrderBy,
 		PageSize: lp.Size, PageToken: lp.Token,
 	})
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(req.GetOrganizationId()))
+		return store.Page[store.Workspace]{}, orgStatus(err, org)
 	}
-	out := &platformv1.ListWorkspacesResponse{NextPageToken: page.NextPageToken}
-	out.Workspaces = mapAll(page.Items, workspaceProto)
-	return out, nil
+	return page, nil
 }
 
 // GetWorkspace gets a workspace.
@@ -89,16 +98,11 @@ func (s *WorkspaceService) ListCurrentUserWorkspaces(ctx context.Context, req *p
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.st.ListWorkspaces(ctx, store.ListWorkspacesRequest{
-		OrganizationID: req.GetOrganizationId(), MemberUserID: p.UserID, Filter: scopedToCaller(ctx, lp.Filter),
-		PageSize: lp.Size, PageToken: lp.Token,
-	})
+	page, err := s.listWorkspaces(ctx, req.GetOrganizationId(), p.UserID, lp)
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(req.GetOrganizationId()))
+		return nil, err
 	}
-	out := &platformv1.ListCurrentUserWorkspacesResponse{NextPageToken: page.NextPageToken}
-	out.UserWorkspaces = mapAll(page.Items, workspaceProto)
-	return out, nil
+	return &platformv1.ListCurrentUserWorkspacesResponse{NextPageToken: page.NextPageToken, UserWorkspaces: mapAll(page.Items, workspaceProto)}, nil
 }
 
 // CreateWorkspace creates a workspace; the caller becomes its workspace
@@ -459,7 +463,7 @@ func (s *WorkspaceService) CountWorkspaceUsers(ctx context.Context, req *platfor
 	}
 	counts, err := s.st.CountWorkspaceUsers(ctx, org, slices.Compact(slices.Sorted(slices.Values(clean))))
 	if err != nil {
-		return nil, storeStatus(err, ReasonOrganizationNotFound, ReasonOrganizationNotFound, names.Organization(org))
+		return nil, orgStatus(err, org)
 	}
 	out := &platformv1.CountWorkspaceUsersResponse{WorkspaceUserCounts: make(map[string]int32, len(counts))}
 	for id, n := range counts {
