@@ -73,6 +73,7 @@ type Error struct {
 	msg        string
 	metadata   map[string]string
 	violations []*FieldViolation
+	st         *status.Status // built by Err, dropped by Meta and Violations
 }
 
 // NewError starts an error with a code, a reason and a message meant for the
@@ -87,12 +88,14 @@ func (e *Error) Meta(key, value string) *Error {
 		e.metadata = map[string]string{}
 	}
 	e.metadata[key] = value
+	e.st = nil
 	return e
 }
 
 // Violations adds BadRequest field violations.
 func (e *Error) Violations(v ...*FieldViolation) *Error {
 	e.violations = append(e.violations, v...)
+	e.st = nil
 	return e
 }
 
@@ -104,6 +107,13 @@ func (e *Error) Reason() ErrorReason { return e.reason }
 
 // Status returns e as a status.
 func (e *Error) Status() *status.Status {
+	if e.st != nil {
+		return e.st
+	}
+	return e.build()
+}
+
+func (e *Error) build() *status.Status {
 	st := status.New(e.code, e.msg)
 	details := []protoadapt.MessageV1{ForReason(e.reason, e.metadata)}
 	if len(e.violations) > 0 {
@@ -123,8 +133,12 @@ func (e *Error) GRPCStatus() *status.Status { return e.Status() }
 // Error is the text of the status error e renders as.
 func (e *Error) Error() string { return fmt.Sprintf("rpc error: code = %s desc = %s", e.code, e.msg) }
 
-// Err returns e as an error.
-func (e *Error) Err() error { return e }
+// Err returns e as an error, its status built once here (gRPC and the errors
+// entry each ask for it): an error shared between goroutines is only read.
+func (e *Error) Err() error {
+	e.st = e.build()
+	return e
+}
 
 // NotFound reports that resourceName (e.g. "runs/123") does not exist or may
 // not be seen by the caller.
