@@ -153,22 +153,33 @@ func requireV2(field, v string) error {
 	return nil
 }
 
+// startList is the v2 list skeleton: the store answers, the caller's
+// organization, the required fields (field, value pairs, checked in order)
+// are given, and limit is a page size (negative: INVALID_ARGUMENT).
+func (s *LegacyV2) startList(ctx context.Context, limit int32, required ...string) (org string, size int, err error) {
+	if err := s.ready(); err != nil {
+		return "", 0, err
+	}
+	if org, err = v2Org(ctx); err != nil {
+		return "", 0, err
+	}
+	for i := 0; i+1 < len(required); i += 2 {
+		if err := requireV2(required[i], required[i+1]); err != nil {
+			return "", 0, err
+		}
+	}
+	if size, err = checkedPageSize(limit); err != nil {
+		return "", 0, transport.InvalidArgument(ReasonInvalidField, "limit must not be negative", transport.Violation("limit", "negative"))
+	}
+	return org, size, nil
+}
+
 // ListProcesses lists the automations of an agent (workspace), most
 // recently changed first; limit as page_size (default 50, at most 1000).
 func (s *LegacyV2) ListProcesses(ctx context.Context, req *legacyv2.ListProcessesRequest) (*legacyv2.ListProcessesResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	org, err := v2Org(ctx)
+	org, size, err := s.startList(ctx, req.GetLimit(), "agent_id", req.GetAgentId())
 	if err != nil {
 		return nil, err
-	}
-	if err := requireV2("agent_id", req.GetAgentId()); err != nil {
-		return nil, err
-	}
-	size, err := checkedPageSize(req.GetLimit())
-	if err != nil {
-		return nil, transport.InvalidArgument(ReasonInvalidField, "limit must not be negative", transport.Violation("limit", "negative"))
 	}
 	ws := req.GetAgentId()
 	if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
@@ -342,22 +353,9 @@ func (s *LegacyV2) GetRun(ctx context.Context, req *legacyv2.GetRunRequest) (*le
 // ListRuns lists the runs of a process of an agent, newest first; limit as
 // page_size (default 50, at most 1000).
 func (s *LegacyV2) ListRuns(ctx context.Context, req *legacyv2.ListRunsRequest) (*legacyv2.ListRunsResponse, error) {
-	if err := s.ready(); err != nil {
-		return nil, err
-	}
-	org, err := v2Org(ctx)
+	org, size, err := s.startList(ctx, req.GetLimit(), "process_id", req.GetProcessId(), "agent_id", req.GetAgentId())
 	if err != nil {
 		return nil, err
-	}
-	if err := requireV2("process_id", req.GetProcessId()); err != nil {
-		return nil, err
-	}
-	if err := requireV2("agent_id", req.GetAgentId()); err != nil {
-		return nil, err
-	}
-	size, err := checkedPageSize(req.GetLimit())
-	if err != nil {
-		return nil, transport.InvalidArgument(ReasonInvalidField, "limit must not be negative", transport.Violation("limit", "negative"))
 	}
 	ws, id := req.GetAgentId(), req.GetProcessId()
 	if _, err := s.st.GetAutomation(ctx, org, ws, id); err != nil {
