@@ -102,19 +102,30 @@ func Migrate(ctx context.Context, url string) (int64, error) {
 	return migrate(ctx, s.db)
 }
 
-func migrate(ctx context.Context, db *sql.DB) (int64, error) {
+// provider is the goose provider of the migrations: the SQL files, and
+// 00013 in Go (sqlstore.TitleKeyMigration).
+func provider(db *sql.DB) (*goose.Provider, error) {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
-		goose.WithDisableGlobalRegistry(true), goose.WithSessionLocker(locker))
+		goose.WithDisableGlobalRegistry(true), goose.WithSessionLocker(locker),
+		goose.WithGoMigrations(sqlstore.TitleKeyMigration(store.Postgres)))
 	if err != nil {
-		return 0, fmt.Errorf("postgres: migrations: %w", err)
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	return p, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) (int64, error) {
+	p, err := provider(db)
+	if err != nil {
+		return 0, err
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return 0, fmt.Errorf("postgres: migrate: %w", err)

@@ -128,7 +128,8 @@ func provider(db *sql.DB) (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true))
+	return goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(sqlstore.TitleKeyMigration(store.SQLite)))
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {
