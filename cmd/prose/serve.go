@@ -56,6 +56,9 @@ type serveConfig struct {
 	// bodyReadTimeout the time to read a request body (0: gateway default).
 	maxUploads      int
 	uploadWait      time.Duration
+	// maxGRPCUploads bounds the native gRPC uploads in flight (0: the
+	// server's default).
+	maxGRPCUploads int
 	bodyReadTimeout time.Duration
 	// limits bound each run (lang.Limits); timeSlice is the engine's
 	// (engine.Options.TimeSlice); maxLostLeases is the store's
@@ -92,6 +95,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.IntVar(&cfg.workers, "workers", 0, "runs this replica executes at once (default: 4 per CPU on SQLite; 32 per CPU on PostgreSQL, where a run mostly waits for the database)")
 	fs.StringVar(&cfg.books, "books", "", `JSON file of workspace books to register at start: [{"workspace": "organizations/{o}/workspaces/{w}", "book": {…}}] (kept in memory by this process, over the books registered through the API, which are stored)`)
 	fs.IntVar(&cfg.maxUploads, "max-uploads", gateway.DefaultMaxUploads, "file uploads read at once (each holds its file in memory a few times over); more wait (--upload-wait), then 503 with Retry-After; -1: no bound")
+	fs.IntVar(&cfg.maxGRPCUploads, "max-grpc-uploads", transport.DefaultMaxLargeRequests, "native gRPC file uploads (UploadFile, up to 64 MiB each) received at once; more are refused at once with RESOURCE_EXHAUSTED UPLOADS_BUSY before their message is read; -1: no bound")
 	fs.DurationVar(&cfg.uploadWait, "upload-wait", gateway.DefaultUploadWait, "how long an upload waits for a slot when --max-uploads are in flight (its body unread) before 503; -1ns: no wait")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
@@ -147,7 +151,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		fmt.Fprintf(stderr, "Open the web console and sign in with this one-time link (or later: prose login-link):\n%s\n", console.LinkURL(base, token))
 	}
 	logger.Info("serving", "addr", lis.Addr().String(), "version", server.Version)
-	if err := gateway.Serve(ctx, lis, app.grpc, app.http, logger, gateway.WithShutdownTimeout(15*time.Second)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := gateway.Serve(ctx, lis, app.grpc, app.http, logger, app.serveOptions()...); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Error("serve", "err", err)
 		return 1
 	}
@@ -168,7 +172,15 @@ type app struct {
 	// bootstrap is set when newApp initialised an empty store (organization,
 	// owner, workspace, API key); the key was printed once to stderr.
 	bootstrap *initResult
+	// admission bounds the native gRPC uploads in flight (--max-grpc-uploads).
+	admission *transport.Admission
 	closers   []func() error
+}
+
+// serveOptions are gateway.Serve's options for the app: the gRPC calls of
+// the shared port go through the same admission as the gRPC server's own.
+func (a *app) serveOptions() []gateway.ServeOption {
+	return []gateway.ServeOption{gateway.WithShutdownTimeout(15 * time.Second), gateway.WithGRPCAdmission(a.admission.Tap)}
 }
 
 func (a *app) Close() {
@@ -268,10 +280,14 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Events:        events,
 		Exceptions:    server.NewExceptionService(st, a.engine),
 	}
+	a.admission = transport.NewAdmission(cfg.maxGRPCUploads, gateway.InProcessNetwork)
 	a.grpc = transport.New(transport.Options{
 		Logger:        logger,
 		Authenticator: auth,
 		ServerOptions: append(transport.MessageSizeOptions(), cfg.serverOptions...),
+		// Native gRPC uploads are bounded like the HTTP ones; the gateway's
+		// in-process calls are bounded by the gateway (--max-uploads).
+		Admission: a.admission,
 	})
 	a.services.Register(a.grpc)
 

@@ -82,6 +82,12 @@ type Options struct {
 	Extra []Middleware
 	// ServerOptions are passed to grpc.NewServer after the interceptors.
 	ServerOptions []grpc.ServerOption
+	// Admission, when set, bounds the calls of LargeRequestMethods (file
+	// uploads, up to MaxRequestBytes each) in flight on the connections
+	// the server serves itself (its InTapHandle); give the same Admission
+	// to the HTTP side for the gRPC calls it serves (gateway.Serve's
+	// WithGRPCAdmission).
+	Admission *Admission
 }
 
 func (o Options) logger() *slog.Logger {
@@ -202,6 +208,7 @@ func New(opts Options) *grpc.Server {
 	if err != nil {
 		panic("transport.New: " + err.Error())
 	}
+	chain = append(chain, opts.Admission.serverOption()...)
 	s := grpc.NewServer(append(chain, opts.ServerOptions...)...)
 	hs := opts.Health
 	if hs == nil {
