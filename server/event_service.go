@@ -96,6 +96,10 @@ func NewEventServiceWith(st store.Store, eng *engine.Engine, o EventOptions) *Ev
 	}
 	ro := o.Runner
 	ro.OnChange = func(t store.Thread) { s.broker.notify(t.Key()) }
+	// The agents' events have the caps of the clients' (agent.SizeError).
+	if ro.MaxMessageBytes <= 0 {
+		ro.MaxMessageBytes = s.maxMessage
+	}
 	s.runner = agent.NewRunner(st, eng, ro, agents...)
 	return s
 }
