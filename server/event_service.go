@@ -68,9 +68,13 @@ type EventOptions struct {
 	// lost; default DefaultEventStreamPoll, negative: never.
 	Poll time.Duration
 	// MaxMessageBytes caps the size of a user message (its content or
-	// content_list as a protobuf message); default
-	// DefaultMaxEventMessageBytes.
+	// content_list as a protobuf message); default (and at most)
+	// MaxEventBytes.
 	MaxMessageBytes int
+	// MaxEventBytes is the size of an event (store.Sizes.EventBytes; the
+	// request limits check the clients' events); it caps the events the
+	// agents write. Default store.MaxEventBytes.
+	MaxEventBytes int
 }
 
 // NewEventService returns the event service with the built-in agent.
@@ -87,8 +91,12 @@ func NewEventServiceWith(st store.Store, eng *engine.Engine, o EventOptions) *Ev
 	case s.poll < 0:
 		s.poll = 0
 	}
-	if s.maxMessage <= 0 {
-		s.maxMessage = DefaultMaxEventMessageBytes
+	maxEvent := o.MaxEventBytes
+	if maxEvent <= 0 {
+		maxEvent = store.MaxEventBytes
+	}
+	if s.maxMessage <= 0 || s.maxMessage > maxEvent {
+		s.maxMessage = maxEvent
 	}
 	agents := o.Agents
 	if agents == nil {
@@ -99,6 +107,9 @@ func NewEventServiceWith(st store.Store, eng *engine.Engine, o EventOptions) *Ev
 	// The agents' events have the caps of the clients' (agent.SizeError).
 	if ro.MaxMessageBytes <= 0 {
 		ro.MaxMessageBytes = s.maxMessage
+	}
+	if ro.MaxEventBytes <= 0 {
+		ro.MaxEventBytes = maxEvent
 	}
 	s.runner = agent.NewRunner(st, eng, ro, agents...)
 	return s

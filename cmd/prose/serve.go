@@ -71,6 +71,8 @@ type serveConfig struct {
 	// default; negative: never).
 	maxEventMessage int
 	eventPoll       time.Duration
+	// sizes are the sizes the server accepts (zero fields: the defaults).
+	sizes store.Sizes
 	// sessionTTL is how long a web console session lasts (0: the console's
 	// default).
 	sessionTTL time.Duration
@@ -102,7 +104,8 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	cfg.limits.register(fs)
 	fs.DurationVar(&cfg.timeSlice, "time-slice", 0, fmt.Sprintf("how long a run executes before it gives its worker up when every worker is busy and other runs wait (default %s; -1ns: never)", engine.DefaultTimeSlice))
 	fs.IntVar(&cfg.maxLostLeases, "max-lost-leases", 0, fmt.Sprintf("times in a row a run's worker may die while executing it before the run fails with an internal error (default %d)", store.DefaultMaxLostLeases))
-	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", server.DefaultMaxEventMessageBytes, "largest user message (content or content_list) CreateEvent accepts, in bytes, at most the size of an event (256 KiB); larger ones are INVALID_ARGUMENT")
+	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", 0, "largest message (a user's content or content_list, an agent's content) an event may carry, in bytes (default and most: the size of an event, --max-event-bytes); larger ones are INVALID_ARGUMENT")
+	registerSizeFlags(fs, &cfg.sizes)
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
 	if err := fs.Parse(args); err != nil {
@@ -192,14 +195,20 @@ func (a *app) Close() {
 }
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io.Writer) (*app, error) {
+	if err := cfg.sizes.Validate(); err != nil {
+		return nil, err
+	}
 	a := &app{}
 	st := cfg.store
 	if st == nil {
 		var err error
-		if st, err = openStore(ctx, cfg.data, cfg.database, store.WithMaxLostLeases(cfg.maxLostLeases)); err != nil {
+		if st, err = openStore(ctx, cfg.data, cfg.database, store.WithMaxLostLeases(cfg.maxLostLeases), store.WithPageBytes(cfg.sizes.PageBytes)); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		a.closers = append(a.closers, st.Close)
+	} else if ps, ok := st.(interface{ SetPageBytes(int) }); ok && cfg.sizes.PageBytes != 0 {
+		// A store given by the caller (tests): its page budget is set here.
+		ps.SetPageBytes(cfg.sizes.PageBytes)
 	}
 	a.store = st
 	ids, err := organizationIDs(ctx, st, 1)
@@ -261,7 +270,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	legacyV1.PublicURL = cfg.publicURL
 	legacyV2 := server.NewLegacyV2Runs(st, st, a.engine)
 	legacyV2.PublicURL = cfg.publicURL
-	events := server.NewEventServiceWith(st, a.engine, server.EventOptions{MaxMessageBytes: cfg.maxEventMessage, Poll: cfg.eventPoll})
+	events := server.NewEventServiceWith(st, a.engine, server.EventOptions{MaxMessageBytes: cfg.maxEventMessage, MaxEventBytes: cfg.sizes.WithDefaults().EventBytes, Poll: cfg.eventPoll})
 	a.closers = append(a.closers, events.Close)
 	// Replicas sharing a PostgreSQL database wake each other's event
 	// streams: every event write is announced (LISTEN/NOTIFY, carried by
@@ -288,6 +297,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		// Native gRPC uploads are bounded like the HTTP ones; the gateway's
 		// in-process calls are bounded by the gateway (--max-uploads).
 		Admission: a.admission,
+		Sizes:     cfg.sizes,
 	})
 	a.services.Register(a.grpc)
 

@@ -80,7 +80,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...store.Option) (*Store,
 	}
 	s := &Store{pool: pool, db: db}
 	s.DB = sqlstore.New(sqlstore.Config{
-		Dialect: store.Postgres, Read: db, Write: db, Classify: classify, Now: o.Now, MaxLostLeases: o.MaxLostLeases,
+		Dialect: store.Postgres, Read: db, Write: db, Classify: classify, Now: o.Now, MaxLostLeases: o.MaxLostLeases, PageBytes: o.PageBytes,
 		OnClose: func() error {
 			if s.ownPool {
 				s.pool.Close()
