@@ -56,7 +56,10 @@ func testGRPCUploadsBounded(t *testing.T, via string) {
 		}
 		sctx, stop := context.WithCancel(context.Background())
 		done := make(chan struct{})
-		go func() { defer close(done); _ = gateway.Serve(sctx, lis, e.app.grpc, e.app.http, slogDiscard(), e.app.serveOptions()...) }()
+		go func() {
+			defer close(done)
+			_ = gateway.Serve(sctx, lis, e.app.grpc, e.app.http, slogDiscard(), e.app.serveOptions()...)
+		}()
 		t.Cleanup(func() { stop(); <-done })
 		if conn, err = grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials())); err != nil {
 			t.Fatal(err)

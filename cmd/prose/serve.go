@@ -54,11 +54,11 @@ type serveConfig struct {
 	pprof string
 	// maxUploads bounds the file uploads in flight (0: gateway default);
 	// bodyReadTimeout the time to read a request body (0: gateway default).
-	maxUploads      int
-	uploadWait      time.Duration
+	maxUploads int
+	uploadWait time.Duration
 	// maxGRPCUploads bounds the native gRPC uploads in flight (0: the
 	// server's default).
-	maxGRPCUploads int
+	maxGRPCUploads  int
 	bodyReadTimeout time.Duration
 	// limits bound each run (lang.Limits); timeSlice is the engine's
 	// (engine.Options.TimeSlice); maxLostLeases is the store's
