@@ -258,6 +258,10 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		engOpts.Wakeups, engOpts.Notify = st.Listen(engCtx), st.Notify
 	}
 	a.engine = engine.New(st, engOpts)
+	// A pause committed on any replica reaches the one executing the run at
+	// once (LISTEN/NOTIFY, carried by the engine's listener), not at its
+	// next lease renewal.
+	st.OnRunPause(a.engine.PauseNoticed)
 	engDone := make(chan struct{})
 	go func() {
 		defer close(engDone)

@@ -34,6 +34,9 @@ type Store struct {
 	// onEvent receives the event writes announced on
 	// sqlstore.EventChannel (see OnEventChange).
 	onEvent atomic.Pointer[func(threadKey string, offset int64)]
+	// onPause receives the pauses announced on sqlstore.PauseChannel (see
+	// OnRunPause).
+	onPause atomic.Pointer[func(runID string)]
 }
 
 var _ store.Store = (*Store)(nil)

@@ -693,6 +693,11 @@ func (db *DB) PauseRun(ctx context.Context, org, ws, automation, id, reason stri
 		switch r.State {
 		case store.RunExecuting:
 			_, err = c.exec(ctx, `UPDATE runs SET state = 'stopping', reason = ?, state_time = ?, update_time = ? WHERE id = ?`, reason, now, now, id)
+			if err == nil && db.d == store.Postgres {
+				// The replica executing the run stops it at once
+				// (store.Notifier.OnRunPause), not at its next renewal.
+				_, err = c.exec(ctx, `SELECT pg_notify(?, ?)`, PauseChannel, id)
+			}
 		case store.RunPending, store.RunAwaitingGuidance:
 			_, err = c.exec(ctx, `UPDATE runs SET state = 'stopped', reason = ?, state_time = ?, update_time = ? WHERE id = ?`, reason, now, now, id)
 		default:
