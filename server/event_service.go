@@ -316,7 +316,9 @@ func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream 
 	if err != nil {
 		return err
 	}
-	wake, unsubscribe := s.broker.subscribe(t.Key())
+	wake, unsubscribe := s.broker.subscribeWith(t.Key(), func(ctx context.Context, after int64) ([]*platformv1.StreamEventsResponse, error) {
+		return s.streamBatch(ctx, t, after)
+	})
 	defer unsubscribe()
 	// The headers now, not with the first event: a client (the HTTP
 	// gateway among them) knows at once that the stream is open, even on a
@@ -330,11 +332,13 @@ func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream 
 		defer ticker.Stop()
 		tick = ticker.C
 	}
+	fresh := false // woken by the safety re-read: ask the store
 	for {
 		for {
-			msgs, err := s.broker.read(ctx, t.Key(), offset, func(ctx context.Context) ([]*platformv1.StreamEventsResponse, error) {
+			msgs, err := s.broker.read(ctx, t.Key(), offset, fresh, func(ctx context.Context) ([]*platformv1.StreamEventsResponse, error) {
 				return s.streamBatch(ctx, t, offset)
 			})
+			fresh = false
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -356,6 +360,7 @@ func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream 
 			return nil
 		case <-wake:
 		case <-tick:
+			fresh = true
 		}
 	}
 }

@@ -28,14 +28,14 @@ func TestBrokerSharesReadsOnlyAfterTheLastChange(t *testing.T) {
 	}
 	first := make(chan []*platformv1.StreamEventsResponse)
 	go func() {
-		m, _ := b.read(ctx, "run/prose", 3, slow)
+		m, _ := b.read(ctx, "run/prose", 3, false, slow)
 		first <- m
 	}()
 	<-started
 	// Same offset, no change since the query began: shared.
 	joined := make(chan []*platformv1.StreamEventsResponse)
 	go func() {
-		m, _ := b.read(ctx, "run/prose", 3, func(context.Context) ([]*platformv1.StreamEventsResponse, error) {
+		m, _ := b.read(ctx, "run/prose", 3, false, func(context.Context) ([]*platformv1.StreamEventsResponse, error) {
 			t.Error("a second query while one started after the last change runs")
 			return nil, nil
 		})
@@ -46,7 +46,7 @@ func TestBrokerSharesReadsOnlyAfterTheLastChange(t *testing.T) {
 	b.notify("run/prose")
 	own := make(chan []*platformv1.StreamEventsResponse)
 	go func() {
-		m, _ := b.read(ctx, "run/prose", 3, slow)
+		m, _ := b.read(ctx, "run/prose", 3, false, slow)
 		own <- m
 	}()
 	<-started
