@@ -28,26 +28,26 @@ func TitleKeyMigration(d store.Dialect) *goose.Migration {
 // differs, reading the workspaces in one pass and updating the few whose key
 // changes.
 func rekeyTitles(ctx context.Context, tx *sql.Tx, d store.Dialect) error {
-	rows, err := tx.QueryContext(ctx, `SELECT organization_id, id, title, title_key FROM workspaces`)
-	if err != nil {
-		return fmt.Errorf("read workspace titles: %w", err)
-	}
 	type change struct{ org, id, key string }
-	var changes []change
-	for rows.Next() {
-		var org, id, title, key string
-		if err := rows.Scan(&org, &id, &title, &key); err != nil {
-			_ = rows.Close()
-			return err
+	changes, err := func() ([]change, error) {
+		rows, err := tx.QueryContext(ctx, `SELECT organization_id, id, title, title_key FROM workspaces`)
+		if err != nil {
+			return nil, fmt.Errorf("read workspace titles: %w", err)
 		}
-		if k := store.TitleSortKey(title); k != key {
-			changes = append(changes, change{org, id, k})
+		defer func() { _ = rows.Close() }()
+		var out []change
+		for rows.Next() {
+			var org, id, title, key string
+			if err := rows.Scan(&org, &id, &title, &key); err != nil {
+				return nil, err
+			}
+			if k := store.TitleSortKey(title); k != key {
+				out = append(out, change{org, id, k})
+			}
 		}
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	if err := rows.Err(); err != nil {
+		return out, rows.Err()
+	}()
+	if err != nil {
 		return err
 	}
 	q := `UPDATE workspaces SET title_key = ? WHERE organization_id = ? AND id = ?`
