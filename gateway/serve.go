@@ -38,7 +38,7 @@ const inProcessBuffer = 1 << 20
 // InProcessNetwork is the network of the peer address the server sees for
 // the gateway's in-process calls (no outside client can have it): the
 // server's bound on large requests in flight exempts them
-// (server.Options.LargeRequestsExempt), since the gateway bounds its
+// (transport.NewAdmission's exempt networks), since the gateway bounds its
 // uploads itself (Options.MaxUploads).
 const InProcessNetwork = "prose-in-process"
 
@@ -159,7 +159,7 @@ type serveConfig struct {
 }
 
 // WithGRPCAdmission asks admit about every gRPC call of the shared port
-// before its body is read (server.Admission.Tap: the bound on large
+// before its body is read (transport.Admission.Tap: the bound on large
 // requests in flight), as the gRPC server's own InTapHandle does on the
 // connections it serves itself.
 func WithGRPCAdmission(admit tap.ServerInHandle) ServeOption {
