@@ -146,6 +146,8 @@ type Writer struct {
 	onChange  func(store.Thread)
 	open      map[string]*platformv1.Event // streaming events by id
 	pace      time.Duration
+	// maxEvent and maxMessage are the caps of Options (checkSize; 0: none).
+	maxEvent, maxMessage int
 }
 
 // StreamText writes an agent message as it is "generated": a streaming
@@ -196,6 +198,9 @@ func agentMessage(s string) *platformv1.Event {
 func (w *Writer) save(ctx context.Context, ev *platformv1.Event, create bool) (*platformv1.Event, error) {
 	if ev.GetException() == "" {
 		ev.Exception = w.exception
+	}
+	if err := checkSize(ev, w.maxMessage, w.maxEvent); err != nil {
+		return nil, err
 	}
 	se, err := ToStore(w.thread, ev)
 	if err != nil {

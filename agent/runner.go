@@ -35,6 +35,14 @@ type Options struct {
 	// (default 10ms; negative: none).
 	Pace   time.Duration
 	Logger *slog.Logger
+	// MaxEventBytes and MaxMessageBytes are the caps of the events the
+	// agents write, those of the events clients write: the protobuf size
+	// of a whole event (default store.MaxEventBytes) and the content of a
+	// message, agent_message or completion_response (default
+	// MaxEventBytes). An agent's write over one fails with a *SizeError
+	// (INVALID_ARGUMENT), which ends its generation with that error.
+	MaxEventBytes   int
+	MaxMessageBytes int
 }
 
 // Runner runs the generations of agents: one at a time per thread, in the
@@ -66,6 +74,12 @@ func NewRunner(st store.Store, eng *engine.Engine, opts Options, agents ...Agent
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.MaxEventBytes <= 0 {
+		opts.MaxEventBytes = store.MaxEventBytes
+	}
+	if opts.MaxMessageBytes <= 0 || opts.MaxMessageBytes > opts.MaxEventBytes {
+		opts.MaxMessageBytes = opts.MaxEventBytes
 	}
 	r := &Runner{st: st, eng: eng, opts: opts, agents: map[string]Agent{}, running: map[string][]*generation{}}
 	for _, a := range agents {
@@ -197,7 +211,8 @@ func (r *Runner) Close() error {
 }
 
 func (r *Runner) writer(t store.Thread, exception string) *Writer {
-	return &Writer{st: r.st, thread: t, exception: exception, onChange: r.opts.OnChange, open: map[string]*platformv1.Event{}, pace: r.opts.Pace}
+	return &Writer{st: r.st, thread: t, exception: exception, onChange: r.opts.OnChange, open: map[string]*platformv1.Event{}, pace: r.opts.Pace,
+		maxEvent: r.opts.MaxEventBytes, maxMessage: r.opts.MaxMessageBytes}
 }
 
 func completion(content, errText string) *platformv1.Event {
@@ -222,18 +237,28 @@ func (r *Runner) generate(ctx context.Context, a Agent, t store.Thread, msg *pla
 	end, endCancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer endCancel()
 	w.closeOpen(end)
+	errText := ""
 	switch {
 	case errors.Is(err, errSuperseded):
 		// Completed elsewhere (a cancel from another replica), which also
 		// recorded the end.
 		return
 	case ctx.Err() != nil:
-		_, _ = w.Emit(end, completion(text, context.Cause(ctx).Error()))
+		errText = context.Cause(ctx).Error()
 	case err != nil:
 		r.opts.Logger.Error("agent generation", "agent", a.ID(), "run", t.RunID, "err", err)
-		_, _ = w.Emit(end, completion(text, err.Error()))
-	default:
-		_, _ = w.Emit(end, completion(text, ""))
+		errText = err.Error()
+	}
+	var big *SizeError
+	if _, err := w.Emit(end, completion(text, errText)); errors.As(err, &big) {
+		// The end over a cap: it is recorded without the final text, with
+		// the error (and the original one if it is short).
+		if errText == "" || len(errText) > 4<<10 {
+			errText = big.Error()
+		} else {
+			errText += "; " + big.Error()
+		}
+		_, _ = w.Emit(end, completion("", errText))
 	}
 }
 

@@ -81,6 +81,8 @@ type Engine struct {
 
 	mu       sync.Mutex
 	inflight map[string]*flight
+	// renewNow asks the renew loop for a renewal at once (PauseNoticed).
+	renewNow chan struct{}
 
 	// done writes the completed and failed outcomes of workers, several per
 	// transaction, while Run runs.
@@ -196,6 +198,7 @@ func New(st store.Store, opts Options) *Engine {
 	}
 	e.done = &completer{st: st, owner: opts.Owner, log: log, writers: e.writers, singleWriter: e.singleWriter}
 	e.notes = &notifier{send: opts.Notify}
+	e.renewNow = make(chan struct{}, 1)
 	e.notes.Start()
 	return e
 }
@@ -451,6 +454,7 @@ func (e *Engine) renewLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-e.renewNow:
 		}
 		e.renewOnce(ctx)
 	}

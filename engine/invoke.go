@@ -169,6 +169,37 @@ func (e *Engine) Pause(ctx context.Context, org, ws, automation, id, reason stri
 	return r, nil
 }
 
+// PauseNoticed is told of a pause committed by any replica
+// (store.Notifier.OnRunPause): when this engine executes the run, it stops
+// it at its next statement now rather than at its next lease renewal
+// (every LeaseDuration/3). "" (notices may have been missed) renews the
+// leases at once, which reports every pause. It does not block.
+func (e *Engine) PauseNoticed(runID string) {
+	if runID == "" {
+		select {
+		case e.renewNow <- struct{}{}:
+		default:
+		}
+		return
+	}
+	e.mu.Lock()
+	f := e.inflight[runID]
+	e.mu.Unlock()
+	if f != nil {
+		f.pause(errPaused)
+	}
+}
+
+// Pausing reports whether this engine executes the run and has been told
+// to pause it (by Pause, a notice or a lease renewal): it stops at its next
+// statement.
+func (e *Engine) Pausing(runID string) bool {
+	e.mu.Lock()
+	f := e.inflight[runID]
+	e.mu.Unlock()
+	return f != nil && f.soft.Err() != nil && errors.Is(context.Cause(f.soft), errPaused)
+}
+
 // Continue continues a stopped run and wakes the workers.
 func (e *Engine) Continue(ctx context.Context, org, ws, automation, id string) (store.Run, error) {
 	r, err := e.st.ContinueRun(ctx, org, ws, automation, id)

@@ -2,19 +2,26 @@ package gateway
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
 	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/grpc/tap"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
 )
 
 // InProcess serves a *grpc.Server on an in-memory listener and holds a
@@ -27,6 +34,34 @@ type InProcess struct {
 }
 
 const inProcessBuffer = 1 << 20
+
+// InProcessNetwork is the network of the peer address the server sees for
+// the gateway's in-process calls (no outside client can have it): the
+// server's bound on large requests in flight exempts them
+// (transport.NewAdmission's exempt networks), since the gateway bounds its
+// uploads itself (Options.MaxUploads).
+const InProcessNetwork = "prose-in-process"
+
+type inProcessAddr struct{}
+
+func (inProcessAddr) Network() string { return InProcessNetwork }
+func (inProcessAddr) String() string  { return InProcessNetwork }
+
+// inProcessListener marks its connections' remote address as
+// InProcessNetwork.
+type inProcessListener struct{ *bufconn.Listener }
+
+type inProcessConn struct{ net.Conn }
+
+func (inProcessConn) RemoteAddr() net.Addr { return inProcessAddr{} }
+
+func (l inProcessListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return inProcessConn{c}, nil
+}
 
 // NewInProcess starts serving s in memory. Call it after every service is
 // registered on s (grpc-go refuses registration after Serve). Close it
@@ -49,7 +84,7 @@ func NewInProcess(s *grpc.Server) (*InProcess, error) {
 	p := &InProcess{lis: lis, conn: conn, done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
-		_ = s.Serve(lis) // returns when s stops or lis closes
+		_ = s.Serve(inProcessListener{lis}) // returns when s stops or lis closes
 	}()
 	return p, nil
 }
@@ -76,13 +111,42 @@ func IsGRPC(r *http.Request) bool {
 // Handler answers gRPC calls with grpcServer and everything else with
 // httpHandler. Serve it with HTTP/2 enabled (Serve does).
 func Handler(grpcServer *grpc.Server, httpHandler http.Handler) http.Handler {
+	return handler(grpcServer, httpHandler, nil)
+}
+
+// handler is Handler; admit, when set, is asked first about every gRPC
+// call (grpc.Server.ServeHTTP runs no tap handles): an error is the call's
+// answer, before its body is read; the context it returns is the call's
+// (done when the call ends).
+func handler(grpcServer *grpc.Server, httpHandler http.Handler, admit tap.ServerInHandle) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if IsGRPC(r) {
+			if admit != nil {
+				ctx, err := admit(r.Context(), &tap.Info{FullMethodName: r.URL.Path, Header: metadata.MD(r.Header)})
+				if err != nil {
+					writeGRPCStatus(w, status.Convert(err))
+					return
+				}
+				r = r.WithContext(ctx)
+			}
 			grpcServer.ServeHTTP(w, r)
 			return
 		}
 		httpHandler.ServeHTTP(w, r)
 	})
+}
+
+// writeGRPCStatus answers a gRPC call with st alone (a trailers-only
+// response).
+func writeGRPCStatus(w http.ResponseWriter, st *status.Status) {
+	h := w.Header()
+	h.Set("Content-Type", "application/grpc")
+	h.Set("Grpc-Status", strconv.Itoa(int(st.Code())))
+	h.Set("Grpc-Message", url.PathEscape(st.Message()))
+	if b, err := proto.Marshal(st.Proto()); err == nil && len(st.Proto().GetDetails()) > 0 {
+		h.Set("Grpc-Status-Details-Bin", base64.RawStdEncoding.EncodeToString(b))
+	}
+	w.WriteHeader(http.StatusOK)
 }
 
 // ServeOption tunes Serve and ListenAndServe.
@@ -91,6 +155,15 @@ type ServeOption func(*serveConfig)
 type serveConfig struct {
 	shutdownTimeout time.Duration
 	grpcListener    net.Listener
+	admit           tap.ServerInHandle
+}
+
+// WithGRPCAdmission asks admit about every gRPC call of the shared port
+// before its body is read (transport.Admission.Tap: the bound on large
+// requests in flight), as the gRPC server's own InTapHandle does on the
+// connections it serves itself.
+func WithGRPCAdmission(admit tap.ServerInHandle) ServeOption {
+	return func(c *serveConfig) { c.admit = admit }
 }
 
 // WithShutdownTimeout bounds each drain step of the shutdown (HTTP, then
@@ -132,7 +205,7 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
 	srv := &http.Server{
-		Handler:           Handler(grpcServer, httpHandler),
+		Handler:           handler(grpcServer, httpHandler, cfg.admit),
 		Protocols:         &protocols,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,

@@ -68,9 +68,13 @@ type EventOptions struct {
 	// lost; default DefaultEventStreamPoll, negative: never.
 	Poll time.Duration
 	// MaxMessageBytes caps the size of a user message (its content or
-	// content_list as a protobuf message); default
-	// DefaultMaxEventMessageBytes.
+	// content_list as a protobuf message); default (and at most)
+	// MaxEventBytes.
 	MaxMessageBytes int
+	// MaxEventBytes is the size of an event (store.Sizes.EventBytes; the
+	// request limits check the clients' events); it caps the events the
+	// agents write. Default store.MaxEventBytes.
+	MaxEventBytes int
 }
 
 // NewEventService returns the event service with the built-in agent.
@@ -87,8 +91,12 @@ func NewEventServiceWith(st store.Store, eng *engine.Engine, o EventOptions) *Ev
 	case s.poll < 0:
 		s.poll = 0
 	}
-	if s.maxMessage <= 0 {
-		s.maxMessage = DefaultMaxEventMessageBytes
+	maxEvent := o.MaxEventBytes
+	if maxEvent <= 0 {
+		maxEvent = store.MaxEventBytes
+	}
+	if s.maxMessage <= 0 || s.maxMessage > maxEvent {
+		s.maxMessage = maxEvent
 	}
 	agents := o.Agents
 	if agents == nil {
@@ -96,6 +104,13 @@ func NewEventServiceWith(st store.Store, eng *engine.Engine, o EventOptions) *Ev
 	}
 	ro := o.Runner
 	ro.OnChange = func(t store.Thread) { s.broker.notify(t.Key()) }
+	// The agents' events have the caps of the clients' (agent.SizeError).
+	if ro.MaxMessageBytes <= 0 {
+		ro.MaxMessageBytes = s.maxMessage
+	}
+	if ro.MaxEventBytes <= 0 {
+		ro.MaxEventBytes = maxEvent
+	}
 	s.runner = agent.NewRunner(st, eng, ro, agents...)
 	return s
 }
@@ -301,7 +316,9 @@ func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream 
 	if err != nil {
 		return err
 	}
-	wake, unsubscribe := s.broker.subscribe(t.Key())
+	wake, unsubscribe := s.broker.subscribeWith(t.Key(), func(ctx context.Context, after int64) ([]*platformv1.StreamEventsResponse, error) {
+		return s.streamBatch(ctx, t, after)
+	})
 	defer unsubscribe()
 	// The headers now, not with the first event: a client (the HTTP
 	// gateway among them) knows at once that the stream is open, even on a
@@ -315,11 +332,13 @@ func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream 
 		defer ticker.Stop()
 		tick = ticker.C
 	}
+	fresh := false // woken by the safety re-read: ask the store
 	for {
 		for {
-			msgs, err := s.broker.read(ctx, t.Key(), offset, func(ctx context.Context) ([]*platformv1.StreamEventsResponse, error) {
+			msgs, err := s.broker.read(ctx, t.Key(), offset, fresh, func(ctx context.Context) ([]*platformv1.StreamEventsResponse, error) {
 				return s.streamBatch(ctx, t, offset)
 			})
+			fresh = false
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil
@@ -341,6 +360,7 @@ func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream 
 			return nil
 		case <-wake:
 		case <-tick:
+			fresh = true
 		}
 	}
 }

@@ -53,6 +53,15 @@ type Notifier interface {
 	// (SQLite) has no other replica: fn is not called (the process that
 	// writes an event tells its own streams).
 	OnEventChange(fn func(threadKey string, offset int64))
+	// OnRunPause makes the listener of Listen call fn (on its goroutine:
+	// fn must not block) for every pause of an executing run (the run now
+	// stopping) that any replica commits, with the run's id, and with ""
+	// whenever it (re)connects, since notices may have been missed. The
+	// replica executing the run stops it at its next statement at once
+	// instead of at its next lease renewal. It takes effect while Listen
+	// runs. A single-process database (SQLite) has no other replica: fn is
+	// not called (the engine that pauses the run executes it).
+	OnRunPause(fn func(runID string))
 }
 
 // AuthGenerations lets a cache of what authentication reads (API keys and

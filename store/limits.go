@@ -1,9 +1,14 @@
 package store
 
-// The sizes Prose accepts, decided once: the server refuses larger writes
-// with INVALID_ARGUMENT and a BadRequest violation naming the field, and
-// every transport is configured so that whatever was accepted can be read
-// back (README, "Limits").
+import (
+	"errors"
+	"fmt"
+)
+
+// The default sizes Prose accepts, decided once: the server refuses larger
+// writes with INVALID_ARGUMENT and a BadRequest violation naming the field,
+// and every transport is configured so that whatever was accepted can be
+// read back (README, "Limits"). `prose serve` can change each (Sizes).
 const (
 	// MaxTitleBytes bounds a title or display name (workspaces,
 	// automations, API keys, v2 run names), in UTF-8 bytes.
@@ -26,6 +31,77 @@ const (
 	// page through anything.
 	MaxPageBytes = 3 << 20
 )
+
+// Sizes are the sizes a server accepts (`prose serve --max-title-bytes`
+// and the others); a zero field is its default (the constants above).
+type Sizes struct {
+	TitleBytes int // MaxTitleBytes
+	TextBytes  int // MaxTextBytes
+	CodeBytes  int // MaxCodeBytes
+	InputBytes int // MaxInputBytes
+	EventBytes int // MaxEventBytes
+	PageBytes  int // MaxPageBytes
+}
+
+// SizeBound is the range a Sizes field may be set to, and its flag.
+type SizeBound struct {
+	Flag     string
+	Min, Max int
+	field    func(*Sizes) *int
+}
+
+// MaxSettableBytes is the most a title, text, code, inputs or event may be
+// set to: half the HTTP side's JSON body bound (8 MiB), so that whatever
+// the server accepts can also be sent as JSON, escaped.
+const MaxSettableBytes = 4 << 20
+
+// MaxStoredEventBytes bounds the stored payload of any event, whatever its
+// writer: the largest event that may be allowed (MaxSettableBytes) and
+// what the server adds to a client's (its user and exception names). The
+// writers cap events well below it (Sizes.EventBytes); the store refuses
+// more with ErrInvalidArgument, so nothing it holds is unreadable.
+const MaxStoredEventBytes = MaxSettableBytes + 64<<10
+
+// SizeBounds are the ranges of the Sizes fields, in flag order.
+var SizeBounds = []SizeBound{
+	{"max-title-bytes", 64, 64 << 10, func(s *Sizes) *int { return &s.TitleBytes }},
+	{"max-description-bytes", 1 << 10, 1 << 20, func(s *Sizes) *int { return &s.TextBytes }},
+	{"max-code-bytes", 1 << 10, MaxSettableBytes, func(s *Sizes) *int { return &s.CodeBytes }},
+	{"max-input-bytes", 1 << 10, MaxSettableBytes, func(s *Sizes) *int { return &s.InputBytes }},
+	{"max-event-bytes", 1 << 10, MaxSettableBytes, func(s *Sizes) *int { return &s.EventBytes }},
+	// A page over 4 MiB needs a gRPC client receive limit above gRPC's
+	// default (4 MiB).
+	{"max-page-bytes", 64 << 10, 64 << 20, func(s *Sizes) *int { return &s.PageBytes }},
+}
+
+// Field is the field of s the bound is about.
+func (b SizeBound) Field(s *Sizes) *int { return b.field(s) }
+
+// DefaultSizes are the defaults.
+var DefaultSizes = Sizes{MaxTitleBytes, MaxTextBytes, MaxCodeBytes, MaxInputBytes, MaxEventBytes, MaxPageBytes}
+
+// WithDefaults fills the zero fields with their defaults.
+func (s Sizes) WithDefaults() Sizes {
+	d := DefaultSizes
+	for _, b := range SizeBounds {
+		if p := b.field(&s); *p == 0 {
+			*p = *b.field(&d)
+		}
+	}
+	return s
+}
+
+// Validate checks that every field set is within its bound; the error
+// names the flag.
+func (s Sizes) Validate() error {
+	var errs []error
+	for _, b := range SizeBounds {
+		if v := *b.field(&s); v != 0 && (v < b.Min || v > b.Max) {
+			errs = append(errs, fmt.Errorf("--%s %d: must be between %d and %d bytes", b.Flag, v, b.Min, b.Max))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // Sized is a stored record that knows about how many bytes it takes on
 // the wire; list pages count it against MaxPageBytes.
@@ -69,9 +145,13 @@ func (e Exception) WireBytes() int {
 }
 
 // PageItems returns how many of items (at most max) fit in one page: it
-// stops before the item that would take the page past MaxPageBytes, but
-// always keeps the first. Items that are not Sized count nothing.
-func PageItems[T any](items []T, max int) int {
+// stops before the item that would take the page past budget bytes (0:
+// MaxPageBytes), but always keeps the first. Items that are not Sized
+// count nothing.
+func PageItems[T any](items []T, max, budget int) int {
+	if budget <= 0 {
+		budget = MaxPageBytes
+	}
 	if len(items) < max {
 		max = len(items)
 	}
@@ -80,7 +160,7 @@ func PageItems[T any](items []T, max int) int {
 		if s, ok := any(items[i]).(Sized); ok {
 			total += s.WireBytes()
 		}
-		if i > 0 && total > MaxPageBytes {
+		if i > 0 && total > budget {
 			return i
 		}
 	}

@@ -13,7 +13,13 @@ type Options struct {
 	// run fails with an internal error instead of going back to the queue (a
 	// poison run: one that kills its worker). 0: DefaultMaxLostLeases.
 	MaxLostLeases int
+	// PageBytes is a list page's byte budget (Sizes.PageBytes); 0:
+	// MaxPageBytes.
+	PageBytes int
 }
+
+// WithPageBytes sets Options.PageBytes.
+func WithPageBytes(n int) Option { return func(o *Options) { o.PageBytes = n } }
 
 // DefaultMaxLostLeases is the default of Options.MaxLostLeases.
 const DefaultMaxLostLeases = 3

@@ -3,6 +3,12 @@ package store
 import (
 	"slices"
 	"strings"
+	"unicode"
+
+	"golang.org/x/text/cases"
+	"golang.org/x/text/runes"
+	"golang.org/x/text/transform"
+	"golang.org/x/text/unicode/norm"
 )
 
 // OrderField is one field of an AIP-132 order_by.
@@ -82,17 +88,19 @@ func ParseOrderBy(s string, allowed Ordering) (OrderBy, error) {
 }
 
 // TitleSortKey is the key order_by=title sorts on, stored beside the title
-// (workspaces.title_key) and compared byte by byte: the title with ASCII
-// letters lower-cased and every other byte kept, which is also what lower()
-// gives on both backends (SQLite's, and PostgreSQL's under the "C" collation
-// of the title columns; migration 00010 filled the column with it). Ties
-// are broken by id.
+// (workspaces.title_key) and compared byte by byte on both backends (the
+// column is COLLATE "C" on PostgreSQL, BINARY on SQLite): the title as a
+// person reads it, without regard to case or accents. It is decomposed
+// (NFD), its combining marks are dropped (É → E), it is case-folded the
+// Unicode way (golang.org/x/text/cases: ß → ss, Σ/ς → σ) and recomposed
+// (NFC). Titles with equal keys ("Émile", "EMILE") are ordered by id.
+// Migration 00013 recomputes the key of the rows written before (00010 kept
+// the title with ASCII letters lower-cased).
 func TitleSortKey(title string) string {
-	b := []byte(title)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + ('a' - 'A')
-		}
+	t := transform.Chain(norm.NFD, runes.Remove(runes.In(unicode.Mn)), cases.Fold(), norm.NFC)
+	key, _, err := transform.String(t, title)
+	if err != nil { // invalid UTF-8 cannot be stored; keep the bytes
+		return title
 	}
-	return string(b)
+	return key
 }

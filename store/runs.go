@@ -144,11 +144,12 @@ type RunOutcome struct {
 	StepInputs []byte
 }
 
-// FairClaimer claims runs shared fairly between organizations (every
-// backend: store.Store embeds it). ClaimRunsFair is ClaimRuns, except
-// that among the oldest pending runs an organization holding fewer runs
-// goes first, so that one organization's long runs cannot keep another's
-// waiting. It costs more than ClaimRuns: the engine uses it while long runs
+// FairClaimer claims runs shared fairly between organizations, and
+// between the workspaces of each (every backend: store.Store embeds it).
+// ClaimRunsFair is ClaimRuns, except that among the oldest pending runs an
+// organization holding fewer runs goes first, and within it a workspace
+// holding fewer, so that neither one organization's long runs nor one
+// workspace's can keep another's waiting. It costs more than ClaimRuns: the engine uses it while long runs
 // give their workers up for turns.
 type FairClaimer interface {
 	ClaimRunsFair(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]Run, error)

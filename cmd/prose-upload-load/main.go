@@ -11,6 +11,11 @@
 //
 // The bodies are generated while they are sent (the load generator holds
 // no copy of them), with a Content-Length.
+//
+// With --grpc the uploads are native gRPC calls of
+// prose.platform.v1.FileService/UploadFile on --conns connections (the
+// request is encoded once and its bytes shared by every call), counted by
+// gRPC code and ErrorInfo reason.
 package main
 
 import (
@@ -26,6 +31,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -37,6 +43,8 @@ func main() {
 	rounds := flag.Int("rounds", 1, "how many times to send --concurrency uploads")
 	size := flag.Int64("size", 32<<20, "bytes per upload")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
+	useGRPC := flag.Bool("grpc", false, "send native gRPC UploadFile calls instead of HTTP uploads")
+	conns := flag.Int("conns", 10, "gRPC connections the calls are spread over (--grpc)")
 	flag.Parse()
 	if *initFile == "" {
 		fatal(errors.New("give --init"))
@@ -56,6 +64,16 @@ func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc, MaxConnsPerHost: *conc}}
+	send := func() string { return upload(ctx, hc, url, ini.APIKey, *size) }
+	if *useGRPC {
+		g, err := newGRPCUploader(*addr, ini.APIKey, ini.Organization, *size, *conns)
+		if err != nil {
+			fatal(err)
+		}
+		defer g.close()
+		var next atomic.Int64
+		send = func() string { return g.upload(ctx, int(next.Add(1))) }
+	}
 
 	before := peakRSS(*pid)
 	start := time.Now()
@@ -65,7 +83,7 @@ func main() {
 		var wg sync.WaitGroup
 		for range *conc {
 			wg.Go(func() {
-				st := upload(ctx, hc, url, ini.APIKey, *size)
+				st := send()
 				mu.Lock()
 				statuses[st]++
 				mu.Unlock()

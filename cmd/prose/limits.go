@@ -9,6 +9,7 @@ import (
 	"github.com/dustin/go-humanize"
 
 	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/store"
 )
 
 // limitFlags are the flags that set a run's limits (lang.Limits), shared by
@@ -69,4 +70,23 @@ func (lf *limitFlags) register(fs *flag.FlagSet) {
 	fs.Var(intFlag{&lf.l.MaxStateBytes}, "max-state-bytes", fmt.Sprintf("size of a run's saved state; a run whose state is larger fails (default %s)", humanize.IBytes(uint64(d.MaxStateBytes))))
 	fs.Int64Var(&lf.l.MaxSteps, "max-steps", 0, fmt.Sprintf("statements a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %d)", d.MaxSteps))
 	fs.DurationVar(&lf.l.MaxDuration, "max-run-time", 0, fmt.Sprintf("wall time a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %s)", d.MaxDuration))
+}
+
+// registerSizeFlags adds the flags of the sizes the server accepts
+// (store.SizeBounds): bytes or a unit ("2MiB"), 0 the default; newApp
+// validates them (store.Sizes.Validate).
+func registerSizeFlags(fs *flag.FlagSet, sz *store.Sizes) {
+	d := store.DefaultSizes
+	what := map[string]string{
+		"max-title-bytes":       "largest title or display name (workspaces, automations, API keys, v2 run names)",
+		"max-description-bytes": "largest description (automations, books, procedures) or pause reason",
+		"max-code-bytes":        "largest english_code of an automation",
+		"max-input-bytes":       "largest inputs of one run (:invoke inputs, v2 inputs, v1 parameters; protobuf size)",
+		"max-event-bytes":       "largest event (CreateEvent's event, and any event an agent writes; protobuf size)",
+		"max-page-bytes":        "byte budget of a list page (a page stops before the item that would take it past; above 4 MiB a gRPC client needs a receive limit above its default)",
+	}
+	for _, b := range store.SizeBounds {
+		fs.Var(intFlag{b.Field(sz)}, b.Flag, fmt.Sprintf("%s, in bytes (default %s; %s to %s)", what[b.Flag],
+			humanize.IBytes(uint64(*b.Field(&d))), humanize.IBytes(uint64(b.Min)), humanize.IBytes(uint64(b.Max))))
+	}
 }

@@ -437,14 +437,15 @@ func TestUploadsInFlightBounded(t *testing.T) {
 }
 
 // TestOrderByTitleAsAPersonReads: order_by=title puts "ops-east" before
-// "Sales Ops" (byte order put every capital first), over HTTP and gRPC,
-// page by page.
+// "Sales Ops" (byte order put every capital first) and folds Unicode
+// ("Éclair" and "ÉCOLE" among the e's, "straße" as "strasse"), over HTTP
+// and gRPC, page by page.
 func TestOrderByTitleAsAPersonReads(t *testing.T) {
 	e := newTestEnv(t) // its first workspace is "Ops"
-	for _, title := range []string{"Sales Ops", "ops-east", "apac", "Zeta"} {
+	for _, title := range []string{"Sales Ops", "ops-east", "apac", "Zeta", "Zebra", "straße", "ÉCOLE", "Éclair"} {
 		e.api(t, "POST", "/api/v1/organizations/"+e.init.orgID+"/workspaces", `{"title":`+jsonStr(title)+`}`, 200)
 	}
-	want := []string{"apac", "Ops", "ops-east", "Sales Ops", "Zeta"}
+	want := []string{"apac", "Éclair", "ÉCOLE", "Ops", "ops-east", "Sales Ops", "straße", "Zebra", "Zeta"}
 	var got []string
 	tok := ""
 	for {
@@ -468,7 +469,7 @@ func TestOrderByTitleAsAPersonReads(t *testing.T) {
 	for _, w := range resp.GetWorkspaces() {
 		got = append(got, w.GetTitle())
 	}
-	if fmt.Sprint(got) != "[Zeta Sales Ops ops-east Ops apac]" {
+	if fmt.Sprint(got) != "[Zeta Zebra straße Sales Ops ops-east Ops ÉCOLE Éclair apac]" {
 		t.Errorf("gRPC order_by=title desc: %q", got)
 	}
 }

@@ -54,8 +54,11 @@ type serveConfig struct {
 	pprof string
 	// maxUploads bounds the file uploads in flight (0: gateway default);
 	// bodyReadTimeout the time to read a request body (0: gateway default).
-	maxUploads      int
-	uploadWait      time.Duration
+	maxUploads int
+	uploadWait time.Duration
+	// maxGRPCUploads bounds the native gRPC uploads in flight (0: the
+	// server's default).
+	maxGRPCUploads  int
 	bodyReadTimeout time.Duration
 	// limits bound each run (lang.Limits); timeSlice is the engine's
 	// (engine.Options.TimeSlice); maxLostLeases is the store's
@@ -68,6 +71,8 @@ type serveConfig struct {
 	// default; negative: never).
 	maxEventMessage int
 	eventPoll       time.Duration
+	// sizes are the sizes the server accepts (zero fields: the defaults).
+	sizes store.Sizes
 	// sessionTTL is how long a web console session lasts (0: the console's
 	// default).
 	sessionTTL time.Duration
@@ -92,13 +97,15 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.IntVar(&cfg.workers, "workers", 0, "runs this replica executes at once (default: 4 per CPU on SQLite; 32 per CPU on PostgreSQL, where a run mostly waits for the database)")
 	fs.StringVar(&cfg.books, "books", "", `JSON file of workspace books to register at start: [{"workspace": "organizations/{o}/workspaces/{w}", "book": {…}}] (kept in memory by this process, over the books registered through the API, which are stored)`)
 	fs.IntVar(&cfg.maxUploads, "max-uploads", gateway.DefaultMaxUploads, "file uploads read at once (each holds its file in memory a few times over); more wait (--upload-wait), then 503 with Retry-After; -1: no bound")
+	fs.IntVar(&cfg.maxGRPCUploads, "max-grpc-uploads", transport.DefaultMaxLargeRequests, "native gRPC file uploads (UploadFile, up to 64 MiB each) received at once; more are refused at once with RESOURCE_EXHAUSTED UPLOADS_BUSY before their message is read; -1: no bound")
 	fs.DurationVar(&cfg.uploadWait, "upload-wait", gateway.DefaultUploadWait, "how long an upload waits for a slot when --max-uploads are in flight (its body unread) before 503; -1ns: no wait")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
 	cfg.limits.register(fs)
 	fs.DurationVar(&cfg.timeSlice, "time-slice", 0, fmt.Sprintf("how long a run executes before it gives its worker up when every worker is busy and other runs wait (default %s; -1ns: never)", engine.DefaultTimeSlice))
 	fs.IntVar(&cfg.maxLostLeases, "max-lost-leases", 0, fmt.Sprintf("times in a row a run's worker may die while executing it before the run fails with an internal error (default %d)", store.DefaultMaxLostLeases))
-	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", server.DefaultMaxEventMessageBytes, "largest user message (content or content_list) CreateEvent accepts, in bytes, at most the size of an event (256 KiB); larger ones are INVALID_ARGUMENT")
+	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", 0, "largest message (a user's content or content_list, an agent's content) an event may carry, in bytes (default and most: the size of an event, --max-event-bytes); larger ones are INVALID_ARGUMENT")
+	registerSizeFlags(fs, &cfg.sizes)
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
 	if err := fs.Parse(args); err != nil {
@@ -147,7 +154,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		fmt.Fprintf(stderr, "Open the web console and sign in with this one-time link (or later: prose login-link):\n%s\n", console.LinkURL(base, token))
 	}
 	logger.Info("serving", "addr", lis.Addr().String(), "version", server.Version)
-	if err := gateway.Serve(ctx, lis, app.grpc, app.http, logger, gateway.WithShutdownTimeout(15*time.Second)); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := gateway.Serve(ctx, lis, app.grpc, app.http, logger, app.serveOptions()...); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Error("serve", "err", err)
 		return 1
 	}
@@ -168,7 +175,15 @@ type app struct {
 	// bootstrap is set when newApp initialised an empty store (organization,
 	// owner, workspace, API key); the key was printed once to stderr.
 	bootstrap *initResult
+	// admission bounds the native gRPC uploads in flight (--max-grpc-uploads).
+	admission *transport.Admission
 	closers   []func() error
+}
+
+// serveOptions are gateway.Serve's options for the app: the gRPC calls of
+// the shared port go through the same admission as the gRPC server's own.
+func (a *app) serveOptions() []gateway.ServeOption {
+	return []gateway.ServeOption{gateway.WithShutdownTimeout(15 * time.Second), gateway.WithGRPCAdmission(a.admission.Tap)}
 }
 
 func (a *app) Close() {
@@ -180,14 +195,20 @@ func (a *app) Close() {
 }
 
 func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io.Writer) (*app, error) {
+	if err := cfg.sizes.Validate(); err != nil {
+		return nil, err
+	}
 	a := &app{}
 	st := cfg.store
 	if st == nil {
 		var err error
-		if st, err = openStore(ctx, cfg.data, cfg.database, store.WithMaxLostLeases(cfg.maxLostLeases)); err != nil {
+		if st, err = openStore(ctx, cfg.data, cfg.database, store.WithMaxLostLeases(cfg.maxLostLeases), store.WithPageBytes(cfg.sizes.PageBytes)); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
 		a.closers = append(a.closers, st.Close)
+	} else if ps, ok := st.(interface{ SetPageBytes(int) }); ok && cfg.sizes.PageBytes != 0 {
+		// A store given by the caller (tests): its page budget is set here.
+		ps.SetPageBytes(cfg.sizes.PageBytes)
 	}
 	a.store = st
 	ids, err := organizationIDs(ctx, st, 1)
@@ -237,6 +258,10 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		engOpts.Wakeups, engOpts.Notify = st.Listen(engCtx), st.Notify
 	}
 	a.engine = engine.New(st, engOpts)
+	// A pause committed on any replica reaches the one executing the run at
+	// once (LISTEN/NOTIFY, carried by the engine's listener), not at its
+	// next lease renewal.
+	st.OnRunPause(a.engine.PauseNoticed)
 	engDone := make(chan struct{})
 	go func() {
 		defer close(engDone)
@@ -249,7 +274,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	legacyV1.PublicURL = cfg.publicURL
 	legacyV2 := server.NewLegacyV2Runs(st, st, a.engine)
 	legacyV2.PublicURL = cfg.publicURL
-	events := server.NewEventServiceWith(st, a.engine, server.EventOptions{MaxMessageBytes: cfg.maxEventMessage, Poll: cfg.eventPoll})
+	events := server.NewEventServiceWith(st, a.engine, server.EventOptions{MaxMessageBytes: cfg.maxEventMessage, MaxEventBytes: cfg.sizes.WithDefaults().EventBytes, Poll: cfg.eventPoll})
 	a.closers = append(a.closers, events.Close)
 	// Replicas sharing a PostgreSQL database wake each other's event
 	// streams: every event write is announced (LISTEN/NOTIFY, carried by
@@ -268,10 +293,15 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Events:        events,
 		Exceptions:    server.NewExceptionService(st, a.engine),
 	}
+	a.admission = transport.NewAdmission(cfg.maxGRPCUploads, gateway.InProcessNetwork)
 	a.grpc = transport.New(transport.Options{
 		Logger:        logger,
 		Authenticator: auth,
 		ServerOptions: append(transport.MessageSizeOptions(), cfg.serverOptions...),
+		// Native gRPC uploads are bounded like the HTTP ones; the gateway's
+		// in-process calls are bounded by the gateway (--max-uploads).
+		Admission: a.admission,
+		Sizes:     cfg.sizes,
 	})
 	a.services.Register(a.grpc)
 

@@ -363,12 +363,15 @@ func authStream(a Authenticator, public publicSet) grpc.StreamServerInterceptor 
 // one BadRequest violation per missing field), then the message's own
 // `Validate() error`, if it has one, is called. A Validate error that is a
 // status passes as it is; any other becomes INVALID_ARGUMENT.
-func Validate(req any) error {
+func Validate(req any) error { return defaultLimits.validate(req) }
+
+// validate is Validate with the sizes of ls.
+func (ls *limitSet) validate(req any) error {
 	m, ok := req.(proto.Message)
 	if !ok {
 		return nil
 	}
-	if err := checkLimits(m.ProtoReflect()); err != nil {
+	if err := ls.checkLimits(m.ProtoReflect()); err != nil {
 		return err
 	}
 	if err := fieldbehavior.ValidateRequiredFields(m); err != nil {
@@ -514,26 +517,29 @@ func present(m protoreflect.Message, f protoreflect.FieldDescriptor) bool {
 	return true
 }
 
-func validationUnary() grpc.UnaryServerInterceptor {
+func validationUnary(ls *limitSet) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := Validate(req); err != nil {
+		if err := ls.validate(req); err != nil {
 			return nil, err
 		}
 		return handler(ctx, req)
 	}
 }
 
-type validatingStream struct{ grpc.ServerStream }
+type validatingStream struct {
+	grpc.ServerStream
+	ls *limitSet
+}
 
 func (s validatingStream) RecvMsg(m any) error {
 	if err := s.ServerStream.RecvMsg(m); err != nil {
 		return err
 	}
-	return Validate(m)
+	return s.ls.validate(m)
 }
 
-func validationStream() grpc.StreamServerInterceptor {
+func validationStream(ls *limitSet) grpc.StreamServerInterceptor {
 	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		return handler(srv, validatingStream{ss})
+		return handler(srv, validatingStream{ss, ls})
 	}
 }

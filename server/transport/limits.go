@@ -81,43 +81,53 @@ func valueBytes(v protoreflect.Value, fd protoreflect.FieldDescriptor) int {
 	return len(v.String())
 }
 
-var (
-	titleLimit = fieldLimit{store.MaxTitleBytes, "a title", stringBytes}
-	textLimit  = fieldLimit{store.MaxTextBytes, "a description or reason", stringBytes}
-	codeLimit  = fieldLimit{store.MaxCodeBytes, "english_code", stringBytes}
-	inputLimit = fieldLimit{store.MaxInputBytes, "the inputs of a run", valueBytes}
-	eventLimit = fieldLimit{store.MaxEventBytes, "an event", valueBytes}
-)
-
-// limitsByName bounds string fields of these names in any request, at any
-// depth.
-var limitsByName = map[protoreflect.Name]fieldLimit{
-	"title":        titleLimit,
-	"display_name": titleLimit,
-	"description":  textLimit,
-	"reason":       textLimit,
-	"english_code": codeLimit,
+// limitSet is the bounds of request fields for one set of sizes.
+type limitSet struct {
+	// byName bounds string fields of these names in any request, at any
+	// depth.
+	byName map[protoreflect.Name]fieldLimit
+	// byField bounds fields of one request message (full name of the
+	// field).
+	byField map[protoreflect.FullName]fieldLimit
 }
 
-// limitsByField bounds fields of one request message (full name of the
-// field).
-var limitsByField = map[protoreflect.FullName]fieldLimit{
-	"prose.platform.v1.InvokeAutomationRequest.inputs": inputLimit,
-	"prose.legacy.v1.InvokeRequest.parameters":         inputLimit,
-	"prose.legacy.v2.CreateRunRequest.inputs":          inputLimit,
-	"prose.legacy.v2.CreateRunRequest.name":            titleLimit,
-	"prose.platform.v1.CreateEventRequest.event":       eventLimit,
+func newLimitSet(sz store.Sizes) *limitSet {
+	sz = sz.WithDefaults()
+	title := fieldLimit{sz.TitleBytes, "a title", stringBytes}
+	text := fieldLimit{sz.TextBytes, "a description or reason", stringBytes}
+	code := fieldLimit{sz.CodeBytes, "english_code", stringBytes}
+	input := fieldLimit{sz.InputBytes, "the inputs of a run", valueBytes}
+	event := fieldLimit{sz.EventBytes, "an event", valueBytes}
+	return &limitSet{
+		byName: map[protoreflect.Name]fieldLimit{
+			"title":        title,
+			"display_name": title,
+			"description":  text,
+			"reason":       text,
+			"english_code": code,
+		},
+		byField: map[protoreflect.FullName]fieldLimit{
+			"prose.platform.v1.InvokeAutomationRequest.inputs": input,
+			"prose.legacy.v1.InvokeRequest.parameters":         input,
+			"prose.legacy.v2.CreateRunRequest.inputs":          input,
+			"prose.legacy.v2.CreateRunRequest.name":            title,
+			"prose.platform.v1.CreateEventRequest.event":       event,
+		},
+	}
 }
+
+// defaultLimits are the bounds of the default sizes (store.DefaultSizes).
+var defaultLimits = newLimitSet(store.Sizes{})
 
 // checkLimits walks a request: no string anywhere in it may hold a NUL
 // character (no backend stores one in text; INVALID_ARGUMENT
-// INVALID_CHARACTER), and the fields of limitsByName and limitsByField must
-// be within their bounds (INVALID_ARGUMENT FIELD_TOO_LARGE). Each names the
-// field in a BadRequest violation.
-func checkLimits(m protoreflect.Message) error {
+// INVALID_CHARACTER), and the fields of ls must be within their bounds
+// (INVALID_ARGUMENT FIELD_TOO_LARGE). Each names the field in a BadRequest
+// violation.
+func (ls *limitSet) checkLimits(m protoreflect.Message) error {
 	var bad []*FieldViolation
 	var reason ErrorReason
-	walkLimits(m, "", func(reasonOf ErrorReason, field, desc string) {
+	ls.walkLimits(m, "", func(reasonOf ErrorReason, field, desc string) {
 		if reason == errorsv1.ErrorReason_ERROR_REASON_UNSPECIFIED {
 			reason = reasonOf
 		}
@@ -138,12 +148,12 @@ func checkLimits(m protoreflect.Message) error {
 // maxViolations bounds the violations one error lists.
 const maxViolations = 10
 
-func walkLimits(m protoreflect.Message, prefix string, report func(reason ErrorReason, field, desc string)) {
+func (ls *limitSet) walkLimits(m protoreflect.Message, prefix string, report func(reason ErrorReason, field, desc string)) {
 	m.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		path := prefix + string(fd.Name())
-		lim, ok := limitsByField[fd.FullName()]
+		lim, ok := ls.byField[fd.FullName()]
 		if !ok && fd.Kind() == protoreflect.StringKind && !fd.IsList() && !fd.IsMap() {
-			lim, ok = limitsByName[fd.Name()]
+			lim, ok = ls.byName[fd.Name()]
 		}
 		if ok {
 			if n := lim.size(v, fd); n > lim.max {
@@ -162,7 +172,7 @@ func walkLimits(m protoreflect.Message, prefix string, report func(reason ErrorR
 				case protoreflect.StringKind:
 					checkNUL(mv.String(), elem, report)
 				case protoreflect.MessageKind:
-					walkLimits(mv.Message(), elem+".", report)
+					ls.walkLimits(mv.Message(), elem+".", report)
 				}
 				return true
 			})
@@ -174,13 +184,13 @@ func walkLimits(m protoreflect.Message, prefix string, report func(reason ErrorR
 				case protoreflect.StringKind:
 					checkNUL(l.Get(i).String(), elem, report)
 				case protoreflect.MessageKind:
-					walkLimits(l.Get(i).Message(), elem+".", report)
+					ls.walkLimits(l.Get(i).Message(), elem+".", report)
 				}
 			}
 		case fd.Kind() == protoreflect.StringKind:
 			checkNUL(v.String(), path, report)
 		case fd.Kind() == protoreflect.MessageKind:
-			walkLimits(v.Message(), path+".", report)
+			ls.walkLimits(v.Message(), path+".", report)
 		}
 		return true
 	})

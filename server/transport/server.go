@@ -24,6 +24,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
+
+	"github.com/proserun/prose/store"
 )
 
 // Middleware is one named entry of the interceptor chain. Either interceptor
@@ -82,6 +84,16 @@ type Options struct {
 	Extra []Middleware
 	// ServerOptions are passed to grpc.NewServer after the interceptors.
 	ServerOptions []grpc.ServerOption
+	// Sizes are the sizes of request fields the validation entry accepts
+	// (titles, descriptions, code, inputs, events); zero fields: the
+	// defaults (store.DefaultSizes). Validate them first (Sizes.Validate).
+	Sizes store.Sizes
+	// Admission, when set, bounds the calls of LargeRequestMethods (file
+	// uploads, up to MaxRequestBytes each) in flight on the connections
+	// the server serves itself (its InTapHandle); give the same Admission
+	// to the HTTP side for the gRPC calls it serves (gateway.Serve's
+	// WithGRPCAdmission).
+	Admission *Admission
 }
 
 func (o Options) logger() *slog.Logger {
@@ -105,6 +117,10 @@ func Chain(opts Options) []Middleware {
 	}
 	public := newPublicSet(append(append([]string{}, DefaultPublicMethods...), opts.PublicMethods...))
 	metrics := serverMetrics(opts.Registerer)
+	ls := defaultLimits
+	if opts.Sizes != (store.Sizes{}) {
+		ls = newLimitSet(opts.Sizes)
+	}
 	chain := []Middleware{
 		{Name: MiddlewareRecovery, Unary: recoveryUnary(log), Stream: recoveryStream(log)},
 		{Name: MiddlewareRequestID, Unary: requestIDUnary(), Stream: requestIDStream()},
@@ -112,7 +128,7 @@ func Chain(opts Options) []Middleware {
 		{Name: MiddlewareMetrics, Unary: metrics.UnaryServerInterceptor(), Stream: metrics.StreamServerInterceptor()},
 		{Name: MiddlewareErrors, Unary: errorsUnary(log), Stream: errorsStream(log)},
 		{Name: MiddlewareAuth, Unary: authUnary(auth, public), Stream: authStream(auth, public)},
-		{Name: MiddlewareValidation, Unary: validationUnary(), Stream: validationStream()},
+		{Name: MiddlewareValidation, Unary: validationUnary(ls), Stream: validationStream(ls)},
 		authorizationMiddleware(public, opts.InsecureNoAuthorization),
 	}
 	return append(chain, opts.Extra...)
@@ -202,6 +218,7 @@ func New(opts Options) *grpc.Server {
 	if err != nil {
 		panic("transport.New: " + err.Error())
 	}
+	chain = append(chain, opts.Admission.serverOption()...)
 	s := grpc.NewServer(append(chain, opts.ServerOptions...)...)
 	hs := opts.Health
 	if hs == nil {

@@ -63,6 +63,14 @@ func (s *Store) OnEventChange(fn func(threadKey string, offset int64)) {
 	s.onEvent.Store(&fn)
 }
 
+// OnRunPause makes the listener of Listen call fn (on its goroutine: fn
+// must not block) for every pause of an executing run any replica commits
+// (sqlstore.PauseChannel), with the run's id, and with "" whenever it
+// (re)connects. It takes effect while Listen runs.
+func (s *Store) OnRunPause(fn func(runID string)) {
+	s.onPause.Store(&fn)
+}
+
 func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 	// A connection of its own, not one of the pool's: a listener holds its
 	// connection for good, and the pool is small (see Open).
@@ -71,12 +79,15 @@ func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 		return err
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel+"; LISTEN "+sqlstore.AuthChannel+"; LISTEN "+sqlstore.EventChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel+"; LISTEN "+sqlstore.AuthChannel+"; LISTEN "+sqlstore.EventChannel+"; LISTEN "+sqlstore.PauseChannel); err != nil {
 		return err
 	}
 	s.InvalidateAuth()
 	if fn := s.onEvent.Load(); fn != nil {
 		(*fn)("", 0) // notices may have been missed: every thread may have changed
+	}
+	if fn := s.onPause.Load(); fn != nil {
+		(*fn)("") // a pause may have been missed
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
@@ -85,6 +96,12 @@ func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 		}
 		if n.Channel == sqlstore.AuthChannel {
 			s.InvalidateAuth()
+			continue
+		}
+		if n.Channel == sqlstore.PauseChannel {
+			if fn := s.onPause.Load(); fn != nil {
+				(*fn)(n.Payload)
+			}
 			continue
 		}
 		if n.Channel == sqlstore.EventChannel {

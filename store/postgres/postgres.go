@@ -34,6 +34,9 @@ type Store struct {
 	// onEvent receives the event writes announced on
 	// sqlstore.EventChannel (see OnEventChange).
 	onEvent atomic.Pointer[func(threadKey string, offset int64)]
+	// onPause receives the pauses announced on sqlstore.PauseChannel (see
+	// OnRunPause).
+	onPause atomic.Pointer[func(runID string)]
 }
 
 var _ store.Store = (*Store)(nil)
@@ -80,7 +83,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...store.Option) (*Store,
 	}
 	s := &Store{pool: pool, db: db}
 	s.DB = sqlstore.New(sqlstore.Config{
-		Dialect: store.Postgres, Read: db, Write: db, Classify: classify, Now: o.Now, MaxLostLeases: o.MaxLostLeases,
+		Dialect: store.Postgres, Read: db, Write: db, Classify: classify, Now: o.Now, MaxLostLeases: o.MaxLostLeases, PageBytes: o.PageBytes,
 		OnClose: func() error {
 			if s.ownPool {
 				s.pool.Close()
@@ -102,19 +105,30 @@ func Migrate(ctx context.Context, url string) (int64, error) {
 	return migrate(ctx, s.db)
 }
 
-func migrate(ctx context.Context, db *sql.DB) (int64, error) {
+// provider is the goose provider of the migrations: the SQL files, and
+// 00013 in Go (sqlstore.TitleKeyMigration).
+func provider(db *sql.DB) (*goose.Provider, error) {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	locker, err := lock.NewPostgresSessionLocker()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
-		goose.WithDisableGlobalRegistry(true), goose.WithSessionLocker(locker))
+		goose.WithDisableGlobalRegistry(true), goose.WithSessionLocker(locker),
+		goose.WithGoMigrations(sqlstore.TitleKeyMigration(store.Postgres)))
 	if err != nil {
-		return 0, fmt.Errorf("postgres: migrations: %w", err)
+		return nil, fmt.Errorf("postgres: migrations: %w", err)
+	}
+	return p, nil
+}
+
+func migrate(ctx context.Context, db *sql.DB) (int64, error) {
+	p, err := provider(db)
+	if err != nil {
+		return 0, err
 	}
 	if _, err := p.Up(ctx); err != nil {
 		return 0, fmt.Errorf("postgres: migrate: %w", err)

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -50,4 +51,30 @@ func TestMigrateIsIdempotent(t *testing.T) {
 			t.Fatalf("Migrate #%d = %d, %v", i+1, v, err)
 		}
 	}
+}
+
+// TestTitleKeyMigration: migration 00013 recomputes the title keys of the
+// workspaces written before it (Unicode folding).
+func TestTitleKeyMigration(t *testing.T) {
+	skipWithoutServer(t)
+	u := tempDatabase(t)
+	old, err := postgres.Open(t.Context(), u, store.WithoutMigrations())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = old.Close() })
+	if err := postgres.MigrateUpTo(t.Context(), old, 12); err != nil {
+		t.Fatal(err)
+	}
+	storetest.TitleKeyMigration(t, old, func(ctx context.Context) error {
+		_, err := old.Pool().Exec(ctx, `UPDATE workspaces SET title_key = lower(title)`)
+		return err
+	}, func(ctx context.Context) store.Store {
+		s, err := postgres.Open(ctx, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	})
 }

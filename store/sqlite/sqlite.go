@@ -101,7 +101,7 @@ func Open(ctx context.Context, dirOrFile string, opts ...store.Option) (*Store, 
 	r.SetConnMaxIdleTime(0)
 	r.SetConnMaxLifetime(0)
 	s := &Store{w: w, r: r, path: path}
-	s.DB = sqlstore.New(sqlstore.Config{Dialect: store.SQLite, Read: r, Write: w, Classify: classify, Now: o.Now, MaxLostLeases: o.MaxLostLeases})
+	s.DB = sqlstore.New(sqlstore.Config{Dialect: store.SQLite, Read: r, Write: w, Classify: classify, Now: o.Now, MaxLostLeases: o.MaxLostLeases, PageBytes: o.PageBytes})
 	return s, nil
 }
 
@@ -128,7 +128,8 @@ func provider(db *sql.DB) (*goose.Provider, error) {
 	if err != nil {
 		return nil, err
 	}
-	return goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true))
+	return goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true),
+		goose.WithGoMigrations(sqlstore.TitleKeyMigration(store.SQLite)))
 }
 
 func migrate(ctx context.Context, db *sql.DB) error {

@@ -87,6 +87,16 @@ func testEventCreateGetUpdate(t *testing.T, s *suite) {
 	wantErr(t, err, store.ErrNotFound, "get from another thread")
 	_, err = s.st.UpdateEvent(s.ctx, store.Event{Thread: th, ID: "nope", State: store.EventComplete})
 	wantErr(t, err, store.ErrNotFound, "update unknown")
+	// No writer may store an event over the ceiling.
+	huge := make([]byte, store.MaxStoredEventBytes+1)
+	_, err = s.st.CreateEvent(s.ctx, store.Event{Thread: th, Payload: huge})
+	wantErr(t, err, store.ErrInvalidArgument, "create over the ceiling")
+	open := of(s.st.CreateEvent(s.ctx, store.Event{Thread: th, State: store.EventStreaming})).must(t)
+	_, err = s.st.UpdateEvent(s.ctx, store.Event{Thread: th, ID: open.ID, State: store.EventComplete, Payload: huge})
+	wantErr(t, err, store.ErrInvalidArgument, "update over the ceiling")
+	if got := of(s.st.GetEvent(s.ctx, th, open.ID)).must(t); len(got.Payload) != 0 || got.State != store.EventStreaming {
+		t.Errorf("an update over the ceiling changed the event: %d bytes, %s", len(got.Payload), got.State)
+	}
 }
 
 func testListEvents(t *testing.T, s *suite) {

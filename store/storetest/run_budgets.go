@@ -10,7 +10,7 @@ import (
 )
 
 // testRunBudgets: poison runs, giving a run up for a turn, and claims
-// shared fairly between organizations.
+// shared fairly between organizations and between the workspaces of one.
 func testRunBudgets(t *testing.T, open Opener) {
 	for _, tc := range []struct {
 		name string
@@ -19,6 +19,7 @@ func testRunBudgets(t *testing.T, open Opener) {
 		{"RunPoison", testRunPoison},
 		{"RunYield", testRunYield},
 		{"RunFairClaims", testRunFairClaims},
+		{"RunFairClaimsWorkspaces", testRunFairClaimsWorkspaces},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
@@ -169,6 +170,50 @@ func testRunFairClaims(t *testing.T, s *suite) {
 	got = of(fc.ClaimRunsFair(s.ctx, "w", 2, far)).must(t)
 	if len(got) != 2 || got[0].ID != acme[3].ID || got[1].ID != z4.ID {
 		t.Fatalf("claim with equal shares: %v, want %s %s", runIDs(got), acme[3].ID, z4.ID)
+	}
+}
+
+// testRunFairClaimsWorkspaces: within one organization, a workspace that
+// floods the queue cannot starve another workspace of the same
+// organization, and the organizations still share first.
+func testRunFairClaimsWorkspaces(t *testing.T, s *suite) {
+	a := s.automation(t, "a1") // acme/ops
+	s.ws(t, "acme", "w2", "W2")
+	b := of(s.st.CreateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "w2", ID: "b1", DisplayName: "B", Code: "the output x is 1\n"})).must(t)
+	far := s.clock.Peek().Add(time.Hour)
+	var flood []store.Run
+	for range 8 {
+		flood = append(flood, s.run(t, a, ""))
+	}
+	// ops holds three runs.
+	held := of(s.st.ClaimRunsFair(s.ctx, "w", 3, far)).must(t)
+	if len(held) != 3 || held[0].ID != flood[0].ID || held[2].ID != flood[2].ID {
+		t.Fatalf("first claim: %v", runIDs(held))
+	}
+	// w2's run, made after ops's five others, is claimed first: its
+	// workspace holds none.
+	w2 := s.run(t, b, "")
+	next := of(s.st.ClaimRunsFair(s.ctx, "w", 1, far)).must(t)
+	if len(next) != 1 || next[0].ID != w2.ID {
+		t.Fatalf("claim with a run of another workspace of the organization waiting: %v, want %s", runIDs(next), w2.ID)
+	}
+	// w2 holds one, ops three: w2's next two runs go before ops's older
+	// ones, then the shares are equal and ops's oldest goes next.
+	w2b, w2c, w2d := s.run(t, b, ""), s.run(t, b, ""), s.run(t, b, "")
+	got := of(s.st.ClaimRunsFair(s.ctx, "w", 3, far)).must(t)
+	// (A claim returns its runs oldest first.)
+	if len(got) != 3 || got[0].ID != flood[3].ID || got[1].ID != w2b.ID || got[2].ID != w2c.ID {
+		t.Fatalf("claim of three: %v, want %s %s %s", runIDs(got), flood[3].ID, w2b.ID, w2c.ID)
+	}
+	// Another organization still goes before both: acme holds seven.
+	s.org(t, "zen")
+	s.ws(t, "zen", "z", "Z")
+	zb := of(s.st.CreateAutomation(s.ctx, store.Automation{OrganizationID: "zen", WorkspaceID: "z", ID: "zb", DisplayName: "Z", Code: "the output x is 1\n"})).must(t)
+	zen := s.run(t, zb, "")
+	got = of(s.st.ClaimRunsFair(s.ctx, "w", 2, far)).must(t)
+	// ops holds four and w2 three: w2's last run is acme's next.
+	if len(got) != 2 || got[0].ID != w2d.ID || got[1].ID != zen.ID {
+		t.Fatalf("claim with another organization waiting: %v, want %s and %s", runIDs(got), zen.ID, w2d.ID)
 	}
 }
 

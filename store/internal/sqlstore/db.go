@@ -44,6 +44,8 @@ type Config struct {
 	OnClose func() error
 	// MaxLostLeases: see store.Options.
 	MaxLostLeases int
+	// PageBytes: see store.Options.
+	PageBytes int
 }
 
 // DB implements store.Store.
@@ -56,6 +58,9 @@ type DB struct {
 	onClose  func() error
 	// maxLostLeases: see store.Options.MaxLostLeases.
 	maxLostLeases int
+	// pageBytes is a list page's byte budget (store.Options.PageBytes,
+	// SetPageBytes).
+	pageBytes atomic.Int64
 
 	authGen     atomic.Uint64 // see AuthGeneration
 	notices     localNotices  // Notify and Listen on a single-process database
@@ -64,12 +69,22 @@ type DB struct {
 
 var _ store.Store = (*DB)(nil)
 
+// SetPageBytes sets a list page's byte budget (store.Sizes.PageBytes; 0 or
+// less: store.MaxPageBytes), for the lists that start after it.
+func (db *DB) SetPageBytes(n int) {
+	if n <= 0 {
+		n = store.MaxPageBytes
+	}
+	db.pageBytes.Store(int64(n))
+}
+
 // New returns a store over the handles in c.
 func New(c Config) *DB {
 	db := &DB{d: c.Dialect, r: c.Read, w: c.Write, classify: c.Classify, clock: c.Now, onClose: c.OnClose, maxLostLeases: c.MaxLostLeases}
 	if db.maxLostLeases <= 0 {
 		db.maxLostLeases = store.DefaultMaxLostLeases
 	}
+	db.SetPageBytes(c.PageBytes)
 	if db.clock == nil {
 		db.clock = time.Now
 	}

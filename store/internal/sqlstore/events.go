@@ -35,6 +35,15 @@ func threadArgs(t store.Thread) []any {
 	return []any{t.OrganizationID, t.WorkspaceID, t.AutomationID, t.RunID, t.AgentID}
 }
 
+// eventSize refuses a payload over store.MaxStoredEventBytes, whatever
+// wrote it (the writers cap events far below).
+func eventSize(e store.Event) error {
+	if n := len(e.Payload); n > store.MaxStoredEventBytes {
+		return fmt.Errorf("%w: event payload is %d bytes; an event may be at most %d bytes", store.ErrInvalidArgument, n, store.MaxStoredEventBytes)
+	}
+	return nil
+}
+
 // CreateEvent implements store.Events.
 func (db *DB) CreateEvent(ctx context.Context, e store.Event) (store.Event, error) {
 	if e.State == "" {
@@ -45,6 +54,9 @@ func (db *DB) CreateEvent(ctx context.Context, e store.Event) (store.Event, erro
 	}
 	if e.AgentID == "" {
 		return store.Event{}, fmt.Errorf("%w: an event needs an agent", store.ErrInvalidArgument)
+	}
+	if err := eventSize(e); err != nil {
+		return store.Event{}, err
 	}
 	generated := e.ID == ""
 	if e.Payload == nil {
@@ -159,7 +171,7 @@ func (db *DB) ListEvents(ctx context.Context, req store.ListEventsRequest) (stor
 	if err := db.r.QueryRowContext(ctx, `SELECT count(*) FROM events ev WHERE `+where, a.Values...).Scan(&total); err != nil {
 		return zero, 0, db.mapErr(err, "count events")
 	}
-	return page(lq, items, func(e store.Event) []string { return []string{strconv.FormatInt(e.Seq, 10), e.ID} }), total, nil
+	return page(lq, items, func(e store.Event) []string { return []string{strconv.FormatInt(e.Seq, 10), e.ID} }, int(db.pageBytes.Load())), total, nil
 }
 
 type rowsScanner interface {
@@ -201,6 +213,9 @@ func (c conn) notifyEvent(ctx context.Context, t store.Thread, offset int64) err
 // UpdateEvent implements store.Events. Two writers of a thread may pick
 // the same next offset (PostgreSQL, read committed): the loser retries.
 func (db *DB) UpdateEvent(ctx context.Context, e store.Event) (store.Event, error) {
+	if err := eventSize(e); err != nil {
+		return store.Event{}, err
+	}
 	var out store.Event
 	var err error
 	for attempt := 0; attempt < 8; attempt++ {

@@ -120,7 +120,7 @@ func (db *DB) ListExceptions(ctx context.Context, req store.ListExceptionsReques
 				return nil, err
 			}
 			items = append(items, e)
-			if used.full(e, len(items)) {
+			if used.full(e, len(items), int(db.pageBytes.Load())) {
 				break // the page is full: the next token starts at the row past it
 			}
 		}
@@ -133,7 +133,7 @@ func (db *DB) ListExceptions(ctx context.Context, req store.ListExceptionsReques
 	if err != nil {
 		return zero, 0, err
 	}
-	return page(lq, items, func(e store.Exception) []string { return []string{timeKey(e.CreateTime), e.ID} }), total, nil
+	return page(lq, items, func(e store.Exception) []string { return []string{timeKey(e.CreateTime), e.ID} }, int(db.pageBytes.Load())), total, nil
 }
 
 // where renders the workspace scope and filter of an exception query.

@@ -223,9 +223,9 @@ func (lq *listQuery) sql() string {
 }
 
 // page trims items to the page size and the page byte budget
-// (store.MaxPageBytes) and makes the next token from the last item's keys.
-func page[T any](lq *listQuery, items []T, keys func(T) []string) store.Page[T] {
-	n := store.PageItems(items, lq.size)
+// (DB.SetPageBytes) and makes the next token from the last item's keys.
+func page[T any](lq *listQuery, items []T, keys func(T) []string, budget int) store.Page[T] {
+	n := store.PageItems(items, lq.size, budget)
 	if n == len(items) {
 		return store.Page[T]{Items: items}
 	}
@@ -234,17 +234,17 @@ func page[T any](lq *listQuery, items []T, keys func(T) []string) store.Page[T] 
 }
 
 // pageBytes counts the bytes of the rows a list has scanned, so that it
-// stops reading rows once the page is past store.MaxPageBytes.
+// stops reading rows once the page is past its budget.
 type pageBytes int
 
 // full adds v's bytes and reports whether the page is past the budget with
 // at least two rows scanned (page then cuts before the last one and makes a
 // next token; with a single row it cannot tell whether more exist).
-func (b *pageBytes) full(v any, rows int) bool {
+func (b *pageBytes) full(v any, rows, budget int) bool {
 	if s, ok := v.(store.Sized); ok {
 		*b += pageBytes(s.WireBytes())
 	}
-	return rows >= 2 && int(*b) > store.MaxPageBytes
+	return rows >= 2 && int(*b) > budget
 }
 
 // scanPage runs lq, scans its rows with scan (stopping early once the page
@@ -264,12 +264,12 @@ func scanPage[T any](ctx context.Context, db *DB, lq *listQuery, what string, sc
 			return store.Page[T]{}, err
 		}
 		items = append(items, v)
-		if used.full(v, len(items)) {
+		if used.full(v, len(items), int(db.pageBytes.Load())) {
 			break // the page is full: the next token starts at the row past it
 		}
 	}
 	if err := rows.Err(); err != nil {
 		return store.Page[T]{}, err
 	}
-	return page(lq, items, keys), nil
+	return page(lq, items, keys, int(db.pageBytes.Load())), nil
 }

@@ -378,7 +378,7 @@ func (db *DB) listMembers(ctx context.Context, org, ws string, f store.Filter, o
 			}
 		}
 		return out
-	})
+	}, int(c.db.pageBytes.Load()))
 	if err := c.fillRoles(ctx, org, ws, p.Items); err != nil {
 		return zero, err
 	}

@@ -31,6 +31,16 @@ func (db *DB) Notify(context.Context) {
 // no other replica writes events, so fn is not called.
 func (db *DB) OnEventChange(func(threadKey string, offset int64)) {}
 
+// OnRunPause implements store.Notifier for a single-process database:
+// the engine that pauses a run is the one executing it, so fn is not
+// called.
+func (db *DB) OnRunPause(func(runID string)) {}
+
+// PauseChannel is the PostgreSQL LISTEN/NOTIFY channel on which the pause
+// of an executing run is announced, in the transaction that makes it
+// stopping (so at its commit), with the run's id as the payload.
+const PauseChannel = "prose_pauses"
+
 // Listen implements store.Notifier for a single-process database: the
 // channel receives this DB's notices until ctx is cancelled (then it is
 // forgotten; it is not closed).

@@ -279,12 +279,16 @@ func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil t
 }
 
 // ClaimRunsFair implements store.FairClaimer: ClaimRuns, with the runs
-// shared fairly between organizations. Among the oldest claimWindow pending
-// runs, each run's turn is its rank among its organization's pending runs
-// plus the runs its organization holds (executing or stopping); the runs
-// with the earliest turns are claimed, oldest first among equals. A freed
-// worker goes to the organization holding the fewest, so one organization's
-// long runs cannot keep another's waiting. It costs more than ClaimRuns (a
+// shared fairly between organizations, and between the workspaces of each
+// organization. Among the oldest claimWindow pending runs, a run's
+// workspace turn is its rank among its workspace's pending runs plus the
+// runs its workspace holds (executing or stopping); an organization's
+// pending runs are ranked by workspace turn (then age), and a run's turn is
+// that rank plus the runs its organization holds. The runs with the
+// earliest turns are claimed (then by workspace turn, oldest first among
+// equals). A freed worker goes to the organization holding the fewest, and
+// within it to the workspace holding the fewest, so neither one
+// organization's long runs nor one workspace's can keep another's waiting. It costs more than ClaimRuns (a
 // window over the oldest pending runs instead of an index range).
 func (db *DB) ClaimRunsFair(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]store.Run, error) {
 	return db.claimRuns(ctx, owner, max, leaseUntil, true)
@@ -307,17 +311,27 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 			if db.d == store.Postgres {
 				lock = " FOR UPDATE OF r SKIP LOCKED"
 			}
+			// Two levels of turns: a run's workspace turn (its rank among
+			// its workspace's pending runs plus the runs its workspace
+			// holds) orders the runs of an organization, and its turn is
+			// its rank in that order plus the runs its organization holds.
 			q, args = `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
 			WHERE id IN (
 				SELECT r.id FROM (
-					SELECT p.id, p.create_time,
-						ROW_NUMBER() OVER (PARTITION BY p.organization_id ORDER BY p.create_time, p.id) + COALESCE(h.n, 0) AS turn
-					FROM (SELECT id, organization_id, create_time FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?) p
+					SELECT w.id, w.create_time, w.ws_turn,
+						ROW_NUMBER() OVER (PARTITION BY w.organization_id ORDER BY w.ws_turn, w.create_time, w.id) + COALESCE(h.n, 0) AS turn
+					FROM (
+						SELECT p.id, p.organization_id, p.create_time,
+							ROW_NUMBER() OVER (PARTITION BY p.organization_id, p.workspace_id ORDER BY p.create_time, p.id) + COALESCE(hw.n, 0) AS ws_turn
+						FROM (SELECT id, organization_id, workspace_id, create_time FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?) p
+						LEFT JOIN (SELECT organization_id, workspace_id, COUNT(*) AS n FROM runs WHERE state IN ('executing', 'stopping') GROUP BY organization_id, workspace_id) hw
+							ON hw.organization_id = p.organization_id AND hw.workspace_id = p.workspace_id
+					) w
 					LEFT JOIN (SELECT organization_id, COUNT(*) AS n FROM runs WHERE state IN ('executing', 'stopping') GROUP BY organization_id) h
-						ON h.organization_id = p.organization_id
+						ON h.organization_id = w.organization_id
 				) q JOIN runs r ON r.id = q.id
 				WHERE r.state = 'pending'
-				ORDER BY q.turn, q.create_time, q.id LIMIT ?`+lock+`)
+				ORDER BY q.turn, q.ws_turn, q.create_time, q.id LIMIT ?`+lock+`)
 			RETURNING `+runReturning, []any{owner, leaseUntil, now, now, claimWindow, max}
 		}
 		rows, err := c.query(ctx, q, args...)
@@ -679,6 +693,11 @@ func (db *DB) PauseRun(ctx context.Context, org, ws, automation, id, reason stri
 		switch r.State {
 		case store.RunExecuting:
 			_, err = c.exec(ctx, `UPDATE runs SET state = 'stopping', reason = ?, state_time = ?, update_time = ? WHERE id = ?`, reason, now, now, id)
+			if err == nil && db.d == store.Postgres {
+				// The replica executing the run stops it at once
+				// (store.Notifier.OnRunPause), not at its next renewal.
+				_, err = c.exec(ctx, `SELECT pg_notify(?, ?)`, PauseChannel, id)
+			}
 		case store.RunPending, store.RunAwaitingGuidance:
 			_, err = c.exec(ctx, `UPDATE runs SET state = 'stopped', reason = ?, state_time = ?, update_time = ? WHERE id = ?`, reason, now, now, id)
 		default:
