@@ -102,7 +102,9 @@ func Migrate(ctx context.Context, url string) (int64, error) {
 	return migrate(ctx, s.db)
 }
 
-func migrate(ctx context.Context, db *sql.DB) (int64, error) { return migrateTo(ctx, db, goose.MaxVersion) }
+func migrate(ctx context.Context, db *sql.DB) (int64, error) {
+	return migrateTo(ctx, db, goose.MaxVersion)
+}
 
 // MigrateTo applies the embedded migrations up to version (and no
 // further) to the database at url. It is for tests of the migrations: a

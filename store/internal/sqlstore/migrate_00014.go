@@ -214,4 +214,3 @@ func wireFields(b []byte, fn func(num protowire.Number, typ protowire.Type, v []
 	}
 	return nil
 }
-
