@@ -46,27 +46,27 @@ func GoMigrations(d store.Dialect) []*goose.Migration {
 
 // rewriteResolutions rewrites every kept resolution with conv.
 func rewriteResolutions(ctx context.Context, tx *sql.Tx, d store.Dialect, conv func([]byte) ([]byte, error)) error {
-	rows, err := tx.QueryContext(ctx, `SELECT id, resolution FROM runs WHERE resolution IS NOT NULL ORDER BY id`)
-	if err != nil {
-		return err
-	}
 	type row struct {
 		id   string
 		data []byte
 	}
 	var all []row
-	for rows.Next() {
-		var r row
-		if err := rows.Scan(&r.id, &r.data); err != nil {
-			_ = rows.Close()
+	err := func() error {
+		rows, err := tx.QueryContext(ctx, `SELECT id, resolution FROM runs WHERE resolution IS NOT NULL ORDER BY id`)
+		if err != nil {
 			return err
 		}
-		all = append(all, r)
-	}
-	if err := rows.Close(); err != nil {
-		return err
-	}
-	if err := rows.Err(); err != nil {
+		defer func() { _ = rows.Close() }()
+		for rows.Next() {
+			var r row
+			if err := rows.Scan(&r.id, &r.data); err != nil {
+				return err
+			}
+			all = append(all, r)
+		}
+		return rows.Err()
+	}()
+	if err != nil {
 		return err
 	}
 	update := `UPDATE runs SET resolution = ? WHERE id = ?`
