@@ -293,7 +293,15 @@ func (b *journalBooks) Lookup(ctx context.Context, sentence string) ([]lang.Book
 func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs map[string]lang.Value) (map[string]lang.Value, error) {
 	idx, _ := lang.JournalIndex(ctx)
 	if b.ctx != nil {
-		ctx = valuesOf{Context: b.ctx, values: ctx}
+		// The call has the values of the interpreter's context (its call
+		// index) and the cancellation of the flight's, with the flight's
+		// cause (a lost lease, a shutdown). Its own cancelCtx, made here,
+		// is what context.Cause finds: it is cancelled with the flight's
+		// cause, never first by the interpreter's contexts.
+		cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+		stop := context.AfterFunc(b.ctx, func() { cancel(context.Cause(b.ctx)) })
+		defer func() { stop(); cancel(nil) }()
+		ctx = cctx
 	}
 	key, err := callKey(proc, inputs)
 	if err != nil {
@@ -393,12 +401,3 @@ func (c *programCache) parse(code string) (*lang.Program, error) {
 	c.mu.Unlock()
 	return prog, err
 }
-
-// valuesOf is a context with the cancellation of Context and the values
-// of values (the interpreter's context, cancelled by a pause).
-type valuesOf struct {
-	context.Context
-	values context.Context
-}
-
-func (v valuesOf) Value(key any) any { return v.values.Value(key) }
