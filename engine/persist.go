@@ -2,8 +2,12 @@ package engine
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
+	"unicode/utf8"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
@@ -245,32 +249,99 @@ func valueFromPersist(p *persistv1.Value) (*platformv1.Value, error) {
 	return v, nil
 }
 
-// encodeValues encodes a map of values given by a client (nil for nil).
+// encodeValues encodes a map of values as a persist.v1.Values message (nil
+// for nil). It writes the message's encoding itself, each entry's value
+// being the platform Value's own encoding (which persist.v1.Value mirrors:
+// TestPersistValueMirrorsPlatformValue), so that the values are encoded
+// once, as when runs kept the API's messages.
 func encodeValues(m map[string]*platformv1.Value) ([]byte, error) {
 	if m == nil {
 		return nil, nil
 	}
-	p, err := toPersist(m)
-	if err != nil {
-		return nil, err
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	return marshal.Marshal(&persistv1.Values{Values: p})
+	sort.Strings(keys)
+	out := []byte{}
+	var entry []byte
+	for _, k := range keys {
+		v, err := marshal.Marshal(m[k])
+		if err != nil {
+			return nil, err
+		}
+		entry = protowire.AppendTag(entry[:0], 1, protowire.BytesType)
+		entry = protowire.AppendString(entry, k)
+		entry = protowire.AppendTag(entry, 2, protowire.BytesType)
+		entry = protowire.AppendBytes(entry, v)
+		out = protowire.AppendTag(out, valuesField, protowire.BytesType)
+		out = protowire.AppendBytes(out, entry)
+	}
+	return out, nil
 }
 
-// decodeValues decodes what encodeValues made (nil for nil).
+// valuesField is the number of persist.v1.Values.values.
+const valuesField = 1
+
+// decodeValues decodes a persist.v1.Values message (nil for nil), each
+// value read as the platform Value it mirrors (see encodeValues).
 func decodeValues(b []byte) (map[string]*platformv1.Value, error) {
 	if b == nil {
 		return nil, nil
 	}
-	s := &persistv1.Values{}
-	if err := proto.Unmarshal(b, s); err != nil {
-		return nil, fmt.Errorf("decode values: %w", err)
+	out := map[string]*platformv1.Value{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return nil, fmt.Errorf("decode values: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		if num != valuesField || typ != protowire.BytesType {
+			if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
+				return nil, fmt.Errorf("decode values: %w", protowire.ParseError(n))
+			}
+			b = b[n:]
+			continue
+		}
+		entry, n := protowire.ConsumeBytes(b)
+		if n < 0 {
+			return nil, fmt.Errorf("decode values: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		key, v := "", &platformv1.Value{}
+		for len(entry) > 0 {
+			num, typ, n := protowire.ConsumeTag(entry)
+			if n < 0 {
+				return nil, fmt.Errorf("decode values: %w", protowire.ParseError(n))
+			}
+			entry = entry[n:]
+			switch {
+			case num == 1 && typ == protowire.BytesType:
+				var k []byte
+				if k, n = protowire.ConsumeBytes(entry); n >= 0 {
+					if !utf8.Valid(k) {
+						return nil, errors.New("decode values: a name is not UTF-8")
+					}
+					key = string(k)
+				}
+			case num == 2 && typ == protowire.BytesType:
+				var vb []byte
+				if vb, n = protowire.ConsumeBytes(entry); n >= 0 {
+					if err := (proto.UnmarshalOptions{Merge: true}).Unmarshal(vb, v); err != nil {
+						return nil, fmt.Errorf("decode values: %w", err)
+					}
+				}
+			default:
+				n = protowire.ConsumeFieldValue(num, typ, entry)
+			}
+			if n < 0 {
+				return nil, fmt.Errorf("decode values: %w", protowire.ParseError(n))
+			}
+			entry = entry[n:]
+		}
+		out[key] = v
 	}
-	out, err := fromPersist(s.Values)
-	if err == nil && out == nil {
-		out = map[string]*platformv1.Value{}
-	}
-	return out, err
+	return out, nil
 }
 
 // encodeLangValues encodes interpreter values (never nil).
