@@ -77,7 +77,7 @@ func (c *Conversation) ExceptionName() string {
 		return ""
 	}
 	x := c.Exception
-	return "organizations/" + x.OrganizationID + "/workspaces/" + x.WorkspaceID + "/exceptions/" + x.ID
+	return names.Exception(x.OrganizationID, x.WorkspaceID, x.ID)
 }
 
 // Tools are the actions an agent may take on the run. Every call is
