@@ -76,18 +76,18 @@ func (c *Conversation) ExceptionName() string {
 	if c.Exception == nil {
 		return ""
 	}
-	return engine.ExceptionName(*c.Exception)
+	x := c.Exception
+	return names.Exception(x.OrganizationID, x.WorkspaceID, x.ID)
 }
 
 // Tools are the actions an agent may take on the run. Every call is
 // recorded in the thread.
 type Tools interface {
-	// Resolve resolves the conversation's exception with guidance (the
-	// organization, workspace and exception ids of req are filled in). The
+	// Resolve resolves the conversation's exception with guidance. The
 	// error wraps store sentinels: ErrInvalidArgument (an
 	// *engine.GuidanceError) when the guidance does not fit the exception,
 	// ErrFailedPrecondition when it is no longer pending.
-	Resolve(ctx context.Context, req *platformv1.ResolveExceptionRequest) (store.Exception, error)
+	Resolve(ctx context.Context, g engine.Guidance) (store.Exception, error)
 }
 
 // ---------------------------------------------------------------------------

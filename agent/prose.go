@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/proserun/prose/engine"
-	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/store"
@@ -39,7 +38,7 @@ func (Prose) Respond(ctx context.Context, c *Conversation, w *Writer) (string, e
 		x = &lang.Exception{}
 	}
 	r := understand(c.Text(), x)
-	var guidance *platformv1.ResolveExceptionRequest
+	var guidance engine.Guidance
 	var doing string
 	switch r.kind {
 	case intentExplain:
@@ -47,23 +46,22 @@ func (Prose) Respond(ctx context.Context, c *Conversation, w *Writer) (string, e
 	case intentUnknown:
 		return w.StreamText(ctx, "I could not read that as guidance. "+needs(x))
 	case intentSkip:
-		guidance = &platformv1.ResolveExceptionRequest{Guidance: &platformv1.ResolveExceptionRequest_Skip{Skip: &platformv1.Skip{}}}
+		guidance = engine.Guidance{Kind: engine.GuidanceSkip}
 		doing = "I will skip the statement" + statementRef(c) + " and let the run go on."
 	case intentRetry:
-		guidance = &platformv1.ResolveExceptionRequest{Guidance: &platformv1.ResolveExceptionRequest_Retry{Retry: &platformv1.Retry{}}}
+		guidance = engine.Guidance{Kind: engine.GuidanceRetry}
 		doing = "I will run the statement" + statementRef(c) + " again."
 	case intentReplace:
 		if _, err := lang.Parse(r.code); err != nil {
 			return w.StreamText(ctx, "That code does not parse: "+err.Error()+". "+needs(x))
 		}
-		guidance = &platformv1.ResolveExceptionRequest{Guidance: &platformv1.ResolveExceptionRequest_ReplaceStep{ReplaceStep: &platformv1.ReplaceStep{Code: r.code}}}
+		guidance = engine.Guidance{Kind: engine.GuidanceReplaceStep, Code: r.code}
 		doing = "I will run your code instead of the statement" + statementRef(c) + "."
 	case intentAnswer:
-		v, err := protovalue.ToProto(r.value)
-		if err != nil {
+		if _, err := protovalue.ToProto(r.value); err != nil {
 			return w.StreamText(ctx, "I could not use that answer: "+err.Error()+". "+needs(x))
 		}
-		guidance = &platformv1.ResolveExceptionRequest{Guidance: &platformv1.ResolveExceptionRequest_Answer{Answer: &platformv1.Answer{Value: v}}}
+		guidance = engine.Guidance{Kind: engine.GuidanceAnswer, Answer: r.value}
 		doing = fmt.Sprintf("I will answer %q with %s.", x.Question, plain(r.value))
 	case intentValue:
 		fact := x.Fact
@@ -77,12 +75,10 @@ func (Prose) Respond(ctx context.Context, c *Conversation, w *Writer) (string, e
 		if fact == "" {
 			return w.StreamText(ctx, "I could not tell which fact that value is for. "+needs(x))
 		}
-		v, err := protovalue.ToProto(r.value)
-		if err != nil {
+		if _, err := protovalue.ToProto(r.value); err != nil {
 			return w.StreamText(ctx, "I could not use that value: "+err.Error()+". "+needs(x))
 		}
-		guidance = &platformv1.ResolveExceptionRequest{Guidance: &platformv1.ResolveExceptionRequest_ProvideValues{ProvideValues: &platformv1.ProvideValues{
-			Values: map[string]*platformv1.Value{fact: v}}}}
+		guidance = engine.Guidance{Kind: engine.GuidanceProvideValues, Values: map[string]lang.Value{fact: r.value}}
 		doing = fmt.Sprintf("I will provide %s = %s and let the run go on.", fact, plain(r.value))
 	}
 	if _, err := w.StreamText(ctx, doing); err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 )
@@ -298,11 +299,10 @@ func (r *Runner) conversation(ctx context.Context, t store.Thread, msg *platform
 		return nil, err
 	}
 	c.Exception = &x
-	if c.Details, err = engine.DecodeException(x.Details); err != nil {
+	if c.Details, err = engine.ExceptionDetails(x); err != nil {
 		return nil, err
 	}
-	if steps, err := engine.DecodeSteps(run.Steps); err == nil && x.Step >= 0 && x.Step < len(steps.GetExecutables()) {
-		code := steps.GetExecutables()[x.Step].GetCode()
+	if code, ok := engine.StepCode(run, x.Step); ok {
 		if s, e := int(x.Location.Start), int(x.Location.End); s >= 0 && s <= e && e <= len(code) {
 			c.Statement = code[s:e]
 			c.Line = strings.Count(code[:s], "\n") + 1
@@ -319,11 +319,16 @@ type tools struct {
 	n int
 }
 
-func (t *tools) Resolve(ctx context.Context, req *platformv1.ResolveExceptionRequest) (store.Exception, error) {
+func (t *tools) Resolve(ctx context.Context, g engine.Guidance) (store.Exception, error) {
 	if t.c.Exception == nil {
 		return store.Exception{}, fmt.Errorf("the run waits on no exception: %w", store.ErrFailedPrecondition)
 	}
 	x := t.c.Exception
+	// The call is recorded as the platform's resolve request would be.
+	req, err := resolveRequest(g)
+	if err != nil {
+		return store.Exception{}, err
+	}
 	req.OrganizationId, req.WorkspaceId, req.ExceptionId = x.OrganizationID, x.WorkspaceID, x.ID
 	t.n++
 	callID := fmt.Sprintf("call-%s-%d", t.c.Message.GetName()[strings.LastIndexByte(t.c.Message.GetName(), '/')+1:], t.n)
@@ -338,7 +343,7 @@ func (t *tools) Resolve(ctx context.Context, req *platformv1.ResolveExceptionReq
 	if t.r.eng == nil {
 		return store.Exception{}, errors.New("no engine is configured")
 	}
-	out, rerr := t.r.eng.Resolve(ctx, x.OrganizationID, x.WorkspaceID, x.ID, "agents/"+t.c.Thread.AgentID, req)
+	out, rerr := t.r.eng.Resolve(ctx, x.OrganizationID, x.WorkspaceID, x.ID, "agents/"+t.c.Thread.AgentID, g)
 	result := fmt.Sprintf("resolved by agents/%s; the run continues", t.c.Thread.AgentID)
 	if rerr != nil {
 		result = "error: " + rerr.Error()
@@ -353,4 +358,31 @@ func (t *tools) Resolve(ctx context.Context, req *platformv1.ResolveExceptionReq
 		return out, err
 	}
 	return out, rerr
+}
+
+// resolveRequest renders guidance as the platform's resolve request (the
+// input a tool call records).
+func resolveRequest(g engine.Guidance) (*platformv1.ResolveExceptionRequest, error) {
+	req := &platformv1.ResolveExceptionRequest{}
+	switch g.Kind {
+	case engine.GuidanceProvideValues:
+		vals, err := protovalue.MapToProto(g.Values)
+		if err != nil {
+			return nil, err
+		}
+		req.Guidance = &platformv1.ResolveExceptionRequest_ProvideValues{ProvideValues: &platformv1.ProvideValues{Values: vals}}
+	case engine.GuidanceSkip:
+		req.Guidance = &platformv1.ResolveExceptionRequest_Skip{Skip: &platformv1.Skip{}}
+	case engine.GuidanceRetry:
+		req.Guidance = &platformv1.ResolveExceptionRequest_Retry{Retry: &platformv1.Retry{}}
+	case engine.GuidanceReplaceStep:
+		req.Guidance = &platformv1.ResolveExceptionRequest_ReplaceStep{ReplaceStep: &platformv1.ReplaceStep{Code: g.Code}}
+	case engine.GuidanceAnswer:
+		v, err := protovalue.ToProto(g.Answer)
+		if err != nil {
+			return nil, err
+		}
+		req.Guidance = &platformv1.ResolveExceptionRequest_Answer{Answer: &platformv1.Answer{Value: v}}
+	}
+	return req, nil
 }

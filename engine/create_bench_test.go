@@ -44,11 +44,11 @@ func testInvokeSeesAutomationChanges(t *testing.T, e *env) {
 	}
 	code := func(r store.Run) string {
 		t.Helper()
-		steps, err := engine.DecodeSteps(r.Steps)
-		if err != nil {
-			t.Fatal(err)
+		code, ok := engine.StepCode(r, 0)
+		if !ok {
+			t.Fatal("no first step")
 		}
-		return steps.GetExecutables()[0].GetCode()
+		return code
 	}
 	r1, err := invoke(store.StageDraft)
 	if err != nil || code(r1) != "the output result is 1" {

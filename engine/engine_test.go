@@ -10,6 +10,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlite"
 )
@@ -102,11 +103,11 @@ func TestRunCompletes(t *testing.T) {
 		t.Fatal(err, created)
 	}
 	done := e.waitFor(t, a, r.ID, store.RunCompleted)
-	p, err := engine.RunToProto(done)
+	d, err := engine.DecodeRun(done)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.GetState().GetCompleted().GetOutputs()["output greeting"].GetText(); got != "Hello, Ana" {
+	if got := d.Outputs["output greeting"].GetText(); got != "Hello, Ana" {
 		t.Fatalf("output greeting = %q", got)
 	}
 	// The same request id returns the first run.
@@ -140,14 +141,11 @@ func TestMissingValueIsGuided(t *testing.T) {
 	}
 	ctx := context.Background()
 	// Values for another fact do not fit.
-	bad := &platformv1.ResolveExceptionRequest{Guidance: &platformv1.ResolveExceptionRequest_ProvideValues{ProvideValues: &platformv1.ProvideValues{
-		Values: map[string]*platformv1.Value{"the customer": text("x")}}}}
+	bad := engine.Guidance{Kind: engine.GuidanceProvideValues, Values: map[string]lang.Value{"the customer": lang.Text("x")}}
 	if _, err := e.eng.Resolve(ctx, e.org, e.ws, w.ExceptionID, "users/u", bad); err == nil {
 		t.Fatal("values for another fact were accepted")
 	}
-	n := &platformv1.Value{Kind: &platformv1.Value_Number{Number: &platformv1.Number{Lo: 1250, Flags: 2 << 16}}}
-	good := &platformv1.ResolveExceptionRequest{Guidance: &platformv1.ResolveExceptionRequest_ProvideValues{ProvideValues: &platformv1.ProvideValues{
-		Values: map[string]*platformv1.Value{"the invoice total": n}}}}
+	good := engine.Guidance{Kind: engine.GuidanceProvideValues, Values: map[string]lang.Value{"the invoice total": lang.Num(lang.MustNumber("12.50"))}}
 	x, err := e.eng.Resolve(ctx, e.org, e.ws, w.ExceptionID, "users/u", good)
 	if err != nil || x.State != store.ExceptionResolved || x.Resolver != "users/u" {
 		t.Fatalf("resolve: %v %+v", err, x)
@@ -157,8 +155,8 @@ func TestMissingValueIsGuided(t *testing.T) {
 		t.Fatal("a resolved exception was resolved again")
 	}
 	done := e.waitFor(t, a, r.ID, store.RunCompleted)
-	p, _ := engine.RunToProto(done)
-	if got := p.GetState().GetCompleted().GetOutputs()["output total"].GetNumber(); got.GetLo() != 2500 || got.GetFlags() != 2<<16 {
+	d, _ := engine.DecodeRun(done)
+	if got := d.Outputs["output total"].GetNumber(); got.GetLo() != 2500 || got.GetFlags() != 2<<16 {
 		t.Fatalf("output total = %v", got)
 	}
 }

@@ -13,7 +13,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/store"
@@ -47,16 +47,16 @@ func (e *Engine) execute(ctx context.Context, f *flight, r store.Run) {
 }
 
 func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error {
-	steps, err := DecodeSteps(r.Steps)
+	steps, err := decodeSteps(r.Steps)
 	if err != nil {
 		return err
 	}
-	if len(steps.GetExecutables()) == 0 {
+	if len(steps.GetSteps()) == 0 {
 		return fmt.Errorf("run has no steps")
 	}
 	stepInputs := r.StepInputs
 	if stepInputs == nil {
-		if stepInputs, err = EncodeValues(steps.GetInputs()); err != nil {
+		if stepInputs, err = encodeStoredValues(steps.GetInputs()); err != nil {
 			return err
 		}
 		if stepInputs == nil {
@@ -64,11 +64,11 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 		}
 	}
 	if r.PreviousRun != "" && r.Step == 0 && r.Checkpoint == nil {
-		if err := e.reusePrevious(ctx, r, steps.GetExecutables()[0].GetCode(), stepInputs); err != nil {
+		if err := e.reusePrevious(ctx, r, steps.GetSteps()[0].GetCode(), stepInputs); err != nil {
 			e.log.Warn("reuse previous run", "run", r.ID, "previous", r.PreviousRun, "err", err)
 		}
 	}
-	if r.Step >= len(steps.GetExecutables()) {
+	if r.Step >= len(steps.GetSteps()) {
 		// Paused as its last step completed: the store kept the outputs
 		// (see store.Runs.FinishRun); continuing completes it.
 		return e.finish(ctx, r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: r.Outputs, Step: r.Step})
@@ -84,8 +84,8 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 	}
 	checkpoint, guidance := r.Checkpoint, r.Resolution
 	start := time.Now()
-	for step := r.Step; step < len(steps.GetExecutables()); step++ {
-		code := steps.GetExecutables()[step].GetCode()
+	for step := r.Step; step < len(steps.GetSteps()); step++ {
+		code := steps.GetSteps()[step].GetCode()
 		prog, perr := e.progs.parse(code)
 		if perr != nil {
 			var se *lang.SyntaxError
@@ -112,7 +112,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 		}
 		var res *lang.Result
 		if checkpoint != nil {
-			g, err := DecodeGuidance(guidance)
+			g, err := decodeGuidance(guidance)
 			if err != nil {
 				return err
 			}
@@ -121,7 +121,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				return fmt.Errorf("resume step %d: %w", step+1, err)
 			}
 		} else {
-			inputs, err := DecodeLangValues(stepInputs)
+			inputs, err := decodeLangValues(stepInputs)
 			if err != nil {
 				return err
 			}
@@ -138,8 +138,8 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if err != nil {
 				return err
 			}
-			if step == len(steps.GetExecutables())-1 {
-				b, err := EncodeOutputs(out)
+			if step == len(steps.GetSteps())-1 {
+				b, err := encodeValues(out)
 				if err != nil {
 					return err
 				}
@@ -147,7 +147,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				// store keeps it stopped there with its outputs.
 				return e.finish(ctx, r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: b, Step: step + 1})
 			}
-			if stepInputs, err = EncodeValues(out); err != nil {
+			if stepInputs, err = encodeValues(out); err != nil {
 				return err
 			}
 			if stepInputs == nil {
@@ -158,7 +158,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			}
 		case lang.Suspended:
 			x := res.Exception
-			details, err := EncodeException(x)
+			details, err := encodeException(x)
 			if err != nil {
 				return err
 			}
@@ -215,27 +215,39 @@ func (e *Engine) reusePrevious(ctx context.Context, r store.Run, code string, in
 	if err != nil {
 		return err
 	}
-	ps, err := DecodeSteps(prev.Steps)
-	if err != nil || len(ps.GetExecutables()) == 0 {
+	ps, err := decodeSteps(prev.Steps)
+	if err != nil || len(ps.GetSteps()) == 0 {
 		return err
 	}
-	if ps.GetExecutables()[0].GetCode() != code {
+	if ps.GetSteps()[0].GetCode() != code {
 		return nil
 	}
-	pin, err := EncodeValues(ps.GetInputs())
+	pin, err := encodeStoredValues(ps.GetInputs())
 	if err != nil {
 		return err
 	}
-	a, b := decodeForCompare(pin), decodeForCompare(inputs)
-	if !proto.Equal(a, b) {
+	if !proto.Equal(valuesForCompare(pin), valuesForCompare(inputs)) {
 		return nil
 	}
 	return e.st.CopyJournal(ctx, prev.ID, r.ID, []int{0})
 }
 
-func decodeForCompare(b []byte) proto.Message {
-	m, _ := DecodeValues(b)
-	return &platformv1.ExecutableSteps{Inputs: m} // proto.Equal: an empty map equals a nil one
+// valuesForCompare decodes encoded values for proto.Equal (an empty map
+// equals a nil one; a blob that does not decode equals nothing but
+// another such).
+func valuesForCompare(b []byte) proto.Message {
+	s := &persistv1.Values{}
+	_ = proto.Unmarshal(b, s)
+	return s
+}
+
+// encodeStoredValues encodes values already in their stored form (a run's
+// first step inputs: its user inputs); nil for nil.
+func encodeStoredValues(m map[string]*persistv1.Value) ([]byte, error) {
+	if m == nil {
+		return nil, nil
+	}
+	return marshal.Marshal(&persistv1.Values{Values: m})
 }
 
 // describe is the human-friendly description of an exception.
@@ -281,7 +293,15 @@ func (b *journalBooks) Lookup(ctx context.Context, sentence string) ([]lang.Book
 func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs map[string]lang.Value) (map[string]lang.Value, error) {
 	idx, _ := lang.JournalIndex(ctx)
 	if b.ctx != nil {
-		ctx = valuesOf{Context: b.ctx, values: ctx}
+		// The call has the values of the interpreter's context (its call
+		// index) and the cancellation of the flight's, with the flight's
+		// cause (a lost lease, a shutdown). Its own cancelCtx, made here,
+		// is what context.Cause finds: it is cancelled with the flight's
+		// cause, never first by the interpreter's contexts.
+		cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+		stop := context.AfterFunc(b.ctx, func() { cancel(context.Cause(b.ctx)) })
+		defer func() { stop(); cancel(nil) }()
+		ctx = cctx
 	}
 	key, err := callKey(proc, inputs)
 	if err != nil {
@@ -299,7 +319,7 @@ func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs
 		return nil, fmt.Errorf("read the journal: %w", b.loadErr)
 	}
 	if e, ok := b.known[[2]int{b.step, idx}]; ok && e.Key == key {
-		return DecodeLangValues(e.Data)
+		return decodeLangValues(e.Data)
 	}
 	if b.inner == nil {
 		return nil, fmt.Errorf("no book offers %s", proc.Name)
@@ -308,7 +328,7 @@ func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs
 	if err != nil {
 		return nil, err
 	}
-	data, err := EncodeLangValues(out)
+	data, err := encodeLangValues(out)
 	if err != nil {
 		return nil, err
 	}
@@ -381,12 +401,3 @@ func (c *programCache) parse(code string) (*lang.Program, error) {
 	c.mu.Unlock()
 	return prog, err
 }
-
-// valuesOf is a context with the cancellation of Context and the values
-// of values (the interpreter's context, cancelled by a pause).
-type valuesOf struct {
-	context.Context
-	values context.Context
-}
-
-func (v valuesOf) Value(key any) any { return v.values.Value(key) }

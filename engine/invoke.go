@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/store"
 )
@@ -28,7 +27,8 @@ type InvokeRequest struct {
 	RequestID   string
 	Name        string
 	FileIDs     []string
-	Invocation  *platformv1.InvocationDetails
+	// Invocation is how the run was started (nil: not recorded).
+	Invocation *Invocation
 }
 
 // Invoke creates a pending run of the automation's stage and wakes the
@@ -64,24 +64,24 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 			return store.Run{}, false, fmt.Errorf("%w: previous_run %q is not a run of this automation", store.ErrInvalidArgument, req.PreviousRun)
 		}
 	}
-	userIn, err := EncodeValues(req.Inputs)
+	inputs, err := toPersist(req.Inputs)
 	if err != nil {
 		return store.Run{}, false, err
 	}
-	var inv []byte
-	if req.Invocation != nil {
-		if inv, err = marshal.Marshal(req.Invocation); err != nil {
+	var userIn []byte
+	if inputs != nil {
+		if userIn, err = marshal.Marshal(&persistv1.Values{Values: inputs}); err != nil {
 			return store.Run{}, false, err
 		}
+	}
+	inv, err := encodeInvocation(req.Invocation)
+	if err != nil {
+		return store.Run{}, false, err
 	}
 	var r store.Run
 	var created bool
 	for attempt := 1; ; attempt++ {
-		steps := &platformv1.ExecutableSteps{
-			Inputs:      req.Inputs,
-			Executables: []*platformv1.ExecutableStep{{Code: code, PhaseType: platformv1.AutomationPhaseType_AUTOMATION_PHASE_TYPE_MAIN}},
-		}
-		stepsB, err := EncodeSteps(steps)
+		stepsB, err := encodeSteps(inputs, []Step{{Code: code, Phase: PhaseMain}})
 		if err != nil {
 			return store.Run{}, false, err
 		}
@@ -150,198 +150,6 @@ func (e *Engine) stage(ctx context.Context, req InvokeRequest, fresh bool) (stri
 	}
 	return a.Code, a.Version, nil
 }
-
-// Pause pauses a run (see store.Runs.PauseRun) and, when this engine is
-// executing it, stops it at its next statement.
-func (e *Engine) Pause(ctx context.Context, org, ws, automation, id, reason string) (store.Run, error) {
-	r, err := e.st.PauseRun(ctx, org, ws, automation, id, reason)
-	if err != nil {
-		return r, err
-	}
-	if r.State == store.RunStopping {
-		e.mu.Lock()
-		f := e.inflight[id]
-		e.mu.Unlock()
-		if f != nil {
-			f.pause(errPaused)
-		}
-	}
-	return r, nil
-}
-
-// PauseNoticed is told of a pause committed by any replica
-// (store.Notifier.OnRunPause): when this engine executes the run, it stops
-// it at its next statement now rather than at its next lease renewal
-// (every LeaseDuration/3). "" (notices may have been missed) renews the
-// leases at once, which reports every pause. It does not block.
-func (e *Engine) PauseNoticed(runID string) {
-	if runID == "" {
-		select {
-		case e.renewNow <- struct{}{}:
-		default:
-		}
-		return
-	}
-	e.mu.Lock()
-	f := e.inflight[runID]
-	e.mu.Unlock()
-	if f != nil {
-		f.pause(errPaused)
-	}
-}
-
-// Pausing reports whether this engine executes the run and has been told
-// to pause it (by Pause, a notice or a lease renewal): it stops at its next
-// statement.
-func (e *Engine) Pausing(runID string) bool {
-	e.mu.Lock()
-	f := e.inflight[runID]
-	e.mu.Unlock()
-	return f != nil && f.soft.Err() != nil && errors.Is(context.Cause(f.soft), errPaused)
-}
-
-// Continue continues a stopped run and wakes the workers.
-func (e *Engine) Continue(ctx context.Context, org, ws, automation, id string) (store.Run, error) {
-	r, err := e.st.ContinueRun(ctx, org, ws, automation, id)
-	if err == nil && r.State == store.RunPending {
-		e.announce(ctx)
-	}
-	return r, err
-}
-
-// Resolve checks that guidance fits a pending exception, resolves it and
-// lets its run continue. ErrInvalidArgument when the guidance does not fit
-// (values for another fact, an answer to no question, code that does not
-// parse); ErrFailedPrecondition when the exception is not pending (exactly
-// one of concurrent resolutions wins).
-func (e *Engine) Resolve(ctx context.Context, org, ws, id, resolver string, req *platformv1.ResolveExceptionRequest) (store.Exception, error) {
-	x, err := e.st.GetException(ctx, org, ws, id)
-	if err != nil {
-		return x, err
-	}
-	if x.State != store.ExceptionPending {
-		return x, fmt.Errorf("exception %q is %s; only a pending exception can be resolved: %w", id, x.State, store.ErrFailedPrecondition)
-	}
-	details, err := DecodeException(x.Details)
-	if err != nil {
-		return x, err
-	}
-	if err := CheckGuidance(details, req); err != nil {
-		return x, err
-	}
-	data, err := EncodeGuidance(req)
-	if err != nil {
-		return x, err
-	}
-	out, err := e.st.ResolveException(ctx, org, ws, id, store.Resolution{Resolver: resolver, Data: data})
-	if err != nil {
-		return out, err
-	}
-	e.announce(ctx)
-	return out, nil
-}
-
-// GuidanceError is guidance that does not fit its exception; Field names the
-// request field at fault.
-type GuidanceError struct {
-	Field string
-	Msg   string
-	Span  *lang.Span
-}
-
-func (g *GuidanceError) Error() string { return g.Msg }
-
-// Unwrap makes a GuidanceError an invalid argument.
-func (g *GuidanceError) Unwrap() error { return store.ErrInvalidArgument }
-
-// CheckGuidance reports whether guidance fits the exception the interpreter
-// raised.
-func CheckGuidance(x *lang.Exception, req *platformv1.ResolveExceptionRequest) error {
-	res, err := guidanceToLang(req)
-	if err != nil {
-		return &GuidanceError{Field: "guidance", Msg: "give exactly one of provide_values, skip, retry, replace_step, answer: " + err.Error()}
-	}
-	switch res.Kind {
-	case lang.ProvideValues:
-		if len(res.Values) == 0 {
-			return &GuidanceError{Field: "provide_values.values", Msg: "provide at least one value"}
-		}
-		if x.Question != "" {
-			return &GuidanceError{Field: "provide_values", Msg: "this exception asks a question: resolve it with an answer"}
-		}
-		if x.Fact != "" {
-			want := lang.FactName(x.Fact)
-			found := false
-			var given []string
-			for name := range res.Values {
-				if lang.FactName(name) == want {
-					found = true
-				}
-				given = append(given, name)
-			}
-			if !found {
-				return &GuidanceError{Field: "provide_values.values", Msg: fmt.Sprintf("this exception asks for %s; the values given are for %s", x.Fact, strings.Join(given, ", "))}
-			}
-		}
-	case lang.Answer:
-		if x.Question == "" {
-			return &GuidanceError{Field: "answer", Msg: "this exception asks no question: an answer does not resolve it"}
-		}
-		if len(x.Choices) > 0 {
-			ok := false
-			for _, c := range x.Choices {
-				if lang.Equal(c, res.Answer) {
-					ok = true
-				}
-			}
-			if !ok {
-				var cs []string
-				for _, c := range x.Choices {
-					b, _ := lang.AppendPlain(nil, c)
-					cs = append(cs, string(b))
-				}
-				return &GuidanceError{Field: "answer.value", Msg: "the answer must be one of " + strings.Join(cs, ", ")}
-			}
-		}
-	case lang.ReplaceStep:
-		if strings.TrimSpace(res.Code) == "" {
-			return &GuidanceError{Field: "replace_step.code", Msg: "the replacement code is empty"}
-		}
-		if _, err := lang.Parse(res.Code); err != nil {
-			g := &GuidanceError{Field: "replace_step.code", Msg: "the replacement code does not parse: " + err.Error()}
-			var se *lang.SyntaxError
-			if errors.As(err, &se) {
-				g.Span = &se.Span
-			}
-			return g
-		}
-	}
-	return nil
-}
-
-// RunName is the resource name of a run.
-func RunName(r store.Run) string {
-	return "organizations/" + r.OrganizationID + "/workspaces/" + r.WorkspaceID + "/automations/" + r.AutomationID + "/runs/" + r.ID
-}
-
-// StageToProto converts a stage.
-func StageToProto(s store.Stage) platformv1.AutomationStage {
-	switch s {
-	case store.StageDraft:
-		return platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT
-	case store.StagePublished:
-		return platformv1.AutomationStage_AUTOMATION_STAGE_PUBLISHED
-	}
-	return platformv1.AutomationStage_AUTOMATION_STAGE_UNSPECIFIED
-}
-
-// ExceptionName is the resource name of an exception.
-func ExceptionName(x store.Exception) string {
-	return "organizations/" + x.OrganizationID + "/workspaces/" + x.WorkspaceID + "/exceptions/" + x.ID
-}
-
-// versionString renders a stage version.
-func versionString(v int64) string { return strconv.FormatInt(v, 10) }
 
 // autoKey names an automation.
 type autoKey struct{ org, ws, id string }

@@ -49,11 +49,11 @@ func TestPreviousRunReusesJournal(t *testing.T) {
 	if n := bk.calls.Load(); n != 1 {
 		t.Fatalf("a run reusing the previous run called the book again (%d calls)", n)
 	}
-	p, err := engine.RunToProto(second)
+	d, err := engine.DecodeRun(second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := p.GetState().GetCompleted().GetOutputs()["output price"].GetNumber(); got.GetLo() != 999 {
+	if got := d.Outputs["output price"].GetNumber(); got.GetLo() != 999 {
 		t.Fatalf("output price from the journal: %v", got)
 	}
 	invoke("coffee", first.ID) // other inputs: the journal does not apply

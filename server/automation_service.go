@@ -108,7 +108,7 @@ func automationProto(a store.Automation, stage store.Stage) (*platformv1.Automat
 		PublishUserId:          a.PublishUserID,
 		DraftShareId:           a.DraftShareID,
 		PublishedShareId:       a.PublishedShareID,
-		Stage:                  engine.StageToProto(stage),
+		Stage:                  stageProto(stage),
 	}
 	code, details, version := a.Code, a.Details, a.Version
 	if stage == store.StagePublished {
@@ -469,7 +469,7 @@ func (s *AutomationService) InvokeAutomation(ctx context.Context, req *platformv
 	r, _, err := s.eng.Invoke(ctx, engine.InvokeRequest{
 		OrganizationID: org, WorkspaceID: ws, AutomationID: id, Stage: stage, Inputs: req.GetInputs(),
 		PreviousRun: req.GetPreviousRun(), RequestID: req.GetRequestId(),
-		Invocation: &platformv1.InvocationDetails{UserId: callerID(ctx), InvocationSource: platformv1.InvocationSource_INVOCATION_SOURCE_MANUAL},
+		Invocation: manualInvocation(callerID(ctx)),
 	})
 	if err != nil {
 		return nil, invokeErr(err, org, ws, id, "inputs")

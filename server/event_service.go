@@ -249,12 +249,12 @@ func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEv
 	if excID != "" {
 		x, err := s.st.GetException(ctx, org, ws, excID)
 		// A resource name must name this run's exception whole.
-		if err != nil || x.RunID != run.ID || strings.Contains(in.GetException(), "/") && in.GetException() != engine.ExceptionName(x) {
+		if err != nil || x.RunID != run.ID || strings.Contains(in.GetException(), "/") && in.GetException() != names.Exception(x.OrganizationID, x.WorkspaceID, x.ID) {
 			if in.GetException() != "" {
 				return nil, transport.InvalidArgument(ReasonInvalidField, "exception is not an exception of this run", transport.Violation("event.exception", "not an exception of the run"))
 			}
 		} else {
-			ev.Exception = engine.ExceptionName(x)
+			ev.Exception = names.Exception(x.OrganizationID, x.WorkspaceID, x.ID)
 		}
 	}
 	se, err := agent.ToStore(t, ev)

@@ -118,7 +118,7 @@ func exceptionProto(x store.Exception) *platformv1.Exception {
 		extra = nil
 	}
 	return &platformv1.Exception{
-		Name:        engine.ExceptionName(x),
+		Name:        names.Exception(org, ws, x.ID),
 		Run:         names.Run(org, ws, x.AutomationID, x.RunID),
 		Location:    &platformv1.Location{StartByte: x.Location.Start, EndByte: x.Location.End},
 		Message:     x.Message,
@@ -128,20 +128,20 @@ func exceptionProto(x store.Exception) *platformv1.Exception {
 		Automation:  names.Automation(org, ws, x.AutomationID),
 		Description: x.Description,
 		Group:       exceptionGroupName(org, ws, x.Group),
-		Stage:       engine.StageToProto(x.Stage),
+		Stage:       stageProto(x.Stage),
 		ExecutionId: strconv.Itoa(x.Step),
 		Extra:       extra,
 		Assignee:    x.Assignee,
 		Resolver:    x.Resolver,
 
-		GuidanceRequest: guidanceRequestProto(x.Details),
+		GuidanceRequest: guidanceRequestProto(x),
 	}
 }
 
 // guidanceRequestProto says what the interpreter's exception asks for (nil
 // when the details cannot be read: the exception still renders).
-func guidanceRequestProto(details []byte) *platformv1.GuidanceRequest {
-	x, err := engine.DecodeException(details)
+func guidanceRequestProto(e store.Exception) *platformv1.GuidanceRequest {
+	x, err := engine.ExceptionDetails(e)
 	if err != nil || x.Fact == "" && x.Question == "" && len(x.Failed) == 0 {
 		return nil
 	}
@@ -349,7 +349,7 @@ func (s *ExceptionService) ResolveException(ctx context.Context, req *platformv1
 		return nil, transport.NewError(codes.InvalidArgument, ReasonGuidanceMismatch, "answer.value is required").
 			Meta("resource_name", names.Exception(org, ws, id)).Violations(transport.Violation("answer.value", "required")).Err()
 	}
-	x, err := s.eng.Resolve(ctx, org, ws, id, resolver(ctx), req)
+	x, err := s.eng.Resolve(ctx, org, ws, id, resolver(ctx), guidanceFromProto(req))
 	if err != nil {
 		return nil, exceptionErr(err, org, ws, id)
 	}
@@ -360,7 +360,7 @@ func (s *ExceptionService) ResolveException(ctx context.Context, req *platformv1
 // (stopped). Other states are FAILED_PRECONDITION.
 func (s *ExceptionService) ArchiveException(ctx context.Context, req *platformv1.ArchiveExceptionRequest) (*platformv1.Exception, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetExceptionId()
-	x, err := s.st.ArchiveException(ctx, org, ws, id)
+	x, err := s.eng.Archive(ctx, org, ws, id)
 	if err != nil {
 		return nil, exceptionErr(err, org, ws, id)
 	}
@@ -372,7 +372,7 @@ func (s *ExceptionService) ArchiveException(ctx context.Context, req *platformv1
 // are FAILED_PRECONDITION.
 func (s *ExceptionService) UnarchiveException(ctx context.Context, req *platformv1.UnarchiveExceptionRequest) (*platformv1.Exception, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetExceptionId()
-	x, err := s.st.UnarchiveException(ctx, org, ws, id)
+	x, err := s.eng.Unarchive(ctx, org, ws, id)
 	if err != nil {
 		return nil, exceptionErr(err, org, ws, id)
 	}
@@ -413,7 +413,7 @@ func (s *ExceptionService) AssignException(ctx context.Context, req *platformv1.
 	if err != nil {
 		return nil, err
 	}
-	x, err := s.st.AssignException(ctx, org, ws, id, assignee)
+	x, err := s.eng.Assign(ctx, org, ws, id, assignee)
 	if err != nil {
 		return nil, exceptionErr(err, org, ws, id)
 	}
@@ -467,7 +467,7 @@ func (s *ExceptionService) BatchArchiveExceptions(ctx context.Context, req *plat
 	if err != nil {
 		return nil, err
 	}
-	return batch(ids, func(id string) (store.Exception, error) { return s.st.ArchiveException(ctx, org, ws, id) })
+	return batch(ids, func(id string) (store.Exception, error) { return s.eng.Archive(ctx, org, ws, id) })
 }
 
 // BatchUnarchiveExceptions unarchives the archived exceptions matching a
@@ -479,7 +479,7 @@ func (s *ExceptionService) BatchUnarchiveExceptions(ctx context.Context, req *pl
 	if err != nil {
 		return nil, err
 	}
-	return batch(ids, func(id string) (store.Exception, error) { return s.st.UnarchiveException(ctx, org, ws, id) })
+	return batch(ids, func(id string) (store.Exception, error) { return s.eng.Unarchive(ctx, org, ws, id) })
 }
 
 // BatchAssignExceptions assigns (or, with an empty assignee, unassigns) the
@@ -498,5 +498,5 @@ func (s *ExceptionService) BatchAssignExceptions(ctx context.Context, req *platf
 	if err != nil {
 		return nil, err
 	}
-	return batch(ids, func(id string) (store.Exception, error) { return s.st.AssignException(ctx, org, ws, id, assignee) })
+	return batch(ids, func(id string) (store.Exception, error) { return s.eng.Assign(ctx, org, ws, id, assignee) })
 }

@@ -96,7 +96,7 @@ func plainOutputs(r store.Run) (map[string]*structpb.Value, []string, error) {
 	if r.State != store.RunCompleted {
 		return nil, nil, nil
 	}
-	outs, err := engine.DecodeOutputs(r.Outputs)
+	outs, err := engine.DecodeOutputs(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -202,7 +202,7 @@ func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*le
 	r, _, err := s.eng.Invoke(ctx, engine.InvokeRequest{
 		OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, AutomationID: a.ID, Stage: stage,
 		Inputs: inputs, FileIDs: fileIDs,
-		Invocation: &platformv1.InvocationDetails{UserId: callerID(ctx), InvocationSource: platformv1.InvocationSource_INVOCATION_SOURCE_MANUAL},
+		Invocation: manualInvocation(callerID(ctx)),
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

@@ -322,7 +322,7 @@ func (s *LegacyV2) CreateRun(ctx context.Context, req *legacyv2.CreateRunRequest
 	r, _, err := s.eng.Invoke(ctx, engine.InvokeRequest{
 		OrganizationID: org, WorkspaceID: ws, AutomationID: id, Stage: stage, Inputs: inputs,
 		Name: req.GetName(), FileIDs: fileIDs,
-		Invocation: &platformv1.InvocationDetails{UserId: callerID(ctx), InvocationSource: platformv1.InvocationSource_INVOCATION_SOURCE_MANUAL},
+		Invocation: manualInvocation(callerID(ctx)),
 	})
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {

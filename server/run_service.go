@@ -60,7 +60,7 @@ func (s *RunService) GetRun(ctx context.Context, req *platformv1.GetRunRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return engine.RunToProto(r)
+	return RunToProto(r)
 }
 
 // ListRuns lists the runs of an automation ("-": of every automation of the
@@ -88,7 +88,7 @@ func (s *RunService) ListRuns(ctx context.Context, req *platformv1.ListRunsReque
 		return nil, storeStatus(err, ReasonAutomationNotFound, ReasonAutomationNotFound, names.Automation(org, ws, automation))
 	}
 	out := &platformv1.ListRunsResponse{NextPageToken: page.NextPageToken}
-	if out.Runs, err = mapItems(page.Items, engine.RunToProto); err != nil {
+	if out.Runs, err = mapItems(page.Items, RunToProto); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -113,7 +113,7 @@ func (s *RunService) PauseRun(ctx context.Context, req *platformv1.PauseRunReque
 	if err != nil {
 		return nil, runErr(err, org, ws, automation, id)
 	}
-	return engine.RunToProto(r)
+	return RunToProto(r)
 }
 
 // ContinueRun continues a stopped run: pending, or awaiting_guidance when
@@ -132,5 +132,5 @@ func (s *RunService) ContinueRun(ctx context.Context, req *platformv1.ContinueRu
 	if err != nil {
 		return nil, runErr(err, org, ws, automation, id)
 	}
-	return engine.RunToProto(r)
+	return RunToProto(r)
 }

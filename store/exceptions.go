@@ -96,6 +96,10 @@ type Resolution struct {
 	Data []byte
 }
 
+// ResolveCheck decides, inside ResolveException's transaction, whether and
+// how an exception is resolved (see Exceptions.ResolveException).
+type ResolveCheck func(x Exception) (Resolution, error)
+
 // Exceptions stores exceptions and moves their runs along with them.
 type Exceptions interface {
 	// GetException: ErrNotFound if absent.
@@ -114,9 +118,15 @@ type Exceptions interface {
 	// ResolveException moves a PENDING exception to RESOLVED and its run from
 	// awaiting_guidance to pending with the resolution to apply, in one
 	// transaction. (A stopped run keeps the resolution and stays stopped.)
-	// Exactly one of concurrent calls succeeds; the others get
-	// ErrFailedPrecondition. ErrNotFound if absent.
-	ResolveException(ctx context.Context, organizationID, workspaceID, id string, r Resolution) (Exception, error)
+	// check decides: it is called once, inside the transaction, with the
+	// exception as read there (locked against concurrent transitions, in
+	// whatever state it is), and returns the resolution to write or an
+	// error, returned as is, that leaves everything unchanged. Exactly one of
+	// concurrent calls succeeds; the others get ErrFailedPrecondition (from
+	// check, or from the store when check accepts an exception that is not
+	// PENDING). ErrNotFound if absent (check is not called). The exception
+	// is read once: the one returned is the row check saw, resolved.
+	ResolveException(ctx context.Context, organizationID, workspaceID, id string, check ResolveCheck) (Exception, error)
 	// ArchiveException moves a PENDING exception to ARCHIVED and its run to
 	// stopped. ErrFailedPrecondition from other states.
 	ArchiveException(ctx context.Context, organizationID, workspaceID, id string) (Exception, error)

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/store"
 )
 
@@ -189,7 +189,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 		if r.State != store.RunCompleted {
 			fail("run %s (%s) is %s: %s", id, key, r.State, r.Description)
 		}
-		p, err := engine.RunToProto(r)
+		p, err := server.RunToProto(r)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -277,7 +277,7 @@ func TestEventAgentResolvesMissingValue(t *testing.T) {
 				t.Fatalf("exception: %v %+v", err, x)
 			}
 			done := e.waitRunState(t, a, r, store.RunCompleted)
-			pr, err := engine.RunToProto(done)
+			pr, err := server.RunToProto(done)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -332,7 +332,7 @@ func TestEventAgentReplacesStep(t *testing.T) {
 		t.Fatalf("exception: %v %+v", err, x)
 	}
 	done := e.waitRunState(t, f.automation, f.run, store.RunCompleted)
-	pr, err := engine.RunToProto(done)
+	pr, err := server.RunToProto(done)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/store"
 )
 
@@ -98,7 +99,7 @@ func (e *testEnv) excMake(t *testing.T, code string) (store.Automation, store.Ru
 // excOutputs are the outputs of a completed run.
 func excOutputs(t *testing.T, r store.Run) map[string]*platformv1.Value {
 	t.Helper()
-	p, err := engine.RunToProto(r)
+	p, err := server.RunToProto(r)
 	if err != nil {
 		t.Fatal(err)
 	}

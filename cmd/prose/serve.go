@@ -232,7 +232,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// Books registered over the API are kept in the store; those of a
 	// --books file are this process's own (in memory, over the stored ones).
 	fileBooks := books.NewMemoryStore()
-	reg := books.NewRegistry(books.WithStore(books.Overlay{Top: fileBooks, Base: books.NewDBStore(st)}))
+	reg := books.NewRegistry(books.WithStore(books.Overlay{Top: fileBooks, Base: newDBBooks(st)}))
 	if cfg.books != "" {
 		if err := registerBookFile(ctx, books.NewRegistry(books.WithStore(fileBooks)), cfg.books); err != nil {
 			a.Close()

@@ -105,8 +105,36 @@ func Migrate(ctx context.Context, url string) (int64, error) {
 	return migrate(ctx, s.db)
 }
 
+func migrate(ctx context.Context, db *sql.DB) (int64, error) {
+	return migrateTo(ctx, db, goose.MaxVersion)
+}
+
+// MigrateTo applies the embedded migrations up to version (and no
+// further) to the database at url. It is for tests of the migrations: a
+// store opened on it must be opened WithoutMigrations.
+func MigrateTo(ctx context.Context, url string, version int64) error {
+	s, err := Open(ctx, url, store.WithoutMigrations())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	_, err = migrateTo(ctx, s.db, version)
+	return err
+}
+
+func migrateTo(ctx context.Context, db *sql.DB, version int64) (int64, error) {
+	p, err := provider(db)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := p.UpTo(ctx, version); err != nil {
+		return 0, fmt.Errorf("postgres: migrate: %w", err)
+	}
+	return p.GetDBVersion(ctx)
+}
+
 // provider is the goose provider of the migrations: the SQL files, and
-// 00013 in Go (sqlstore.TitleKeyMigration).
+// those written in Go (sqlstore.GoMigrations).
 func provider(db *sql.DB) (*goose.Provider, error) {
 	sub, err := fs.Sub(migrations, "migrations")
 	if err != nil {
@@ -118,22 +146,11 @@ func provider(db *sql.DB) (*goose.Provider, error) {
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
 		goose.WithDisableGlobalRegistry(true), goose.WithSessionLocker(locker),
-		goose.WithGoMigrations(sqlstore.TitleKeyMigration(store.Postgres)))
+		goose.WithGoMigrations(sqlstore.GoMigrations(store.Postgres)...))
 	if err != nil {
 		return nil, fmt.Errorf("postgres: migrations: %w", err)
 	}
 	return p, nil
-}
-
-func migrate(ctx context.Context, db *sql.DB) (int64, error) {
-	p, err := provider(db)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := p.Up(ctx); err != nil {
-		return 0, fmt.Errorf("postgres: migrate: %w", err)
-	}
-	return p.GetDBVersion(ctx)
 }
 
 // Pool is the pgx pool (for bulk loads with CopyFrom in benchmarks and

@@ -129,18 +129,33 @@ func provider(db *sql.DB) (*goose.Provider, error) {
 		return nil, err
 	}
 	return goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true),
-		goose.WithGoMigrations(sqlstore.TitleKeyMigration(store.SQLite)))
+		goose.WithGoMigrations(sqlstore.GoMigrations(store.SQLite)...))
 }
 
-func migrate(ctx context.Context, db *sql.DB) error {
+func migrate(ctx context.Context, db *sql.DB) error { return migrateTo(ctx, db, goose.MaxVersion) }
+
+func migrateTo(ctx context.Context, db *sql.DB, version int64) error {
 	p, err := provider(db)
 	if err != nil {
 		return fmt.Errorf("sqlite: migrations: %w", err)
 	}
-	if _, err := p.Up(ctx); err != nil {
+	if _, err := p.UpTo(ctx, version); err != nil {
 		return fmt.Errorf("sqlite: migrate: %w", err)
 	}
 	return nil
+}
+
+// MigrateTo applies the embedded migrations up to version (and no
+// further) to the database in dirOrFile, creating it if missing. It is for
+// tests of the migrations: a store opened on it must be opened
+// WithoutMigrations.
+func MigrateTo(ctx context.Context, dirOrFile string, version int64) error {
+	s, err := Open(ctx, dirOrFile, store.WithoutMigrations())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	return migrateTo(ctx, s.w, version)
 }
 
 // WriteDB is the single-connection write handle (for bulk loads in

@@ -108,7 +108,7 @@ func testExceptionCounts(t *testing.T, open Opener) {
 					e, err = s.st.UnarchiveException(s.ctx, "acme", "ops", id)
 				}
 			case 1:
-				e, err = s.st.ResolveException(s.ctx, "acme", "ops", id, store.Resolution{Resolver: "users/u1", Data: []byte("d")})
+				e, err = s.st.ResolveException(s.ctx, "acme", "ops", id, accept(store.Resolution{Resolver: "users/u1", Data: []byte("d")}))
 			default:
 				continue
 			}

@@ -29,6 +29,8 @@ func testExceptions(t *testing.T, open Opener) {
 		{"AssignException", testAssignException},
 		{"ListExceptionIDs", testListExceptionIDs},
 		{"ResolveRaces", testResolveRaces},
+		{"ResolveCheck", testResolveCheck},
+		{"TransitionsReturnTheRow", testTransitionsReturnTheRow},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
@@ -243,7 +245,7 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 	}
 	_, err := s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)
 	wantErr(t, err, store.ErrFailedPrecondition, "archive an archived exception")
-	_, err = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, store.Resolution{Resolver: "users/u", Data: []byte("g")})
+	_, err = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, accept(store.Resolution{Resolver: "users/u", Data: []byte("g")}))
 	wantErr(t, err, store.ErrFailedPrecondition, "resolve an archived exception")
 
 	// ARCHIVED → PENDING: the run waits again.
@@ -258,7 +260,7 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 	wantErr(t, err, store.ErrFailedPrecondition, "unarchive a pending exception")
 
 	// PENDING → RESOLVED: the run goes on with the guidance.
-	res := of(s.st.ResolveException(s.ctx, "acme", "ops", x.ID, store.Resolution{Resolver: "users/u", Data: []byte("guidance")})).must(t)
+	res := of(s.st.ResolveException(s.ctx, "acme", "ops", x.ID, accept(store.Resolution{Resolver: "users/u", Data: []byte("guidance")}))).must(t)
 	if res.State != store.ExceptionResolved || res.Resolver != "users/u" {
 		t.Fatalf("resolve: %+v", res)
 	}
@@ -266,7 +268,7 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 		t.Fatalf("run after resolve: %+v", got)
 	}
 	// RESOLVED is terminal.
-	_, err = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, store.Resolution{Resolver: "users/v"})
+	_, err = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, accept(store.Resolution{Resolver: "users/v"}))
 	wantErr(t, err, store.ErrFailedPrecondition, "resolve twice")
 	_, err = s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)
 	wantErr(t, err, store.ErrFailedPrecondition, "archive a resolved exception")
@@ -278,7 +280,7 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 
 	// Absent exceptions.
 	for name, err := range map[string]error{
-		"resolve":   second(s.st.ResolveException(s.ctx, "acme", "ops", "nope", store.Resolution{})),
+		"resolve":   second(s.st.ResolveException(s.ctx, "acme", "ops", "nope", accept(store.Resolution{}))),
 		"archive":   second(s.st.ArchiveException(s.ctx, "acme", "ops", "nope")),
 		"unarchive": second(s.st.UnarchiveException(s.ctx, "acme", "ops", "nope")),
 	} {
@@ -288,7 +290,7 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 	// A paused waiting run keeps the guidance and stays stopped.
 	r2, x2 := s.exception(t, a, "missing_values", "m2")
 	of(s.st.PauseRun(s.ctx, "acme", "ops", "inv", r2.ID, "hold")).must(t)
-	of(s.st.ResolveException(s.ctx, "acme", "ops", x2.ID, store.Resolution{Resolver: "users/u", Data: []byte("later")})).must(t)
+	of(s.st.ResolveException(s.ctx, "acme", "ops", x2.ID, accept(store.Resolution{Resolver: "users/u", Data: []byte("later")}))).must(t)
 	if got := s.runOf(t, r2); got.State != store.RunStopped || string(got.Resolution) != "later" {
 		t.Fatalf("paused run after resolve: %+v", got)
 	}
@@ -308,6 +310,78 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 
 func second[T any](_ T, err error) error { return err }
 
+// accept is a check that resolves any exception with r.
+func accept(r store.Resolution) store.ResolveCheck {
+	return func(store.Exception) (store.Resolution, error) { return r, nil }
+}
+
+// errRefused is a check's own error.
+var errRefused = errors.New("refused by the check")
+
+// testResolveCheck: ResolveException decides with its check, inside the
+// transaction, on the row it read: the check sees the stored exception, is
+// called once, and its error leaves the exception and the run unchanged.
+func testResolveCheck(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	r, x := s.exception(t, a, "missing_values", "m")
+
+	calls := 0
+	_, err := s.st.ResolveException(s.ctx, "acme", "ops", x.ID, func(got store.Exception) (store.Resolution, error) {
+		calls++
+		if got.ID != x.ID || got.State != store.ExceptionPending || string(got.Details) != string(x.Details) || got.RunID != r.ID {
+			t.Errorf("check saw %+v, want %+v", got, x)
+		}
+		return store.Resolution{}, fmt.Errorf("does not fit: %w", errRefused)
+	})
+	if !errors.Is(err, errRefused) || calls != 1 {
+		t.Fatalf("refused resolve: err %v, %d calls; want the check's error, 1 call", err, calls)
+	}
+	if got := of(s.st.GetException(s.ctx, "acme", "ops", x.ID)).must(t); got.State != store.ExceptionPending || got.Resolver != "" || !got.UpdateTime.Equal(x.UpdateTime) {
+		t.Fatalf("exception after a refused resolve: %+v", got)
+	}
+	if got := s.runOf(t, r); got.State != store.RunAwaitingGuidance || got.Resolution != nil {
+		t.Fatalf("run after a refused resolve: %+v", got)
+	}
+
+	// The check is not called for an absent exception.
+	_, err = s.st.ResolveException(s.ctx, "acme", "ops", "nope", func(store.Exception) (store.Resolution, error) {
+		t.Error("check called for an absent exception")
+		return store.Resolution{}, nil
+	})
+	wantErr(t, err, store.ErrNotFound, "resolve an absent exception")
+
+	// The check sees an archived exception as it is; accepting it anyway
+	// does not resolve it.
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
+	var seen store.ExceptionState
+	_, err = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, func(got store.Exception) (store.Resolution, error) {
+		seen = got.State
+		return store.Resolution{Resolver: "users/u", Data: []byte("g")}, nil
+	})
+	wantErr(t, err, store.ErrFailedPrecondition, "resolve an archived exception its check accepted")
+	if seen != store.ExceptionArchived {
+		t.Fatalf("check saw state %q, want ARCHIVED", seen)
+	}
+}
+
+// testTransitionsReturnTheRow: each transition returns the exception as it
+// is stored afterwards (it is read once, and the changes made to it).
+func testTransitionsReturnTheRow(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	_, x := s.exception(t, a, "missing_values", "m")
+	same := func(what string, got store.Exception) {
+		t.Helper()
+		stored := of(s.st.GetException(s.ctx, "acme", "ops", x.ID)).must(t)
+		if fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", stored) {
+			t.Fatalf("%s returned\n%+v\nstored\n%+v", what, got, stored)
+		}
+	}
+	same("assign", of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/u1")).must(t))
+	same("archive", of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)).must(t))
+	same("unarchive", of(s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)).must(t))
+	same("resolve", of(s.st.ResolveException(s.ctx, "acme", "ops", x.ID, accept(store.Resolution{Resolver: "users/u1", Data: []byte("g")}))).must(t))
+}
+
 func testAssignException(t *testing.T, s *suite) {
 	a := s.automation(t, "inv")
 	_, x := s.exception(t, a, "missing_values", "m")
@@ -323,7 +397,7 @@ func testAssignException(t *testing.T, s *suite) {
 		t.Fatalf("assign archived: %+v", as)
 	}
 	of(s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
-	of(s.st.ResolveException(s.ctx, "acme", "ops", x.ID, store.Resolution{Resolver: "users/u"})).must(t)
+	of(s.st.ResolveException(s.ctx, "acme", "ops", x.ID, accept(store.Resolution{Resolver: "users/u"}))).must(t)
 	_, err := s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/ana")
 	wantErr(t, err, store.ErrFailedPrecondition, "assign a resolved exception")
 	_, err = s.st.AssignException(s.ctx, "acme", "ops", "nope", "users/ana")
@@ -368,8 +442,14 @@ func testResolveRaces(t *testing.T, s *suite) {
 			go func() {
 				defer wg.Done()
 				<-start
-				outs[j], errs[j] = s.st.ResolveException(s.ctx, "acme", "ops", x.ID,
-					store.Resolution{Resolver: fmt.Sprintf("users/u%d", j), Data: []byte{byte(j)}})
+				outs[j], errs[j] = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, func(got store.Exception) (store.Resolution, error) {
+					// The engine's check: only a pending exception (as
+					// read, locked, in this transaction) is resolved.
+					if got.State != store.ExceptionPending {
+						return store.Resolution{}, fmt.Errorf("is %s: %w", got.State, store.ErrFailedPrecondition)
+					}
+					return store.Resolution{Resolver: fmt.Sprintf("users/u%d", j), Data: []byte{byte(j)}}, nil
+				})
 			}()
 		}
 		close(start)

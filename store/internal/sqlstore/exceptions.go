@@ -243,9 +243,13 @@ func (db *DB) SetExceptionDescription(ctx context.Context, org, ws, id, descript
 }
 
 // transition moves an exception from one state to another, conditionally,
-// then lets then move its run. Exactly one of concurrent transitions from the
-// same state succeeds.
-func (db *DB) transition(ctx context.Context, org, ws, id string, from, to store.ExceptionState, set string, setArgs []any,
+// then lets then move its run. check, when set, is called with the row
+// read (locked) before anything changes and returns the extra columns to
+// set (set, setArgs) or an error that aborts. Exactly one of concurrent
+// transitions from the same state succeeds. The row is read once: the
+// exception returned is that row with the columns changed here.
+func (db *DB) transition(ctx context.Context, org, ws, id string, from, to store.ExceptionState,
+	check func(e *store.Exception) (set string, setArgs []any, err error),
 	then func(c conn, e store.Exception, now time.Time) error) (store.Exception, error) {
 	now := db.now()
 	var out store.Exception
@@ -253,6 +257,13 @@ func (db *DB) transition(ctx context.Context, org, ws, id string, from, to store
 		e, err := c.getException(ctx, org, ws, id, true)
 		if err != nil {
 			return err
+		}
+		var set string
+		var setArgs []any
+		if check != nil {
+			if set, setArgs, err = check(&e); err != nil {
+				return err
+			}
 		}
 		if e.State != from {
 			return fmt.Errorf("exception %q is %s, not %s: %w", id, e.State, from, store.ErrFailedPrecondition)
@@ -272,15 +283,25 @@ func (db *DB) transition(ctx context.Context, org, ws, id string, from, to store
 				return err
 			}
 		}
-		out, err = c.getException(ctx, org, ws, id, false)
-		return err
+		e.State, e.UpdateTime = to, now
+		out = e
+		return nil
 	})
 	return out, err
 }
 
 // ResolveException implements store.Exceptions.
-func (db *DB) ResolveException(ctx context.Context, org, ws, id string, r store.Resolution) (store.Exception, error) {
-	return db.transition(ctx, org, ws, id, store.ExceptionPending, store.ExceptionResolved, ", resolver = ?", []any{r.Resolver},
+func (db *DB) ResolveException(ctx context.Context, org, ws, id string, check store.ResolveCheck) (store.Exception, error) {
+	var r store.Resolution
+	return db.transition(ctx, org, ws, id, store.ExceptionPending, store.ExceptionResolved,
+		func(e *store.Exception) (string, []any, error) {
+			var err error
+			if r, err = check(*e); err != nil {
+				return "", nil, err
+			}
+			e.Resolver = r.Resolver
+			return ", resolver = ?", []any{r.Resolver}, nil
+		},
 		func(c conn, e store.Exception, now time.Time) error {
 			// The run goes on where it stopped; a stopped run keeps the
 			// guidance for when it is continued.
@@ -296,7 +317,7 @@ func (db *DB) ResolveException(ctx context.Context, org, ws, id string, r store.
 
 // ArchiveException implements store.Exceptions.
 func (db *DB) ArchiveException(ctx context.Context, org, ws, id string) (store.Exception, error) {
-	return db.transition(ctx, org, ws, id, store.ExceptionPending, store.ExceptionArchived, "", nil,
+	return db.transition(ctx, org, ws, id, store.ExceptionPending, store.ExceptionArchived, nil,
 		func(c conn, e store.Exception, now time.Time) error {
 			_, err := c.exec(ctx, `UPDATE runs SET state = 'stopped', reason = ?, state_time = ?, update_time = ?
 				WHERE id = ? AND state = 'awaiting_guidance' AND exception_id = ?`, "exception "+e.ID+" archived", now, now, e.RunID, e.ID)
@@ -306,7 +327,7 @@ func (db *DB) ArchiveException(ctx context.Context, org, ws, id string) (store.E
 
 // UnarchiveException implements store.Exceptions.
 func (db *DB) UnarchiveException(ctx context.Context, org, ws, id string) (store.Exception, error) {
-	return db.transition(ctx, org, ws, id, store.ExceptionArchived, store.ExceptionPending, "", nil,
+	return db.transition(ctx, org, ws, id, store.ExceptionArchived, store.ExceptionPending, nil,
 		func(c conn, e store.Exception, now time.Time) error {
 			// Only a run still stopped on this exception can wait for it
 			// again; a run that was continued (or finished) since has moved
@@ -334,16 +355,18 @@ func (db *DB) AssignException(ctx context.Context, org, ws, id, assignee string)
 		if e.State == store.ExceptionResolved {
 			return fmt.Errorf("exception %q is RESOLVED, which is final: %w", id, store.ErrFailedPrecondition)
 		}
+		now := db.now()
 		res, err := c.exec(ctx, `UPDATE exceptions SET assignee = ?, update_time = ? WHERE organization_id = ? AND workspace_id = ? AND id = ? AND state <> ?`,
-			assignee, db.now(), org, ws, id, string(store.ExceptionResolved))
+			assignee, now, org, ws, id, string(store.ExceptionResolved))
 		if err != nil {
 			return db.mapErr(err, "assign exception")
 		}
 		if rowsAffected(res) == 0 {
 			return fmt.Errorf("exception %q changed concurrently: %w", id, store.ErrFailedPrecondition)
 		}
-		out, err = c.getException(ctx, org, ws, id, false)
-		return err
+		e.Assignee, e.UpdateTime = assignee, now
+		out = e
+		return nil
 	})
 	return out, err
 }

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/proserun/prose/books"
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	"github.com/proserun/prose/store"
+	"google.golang.org/protobuf/proto"
+)
+
+// dbBooks is a books.Store in the database (store.WorkspaceBooks): the
+// books registered in a workspace survive restarts and every replica
+// sharing the database sees them. Each book is kept as its marshalled
+// descriptor. It lives here, where the binary puts its parts together, so
+// that package books depends on no store (books declares the Store it
+// uses; the database implements it through this adapter).
+type dbBooks struct {
+	st store.WorkspaceBooks
+}
+
+var _ books.Store = (*dbBooks)(nil)
+
+// newDBBooks returns a books.Store over st.
+func newDBBooks(st store.WorkspaceBooks) *dbBooks { return &dbBooks{st: st} }
+
+// storeError wraps a store error so that errors.Is also finds the registry's
+// sentinel of the same meaning; its message is the store's.
+type storeError struct {
+	err, kind error
+}
+
+func (e *storeError) Error() string        { return e.err.Error() }
+func (e *storeError) Unwrap() error        { return e.err }
+func (e *storeError) Is(target error) bool { return target == e.kind }
+
+func fromStore(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, store.ErrNotFound):
+		return &storeError{err, books.ErrNotFound}
+	case errors.Is(err, store.ErrAlreadyExists):
+		return &storeError{err, books.ErrAlreadyExists}
+	case errors.Is(err, store.ErrInvalidArgument):
+		return &storeError{err, books.ErrInvalidArgument}
+	}
+	return err
+}
+
+func decodeBook(b store.WorkspaceBook) (*bookv1.Book, error) {
+	out := &bookv1.Book{}
+	if err := proto.Unmarshal(b.Book, out); err != nil {
+		return nil, fmt.Errorf("book %s version %s in %s: stored descriptor: %w", b.Name, b.Version,
+			books.Workspace{OrganizationID: b.OrganizationID, WorkspaceID: b.WorkspaceID}, err)
+	}
+	return out, nil
+}
+
+func encodeBook(ws books.Workspace, b *bookv1.Book, requestID string) (store.WorkspaceBook, error) {
+	data, err := proto.MarshalOptions{Deterministic: true}.Marshal(b)
+	if err != nil {
+		return store.WorkspaceBook{}, fmt.Errorf("book %s version %s: %w", b.GetName(), b.GetVersion(), err)
+	}
+	return store.WorkspaceBook{OrganizationID: ws.OrganizationID, WorkspaceID: ws.WorkspaceID,
+		Name: b.GetName(), Version: b.GetVersion(), Book: data, RequestID: requestID}, nil
+}
+
+// ListWorkspaceBooks implements books.Store.
+func (s *dbBooks) ListWorkspaceBooks(ctx context.Context, ws books.Workspace) ([]*bookv1.Book, error) {
+	rows, err := s.st.ListWorkspaceBooks(ctx, ws.OrganizationID, ws.WorkspaceID)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	out := make([]*bookv1.Book, 0, len(rows))
+	for _, r := range rows {
+		b, err := decodeBook(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// GetWorkspaceBook implements books.Store.
+func (s *dbBooks) GetWorkspaceBook(ctx context.Context, ws books.Workspace, name, version string) (*bookv1.Book, error) {
+	r, err := s.st.GetWorkspaceBook(ctx, ws.OrganizationID, ws.WorkspaceID, name, version)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	return decodeBook(r)
+}
+
+// CreateWorkspaceBook implements books.Store. The workspace must exist (ErrNotFound
+// otherwise).
+func (s *dbBooks) CreateWorkspaceBook(ctx context.Context, ws books.Workspace, b *bookv1.Book, requestID string) (*bookv1.Book, error) {
+	row, err := encodeBook(ws, b, requestID)
+	if err != nil {
+		return nil, err
+	}
+	got, err := s.st.CreateWorkspaceBook(ctx, row)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	return decodeBook(got)
+}
+
+// UpdateWorkspaceBook implements books.Store.
+func (s *dbBooks) UpdateWorkspaceBook(ctx context.Context, ws books.Workspace, b *bookv1.Book) error {
+	row, err := encodeBook(ws, b, "")
+	if err != nil {
+		return err
+	}
+	_, err = s.st.UpdateWorkspaceBook(ctx, row)
+	return fromStore(err)
+}
+
+// DeleteWorkspaceBook implements books.Store.
+func (s *dbBooks) DeleteWorkspaceBook(ctx context.Context, ws books.Workspace, name, version string) error {
+	return fromStore(s.st.DeleteWorkspaceBook(ctx, ws.OrganizationID, ws.WorkspaceID, name, version))
+}

@@ -1,0 +1,259 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/store"
+)
+
+// The engine owns every transition of runs and exceptions a client asks
+// for: pause, continue, resolve, archive, unarchive, assign. Each is one
+// store transaction; a rule that depends on what is stored (guidance that
+// must fit its exception, an exception that must be pending) is checked
+// inside it, on the row the transaction locked (store.ResolveCheck), and
+// the workers (here and on the other replicas) are woken when a run
+// becomes pending.
+
+// GuidanceKind is the kind of guidance that resolves an exception.
+type GuidanceKind int
+
+// The kinds of guidance (zero: none given).
+const (
+	GuidanceNone GuidanceKind = iota
+	// GuidanceProvideValues gives values for facts (Guidance.Values).
+	GuidanceProvideValues
+	// GuidanceSkip goes on after the statement.
+	GuidanceSkip
+	// GuidanceRetry runs the statement again.
+	GuidanceRetry
+	// GuidanceReplaceStep runs Guidance.Code instead of the statement.
+	GuidanceReplaceStep
+	// GuidanceAnswer answers the exception's question (Guidance.Answer).
+	GuidanceAnswer
+)
+
+// Guidance is how a person or an agent resolves an exception: the
+// engine's own vocabulary, whatever API it came from.
+type Guidance struct {
+	Kind   GuidanceKind
+	Values map[string]lang.Value
+	Code   string
+	Answer lang.Value
+	// Unreadable, when set, is why the caller could not read the guidance
+	// it was given (a value the language cannot hold). Resolve reports it
+	// as a GuidanceError on field "guidance", once it has found the
+	// exception pending (as it would any guidance that does not fit).
+	Unreadable error
+}
+
+func (g Guidance) resolution() (lang.Resolution, error) {
+	if g.Unreadable != nil {
+		return lang.Resolution{}, g.Unreadable
+	}
+	switch g.Kind {
+	case GuidanceProvideValues:
+		return lang.Resolution{Kind: lang.ProvideValues, Values: g.Values}, nil
+	case GuidanceSkip:
+		return lang.Resolution{Kind: lang.Skip}, nil
+	case GuidanceRetry:
+		return lang.Resolution{Kind: lang.Retry}, nil
+	case GuidanceReplaceStep:
+		return lang.Resolution{Kind: lang.ReplaceStep, Code: g.Code}, nil
+	case GuidanceAnswer:
+		return lang.Resolution{Kind: lang.Answer, Answer: g.Answer}, nil
+	}
+	return lang.Resolution{}, errors.New("no guidance given")
+}
+
+// Resolve resolves a pending exception with guidance and lets its run
+// continue. In one store transaction, on the exception row it locked and
+// read once, it checks that the exception is pending and that the guidance
+// fits it. ErrInvalidArgument (a *GuidanceError) when the guidance does not
+// fit (values for another fact, an answer to no question, code that does
+// not parse); ErrFailedPrecondition when the exception is not pending
+// (exactly one of concurrent resolutions wins); ErrNotFound.
+func (e *Engine) Resolve(ctx context.Context, org, ws, id, resolver string, g Guidance) (store.Exception, error) {
+	out, err := e.st.ResolveException(ctx, org, ws, id, func(x store.Exception) (store.Resolution, error) {
+		if x.State != store.ExceptionPending {
+			return store.Resolution{}, fmt.Errorf("exception %q is %s; only a pending exception can be resolved: %w", id, x.State, store.ErrFailedPrecondition)
+		}
+		details, err := decodeException(x.Details)
+		if err != nil {
+			return store.Resolution{}, err
+		}
+		if err := CheckGuidance(details, g); err != nil {
+			return store.Resolution{}, err
+		}
+		data, err := encodeGuidance(g)
+		if err != nil {
+			return store.Resolution{}, err
+		}
+		return store.Resolution{Resolver: resolver, Data: data}, nil
+	})
+	if err != nil {
+		return out, err
+	}
+	e.announce(ctx)
+	return out, nil
+}
+
+// Archive archives a pending exception: its run is abandoned (stopped).
+// ErrFailedPrecondition from other states.
+func (e *Engine) Archive(ctx context.Context, org, ws, id string) (store.Exception, error) {
+	return e.st.ArchiveException(ctx, org, ws, id)
+}
+
+// Unarchive makes an archived exception pending again and its run, still
+// stopped on it, waits for guidance again (no worker is needed until it is
+// resolved). ErrFailedPrecondition from other states and when the run has
+// moved on since.
+func (e *Engine) Unarchive(ctx context.Context, org, ws, id string) (store.Exception, error) {
+	return e.st.UnarchiveException(ctx, org, ws, id)
+}
+
+// Assign assigns an exception to assignee (users/{user}; the caller checks
+// membership), or unassigns it (""). ErrFailedPrecondition for a resolved
+// exception.
+func (e *Engine) Assign(ctx context.Context, org, ws, id, assignee string) (store.Exception, error) {
+	return e.st.AssignException(ctx, org, ws, id, assignee)
+}
+
+// Pause pauses a run (see store.Runs.PauseRun) and, when this engine is
+// executing it, stops it at its next statement.
+func (e *Engine) Pause(ctx context.Context, org, ws, automation, id, reason string) (store.Run, error) {
+	r, err := e.st.PauseRun(ctx, org, ws, automation, id, reason)
+	if err != nil {
+		return r, err
+	}
+	if r.State == store.RunStopping {
+		e.mu.Lock()
+		f := e.inflight[id]
+		e.mu.Unlock()
+		if f != nil {
+			f.pause(errPaused)
+		}
+	}
+	return r, nil
+}
+
+// PauseNoticed is told of a pause committed by any replica
+// (store.Notifier.OnRunPause): when this engine executes the run, it stops
+// it at its next statement now rather than at its next lease renewal
+// (every LeaseDuration/3). "" (notices may have been missed) renews the
+// leases at once, which reports every pause. It does not block.
+func (e *Engine) PauseNoticed(runID string) {
+	if runID == "" {
+		select {
+		case e.renewNow <- struct{}{}:
+		default:
+		}
+		return
+	}
+	e.mu.Lock()
+	f := e.inflight[runID]
+	e.mu.Unlock()
+	if f != nil {
+		f.pause(errPaused)
+	}
+}
+
+// Pausing reports whether this engine executes the run and has been told
+// to pause it (by Pause, a notice or a lease renewal): it stops at its next
+// statement.
+func (e *Engine) Pausing(runID string) bool {
+	e.mu.Lock()
+	f := e.inflight[runID]
+	e.mu.Unlock()
+	return f != nil && f.soft.Err() != nil && errors.Is(context.Cause(f.soft), errPaused)
+}
+
+// Continue continues a stopped run and wakes the workers.
+func (e *Engine) Continue(ctx context.Context, org, ws, automation, id string) (store.Run, error) {
+	r, err := e.st.ContinueRun(ctx, org, ws, automation, id)
+	if err == nil && r.State == store.RunPending {
+		e.announce(ctx)
+	}
+	return r, err
+}
+
+// GuidanceError is guidance that does not fit its exception; Field names the
+// request field at fault.
+type GuidanceError struct {
+	Field string
+	Msg   string
+	Span  *lang.Span
+}
+
+func (g *GuidanceError) Error() string { return g.Msg }
+
+// Unwrap makes a GuidanceError an invalid argument.
+func (g *GuidanceError) Unwrap() error { return store.ErrInvalidArgument }
+
+// CheckGuidance reports whether guidance fits the exception the interpreter
+// raised.
+func CheckGuidance(x *lang.Exception, g Guidance) error {
+	res, err := g.resolution()
+	if err != nil {
+		return &GuidanceError{Field: "guidance", Msg: "give exactly one of provide_values, skip, retry, replace_step, answer: " + err.Error()}
+	}
+	switch res.Kind {
+	case lang.ProvideValues:
+		if len(res.Values) == 0 {
+			return &GuidanceError{Field: "provide_values.values", Msg: "provide at least one value"}
+		}
+		if x.Question != "" {
+			return &GuidanceError{Field: "provide_values", Msg: "this exception asks a question: resolve it with an answer"}
+		}
+		if x.Fact != "" {
+			want := lang.FactName(x.Fact)
+			found := false
+			var given []string
+			for name := range res.Values {
+				if lang.FactName(name) == want {
+					found = true
+				}
+				given = append(given, name)
+			}
+			if !found {
+				return &GuidanceError{Field: "provide_values.values", Msg: fmt.Sprintf("this exception asks for %s; the values given are for %s", x.Fact, strings.Join(given, ", "))}
+			}
+		}
+	case lang.Answer:
+		if x.Question == "" {
+			return &GuidanceError{Field: "answer", Msg: "this exception asks no question: an answer does not resolve it"}
+		}
+		if len(x.Choices) > 0 {
+			ok := false
+			for _, c := range x.Choices {
+				if lang.Equal(c, res.Answer) {
+					ok = true
+				}
+			}
+			if !ok {
+				var cs []string
+				for _, c := range x.Choices {
+					b, _ := lang.AppendPlain(nil, c)
+					cs = append(cs, string(b))
+				}
+				return &GuidanceError{Field: "answer.value", Msg: "the answer must be one of " + strings.Join(cs, ", ")}
+			}
+		}
+	case lang.ReplaceStep:
+		if strings.TrimSpace(res.Code) == "" {
+			return &GuidanceError{Field: "replace_step.code", Msg: "the replacement code is empty"}
+		}
+		if _, err := lang.Parse(res.Code); err != nil {
+			g := &GuidanceError{Field: "replace_step.code", Msg: "the replacement code does not parse: " + err.Error()}
+			var se *lang.SyntaxError
+			if errors.As(err, &se) {
+				g.Span = &se.Span
+			}
+			return g
+		}
+	}
+	return nil
+}
