@@ -64,6 +64,11 @@ type Options struct {
 	// organizations, give the worker to the one holding the fewest.
 	// Default: 1s; negative: never.
 	TimeSlice time.Duration
+	// InlineWindow is how long Invoke may execute a run itself, on a free
+	// worker slot while the engine runs, before creating it: a run that
+	// ends within it without calling a book is created completed or failed
+	// (see inline.go). Default: DefaultInlineWindow; negative: never.
+	InlineWindow time.Duration
 }
 
 // DefaultTimeSlice is the default of Options.TimeSlice.
@@ -109,6 +114,11 @@ type Engine struct {
 	// are fair (store.FairClaimer) for a while after, see claim.
 	lastYield atomic.Int64
 	fair      store.FairClaimer
+
+	// running is set while Run runs (until its context ends); inline counts
+	// the runs Invoke executes (see inlineSlot).
+	running atomic.Bool
+	inline  atomic.Int64
 }
 
 // parallelBatches is the number of batches of creates and of finishes
@@ -166,6 +176,9 @@ func New(st store.Store, opts Options) *Engine {
 	}
 	if opts.TimeSlice == 0 {
 		opts.TimeSlice = DefaultTimeSlice
+	}
+	if opts.InlineWindow == 0 {
+		opts.InlineWindow = DefaultInlineWindow
 	}
 	if opts.Owner == "" {
 		host, _ := os.Hostname()
@@ -251,6 +264,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	saturated := false // the last claim filled every free slot
 	poll := time.NewTicker(e.opts.PollInterval)
 	defer poll.Stop()
+	e.running.Store(true)
 	for ctx.Err() == nil {
 		// Wait for a free slot.
 		select {
@@ -313,6 +327,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		case <-poll.C:
 		}
 	}
+	e.running.Store(false)
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {

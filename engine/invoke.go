@@ -85,11 +85,16 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 		if err != nil {
 			return store.Run{}, false, err
 		}
-		r, created, err = e.create(ctx, store.Run{
+		in := store.Run{
 			OrganizationID: req.OrganizationID, WorkspaceID: req.WorkspaceID, AutomationID: req.AutomationID,
 			Name: req.Name, Stage: req.Stage, StageVersion: version, CurrentStage: true, Steps: stepsB, UserInputs: userIn,
 			InvocationDetails: inv, FileIDs: req.FileIDs, PreviousRun: prev, RequestID: req.RequestID,
-		})
+		}
+		if prev == "" {
+			// A run reusing a previous run's journal is left to a worker.
+			in, _ = e.executeInline(ctx, in, code)
+		}
+		r, created, err = e.create(ctx, in)
 		if errors.Is(err, store.ErrStageChanged) && attempt < maxStageAttempts {
 			if code, version, err = e.stage(ctx, req, true); err != nil {
 				return store.Run{}, false, err
@@ -105,6 +110,10 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 		// AIP-155: a request id names one request; reusing it for another is
 		// an error, never someone else's run.
 		return store.Run{}, false, fmt.Errorf("request_id %q was already used to start a run of another automation: %w", req.RequestID, store.ErrAlreadyExists)
+	}
+	if created && r.State.Terminal() {
+		// Executed at its creation (inline.go): no work for the workers.
+		return asCreated(r), true, nil
 	}
 	if created {
 		e.announce(ctx)
