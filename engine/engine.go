@@ -119,6 +119,20 @@ type Engine struct {
 	// the runs Invoke executes (see inlineSlot).
 	running atomic.Bool
 	inline  atomic.Int64
+
+	// workers is Run's worker pool while it runs (nil otherwise): Invoke
+	// starts runs it created leased on it (see launch).
+	poolMu sync.Mutex
+	pool   *workerPool
+}
+
+// workerPool is what Run's workers share: a slot per worker, the context
+// their runs execute under, and their wait group.
+type workerPool struct {
+	slots  chan struct{}
+	freed  chan struct{} // signalled when a worker returns its slot
+	runCtx context.Context
+	wg     sync.WaitGroup
 }
 
 // parallelBatches is the number of batches of creates and of finishes
@@ -240,8 +254,8 @@ func (e *Engine) announce(ctx context.Context) {
 func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	runCtx, stopRuns := context.WithCancelCause(context.Background())
 	defer stopRuns(errShutdown)
-	slots := make(chan struct{}, e.opts.Workers)
-	var wg sync.WaitGroup
+	pool := &workerPool{slots: make(chan struct{}, e.opts.Workers), freed: make(chan struct{}, 1), runCtx: runCtx}
+	slots, freed := pool.slots, pool.freed
 
 	renewDone := make(chan struct{})
 	go func() {
@@ -259,11 +273,12 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	e.done.Start(runCtx, e.opts.Workers)
 	e.notes.Start()
 
-	// freed is signalled when a worker returns its slot.
-	freed := make(chan struct{}, 1)
 	saturated := false // the last claim filled every free slot
 	poll := time.NewTicker(e.opts.PollInterval)
 	defer poll.Stop()
+	e.poolMu.Lock()
+	e.pool = pool
+	e.poolMu.Unlock()
 	e.running.Store(true)
 	for ctx.Err() == nil {
 		// Wait for a free slot.
@@ -291,30 +306,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		}
 		for _, r := range runs {
 			slots <- struct{}{}
-			fctx, cancel := context.WithCancelCause(runCtx)
-			soft, pause := context.WithCancelCause(fctx)
-			f := &flight{cancel: cancel, pause: pause, soft: soft}
-			e.mu.Lock()
-			e.inflight[r.ID] = f
-			e.mu.Unlock()
-			wg.Add(1)
-			e.busy.Add(1)
-			go func(r store.Run) {
-				defer wg.Done()
-				defer func() {
-					e.busy.Add(-1)
-					<-slots
-					select {
-					case freed <- struct{}{}:
-					default:
-					}
-				}()
-				defer cancel(nil)
-				e.execute(fctx, f, r)
-				e.mu.Lock()
-				delete(e.inflight, r.ID)
-				e.mu.Unlock()
-			}(r)
+			e.startFlight(pool, r)
 		}
 		saturated = len(runs) == free && free > 0
 		if saturated {
@@ -328,8 +320,11 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		}
 	}
 	e.running.Store(false)
+	e.poolMu.Lock()
+	e.pool = nil // no worker starts from now on (launch)
+	e.poolMu.Unlock()
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { pool.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(grace):
@@ -341,6 +336,35 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	<-renewDone
 	<-fairDone
 	return nil
+}
+
+// startFlight executes r, leased to this engine, on a worker of pool
+// whose slot the caller took.
+func (e *Engine) startFlight(pool *workerPool, r store.Run) {
+	fctx, cancel := context.WithCancelCause(pool.runCtx)
+	soft, pause := context.WithCancelCause(fctx)
+	f := &flight{cancel: cancel, pause: pause, soft: soft}
+	e.mu.Lock()
+	e.inflight[r.ID] = f
+	e.mu.Unlock()
+	pool.wg.Add(1)
+	e.busy.Add(1)
+	go func() {
+		defer pool.wg.Done()
+		defer func() {
+			e.busy.Add(-1)
+			<-pool.slots
+			select {
+			case pool.freed <- struct{}{}:
+			default:
+			}
+		}()
+		defer cancel(nil)
+		e.execute(fctx, f, r)
+		e.mu.Lock()
+		delete(e.inflight, r.ID)
+		e.mu.Unlock()
+	}()
 }
 
 // claimLinger is how long a saturated engine waits for half its slots to

@@ -127,6 +127,56 @@ func (e *Engine) executeInline(ctx context.Context, r store.Run, code string) (s
 func asCreated(r store.Run) store.Run {
 	r.State, r.StateTime, r.UpdateTime = store.RunPending, r.CreateTime, r.CreateTime
 	r.Outputs, r.Step, r.ErrorID, r.Description, r.Location = nil, 0, "", "", store.Location{}
-	r.LeaseExpireTime = time.Unix(0, 0).UTC()
+	r.LeaseOwner, r.LeaseExpireTime = "", time.Unix(0, 0).UTC()
 	return r
+}
+
+// Creating a run leased. A run not executed at its creation (it calls a
+// book, raises an exception or takes longer than the inline window) is
+// created executing, leased to this engine, when a worker slot is free and
+// no run waits in the queue (the store checks, see store.Run.State): the
+// worker starts it at once, without a claim (one write fewer, and no
+// wait for the claim). A crash after the creation leaves it leased: its
+// lease expires and any worker continues it, as any run a worker held.
+
+// reserveSlot takes a free worker slot of Run's pool for a run to be
+// created leased.
+func (e *Engine) reserveSlot() (*workerPool, bool) {
+	if e.contended.Load() {
+		return nil, false
+	}
+	e.poolMu.Lock()
+	p := e.pool
+	e.poolMu.Unlock()
+	if p == nil {
+		return nil, false
+	}
+	select {
+	case p.slots <- struct{}{}:
+		return p, true
+	default:
+		return nil, false
+	}
+}
+
+// release gives back a slot reserveSlot took and no run used.
+func (p *workerPool) release() {
+	<-p.slots
+	select {
+	case p.freed <- struct{}{}:
+	default:
+	}
+}
+
+// launch starts r, created leased to this engine, on the slot reserved in
+// p. False when Run has stopped meanwhile: the run's lease then expires and
+// a worker continues it.
+func (e *Engine) launch(p *workerPool, r store.Run) bool {
+	e.poolMu.Lock()
+	defer e.poolMu.Unlock()
+	if e.pool != p {
+		return false
+	}
+	e.startFlight(p, r)
+	return true
 }

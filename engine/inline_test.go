@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,5 +138,65 @@ func TestNoExecutionAtCreationWithoutRun(t *testing.T) {
 	got, err := e.st.GetRun(context.Background(), e.org, e.ws, a.ID, r.ID)
 	if err != nil || got.State != store.RunPending {
 		t.Fatalf("run %+v (%v), want pending", got, err)
+	}
+}
+
+// gatedBooks offers one procedure whose calls wait for open to be closed.
+type gatedBooks struct {
+	open  chan struct{}
+	calls atomic.Int64
+}
+
+func (b *gatedBooks) Lookup(context.Context, string) ([]lang.BookProcedure, error) {
+	return []lang.BookProcedure{{Book: "test@1", Name: "price", Signature: "look up the price of an item (the price)"}}, nil
+}
+
+func (b *gatedBooks) Call(ctx context.Context, _ lang.BookProcedure, _ map[string]lang.Value) (map[string]lang.Value, error) {
+	b.calls.Add(1)
+	select {
+	case <-b.open:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	return map[string]lang.Value{"price": lang.Num(lang.MustNumber("9.99"))}, nil
+}
+
+// TestRunCreatedLeased: a run that calls a book is not executed at its
+// creation; while a worker is free and no run waits, it is created
+// executing, leased to the engine that created it, whose worker starts it
+// without a claim. Invoke still returns it as created (pending), and the
+// book is called once.
+func TestRunCreatedLeased(t *testing.T) {
+	ctx := context.Background()
+	bk := &gatedBooks{open: make(chan struct{})}
+	e := newEnv(t, engine.Options{InlineWindow: time.Minute, Books: func(string, string) lang.Books { return bk }})
+	e.start(t)
+	one := e.automation(t, "the output x is 1\n")
+	first, _, err := e.eng.Invoke(ctx, engine.InvokeRequest{OrganizationID: e.org, WorkspaceID: e.ws, AutomationID: one.ID, Stage: store.StageDraft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, one, first.ID, store.RunCompleted) // the engine runs
+
+	price := e.automation(t, "look up the price of the item\nthe output price is the above\n")
+	r, created, err := e.eng.Invoke(ctx, engine.InvokeRequest{OrganizationID: e.org, WorkspaceID: e.ws, AutomationID: price.ID, Stage: store.StageDraft,
+		Inputs: map[string]*platformv1.Value{"item": text("tea")}})
+	if err != nil || !created {
+		t.Fatal(err, created)
+	}
+	if r.State != store.RunPending || r.LeaseOwner != "" {
+		t.Fatalf("Invoke returned %+v, want the run as created (pending)", r)
+	}
+	got, err := e.st.GetRun(ctx, e.org, e.ws, price.ID, r.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != store.RunExecuting || got.LeaseOwner != e.eng.Owner() || !got.StateTime.Equal(got.CreateTime) {
+		t.Fatalf("stored run %+v, want executing, leased to %q since its creation", got, e.eng.Owner())
+	}
+	close(bk.open)
+	e.waitFor(t, price, r.ID, store.RunCompleted)
+	if n := bk.calls.Load(); n != 1 {
+		t.Fatalf("book calls: %d, want 1", n)
 	}
 }
