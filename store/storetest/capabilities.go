@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -300,6 +301,33 @@ func testCreateRunsExecuted(t *testing.T, s *suite) {
 		wantErr(t, errs[0], store.ErrInvalidArgument, "create runs "+string(bad.State))
 		if errs[1] != nil {
 			t.Fatalf("the other run of the batch: %v", errs[1])
+		}
+	}
+
+	// What CreateRun and CreateRuns return is what reading the run gives.
+	for _, r := range []store.Run{in(store.RunPending, "rb1"), in(store.RunCompleted, "rb2"), in(store.RunFailed, ""), in(store.RunExecuting, "")} {
+		r.Name, r.StageVersion, r.CurrentStage, r.UserInputs, r.FileIDs, r.StepInputs, r.InvocationDetails = "n", a.Version, true, []byte("in"), []string{"f1"}, []byte("si"), []byte{}
+		one := s.create(t, r)
+		if got := of(s.st.GetRunByID(s.ctx, one.ID)).must(t); !reflect.DeepEqual(got, one) {
+			t.Fatalf("CreateRun returned\n%+v\nreading it gives\n%+v", one, got)
+		}
+		r.RequestID = ""
+		batch, _, errs, err := s.st.CreateRuns(s.ctx, []store.Run{r})
+		noErr(t, err)
+		noErr(t, errs[0])
+		if got := of(s.st.GetRunByID(s.ctx, batch[0].ID)).must(t); !reflect.DeepEqual(got, batch[0]) {
+			t.Fatalf("CreateRuns returned\n%+v\nreading it gives\n%+v", batch[0], got)
+		}
+		// Out of the way of the queue checks below.
+		switch r.State {
+		case store.RunPending:
+			for _, c := range of(s.st.ClaimRuns(s.ctx, "w0", 10, lease)).must(t) {
+				of(s.st.FinishRun(s.ctx, "w0", c.ID, store.RunOutcome{State: store.RunCompleted})).must(t)
+			}
+		case store.RunExecuting:
+			for _, id := range []string{one.ID, batch[0].ID} {
+				of(s.st.FinishRun(s.ctx, "w1", id, store.RunOutcome{State: store.RunCompleted})).must(t)
+			}
 		}
 	}
 
