@@ -120,7 +120,7 @@ type Engine struct {
 	running atomic.Bool
 	inline  atomic.Int64
 
-	// workers is Run's worker pool while it runs (nil otherwise): Invoke
+	// pool is Run's worker pool while it runs (nil otherwise): Invoke
 	// starts runs it created leased on it (see launch).
 	poolMu sync.Mutex
 	pool   *workerPool
