@@ -64,6 +64,11 @@ type Options struct {
 	// organizations, give the worker to the one holding the fewest.
 	// Default: 1s; negative: never.
 	TimeSlice time.Duration
+	// InlineWindow is how long Invoke may execute a run itself, on a free
+	// worker slot while the engine runs, before creating it: a run that
+	// ends within it without calling a book is created completed or failed
+	// (see inline.go). Default: DefaultInlineWindow; negative: never.
+	InlineWindow time.Duration
 }
 
 // DefaultTimeSlice is the default of Options.TimeSlice.
@@ -111,6 +116,25 @@ type Engine struct {
 	// are fair (store.FairClaimer) for a while after, see claim.
 	lastYield atomic.Int64
 	fair      store.FairClaimer
+
+	// running is set while Run runs (until its context ends); inline counts
+	// the runs Invoke executes (see inlineSlot).
+	running atomic.Bool
+	inline  atomic.Int64
+
+	// pool is Run's worker pool while it runs (nil otherwise): Invoke
+	// starts runs it created leased on it (see launch).
+	poolMu sync.Mutex
+	pool   *workerPool
+}
+
+// workerPool is what Run's workers share: a slot per worker, the context
+// their runs execute under, and their wait group.
+type workerPool struct {
+	slots  chan struct{}
+	freed  chan struct{} // signalled when a worker returns its slot
+	runCtx context.Context
+	wg     sync.WaitGroup
 }
 
 // parallelBatches is the number of batches of creates and of finishes
@@ -168,6 +192,9 @@ func New(st store.Store, opts Options) *Engine {
 	}
 	if opts.TimeSlice == 0 {
 		opts.TimeSlice = DefaultTimeSlice
+	}
+	if opts.InlineWindow == 0 {
+		opts.InlineWindow = DefaultInlineWindow
 	}
 	if opts.Owner == "" {
 		host, _ := os.Hostname()
@@ -230,8 +257,8 @@ func (e *Engine) announce(ctx context.Context) {
 func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	runCtx, stopRuns := context.WithCancelCause(context.Background())
 	defer stopRuns(errShutdown)
-	slots := make(chan struct{}, e.opts.Workers)
-	var wg sync.WaitGroup
+	pool := &workerPool{slots: make(chan struct{}, e.opts.Workers), freed: make(chan struct{}, 1), runCtx: runCtx}
+	slots, freed := pool.slots, pool.freed
 
 	renewDone := make(chan struct{})
 	go func() {
@@ -249,11 +276,13 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	e.done.Start(runCtx, e.opts.Workers)
 	e.notes.Start()
 
-	// freed is signalled when a worker returns its slot.
-	freed := make(chan struct{}, 1)
 	saturated := false // the last claim filled every free slot
 	poll := time.NewTicker(e.opts.PollInterval)
 	defer poll.Stop()
+	e.poolMu.Lock()
+	e.pool = pool
+	e.poolMu.Unlock()
+	e.running.Store(true)
 	for ctx.Err() == nil {
 		// Wait for a free slot.
 		select {
@@ -280,30 +309,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		}
 		for _, r := range runs {
 			slots <- struct{}{}
-			fctx, cancel := context.WithCancelCause(runCtx)
-			soft, pause := context.WithCancelCause(fctx)
-			f := &flight{cancel: cancel, pause: pause, soft: soft}
-			e.mu.Lock()
-			e.inflight[r.ID] = f
-			e.mu.Unlock()
-			wg.Add(1)
-			e.busy.Add(1)
-			go func(r store.Run) {
-				defer wg.Done()
-				defer func() {
-					e.busy.Add(-1)
-					<-slots
-					select {
-					case freed <- struct{}{}:
-					default:
-					}
-				}()
-				defer cancel(nil)
-				e.execute(fctx, f, r)
-				e.mu.Lock()
-				delete(e.inflight, r.ID)
-				e.mu.Unlock()
-			}(r)
+			e.startFlight(pool, r)
 		}
 		saturated = len(runs) == free && free > 0
 		if saturated {
@@ -316,8 +322,12 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		case <-poll.C:
 		}
 	}
+	e.running.Store(false)
+	e.poolMu.Lock()
+	e.pool = nil // no worker starts from now on (launch)
+	e.poolMu.Unlock()
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() { pool.wg.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(grace):
@@ -329,6 +339,35 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	<-renewDone
 	<-fairDone
 	return nil
+}
+
+// startFlight executes r, leased to this engine, on a worker of pool
+// whose slot the caller took.
+func (e *Engine) startFlight(pool *workerPool, r store.Run) {
+	fctx, cancel := context.WithCancelCause(pool.runCtx)
+	soft, pause := context.WithCancelCause(fctx)
+	f := &flight{cancel: cancel, pause: pause, soft: soft}
+	e.mu.Lock()
+	e.inflight[r.ID] = f
+	e.mu.Unlock()
+	pool.wg.Add(1)
+	e.busy.Add(1)
+	go func() {
+		defer pool.wg.Done()
+		defer func() {
+			e.busy.Add(-1)
+			<-pool.slots
+			select {
+			case pool.freed <- struct{}{}:
+			default:
+			}
+		}()
+		defer cancel(nil)
+		e.execute(fctx, f, r)
+		e.mu.Lock()
+		delete(e.inflight, r.ID)
+		e.mu.Unlock()
+	}()
 }
 
 // claimLinger is how long a saturated engine waits for half its slots to
@@ -384,8 +423,19 @@ func (e *Engine) create(ctx context.Context, r store.Run) (store.Run, bool, erro
 // createLoop creates the queued runs, at most maxCreateBatch per
 // transaction, until none is queued.
 func (e *Engine) createLoop() {
-	for {
+	for yielded := false; ; {
 		e.createMu.Lock()
+		if len(e.creates) == 1 && e.singleWriter && !yielded {
+			// One run queued: let the invokes running on the other
+			// goroutines queue theirs first (no timer, one scheduling
+			// round): a writer transaction's begin and commit are a third
+			// of a create's cost on SQLite, shared by the runs of a batch.
+			e.createMu.Unlock()
+			yielded = true
+			runtime.Gosched()
+			continue
+		}
+		yielded = false
 		n := min(len(e.creates), maxCreateBatch)
 		if n == 0 {
 			e.creating--

@@ -85,11 +85,32 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 		if err != nil {
 			return store.Run{}, false, err
 		}
-		r, created, err = e.create(ctx, store.Run{
+		in := store.Run{
 			OrganizationID: req.OrganizationID, WorkspaceID: req.WorkspaceID, AutomationID: req.AutomationID,
 			Name: req.Name, Stage: req.Stage, StageVersion: version, CurrentStage: true, Steps: stepsB, UserInputs: userIn,
 			InvocationDetails: inv, FileIDs: req.FileIDs, PreviousRun: prev, RequestID: req.RequestID,
-		})
+		}
+		executed := false
+		if prev == "" {
+			// A run reusing a previous run's journal is left to a worker.
+			in, executed = e.executeInline(ctx, in, code)
+		}
+		var pool *workerPool
+		if !executed {
+			var ok bool
+			if pool, ok = e.reserveSlot(); ok {
+				in.State, in.LeaseOwner, in.LeaseExpireTime = store.RunExecuting, e.opts.Owner, e.opts.Clock().Add(e.opts.LeaseDuration)
+			}
+		}
+		r, created, err = e.create(ctx, in)
+		if pool != nil {
+			switch {
+			case err != nil || !created || r.State != store.RunExecuting:
+				pool.release()
+			case !e.launch(pool, r):
+				e.log.Info("run left to its lease: the engine stopped", "run", r.ID)
+			}
+		}
 		if errors.Is(err, store.ErrStageChanged) && attempt < maxStageAttempts {
 			if code, version, err = e.stage(ctx, req, true); err != nil {
 				return store.Run{}, false, err
@@ -105,6 +126,11 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 		// AIP-155: a request id names one request; reusing it for another is
 		// an error, never someone else's run.
 		return store.Run{}, false, fmt.Errorf("request_id %q was already used to start a run of another automation: %w", req.RequestID, store.ErrAlreadyExists)
+	}
+	if created && (r.State.Terminal() || r.State == store.RunExecuting) {
+		// Executed at its creation, or created leased to this engine
+		// (inline.go): no work for the other workers.
+		return asCreated(r), true, nil
 	}
 	if created {
 		e.announce(ctx)

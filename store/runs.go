@@ -63,6 +63,17 @@ type Run struct {
 	// automations set it, so a run never starts a stage's older code.
 	CurrentStage bool
 
+	// State is the run's state. As input to CreateRun(s) it is empty or
+	// pending (the default), or the state of a run its creator already
+	// executed or leased: completed (with Outputs and Step) or failed (with
+	// ErrorID, Description and Location) for a run the engine executed
+	// before creating it (it made no book call, so nothing it did is lost
+	// if the creation is not committed), executing (with LeaseOwner and
+	// LeaseExpireTime) for a run the creator's engine executes next. Such a
+	// run is created so only while no run waits in the queue (no pending
+	// run, earlier runs of the same batch included); otherwise it is
+	// created pending, what the creator wrote dropped, and a worker
+	// executes it in its turn. Any other state is ErrInvalidArgument.
 	State     RunState
 	StateTime time.Time // when State was entered
 	// Reason is the pause reason (stopping, stopped).
@@ -172,7 +183,8 @@ type Progress struct {
 // FinishRun) take the lease owner and fail with ErrConflict when the run is
 // no longer leased to it: the worker must drop the run.
 type Runs interface {
-	// CreateRun inserts r as pending (ID generated when empty). With a
+	// CreateRun inserts r as pending, or in the state r.State asks for (see
+	// Run.State; the returned run says which), ID generated when empty. With a
 	// RequestID already used in the organization it returns the first run
 	// and created=false. ErrNotFound if the automation does not exist;
 	// ErrStageChanged (see Run.CurrentStage).

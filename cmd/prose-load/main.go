@@ -3,7 +3,8 @@
 // several connections, waits until they all ended and reports the invoke
 // rate, the completed runs per second and the create→completed latency
 // (p50, p90, p99, max; from the runs' create_time and state update_time,
-// both stamped by the server).
+// both stamped by the server), and each invoke's round trip as the client
+// saw it.
 //
 //	prose init --json --data /tmp/p > /tmp/p.json
 //	prose serve --data /tmp/p --addr 127.0.0.1:8080 &
@@ -95,6 +96,8 @@ func main() {
 	}
 	start := time.Now()
 	var wg sync.WaitGroup
+	var rtMu sync.Mutex
+	var rts []time.Duration // each invoke's round trip, as this client saw it
 	for range *conc {
 		wg.Add(1)
 		go func() {
@@ -107,7 +110,12 @@ func main() {
 				if tick != nil {
 					<-tick
 				}
+				t0 := time.Now()
 				err := c.do(ctx, "POST", auto+":invoke", map[string]any{"stage": "AUTOMATION_STAGE_DRAFT", "request_id": fmt.Sprintf("load-%s-%d", prefix, i)}, nil)
+				rt := time.Since(t0)
+				rtMu.Lock()
+				rts = append(rts, rt)
+				rtMu.Unlock()
 				if err != nil {
 					if failed.Add(1) <= 5 {
 						fmt.Fprintln(os.Stderr, "invoke:", err)
@@ -181,18 +189,24 @@ func main() {
 		}
 	}
 	slices.Sort(lat)
-	pct := func(p float64) time.Duration {
-		if len(lat) == 0 {
+	slices.Sort(rts)
+	pctOf := func(xs []time.Duration, p float64) time.Duration {
+		if len(xs) == 0 {
 			return 0
 		}
-		return lat[min(len(lat)-1, int(p*float64(len(lat))))]
+		return xs[min(len(xs)-1, int(p*float64(len(xs))))].Round(time.Microsecond)
 	}
+	pct := func(p float64) time.Duration { return pctOf(lat, p) }
 	span := last.Sub(first)
 	fmt.Printf("runs: %d started (%d invoke errors), %d completed, %d not completed\n", *runs, failed.Load(), completed, other)
 	fmt.Printf("invoke: %.0f runs/s over %s (%d connections)\n", float64(*runs)/invoked.Seconds(), invoked.Round(time.Millisecond), *conc)
 	fmt.Printf("completed: %.0f runs/s (first create → last completion %s; wall %s)\n", float64(completed)/span.Seconds(), span.Round(time.Millisecond), wall.Round(time.Millisecond))
 	fmt.Printf("latency create→completed: p50 %s  p90 %s  p99 %s  max %s\n",
 		pct(0.50).Round(time.Microsecond), pct(0.90).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), pct(1).Round(time.Microsecond))
+	// A run may complete before its invoke is answered (executed at its
+	// creation): the client's round trip bounds when it learns of it.
+	fmt.Printf("invoke round trip (client): p50 %s  p90 %s  p99 %s  max %s\n",
+		pctOf(rts, 0.50), pctOf(rts, 0.90), pctOf(rts, 0.99), pctOf(rts, 1))
 }
 
 type client struct {

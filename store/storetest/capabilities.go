@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ func testCapabilities(t *testing.T, open Opener) {
 		fn   func(t *testing.T, s *suite)
 	}{
 		{"CreateRuns", testCreateRuns},
+		{"CreateRunsExecuted", testCreateRunsExecuted},
 		{"FinishRuns", testFinishRuns},
 		{"Notifier", testNotifier},
 		{"AuthGenerations", testAuthGenerations},
@@ -269,4 +271,142 @@ func testTypedFilters(t *testing.T, s *suite) {
 		_, err := s.st.ListExceptionIDs(s.ctx, "acme", "ops", f, 10)
 		wantErr(t, err, store.ErrInvalidArgument, f.String())
 	}
+}
+
+// A run may be created already executed (completed, failed) or leased
+// (executing), both by CreateRun and in a batch, but only while no run waits
+// in the queue, earlier runs of the batch included: otherwise it is created
+// pending without what its creator wrote. Other states are refused.
+func testCreateRunsExecuted(t *testing.T, s *suite) {
+	a := s.automation(t, "inline")
+	lease := s.clock.Peek().Add(time.Hour)
+	in := func(state store.RunState, requestID string) store.Run {
+		r := store.Run{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: a.ID, Stage: store.StageDraft, RequestID: requestID,
+			Steps: []byte("steps"), State: state}
+		switch state {
+		case store.RunCompleted:
+			r.Outputs, r.Step = []byte("out"), 1
+		case store.RunFailed:
+			r.ErrorID, r.Description, r.Location = "e1", "it failed", store.Location{Start: 3, End: 7}
+		case store.RunExecuting:
+			r.LeaseOwner, r.LeaseExpireTime = "w1", lease
+		}
+		return r
+	}
+	for _, bad := range []store.Run{in(store.RunStopped, ""), in(store.RunAwaitingGuidance, ""), {OrganizationID: "acme", WorkspaceID: "ops", AutomationID: a.ID, Stage: store.StageDraft, State: store.RunExecuting}} {
+		_, _, err := s.st.CreateRun(s.ctx, bad)
+		wantErr(t, err, store.ErrInvalidArgument, "create run "+string(bad.State))
+		_, _, errs, err := s.st.CreateRuns(s.ctx, []store.Run{bad, in(store.RunCompleted, "")})
+		noErr(t, err)
+		wantErr(t, errs[0], store.ErrInvalidArgument, "create runs "+string(bad.State))
+		if errs[1] != nil {
+			t.Fatalf("the other run of the batch: %v", errs[1])
+		}
+	}
+
+	// What CreateRun and CreateRuns return is what reading the run gives.
+	for _, r := range []store.Run{in(store.RunPending, "rb1"), in(store.RunCompleted, "rb2"), in(store.RunFailed, ""), in(store.RunExecuting, "")} {
+		r.Name, r.StageVersion, r.CurrentStage, r.UserInputs, r.FileIDs, r.StepInputs, r.InvocationDetails = "n", a.Version, true, []byte("in"), []string{"f1"}, []byte("si"), []byte{}
+		one := s.create(t, r)
+		if got := of(s.st.GetRunByID(s.ctx, one.ID)).must(t); !reflect.DeepEqual(got, one) {
+			t.Fatalf("CreateRun returned\n%+v\nreading it gives\n%+v", one, got)
+		}
+		r.RequestID = ""
+		batch, _, errs, err := s.st.CreateRuns(s.ctx, []store.Run{r})
+		noErr(t, err)
+		noErr(t, errs[0])
+		if got := of(s.st.GetRunByID(s.ctx, batch[0].ID)).must(t); !reflect.DeepEqual(got, batch[0]) {
+			t.Fatalf("CreateRuns returned\n%+v\nreading it gives\n%+v", batch[0], got)
+		}
+		// Out of the way of the queue checks below.
+		switch r.State {
+		case store.RunPending:
+			for _, c := range of(s.st.ClaimRuns(s.ctx, "w0", 10, lease)).must(t) {
+				of(s.st.FinishRun(s.ctx, "w0", c.ID, store.RunOutcome{State: store.RunCompleted})).must(t)
+			}
+		case store.RunExecuting:
+			for _, id := range []string{one.ID, batch[0].ID} {
+				of(s.st.FinishRun(s.ctx, "w1", id, store.RunOutcome{State: store.RunCompleted})).must(t)
+			}
+		}
+	}
+
+	// The queue is empty: every run is created as asked.
+	done := s.create(t, in(store.RunCompleted, "c1"))
+	if done.State != store.RunCompleted || string(done.Outputs) != "out" || done.Step != 1 || done.LeaseOwner != "" {
+		t.Fatalf("created completed: %+v", done)
+	}
+	if got := of(s.st.GetRunByID(s.ctx, done.ID)).must(t); got.State != store.RunCompleted || string(got.Outputs) != "out" || !got.UpdateTime.Equal(got.CreateTime) {
+		t.Fatalf("read back: %+v", got)
+	}
+	again, created, err := s.st.CreateRun(s.ctx, in(store.RunPending, "c1"))
+	noErr(t, err)
+	if created || again.ID != done.ID || again.State != store.RunCompleted {
+		t.Fatalf("retry of a run created completed: %v %+v", created, again)
+	}
+	runs, created2, errs, err := s.st.CreateRuns(s.ctx, []store.Run{in(store.RunFailed, ""), in(store.RunExecuting, ""), in(store.RunCompleted, "")})
+	noErr(t, err)
+	for i, want := range []store.RunState{store.RunFailed, store.RunExecuting, store.RunCompleted} {
+		if errs[i] != nil || !created2[i] || runs[i].State != want {
+			t.Fatalf("batch run %d: %v %v %+v, want %s", i, errs[i], created2[i], runs[i], want)
+		}
+	}
+	if f := runs[0]; f.ErrorID != "e1" || f.Description != "it failed" || f.Location != (store.Location{Start: 3, End: 7}) {
+		t.Fatalf("created failed: %+v", f)
+	}
+	if x := runs[1]; x.LeaseOwner != "w1" || !x.LeaseExpireTime.Equal(lease) {
+		t.Fatalf("created executing: %+v", x)
+	}
+	// The run created leased is its owner's to finish, and nobody else's
+	// to claim.
+	if claimed := of(s.st.ClaimRuns(s.ctx, "w2", 10, lease)).must(t); len(claimed) != 0 {
+		t.Fatalf("claimed %d runs, want none", len(claimed))
+	}
+	if _, err := s.st.FinishRun(s.ctx, "w2", runs[1].ID, store.RunOutcome{State: store.RunCompleted, Step: 1}); !errors.Is(err, store.ErrConflict) {
+		t.Fatalf("finish by another owner: %v", err)
+	}
+	if r := of(s.st.FinishRun(s.ctx, "w1", runs[1].ID, store.RunOutcome{State: store.RunCompleted, Outputs: []byte("o"), Step: 1})).must(t); r.State != store.RunCompleted {
+		t.Fatalf("finished: %+v", r)
+	}
+
+	// A run waits in the queue (here one earlier in the batch): the others
+	// are created pending, without their outcome or lease, in order.
+	runs, _, errs, err = s.st.CreateRuns(s.ctx, []store.Run{in(store.RunCompleted, ""), in(store.RunPending, ""), in(store.RunCompleted, ""), in(store.RunExecuting, "")})
+	noErr(t, err)
+	for i, want := range []store.RunState{store.RunCompleted, store.RunPending, store.RunPending, store.RunPending} {
+		if errs[i] != nil || runs[i].State != want {
+			t.Fatalf("batch behind the queue, run %d: %v %+v, want %s", i, errs[i], runs[i], want)
+		}
+	}
+	for _, r := range runs[2:] {
+		if r.Outputs != nil || r.Step != 0 || r.LeaseOwner != "" {
+			t.Fatalf("created pending behind the queue: %+v", r)
+		}
+	}
+	late := s.create(t, in(store.RunFailed, ""))
+	if late.State != store.RunPending || late.ErrorID != "" || late.Description != "" {
+		t.Fatalf("created behind the queue: %+v", late)
+	}
+	claimed := of(s.st.ClaimRuns(s.ctx, "w2", 10, lease)).must(t)
+	got, want := ids(claimed, func(r store.Run) string { return r.ID }), []string{runs[1].ID, runs[2].ID, runs[3].ID, late.ID}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("claimed %v, want the pending runs %v", got, want)
+	}
+	// The queue is empty again.
+	if r := s.create(t, in(store.RunCompleted, "")); r.State != store.RunCompleted {
+		t.Fatalf("after the queue emptied: %+v", r)
+	}
+}
+
+// create creates a run that must be created.
+func (s *suite) create(t *testing.T, r store.Run) store.Run {
+	t.Helper()
+	out, created, err := s.st.CreateRun(s.ctx, r)
+	noErr(t, err)
+	if !created {
+		t.Fatalf("run %+v not created", r)
+	}
+	return out
 }

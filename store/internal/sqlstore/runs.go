@@ -68,32 +68,125 @@ func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out st
 	if r.FileIDs == nil {
 		r.FileIDs = []string{}
 	}
-	if r.RequestID != "" {
-		// request_id != '' lets SQLite use the partial unique index
-		// runs_request_id (without it, every create scanned the table).
-		var id string
-		err := c.queryRow(ctx, `SELECT id FROM runs WHERE organization_id = ? AND request_id = ? AND request_id != ''`, r.OrganizationID, r.RequestID).Scan(&id)
-		if err == nil {
-			out, err = c.getRunByID(ctx, id)
-			return out, false, nil, err
-		}
-		if !isNoRows(err) {
-			return store.Run{}, false, nil, c.db.mapErr(err, "find run by request id")
-		}
+	if err := checkCreateState(r); err != nil {
+		return store.Run{}, false, err, nil
 	}
-	if runErr, err := c.checkAutomation(ctx, r); runErr != nil || err != nil {
-		return store.Run{}, false, runErr, err
-	}
-	row := c.queryRow(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
-		user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?) RETURNING `+runReturning,
-		r.ID, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.Name, string(r.Stage), r.StageVersion, r.Steps,
-		r.UserInputs, r.InvocationDetails, jsonArg(r.FileIDs), r.PreviousRun, r.RequestID, now, r.StepInputs, now, now)
-	out, err = scanRun(row)
+	// One statement looks up the run holding the request id, the
+	// automation and whether runs wait in the queue (three statements were
+	// a third of a create's cost on SQLite). request_id != '' lets SQLite
+	// use the partial unique index runs_request_id (without it, every
+	// create scanned the table).
+	var (
+		existing           sql.NullString
+		version, published sql.NullInt64
+		deleted, queued    sql.NullBool
+	)
+	err = c.queryRow(ctx, `SELECT (SELECT id FROM runs WHERE organization_id = ? AND request_id = ? AND request_id != ''),
+		a.version, a.published_version, a.delete_time IS NOT NULL, EXISTS (SELECT 1 FROM runs WHERE state = 'pending')
+		FROM (SELECT 1) one LEFT JOIN automations a ON a.organization_id = ? AND a.workspace_id = ? AND a.id = ?`,
+		r.OrganizationID, r.RequestID, r.OrganizationID, r.WorkspaceID, r.AutomationID).Scan(&existing, &version, &published, &deleted, &queued)
 	if err != nil {
+		return store.Run{}, false, nil, c.db.mapErr(err, "create run")
+	}
+	if existing.Valid {
+		out, err = c.getRunByID(ctx, existing.String)
+		return out, false, nil, err
+	}
+	if !version.Valid {
+		return store.Run{}, false, automationErr(r, store.ErrNotFound), nil
+	}
+	if runErr := stageErr(r, version.Int64, published.Int64, deleted.Bool); runErr != nil {
+		return store.Run{}, false, runErr, nil
+	}
+	if r.State != store.RunPending && r.State != "" && queued.Bool {
+		// Executed or leased at creation only while no run waits in the
+		// queue (earlier runs of the same batch included): it must not go
+		// before them.
+		r = asPending(r)
+	}
+	ci := createInsert(r)
+	// Not read back (RETURNING and its scan were a sixth of a create's
+	// cost on SQLite): the run is what was written (created, below).
+	if _, err := c.exec(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
+		user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time,
+		outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.Name, string(r.Stage), r.StageVersion, r.Steps,
+		r.UserInputs, r.InvocationDetails, jsonArg(r.FileIDs), r.PreviousRun, r.RequestID, ci.state, now, r.StepInputs, now, now,
+		ci.outputs, ci.step, ci.errorID, ci.description, ci.locStart, ci.locEnd, ci.leaseOwner, ci.leaseExpire); err != nil {
 		return store.Run{}, false, nil, c.db.mapErr(err, fmt.Sprintf("create run %q", r.ID))
 	}
-	return out, true, nil, nil
+	return createdRun(r, ci, now, c.db.d), true, nil, nil
+}
+
+// createdRun is run r as CreateRun wrote it with the columns ci at now, as
+// reading it back would give it (store/storetest checks that it does).
+func createdRun(r store.Run, ci createCols, now time.Time, d store.Dialect) store.Run {
+	r.CurrentStage = false // an input, not stored
+	r.State, r.StateTime, r.CreateTime, r.UpdateTime = store.RunState(ci.state), now, now, now
+	r.Reason, r.ExceptionID, r.Checkpoint, r.Resolution = "", "", nil, nil
+	r.Outputs, r.Step, r.ErrorID, r.Description = ci.outputs, ci.step, ci.errorID, ci.description
+	r.Location = store.Location{Start: ci.locStart, End: ci.locEnd}
+	r.LeaseOwner, r.LeaseExpireTime = ci.leaseOwner, store.Time(ci.leaseExpire)
+	if d == store.SQLite {
+		// SQLite reads an empty blob back as NULL.
+		for _, b := range []*[]byte{&r.Steps, &r.UserInputs, &r.InvocationDetails, &r.StepInputs, &r.Outputs} {
+			if len(*b) == 0 {
+				*b = nil
+			}
+		}
+	}
+	return r
+}
+
+// checkCreateState checks the state a run is to be created in (see
+// store.Run.State).
+func checkCreateState(r store.Run) error {
+	switch r.State {
+	case "", store.RunPending, store.RunCompleted, store.RunFailed:
+		return nil
+	case store.RunExecuting:
+		if r.LeaseOwner == "" || r.LeaseExpireTime.IsZero() {
+			return fmt.Errorf("create run: %w: a run created executing needs a lease owner and expiry", store.ErrInvalidArgument)
+		}
+		return nil
+	}
+	return fmt.Errorf("create run: %w: a run cannot be created %s", store.ErrInvalidArgument, r.State)
+}
+
+// asPending is r to be created pending: what an execution at creation
+// wrote is dropped (a worker executes it again; it made no call).
+func asPending(r store.Run) store.Run {
+	r.State, r.Outputs, r.Step, r.ErrorID, r.Description, r.Location = store.RunPending, nil, 0, "", "", store.Location{}
+	r.LeaseOwner, r.LeaseExpireTime = "", time.Time{}
+	return r
+}
+
+// createCols are the columns of a new run that depend on the state it is
+// created in (store.Run.State): pending (the default), completed (outputs,
+// step), failed (error id, description, location) or executing (lease).
+type createCols struct {
+	state                string
+	outputs              []byte
+	step                 int
+	errorID, description string
+	locStart, locEnd     int64
+	leaseOwner           string
+	leaseExpire          time.Time
+}
+
+func createInsert(r store.Run) createCols {
+	// The lease expiry is the column's default (the epoch) for a run never
+	// leased, the zero time for a finished run (as FinishRun leaves it).
+	switch r.State {
+	case store.RunCompleted:
+		return createCols{state: string(r.State), outputs: r.Outputs, step: r.Step}
+	case store.RunFailed:
+		return createCols{state: string(r.State), errorID: r.ErrorID, description: r.Description, locStart: r.Location.Start, locEnd: r.Location.End}
+	case store.RunExecuting:
+		return createCols{state: string(r.State), leaseOwner: r.LeaseOwner, leaseExpire: r.LeaseExpireTime}
+	}
+	return createCols{state: string(store.RunPending), leaseExpire: time.Unix(0, 0).UTC()}
 }
 
 // checkAutomation checks that the automation of a run about to be created
@@ -101,27 +194,37 @@ func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out st
 // at the run's StageVersion. runErr is the run's own error (ErrNotFound,
 // ErrStageChanged); err is a failure of the query.
 func (c conn) checkAutomation(ctx context.Context, r store.Run) (runErr, err error) {
-	what := fmt.Sprintf("automation %q in workspace %q", r.AutomationID, r.WorkspaceID)
 	var version, published int64
 	var deleted bool
 	err = c.queryRow(ctx, `SELECT version, published_version, delete_time IS NOT NULL FROM automations WHERE organization_id = ? AND workspace_id = ? AND id = ?`,
 		r.OrganizationID, r.WorkspaceID, r.AutomationID).Scan(&version, &published, &deleted)
 	if isNoRows(err) {
-		return fmt.Errorf("%s: %w", what, store.ErrNotFound), nil
+		return automationErr(r, store.ErrNotFound), nil
 	}
 	if err != nil {
-		return nil, c.db.mapErr(err, what)
+		return nil, c.db.mapErr(err, fmt.Sprintf("automation %q in workspace %q", r.AutomationID, r.WorkspaceID))
 	}
+	return stageErr(r, version, published, deleted), nil
+}
+
+// stageErr is ErrStageChanged when r is created with CurrentStage and its
+// automation (at version, published, deleted) is deleted or at another
+// version of r's stage.
+func stageErr(r store.Run, version, published int64, deleted bool) error {
 	if r.CurrentStage {
 		at := version
 		if r.Stage == store.StagePublished {
 			at = published
 		}
 		if deleted || at != r.StageVersion {
-			return fmt.Errorf("%s: %w", what, store.ErrStageChanged), nil
+			return automationErr(r, store.ErrStageChanged)
 		}
 	}
-	return nil, nil
+	return nil
+}
+
+func automationErr(r store.Run, err error) error {
+	return fmt.Errorf("automation %q in workspace %q: %w", r.AutomationID, r.WorkspaceID, err)
 }
 
 // CreateRuns creates several runs in one transaction: each is what
