@@ -274,7 +274,7 @@ func (t *localTransportStream) SetHeader(md metadata.MD) error {
 	if t.sent || t.finished {
 		return status.Error(codes.Internal, "transport: the header was already sent")
 	}
-	t.header = metadata.Join(t.header, md)
+	t.header = join(t.header, md)
 	return nil
 }
 
@@ -294,7 +294,7 @@ func (t *localTransportStream) SetTrailer(md metadata.MD) error {
 	if t.finished {
 		return status.Error(codes.Internal, "transport: the call has ended")
 	}
-	t.trailer = metadata.Join(t.trailer, md)
+	t.trailer = join(t.trailer, md)
 	return nil
 }
 
@@ -303,6 +303,16 @@ func (t *localTransportStream) done() (header, trailer metadata.MD) {
 	defer t.mu.Unlock()
 	t.finished = true
 	return t.header, t.trailer
+}
+
+// join is metadata.Join without a copy when there is nothing to join to
+// (the usual case: one SetHeader per call; callers do not change metadata
+// they have set).
+func join(to, md metadata.MD) metadata.MD {
+	if len(to) == 0 {
+		return md
+	}
+	return metadata.Join(to, md)
 }
 
 // localStream is both ends of one streaming call: the caller's
