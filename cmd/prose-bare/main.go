@@ -27,6 +27,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -79,7 +80,7 @@ func run(args []string) error {
 			}
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(body)
-		})}
+		}), ReadHeaderTimeout: 10 * time.Second}
 		go func() { errc <- srv.ListenAndServe() }()
 		defer func() { _ = srv.Close() }()
 	}
