@@ -157,7 +157,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 }
 
 // app is the assembled service: the gRPC server with every service registered,
-// and the HTTP gateway that calls it through an in-process connection.
+// and the HTTP gateway that calls it through the in-process channel (transport.Local).
 type app struct {
 	services server.Services
 	grpc     *grpc.Server
@@ -294,7 +294,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	// The web console at /: pages that call the services above through the
-	// same in-process connection and interceptor chain, as the session's user.
+	// same in-process channel and interceptor chain, as the session's user.
 	con, err := console.New(console.Options{
 		Conn: local, Sessions: st, Auth: auth, SessionTTL: cfg.sessionTTL,
 		Secure: strings.HasPrefix(cfg.publicURL, "https://"), Logger: logger,
