@@ -5,8 +5,9 @@
 // The console holds no authority of its own. Every page calls the gRPC
 // services through the same in-process channel the HTTP API uses
 // (transport.Local), with the session's token in the call's metadata
-// (Auth.ConsoleContext): the server's interceptor chain authenticates the session as its user and authorizes each call exactly
-// as it does an API call.
+// (Auth.ConsoleContext): the server's interceptor chain authenticates the
+// session as its user and authorizes each call exactly as it does an API
+// call.
 package console
 
 import (
