@@ -3,11 +3,11 @@
 // resolves what their automations need.
 //
 // The console holds no authority of its own. Every page calls the gRPC
-// services through a client connection to the same server the API uses
-// (the gateway's in-process connection), with the session's token in the
-// call's metadata (Auth.ConsoleContext): the server's interceptor chain
-// authenticates the session as its user and authorizes each call exactly
-// as it does an API call.
+// services through the same in-process channel the HTTP API uses
+// (transport.Local), with the session's token in the call's metadata
+// (Auth.ConsoleContext): the server's interceptor chain authenticates the
+// session as its user and authorizes each call exactly as it does an API
+// call.
 package console
 
 import (
@@ -57,7 +57,7 @@ const (
 // (transport.KeyAuth implements it).
 type Auth interface {
 	// ConsoleContext returns ctx carrying the session token for calls on
-	// the in-process connection.
+	// the in-process channel.
 	ConsoleContext(ctx context.Context, sessionToken string) context.Context
 	// KeyIdentity checks an API key and returns its record.
 	KeyIdentity(ctx context.Context, key string) (store.APIKey, error)
@@ -65,7 +65,8 @@ type Auth interface {
 
 // Options configures New.
 type Options struct {
-	// Conn is an in-process client connection to the gRPC server.
+	// Conn is the in-process channel to the services (transport.Local),
+	// behind the interceptor chain.
 	Conn grpc.ClientConnInterface
 	// Sessions stores sessions and sign-in links.
 	Sessions store.ConsoleSessions

@@ -61,7 +61,7 @@ const (
 // Content-Type the MIME type, ?filename= its name; the JSON decoder cannot
 // read it into a google.api.HttpBody), and the receive bound is raised to
 // maxBytes (a connection's default is 4 MiB).
-func HandleSignedFiles(mux *runtime.ServeMux, conn *grpc.ClientConn, sf SignedFiles, maxBytes int64) error {
+func HandleSignedFiles(mux *runtime.ServeMux, conn grpc.ClientConnInterface, sf SignedFiles, maxBytes int64) error {
 	if err := handleDownload(mux, conn); err != nil {
 		return fmt.Errorf("gateway: %s: %w", downloadPattern, err)
 	}
@@ -235,7 +235,7 @@ func serveDownload(mux *runtime.ServeMux, sf SignedFiles, w http.ResponseWriter,
 const uploadPattern = "/api/v1/organizations/{organization_id}/files:upload"
 
 // handleUpload serves FileService.UploadFile with the body as the bytes.
-func handleUpload(mux *runtime.ServeMux, conn *grpc.ClientConn, maxBytes int64) error {
+func handleUpload(mux *runtime.ServeMux, conn grpc.ClientConnInterface, maxBytes int64) error {
 	client := platformv1.NewFileServiceClient(conn)
 	return mux.HandlePath(http.MethodPost, uploadPattern, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
 		_, out := runtime.MarshalerForRequest(mux, r)
@@ -267,7 +267,7 @@ const downloadPattern = "/api/v1/organizations/{organization_id}/files/{file}:do
 
 // handleDownload replaces the generated route of FileService.DownloadFile,
 // whose response is the file's raw bytes.
-func handleDownload(mux *runtime.ServeMux, conn *grpc.ClientConn) error {
+func handleDownload(mux *runtime.ServeMux, conn grpc.ClientConnInterface) error {
 	client := platformv1.NewFileServiceClient(conn)
 	return mux.HandlePath(http.MethodGet, downloadPattern, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
 		_, out := runtime.MarshalerForRequest(mux, r)

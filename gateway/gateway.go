@@ -1,19 +1,18 @@
 // Package gateway is the HTTP side of Prose: a grpc-gateway mux that turns
-// HTTP/JSON into calls on a real gRPC client connection (so the server's
-// interceptors run for both transports and server streams work over HTTP),
+// HTTP/JSON into calls on transport.Server's in-process channel (so the
+// server's interceptor chain runs for both transports and server streams
+// work over HTTP, without HTTP/2 framing or protobuf encoding in memory),
 // the JSON marshaler, the error renderers (rpcStatus for /api/v1, the legacy
 // shapes for /v1 and /v2), /metrics, /openapi.json, /healthz, and serving
 // gRPC and HTTP on one port.
 //
 // Assembly (cmd/prose/serve.go):
 //
-//	gs := transport.New(transport.Options{Logger: logger, Authenticator: auth})
-//	services.Register(gs)                    // every service, before NewInProcess
-//	ip, err := gateway.NewInProcess(gs)      // gs served in memory + a client conn
-//	defer ip.Close()                         // after Serve returned (gs stopped)
-//	h, err := gateway.New(ctx, ip.Conn(), gateway.Options{OpenAPI: openapi.JSON, Logger: logger},
+//	srv := transport.NewServer(transport.Options{Logger: logger, Authenticator: auth})
+//	services.Register(srv)                   // every service, on srv.GRPC and srv.Local
+//	h, err := gateway.New(ctx, srv.Local, gateway.Options{OpenAPI: openapi.JSON, Logger: logger},
 //		gateway.Handlers()...)
-//	err = gateway.ListenAndServe(ctx, addr, gs, h, logger) // returns after a graceful shutdown
+//	err = gateway.ListenAndServe(ctx, addr, srv.GRPC, h, logger) // returns after a graceful shutdown
 //
 // Error bodies by path prefix (the HTTP status always matches the body; every
 // gRPC code has a chosen status, see HTTPStatus):
@@ -46,9 +45,9 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// RegisterFunc is the signature of the generated RegisterXxxHandler
-// functions.
-type RegisterFunc = func(context.Context, *runtime.ServeMux, *grpc.ClientConn) error
+// RegisterFunc adds a service's routes to the mux, calling the service
+// through conn (see Handlers).
+type RegisterFunc = func(ctx context.Context, mux *runtime.ServeMux, conn grpc.ClientConnInterface) error
 
 // Options configures New.
 type Options struct {
@@ -94,11 +93,12 @@ type gw struct {
 	responseHeaders map[string]bool
 }
 
-// New builds the HTTP handler. conn is a client connection to the gRPC
-// server (use NewInProcess for one without a network round trip); register
-// are the generated RegisterXxxHandler functions. HTTP never bypasses gRPC:
-// do not pass RegisterXxxHandlerServer functions.
-func New(ctx context.Context, conn *grpc.ClientConn, opts Options, register ...RegisterFunc) (http.Handler, error) {
+// New builds the HTTP handler. conn reaches the services through the
+// server's interceptor chain: transport.Server's Local (in process), or a
+// client connection to the gRPC server; register are the service
+// registrations (Handlers). HTTP never bypasses the chain: do not register
+// RegisterXxxHandlerServer functions.
+func New(ctx context.Context, conn grpc.ClientConnInterface, opts Options, register ...RegisterFunc) (http.Handler, error) {
 	g := &gw{log: opts.Logger, responseHeaders: map[string]bool{}}
 	if g.log == nil {
 		g.log = slog.Default()
@@ -160,7 +160,7 @@ func New(ctx context.Context, conn *grpc.ClientConn, opts Options, register ...R
 // add hand-written routes with HandlePath (e.g. a file upload endpoint).
 // Routes added this way get the same error shapes, 405 handling and
 // request ids.
-func Mux(ctx context.Context, conn *grpc.ClientConn, opts Options, register ...RegisterFunc) (*runtime.ServeMux, http.Handler, error) {
+func Mux(ctx context.Context, conn grpc.ClientConnInterface, opts Options, register ...RegisterFunc) (*runtime.ServeMux, http.Handler, error) {
 	var mux *runtime.ServeMux
 	opts.MuxOptions = append(append([]runtime.ServeMuxOption{}, opts.MuxOptions...), func(m *runtime.ServeMux) { mux = m })
 	h, err := New(ctx, conn, opts, register...)

@@ -204,28 +204,25 @@ func startStack(t *testing.T) *stack {
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := prometheus.NewRegistry()
-	gs := transport.New(transport.Options{Logger: logger, Registerer: reg, Authenticator: authByKey, InsecureNoAuthorization: true})
+	srv := transport.NewServer(transport.Options{Logger: logger, Registerer: reg, Authenticator: authByKey, InsecureNoAuthorization: true})
+	gs := srv.GRPC
 	v1 := &fakeV1{}
-	legacyv1.RegisterLegacyServiceServer(gs, v1)
+	legacyv1.RegisterLegacyServiceServer(srv, v1)
 	v2 := &fakeV2{entered: make(chan struct{}), release: make(chan struct{})}
-	legacyv2.RegisterLegacyServiceServer(gs, v2)
-	bookv1.RegisterBookServiceServer(gs, fakeBooks{})
-	platformv1.RegisterEventServiceServer(gs, fakeEvents{})
+	legacyv2.RegisterLegacyServiceServer(srv, v2)
+	bookv1.RegisterBookServiceServer(srv, fakeBooks{})
+	platformv1.RegisterEventServiceServer(srv, fakeEvents{})
 
-	ip, err := gateway.NewInProcess(gs)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithCancel(context.Background())
-	mux, h, err := gateway.Mux(ctx, ip.Conn(), gateway.Options{
+	mux, h, err := gateway.Mux(ctx, srv.Local, gateway.Options{
 		OpenAPI: []byte(`{"swagger":"2.0"}`),
 		Metrics: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}),
 		Logger:  logger,
 	},
-		legacyv1.RegisterLegacyServiceHandler,
-		legacyv2.RegisterLegacyServiceHandler,
-		bookv1.RegisterBookServiceHandler,
-		platformv1.RegisterEventServiceHandler,
+		gateway.Register(legacyv1.NewLegacyServiceClient, legacyv1.RegisterLegacyServiceHandlerClient),
+		gateway.Register(legacyv2.NewLegacyServiceClient, legacyv2.RegisterLegacyServiceHandlerClient),
+		gateway.Register(bookv1.NewBookServiceClient, bookv1.RegisterBookServiceHandlerClient),
+		gateway.Register(platformv1.NewEventServiceClient, platformv1.RegisterEventServiceHandlerClient),
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -253,7 +250,6 @@ func startStack(t *testing.T) *stack {
 			cancel()
 			serveErr = <-done
 			client.CloseIdleConnections()
-			_ = ip.Close()
 		})
 		return serveErr
 	}
@@ -806,14 +802,10 @@ func TestGracefulShutdownDrains(t *testing.T) {
 }
 
 func TestSecondGRPCListener(t *testing.T) {
-	gs := transport.New(transport.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
-	ip, err := gateway.NewInProcess(gs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ip.Close()
+	srv := transport.NewServer(transport.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
+	gs := srv.GRPC
 	ctx, cancel := context.WithCancel(context.Background())
-	h, err := gateway.New(ctx, ip.Conn(), gateway.Options{DisableMetrics: true})
+	h, err := gateway.New(ctx, srv.Local, gateway.Options{DisableMetrics: true})
 	if err != nil {
 		t.Fatal(err)
 	}

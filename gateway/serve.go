@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -16,91 +15,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 )
-
-// InProcess serves a *grpc.Server on an in-memory listener and holds a
-// client connection to it, so the gateway's calls cost no TCP round trip
-// while still crossing the whole gRPC stack (interceptors, streams).
-type InProcess struct {
-	lis  *bufconn.Listener
-	conn *grpc.ClientConn
-	done chan struct{}
-}
-
-const inProcessBuffer = 1 << 20
-
-// InProcessNetwork is the network of the peer address the server sees for
-// the gateway's in-process calls (no outside client can have it): the
-// server's bound on large requests in flight exempts them
-// (transport.NewAdmission's exempt networks), since the gateway bounds its
-// uploads itself (Options.MaxUploads).
-const InProcessNetwork = "prose-in-process"
-
-type inProcessAddr struct{}
-
-func (inProcessAddr) Network() string { return InProcessNetwork }
-func (inProcessAddr) String() string  { return InProcessNetwork }
-
-// inProcessListener marks its connections' remote address as
-// InProcessNetwork.
-type inProcessListener struct{ *bufconn.Listener }
-
-type inProcessConn struct{ net.Conn }
-
-func (inProcessConn) RemoteAddr() net.Addr { return inProcessAddr{} }
-
-func (l inProcessListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
-	}
-	return inProcessConn{c}, nil
-}
-
-// NewInProcess starts serving s in memory. Call it after every service is
-// registered on s (grpc-go refuses registration after Serve). Close it
-// after s is stopped.
-func NewInProcess(s *grpc.Server) (*InProcess, error) {
-	lis := bufconn.Listen(inProcessBuffer)
-	conn, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-			return lis.DialContext(ctx)
-		}),
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		// Whatever the server sends, the gateway reads (a client's default
-		// receive bound is 4 MiB; the server bounds what it receives).
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(math.MaxInt32), grpc.MaxCallSendMsgSize(math.MaxInt32)),
-	)
-	if err != nil {
-		_ = lis.Close()
-		return nil, fmt.Errorf("gateway: in-process client: %w", err)
-	}
-	p := &InProcess{lis: lis, conn: conn, done: make(chan struct{})}
-	go func() {
-		defer close(p.done)
-		_ = s.Serve(inProcessListener{lis}) // returns when s stops or lis closes
-	}()
-	return p, nil
-}
-
-// Conn is the client connection to pass to New.
-func (p *InProcess) Conn() *grpc.ClientConn { return p.conn }
-
-// Close closes the connection and the listener and waits for the serving
-// goroutine. Stop (or GracefulStop) the server first, or its connections
-// stay open.
-func (p *InProcess) Close() error {
-	err := p.conn.Close()
-	_ = p.lis.Close()
-	<-p.done
-	return err
-}
 
 // IsGRPC reports whether r is a gRPC call (HTTP/2, Content-Type
 // application/grpc, application/grpc+proto, …).
@@ -191,7 +110,7 @@ func ListenAndServe(ctx context.Context, addr string, grpcServer *grpc.Server, h
 // HTTP/1.1 and h2c (the gateway) on lis until ctx is cancelled, then shuts
 // down gracefully: stop accepting, drain HTTP (which includes gRPC calls on
 // this port) within the shutdown timeout, then GracefulStop the gRPC server
-// (in-process and extra gRPC listeners), forcing Stop past the timeout. It
+// (extra gRPC listeners), forcing Stop past the timeout. It
 // returns nil after a shutdown caused by ctx, or the error that stopped it.
 func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpHandler http.Handler, logger *slog.Logger, opts ...ServeOption) error {
 	cfg := serveConfig{shutdownTimeout: 15 * time.Second}

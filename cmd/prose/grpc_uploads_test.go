@@ -36,16 +36,16 @@ func testGRPCUploadsBounded(t *testing.T, via string) {
 	entered := make(chan struct{}, 4)
 	release := make(chan struct{})
 	// Holds the native uploads named "hold" inside the server.
-	hold := grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+	hold := transport.Middleware{Name: "hold", Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if r, ok := req.(*platformv1.UploadFileRequest); ok && r.GetFilename() == "hold" {
 			entered <- struct{}{}
 			<-release
 		}
 		return h(ctx, req)
-	})
+	}}
 	e := newTestEnvWith(t, func(c *serveConfig) {
 		c.maxGRPCUploads = 2
-		c.serverOptions = append(c.serverOptions, hold)
+		c.outer = append(c.outer, hold)
 	})
 	c, ctx := e.files(t)
 	conn := e.conn

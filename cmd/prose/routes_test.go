@@ -14,10 +14,11 @@ import (
 
 	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/stats"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/proserun/prose/server/transport"
 
 	_ "github.com/proserun/prose/gen/prose/book/v1"
 	_ "github.com/proserun/prose/gen/prose/legacy/v1"
@@ -25,24 +26,33 @@ import (
 	_ "github.com/proserun/prose/gen/prose/platform/v1"
 )
 
-// callRecorder is a gRPC stats handler that records the full method name of
-// every RPC the server receives.
+// callRecorder records the full method name of every RPC the server
+// receives (an interceptor entry outside the chain, so that refused calls
+// count too).
 type callRecorder struct {
 	mu    sync.Mutex
 	calls []string
 }
 
-func (r *callRecorder) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
+func (r *callRecorder) record(method string) {
 	r.mu.Lock()
-	r.calls = append(r.calls, info.FullMethodName)
+	r.calls = append(r.calls, method)
 	r.mu.Unlock()
-	return ctx
 }
-func (r *callRecorder) HandleRPC(context.Context, stats.RPCStats) {}
-func (r *callRecorder) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
-	return ctx
+
+func (r *callRecorder) middleware() transport.Middleware {
+	return transport.Middleware{
+		Name: "record",
+		Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			r.record(info.FullMethod)
+			return handler(ctx, req)
+		},
+		Stream: func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			r.record(info.FullMethod)
+			return handler(srv, ss)
+		},
+	}
 }
-func (r *callRecorder) HandleConn(context.Context, stats.ConnStats) {}
 
 func (r *callRecorder) take() []string {
 	r.mu.Lock()
@@ -56,7 +66,7 @@ func newRouteTestServer(t *testing.T) (*httptest.Server, *callRecorder) {
 	t.Helper()
 	rec := &callRecorder{}
 	cfg := testServeConfig(t)
-	cfg.serverOptions = []grpc.ServerOption{grpc.StatsHandler(rec)}
+	cfg.outer = []transport.Middleware{rec.middleware()}
 	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -79,8 +79,9 @@ type serveConfig struct {
 	// default).
 	sessionTTL time.Duration
 
-	// serverOptions are extra gRPC server options (tests use them to observe calls).
-	serverOptions []grpc.ServerOption
+	// outer are interceptor entries before the chain (tests use them to
+	// observe calls, over both transports).
+	outer []transport.Middleware
 	// store, when set, is used instead of opening --data / --database (tests
 	// share one PostgreSQL database this way); the caller closes it.
 	store store.Store
@@ -166,7 +167,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 }
 
 // app is the assembled service: the gRPC server with every service registered,
-// and the HTTP gateway that calls it through an in-process connection.
+// and the HTTP gateway that calls it through the in-process channel (transport.Local).
 type app struct {
 	services server.Services
 	grpc     *grpc.Server
@@ -297,25 +298,23 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Events:        events,
 		Exceptions:    server.NewExceptionService(st, a.engine),
 	}
-	a.admission = transport.NewAdmission(cfg.maxGRPCUploads, gateway.InProcessNetwork)
-	a.grpc = transport.New(transport.Options{
+	a.admission = transport.NewAdmission(cfg.maxGRPCUploads)
+	srv := transport.NewServer(transport.Options{
 		Logger:        logger,
 		Authenticator: auth,
-		ServerOptions: append(transport.MessageSizeOptions(), cfg.serverOptions...),
-		// Native gRPC uploads are bounded like the HTTP ones; the gateway's
-		// in-process calls are bounded by the gateway (--max-uploads).
+		ServerOptions: transport.MessageSizeOptions(),
+		Outer:         cfg.outer,
+		// Native gRPC uploads are bounded like the HTTP ones; the gateway
+		// calls the services in process and bounds its own (--max-uploads).
 		Admission: a.admission,
 		Sizes:     cfg.sizes,
 	})
-	a.services.Register(a.grpc)
-
-	inproc, err := gateway.NewInProcess(a.grpc)
-	if err != nil {
-		a.Close()
-		return nil, fmt.Errorf("in-process connection: %w", err)
-	}
-	a.closers = append(a.closers, inproc.Close)
-	mux, h, err := gateway.Mux(ctx, inproc.Conn(), gateway.Options{
+	a.grpc = srv.GRPC
+	// Every service on the gRPC server and on the in-process channel the
+	// gateway and the console call (one interceptor chain for both).
+	a.services.Register(srv)
+	local := srv.Local
+	mux, h, err := gateway.Mux(ctx, local, gateway.Options{
 		OpenAPI: openapi.JSON, Logger: logger, MaxUploads: cfg.maxUploads, UploadWait: cfg.uploadWait,
 		BodyReadTimeout: cfg.bodyReadTimeout,
 	}, gateway.Handlers()...)
@@ -324,14 +323,14 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	// Files: signed upload and download URLs (no API key), large downloads.
-	if err := gateway.HandleSignedFiles(mux, inproc.Conn(), files, server.MaxFileBytes); err != nil {
+	if err := gateway.HandleSignedFiles(mux, local, files, server.MaxFileBytes); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	// The web console at /: pages that call the services above through the
-	// same in-process connection and interceptor chain, as the session's user.
+	// same in-process channel and interceptor chain, as the session's user.
 	con, err := console.New(console.Options{
-		Conn: inproc.Conn(), Sessions: st, Auth: auth, SessionTTL: cfg.sessionTTL,
+		Conn: local, Sessions: st, Auth: auth, SessionTTL: cfg.sessionTTL,
 		Secure: strings.HasPrefix(cfg.publicURL, "https://"), Logger: logger,
 	})
 	if err != nil {

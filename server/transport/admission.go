@@ -6,7 +6,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/tap"
 
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
@@ -40,27 +39,22 @@ var LargeRequestMethods = []string{
 type Admission struct {
 	slots   chan struct{}
 	methods map[string]bool
-	exempt  map[string]bool // peers' address networks
 }
 
 // NewAdmission returns the bound of max calls of LargeRequestMethods in
-// flight (0: DefaultMaxLargeRequests; negative: nil, no bound). Peers whose
-// address network is one of exemptNetworks skip it: the HTTP gateway's
-// in-process connection (gateway.InProcessNetwork), which bounds its
-// uploads itself.
-func NewAdmission(max int, exemptNetworks ...string) *Admission {
+// flight (0: DefaultMaxLargeRequests; negative: nil, no bound). It admits
+// native gRPC calls only: the HTTP gateway calls the services in process
+// (Local) and bounds its uploads itself.
+func NewAdmission(max int) *Admission {
 	if max == 0 {
 		max = DefaultMaxLargeRequests
 	}
 	if max < 0 {
 		return nil
 	}
-	a := &Admission{slots: make(chan struct{}, max), methods: map[string]bool{}, exempt: map[string]bool{}}
+	a := &Admission{slots: make(chan struct{}, max), methods: map[string]bool{}}
 	for _, m := range LargeRequestMethods {
 		a.methods[m] = true
-	}
-	for _, n := range exemptNetworks {
-		a.exempt[n] = true
 	}
 	return a
 }
@@ -79,9 +73,6 @@ func (a *Admission) serverOption() []grpc.ServerOption {
 // reader). Other methods pass. A nil Admission admits everything.
 func (a *Admission) Tap(ctx context.Context, info *tap.Info) (context.Context, error) {
 	if a == nil || !a.methods[info.FullMethodName] {
-		return ctx, nil
-	}
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil && a.exempt[p.Addr.Network()] {
 		return ctx, nil
 	}
 	select {

@@ -270,8 +270,9 @@ func (a *KeyAuth) permissions(ctx context.Context, org, ws, user string) ([]stri
 
 // credential reads the key: Authorization: Bearer first, then x-api-key.
 func credential(ctx context.Context) (string, bool) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if vs := md.Get(authorizationHeader); len(vs) > 0 {
+	// ValueFromIncomingContext copies one key's values, not the whole
+	// metadata (FromIncomingContext does, on every call).
+	if vs := metadata.ValueFromIncomingContext(ctx, authorizationHeader); len(vs) > 0 {
 		scheme, token, ok := strings.Cut(strings.TrimSpace(vs[0]), " ")
 		if ok && strings.EqualFold(scheme, "Bearer") {
 			return strings.TrimSpace(token), true
@@ -279,7 +280,7 @@ func credential(ctx context.Context) (string, bool) {
 		// Another scheme: present but not a key we can read.
 		return "", true
 	}
-	if vs := md.Get(apiKeyHeader); len(vs) > 0 {
+	if vs := metadata.ValueFromIncomingContext(ctx, apiKeyHeader); len(vs) > 0 {
 		return strings.TrimSpace(vs[0]), true
 	}
 	return "", false

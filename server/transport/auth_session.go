@@ -85,8 +85,8 @@ func (a *KeyAuth) KeyIdentity(ctx context.Context, value string) (store.APIKey, 
 // API key keeps that key's scope and level (and ends with the key). The
 // caller then acts as the session's user with their roles.
 func (a *KeyAuth) authenticateConsole(ctx context.Context, fullMethod string) (_ context.Context, handled bool, _ error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	secrets, tokens := md.Get(consoleSecretMetadata), md.Get(consoleSessionMetadata)
+	secrets := metadata.ValueFromIncomingContext(ctx, consoleSecretMetadata)
+	tokens := metadata.ValueFromIncomingContext(ctx, consoleSessionMetadata)
 	if len(secrets) == 0 && len(tokens) == 0 {
 		return nil, false, nil
 	}

@@ -132,8 +132,7 @@ func recovered(log *slog.Logger, requestID, method string, p any) error {
 // --- request id -----------------------------------------------------------
 
 func incomingRequestID(ctx context.Context) string {
-	md, _ := metadata.FromIncomingContext(ctx)
-	for _, id := range md.Get(RequestIDHeader) {
+	for _, id := range metadata.ValueFromIncomingContext(ctx, RequestIDHeader) {
 		if ValidRequestID(id) {
 			return id
 		}

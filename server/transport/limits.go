@@ -28,9 +28,9 @@ const (
 // before it reaches a handler.
 const MaxRequestBytes = 64 << 20
 
-// MaxResponseBytes bounds the protobuf size of a response the server sends,
-// and the gateway's in-process client accepts: anything the server can
-// build from stored data (grpc-go's own default).
+// MaxResponseBytes bounds the protobuf size of a response the server sends
+// to gRPC clients: anything the server can build from stored data
+// (grpc-go's own default).
 const MaxResponseBytes = 1<<31 - 1
 
 // MessageSizeOptions are the gRPC server's message bounds

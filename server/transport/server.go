@@ -6,8 +6,10 @@
 // service: the services live in package server and register on the
 // *grpc.Server that New returns.
 //
-// HTTP requests reach the same *grpc.Server through the gateway's in-process
-// client connection, so everything here runs for both transports.
+// HTTP requests reach the same services through Local, the in-process
+// channel NewServer makes beside the *grpc.Server: the same interceptor
+// chain, without HTTP/2 framing or protobuf encoding, so everything here
+// runs for both transports.
 package transport
 
 import (
@@ -80,6 +82,9 @@ type Options struct {
 	Health *health.Server
 	// DisableReflection leaves server reflection out.
 	DisableReflection bool
+	// Outer entries come before recovery (outermost): they see every call,
+	// even one the chain refuses (a tracer, a test's call recorder).
+	Outer []Middleware
 	// Extra entries are appended after authorization (innermost).
 	Extra []Middleware
 	// ServerOptions are passed to grpc.NewServer after the interceptors.
@@ -121,7 +126,8 @@ func Chain(opts Options) []Middleware {
 	if opts.Sizes != (store.Sizes{}) {
 		ls = newLimitSet(opts.Sizes)
 	}
-	chain := []Middleware{
+	chain := append([]Middleware{}, opts.Outer...)
+	chain = append(chain, []Middleware{
 		{Name: MiddlewareRecovery, Unary: recoveryUnary(log), Stream: recoveryStream(log)},
 		{Name: MiddlewareRequestID, Unary: requestIDUnary(), Stream: requestIDStream()},
 		{Name: MiddlewareLogging, Unary: loggingUnary(log), Stream: loggingStream(log)},
@@ -130,7 +136,7 @@ func Chain(opts Options) []Middleware {
 		{Name: MiddlewareAuth, Unary: authUnary(auth, public), Stream: authStream(auth, public)},
 		{Name: MiddlewareValidation, Unary: validationUnary(ls), Stream: validationStream(ls)},
 		authorizationMiddleware(public, opts.InsecureNoAuthorization),
-	}
+	}...)
 	return append(chain, opts.Extra...)
 }
 
@@ -187,11 +193,22 @@ func VerifyChain(chain []Middleware) error {
 // ServerOptionsFor checks chain with VerifyChain and turns its entries into
 // grpc.ServerOptions.
 func ServerOptionsFor(chain []Middleware) ([]grpc.ServerOption, error) {
-	if err := VerifyChain(chain); err != nil {
+	unary, stream, err := interceptorsOf(chain)
+	if err != nil {
 		return nil, err
 	}
-	var unary []grpc.UnaryServerInterceptor
-	var stream []grpc.StreamServerInterceptor
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(unary...),
+		grpc.ChainStreamInterceptor(stream...),
+	}, nil
+}
+
+// interceptorsOf checks chain with VerifyChain and lists its interceptors,
+// outermost first.
+func interceptorsOf(chain []Middleware) (unary []grpc.UnaryServerInterceptor, stream []grpc.StreamServerInterceptor, err error) {
+	if err := VerifyChain(chain); err != nil {
+		return nil, nil, err
+	}
 	for _, m := range chain {
 		if m.Unary != nil {
 			unary = append(unary, m.Unary)
@@ -200,26 +217,38 @@ func ServerOptionsFor(chain []Middleware) ([]grpc.ServerOption, error) {
 			stream = append(stream, m.Stream)
 		}
 	}
-	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(unary...),
-		grpc.ChainStreamInterceptor(stream...),
-	}, nil
+	return unary, stream, nil
 }
 
 // New returns a gRPC server with the interceptor chain installed and gRPC
-// health and server reflection registered. Register the Prose services on
-// it, then serve it (gateway.ListenAndServe).
-//
-// New panics if the chain fails VerifyChain: that is a programming error
-// (an Extra entry reusing a built-in name), found by the first test that
-// starts a server.
+// health and server reflection registered: NewServer(opts).GRPC, for a
+// server with no in-process callers.
 func New(opts Options) *grpc.Server {
-	chain, err := ServerOptionsFor(Chain(opts))
+	return NewServer(opts).GRPC
+}
+
+// NewServer returns a gRPC server and its in-process channel, both behind
+// the interceptor chain of opts (one chain, built and checked once), with
+// gRPC health registered on both and server reflection on the gRPC server.
+// Register the Prose services on the Server, then serve GRPC
+// (gateway.ListenAndServe) and give Local to the gateway and the console.
+//
+// NewServer panics if the chain fails VerifyChain: that is a programming
+// error (an Extra entry reusing a built-in name), found by the first test
+// that starts a server.
+func NewServer(opts Options) *Server {
+	unary, stream, err := interceptorsOf(Chain(opts))
 	if err != nil {
 		panic("transport.New: " + err.Error())
 	}
-	chain = append(chain, opts.Admission.serverOption()...)
-	s := grpc.NewServer(append(chain, opts.ServerOptions...)...)
+	grpcOpts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...)}
+	// Only native gRPC calls are admitted by Admission: Local's callers
+	// (the gateway, the console) are bounded by the gateway itself.
+	grpcOpts = append(grpcOpts, opts.Admission.serverOption()...)
+	s := &Server{
+		GRPC:  grpc.NewServer(append(grpcOpts, opts.ServerOptions...)...),
+		Local: &Local{unary: chainUnary(unary), stream: chainStream(stream), methods: map[string]localMethod{}},
+	}
 	hs := opts.Health
 	if hs == nil {
 		hs = health.NewServer()
@@ -227,7 +256,7 @@ func New(opts Options) *grpc.Server {
 	}
 	healthpb.RegisterHealthServer(s, hs)
 	if !opts.DisableReflection {
-		reflection.Register(s)
+		reflection.Register(s.GRPC)
 	}
 	return s
 }
