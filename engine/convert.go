@@ -31,6 +31,9 @@ func RunToProto(r store.Run) (*platformv1.Run, error) {
 	if r.PreviousRun != "" {
 		out.PreviousRun = "organizations/" + r.OrganizationID + "/workspaces/" + r.WorkspaceID + "/automations/" + r.AutomationID + "/runs/" + r.PreviousRun
 	}
+	if r.ParentRun != "" {
+		out.ParentRun = "organizations/" + r.OrganizationID + "/workspaces/" + r.WorkspaceID + "/automations/" + r.AutomationID + "/runs/" + r.ParentRun
+	}
 	if len(r.InvocationDetails) > 0 {
 		inv := &platformv1.InvocationDetails{}
 		if err := proto.Unmarshal(r.InvocationDetails, inv); err != nil {
@@ -42,7 +45,8 @@ func RunToProto(r store.Run) (*platformv1.Run, error) {
 	switch r.State {
 	case store.RunPending:
 		out.State.State = &platformv1.RunState_Pending{Pending: &platformv1.PendingRunState{}}
-	case store.RunExecuting:
+	case store.RunExecuting, store.RunWaiting:
+		// waiting: in progress, waiting for its child runs without a worker
 		out.State.State = &platformv1.RunState_Executing{Executing: &platformv1.ExecutingRunState{}}
 	case store.RunStopping:
 		out.State.State = &platformv1.RunState_Stopping{Stopping: &platformv1.StoppingRunState{Reason: r.Reason}}

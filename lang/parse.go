@@ -763,8 +763,28 @@ func (p *parser) procDef(l *srcLine) error {
 	if err != nil {
 		return err
 	}
-	p.procs = append(p.procs, &procDef{sig: sig, text: p.text(Span{toks[0].span.Start, toks[len(toks)-1].span.End}), body: body, span: l.span})
+	p.procs = append(p.procs, &procDef{sig: sig, text: p.text(Span{toks[0].span.Start, toks[len(toks)-1].span.End}), body: body, span: l.span,
+		def: p.definition(l)})
 	return nil
+}
+
+// definition is the text of a line and its block, from the start of the
+// line to the end of its last descendant, with the line's indentation
+// taken off every line.
+func (p *parser) definition(l *srcLine) string {
+	last := l
+	for len(last.children) > 0 {
+		last = last.children[len(last.children)-1]
+	}
+	text := p.lx.src[l.span.Start-len(l.indent) : last.span.End]
+	if l.indent == "" {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	for i, ln := range lines {
+		lines[i] = strings.TrimPrefix(ln, l.indent)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // resolveCalls matches each call against the program's procedures.

@@ -38,6 +38,11 @@ type Options struct {
 	// stops between statements (Stopped, as for a cancelled context) and is
 	// continued later with a zero Resolution.
 	Yield func() bool
+	// Runs, when set, starts the runs of `start a run` as runs of their own
+	// (the run engine's child runs) and tells when they have settled; the
+	// run then waits (Waiting) at `wait for the runs` until they have. Nil:
+	// a started run runs at once, inside this one (see lang/README.md).
+	Runs Runs
 }
 
 // Status is how a run segment ended.
@@ -55,6 +60,10 @@ const (
 	// Stopped: the context was cancelled between statements; State
 	// continues the run with a zero Resolution.
 	Stopped
+	// Waiting: `wait for the runs` found runs started through Options.Runs
+	// that have not settled. State continues the run with a zero
+	// Resolution (it waits again, or goes on when they have settled).
+	Waiting
 )
 
 func (s Status) String() string {
@@ -67,6 +76,8 @@ func (s Status) String() string {
 		return "failed"
 	case Stopped:
 		return "stopped"
+	case Waiting:
+		return "waiting"
 	}
 	return "unknown"
 }
@@ -578,6 +589,9 @@ func (m *machine) run() (res *Result) {
 			if errors.Is(err, errStop) {
 				break
 			}
+			if errors.Is(err, errWaiting) {
+				return m.wait()
+			}
 			return m.suspend(err)
 		}
 		if s.out && m.topLevel(top) {
@@ -629,6 +643,16 @@ func (m *machine) outputs() map[string]Value {
 		out[name] = v
 	}
 	return out
+}
+
+// wait ends the segment at `wait for the runs`, to be continued when the
+// runs it waits for have settled.
+func (m *machine) wait() *Result {
+	r := m.pause()
+	if r.Status == Stopped {
+		r.Status = Waiting
+	}
+	return r
 }
 
 func (m *machine) pause() *Result {
