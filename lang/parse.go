@@ -116,6 +116,9 @@ type parser struct {
 	blocks []*block
 	procs  []*procDef
 	calls  []*stmt
+	// badArgs holds the error of each line whose argument block did not
+	// parse (see buildCall).
+	badArgs map[*srcLine]error
 }
 
 func (p *parser) errAt(sp Span, format string, args ...any) *SyntaxError {
@@ -715,8 +718,20 @@ func (p *parser) buildCall(l *srcLine) (*callStmt, error) {
 		}
 	}
 	if len(l.children) > 0 {
+		// A block that did not parse is not parsed again: a line whose
+		// keyword form failed is read again as a call (keywordCall), and
+		// re-parsing its block at each level of a nest of such lines took
+		// time exponential in the depth (FuzzParse: 22 nested `get the x
+		// with` lines took 26 s).
+		if err, ok := p.badArgs[l]; ok {
+			return nil, err
+		}
 		args, err := p.block(l.children, false)
 		if err != nil {
+			if p.badArgs == nil {
+				p.badArgs = map[*srcLine]error{}
+			}
+			p.badArgs[l] = err
 			return nil, err
 		}
 		c.args = args
