@@ -407,9 +407,25 @@ func (m *machine) propSlot(slot int) int {
 	return m.syms.slot(m.syms.name(slot) + " 's")
 }
 
-// property reads a property kept beside the value of a fact.
-func (m *machine) property(e *refExpr, key string) (Value, bool) {
-	slot, ok := m.syms.lookup(e.name + " 's")
+// propName is the name of the hidden fact that holds the properties of
+// the value at the fact of ref with its first i fields, when that value is
+// no dictionary: "first field 's" beside `the first field`, "invoice 's
+// total 's" beside `the invoice's total`. It cannot be written in a program.
+func propName(ref *refExpr, i int) string {
+	var b strings.Builder
+	b.WriteString(ref.name)
+	for _, f := range ref.fields[:i] {
+		b.WriteString(" 's ")
+		b.WriteString(f)
+	}
+	b.WriteString(" 's")
+	return b.String()
+}
+
+// property reads a property kept beside the value at the fact of e with its
+// first i fields.
+func (m *machine) property(e *refExpr, i int, key string) (Value, bool) {
+	slot, ok := m.syms.lookup(propName(e, i))
 	if !ok {
 		return Value{}, false
 	}
@@ -465,19 +481,28 @@ func (m *machine) setPath(ref *refExpr, n int, v Value, local bool) error {
 		base = DictValue(NewDictionary())
 		s.set(slot, base)
 	}
-	if base.k != KindDictionary {
-		// a fact with a value that is no dictionary keeps its properties
-		// beside the value
-		ps := s.get(m.propSlot(slot))
-		if ps.k != KindDictionary {
-			ps = DictValue(NewDictionary())
-			s.set(m.propSlot(slot), ps)
+	props := func(i int) Value {
+		// a value that is no dictionary keeps its properties beside it
+		ps := m.syms.slot(propName(ref, i))
+		if i == 0 {
+			ps = m.propSlot(slot)
 		}
-		base = ps
+		v := s.get(ps)
+		if v.k != KindDictionary {
+			v = DictValue(NewDictionary())
+			s.set(ps, v)
+		}
+		return v
+	}
+	if base.k != KindDictionary {
+		base = props(0)
 	}
 	for i := 0; i < n; i++ {
 		if base.k != KindDictionary {
-			return userErr("Could not set %s: %s is %s, not a dictionary", ref.prefix(n), ref.prefix(i), base.k.article())
+			if base.k == kindUnset {
+				return userErr("Could not set %s: %s has no value", ref.prefix(n), ref.prefix(i))
+			}
+			base = props(i)
 		}
 		d := base.AsDictionary()
 		key := ref.fields[i]
