@@ -2,7 +2,6 @@ package engine_test
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -211,7 +210,6 @@ the output second is the second run's result
 // call waits for the gate or for its context.
 type gateBooks struct {
 	calls atomic.Int32
-	once  sync.Once
 	gate  chan struct{}
 }
 
