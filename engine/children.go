@@ -59,7 +59,7 @@ func (c *childRuns) Start(ctx context.Context, req lang.RunRequest) (string, err
 	if r.ParentRun != p.ID {
 		return "", fmt.Errorf("request id of the child run is taken by run %s", r.ID)
 	}
-	c.e.Wake()
+	c.e.announce(c.ctx) // any replica may run it
 	return RunName(r), nil
 }
 
