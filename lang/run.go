@@ -507,6 +507,18 @@ func (m *machine) setPath(ref *refExpr, n int, v Value, local bool) error {
 		d := base.AsDictionary()
 		key := ref.fields[i]
 		j, ok := d.findField(key)
+		if !ok && i < n-1 {
+			// `the document's first address's city`: through an item of
+			// the list field `addresses`, as reading goes (the last name
+			// of a path is always a field of its own: see README)
+			if x, isOrd, err := ordinalField(base, key); isOrd {
+				if err != nil {
+					return err
+				}
+				base = x
+				continue
+			}
+		}
 		if !ok {
 			if err := m.itemsOK(int64(d.Len())+1, KindDictionary); err != nil {
 				return err
