@@ -36,7 +36,8 @@ type RunServiceClient interface {
 	// Lists the runs of an automation, newest first. Filter fields: create_time, state.
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
 	// Pauses a run with a reason: an executing run goes to stopping and then
-	// stopped; a pending run or one awaiting guidance goes straight to stopped.
+	// stopped; a pending run, one awaiting guidance or one waiting for its
+	// child runs goes straight to stopped.
 	PauseRun(ctx context.Context, in *PauseRunRequest, opts ...grpc.CallOption) (*Run, error)
 	// Continues a stopped run where it stopped.
 	ContinueRun(ctx context.Context, in *ContinueRunRequest, opts ...grpc.CallOption) (*Run, error)
@@ -101,7 +102,8 @@ type RunServiceServer interface {
 	// Lists the runs of an automation, newest first. Filter fields: create_time, state.
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
 	// Pauses a run with a reason: an executing run goes to stopping and then
-	// stopped; a pending run or one awaiting guidance goes straight to stopped.
+	// stopped; a pending run, one awaiting guidance or one waiting for its
+	// child runs goes straight to stopped.
 	PauseRun(context.Context, *PauseRunRequest) (*Run, error)
 	// Continues a stopped run where it stopped.
 	ContinueRun(context.Context, *ContinueRunRequest) (*Run, error)
