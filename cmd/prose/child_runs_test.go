@@ -106,4 +106,3 @@ func TestChildRunsThroughTheAPI(t *testing.T) {
 		t.Errorf("gRPC v1 state %v %v", err, g["state"])
 	}
 }
-
