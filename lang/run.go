@@ -515,8 +515,11 @@ func (m *machine) setPath(ref *refExpr, n int, v Value, local bool) error {
 				if err != nil {
 					return err
 				}
-				base = x
-				continue
+				if x.k != KindNull {
+					base = x
+					continue
+				}
+				// a null item: a field of that name, as before
 			}
 		}
 		if !ok {
