@@ -117,8 +117,10 @@ type JournalEntry struct {
 
 // ListRunsRequest lists runs.
 //
-// Filter fields (store.Filter): state (a RunState; = !=), create_time (a
-// time; all six comparisons).
+// Filter fields (store.Filter): state (a RunState; = !=; executing also
+// selects waiting runs), create_time (a time; all six comparisons),
+// parent_run (a run id; = !=), and organization, workspace, automation
+// (ids; what a parent_run resource name sets).
 type ListRunsRequest struct {
 	OrganizationID string
 	WorkspaceID    string

@@ -91,6 +91,15 @@ func TestChildRunsThroughTheAPI(t *testing.T) {
 		t.Errorf("state = EXECUTING lists %v, want the waiting parent", f["runs"])
 	}
 
+	// parent_run filters: by name, by id, and the runs no run started.
+	for filter, want := range map[string]int{`parent_run = "` + parentName + `"`: 2, `parent_run = "` + parent + `"`: 2, `parent_run = ""`: 1} {
+		f := e.api(t, "GET", e.automationsPath()+"/"+a.id+"/runs?filter="+url.QueryEscape(filter), "", 200)
+		if rs, _ := f["runs"].([]any); len(rs) != want {
+			t.Errorf("%s lists %d runs, want %d", filter, len(rs), want)
+		}
+	}
+	e.api(t, "GET", e.automationsPath()+"/"+a.id+"/runs?filter="+url.QueryEscape(`parent_run = "runs/x/y"`), "", 400)
+
 	// Guide the child: the parent completes with both results.
 	excPath := "/api/v1/organizations/" + e.init.orgID + "/workspaces/" + e.init.workspaceID + "/exceptions/"
 	e.api(t, "POST", excPath+exc+":resolve", `{"provide_values":{"values":{"the approval":{"text":"yes"}}}}`, 200)

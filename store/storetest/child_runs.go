@@ -49,6 +49,22 @@ func testChildRuns(t *testing.T, open Opener) {
 		if len(page.Items) != 2 {
 			t.Fatalf("state != executing lists %d runs, want the 2 children", len(page.Items))
 		}
+		// The children by their parent; the runs no run started.
+		for _, tc := range []struct {
+			f    store.Filter
+			want int
+		}{
+			{store.Cond{Field: "parent_run", Op: store.OpEq, Value: parent.ID}, 2},
+			{store.Cond{Field: "parent_run", Op: store.OpEq, Value: ""}, 1},
+			{store.Cond{Field: "parent_run", Op: store.OpNe, Value: parent.ID}, 1},
+			{store.And{store.Cond{Field: "automation", Op: store.OpEq, Value: a.ID}, store.Cond{Field: "parent_run", Op: store.OpEq, Value: parent.ID}}, 2},
+			{store.And{store.Cond{Field: "automation", Op: store.OpEq, Value: "other"}, store.Cond{Field: "parent_run", Op: store.OpEq, Value: parent.ID}}, 0},
+		} {
+			page := of(s.st.ListRuns(s.ctx, store.ListRunsRequest{OrganizationID: "acme", WorkspaceID: "ops", AutomationID: "-", Filter: tc.f})).must(t)
+			if len(page.Items) != tc.want {
+				t.Errorf("filter %v lists %d runs, want %d", tc.f, len(page.Items), tc.want)
+			}
+		}
 		// Workers get the children, never the waiting parent.
 		got := of(s.st.ClaimRuns(s.ctx, "w", 10, s.clock.Peek().Add(time.Hour))).must(t)
 		if len(got) != 2 || got[0].ParentRun != parent.ID || got[1].ParentRun != parent.ID {

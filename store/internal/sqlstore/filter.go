@@ -315,6 +315,11 @@ var automationFields = fields{
 var runFields = fields{
 	"state":       {col: "r.state", render: runState},
 	"create_time": {col: "r.create_time", time: true},
+	"parent_run":  {col: "r.parent_run"},
+	// set by resource names (see sqlfilter.NameFields)
+	"organization": {col: "r.organization_id"},
+	"workspace":    {col: "r.workspace_id"},
+	"automation":   {col: "r.automation_id"},
 }
 
 var eventFields = fields{

@@ -33,7 +33,8 @@ const (
 type RunServiceClient interface {
 	// Gets one run.
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*Run, error)
-	// Lists the runs of an automation, newest first. Filter fields: create_time, state.
+	// Lists the runs of an automation, newest first. Filter fields: create_time,
+	// state, parent_run (the child runs of a run; "" for runs no run started).
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
 	// Pauses a run with a reason: an executing run goes to stopping and then
 	// stopped; a pending run, one awaiting guidance or one waiting for its
@@ -99,7 +100,8 @@ func (c *runServiceClient) ContinueRun(ctx context.Context, in *ContinueRunReque
 type RunServiceServer interface {
 	// Gets one run.
 	GetRun(context.Context, *GetRunRequest) (*Run, error)
-	// Lists the runs of an automation, newest first. Filter fields: create_time, state.
+	// Lists the runs of an automation, newest first. Filter fields: create_time,
+	// state, parent_run (the child runs of a run; "" for runs no run started).
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
 	// Pauses a run with a reason: an executing run goes to stopping and then
 	// stopped; a pending run, one awaiting guidance or one waiting for its
