@@ -304,3 +304,65 @@ func protoPlain(p *platformv1.Value) (string, error) {
 	b, err := lang.AppendPlain(nil, v)
 	return string(b), err
 }
+
+// hangingCheckpoints is a store whose SaveProgress hangs (until its context
+// ends) once armed: a worker dies between making a child run and saving
+// the checkpoint that journals it.
+type hangingCheckpoints struct {
+	store.Store
+	armed atomic.Bool
+	hung  chan struct{}
+}
+
+func (h *hangingCheckpoints) SaveProgress(ctx context.Context, owner, runID string, p store.Progress) error {
+	if h.armed.CompareAndSwap(true, false) {
+		close(h.hung)
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	return h.Store.SaveProgress(ctx, owner, runID, p)
+}
+
+// A parent that dies after starting a child but before its checkpoint
+// starts that child again when recovered: it gets the same child back (the
+// child's request id is the parent's journal position), not a second one.
+func TestChildRunStartedOnceAcrossCrash(t *testing.T) {
+	for _, backend := range []string{"sqlite", "postgres"} {
+		t.Run(backend, func(t *testing.T) {
+			ctx := context.Background()
+			var skew atomic.Int64
+			base := openBackend(t, backend, store.WithClock(func() time.Time { return time.Now().Add(time.Duration(skew.Load())) }))
+			st := &hangingCheckpoints{Store: base, hung: make(chan struct{})}
+			st.armed.Store(true)
+			e := newEnvOn(t, st, engine.Options{Workers: 1, LeaseDuration: time.Minute})
+			a := e.automation(t, taxProgram)
+			runCtx, crash := context.WithCancel(ctx)
+			stopped := make(chan struct{})
+			go func() { _ = e.eng.Run(runCtx, time.Second); close(stopped) }()
+			r, _, err := e.eng.Invoke(ctx, engine.InvokeRequest{OrganizationID: e.org, WorkspaceID: e.ws, AutomationID: a.ID, Stage: store.StageDraft})
+			if err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-st.hung: // the first child exists; its checkpoint hangs
+			case <-time.After(30 * time.Second):
+				t.Fatal("no checkpoint was saved")
+			}
+			if n := len(children(t, base, e.org, e.ws, a.ID, r.ID)); n != 1 {
+				t.Fatalf("%d children at the crash, want 1", n)
+			}
+			crash()
+			<-stopped
+			skew.Store(int64(2 * time.Minute)) // the lease expires
+			e2 := &env{st: base, eng: engine.New(base, engine.Options{Workers: 1}), org: e.org, ws: e.ws}
+			e2.start(t)
+			done := e2.waitFor(t, a, r.ID, store.RunCompleted)
+			if got := outputText(t, done, "output first"); got != "40.0" {
+				t.Errorf("output first = %s", got)
+			}
+			if n := len(children(t, base, e.org, e.ws, a.ID, r.ID)); n != 2 {
+				t.Errorf("%d child runs, want 2 (the first one started once)", n)
+			}
+		})
+	}
+}
