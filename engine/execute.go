@@ -71,7 +71,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 	if r.Step >= len(steps.GetSteps()) {
 		// Paused as its last step completed: the store kept the outputs
 		// (see store.Runs.FinishRun); continuing completes it.
-		return e.finish(ctx, r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: r.Outputs, Step: r.Step})
+		return e.finishRun(ctx, r, store.RunOutcome{State: store.RunCompleted, Outputs: r.Outputs, Step: r.Step})
 	}
 	// soft is the interpreter's context: a pause cancels it, not ctx.
 	soft := f.soft
@@ -93,7 +93,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if errors.As(perr, &se) {
 				desc, loc = se.Msg, store.Location{Start: int64(se.Span.Start), End: int64(se.Span.End)}
 			}
-			return e.finish(ctx, r.ID, store.RunOutcome{
+			return e.finishRun(ctx, r, store.RunOutcome{
 				State: store.RunFailed, ErrorID: store.NewID(), Description: "Could not parse step " + strconv.Itoa(step+1) + ": " + desc, Location: loc,
 			})
 		}
@@ -104,6 +104,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			Books:  bk,
 			Limits: e.opts.Limits,
 			Yield:  func() bool { return e.yield(f, start) },
+			Runs:   &childRuns{e: e, parent: r, step: step, ctx: ctx},
 			Checkpoint: func(state []byte) error {
 				return e.st.SaveProgress(ctx, e.opts.Owner, r.ID, store.Progress{
 					Step: step, StepInputs: inBytes, Checkpoint: state, Journal: bk.flush(),
@@ -145,7 +146,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				}
 				// Step is past the last one: if the run is being paused, the
 				// store keeps it stopped there with its outputs.
-				return e.finish(ctx, r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: b, Step: step + 1})
+				return e.finishRun(ctx, r, store.RunOutcome{State: store.RunCompleted, Outputs: b, Step: step + 1})
 			}
 			if stepInputs, err = encodeValues(out); err != nil {
 				return err
@@ -172,9 +173,19 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				Checkpoint: res.State, Step: step, StepInputs: inBytes,
 			})
 			return err
+		case lang.Waiting:
+			// Waits for its child runs without a worker: waiting, or
+			// pending at once when they have all settled meanwhile.
+			w, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
+				State: store.RunWaiting, Checkpoint: res.State, Step: step, StepInputs: inBytes,
+			})
+			if err == nil && w.State == store.RunPending {
+				e.Wake()
+			}
+			return err
 		case lang.Failed:
 			fl := res.Failure
-			return e.finish(ctx, r.ID, store.RunOutcome{
+			return e.finishRun(ctx, r, store.RunOutcome{
 				State: store.RunFailed, ErrorID: store.NewID(), Description: fl.Description,
 				Location: store.Location{Start: int64(fl.Span.Start), End: int64(fl.Span.End)},
 			})
@@ -400,4 +411,18 @@ func (c *programCache) parse(code string) (*lang.Program, error) {
 	c.progs[code] = &progEntry{prog: prog, err: err}
 	c.mu.Unlock()
 	return prog, err
+}
+
+// finishRun finishes a run that completed or failed. A child run finishes
+// at once (not in a batch), so that its parent, waiting for it, is woken in
+// the same call (see store.Runs.FinishRun).
+func (e *Engine) finishRun(ctx context.Context, r store.Run, o store.RunOutcome) error {
+	if r.ParentRun == "" {
+		return e.finish(ctx, r.ID, o)
+	}
+	_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, o)
+	if err == nil {
+		e.Wake()
+	}
+	return err
 }

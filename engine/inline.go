@@ -50,6 +50,19 @@ func (b *inlineBooks) Call(context.Context, lang.BookProcedure, map[string]lang.
 	return nil, errInline
 }
 
+// Start and Settled make a run that starts child runs leave the inline
+// execution: its children are runs of the store (childRuns), made by a
+// worker.
+func (b *inlineBooks) Start(context.Context, lang.RunRequest) (string, error) {
+	b.touched.Store(true)
+	return "", errInline
+}
+
+func (b *inlineBooks) Settled(context.Context, []string) ([]lang.RunOutcome, bool, error) {
+	b.touched.Store(true)
+	return nil, false, errInline
+}
+
 // inlineSlot takes a free worker slot for an inline execution: the engine
 // runs (Run), executes fewer runs than it has workers, and no run waits for
 // a worker (contended). release gives it back.
@@ -92,6 +105,7 @@ func (e *Engine) executeInline(ctx context.Context, r store.Run, code string) (s
 	res := lang.Start(wctx, prog, inputs, lang.Options{
 		Clock:      e.opts.Clock,
 		Books:      books,
+		Runs:       books,
 		Limits:     e.opts.Limits,
 		Checkpoint: func([]byte) error { books.touched.Store(true); return errInline },
 	})

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pressly/goose/v3"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/proserun/prose/engine"
@@ -23,11 +24,18 @@ import (
 func TestRowsOfVersion13ReadBack(t *testing.T) {
 	type backend struct {
 		migrateTo func(ctx context.Context, version int64) error
+		apply     func(ctx context.Context, version int64, up bool) error
 		open      func(ctx context.Context, opts ...store.Option) (store.Store, error)
 	}
 	run := func(t *testing.T, b backend) {
 		ctx := context.Background()
-		if err := b.migrateTo(ctx, 13); err != nil {
+		// The rows are written by today's store code, which writes the
+		// columns later migrations add: the schema is the latest with 00014
+		// taken down, as if the rows were written before it.
+		if err := b.migrateTo(ctx, goose.MaxVersion); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.apply(ctx, 14, false); err != nil {
 			t.Fatal(err)
 		}
 		old, err := b.open(ctx, store.WithoutMigrations())
@@ -97,7 +105,10 @@ func TestRowsOfVersion13ReadBack(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		// Migrate and read back.
+		// Migrate (00014 up) and read back.
+		if err := b.apply(ctx, 14, true); err != nil {
+			t.Fatal(err)
+		}
 		st, err := b.open(ctx)
 		if err != nil {
 			t.Fatal(err)
@@ -143,6 +154,7 @@ func TestRowsOfVersion13ReadBack(t *testing.T) {
 		dir := t.TempDir()
 		run(t, backend{
 			migrateTo: func(ctx context.Context, v int64) error { return sqlite.MigrateTo(ctx, dir, v) },
+			apply:     func(ctx context.Context, v int64, up bool) error { return sqlite.ApplyMigration(ctx, dir, v, up) },
 			open: func(ctx context.Context, opts ...store.Option) (store.Store, error) {
 				return sqlite.Open(ctx, dir, opts...)
 			},
@@ -152,6 +164,7 @@ func TestRowsOfVersion13ReadBack(t *testing.T) {
 		url := tempPostgres(t)
 		run(t, backend{
 			migrateTo: func(ctx context.Context, v int64) error { return postgres.MigrateTo(ctx, url, v) },
+			apply:     func(ctx context.Context, v int64, up bool) error { return postgres.ApplyMigration(ctx, url, v, up) },
 			open: func(ctx context.Context, opts ...store.Option) (store.Store, error) {
 				return postgres.Open(ctx, url, opts...)
 			},

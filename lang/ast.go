@@ -98,6 +98,9 @@ type procDef struct {
 	text string
 	body *block
 	span Span
+	// def is the procedure's whole definition as written (its header and
+	// block, unindented): what a child run of it executes.
+	def string
 }
 
 // sigElem is a word of a signature, or an input noun (a/an NOUN).

@@ -206,10 +206,19 @@ func (m *machine) srcOf(s *stmt) string {
 }
 
 func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sentence string) (map[string]Value, error) {
+	return m.journaled(proc.key(), func(ctx context.Context) (map[string]Value, error) {
+		return m.opts.Books.Call(ctx, proc, inputs)
+	}, sentence)
+}
+
+// journaled makes an observation that a replay must not make again (a book
+// call, a run started): the journal's entry when the run already made it,
+// else do's outputs, journaled under key and checkpointed.
+func (m *machine) journaled(key string, do func(ctx context.Context) (map[string]Value, error), sentence string) (map[string]Value, error) {
 	if m.cursor < len(m.journal) {
 		e := m.journal[m.cursor]
-		if e.kind != "book" || e.proc != proc.key() {
-			return nil, internalErr("the journal holds %s where the run calls %s", e.proc, proc.key())
+		if e.kind != "book" || e.proc != key {
+			return nil, internalErr("the journal holds %s where the run calls %s", e.proc, key)
 		}
 		m.cursor++
 		return e.outputs, nil
@@ -217,7 +226,7 @@ func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sen
 	if err := m.journalOK(); err != nil {
 		return nil, err
 	}
-	outputs, err := m.opts.Books.Call(context.WithValue(m.ctx, journalIndexKey{}, len(m.journal)), proc, inputs)
+	outputs, err := do(context.WithValue(m.ctx, journalIndexKey{}, len(m.journal)))
 	if err != nil {
 		return nil, userErr("Could not %s: %v", sentence, err)
 	}
@@ -227,7 +236,7 @@ func (m *machine) callJournaled(proc BookProcedure, inputs map[string]Value, sen
 			clean[FactName(k)] = v
 		}
 	}
-	entry := journalEntry{kind: "book", proc: proc.key(), outputs: clean}
+	entry := journalEntry{kind: "book", proc: key, outputs: clean}
 	m.journal = append(m.journal, entry)
 	m.journalBytes += journalSize(entry)
 	m.cursor++

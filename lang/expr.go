@@ -53,8 +53,8 @@ func (e *refExpr) walk(m *machine, v Value, n int) (Value, error) {
 	for i := 0; i < n; i++ {
 		key := e.fields[i]
 		found := false
-		if i == 0 && v.k != KindDictionary && v.k != KindNull {
-			if p, ok := m.property(e, key); ok {
+		if v.k != KindDictionary && v.k != KindNull {
+			if p, ok := m.property(e, i, key); ok {
 				v = p
 				continue
 			}
@@ -78,9 +78,8 @@ func (e *refExpr) walk(m *machine, v Value, n int) (Value, error) {
 					return Value{}, err
 				}
 				v, found = x, true
-			} else if i > 0 {
-				return Value{}, userErr("Could not read %q of %s: it is %s", key, e.prefix(i), v.k.article())
 			}
+			// else a property of the text, not set yet
 		case KindNull:
 		case KindTable:
 			for _, c := range v.AsTable().Columns {
@@ -101,10 +100,7 @@ func (e *refExpr) walk(m *machine, v Value, n int) (Value, error) {
 				v, found = Text(f.URL), true
 			}
 		default:
-			if i > 0 {
-				return Value{}, userErr("Could not read %q of %s: it is %s", key, e.prefix(i), v.k.article())
-			}
-			// a property of a fact whose value is no dictionary, not set yet
+			// a property of a value that is no dictionary, not set yet
 		}
 		if !found {
 			var err error

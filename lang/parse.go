@@ -116,6 +116,9 @@ type parser struct {
 	blocks []*block
 	procs  []*procDef
 	calls  []*stmt
+	// badArgs holds the error of each line whose argument block did not
+	// parse (see buildCall).
+	badArgs map[*srcLine]error
 }
 
 func (p *parser) errAt(sp Span, format string, args ...any) *SyntaxError {
@@ -715,8 +718,20 @@ func (p *parser) buildCall(l *srcLine) (*callStmt, error) {
 		}
 	}
 	if len(l.children) > 0 {
+		// A block that did not parse is not parsed again: a line whose
+		// keyword form failed is read again as a call (keywordCall), and
+		// re-parsing its block at each level of a nest of such lines took
+		// time exponential in the depth (FuzzParse: 22 nested `get the x
+		// with` lines took 26 s).
+		if err, ok := p.badArgs[l]; ok {
+			return nil, err
+		}
 		args, err := p.block(l.children, false)
 		if err != nil {
+			if p.badArgs == nil {
+				p.badArgs = map[*srcLine]error{}
+			}
+			p.badArgs[l] = err
 			return nil, err
 		}
 		c.args = args
@@ -763,8 +778,28 @@ func (p *parser) procDef(l *srcLine) error {
 	if err != nil {
 		return err
 	}
-	p.procs = append(p.procs, &procDef{sig: sig, text: p.text(Span{toks[0].span.Start, toks[len(toks)-1].span.End}), body: body, span: l.span})
+	p.procs = append(p.procs, &procDef{sig: sig, text: p.text(Span{toks[0].span.Start, toks[len(toks)-1].span.End}), body: body, span: l.span,
+		def: p.definition(l)})
 	return nil
+}
+
+// definition is the text of a line and its block, from the start of the
+// line to the end of its last descendant, with the line's indentation
+// taken off every line.
+func (p *parser) definition(l *srcLine) string {
+	last := l
+	for len(last.children) > 0 {
+		last = last.children[len(last.children)-1]
+	}
+	text := p.lx.src[l.span.Start-len(l.indent) : last.span.End]
+	if l.indent == "" {
+		return text
+	}
+	lines := strings.Split(text, "\n")
+	for i, ln := range lines {
+		lines[i] = strings.TrimPrefix(ln, l.indent)
+	}
+	return strings.Join(lines, "\n")
 }
 
 // resolveCalls matches each call against the program's procedures.

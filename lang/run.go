@@ -38,6 +38,11 @@ type Options struct {
 	// stops between statements (Stopped, as for a cancelled context) and is
 	// continued later with a zero Resolution.
 	Yield func() bool
+	// Runs, when set, starts the runs of `start a run` as runs of their own
+	// (the run engine's child runs) and tells when they have settled; the
+	// run then waits (Waiting) at `wait for the runs` until they have. Nil:
+	// a started run runs at once, inside this one (see lang/README.md).
+	Runs Runs
 }
 
 // Status is how a run segment ended.
@@ -55,6 +60,10 @@ const (
 	// Stopped: the context was cancelled between statements; State
 	// continues the run with a zero Resolution.
 	Stopped
+	// Waiting: `wait for the runs` found runs started through Options.Runs
+	// that have not settled. State continues the run with a zero
+	// Resolution (it waits again, or goes on when they have settled).
+	Waiting
 )
 
 func (s Status) String() string {
@@ -67,6 +76,8 @@ func (s Status) String() string {
 		return "failed"
 	case Stopped:
 		return "stopped"
+	case Waiting:
+		return "waiting"
 	}
 	return "unknown"
 }
@@ -396,9 +407,25 @@ func (m *machine) propSlot(slot int) int {
 	return m.syms.slot(m.syms.name(slot) + " 's")
 }
 
-// property reads a property kept beside the value of a fact.
-func (m *machine) property(e *refExpr, key string) (Value, bool) {
-	slot, ok := m.syms.lookup(e.name + " 's")
+// propName is the name of the hidden fact that holds the properties of
+// the value at the fact of ref with its first i fields, when that value is
+// no dictionary: "first field 's" beside `the first field`, "invoice 's
+// total 's" beside `the invoice's total`. It cannot be written in a program.
+func propName(ref *refExpr, i int) string {
+	var b strings.Builder
+	b.WriteString(ref.name)
+	for _, f := range ref.fields[:i] {
+		b.WriteString(" 's ")
+		b.WriteString(f)
+	}
+	b.WriteString(" 's")
+	return b.String()
+}
+
+// property reads a property kept beside the value at the fact of e with its
+// first i fields.
+func (m *machine) property(e *refExpr, i int, key string) (Value, bool) {
+	slot, ok := m.syms.lookup(propName(e, i))
 	if !ok {
 		return Value{}, false
 	}
@@ -454,23 +481,47 @@ func (m *machine) setPath(ref *refExpr, n int, v Value, local bool) error {
 		base = DictValue(NewDictionary())
 		s.set(slot, base)
 	}
-	if base.k != KindDictionary {
-		// a fact with a value that is no dictionary keeps its properties
-		// beside the value
-		ps := s.get(m.propSlot(slot))
-		if ps.k != KindDictionary {
-			ps = DictValue(NewDictionary())
-			s.set(m.propSlot(slot), ps)
+	props := func(i int) Value {
+		// a value that is no dictionary keeps its properties beside it
+		ps := m.syms.slot(propName(ref, i))
+		if i == 0 {
+			ps = m.propSlot(slot)
 		}
-		base = ps
+		v := s.get(ps)
+		if v.k != KindDictionary {
+			v = DictValue(NewDictionary())
+			s.set(ps, v)
+		}
+		return v
+	}
+	if base.k != KindDictionary {
+		base = props(0)
 	}
 	for i := 0; i < n; i++ {
 		if base.k != KindDictionary {
-			return userErr("Could not set %s: %s is %s, not a dictionary", ref.prefix(n), ref.prefix(i), base.k.article())
+			if base.k == kindUnset {
+				return userErr("Could not set %s: %s has no value", ref.prefix(n), ref.prefix(i))
+			}
+			base = props(i)
 		}
 		d := base.AsDictionary()
 		key := ref.fields[i]
 		j, ok := d.findField(key)
+		if !ok && i < n-1 {
+			// `the document's first address's city`: through an item of
+			// the list field `addresses`, as reading goes (the last name
+			// of a path is always a field of its own: see README)
+			if x, isOrd, err := ordinalField(base, key); isOrd {
+				if err != nil {
+					return err
+				}
+				if x.k != KindNull {
+					base = x
+					continue
+				}
+				// a null item: a field of that name, as before
+			}
+		}
 		if !ok {
 			if err := m.itemsOK(int64(d.Len())+1, KindDictionary); err != nil {
 				return err
@@ -578,6 +629,9 @@ func (m *machine) run() (res *Result) {
 			if errors.Is(err, errStop) {
 				break
 			}
+			if errors.Is(err, errWaiting) {
+				return m.wait()
+			}
 			return m.suspend(err)
 		}
 		if s.out && m.topLevel(top) {
@@ -629,6 +683,16 @@ func (m *machine) outputs() map[string]Value {
 		out[name] = v
 	}
 	return out
+}
+
+// wait ends the segment at `wait for the runs`, to be continued when the
+// runs it waits for have settled.
+func (m *machine) wait() *Result {
+	r := m.pause()
+	if r.Status == Stopped {
+		r.Status = Waiting
+	}
+	return r
 }
 
 func (m *machine) pause() *Result {

@@ -1,6 +1,11 @@
 package lang
 
-import "strings"
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+)
 
 // Parallel runs, as the language reads them:
 //
@@ -19,6 +24,53 @@ import "strings"
 // starts it, so that `wait for the runs` finds every run completed; the
 // result is the same as if the runs had gone on side by side, since each
 // has its own facts.
+//
+// With Options.Runs (the run engine), `start a run` starts a run of its own
+// instead (a child run, durable like any other) and the record holds its
+// name under `run`; `wait for the runs` ends the segment (Waiting) until
+// every started run has settled, then fills in each record's status and
+// result (or error).
+
+// Runs starts child runs and reads their outcomes (see Options.Runs).
+type Runs interface {
+	// Start starts a run of req and returns its name. It is called at most
+	// once per journal position (see JournalIndex, which ctx carries): a run
+	// recovered before its checkpoint calls it again with the same
+	// position, and it must then return the same run.
+	Start(ctx context.Context, req RunRequest) (string, error)
+	// Settled returns the outcomes of the named runs (in their order) when
+	// every one of them has settled, and settled false (no outcomes) while
+	// one has not. An error raises an internal_error exception at `wait for
+	// the runs` (a retry asks again).
+	Settled(ctx context.Context, names []string) (outcomes []RunOutcome, settled bool, err error)
+}
+
+// RunRequest is a run started by `start a run`.
+type RunRequest struct {
+	// Procedure is the sentence the run calls ("compute the tax of the
+	// amount").
+	Procedure string
+	// Code is a program that runs it on its own: the program's procedure
+	// definitions, the call with its inputs, and `the output is the above`
+	// (so the run's output `output` is the procedure's result).
+	Code string
+	// Inputs are the facts of the block, by name without "the"
+	// ("amount"); the code reads them as its inputs.
+	Inputs map[string]Value
+}
+
+// RunOutcome is how a started run settled.
+type RunOutcome struct {
+	// Status is "completed" or "failed".
+	Status string
+	// Result is the procedure's result (completed).
+	Result Value
+	// Error says why it failed (failed).
+	Error string
+}
+
+// errWaiting ends a segment at `wait for the runs` (see machine.wait).
+var errWaiting = errors.New("waiting for runs")
 
 // startRun runs the procedure of a `start a run` block, whose facts are the
 // current (argument) scope.
@@ -82,6 +134,19 @@ func (m *machine) startRun(s *stmt) error {
 	if err != nil {
 		return err
 	}
+	if m.opts.Runs != nil {
+		name, err := m.startChild(sentence, inputs)
+		if err != nil {
+			return err
+		}
+		rec.SetText("run", Text(name))
+		l := runs.AsList()
+		l.Items = append(l.Items, DictValue(rec))
+		m.pop()
+		m.cur.set(aboveSlot, l.Items[len(l.Items)-1])
+		m.frames[len(m.frames)-1].pc++
+		return nil
+	}
 	l := runs.AsList()
 	l.Items = append(l.Items, DictValue(rec))
 	if call.call.proc != nil {
@@ -95,6 +160,50 @@ func (m *machine) startRun(s *stmt) error {
 		l.Items = l.Items[:len(l.Items)-1]
 	}
 	return err
+}
+
+// startChild starts a run of its own through Options.Runs, journaled like
+// a book call: a replay takes the run's name from the journal.
+func (m *machine) startChild(sentence string, inputs *Dictionary) (string, error) {
+	names := make([]string, 0, inputs.Len())
+	in := make(map[string]Value, inputs.Len())
+	for i, k := range inputs.keys {
+		n := k.s
+		names = append(names, n)
+		in[n] = inputs.vals[i]
+	}
+	sort.Strings(names)
+	var code strings.Builder
+	for _, p := range m.prog.procs {
+		code.WriteString(p.def)
+		code.WriteString("\n")
+	}
+	code.WriteString(sentence)
+	if len(names) > 0 {
+		code.WriteString(" with\n")
+		for _, n := range names {
+			code.WriteString("  the " + n + "\n")
+		}
+	} else {
+		code.WriteString("\n")
+	}
+	code.WriteString("the output is the above\n")
+	req := RunRequest{Procedure: sentence, Code: code.String(), Inputs: in}
+	out, err := m.journaled("prose/start a run", func(ctx context.Context) (map[string]Value, error) {
+		name, err := m.opts.Runs.Start(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		return map[string]Value{"run": Text(name)}, nil
+	}, "start a run of "+sentence)
+	if err != nil {
+		return "", err
+	}
+	v := out["run"]
+	if v.k != KindText || v.s == "" {
+		return "", internalErr("the journal holds no run where the run starts one")
+	}
+	return v.s, nil
 }
 
 // runsList is the list fact `the runs` of a scope, made when there is none.
@@ -154,8 +263,10 @@ func (m *machine) finishRun(f *frame, v Value) error {
 	return nil
 }
 
-// waitRuns waits for the runs started so far: they are all completed by
-// now (see startRun); `the above` is the list of their records.
+// waitRuns waits for the runs started so far: inline, they are all
+// completed by now (see startRun); with Options.Runs, the segment ends
+// (errWaiting) until they have settled. `the above` is the list of their
+// records.
 func (m *machine) waitRuns(f *frame) error {
 	slot := m.syms.slot("runs")
 	v, err := m.read(slot, "runs")
@@ -165,7 +276,60 @@ func (m *machine) waitRuns(f *frame) error {
 		}
 		return err
 	}
+	if m.opts.Runs != nil && v.k == KindList {
+		if err := m.settle(v.AsList()); err != nil {
+			return err
+		}
+	}
 	m.cur.set(aboveSlot, v)
 	f.pc++
+	return nil
+}
+
+// settle fills in the records of started runs that are still running, once
+// every one of them has settled; errWaiting while one has not.
+func (m *machine) settle(l *List) error {
+	var names []string
+	var recs []*Dictionary
+	for _, it := range l.Items {
+		if runStatus(it) != "running" {
+			continue
+		}
+		d := it.AsDictionary()
+		if n, ok := d.Get(Text("run")); ok && n.k == KindText {
+			names = append(names, n.s)
+			recs = append(recs, d)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	outs, settled, err := m.opts.Runs.Settled(m.ctx, names)
+	if err != nil {
+		if m.ctx.Err() != nil {
+			return errCancelled
+		}
+		return internalErr("could not read the started runs: %v", err)
+	}
+	if !settled {
+		return errWaiting
+	}
+	if len(outs) != len(names) {
+		return internalErr("%d outcomes for %d runs", len(outs), len(names))
+	}
+	for i, d := range recs {
+		o := outs[i]
+		d.SetText("status", Text(o.Status))
+		switch {
+		case o.Status == "completed":
+			r := o.Result
+			if !r.IsValid() {
+				r = Null()
+			}
+			d.SetText("result", r)
+		case o.Error != "":
+			d.SetText("error", Text(o.Error))
+		}
+	}
 	return nil
 }

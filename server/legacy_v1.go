@@ -119,7 +119,7 @@ func v1State(s store.RunState) string {
 	switch s {
 	case store.RunPending:
 		return "queued"
-	case store.RunExecuting:
+	case store.RunExecuting, store.RunWaiting:
 		return "running"
 	case store.RunAwaitingGuidance:
 		return "waiting"

@@ -80,7 +80,7 @@ func v2Status(s store.RunState) string {
 	switch s {
 	case store.RunPending:
 		return "Created"
-	case store.RunExecuting:
+	case store.RunExecuting, store.RunWaiting:
 		return "Running"
 	case store.RunAwaitingGuidance:
 		return "Waiting"

@@ -47,6 +47,9 @@ func RunToProto(r store.Run) (*platformv1.Run, error) {
 	if r.PreviousRun != "" {
 		out.PreviousRun = names.Run(r.OrganizationID, r.WorkspaceID, r.AutomationID, r.PreviousRun)
 	}
+	if r.ParentRun != "" {
+		out.ParentRun = names.Run(r.OrganizationID, r.WorkspaceID, r.AutomationID, r.ParentRun)
+	}
 	if inv := d.Invocation; inv != nil {
 		out.InvocationDetails = &platformv1.InvocationDetails{
 			TriggerId: inv.TriggerID, UserId: inv.UserID, InvocationSource: platformv1.InvocationSource(inv.Source),
@@ -56,7 +59,8 @@ func RunToProto(r store.Run) (*platformv1.Run, error) {
 	switch r.State {
 	case store.RunPending:
 		out.State.State = &platformv1.RunState_Pending{Pending: &platformv1.PendingRunState{}}
-	case store.RunExecuting:
+	case store.RunExecuting, store.RunWaiting:
+		// waiting: in progress, waiting for its child runs without a worker
 		out.State.State = &platformv1.RunState_Executing{Executing: &platformv1.ExecutingRunState{}}
 	case store.RunStopping:
 		out.State.State = &platformv1.RunState_Stopping{Stopping: &platformv1.StoppingRunState{Reason: r.Reason}}

@@ -64,7 +64,8 @@ func (s *RunService) GetRun(ctx context.Context, req *platformv1.GetRunRequest) 
 }
 
 // ListRuns lists the runs of an automation ("-": of every automation of the
-// workspace). Filter: state (= !=), create_time (= != < <= > >=). Order:
+// workspace). Filter: state (= !=), create_time (= != < <= > >=),
+// parent_run (= !=; an id or resource name, "" for runs no run started). Order:
 // create_time or update_time, optionally desc (default create_time desc).
 func (s *RunService) ListRuns(ctx context.Context, req *platformv1.ListRunsRequest) (*platformv1.ListRunsResponse, error) {
 	org, ws, automation := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()

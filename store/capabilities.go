@@ -21,6 +21,9 @@ type RunBatches interface {
 	// owner (the others are still finished), ErrInvalidArgument for an
 	// outcome other than completed or failed (not written). A non-nil err
 	// means nothing was written (ErrInvalidArgument when the lengths differ).
+	// Unlike FinishRun it does not wake a waiting parent of a run it
+	// finishes (ClaimRuns' recovery does): the engine finishes child runs
+	// with FinishRun.
 	FinishRuns(ctx context.Context, owner string, runIDs []string, outcomes []RunOutcome) (errs []error, err error)
 	// SingleWriter reports whether the database has one writer connection
 	// (SQLite): batches then queue behind each other anyway, so one is

@@ -15,6 +15,9 @@ import (
 //	awaiting_guidance → pending             (its exception resolved)
 //	executing → pending                     (its worker lost its lease, or gave the run up for a turn)
 //	executing → failed                      (its worker lost its lease too many times in a row: a poison run)
+//	executing → waiting                     (it waits for its child runs; holds no lease)
+//	waiting → pending                       (its children settled: completed or failed)
+//	waiting → stopped                       (pause)
 //
 // completed and failed are terminal.
 type RunState string
@@ -28,7 +31,15 @@ const (
 	RunAwaitingGuidance RunState = "awaiting_guidance"
 	RunCompleted        RunState = "completed"
 	RunFailed           RunState = "failed"
+	// RunWaiting: the run waits for its child runs (`wait for the runs`)
+	// without a worker; it goes back to pending when they have all settled.
+	// The platform API shows it as executing.
+	RunWaiting RunState = "waiting"
 )
+
+// Settled reports whether a child run in state s counts as done for the
+// parent waiting on it: completed or failed.
+func (s RunState) Settled() bool { return s.Terminal() }
 
 // Terminal reports whether no transition leaves s.
 func (s RunState) Terminal() bool { return s == RunCompleted || s == RunFailed }
@@ -54,6 +65,9 @@ type Run struct {
 	InvocationDetails []byte
 	FileIDs           []string
 	PreviousRun       string // run id
+	// ParentRun is the id of the run whose `start a run` created this one
+	// (a child run), or "".
+	ParentRun string
 	// RequestID makes creation idempotent within the organization.
 	RequestID string
 	// CurrentStage (input to CreateRun only): create the run only if its
@@ -114,8 +128,10 @@ type JournalEntry struct {
 
 // ListRunsRequest lists runs.
 //
-// Filter fields (store.Filter): state (a RunState; = !=), create_time (a
-// time; all six comparisons).
+// Filter fields (store.Filter): state (a RunState; = !=; executing also
+// selects waiting runs), create_time (a time; all six comparisons),
+// parent_run (a run id; = !=), and organization, workspace, automation
+// (ids; what a parent_run resource name sets).
 type ListRunsRequest struct {
 	OrganizationID string
 	WorkspaceID    string
@@ -134,10 +150,12 @@ var RunOrdering = Ordering{
 
 // RunOutcome is how a worker leaves a run it executed.
 type RunOutcome struct {
-	// State is completed, failed, awaiting_guidance, stopped or pending
+	// State is completed, failed, awaiting_guidance, stopped, pending
 	// (the worker gives the run up for a while, so that other runs get a
 	// turn: Checkpoint is the state to continue from; a run being paused
-	// is left stopped instead).
+	// is left stopped instead) or waiting (the run waits for its child
+	// runs: it is left waiting, or pending at once when they have all
+	// settled; Checkpoint is the state to continue from).
 	State RunState
 	// Completed. Step is then the number of steps (past the last one).
 	Outputs []byte
@@ -229,11 +247,14 @@ type Runs interface {
 	// its last step (its Outputs kept and Step set to the outcome's, past the
 	// last step, so that continuing it lets a worker complete it), a stopped
 	// outcome stops it. A failed outcome fails it (a run fails only of its
-	// own error).
+	// own error). A run with a ParentRun that settles (completed or failed)
+	// moves its parent from waiting to pending when it was the parent's
+	// last unsettled child (ClaimRuns' recovery does the same for a parent
+	// whose last child settled otherwise, at most a second later).
 	FinishRun(ctx context.Context, owner, runID string, o RunOutcome) (Run, error)
 
-	// PauseRun stops a run with a reason: executing → stopping; pending or
-	// awaiting_guidance → stopped. ErrFailedPrecondition from other states
+	// PauseRun stops a run with a reason: executing → stopping; pending,
+	// waiting or awaiting_guidance → stopped. ErrFailedPrecondition from other states
 	// (from completed or failed: saying the pause came too late). A pause
 	// that succeeds always takes effect: see FinishRun.
 	PauseRun(ctx context.Context, organizationID, workspaceID, automationID, id, reason string) (Run, error)

@@ -109,6 +109,24 @@ func migrate(ctx context.Context, db *sql.DB) (int64, error) {
 	return migrateTo(ctx, db, goose.MaxVersion)
 }
 
+// ApplyMigration applies one migration, up or down, to the database at
+// url, whatever the others' state. It is for tests of a migration that
+// rewrites rows: take it down, write rows in the shape it converts, apply
+// it up.
+func ApplyMigration(ctx context.Context, url string, version int64, up bool) error {
+	s, err := Open(ctx, url, store.WithoutMigrations())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	p, err := provider(s.db)
+	if err != nil {
+		return err
+	}
+	_, err = p.ApplyVersion(ctx, version, up)
+	return err
+}
+
 // MigrateTo applies the embedded migrations up to version (and no
 // further) to the database at url. It is for tests of the migrations: a
 // store opened on it must be opened WithoutMigrations.

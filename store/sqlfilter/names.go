@@ -116,6 +116,11 @@ var (
 	// ExceptionGroupName is the group field of exception filters.
 	ExceptionGroupName = NameFields("organizations/{organization}/workspaces/{workspace}/exceptionGroups/{group}",
 		map[string]string{"organization": "organization", "workspace": "workspace", "group": "group"})
+	// RunParentName is the parent_run field of run filters (a child run
+	// belongs to its parent's automation, so the name's automation is the
+	// child's too).
+	RunParentName = NameFields("organizations/{organization}/workspaces/{workspace}/automations/{automation}/runs/{run}",
+		map[string]string{"organization": "organization", "workspace": "workspace", "automation": "automation", "run": "parent_run"})
 	// EventExceptionName is the exception field of event filters.
 	EventExceptionName = NameFields("organizations/{organization}/workspaces/{workspace}/exceptions/{exception}",
 		map[string]string{"organization": "organization", "workspace": "workspace", "exception": "exception"})

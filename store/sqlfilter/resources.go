@@ -79,9 +79,12 @@ var runStates = map[string]string{
 
 // Runs is the filter of ListRuns: state (= and !=; pending, executing,
 // stopping, stopped, awaiting_guidance, completed, failed, in lower or
-// upper case) and create_time (RFC 3339; = != < <= > >=).
+// upper case), create_time (RFC 3339; = != < <= > >=) and parent_run (a
+// run id or resource name; = and !=; parent_run = "" selects the runs no
+// run started).
 var Runs = mustResource("runs",
 	Field{Name: "state", Kind: Enum, Ops: exactOps, Values: runStates},
+	Field{Name: "parent_run", Kind: String, Ops: exactOps, Names: RunParentName},
 	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
 )
 

@@ -40,6 +40,10 @@ func TestParse(t *testing.T) {
 			store.And{store.Or{eq("run", "r1"), eq("run", "r2")}, eq("state", "RESOLVED")}},
 		{"role_scope word", WorkspaceUsers, `role_scope = ROLE_SCOPE_ORGANIZATION`, eq("role_scope", "organization")},
 		{"run state", Runs, `state = COMPLETED`, eq("state", "completed")},
+		{"child runs by parent id", Runs, `parent_run = "r1"`, eq("parent_run", "r1")},
+		{"runs no run started", Runs, `parent_run = ""`, eq("parent_run", "")},
+		{"child runs by parent name", Runs, `parent_run = "organizations/acme/workspaces/ops/automations/a1/runs/r1"`,
+			store.And{eq("organization", "acme"), eq("workspace", "ops"), eq("automation", "a1"), eq("parent_run", "r1")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f, err := tc.r.Parse(tc.filter)

@@ -145,6 +145,24 @@ func migrateTo(ctx context.Context, db *sql.DB, version int64) error {
 	return nil
 }
 
+// ApplyMigration applies one migration, up or down, to the database in
+// dirOrFile, whatever the others' state. It is for tests of a migration
+// that rewrites rows: take it down, write rows in the shape it converts,
+// apply it up.
+func ApplyMigration(ctx context.Context, dirOrFile string, version int64, up bool) error {
+	s, err := Open(ctx, dirOrFile, store.WithoutMigrations())
+	if err != nil {
+		return err
+	}
+	defer func() { _ = s.Close() }()
+	p, err := provider(s.w)
+	if err != nil {
+		return err
+	}
+	_, err = p.ApplyVersion(ctx, version, up)
+	return err
+}
+
 // MigrateTo applies the embedded migrations up to version (and no
 // further) to the database in dirOrFile, creating it if missing. It is for
 // tests of the migrations: a store opened on it must be opened

@@ -200,6 +200,22 @@ func compare(a *Args, col string, op store.Op, v any) (string, error) {
 	return "", badFilter("operator %q is not supported", op)
 }
 
+// runState renders a condition on a run's state: a run waiting for its
+// child runs is executing for clients (the platform API shows it so).
+func runState(a *Args, op store.Op, v any) (string, error) {
+	s, _ := v.(string)
+	if s != string(store.RunExecuting) {
+		return compare(a, "r.state", op, v)
+	}
+	switch op {
+	case store.OpEq:
+		return "r.state IN (" + a.Add(s) + ", " + a.Add(string(store.RunWaiting)) + ")", nil
+	case store.OpNe:
+		return "r.state NOT IN (" + a.Add(s) + ", " + a.Add(string(store.RunWaiting)) + ")", nil
+	}
+	return "", badFilter("operator %q is not supported on state", op)
+}
+
 // orderedEnum renders conditions on a column holding the values of an enum
 // compared in the enum's order: the ordered operators select the values on
 // that side (an IN list).
@@ -297,8 +313,13 @@ var automationFields = fields{
 }
 
 var runFields = fields{
-	"state":       {col: "r.state"},
+	"state":       {col: "r.state", render: runState},
 	"create_time": {col: "r.create_time", time: true},
+	"parent_run":  {col: "r.parent_run"},
+	// set by resource names (see sqlfilter.NameFields)
+	"organization": {col: "r.organization_id"},
+	"workspace":    {col: "r.workspace_id"},
+	"automation":   {col: "r.automation_id"},
 }
 
 var eventFields = fields{

@@ -16,7 +16,7 @@ import (
 const runCols = `r.id, r.organization_id, r.workspace_id, r.automation_id, r.name, r.stage, r.stage_version, r.steps, r.user_inputs,
 	r.invocation_details, r.file_ids, r.previous_run, r.request_id, r.state, r.state_time, r.reason, r.exception_id, r.description,
 	r.loc_start, r.loc_end, r.error_id, r.outputs, r.step, r.step_inputs, r.checkpoint, r.resolution, r.lease_owner,
-	r.lease_expire_time, r.create_time, r.update_time`
+	r.lease_expire_time, r.create_time, r.update_time, r.parent_run`
 
 const runSelect = `SELECT ` + runCols + ` FROM runs r`
 
@@ -29,7 +29,7 @@ func scanRun(s interface{ Scan(...any) error }) (store.Run, error) {
 	err := s.Scan(&r.ID, &r.OrganizationID, &r.WorkspaceID, &r.AutomationID, &r.Name, &stage, &r.StageVersion, &r.Steps, &r.UserInputs,
 		&r.InvocationDetails, jsonCol{&r.FileIDs}, &r.PreviousRun, &r.RequestID, &state, ts{&r.StateTime}, &r.Reason, &r.ExceptionID, &r.Description,
 		&r.Location.Start, &r.Location.End, &r.ErrorID, &r.Outputs, &r.Step, &r.StepInputs, &r.Checkpoint, &r.Resolution, &r.LeaseOwner,
-		ts{&r.LeaseExpireTime}, ts{&r.CreateTime}, ts{&r.UpdateTime})
+		ts{&r.LeaseExpireTime}, ts{&r.CreateTime}, ts{&r.UpdateTime}, &r.ParentRun)
 	r.Stage, r.State = store.Stage(stage), store.RunState(state)
 	if r.FileIDs == nil {
 		r.FileIDs = []string{}
@@ -109,11 +109,11 @@ func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out st
 	// cost on SQLite): the run is what was written (created, below).
 	if _, err := c.exec(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
 		user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time,
-		outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, parent_run)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.Name, string(r.Stage), r.StageVersion, r.Steps,
 		r.UserInputs, r.InvocationDetails, jsonArg(r.FileIDs), r.PreviousRun, r.RequestID, ci.state, now, r.StepInputs, now, now,
-		ci.outputs, ci.step, ci.errorID, ci.description, ci.locStart, ci.locEnd, ci.leaseOwner, ci.leaseExpire); err != nil {
+		ci.outputs, ci.step, ci.errorID, ci.description, ci.locStart, ci.locEnd, ci.leaseOwner, ci.leaseExpire, r.ParentRun); err != nil {
 		return store.Run{}, false, nil, c.db.mapErr(err, fmt.Sprintf("create run %q", r.ID))
 	}
 	return createdRun(r, ci, now, c.db.d), true, nil, nil
@@ -474,6 +474,13 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 				WHERE state IN ('executing', 'stopping') AND lease_expire_time < ?`, poisonDescription(db.maxLostLeases), now, now, now); err != nil {
 				return db.mapErr(err, "recover leased runs")
 			}
+			// Parents whose children all settled without waking them (a
+			// child finished in a batch, or its worker died between the
+			// two statements of FinishRun) go back to the queue.
+			if _, err := c.exec(ctx, `UPDATE runs SET state = 'pending', state_time = ?, update_time = ?
+				WHERE state = 'waiting' AND `+noUnsettledChildren, now, now); err != nil {
+				return db.mapErr(err, "wake waiting runs")
+			}
 			return claim(c)
 		})
 	} else {
@@ -617,6 +624,9 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 		if isNoRows(err) {
 			return store.Run{}, notLeased(runID, owner)
 		}
+		if err == nil && r.ParentRun != "" {
+			err = db.wakeParent(ctx, db.writer(), r.ParentRun, now)
+		}
 		return r, db.mapErr(err, "finish run")
 	}
 	var out store.Run
@@ -663,6 +673,20 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 			} else {
 				_, res = c.exec(ctx, `UPDATE runs SET state = 'stopped', `+release+` WHERE id = ?`, time.Time{}, now, now, runID)
 			}
+		case store.RunWaiting:
+			// The run waits for its children: waiting, or pending at once
+			// when none is unsettled (the count and the update are one
+			// statement; a child settling concurrently wakes the parent
+			// after this transaction commits, see wakeParent).
+			if o.Checkpoint == nil {
+				return fmt.Errorf("finish run: %w: a waiting outcome needs the state to continue from", store.ErrInvalidArgument)
+			}
+			next := `CASE WHEN ` + noUnsettledChildren + ` THEN 'pending' ELSE 'waiting' END`
+			if state == store.RunStopping {
+				next = `'stopped'`
+			}
+			_, res = c.exec(ctx, `UPDATE runs SET state = `+next+`, checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?, `+release+` WHERE id = ?`,
+				o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now, runID)
 		case store.RunPending:
 			// The run gave its worker up (a turn for other runs): back to the
 			// queue from its state, or stopped if it is being paused.
@@ -685,6 +709,20 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 		return err
 	})
 	return out, err
+}
+
+// noUnsettledChildren is the condition, in a statement on runs, that the
+// run has no child that is neither completed nor failed.
+const noUnsettledChildren = `NOT EXISTS (SELECT 1 FROM runs ch WHERE ch.parent_run = runs.id AND ch.parent_run != '' AND ch.state NOT IN ('completed', 'failed'))`
+
+// wakeParent moves a waiting parent to pending when it has no unsettled
+// child left. On PostgreSQL a parent whose waiting outcome is being written
+// concurrently holds its row lock, so this statement runs after that
+// transaction commits and sees the state it wrote.
+func (db *DB) wakeParent(ctx context.Context, c conn, parent string, now time.Time) error {
+	_, err := c.exec(ctx, `UPDATE runs SET state = 'pending', state_time = ?, update_time = ?
+		WHERE id = ? AND state = 'waiting' AND `+noUnsettledChildren, now, now, parent)
+	return err
 }
 
 // poisonDescription is the description of a run failed because its worker
@@ -801,7 +839,7 @@ func (db *DB) PauseRun(ctx context.Context, org, ws, automation, id, reason stri
 				// (store.Notifier.OnRunPause), not at its next renewal.
 				_, err = c.exec(ctx, `SELECT pg_notify(?, ?)`, PauseChannel, id)
 			}
-		case store.RunPending, store.RunAwaitingGuidance:
+		case store.RunPending, store.RunWaiting, store.RunAwaitingGuidance:
 			_, err = c.exec(ctx, `UPDATE runs SET state = 'stopped', reason = ?, state_time = ?, update_time = ? WHERE id = ?`, reason, now, now, id)
 		default:
 			return pauseTooLate(id, r.State)

@@ -46,6 +46,7 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 		states, outputs, errIDs, descs, owners = make([]string, 0, n), make([][]byte, 0, n), make([]string, 0, n), make([]string, 0, n), make([]string, 0, n)
 		stepNs, locStarts, locEnds             = make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 		expires                                = make([]time.Time, 0, n)
+		parents                                = make([]string, 0, n)
 	)
 	bad := make([]bool, n) // a state a run cannot be created in: errs[i]
 	for i, r := range in {
@@ -77,6 +78,7 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 		ci := createInsert(r)
 		states, outputs, errIDs, descs, owners = append(states, ci.state), append(outputs, ci.outputs), append(errIDs, ci.errorID), append(descs, ci.description), append(owners, ci.leaseOwner)
 		stepNs, locStarts, locEnds, expires = append(stepNs, int64(ci.step)), append(locStarts, ci.locStart), append(locEnds, ci.locEnd), append(expires, ci.leaseExpire)
+		parents = append(parents, r.ParentRun)
 	}
 	// A run to be created in another state than pending (executed or
 	// leased at creation) is created pending when a run waits in the queue
@@ -85,10 +87,10 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 	const q = `WITH u AS (
 		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::bytea[], ?::bytea[],
 			?::bytea[], ?::text[], ?::text[], ?::text[], ?::bytea[], ?::boolean[],
-			?::text[], ?::bytea[], ?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::timestamptz[]) WITH ORDINALITY
+			?::text[], ?::bytea[], ?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::timestamptz[], ?::text[]) WITH ORDINALITY
 		AS u(id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps, user_inputs,
 			invocation_details, file_ids, previous_run, request_id, step_inputs, current_stage,
-			state, outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, ord)
+			state, outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, parent_run, ord)
 	), queued AS (
 		SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'pending') AS any
 	), v AS (
@@ -97,14 +99,15 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 	), ins AS (
 		INSERT INTO runs AS r (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
 			user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time,
-			outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time)
+			outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, parent_run)
 		SELECT v.id, v.organization_id, v.workspace_id, v.automation_id, v.name, v.stage, v.stage_version, v.steps,
 			v.user_inputs, v.invocation_details, v.file_ids, v.previous_run, v.request_id,
 			CASE WHEN v.as_pending THEN 'pending' ELSE v.state END, ?, v.step_inputs, ?, ?,
 			CASE WHEN v.as_pending THEN NULL ELSE v.outputs END, CASE WHEN v.as_pending THEN 0 ELSE v.step END,
 			CASE WHEN v.as_pending THEN '' ELSE v.error_id END, CASE WHEN v.as_pending THEN '' ELSE v.description END,
 			CASE WHEN v.as_pending THEN 0 ELSE v.loc_start END, CASE WHEN v.as_pending THEN 0 ELSE v.loc_end END,
-			CASE WHEN v.as_pending THEN '' ELSE v.lease_owner END, CASE WHEN v.as_pending THEN 'epoch' ELSE v.lease_expire_time END
+			CASE WHEN v.as_pending THEN '' ELSE v.lease_owner END, CASE WHEN v.as_pending THEN 'epoch' ELSE v.lease_expire_time END,
+			v.parent_run
 		FROM v
 		WHERE EXISTS (SELECT 1 FROM automations a WHERE a.organization_id = v.organization_id AND a.workspace_id = v.workspace_id AND a.id = v.automation_id
 			AND (NOT v.current_stage OR a.delete_time IS NULL
@@ -118,7 +121,7 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 		SELECT * FROM runs x WHERE x.organization_id = v.organization_id AND x.request_id = v.request_id AND x.request_id != '' LIMIT 1
 	) r WHERE v.request_id != ''`
 	rows, err := db.writer().query(ctx, q, ids, orgs, wss, autos, names, stages, versions, steps, userIn,
-		inv, files, prevs, reqs, stepInputs, current, states, outputs, stepNs, errIDs, descs, locStarts, locEnds, owners, expires, now, now, now)
+		inv, files, prevs, reqs, stepInputs, current, states, outputs, stepNs, errIDs, descs, locStarts, locEnds, owners, expires, parents, now, now, now)
 	if err != nil {
 		return nil, nil, nil, db.mapErr(err, "create runs")
 	}

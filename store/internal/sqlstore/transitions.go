@@ -47,5 +47,5 @@ func pauseTooLate(id string, state store.RunState) error {
 	if state.Terminal() {
 		return fmt.Errorf("run %q is already %s: the pause came too late: %w", id, state, store.ErrFailedPrecondition)
 	}
-	return fmt.Errorf("run %q is %s: only a pending, executing or awaiting_guidance run can be paused: %w", id, state, store.ErrFailedPrecondition)
+	return fmt.Errorf("run %q is %s: only a pending, executing, waiting or awaiting_guidance run can be paused: %w", id, state, store.ErrFailedPrecondition)
 }

@@ -212,7 +212,12 @@ type Run struct {
 	// Who or what started the run.
 	InvocationDetails *InvocationDetails `protobuf:"bytes,9,opt,name=invocation_details,json=invocationDetails,proto3" json:"invocation_details,omitempty"`
 	// Inputs supplied when the run was invoked, kept for display.
-	UserInputs    map[string]*Value `protobuf:"bytes,10,rep,name=user_inputs,json=userInputs,proto3" json:"user_inputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	UserInputs map[string]*Value `protobuf:"bytes,10,rep,name=user_inputs,json=userInputs,proto3" json:"user_inputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The run whose `start a run` started this one (a child run), if any. A
+	// child run belongs to its parent's automation and stage; its steps are
+	// the procedure it runs, and its output `output` is the procedure's
+	// result. Not in the reference: Prose's own.
+	ParentRun     string `protobuf:"bytes,11,opt,name=parent_run,json=parentRun,proto3" json:"parent_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -315,6 +320,13 @@ func (x *Run) GetUserInputs() map[string]*Value {
 		return x.UserInputs
 	}
 	return nil
+}
+
+func (x *Run) GetParentRun() string {
+	if x != nil {
+		return x.ParentRun
+	}
+	return ""
 }
 
 // The steps of a run.
@@ -1463,7 +1475,7 @@ var File_prose_platform_v1_run_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x1bprose/platform/v1/run.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dprose/platform/v1/value.proto\"\xb3\x06\n" +
+	"\x1bprose/platform/v1/run.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dprose/platform/v1/value.proto\"\xe9\x06\n" +
 	"\x03Run\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12M\n" +
 	"\x10executable_steps\x18\x02 \x01(\v2\".prose.platform.v1.ExecutableStepsR\x0fexecutableSteps\x12@\n" +
@@ -1479,7 +1491,10 @@ const file_prose_platform_v1_run_proto_rawDesc = "" +
 	"\x12invocation_details\x18\t \x01(\v2$.prose.platform.v1.InvocationDetailsR\x11invocationDetails\x12G\n" +
 	"\vuser_inputs\x18\n" +
 	" \x03(\v2&.prose.platform.v1.Run.UserInputsEntryR\n" +
-	"userInputs\x1aW\n" +
+	"userInputs\x124\n" +
+	"\n" +
+	"parent_run\x18\v \x01(\tB\x15\xe0A\x03\xfaA\x0f\n" +
+	"\rprose.run/RunR\tparentRun\x1aW\n" +
 	"\x0fUserInputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
 	"\x05value\x18\x02 \x01(\v2\x18.prose.platform.v1.ValueR\x05value:\x028\x01:v\xeaAs\n" +

@@ -33,10 +33,12 @@ const (
 type RunServiceClient interface {
 	// Gets one run.
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*Run, error)
-	// Lists the runs of an automation, newest first. Filter fields: create_time, state.
+	// Lists the runs of an automation, newest first. Filter fields: create_time,
+	// state, parent_run (the child runs of a run; "" for runs no run started).
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
 	// Pauses a run with a reason: an executing run goes to stopping and then
-	// stopped; a pending run or one awaiting guidance goes straight to stopped.
+	// stopped; a pending run, one awaiting guidance or one waiting for its
+	// child runs goes straight to stopped.
 	PauseRun(ctx context.Context, in *PauseRunRequest, opts ...grpc.CallOption) (*Run, error)
 	// Continues a stopped run where it stopped.
 	ContinueRun(ctx context.Context, in *ContinueRunRequest, opts ...grpc.CallOption) (*Run, error)
@@ -98,10 +100,12 @@ func (c *runServiceClient) ContinueRun(ctx context.Context, in *ContinueRunReque
 type RunServiceServer interface {
 	// Gets one run.
 	GetRun(context.Context, *GetRunRequest) (*Run, error)
-	// Lists the runs of an automation, newest first. Filter fields: create_time, state.
+	// Lists the runs of an automation, newest first. Filter fields: create_time,
+	// state, parent_run (the child runs of a run; "" for runs no run started).
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
 	// Pauses a run with a reason: an executing run goes to stopping and then
-	// stopped; a pending run or one awaiting guidance goes straight to stopped.
+	// stopped; a pending run, one awaiting guidance or one waiting for its
+	// child runs goes straight to stopped.
 	PauseRun(context.Context, *PauseRunRequest) (*Run, error)
 	// Continues a stopped run where it stopped.
 	ContinueRun(context.Context, *ContinueRunRequest) (*Run, error)
