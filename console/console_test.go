@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/url"
+	"strings"
 	"testing"
 
 	"github.com/proserun/prose/lang/protovalue"
@@ -80,13 +81,27 @@ func TestLineDiff(t *testing.T) {
 }
 
 func TestInboxFilter(t *testing.T) {
-	_, _, _, _, _, f := inboxFilter(url.Values{})
+	f := inboxFilter(url.Values{}, "users/me1").Filter
 	if f != `state = "PENDING"` {
 		t.Errorf("default filter %q", f)
 	}
-	_, _, _, _, _, f = inboxFilter(url.Values{"state": {""}, "group": {"missing_values"}, "automation": {"a1"}, "since": {"2026-11-01"}, "q": {`run = "r"`}})
+	f = inboxFilter(url.Values{"state": {""}, "group": {"missing_values"}, "automation": {"a1"}, "since": {"2026-11-01"}, "q": {`run = "r"`}}, "users/me1").Filter
 	want := `group = "missing_values" AND automation = "a1" AND create_time >= "2026-11-01T00:00:00Z" AND (run = "r")`
 	if f != want {
 		t.Errorf("filter %q, want %q", f, want)
+	}
+	for assignee, want := range map[string]string{
+		"me":        `state = "PENDING" AND assignee = "users/me1"`,
+		"none":      `state = "PENDING" AND assignee = ""`,
+		"users/ana": `state = "PENDING" AND assignee = "users/ana"`,
+		"":          `state = "PENDING"`,
+	} {
+		form := inboxFilter(url.Values{"assignee": {assignee}}, "users/me1")
+		if form.Filter != want {
+			t.Errorf("assignee %q: %q, want %q", assignee, form.Filter, want)
+		}
+		if got := string(form.With("group", "g")); assignee != "" && !strings.Contains(got, "assignee=") {
+			t.Errorf("assignee %q: link %s drops it", assignee, got)
+		}
 	}
 }

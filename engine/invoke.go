@@ -108,6 +108,7 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 	}
 	if created {
 		e.announce(ctx)
+		e.Changed(r.OrganizationID, r.WorkspaceID)
 	}
 	return r, created, nil
 }
@@ -158,6 +159,7 @@ func (e *Engine) Pause(ctx context.Context, org, ws, automation, id, reason stri
 	if err != nil {
 		return r, err
 	}
+	e.Changed(org, ws)
 	if r.State == store.RunStopping {
 		e.mu.Lock()
 		f := e.inflight[id]
@@ -174,6 +176,9 @@ func (e *Engine) Continue(ctx context.Context, org, ws, automation, id string) (
 	r, err := e.st.ContinueRun(ctx, org, ws, automation, id)
 	if err == nil && r.State == store.RunPending {
 		e.announce(ctx)
+	}
+	if err == nil {
+		e.Changed(org, ws)
 	}
 	return r, err
 }
@@ -207,6 +212,7 @@ func (e *Engine) Resolve(ctx context.Context, org, ws, id, resolver string, req 
 		return out, err
 	}
 	e.announce(ctx)
+	e.Changed(org, ws)
 	return out, nil
 }
 

@@ -356,6 +356,14 @@ func (s *ExceptionService) ResolveException(ctx context.Context, req *platformv1
 	return exceptionProto(x), nil
 }
 
+// changed tells the engine's Options.Changed (the console's open pages)
+// that exceptions of the workspace changed.
+func (s *ExceptionService) changed(org, ws string) {
+	if s.eng != nil {
+		s.eng.Changed(org, ws)
+	}
+}
+
 // ArchiveException archives a pending exception: its run is abandoned
 // (stopped). Other states are FAILED_PRECONDITION.
 func (s *ExceptionService) ArchiveException(ctx context.Context, req *platformv1.ArchiveExceptionRequest) (*platformv1.Exception, error) {
@@ -364,6 +372,7 @@ func (s *ExceptionService) ArchiveException(ctx context.Context, req *platformv1
 	if err != nil {
 		return nil, exceptionErr(err, org, ws, id)
 	}
+	s.changed(org, ws)
 	return exceptionProto(x), nil
 }
 
@@ -376,6 +385,7 @@ func (s *ExceptionService) UnarchiveException(ctx context.Context, req *platform
 	if err != nil {
 		return nil, exceptionErr(err, org, ws, id)
 	}
+	s.changed(org, ws)
 	return exceptionProto(x), nil
 }
 
@@ -417,6 +427,7 @@ func (s *ExceptionService) AssignException(ctx context.Context, req *platformv1.
 	if err != nil {
 		return nil, exceptionErr(err, org, ws, id)
 	}
+	s.changed(org, ws)
 	return exceptionProto(x), nil
 }
 
@@ -467,6 +478,7 @@ func (s *ExceptionService) BatchArchiveExceptions(ctx context.Context, req *plat
 	if err != nil {
 		return nil, err
 	}
+	defer s.changed(org, ws)
 	return batch(ids, func(id string) (store.Exception, error) { return s.st.ArchiveException(ctx, org, ws, id) })
 }
 
@@ -479,6 +491,7 @@ func (s *ExceptionService) BatchUnarchiveExceptions(ctx context.Context, req *pl
 	if err != nil {
 		return nil, err
 	}
+	defer s.changed(org, ws)
 	return batch(ids, func(id string) (store.Exception, error) { return s.st.UnarchiveException(ctx, org, ws, id) })
 }
 
@@ -498,5 +511,6 @@ func (s *ExceptionService) BatchAssignExceptions(ctx context.Context, req *platf
 	if err != nil {
 		return nil, err
 	}
+	defer s.changed(org, ws)
 	return batch(ids, func(id string) (store.Exception, error) { return s.st.AssignException(ctx, org, ws, id, assignee) })
 }

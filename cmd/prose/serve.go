@@ -71,6 +71,9 @@ type serveConfig struct {
 	// sessionTTL is how long a web console session lasts (0: the console's
 	// default).
 	sessionTTL time.Duration
+	// consoleReplicaRefresh is how often the console's live pages are
+	// woken on a database replicas share (see console.Options.ReplicaRefresh).
+	consoleReplicaRefresh time.Duration
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
@@ -101,6 +104,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", server.DefaultMaxEventMessageBytes, "largest user message (content or content_list) CreateEvent accepts, in bytes, at most the size of an event (256 KiB); larger ones are INVALID_ARGUMENT")
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
+	fs.DurationVar(&cfg.consoleReplicaRefresh, "console-replica-refresh", console.DefaultReplicaRefresh, "on PostgreSQL, how often the web console's live pages fetch their changes again, since another replica's changes are not announced to this one (this replica's are sent at once); 0: never")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -163,6 +167,7 @@ type app struct {
 	http     http.Handler
 	store    store.Store
 	engine   *engine.Engine
+	hub      *console.Hub // wakes the console's live pages
 	// stopEngine stops the engine and waits for it; it is safe to call twice.
 	stopEngine func()
 	// bootstrap is set when newApp initialised an empty store (organization,
@@ -236,6 +241,10 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	if !st.SingleWriter() {
 		engOpts.Wakeups, engOpts.Notify = st.Listen(engCtx), st.Notify
 	}
+	// The engine tells the console's live pages what changed.
+	hub := console.NewHub()
+	a.hub = hub
+	engOpts.Changed = hub.Changed
 	a.engine = engine.New(st, engOpts)
 	engDone := make(chan struct{})
 	go func() {
@@ -296,14 +305,22 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	// The web console at /: pages that call the services above through the
 	// same in-process connection and interceptor chain, as the session's user.
-	con, err := console.New(console.Options{
+	conOpts := console.Options{
 		Conn: inproc.Conn(), Sessions: st, Auth: auth, SessionTTL: cfg.sessionTTL,
-		Secure: strings.HasPrefix(cfg.publicURL, "https://"), Logger: logger,
-	})
+		Secure: strings.HasPrefix(cfg.publicURL, "https://"), Logger: logger, Hub: hub,
+	}
+	if !st.SingleWriter() {
+		// Replicas may share the database: another's changes are not told.
+		conOpts.ReplicaRefresh = cfg.consoleReplicaRefresh
+	}
+	con, err := console.New(conOpts)
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("console: %w", err)
 	}
+	a.closers = append(a.closers, func() error { con.Close(); return nil })
+	// The live pages' streams end with the service (before it drains).
+	go func() { <-ctx.Done(); con.Close() }()
 	a.http = con.Mount(h)
 	return a, nil
 }
