@@ -228,6 +228,14 @@ func TestConsoleInboxAssignee(t *testing.T) {
 			}
 		}
 	}
+	// The same filter through the API.
+	code, m, raw := e.doHTTP(t, "GET", e.excBase()+"/exceptions?filter="+url.QueryEscape(`assignee = "users/`+ana.ID+`"`), "", e.bearer())
+	if code != http.StatusOK || m["total_size"] != float64(2) {
+		t.Errorf("API filter by assignee: %d %s", code, raw)
+	}
+	if code, _, _ := e.doHTTP(t, "GET", e.excBase()+"/exceptions?filter="+url.QueryEscape(`assignee > "users/a"`), "", e.bearer()); code != http.StatusBadRequest {
+		t.Errorf("assignee with >: %d, want 400", code)
+	}
 	// The filter links keep the assignee.
 	if _, body, _ := page(t, c, e.srv.URL, ws+"/?assignee=me"); !strings.Contains(body, "assignee=me&amp;automation=") {
 		t.Errorf("the count links of a filtered inbox drop the assignee")

@@ -168,6 +168,7 @@ type app struct {
 	store    store.Store
 	engine   *engine.Engine
 	hub      *console.Hub // wakes the console's live pages
+	console  *console.Console
 	// stopEngine stops the engine and waits for it; it is safe to call twice.
 	stopEngine func()
 	// bootstrap is set when newApp initialised an empty store (organization,
@@ -318,6 +319,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		a.Close()
 		return nil, fmt.Errorf("console: %w", err)
 	}
+	a.console = con
 	a.closers = append(a.closers, func() error { con.Close(); return nil })
 	// The live pages' streams end with the service (before it drains).
 	go func() { <-ctx.Done(); con.Close() }()
