@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -406,4 +409,173 @@ func TestConsoleSettingsMembers(t *testing.T) {
 	if code, _, _ := post(t, v, e.srv.URL, ws+"/settings/members/roles", url.Values{"csrf": {vCSRF}, "user": {"users/" + zed.ID}, "role": {"workspace_admin"}}); code != http.StatusForbidden {
 		t.Errorf("a viewer edits roles: %d, want 403", code)
 	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// `prose serve` on an empty store prints a one-time sign-in link for the
+// owner, and the link signs in at the address it names.
+func TestServePrintsSignInLink(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- serveCmd(ctx, []string{"--addr", "127.0.0.1:0", "--data", t.TempDir(), "--log-level", "error"}, nil, io.Discard, &stderr)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+	re := regexp.MustCompile(`http://127\.0\.0\.1:\d+/signin\?link=[A-Za-z0-9_%-]+`)
+	var link string
+	for deadline := time.Now().Add(20 * time.Second); link == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		link = re.FindString(stderr.String())
+	}
+	if link == "" {
+		t.Fatalf("serve printed no sign-in link:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "one-time link") {
+		t.Errorf("the link is not introduced: %s", stderr.String())
+	}
+	u := mustURL(t, link)
+	base := u.Scheme + "://" + u.Host
+	c := browserClient(t)
+	_, body, tok := page(t, c, base, "/signin?"+u.RawQuery)
+	if !strings.Contains(body, "Sign in with this link") {
+		t.Fatal("the printed link's page offers no sign-in")
+	}
+	if code, loc, body := post(t, c, base, "/signin", url.Values{"csrf": {tok}, "link": {u.Query().Get("link")}, "next": {"/"}}); code != http.StatusSeeOther || loc != "/" {
+		t.Fatalf("sign in with the printed link: %d %s %s", code, loc, body)
+	}
+	if code, _, _ := page(t, c, base, "/"); code != http.StatusSeeOther {
+		t.Errorf("home after sign-in: %d, want a redirect to the inbox", code)
+	}
+}
+
+// The session cookie is HttpOnly and SameSite=Lax, Secure when the console
+// is served over https (--public-url https://…), and the session expires
+// after --session-ttl even while cached.
+func TestConsoleCookieAndExpiry(t *testing.T) {
+	e := newTestEnvWith(t, func(c *serveConfig) { c.sessionTTL = 1500 * time.Millisecond })
+	signin := func(e *testEnv) *http.Cookie {
+		t.Helper()
+		c := browserClient(t)
+		_, _, tok := page(t, c, e.srv.URL, "/signin")
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/signin", strings.NewReader(url.Values{"csrf": {tok}, "api_key": {e.newKey(t, keySpec{})}, "next": {"/"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		for _, ck := range res.Cookies() {
+			if ck.Name == "prose_session" && ck.Value != "" {
+				return ck
+			}
+		}
+		t.Fatalf("sign-in set no session cookie: %d", res.StatusCode)
+		return nil
+	}
+	ck := signin(e)
+	if !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Secure {
+		t.Errorf("cookie over http: HttpOnly %v SameSite %v Secure %v, want true Lax false", ck.HttpOnly, ck.SameSite, ck.Secure)
+	}
+	get := func() int {
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/w/"+e.init.workspaceID+"/", nil)
+		req.AddCookie(&http.Cookie{Name: "prose_session", Value: ck.Value})
+		res, err := browserClient(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := get(); code != http.StatusOK {
+		t.Fatalf("inbox in the session: %d", code)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	if code := get(); code != http.StatusSeeOther {
+		t.Errorf("inbox after the session's ttl: %d, want a redirect to sign in", code)
+	}
+	https := newTestEnvWith(t, func(c *serveConfig) { c.publicURL = "https://prose.example" })
+	if ck := signin(https); !ck.Secure || !ck.HttpOnly {
+		t.Errorf("cookie with an https public URL: Secure %v HttpOnly %v, want both", ck.Secure, ck.HttpOnly)
+	}
+}
+
+// The exception page's five kinds of guidance, each through its form: the
+// page offers the form, the post resolves the exception, the run goes on.
+func TestConsoleGuidanceForms(t *testing.T) {
+	e := newTestEnv(t)
+	c := browserClient(t)
+	csrf := e.consoleSignIn(t, c, e.newKey(t, keySpec{}))
+	ws := "/w/" + e.init.workspaceID
+	resolve := func(t *testing.T, code string, offers []string, form url.Values) (store.Automation, store.Run, string) {
+		t.Helper()
+		a, r, xid := e.excMake(t, code)
+		_, body, _ := page(t, c, e.srv.URL, ws+"/exceptions/"+xid)
+		for _, o := range offers {
+			if !strings.Contains(body, o) {
+				t.Errorf("the page lacks %q", o)
+			}
+		}
+		form.Set("csrf", csrf)
+		if st, loc, body := post(t, c, e.srv.URL, ws+"/exceptions/"+xid+"/resolve", form); st != http.StatusSeeOther || !strings.HasSuffix(loc, "/runs/"+r.ID) {
+			t.Fatalf("resolve: %d %s %s", st, loc, body)
+		}
+		return a, r, xid
+	}
+	t.Run("provide values, typed", func(t *testing.T) {
+		a, r, _ := resolve(t, excMissingCode, []string{`id="provide-values"`, `<label for="value-0">the invoice total</label>`, `<option value="yes/no">`},
+			url.Values{"kind": {"provide_values"}, "fact.0": {"the invoice total"}, "type.0": {"number"}, "value.0": {"4.25"}})
+		if got := excNum(excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output total"]); got != 8.5 {
+			t.Errorf("output total %v, want 8.5", got)
+		}
+	})
+	t.Run("answer with a choice button", func(t *testing.T) {
+		a, r, _ := resolve(t, excChoiceCode, []string{`<button type="submit" name="value" value="red">`, `<button type="submit" name="value" value="blue">`},
+			url.Values{"kind": {"answer"}, "type": {"text"}, "value": {"blue"}})
+		if got := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output colour"].GetText(); got != "blue" {
+			t.Errorf("output colour %q", got)
+		}
+	})
+	t.Run("skip", func(t *testing.T) {
+		a, r, _ := resolve(t, excSkipCode, []string{`value="skip"`}, url.Values{"kind": {"skip"}})
+		if got := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output done"].GetText(); got != "yes" {
+			t.Errorf("output done %q", got)
+		}
+	})
+	t.Run("replace the step", func(t *testing.T) {
+		a, r, _ := resolve(t, excDivisionCode, []string{`id="replace-code"`, `hx-post="` + ws + `/check-code"`},
+			url.Values{"kind": {"replace_step"}, "code": {"the x is 10 / 2"}})
+		if got := excNum(excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output x"]); got != 5 {
+			t.Errorf("output x %v", got)
+		}
+	})
+	t.Run("retry", func(t *testing.T) {
+		_, _, xid := resolve(t, excDivisionCode, []string{`value="retry"`}, url.Values{"kind": {"retry"}})
+		if x, err := e.st.GetException(context.Background(), e.init.orgID, e.init.workspaceID, xid); err != nil || x.State != store.ExceptionResolved {
+			t.Errorf("retried exception: %v %v", x.State, err)
+		}
+	})
 }
