@@ -635,6 +635,41 @@ type runData struct {
 	Exceptions []*platformv1.Exception
 	SelfURL    string
 	LiveURL    string
+	// History is what the run went through, oldest first, from what the API
+	// keeps: its creation, its exceptions and their resolutions, its state.
+	History []historyItem
+}
+
+type historyItem struct {
+	Time *timestamppb.Timestamp
+	What string
+	// Exception links the exception an item is about.
+	Exception string
+}
+
+// runHistory orders the run's creation, its exceptions (raised, resolved
+// or archived) and its current state by time.
+func runHistory(run *platformv1.Run, state string, xs []*platformv1.Exception) []historyItem {
+	h := []historyItem{{Time: run.GetCreateTime(), What: "created (" + strings.ToLower(strings.TrimPrefix(run.GetStage().String(), "AUTOMATION_STAGE_")) + ")"}}
+	for _, x := range xs {
+		id := store.LastSegment(x.GetName())
+		h = append(h, historyItem{Time: x.GetCreateTime(), What: "waited for guidance: " + x.GetMessage(), Exception: id})
+		switch x.GetState() {
+		case platformv1.ExceptionState_EXCEPTION_STATE_RESOLVED:
+			by := ""
+			if x.GetResolver() != "" {
+				by = " by " + store.LastSegment(x.GetResolver())
+			}
+			h = append(h, historyItem{Time: x.GetUpdateTime(), What: "guided" + by, Exception: id})
+		case platformv1.ExceptionState_EXCEPTION_STATE_ARCHIVED:
+			h = append(h, historyItem{Time: x.GetUpdateTime(), What: "exception archived (the run was abandoned)", Exception: id})
+		}
+	}
+	if state != "pending" {
+		h = append(h, historyItem{Time: run.GetUpdateTime(), What: state})
+	}
+	sort.SliceStable(h, func(i, j int) bool { return h[i].Time.AsTime().Before(h[j].Time.AsTime()) })
+	return h
 }
 
 func (c *Console) run(w http.ResponseWriter, r *http.Request, s *sess) {
@@ -669,6 +704,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, s *sess) {
 		return
 	}
 	d.Exceptions = xs.GetExceptions()
+	d.History = runHistory(run, d.State, d.Exceptions)
 	c.render(w, r, http.StatusOK, "run", d)
 }
 
