@@ -134,7 +134,9 @@ func benchInbox(b *testing.B, st store.Store, user string) {
 	ws := "/w/" + storetest.BenchExceptionWorkspace + "/"
 	for _, page := range []struct{ name, path string }{
 		{"pending", ws},
-		{"pending_by_automation", ws + "?state=PENDING&automation=a07"},
+		{"pending_by_automation", ws + "?state=PENDING&automation=a05"},      // 20,000 match
+		{"pending_by_automation_none", ws + "?state=PENDING&automation=a07"}, // none match
+		{"pending_by_group", ws + "?state=PENDING&group=user_system_error"},  // 200,000 match
 		{"pending_assigned_to_me", ws + "?state=PENDING&assignee=me"},
 	} {
 		name, path := page.name, page.path

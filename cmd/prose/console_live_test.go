@@ -26,7 +26,7 @@ func sseStream(t *testing.T, ctx context.Context, c *http.Client, u string) (int
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := c.Do(req)
+	res, err := c.Do(req) //nolint:bodyclose // closed below, or by the reader goroutine when the stream ends
 	if err != nil {
 		t.Fatal(err)
 	}
