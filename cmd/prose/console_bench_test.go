@@ -90,9 +90,7 @@ func openConsoleBenchPostgres(b *testing.B) (store.Store, string) {
 	s := pgtest.OpenExceptionBench(b)
 	const user = "bench-owner"
 	addBenchOwner(b, s, user)
-	if _, err := s.Pool().Exec(context.Background(), `UPDATE runs SET state = 'failed' WHERE state <> 'failed'`); err != nil {
-		b.Fatal(err)
-	}
+	pgtest.FailBenchRuns(b, s)
 	return s, user
 }
 

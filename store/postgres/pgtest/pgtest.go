@@ -158,3 +158,13 @@ func OpenExceptionBench(b testing.TB) *postgres.Store {
 	b.Cleanup(func() { _ = s.Close() })
 	return s
 }
+
+// FailBenchRuns makes every run of s failed, so that an engine serving the
+// benchmark's database leaves its runs (which are not real programs)
+// alone, as sqlitetest.SeedBenchExceptions does with failRuns.
+func FailBenchRuns(tb testing.TB, s *postgres.Store) {
+	tb.Helper()
+	if _, err := s.Pool().Exec(context.Background(), `UPDATE runs SET state = 'failed' WHERE state <> 'failed'`); err != nil {
+		tb.Fatal(err)
+	}
+}
