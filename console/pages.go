@@ -297,7 +297,7 @@ func (c *Console) assignSelected(w http.ResponseWriter, r *http.Request, s *sess
 	}
 	assignee := r.PostFormValue("assignee")
 	if assignee == "me" {
-		assignee = "users/" + s.UserID
+		assignee = names.User(s.UserID)
 	}
 	for _, id := range ids {
 		if _, err := c.exceptions.AssignException(s.ctx, &platformv1.AssignExceptionRequest{OrganizationId: s.OrganizationID, WorkspaceId: ws, ExceptionId: id, Assignee: assignee}); err != nil {
@@ -652,13 +652,13 @@ type historyItem struct {
 func runHistory(run *platformv1.Run, state string, xs []*platformv1.Exception) []historyItem {
 	h := []historyItem{{Time: run.GetCreateTime(), What: "created (" + strings.ToLower(strings.TrimPrefix(run.GetStage().String(), "AUTOMATION_STAGE_")) + ")"}}
 	for _, x := range xs {
-		id := store.LastSegment(x.GetName())
+		id := names.ID(x.GetName())
 		h = append(h, historyItem{Time: x.GetCreateTime(), What: "waited for guidance: " + x.GetMessage(), Exception: id})
 		switch x.GetState() {
 		case platformv1.ExceptionState_EXCEPTION_STATE_RESOLVED:
 			by := ""
 			if x.GetResolver() != "" {
-				by = " by " + store.LastSegment(x.GetResolver())
+				by = " by " + names.ID(x.GetResolver())
 			}
 			h = append(h, historyItem{Time: x.GetUpdateTime(), What: "guided" + by, Exception: id})
 		case platformv1.ExceptionState_EXCEPTION_STATE_ARCHIVED:

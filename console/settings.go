@@ -9,6 +9,7 @@ import (
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/store"
 )
 
 type settingsData struct {
@@ -77,9 +78,9 @@ func (c *Console) showSettings(w http.ResponseWriter, r *http.Request, s *sess, 
 		v := memberView{WorkspaceUser: u, Has: map[string]bool{}}
 		for _, role := range u.GetRoles() {
 			if role.GetRoleScope() == platformv1.RoleScope_ROLE_SCOPE_ORGANIZATION {
-				v.OrgRoles = append(v.OrgRoles, store.LastSegment(role.GetName()))
+				v.OrgRoles = append(v.OrgRoles, names.ID(role.GetName()))
 			} else {
-				v.Has[store.LastSegment(role.GetName())] = true
+				v.Has[names.ID(role.GetName())] = true
 			}
 		}
 		in[u.GetUser().GetName()] = true
@@ -112,7 +113,7 @@ const maxMembersShown = 200
 // roles, or removes a member.
 func (c *Console) memberAction(w http.ResponseWriter, r *http.Request, s *sess) {
 	ws := r.PathValue("ws")
-	user := store.LastSegment(r.PostFormValue("user"))
+	user := names.ID(r.PostFormValue("user"))
 	if user == "" {
 		c.showSettings(w, r, s, http.StatusBadRequest, "Choose a member.", "")
 		return
