@@ -24,6 +24,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"google.golang.org/grpc"
@@ -44,6 +45,9 @@ var templateFS embed.FS
 const (
 	DefaultSessionTTL = 12 * time.Hour
 	DefaultLinkTTL    = 24 * time.Hour
+	// DefaultReplicaRefresh is the default of the serve flag
+	// --console-replica-refresh (Options.ReplicaRefresh on PostgreSQL).
+	DefaultReplicaRefresh = 2 * time.Second
 )
 
 const (
@@ -61,6 +65,10 @@ type Auth interface {
 	ConsoleContext(ctx context.Context, sessionToken string) context.Context
 	// KeyIdentity checks an API key and returns its record.
 	KeyIdentity(ctx context.Context, key string) (store.APIKey, error)
+	// Session returns the current session of a token (store.ErrNotFound
+	// when there is none or it has expired); the server caches it for the
+	// console and its own interceptor alike.
+	Session(ctx context.Context, token string) (store.ConsoleSession, error)
 }
 
 // Options configures New.
@@ -78,6 +86,13 @@ type Options struct {
 	Secure bool
 	Logger *slog.Logger
 	Now    func() time.Time
+	// Hub wakes the live pages of a workspace (nil: a new one; give the
+	// same Hub to engine.Options.Changed).
+	Hub *Hub
+	// ReplicaRefresh, when positive, wakes every live page that often:
+	// set it when replicas share a database (PostgreSQL), as a replica is
+	// not told of the others' changes (see live.go).
+	ReplicaRefresh time.Duration
 }
 
 // Console serves the pages.
@@ -85,6 +100,10 @@ type Console struct {
 	opts  Options
 	mux   *http.ServeMux
 	pages map[string]*template.Template
+	hub   *Hub
+	// done ends the live streams (Close).
+	done  chan struct{}
+	close func()
 
 	exceptions  platformv1.ExceptionServiceClient
 	runs        platformv1.RunServiceClient
@@ -106,8 +125,13 @@ func New(opts Options) (*Console, error) {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
+	if opts.Hub == nil {
+		opts.Hub = NewHub()
+	}
+	done := make(chan struct{})
 	c := &Console{
 		opts: opts, mux: http.NewServeMux(), pages: map[string]*template.Template{},
+		hub: opts.Hub, done: done, close: sync.OnceFunc(func() { close(done) }),
 		exceptions:  platformv1.NewExceptionServiceClient(opts.Conn),
 		runs:        platformv1.NewRunServiceClient(opts.Conn),
 		automations: platformv1.NewAutomationServiceClient(opts.Conn),
@@ -124,19 +148,27 @@ func New(opts Options) (*Console, error) {
 		return nil, err
 	}
 	c.mux.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
+	if opts.ReplicaRefresh > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go opts.Hub.refreshLoop(ctx, opts.ReplicaRefresh)
+		go func() { <-done; cancel() }()
+	}
 	c.mux.HandleFunc("GET /signin", c.signinPage)
 	c.mux.HandleFunc("POST /signin", c.signin)
 	c.mux.HandleFunc("POST /signout", c.signout)
 	c.mux.HandleFunc("GET /{$}", c.session(c.home))
 	c.mux.HandleFunc("GET /w/{ws}/{$}", c.session(c.inbox))
 	c.mux.HandleFunc("POST /w/{ws}/exceptions:archive", c.session(c.archiveSelected))
+	c.mux.HandleFunc("POST /w/{ws}/exceptions:assign", c.session(c.assignSelected))
 	c.mux.HandleFunc("GET /w/{ws}/exceptions/{id}", c.session(c.exception))
 	c.mux.HandleFunc("GET /w/{ws}/exceptions/{id}/conversation", c.session(c.conversation))
 	c.mux.HandleFunc("POST /w/{ws}/exceptions/{id}/{action}", c.session(c.exceptionAction))
 	c.mux.HandleFunc("POST /w/{ws}/check-code", c.session(c.checkCode))
 	c.mux.HandleFunc("GET /w/{ws}/runs", c.session(c.runList))
+	c.mux.HandleFunc("GET /w/{ws}/live", c.session(c.live))
 	c.mux.HandleFunc("GET /w/{ws}/settings", c.session(c.settings))
 	c.mux.HandleFunc("POST /w/{ws}/settings/keys/{action}", c.session(c.keyAction))
+	c.mux.HandleFunc("POST /w/{ws}/settings/members/{action}", c.session(c.memberAction))
 	c.mux.HandleFunc("GET /w/{ws}/automations", c.session(c.automationList))
 	c.mux.HandleFunc("POST /w/{ws}/automations", c.session(c.createAutomation))
 	c.mux.HandleFunc("GET /w/{ws}/automations/{a}", c.session(c.automation))
@@ -145,6 +177,10 @@ func New(opts Options) (*Console, error) {
 	c.mux.HandleFunc("POST /w/{ws}/automations/{a}/runs/{r}/{action}", c.session(c.runAction))
 	return c, nil
 }
+
+// Close ends the live streams (before the server drains its connections)
+// and the replica refresh.
+func (c *Console) Close() { c.close() }
 
 // Owns reports whether the console serves path (the rest is the API's).
 func Owns(path string) bool {
@@ -237,7 +273,7 @@ func (c *Console) session(h sessionHandler) http.HandlerFunc {
 		ck, err := r.Cookie(sessionCookie)
 		var s store.ConsoleSession
 		if err == nil {
-			s, err = c.opts.Sessions.GetConsoleSession(r.Context(), store.ConsoleTokenHash(ck.Value), c.opts.Now())
+			s, err = c.opts.Auth.Session(r.Context(), ck.Value)
 		}
 		if err != nil {
 			if !errors.Is(err, http.ErrNoCookie) && !errors.Is(err, store.ErrNotFound) {

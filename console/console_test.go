@@ -2,8 +2,13 @@ package console
 
 import (
 	"net/url"
+	"strings"
 	"testing"
+	"time"
 
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang/protovalue"
 )
 
@@ -80,13 +85,47 @@ func TestLineDiff(t *testing.T) {
 }
 
 func TestInboxFilter(t *testing.T) {
-	_, _, _, _, _, f := inboxFilter(url.Values{})
+	f := inboxFilter(url.Values{}, "users/me1").Filter
 	if f != `state = "PENDING"` {
 		t.Errorf("default filter %q", f)
 	}
-	_, _, _, _, _, f = inboxFilter(url.Values{"state": {""}, "group": {"missing_values"}, "automation": {"a1"}, "since": {"2026-11-01"}, "q": {`run = "r"`}})
+	f = inboxFilter(url.Values{"state": {""}, "group": {"missing_values"}, "automation": {"a1"}, "since": {"2026-11-01"}, "q": {`run = "r"`}}, "users/me1").Filter
 	want := `group = "missing_values" AND automation = "a1" AND create_time >= "2026-11-01T00:00:00Z" AND (run = "r")`
 	if f != want {
 		t.Errorf("filter %q, want %q", f, want)
+	}
+	for assignee, want := range map[string]string{
+		"me":        `state = "PENDING" AND assignee = "users/me1"`,
+		"none":      `state = "PENDING" AND assignee = ""`,
+		"users/ana": `state = "PENDING" AND assignee = "users/ana"`,
+		"":          `state = "PENDING"`,
+	} {
+		form := inboxFilter(url.Values{"assignee": {assignee}}, "users/me1")
+		if form.Filter != want {
+			t.Errorf("assignee %q: %q, want %q", assignee, form.Filter, want)
+		}
+		if got := string(form.With("group", "g")); assignee != "" && !strings.Contains(got, "assignee=") {
+			t.Errorf("assignee %q: link %s drops it", assignee, got)
+		}
+	}
+}
+
+func TestRunHistory(t *testing.T) {
+	at := func(s int64) *timestamppb.Timestamp { return timestamppb.New(time.Unix(1700000000+s, 0)) }
+	run := &platformv1.Run{CreateTime: at(0), UpdateTime: at(30), Stage: platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT}
+	xs := []*platformv1.Exception{ // newest first, as listed
+		{Name: "organizations/o/workspaces/w/exceptions/x2", Message: "again", CreateTime: at(20), UpdateTime: at(25), State: platformv1.ExceptionState_EXCEPTION_STATE_RESOLVED, Resolver: "users/ana"},
+		{Name: "organizations/o/workspaces/w/exceptions/x1", Message: "first", CreateTime: at(10), UpdateTime: at(15), State: platformv1.ExceptionState_EXCEPTION_STATE_RESOLVED, Resolver: "users/bo"},
+	}
+	var got []string
+	for _, h := range runHistory(run, "completed", xs) {
+		got = append(got, h.What)
+	}
+	want := []string{"created (draft)", "waited for guidance: first", "guided by bo", "waited for guidance: again", "guided by ana", "completed"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("history %q, want %q", got, want)
+	}
+	if h := runHistory(&platformv1.Run{CreateTime: at(0), UpdateTime: at(0)}, "pending", nil); len(h) != 1 {
+		t.Errorf("a pending run's history: %v", h)
 	}
 }

@@ -127,47 +127,87 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request, s *sess) {
 
 type inboxData struct {
 	pageData
+	inboxForm
 	Exceptions   []*platformv1.Exception
 	Total        int32
 	ByGroup      []*platformv1.ExceptionGroupCount
 	ByAutomation []*platformv1.ExceptionAutomationCount
 	Members      []*platformv1.WorkspaceUser
 	Me           string
-	// The filter form, and the AIP-160 filter it makes.
-	State, Group, Automation, Since, Query, Filter string
 	// Paging.
 	PageToken, NextPageToken string
-	SelfURL                  string
+	// SelfURL is this page's fragment (the form's query), LiveURL its
+	// updates, Back the page where the inbox's posts return.
+	SelfURL, LiveURL, Back string
 }
 
-// inboxFilter builds the AIP-160 filter of the inbox's form.
-func inboxFilter(q url.Values) (state, group, automation, since, raw, filter string) {
-	state = q.Get("state")
-	if !q.Has("state") {
-		state = "PENDING"
-	}
-	group, automation, since, raw = q.Get("group"), q.Get("automation"), q.Get("since"), strings.TrimSpace(q.Get("q"))
-	var parts []string
-	if state != "" {
-		parts = append(parts, "state = "+strconv.Quote(state))
-	}
-	if group != "" {
-		parts = append(parts, "group = "+strconv.Quote(group))
-	}
-	if automation != "" {
-		parts = append(parts, "automation = "+strconv.Quote(automation))
-	}
-	if since != "" {
-		if t, err := time.Parse("2006-01-02", since); err == nil {
-			parts = append(parts, "create_time >= "+strconv.Quote(t.Format(time.RFC3339)))
-		} else {
-			parts = append(parts, "create_time >= "+strconv.Quote(since))
+// inboxForm is the inbox's filter form and the AIP-160 filter it makes.
+type inboxForm struct {
+	State, Group, Automation, Assignee, Since, Query string
+	Filter                                           string
+}
+
+// Query parameters (with the state's default) that keep the form's values
+// on another page of the inbox: the filter links and the next page.
+func (f inboxForm) Params() url.Values {
+	v := url.Values{"state": {f.State}}
+	for k, x := range map[string]string{"group": f.Group, "automation": f.Automation, "assignee": f.Assignee, "since": f.Since, "q": f.Query} {
+		if x != "" {
+			v.Set(k, x)
 		}
 	}
-	if raw != "" {
-		parts = append(parts, "("+raw+")")
+	return v
+}
+
+// With returns Params with key set to value, as a query string.
+func (f inboxForm) With(key, value string) template.URL {
+	v := f.Params()
+	v.Set(key, value)
+	v.Del("page_token")
+	return template.URL("?" + v.Encode()) //nolint:gosec // G203: an encoded query string
+}
+
+// inboxFilter builds the AIP-160 filter of the inbox's form; me is the
+// caller (users/{id}), whom assignee=me names; assignee=none selects the
+// unassigned exceptions.
+func inboxFilter(q url.Values, me string) inboxForm {
+	f := inboxForm{State: q.Get("state")}
+	if !q.Has("state") {
+		f.State = "PENDING"
 	}
-	return state, group, automation, since, raw, strings.Join(parts, " AND ")
+	f.Group, f.Automation, f.Assignee = q.Get("group"), q.Get("automation"), q.Get("assignee")
+	f.Since, f.Query = q.Get("since"), strings.TrimSpace(q.Get("q"))
+	var parts []string
+	if f.State != "" {
+		parts = append(parts, "state = "+strconv.Quote(f.State))
+	}
+	if f.Group != "" {
+		parts = append(parts, "group = "+strconv.Quote(f.Group))
+	}
+	if f.Automation != "" {
+		parts = append(parts, "automation = "+strconv.Quote(f.Automation))
+	}
+	switch f.Assignee {
+	case "":
+	case "me":
+		parts = append(parts, "assignee = "+strconv.Quote(me))
+	case "none":
+		parts = append(parts, `assignee = ""`)
+	default:
+		parts = append(parts, "assignee = "+strconv.Quote(f.Assignee))
+	}
+	if f.Since != "" {
+		if t, err := time.Parse("2006-01-02", f.Since); err == nil {
+			parts = append(parts, "create_time >= "+strconv.Quote(t.Format(time.RFC3339)))
+		} else {
+			parts = append(parts, "create_time >= "+strconv.Quote(f.Since))
+		}
+	}
+	if f.Query != "" {
+		parts = append(parts, "("+f.Query+")")
+	}
+	f.Filter = strings.Join(parts, " AND ")
+	return f
 }
 
 // inbox is the home page: the exceptions of a workspace, newest first.
@@ -179,7 +219,7 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *sess) {
 	}
 	d := &inboxData{pageData: base, Me: names.User(s.UserID)}
 	q := r.URL.Query()
-	d.State, d.Group, d.Automation, d.Since, d.Query, d.Filter = inboxFilter(q)
+	d.inboxForm = inboxFilter(q, d.Me)
 	d.PageToken = q.Get("page_token")
 	org, ws := s.OrganizationID, d.WS
 	list, err := c.exceptions.ListExceptions(s.ctx, &platformv1.ListExceptionsRequest{
@@ -202,7 +242,8 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *sess) {
 		return
 	}
 	d.ByAutomation = autos.GetAutomationCounts()
-	if d.Can(store.PermExceptionsResolve) && r.URL.Query().Get("fragment") == "" {
+	if r.URL.Query().Get("fragment") == "" {
+		// The members fill the assignee filter and the assign form.
 		if m, err := c.workspaces.ListWorkspaceUsers(s.ctx, &platformv1.ListWorkspaceUsersRequest{OrganizationId: org, WorkspaceId: ws, PageSize: 100}); err == nil {
 			d.Members = m.GetUsers()
 		}
@@ -212,19 +253,66 @@ func (c *Console) inbox(w http.ResponseWriter, r *http.Request, s *sess) {
 	qq.Set("fragment", "1")
 	u.RawQuery = qq.Encode()
 	d.SelfURL = u.RequestURI()
+	d.LiveURL = "/w/" + url.PathEscape(ws) + "/live?topic=exceptions"
+	d.Back = "/w/" + url.PathEscape(ws) + "/?" + d.Params().Encode()
 	c.render(w, r, http.StatusOK, "inbox", d)
+}
+
+// maxSelected bounds the exceptions one inbox post archives or assigns.
+const maxSelected = 100
+
+// selectedIDs are the exceptions ticked in the inbox (or the one of a row's
+// button).
+func (c *Console) selectedIDs(w http.ResponseWriter, r *http.Request, s *sess, what string) ([]string, bool) {
+	ids := r.PostForm["id"]
+	if len(ids) == 0 {
+		c.fail(w, r, s, http.StatusBadRequest, "Tick the exceptions to "+what+" first.")
+		return nil, false
+	}
+	if len(ids) > maxSelected {
+		c.fail(w, r, s, http.StatusBadRequest, fmt.Sprintf("%s at most %d exceptions at once.", strings.ToUpper(what[:1])+what[1:], maxSelected))
+		return nil, false
+	}
+	return ids, true
+}
+
+// inboxBack is where an inbox post returns: the inbox page it came from
+// (its query kept), else the workspace's inbox.
+func inboxBack(r *http.Request, ws string) string {
+	home := "/w/" + url.PathEscape(ws) + "/"
+	if b := safeNext(r.PostFormValue("back")); strings.HasPrefix(b, home) {
+		return b
+	}
+	return home
+}
+
+// assignSelected assigns the exceptions ticked in the inbox (or the one of
+// a row's "Assign to me") to a member: assignee is users/{id}, "me", or ""
+// to unassign.
+func (c *Console) assignSelected(w http.ResponseWriter, r *http.Request, s *sess) {
+	ws := r.PathValue("ws")
+	ids, ok := c.selectedIDs(w, r, s, "assign")
+	if !ok {
+		return
+	}
+	assignee := r.PostFormValue("assignee")
+	if assignee == "me" {
+		assignee = names.User(s.UserID)
+	}
+	for _, id := range ids {
+		if _, err := c.exceptions.AssignException(s.ctx, &platformv1.AssignExceptionRequest{OrganizationId: s.OrganizationID, WorkspaceId: ws, ExceptionId: id, Assignee: assignee}); err != nil {
+			c.grpcFail(w, r, s, err)
+			return
+		}
+	}
+	http.Redirect(w, r, inboxBack(r, ws), http.StatusSeeOther)
 }
 
 // archiveSelected archives the exceptions ticked in the inbox.
 func (c *Console) archiveSelected(w http.ResponseWriter, r *http.Request, s *sess) {
 	ws := r.PathValue("ws")
-	ids := r.PostForm["id"]
-	if len(ids) == 0 {
-		c.fail(w, r, s, http.StatusBadRequest, "Tick the exceptions to archive first.")
-		return
-	}
-	if len(ids) > 100 {
-		c.fail(w, r, s, http.StatusBadRequest, "Archive at most 100 exceptions at once.")
+	ids, ok := c.selectedIDs(w, r, s, "archive")
+	if !ok {
 		return
 	}
 	for _, id := range ids {
@@ -233,7 +321,7 @@ func (c *Console) archiveSelected(w http.ResponseWriter, r *http.Request, s *ses
 			return
 		}
 	}
-	http.Redirect(w, r, "/w/"+url.PathEscape(ws)+"/", http.StatusSeeOther)
+	http.Redirect(w, r, inboxBack(r, ws), http.StatusSeeOther)
 }
 
 type exceptionData struct {
@@ -546,6 +634,42 @@ type runData struct {
 	Inputs     []factView
 	Exceptions []*platformv1.Exception
 	SelfURL    string
+	LiveURL    string
+	// History is what the run went through, oldest first, from what the API
+	// keeps: its creation, its exceptions and their resolutions, its state.
+	History []historyItem
+}
+
+type historyItem struct {
+	Time *timestamppb.Timestamp
+	What string
+	// Exception links the exception an item is about.
+	Exception string
+}
+
+// runHistory orders the run's creation, its exceptions (raised, resolved
+// or archived) and its current state by time.
+func runHistory(run *platformv1.Run, state string, xs []*platformv1.Exception) []historyItem {
+	h := []historyItem{{Time: run.GetCreateTime(), What: "created (" + strings.ToLower(strings.TrimPrefix(run.GetStage().String(), "AUTOMATION_STAGE_")) + ")"}}
+	for _, x := range xs {
+		id := names.ID(x.GetName())
+		h = append(h, historyItem{Time: x.GetCreateTime(), What: "waited for guidance: " + x.GetMessage(), Exception: id})
+		switch x.GetState() {
+		case platformv1.ExceptionState_EXCEPTION_STATE_RESOLVED:
+			by := ""
+			if x.GetResolver() != "" {
+				by = " by " + names.ID(x.GetResolver())
+			}
+			h = append(h, historyItem{Time: x.GetUpdateTime(), What: "guided" + by, Exception: id})
+		case platformv1.ExceptionState_EXCEPTION_STATE_ARCHIVED:
+			h = append(h, historyItem{Time: x.GetUpdateTime(), What: "exception archived (the run was abandoned)", Exception: id})
+		}
+	}
+	if state != "pending" {
+		h = append(h, historyItem{Time: run.GetUpdateTime(), What: state})
+	}
+	sort.SliceStable(h, func(i, j int) bool { return h[i].Time.AsTime().Before(h[j].Time.AsTime()) })
+	return h
 }
 
 func (c *Console) run(w http.ResponseWriter, r *http.Request, s *sess) {
@@ -560,7 +684,8 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, s *sess) {
 		c.grpcFail(w, r, s, err)
 		return
 	}
-	d := &runData{pageData: base, Run: run, Automation: a, ID: id, SelfURL: r.URL.Path + "?fragment=1"}
+	d := &runData{pageData: base, Run: run, Automation: a, ID: id, SelfURL: r.URL.Path + "?fragment=1",
+		LiveURL: "/w/" + url.PathEscape(ws) + "/live?topic=runs"}
 	d.State, d.Terminal = runState(run.GetState())
 	d.Title = "Run " + id + " (" + d.State + ")"
 	for k, v := range run.GetState().GetCompleted().GetOutputs() {
@@ -579,6 +704,7 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, s *sess) {
 		return
 	}
 	d.Exceptions = xs.GetExceptions()
+	d.History = runHistory(run, d.State, d.Exceptions)
 	c.render(w, r, http.StatusOK, "run", d)
 }
 

@@ -2,6 +2,7 @@ package console
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
@@ -18,7 +19,7 @@ type runsData struct {
 	Runs                     []runRow
 	State, Automation        string
 	PageToken, NextPageToken string
-	SelfURL                  string
+	SelfURL, LiveURL         string
 	States                   []string
 }
 
@@ -60,6 +61,7 @@ func (c *Console) runList(w http.ResponseWriter, r *http.Request, s *sess) {
 	qq.Set("fragment", "1")
 	u.RawQuery = qq.Encode()
 	d.SelfURL = u.RequestURI()
+	d.LiveURL = "/w/" + url.PathEscape(base.WS) + "/live?topic=runs"
 	c.render(w, r, http.StatusOK, "runs", d)
 }
 

@@ -9,6 +9,7 @@ import (
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/store"
 )
 
 type settingsData struct {
@@ -16,8 +17,21 @@ type settingsData struct {
 	Keys      []*platformv1.ApiKey
 	KeysError string
 	NewKey    string
-	Members   []*platformv1.WorkspaceUser
+	Members   []memberView
 	Me        string
+	// Roles are the workspace roles a member can be given; Others the
+	// organization's users who are not members of the workspace.
+	Roles  []*platformv1.Role
+	Others []*platformv1.WorkspaceUser
+}
+
+// memberView is a member with the workspace roles they hold.
+type memberView struct {
+	*platformv1.WorkspaceUser
+	// Has holds the ids of their workspace-scope roles; OrgRoles names
+	// the roles given in the organization (they apply here too).
+	Has      map[string]bool
+	OrgRoles []string
 }
 
 var keyLevels = map[string]platformv1.ApiKeyPermissionLevel{
@@ -54,10 +68,88 @@ func (c *Console) showSettings(w http.ResponseWriter, r *http.Request, s *sess, 
 		c.grpcFail(w, r, s, err)
 		return
 	}
-	if m, err := c.workspaces.ListWorkspaceUsers(s.ctx, &platformv1.ListWorkspaceUsersRequest{OrganizationId: s.OrganizationID, WorkspaceId: base.WS, PageSize: 100}); err == nil {
-		d.Members = m.GetUsers()
+	m, err := c.workspaces.ListWorkspaceUsers(s.ctx, &platformv1.ListWorkspaceUsersRequest{OrganizationId: s.OrganizationID, WorkspaceId: base.WS, PageSize: maxMembersShown})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	in := map[string]bool{}
+	for _, u := range m.GetUsers() {
+		v := memberView{WorkspaceUser: u, Has: map[string]bool{}}
+		for _, role := range u.GetRoles() {
+			if role.GetRoleScope() == platformv1.RoleScope_ROLE_SCOPE_ORGANIZATION {
+				v.OrgRoles = append(v.OrgRoles, names.ID(role.GetName()))
+			} else {
+				v.Has[names.ID(role.GetName())] = true
+			}
+		}
+		in[u.GetUser().GetName()] = true
+		d.Members = append(d.Members, v)
+	}
+	if d.Can(store.PermMembersManage) {
+		roles, err := c.workspaces.ListWorkspaceRoles(s.ctx, &platformv1.ListWorkspaceRolesRequest{OrganizationId: s.OrganizationID, WorkspaceId: base.WS, PageSize: 100})
+		if err != nil {
+			c.grpcFail(w, r, s, err)
+			return
+		}
+		d.Roles = roles.GetRoles()
+		if users, err := c.orgs.ListOrganizationUsers(s.ctx, &platformv1.ListOrganizationUsersRequest{OrganizationId: s.OrganizationID, PageSize: maxMembersShown}); err == nil {
+			for _, u := range users.GetUsers() {
+				if !in[u.GetUser().GetName()] {
+					d.Others = append(d.Others, u)
+				}
+			}
+		}
 	}
 	c.render(w, r, code, "settings", d)
+}
+
+// maxMembersShown bounds the members (and organization users) settings
+// lists.
+const maxMembersShown = 200
+
+// memberAction gives a member of the workspace their roles (roles: the
+// ticked role ids; none is refused), adds a user of the organization with
+// roles, or removes a member.
+func (c *Console) memberAction(w http.ResponseWriter, r *http.Request, s *sess) {
+	ws := r.PathValue("ws")
+	user := names.ID(r.PostFormValue("user"))
+	if user == "" {
+		c.showSettings(w, r, s, http.StatusBadRequest, "Choose a member.", "")
+		return
+	}
+	roles := r.PostForm["role"]
+	var err error
+	switch r.PathValue("action") {
+	case "roles", "add":
+		if len(roles) == 0 {
+			c.showSettings(w, r, s, http.StatusBadRequest, "Tick at least one role (to take every role away, remove the member).", "")
+			return
+		}
+		if r.PathValue("action") == "roles" {
+			_, err = c.workspaces.UpdateWorkspaceUser(s.ctx, &platformv1.UpdateWorkspaceUserRequest{OrganizationId: s.OrganizationID, WorkspaceId: ws, UserId: user, Roles: roles})
+		} else {
+			_, err = c.workspaces.CreateWorkspaceUser(s.ctx, &platformv1.CreateWorkspaceUserRequest{OrganizationId: s.OrganizationID, WorkspaceId: ws, UserId: user, Roles: roles})
+		}
+	case "remove":
+		_, err = c.workspaces.DeleteWorkspaceUser(s.ctx, &platformv1.DeleteWorkspaceUserRequest{OrganizationId: s.OrganizationID, WorkspaceId: ws, UserId: user})
+	default:
+		c.fail(w, r, s, http.StatusNotFound, "No such action.")
+		return
+	}
+	if err != nil {
+		if st := status.Convert(err); st.Code() == codes.InvalidArgument || st.Code() == codes.NotFound || st.Code() == codes.FailedPrecondition || st.Code() == codes.AlreadyExists {
+			code := http.StatusBadRequest
+			if st.Code() != codes.InvalidArgument {
+				code = http.StatusConflict
+			}
+			c.showSettings(w, r, s, code, st.Message(), "")
+			return
+		}
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	http.Redirect(w, r, "/w/"+url.PathEscape(ws)+"/settings#members", http.StatusSeeOther)
 }
 
 // keyAction creates or revokes an API key.

@@ -55,6 +55,13 @@ type Options struct {
 	// makes work.
 	Wakeups <-chan struct{}
 	Notify  func(ctx context.Context)
+	// Changed, when set, is told after this engine changes a run or an
+	// exception of a workspace: a run created, claimed, finished (completed,
+	// failed, waiting for guidance on a new exception, stopped), paused or
+	// continued, an exception resolved (see also Engine.Changed). It runs
+	// on the engine's goroutines: it must return at once (the web console
+	// wakes the pages open on the workspace).
+	Changed func(organizationID, workspaceID string)
 	// Limits bound the memory, statements and time of each run (zero
 	// fields: lang.DefaultLimits).
 	Limits lang.Limits
@@ -241,6 +248,15 @@ func (e *Engine) Wake() {
 	}
 }
 
+// Changed tells Options.Changed that a run or exception of the workspace
+// changed; services that change exceptions without the engine (assign,
+// archive) call it.
+func (e *Engine) Changed(organizationID, workspaceID string) {
+	if e.opts.Changed != nil {
+		e.opts.Changed(organizationID, workspaceID)
+	}
+}
+
 // announce wakes this engine and, through Notify, the other replicas (see
 // notifier).
 func (e *Engine) announce(ctx context.Context) {
@@ -363,10 +379,12 @@ func (e *Engine) startFlight(pool *workerPool, r store.Run) {
 			}
 		}()
 		defer cancel(nil)
+		e.Changed(r.OrganizationID, r.WorkspaceID) // executing
 		e.execute(fctx, f, r)
 		e.mu.Lock()
 		delete(e.inflight, r.ID)
 		e.mu.Unlock()
+		e.Changed(r.OrganizationID, r.WorkspaceID)
 	}()
 }
 

@@ -127,6 +127,9 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 		// an error, never someone else's run.
 		return store.Run{}, false, fmt.Errorf("request_id %q was already used to start a run of another automation: %w", req.RequestID, store.ErrAlreadyExists)
 	}
+	if created {
+		e.Changed(r.OrganizationID, r.WorkspaceID)
+	}
 	if created && (r.State.Terminal() || r.State == store.RunExecuting) {
 		// Executed at its creation, or created leased to this engine
 		// (inline.go): no work for the other workers.

@@ -98,13 +98,14 @@ func (e *Engine) Resolve(ctx context.Context, org, ws, id, resolver string, g Gu
 		return out, err
 	}
 	e.announce(ctx)
+	e.Changed(org, ws)
 	return out, nil
 }
 
 // Archive archives a pending exception: its run is abandoned (stopped).
 // ErrFailedPrecondition from other states.
 func (e *Engine) Archive(ctx context.Context, org, ws, id string) (store.Exception, error) {
-	return e.st.ArchiveException(ctx, org, ws, id)
+	return e.changedException(e.st.ArchiveException(ctx, org, ws, id))
 }
 
 // Unarchive makes an archived exception pending again and its run, still
@@ -112,14 +113,22 @@ func (e *Engine) Archive(ctx context.Context, org, ws, id string) (store.Excepti
 // resolved). ErrFailedPrecondition from other states and when the run has
 // moved on since.
 func (e *Engine) Unarchive(ctx context.Context, org, ws, id string) (store.Exception, error) {
-	return e.st.UnarchiveException(ctx, org, ws, id)
+	return e.changedException(e.st.UnarchiveException(ctx, org, ws, id))
 }
 
 // Assign assigns an exception to assignee (users/{user}; the caller checks
 // membership), or unassigns it (""). ErrFailedPrecondition for a resolved
 // exception.
 func (e *Engine) Assign(ctx context.Context, org, ws, id, assignee string) (store.Exception, error) {
-	return e.st.AssignException(ctx, org, ws, id, assignee)
+	return e.changedException(e.st.AssignException(ctx, org, ws, id, assignee))
+}
+
+// changedException tells Options.Changed of an exception that changed.
+func (e *Engine) changedException(x store.Exception, err error) (store.Exception, error) {
+	if err == nil {
+		e.Changed(x.OrganizationID, x.WorkspaceID)
+	}
+	return x, err
 }
 
 // Pause pauses a run (see store.Runs.PauseRun) and, when this engine is
@@ -129,6 +138,7 @@ func (e *Engine) Pause(ctx context.Context, org, ws, automation, id, reason stri
 	if err != nil {
 		return r, err
 	}
+	e.Changed(org, ws)
 	if r.State == store.RunStopping {
 		e.mu.Lock()
 		f := e.inflight[id]
@@ -176,6 +186,9 @@ func (e *Engine) Continue(ctx context.Context, org, ws, automation, id string) (
 	r, err := e.st.ContinueRun(ctx, org, ws, automation, id)
 	if err == nil && r.State == store.RunPending {
 		e.announce(ctx)
+	}
+	if err == nil {
+		e.Changed(org, ws)
 	}
 	return r, err
 }

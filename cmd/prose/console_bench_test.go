@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/postgres/pgtest"
 	"github.com/proserun/prose/store/sqlite"
 	"github.com/proserun/prose/store/sqlite/sqlitetest"
 	"github.com/proserun/prose/store/storetest"
@@ -42,15 +43,7 @@ func openConsoleBench(b *testing.B) (store.Store, string) {
 			b.Fatal(err)
 		}
 		storetest.SeedExceptionParents(b, s)
-		if _, err := s.CreateUser(ctx, store.User{ID: user, DisplayName: "Owner", Email: "owner@bench.test"}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.AddOrganizationMember(ctx, storetest.BenchExceptionOrg, user, []string{"owner"}); err != nil {
-			b.Fatal(err)
-		}
-		if _, err := s.AddWorkspaceMember(ctx, storetest.BenchExceptionOrg, storetest.BenchExceptionWorkspace, user, []string{"workspace_admin"}); err != nil {
-			b.Fatal(err)
-		}
+		addBenchOwner(b, s, user)
 		// The benchmark's runs are not real programs: finished, so that the
 		// engine leaves them alone.
 		sqlitetest.SeedBenchExceptions(b, s, true)
@@ -69,14 +62,58 @@ func openConsoleBench(b *testing.B) (store.Store, string) {
 	return s, user
 }
 
+// addBenchOwner makes user an owner of the benchmark's organization and an
+// admin of its workspace, unless it is already.
+func addBenchOwner(b *testing.B, s store.Store, user string) {
+	b.Helper()
+	ctx := context.Background()
+	if _, err := s.GetUser(ctx, user); err == nil {
+		return
+	}
+	if _, err := s.CreateUser(ctx, store.User{ID: user, DisplayName: "Owner", Email: "owner@bench.test"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.AddOrganizationMember(ctx, storetest.BenchExceptionOrg, user, []string{"owner"}); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := s.AddWorkspaceMember(ctx, storetest.BenchExceptionOrg, storetest.BenchExceptionWorkspace, user, []string{"workspace_admin"}); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// openConsoleBenchPostgres opens the PostgreSQL database of the exception
+// benchmarks (pgtest.OpenExceptionBench: the same 1,000,000 exceptions,
+// seeded once in prose_bench_exceptions) with the benchmark's owner; its
+// runs are made terminal so that the engine leaves them alone.
+func openConsoleBenchPostgres(b *testing.B) (store.Store, string) {
+	b.Helper()
+	s := pgtest.OpenExceptionBench(b)
+	const user = "bench-owner"
+	addBenchOwner(b, s, user)
+	pgtest.FailBenchRuns(b, s)
+	return s, user
+}
+
 // BenchmarkConsoleInbox: the inbox page (GET /w/ops/, all its calls: the
 // session, the caller's workspaces and permissions, the first page of
 // pending exceptions with the total, the counts by group and by automation,
 // the members) over HTTP with 1,000,000 exceptions in the workspace.
 //
+// On SQLite and, with PROSE_TEST_POSTGRES_URL, on PostgreSQL:
+//
 //	go test ./cmd/prose -run '^$' -bench BenchmarkConsoleInbox -benchtime 200x
 func BenchmarkConsoleInbox(b *testing.B) {
-	st, user := openConsoleBench(b)
+	b.Run("sqlite", func(b *testing.B) {
+		st, user := openConsoleBench(b)
+		benchInbox(b, st, user)
+	})
+	b.Run("postgres", func(b *testing.B) {
+		st, user := openConsoleBenchPostgres(b)
+		benchInbox(b, st, user)
+	})
+}
+
+func benchInbox(b *testing.B, st store.Store, user string) {
 	cfg := serveConfig{addr: "127.0.0.1:0", logLevel: "error", store: st}
 	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
 	if err != nil {
@@ -92,10 +129,15 @@ func BenchmarkConsoleInbox(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	for name, path := range map[string]string{
-		"pending":               "/w/" + storetest.BenchExceptionWorkspace + "/",
-		"pending_by_automation": "/w/" + storetest.BenchExceptionWorkspace + "/?state=PENDING&automation=a07",
+	ws := "/w/" + storetest.BenchExceptionWorkspace + "/"
+	for _, page := range []struct{ name, path string }{
+		{"pending", ws},
+		{"pending_by_automation", ws + "?state=PENDING&automation=a05"},      // 20,000 match
+		{"pending_by_automation_none", ws + "?state=PENDING&automation=a07"}, // none match
+		{"pending_by_group", ws + "?state=PENDING&group=user_system_error"},  // 200,000 match
+		{"pending_assigned_to_me", ws + "?state=PENDING&assignee=me"},
 	} {
+		name, path := page.name, page.path
 		b.Run(name, func(b *testing.B) {
 			get := func() {
 				req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)

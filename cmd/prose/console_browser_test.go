@@ -137,6 +137,43 @@ func jsString(s string) string {
 	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
 }
 
+// unlabelled lists the visible form controls of the tab's page that have no
+// label (a <label for>, an enclosing <label>, aria-label or
+// aria-labelledby); buttons are named by their text.
+func (b *browser) unlabelled(ctx context.Context) []string {
+	b.t.Helper()
+	got, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("input, select, textarea")]
+		.filter(el => el.type !== "hidden" && !el.hidden && el.offsetParent !== null)
+		.filter(el => !(el.labels && el.labels.length) && !el.getAttribute("aria-label") && !el.getAttribute("aria-labelledby"))
+		.map(el => el.outerHTML.slice(0, 80))`))
+	if err != nil {
+		b.t.Fatalf("labels: %v", err)
+	}
+	return got
+}
+
+// keyboardReaches reports whether pressing Tab from the top of the page
+// focuses the element matching sel within max presses.
+func (b *browser) keyboardReaches(ctx context.Context, sel string, max int) bool {
+	b.t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("(document.activeElement && document.activeElement.blur(), true)")); err != nil {
+		b.t.Fatal(err)
+	}
+	for range max {
+		if err := chromedp.Do(ctx, chromedp.KeyEvent("\t")); err != nil {
+			b.t.Fatalf("tab: %v", err)
+		}
+		on, err := chromedp.Run(ctx, chromedp.Evaluate[bool]("document.activeElement !== null && document.activeElement.matches("+jsString(sel)+")"))
+		if err != nil {
+			b.t.Fatal(err)
+		}
+		if on {
+			return true
+		}
+	}
+	return false
+}
+
 // screenshot saves the tab's page as name.png under
 // PROSE_CONSOLE_SCREENSHOTS, when it is set.
 func (b *browser) screenshot(ctx context.Context, name string) {
@@ -223,6 +260,12 @@ func TestConsoleBrowserEndToEnd(t *testing.T) {
 		t.Errorf("inbox shows %q", got)
 	}
 	b.screenshot(inbox, "inbox")
+	if got := b.unlabelled(inbox); len(got) != 0 {
+		t.Errorf("inbox controls without a label: %v", got)
+	}
+	if !b.keyboardReaches(inbox, "a.exc", 40) {
+		t.Errorf("the inbox's exception cannot be reached with the Tab key")
+	}
 
 	// The exception page: the failing span highlighted, a typed input.
 	if _, err := chromedp.RunResponse(inbox, chromedp.Click(chromedp.CSS("a.exc"))); err != nil {
@@ -236,6 +279,28 @@ func TestConsoleBrowserEndToEnd(t *testing.T) {
 		t.Errorf("input label %q", got)
 	}
 	b.screenshot(inbox, "exception")
+	if got := b.unlabelled(inbox); len(got) != 0 {
+		t.Errorf("exception page controls without a label: %v", got)
+	}
+	// The conversation is live: a message added to the run's thread (here
+	// through the API) shows in the open page within 2 s.
+	loc, err := chromedp.Run(inbox, chromedp.Location())
+	if err != nil {
+		t.Fatal(err)
+	}
+	x, err := e.st.GetException(context.Background(), e.init.orgID, e.init.workspaceID, loc[strings.LastIndex(loc, "/")+1:])
+	if err != nil {
+		t.Fatal(err)
+	}
+	events := "/api/v1/organizations/" + e.init.orgID + "/workspaces/" + e.init.workspaceID + "/automations/" + x.AutomationID + "/runs/" + x.RunID + "/agents/prose/events"
+	if c, _, raw := e.doHTTP(t, "POST", events, `{"userMessage":{"content":"Which invoice is this about?"}}`, e.bearer()); c != http.StatusOK {
+		t.Fatalf("add a message: %d %s", c, raw)
+	}
+	ctx3, cancel3 := context.WithTimeout(inbox, 2*time.Second)
+	defer cancel3()
+	if _, err := chromedp.Run(ctx3, chromedp.Poll[bool](`document.getElementById("thread").textContent.includes("Which invoice is this about?")`)); err != nil {
+		t.Errorf("the message did not show in the open conversation within 2 s: %v", err)
+	}
 	b.do(inbox, "provide the value",
 		chromedp.SetValue(chromedp.ID("value-0"), "12.50"),
 		chromedp.SetValue(chromedp.ID("type-0"), "number"))
@@ -247,13 +312,36 @@ func TestConsoleBrowserEndToEnd(t *testing.T) {
 		t.Errorf("outputs %q", got)
 	}
 	b.screenshot(inbox, "run")
+	for _, p := range []struct{ name, path, sel string }{
+		{"runs", "/runs", "#runs a.run"},
+		{"settings", "/settings", "#member-list"},
+	} {
+		b.do(inbox, p.name, chromedp.Navigate(ws+p.path), chromedp.WaitVisible(chromedp.CSS(p.sel)))
+		b.screenshot(inbox, p.name)
+		if got := b.unlabelled(inbox); len(got) != 0 {
+			t.Errorf("%s controls without a label: %v", p.name, got)
+		}
+	}
 
 	// At phone width the inbox fits without sideways scrolling.
-	b.do(inbox, "phone width", chromedp.EmulateViewport(390, 844), chromedp.Navigate(ws+"/?state="), chromedp.WaitVisible(chromedp.CSS("#inbox")))
-	if over, err := chromedp.Run(inbox, chromedp.Evaluate[bool]("document.documentElement.scrollWidth > window.innerWidth + 1")); err != nil || over {
-		t.Errorf("the inbox scrolls sideways at 390 px (%v)", err)
+	// At phone width the pages fit without sideways scrolling.
+	b.do(inbox, "phone width", chromedp.EmulateViewport(390, 844))
+	for _, p := range []struct{ name, path, sel string }{
+		{"inbox", "/?state=", "#inbox"},
+		{"runs", "/runs", "#runs"},
+		{"exception", "/exceptions/" + x.ID, "pre.code"},
+		{"run", "/automations/" + x.AutomationID + "/runs/" + x.RunID, "#run-state"},
+		{"automations", "/automations", "#code"},
+		{"settings", "/settings", "#member-list"},
+	} {
+		b.do(inbox, p.name+" at phone width", chromedp.Navigate(ws+p.path), chromedp.WaitVisible(chromedp.CSS(p.sel)))
+		if over, err := chromedp.Run(inbox, chromedp.Evaluate[bool]("document.documentElement.scrollWidth > window.innerWidth + 1")); err != nil || over {
+			t.Errorf("the %s page scrolls sideways at 390 px (%v)", p.name, err)
+		}
+		if p.name == "inbox" {
+			b.screenshot(inbox, "inbox-phone")
+		}
 	}
-	b.screenshot(inbox, "inbox-phone")
 	b.noConsoleErrors()
 }
 

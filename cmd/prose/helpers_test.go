@@ -70,6 +70,9 @@ func newTestEnvWith(t *testing.T, edit func(*serveConfig)) *testEnv {
 	e := &testEnv{app: a, st: a.store}
 	e.srv = httptest.NewServer(a.http)
 	t.Cleanup(e.srv.Close)
+	// The console's live streams end first: the server's Close waits for
+	// the requests in flight.
+	t.Cleanup(a.console.Close)
 
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = a.grpc.Serve(lis) }()

@@ -78,6 +78,9 @@ type serveConfig struct {
 	// sessionTTL is how long a web console session lasts (0: the console's
 	// default).
 	sessionTTL time.Duration
+	// consoleReplicaRefresh is how often the console's live pages are
+	// woken on a database replicas share (see console.Options.ReplicaRefresh).
+	consoleReplicaRefresh time.Duration
 
 	// outer are interceptor entries before the chain (tests use them to
 	// observe calls, over both transports).
@@ -112,6 +115,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	registerSizeFlags(fs, &cfg.sizes)
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
+	fs.DurationVar(&cfg.consoleReplicaRefresh, "console-replica-refresh", console.DefaultReplicaRefresh, "on PostgreSQL, how often the web console's live pages fetch their changes again, since another replica's changes are not announced to this one (this replica's are sent at once); 0: never")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -174,6 +178,8 @@ type app struct {
 	http     http.Handler
 	store    store.Store
 	engine   *engine.Engine
+	hub      *console.Hub // wakes the console's live pages
+	console  *console.Console
 	// stopEngine stops the engine and waits for it; it is safe to call twice.
 	stopEngine func()
 	// bootstrap is set when newApp initialised an empty store (organization,
@@ -262,6 +268,10 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	if !st.SingleWriter() {
 		engOpts.Wakeups, engOpts.Notify = st.Listen(engCtx), st.Notify
 	}
+	// The engine tells the console's live pages what changed.
+	hub := console.NewHub()
+	a.hub = hub
+	engOpts.Changed = hub.Changed
 	a.engine = engine.New(st, engOpts)
 	// A pause committed on any replica reaches the one executing the run at
 	// once (LISTEN/NOTIFY, carried by the engine's listener), not at its
@@ -329,14 +339,23 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	// The web console at /: pages that call the services above through the
 	// same in-process channel and interceptor chain, as the session's user.
-	con, err := console.New(console.Options{
+	conOpts := console.Options{
 		Conn: local, Sessions: st, Auth: auth, SessionTTL: cfg.sessionTTL,
-		Secure: strings.HasPrefix(cfg.publicURL, "https://"), Logger: logger,
-	})
+		Secure: strings.HasPrefix(cfg.publicURL, "https://"), Logger: logger, Hub: hub,
+	}
+	if !st.SingleWriter() {
+		// Replicas may share the database: another's changes are not told.
+		conOpts.ReplicaRefresh = cfg.consoleReplicaRefresh
+	}
+	con, err := console.New(conOpts)
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("console: %w", err)
 	}
+	a.console = con
+	a.closers = append(a.closers, func() error { con.Close(); return nil })
+	// The live pages' streams end with the service (before it drains).
+	go func() { <-ctx.Done(); con.Close() }()
 	a.http = con.Mount(h)
 	return a, nil
 }

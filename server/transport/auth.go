@@ -194,8 +194,9 @@ type KeyAuth struct {
 	mu      sync.Mutex
 	touched map[string]time.Time // key id → last TouchAPIKey
 
-	keys  genCache[string, store.APIKey] // key prefix → key
-	perms genCache[permKey, []string]    // the user's permissions in a workspace
+	keys     genCache[string, store.APIKey]         // key prefix → key
+	perms    genCache[permKey, []string]            // the user's permissions in a workspace
+	sessions genCache[string, store.ConsoleSession] // token hash → console session
 
 	console consoleTrust // see auth_session.go
 }
@@ -266,6 +267,20 @@ func (a *KeyAuth) apiKey(ctx context.Context, prefix string) (store.APIKey, erro
 // shared: callers must not modify it.
 func (a *KeyAuth) permissions(ctx context.Context, org, ws, user string) ([]string, error) {
 	return a.perms.load(a.gen, permKey{org, ws, user}, func() ([]string, error) { return a.st.EffectivePermissions(ctx, org, ws, user) })
+}
+
+// consoleSession is GetConsoleSession through the cache (a session not
+// found is not cached); a cached session past its expiry is refused.
+func (a *KeyAuth) consoleSession(ctx context.Context, tokenHash string) (store.ConsoleSession, error) {
+	now := a.now()
+	s, err := a.sessions.load(a.gen, tokenHash, func() (store.ConsoleSession, error) { return a.st.GetConsoleSession(ctx, tokenHash, now) })
+	if err != nil {
+		return store.ConsoleSession{}, err
+	}
+	if !now.Before(s.ExpireTime) {
+		return store.ConsoleSession{}, fmt.Errorf("console session expired: %w", store.ErrNotFound)
+	}
+	return s, nil
 }
 
 // credential reads the key: Authorization: Bearer first, then x-api-key.

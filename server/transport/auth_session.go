@@ -55,6 +55,15 @@ func (a *KeyAuth) ConsoleContext(ctx context.Context, sessionToken string) conte
 		consoleSecretMetadata, a.console.get(), consoleSessionMetadata, sessionToken)
 }
 
+// Session returns the current console session of a token (not a sign-in
+// link): store.ErrNotFound when there is none or it has expired. Sessions
+// are cached as keys are (see KeyAuth): a sign-out moves the store's
+// AuthGeneration on, so a deleted session is refused by the next call on
+// every replica.
+func (a *KeyAuth) Session(ctx context.Context, token string) (store.ConsoleSession, error) {
+	return a.consoleSession(ctx, store.ConsoleTokenHash(token))
+}
+
 // KeyIdentity checks an API key as Authenticate does (format, secret,
 // expiry) and returns its record; the console signs in with it. Errors are
 // the UNAUTHENTICATED status errors of Authenticate.
@@ -95,7 +104,7 @@ func (a *KeyAuth) authenticateConsole(ctx context.Context, fullMethod string) (_
 		return nil, true, refuse
 	}
 	now := a.now()
-	s, err := a.st.GetConsoleSession(ctx, store.ConsoleTokenHash(tokens[0]), now)
+	s, err := a.consoleSession(ctx, store.ConsoleTokenHash(tokens[0]))
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, true, Unauthenticated(ReasonSessionInvalid, "the console session has ended: sign in again")
 	}

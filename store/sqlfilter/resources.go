@@ -54,13 +54,15 @@ var exceptionStates = map[string]string{
 // run and group (= and != only; ids or whole resource names, see
 // NameFields; group = "" selects
 // ungrouped exceptions, group != "" the grouped ones), create_time (RFC
-// 3339 with Z or an offset; = != < <= > >=).
+// 3339 with Z or an offset; = != < <= > >=), assignee (users/{user}, or
+// "" for the unassigned; = and !=).
 var Exceptions = mustResource("exceptions",
 	Field{Name: "state", Kind: Enum, Ops: orderedOps, Values: exceptionStates},
 	Field{Name: "automation", Kind: String, Ops: exactOps, Names: ExceptionAutomationName},
 	Field{Name: "run", Kind: String, Ops: exactOps, Names: ExceptionRunName},
 	Field{Name: "group", Kind: String, Ops: exactOps, Names: ExceptionGroupName},
 	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
+	Field{Name: "assignee", Kind: String, Ops: exactOps},
 )
 
 // Events is the filter of ListEvents: exception (an exception id or

@@ -27,6 +27,7 @@ func testExceptions(t *testing.T, open Opener) {
 		{"CountExceptions", testCountExceptions},
 		{"ExceptionTransitions", testExceptionTransitions},
 		{"AssignException", testAssignException},
+		{"FilterByAssignee", testFilterByAssignee},
 		{"ListExceptionIDs", testListExceptionIDs},
 		{"ResolveRaces", testResolveRaces},
 		{"ResolveCheck", testResolveCheck},
@@ -402,6 +403,51 @@ func testAssignException(t *testing.T, s *suite) {
 	wantErr(t, err, store.ErrFailedPrecondition, "assign a resolved exception")
 	_, err = s.st.AssignException(s.ctx, "acme", "ops", "nope", "users/ana")
 	wantErr(t, err, store.ErrNotFound, "assign an absent exception")
+}
+
+// testFilterByAssignee: the assignee field selects the exceptions of one
+// member (or, with "", the unassigned) in lists and counts.
+func testFilterByAssignee(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	b := s.automation(t, "pay")
+	_, x1 := s.exception(t, a, "missing_values", "1")
+	_, x2 := s.exception(t, b, "user_system_error", "2")
+	_, x3 := s.exception(t, a, "missing_values", "3")
+	s.exception(t, a, "missing_values", "4")
+	for _, x := range []store.Exception{x1, x2} {
+		of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/ana")).must(t)
+	}
+	of(s.st.AssignException(s.ctx, "acme", "ops", x3.ID, "users/bo")).must(t)
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x2.ID)).must(t)
+	for _, tc := range []struct {
+		filter string
+		want   []string // newest first
+	}{
+		{`assignee = "users/ana"`, []string{x2.ID, x1.ID}},
+		{`assignee = "users/ana" AND state = PENDING`, []string{x1.ID}},
+		{`assignee = "users/bo"`, []string{x3.ID}},
+		{`assignee = "users/nobody"`, nil},
+	} {
+		p, total, err := s.st.ListExceptions(s.ctx, store.ListExceptionsRequest{OrganizationID: "acme", WorkspaceID: "ops", Filter: mustFilter(t, tc.filter), PageSize: 10})
+		noErr(t, err)
+		if got := excIDList(p.Items); !slices.Equal(got, tc.want) || total != len(tc.want) {
+			t.Errorf("%s: %v (total %d), want %v", tc.filter, got, total, tc.want)
+		}
+	}
+	if p, total, err := s.st.ListExceptions(s.ctx, store.ListExceptionsRequest{OrganizationID: "acme", WorkspaceID: "ops", Filter: mustFilter(t, `assignee = ""`), PageSize: 10}); err != nil || total != 1 || len(p.Items) != 1 || p.Items[0].Assignee != "" {
+		t.Errorf("unassigned: %+v %d %v", p.Items, total, err)
+	}
+	if n := of(s.st.ListExceptionIDs(s.ctx, "acme", "ops", mustFilter(t, `assignee != "users/ana"`), 100)).must(t); len(n) != 2 {
+		t.Errorf("assignee != ana: %v", n)
+	}
+	c := of(s.st.CountExceptionsByAutomation(s.ctx, store.CountRequest{OrganizationID: "acme", WorkspaceID: "ops", Filter: mustFilter(t, `assignee = "users/ana"`), PageSize: 10})).must(t)
+	if c.TotalCount != 2 || !slices.Equal(c.Counts, []store.Count{{Key: "inv", Count: 1}, {Key: "pay", Count: 1}}) {
+		t.Errorf("counts by automation of ana: %+v", c)
+	}
+	g := of(s.st.CountExceptionsByGroup(s.ctx, store.CountRequest{OrganizationID: "acme", WorkspaceID: "ops", Filter: mustFilter(t, `assignee = "users/ana" AND state = PENDING`), PageSize: 10})).must(t)
+	if g.TotalCount != 1 || !slices.Equal(g.Counts, []store.Count{{Key: "missing_values", Count: 1}}) {
+		t.Errorf("counts by group of ana, pending: %+v", g)
+	}
 }
 
 func testListExceptionIDs(t *testing.T, s *suite) {

@@ -50,6 +50,9 @@ func (db *DB) TakeConsoleLink(ctx context.Context, tokenHash string, now time.Ti
 
 // DeleteConsoleSession implements store.ConsoleSessions.
 func (db *DB) DeleteConsoleSession(ctx context.Context, tokenHash string) error {
+	// Authentication caches sessions (server.KeyAuth): a sign-out moves
+	// the generation on, here and on the other replicas.
+	defer db.authChanged(ctx)
 	res, err := db.writer().exec(ctx, `DELETE FROM console_sessions WHERE token_hash = ?`, tokenHash)
 	if err != nil {
 		return db.mapErr(err, "delete console session")

@@ -41,7 +41,8 @@ const (
 type ExceptionServiceClient interface {
 	// Gets an exception.
 	GetException(ctx context.Context, in *GetExceptionRequest, opts ...grpc.CallOption) (*Exception, error)
-	// Lists exceptions, newest first. Filter fields: state, automation, create_time, group, run.
+	// Lists exceptions, newest first. Filter fields: state, automation, create_time, group, run,
+	// assignee (users/{user}, or "" for the unassigned).
 	ListExceptions(ctx context.Context, in *ListExceptionsRequest, opts ...grpc.CallOption) (*ListExceptionsResponse, error)
 	// Lists the exception groups.
 	ListExceptionGroups(ctx context.Context, in *ListExceptionGroupsRequest, opts ...grpc.CallOption) (*ListExceptionGroupsResponse, error)
@@ -201,7 +202,8 @@ func (c *exceptionServiceClient) BatchAssignExceptions(ctx context.Context, in *
 type ExceptionServiceServer interface {
 	// Gets an exception.
 	GetException(context.Context, *GetExceptionRequest) (*Exception, error)
-	// Lists exceptions, newest first. Filter fields: state, automation, create_time, group, run.
+	// Lists exceptions, newest first. Filter fields: state, automation, create_time, group, run,
+	// assignee (users/{user}, or "" for the unassigned).
 	ListExceptions(context.Context, *ListExceptionsRequest) (*ListExceptionsResponse, error)
 	// Lists the exception groups.
 	ListExceptionGroups(context.Context, *ListExceptionGroupsRequest) (*ListExceptionGroupsResponse, error)

@@ -1,0 +1,581 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/store"
+)
+
+// sseStream opens a live stream of the console with c's session and returns
+// its events' names as they come (closed when the stream ends).
+func sseStream(t *testing.T, ctx context.Context, c *http.Client, u string) (int, string, <-chan string) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Do(req) //nolint:bodyclose // closed below, or by the reader goroutine when the stream ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make(chan string, 100)
+	if res.StatusCode != http.StatusOK {
+		res.Body.Close()
+		close(out)
+		return res.StatusCode, res.Header.Get("Content-Type"), out
+	}
+	go func() {
+		defer close(out)
+		defer res.Body.Close()
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+				out <- name
+			}
+		}
+	}()
+	return res.StatusCode, res.Header.Get("Content-Type"), out
+}
+
+// awaitEvent waits for an event named want on ch, at most d.
+func awaitEvent(t *testing.T, ch <-chan string, want string, d time.Duration, what string) {
+	t.Helper()
+	deadline := time.After(d)
+	for {
+		select {
+		case name, ok := <-ch:
+			if !ok {
+				t.Fatalf("%s: the stream ended", what)
+			}
+			if name == want {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("%s: no %q event within %v", what, want, d)
+		}
+	}
+}
+
+// drain empties ch of what it holds now and what comes within d.
+func drain(ch <-chan string, d time.Duration) {
+	deadline := time.After(d)
+	for {
+		select {
+		case <-ch:
+		case <-deadline:
+			return
+		}
+	}
+}
+
+// Live pages are pushed, not polled: the inbox's and the runs' stream says
+// "change" when a run of the workspace is invoked, waits, is resolved; the
+// conversation's stream when a message is added to the run's thread; a bad
+// topic is 400, another workspace's stream is refused, and no template
+// polls.
+func TestConsoleLiveUpdates(t *testing.T) {
+	e := newTestEnv(t)
+	a, run, excID := e.excMake(t, excMissingCode)
+	c := browserClient(t)
+	csrf := e.consoleSignIn(t, c, e.newKey(t, keySpec{}))
+	ws := "/w/" + e.init.workspaceID
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	code, ctype, inbox := sseStream(t, ctx, c, e.srv.URL+ws+"/live?topic=exceptions")
+	if code != http.StatusOK || ctype != "text/event-stream" {
+		t.Fatalf("live inbox: %d %s", code, ctype)
+	}
+	_, _, runs := sseStream(t, ctx, c, e.srv.URL+ws+"/live?topic=runs")
+	// Wait for both subscriptions, then forget what came before.
+	deadline := time.Now().Add(5 * time.Second)
+	for e.app.hub.Streams() < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	drain(inbox, 300*time.Millisecond)
+	drain(runs, 0)
+
+	// A new run that waits: both streams hear of it.
+	r2, _, err := e.app.engine.Invoke(context.Background(), engine.InvokeRequest{
+		OrganizationID: e.init.orgID, WorkspaceID: e.init.workspaceID, AutomationID: a.ID, Stage: store.StageDraft,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	awaitEvent(t, inbox, "change", 2*time.Second, "inbox after an invoke")
+	awaitEvent(t, runs, "change", 2*time.Second, "runs after an invoke")
+	e.excWaitRun(t, a.ID, r2.ID, store.RunAwaitingGuidance)
+	drain(inbox, 300*time.Millisecond)
+
+	// Assigning from the console (no engine run involved) is told too.
+	if code, _, body := post(t, c, e.srv.URL, ws+"/exceptions:assign", url.Values{"csrf": {csrf}, "id": {excID}, "assignee": {"me"}}); code != http.StatusSeeOther {
+		t.Fatalf("assign: %d %s", code, body)
+	}
+	awaitEvent(t, inbox, "change", 2*time.Second, "inbox after an assignment")
+
+	// The conversation: a message to the agent wakes the stream.
+	_, _, conv := sseStream(t, ctx, c, e.srv.URL+ws+"/live?topic=conversation&exception="+excID)
+	drain(conv, 500*time.Millisecond)
+	if code, _, body := post(t, c, e.srv.URL, ws+"/exceptions/"+excID+"/say", url.Values{"csrf": {csrf}, "message": {"the invoice total is 12.50"}}); code != http.StatusSeeOther {
+		t.Fatalf("say: %d %s", code, body)
+	}
+	awaitEvent(t, conv, "change", 2*time.Second, "conversation after a message")
+	// The agent's reply resolves the exception; the run completes and the
+	// inbox hears of it.
+	e.excWaitRun(t, a.ID, run.ID, store.RunCompleted)
+	awaitEvent(t, inbox, "change", 2*time.Second, "inbox after the run completed")
+
+	for q, want := range map[string]int{
+		"?topic=nonsense":                                  http.StatusBadRequest,
+		"?topic=conversation&exception=nope":               http.StatusNotFound,
+		"?topic=exceptions&unused=" + url.QueryEscape("x"): http.StatusOK,
+	} {
+		qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+		if code, _, _ := sseStream(t, qctx, c, e.srv.URL+ws+"/live"+q); code != want {
+			t.Errorf("live%s: %d, want %d", q, code, want)
+		}
+		qcancel()
+	}
+	// A session of a key scoped to another workspace gets no stream here.
+	other := e.newWorkspace(t, "Elsewhere")
+	scoped := browserClient(t)
+	_, _, tok := page(t, scoped, e.srv.URL, "/signin")
+	post(t, scoped, e.srv.URL, "/signin", url.Values{"csrf": {tok}, "api_key": {e.newKey(t, keySpec{workspaces: []string{other}})}, "next": {"/"}})
+	if code, _, _ := sseStream(t, ctx, scoped, e.srv.URL+ws+"/live?topic=exceptions"); code != http.StatusForbidden {
+		t.Errorf("live stream of a workspace out of the key's scope: %d, want 403", code)
+	}
+	// Signed out: no stream.
+	anon := browserClient(t)
+	if code, _, _ := sseStream(t, ctx, anon, e.srv.URL+ws+"/live?topic=exceptions"); code != http.StatusSeeOther {
+		t.Errorf("live stream without a session: %d, want a redirect to sign in", code)
+	}
+	// No page polls: the live parts wait for the stream's events.
+	for _, p := range []string{ws + "/", ws + "/runs", ws + "/automations/" + a.ID + "/runs/" + r2.ID, ws + "/exceptions/" + excID} {
+		_, body, _ := page(t, c, e.srv.URL, p)
+		if strings.Contains(body, "every ") || !strings.Contains(body, `data-live="`) && p != ws+"/exceptions/"+excID {
+			t.Errorf("%s polls or has no live part", p)
+		}
+	}
+}
+
+// The inbox's assignee filter (me, nobody, a member), "assign to me" on a
+// row, assigning the selected to a member, archiving one row: each post
+// returns to the inbox with its filter.
+func TestConsoleInboxAssignee(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	_, _, x1 := e.excMake(t, excMissingCode)
+	_, _, x2 := e.excMake(t, excMissingCode)
+	_, _, x3 := e.excMake(t, excMissingCode)
+	ana, err := e.st.CreateUser(ctx, store.User{DisplayName: "Ana Resolver", Email: "ana-" + store.NewID() + "@example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AddOrganizationMember(ctx, e.init.orgID, ana.ID, []string{"member"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AddWorkspaceMember(ctx, e.init.orgID, e.init.workspaceID, ana.ID, []string{"workspace_member"}); err != nil {
+		t.Fatal(err)
+	}
+	c := browserClient(t)
+	csrf := e.consoleSignIn(t, c, e.newKey(t, keySpec{}))
+	ws := "/w/" + e.init.workspaceID
+	_, body, _ := page(t, c, e.srv.URL, ws+"/")
+	if !strings.Contains(body, `<option value="users/`+ana.ID+`"`) || !strings.Contains(body, `id="assign-selected"`) {
+		t.Fatalf("the inbox offers no member to assign to or filter by")
+	}
+	back := ws + "/?state=PENDING&assignee=none"
+	if code, loc, body := post(t, c, e.srv.URL, ws+"/exceptions:assign", url.Values{"csrf": {csrf}, "id": {x1}, "assignee": {"me"}, "back": {back}}); code != http.StatusSeeOther || loc != back {
+		t.Fatalf("assign to me: %d %s %s", code, loc, body)
+	}
+	if code, _, body := post(t, c, e.srv.URL, ws+"/exceptions:assign", url.Values{"csrf": {csrf}, "id": {x2, x3}, "assignee": {"users/" + ana.ID}}); code != http.StatusSeeOther {
+		t.Fatalf("assign the selected to Ana: %d %s", code, body)
+	}
+	lists := func(q string) map[string]bool {
+		t.Helper()
+		code, body, _ := page(t, c, e.srv.URL, ws+"/"+q)
+		if code != http.StatusOK {
+			t.Fatalf("inbox%s: %d", q, code)
+		}
+		got := map[string]bool{}
+		for _, m := range regexp.MustCompile(`class="exc" href="[^"]*/exceptions/([^"]+)"`).FindAllStringSubmatch(body, -1) {
+			got[m[1]] = true
+		}
+		return got
+	}
+	for q, want := range map[string][]string{
+		"?assignee=me": {x1},
+		"?assignee=" + url.QueryEscape("users/"+ana.ID): {x2, x3},
+		"?assignee=none": {},
+		"":               {x1, x2, x3},
+	} {
+		got := lists(q)
+		if len(got) != len(want) {
+			t.Errorf("inbox%s lists %v, want %v", q, got, want)
+		}
+		for _, id := range want {
+			if !got[id] {
+				t.Errorf("inbox%s lacks %s", q, id)
+			}
+		}
+	}
+	// The same filter through the API.
+	code, m, raw := e.doHTTP(t, "GET", e.excBase()+"/exceptions?filter="+url.QueryEscape(`assignee = "users/`+ana.ID+`"`), "", e.bearer())
+	if code != http.StatusOK || m["total_size"] != float64(2) {
+		t.Errorf("API filter by assignee: %d %s", code, raw)
+	}
+	if code, _, _ := e.doHTTP(t, "GET", e.excBase()+"/exceptions?filter="+url.QueryEscape(`assignee > "users/a"`), "", e.bearer()); code != http.StatusBadRequest {
+		t.Errorf("assignee with >: %d, want 400", code)
+	}
+	// The filter links keep the assignee.
+	if _, body, _ := page(t, c, e.srv.URL, ws+"/?assignee=me"); !strings.Contains(body, "assignee=me&amp;automation=") {
+		t.Errorf("the count links of a filtered inbox drop the assignee")
+	}
+	// Archive one row.
+	if code, _, body := post(t, c, e.srv.URL, ws+"/exceptions:archive", url.Values{"csrf": {csrf}, "id": {x2}, "back": {ws + "/?assignee=me"}}); code != http.StatusSeeOther {
+		t.Fatalf("archive one: %d %s", code, body)
+	}
+	if got := lists("?state=ARCHIVED"); len(got) != 1 || !got[x2] {
+		t.Errorf("archived: %v, want %s", got, x2)
+	}
+	// Bad input: a non-member, nothing ticked, a foreign back link.
+	if code, _, _ := post(t, c, e.srv.URL, ws+"/exceptions:assign", url.Values{"csrf": {csrf}, "id": {x3}, "assignee": {"users/nobody"}}); code != http.StatusBadRequest {
+		t.Errorf("assign to a non-member: %d, want 400", code)
+	}
+	if code, _, _ := post(t, c, e.srv.URL, ws+"/exceptions:assign", url.Values{"csrf": {csrf}, "assignee": {"me"}}); code != http.StatusBadRequest {
+		t.Errorf("assign nothing: %d, want 400", code)
+	}
+	if code, loc, _ := post(t, c, e.srv.URL, ws+"/exceptions:assign", url.Values{"csrf": {csrf}, "id": {x3}, "assignee": {"me"}, "back": {"https://evil.test/"}}); code != http.StatusSeeOther || loc != ws+"/" {
+		t.Errorf("assign with a foreign back link: %d %s, want the inbox", code, loc)
+	}
+	if _, err := e.st.GetException(ctx, e.init.orgID, e.init.workspaceID, x3); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// countingSessions counts the store's session lookups.
+type countingSessions struct {
+	store.Store
+	n atomic.Int64
+}
+
+func (s *countingSessions) GetConsoleSession(ctx context.Context, hash string, now time.Time) (store.ConsoleSession, error) {
+	s.n.Add(1)
+	return s.Store.GetConsoleSession(ctx, hash, now)
+}
+
+// Sessions are cached: pages of one session read it from the database once
+// (not once by the console and once per call of the interceptor), and a
+// sign-out is honoured by the next request.
+func TestConsoleSessionCache(t *testing.T) {
+	var counting *countingSessions
+	e := newTestEnvWith(t, func(cfg *serveConfig) {
+		st := cfg.store
+		if st == nil {
+			var err error
+			if st, err = openStore(context.Background(), cfg.data, cfg.database); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { st.Close() })
+		}
+		counting = &countingSessions{Store: st}
+		cfg.store = counting
+	})
+	c := browserClient(t)
+	csrf := e.consoleSignIn(t, c, e.newKey(t, keySpec{}))
+	ws := "/w/" + e.init.workspaceID
+	before := counting.n.Load()
+	for range 5 {
+		if code, _, _ := page(t, c, e.srv.URL, ws+"/"); code != http.StatusOK {
+			t.Fatalf("inbox: %d", code)
+		}
+	}
+	// Each inbox makes 7 authenticated calls: 40 lookups uncached. The
+	// cache lasts 2 s: a slow machine may read it again once or twice.
+	if n := counting.n.Load() - before; n > 3 {
+		t.Errorf("5 inbox pages read the session %d times, want at most 3", n)
+	}
+	u := mustURL(t, e.srv.URL)
+	var token string
+	for _, ck := range c.Jar.Cookies(u) {
+		if ck.Name == "prose_session" {
+			token = ck.Value
+		}
+	}
+	if code, loc, _ := post(t, c, e.srv.URL, "/signout", url.Values{"csrf": {csrf}}); code != http.StatusSeeOther || loc != "/signin" {
+		t.Fatalf("sign out: %d %s", code, loc)
+	}
+	// The signed-out token, cached a moment ago, is refused at once.
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+ws+"/", nil)
+	req.AddCookie(&http.Cookie{Name: "prose_session", Value: token})
+	res, err := browserClient(t).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if loc := res.Header.Get("Location"); res.StatusCode != http.StatusSeeOther || !strings.HasPrefix(loc, "/signin") {
+		t.Errorf("the inbox with a signed-out session: %d %s, want a redirect to sign in", res.StatusCode, loc)
+	}
+}
+
+// Settings: an admin edits a member's workspace roles (and the change
+// takes effect), adds a user of the organization, removes a member; a
+// viewer sees no forms and is refused; no role at all is a clear 400.
+func TestConsoleSettingsMembers(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := context.Background()
+	zed := e.newViewer(t)
+	bo, err := e.st.CreateUser(ctx, store.User{DisplayName: "Bo Outside", Email: "bo-" + store.NewID() + "@example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AddOrganizationMember(ctx, e.init.orgID, bo.ID, []string{"member"}); err != nil {
+		t.Fatal(err)
+	}
+	c := browserClient(t)
+	csrf := e.consoleSignIn(t, c, e.newKey(t, keySpec{}))
+	ws := "/w/" + e.init.workspaceID
+	_, body, _ := page(t, c, e.srv.URL, ws+"/settings")
+	if !strings.Contains(body, `action="`+ws+`/settings/members/roles"`) || !strings.Contains(body, `<option value="users/`+bo.ID+`"`) {
+		t.Fatalf("settings offer no role editing or no user to add")
+	}
+	roles := func(user string) []string {
+		t.Helper()
+		m, err := e.st.GetWorkspaceUser(ctx, e.init.orgID, e.init.workspaceID, user)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, r := range m.Roles {
+			if r.Scope == store.ScopeWorkspace {
+				out = append(out, r.RoleID)
+			}
+		}
+		return out
+	}
+	zedKey := e.newKey(t, keySpec{user: zed.ID})
+	resolve := func() int {
+		c, _, _ := e.doHTTP(t, "POST", e.excBase()+"/exceptions:batchAssign", `{"filter":"state = PENDING","assignee":""}`, map[string]string{"Authorization": "Bearer " + zedKey})
+		return c
+	}
+	if code := resolve(); code != http.StatusForbidden {
+		t.Fatalf("a viewer assigns: %d, want 403", code)
+	}
+	if code, loc, body := post(t, c, e.srv.URL, ws+"/settings/members/roles", url.Values{"csrf": {csrf}, "user": {"users/" + zed.ID}, "role": {"workspace_member"}}); code != http.StatusSeeOther || !strings.HasSuffix(loc, "/settings#members") {
+		t.Fatalf("give Zed workspace_member: %d %s %s", code, loc, body)
+	}
+	if got := roles(zed.ID); len(got) != 1 || got[0] != "workspace_member" {
+		t.Errorf("Zed's roles: %v", got)
+	}
+	if code := resolve(); code != http.StatusOK {
+		t.Errorf("Zed, now a workspace member, assigns: %d, want 200", code)
+	}
+	if code, _, body := post(t, c, e.srv.URL, ws+"/settings/members/roles", url.Values{"csrf": {csrf}, "user": {"users/" + zed.ID}}); code != http.StatusBadRequest || !strings.Contains(body, "at least one role") {
+		t.Errorf("no role: %d", code)
+	}
+	if code, _, _ := post(t, c, e.srv.URL, ws+"/settings/members/roles", url.Values{"csrf": {csrf}, "user": {"users/" + zed.ID}, "role": {"owner"}}); code != http.StatusBadRequest {
+		t.Errorf("an organization role as a workspace role: %d, want 400", code)
+	}
+	if code, _, body := post(t, c, e.srv.URL, ws+"/settings/members/add", url.Values{"csrf": {csrf}, "user": {"users/" + bo.ID}, "role": {"workspace_viewer"}}); code != http.StatusSeeOther {
+		t.Fatalf("add Bo: %d %s", code, body)
+	}
+	if got := roles(bo.ID); len(got) != 1 || got[0] != "workspace_viewer" {
+		t.Errorf("Bo's roles: %v", got)
+	}
+	if code, _, body := post(t, c, e.srv.URL, ws+"/settings/members/remove", url.Values{"csrf": {csrf}, "user": {"users/" + bo.ID}}); code != http.StatusSeeOther {
+		t.Fatalf("remove Bo: %d %s", code, body)
+	}
+	if _, err := e.st.GetWorkspaceUser(ctx, e.init.orgID, e.init.workspaceID, bo.ID); err == nil {
+		t.Errorf("Bo is still a member")
+	}
+	// A viewer's settings have no member forms, and their posts are refused.
+	v := browserClient(t)
+	vCSRF := e.consoleSignIn(t, v, e.newKey(t, keySpec{user: e.newViewer(t).ID}))
+	if _, body, _ := page(t, v, e.srv.URL, ws+"/settings"); strings.Contains(body, "/settings/members/") {
+		t.Errorf("a viewer's settings show member forms")
+	}
+	if code, _, _ := post(t, v, e.srv.URL, ws+"/settings/members/roles", url.Values{"csrf": {vCSRF}, "user": {"users/" + zed.ID}, "role": {"workspace_admin"}}); code != http.StatusForbidden {
+		t.Errorf("a viewer edits roles: %d, want 403", code)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for one writer and one reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// `prose serve` on an empty store prints a one-time sign-in link for the
+// owner, and the link signs in at the address it names.
+func TestServePrintsSignInLink(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- serveCmd(ctx, []string{"--addr", "127.0.0.1:0", "--data", t.TempDir(), "--log-level", "error"}, nil, io.Discard, &stderr)
+	}()
+	defer func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	}()
+	re := regexp.MustCompile(`http://127\.0\.0\.1:\d+/signin\?link=[A-Za-z0-9_%-]+`)
+	var link string
+	for deadline := time.Now().Add(20 * time.Second); link == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		link = re.FindString(stderr.String())
+	}
+	if link == "" {
+		t.Fatalf("serve printed no sign-in link:\n%s", stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "one-time link") {
+		t.Errorf("the link is not introduced: %s", stderr.String())
+	}
+	u := mustURL(t, link)
+	base := u.Scheme + "://" + u.Host
+	c := browserClient(t)
+	_, body, tok := page(t, c, base, "/signin?"+u.RawQuery)
+	if !strings.Contains(body, "Sign in with this link") {
+		t.Fatal("the printed link's page offers no sign-in")
+	}
+	if code, loc, body := post(t, c, base, "/signin", url.Values{"csrf": {tok}, "link": {u.Query().Get("link")}, "next": {"/"}}); code != http.StatusSeeOther || loc != "/" {
+		t.Fatalf("sign in with the printed link: %d %s %s", code, loc, body)
+	}
+	if code, _, _ := page(t, c, base, "/"); code != http.StatusSeeOther {
+		t.Errorf("home after sign-in: %d, want a redirect to the inbox", code)
+	}
+}
+
+// The session cookie is HttpOnly and SameSite=Lax, Secure when the console
+// is served over https (--public-url https://…), and the session expires
+// after --session-ttl even while cached.
+func TestConsoleCookieAndExpiry(t *testing.T) {
+	e := newTestEnvWith(t, func(c *serveConfig) { c.sessionTTL = 1500 * time.Millisecond })
+	signin := func(e *testEnv) *http.Cookie {
+		t.Helper()
+		c := browserClient(t)
+		_, _, tok := page(t, c, e.srv.URL, "/signin")
+		req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/signin", strings.NewReader(url.Values{"csrf": {tok}, "api_key": {e.newKey(t, keySpec{})}, "next": {"/"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		res, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		for _, ck := range res.Cookies() {
+			if ck.Name == "prose_session" && ck.Value != "" {
+				return ck
+			}
+		}
+		t.Fatalf("sign-in set no session cookie: %d", res.StatusCode)
+		return nil
+	}
+	ck := signin(e)
+	if !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Secure {
+		t.Errorf("cookie over http: HttpOnly %v SameSite %v Secure %v, want true Lax false", ck.HttpOnly, ck.SameSite, ck.Secure)
+	}
+	get := func() int {
+		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/w/"+e.init.workspaceID+"/", nil)
+		req.AddCookie(&http.Cookie{Name: "prose_session", Value: ck.Value})
+		res, err := browserClient(t).Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	if code := get(); code != http.StatusOK {
+		t.Fatalf("inbox in the session: %d", code)
+	}
+	time.Sleep(1600 * time.Millisecond)
+	if code := get(); code != http.StatusSeeOther {
+		t.Errorf("inbox after the session's ttl: %d, want a redirect to sign in", code)
+	}
+	https := newTestEnvWith(t, func(c *serveConfig) { c.publicURL = "https://prose.example" })
+	if ck := signin(https); !ck.Secure || !ck.HttpOnly {
+		t.Errorf("cookie with an https public URL: Secure %v HttpOnly %v, want both", ck.Secure, ck.HttpOnly)
+	}
+}
+
+// The exception page's five kinds of guidance, each through its form: the
+// page offers the form, the post resolves the exception, the run goes on.
+func TestConsoleGuidanceForms(t *testing.T) {
+	e := newTestEnv(t)
+	c := browserClient(t)
+	csrf := e.consoleSignIn(t, c, e.newKey(t, keySpec{}))
+	ws := "/w/" + e.init.workspaceID
+	resolve := func(t *testing.T, code string, offers []string, form url.Values) (store.Automation, store.Run, string) {
+		t.Helper()
+		a, r, xid := e.excMake(t, code)
+		_, body, _ := page(t, c, e.srv.URL, ws+"/exceptions/"+xid)
+		for _, o := range offers {
+			if !strings.Contains(body, o) {
+				t.Errorf("the page lacks %q", o)
+			}
+		}
+		form.Set("csrf", csrf)
+		if st, loc, body := post(t, c, e.srv.URL, ws+"/exceptions/"+xid+"/resolve", form); st != http.StatusSeeOther || !strings.HasSuffix(loc, "/runs/"+r.ID) {
+			t.Fatalf("resolve: %d %s %s", st, loc, body)
+		}
+		return a, r, xid
+	}
+	t.Run("provide values, typed", func(t *testing.T) {
+		a, r, _ := resolve(t, excMissingCode, []string{`id="provide-values"`, `<label for="value-0">the invoice total</label>`, `<option value="yes/no">`},
+			url.Values{"kind": {"provide_values"}, "fact.0": {"the invoice total"}, "type.0": {"number"}, "value.0": {"4.25"}})
+		if got := excNum(excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output total"]); got != 8.5 {
+			t.Errorf("output total %v, want 8.5", got)
+		}
+	})
+	t.Run("answer with a choice button", func(t *testing.T) {
+		a, r, _ := resolve(t, excChoiceCode, []string{`<button type="submit" name="value" value="red">`, `<button type="submit" name="value" value="blue">`},
+			url.Values{"kind": {"answer"}, "type": {"text"}, "value": {"blue"}})
+		if got := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output colour"].GetText(); got != "blue" {
+			t.Errorf("output colour %q", got)
+		}
+	})
+	t.Run("skip", func(t *testing.T) {
+		a, r, _ := resolve(t, excSkipCode, []string{`value="skip"`}, url.Values{"kind": {"skip"}})
+		if got := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output done"].GetText(); got != "yes" {
+			t.Errorf("output done %q", got)
+		}
+	})
+	t.Run("replace the step", func(t *testing.T) {
+		a, r, _ := resolve(t, excDivisionCode, []string{`id="replace-code"`, `hx-post="` + ws + `/check-code"`},
+			url.Values{"kind": {"replace_step"}, "code": {"the x is 10 / 2"}})
+		if got := excNum(excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output x"]); got != 5 {
+			t.Errorf("output x %v", got)
+		}
+	})
+	t.Run("retry", func(t *testing.T) {
+		_, _, xid := resolve(t, excDivisionCode, []string{`value="retry"`}, url.Values{"kind": {"retry"}})
+		if x, err := e.st.GetException(context.Background(), e.init.orgID, e.init.workspaceID, xid); err != nil || x.State != store.ExceptionResolved {
+			t.Errorf("retried exception: %v %v", x.State, err)
+		}
+	})
+}
