@@ -19,6 +19,7 @@ require (
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/pressly/goose/v3 v3.29.0
 	github.com/prometheus/client_golang v1.25.0
+	github.com/teambition/rrule-go v1.8.2
 	go.einride.tech/aip v0.86.3
 	go.uber.org/goleak v1.3.0
 	google.golang.org/genproto v0.0.0-20261019180522-ce908d29299b

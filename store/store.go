@@ -38,6 +38,7 @@ type Store interface {
 	Files
 	WorkspaceBooks
 	ConsoleSessions
+	Schedules
 
 	RunBatches
 	FairClaimer
