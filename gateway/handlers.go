@@ -19,6 +19,8 @@ func Handlers() []RegisterFunc {
 		platformv1.RegisterEventServiceHandler,
 		platformv1.RegisterApiKeyServiceHandler,
 		platformv1.RegisterFileServiceHandler,
+		platformv1.RegisterScheduleServiceHandler,
+		platformv1.RegisterTriggerServiceHandler,
 		bookv1.RegisterBookServiceHandler,
 		legacyv1.RegisterLegacyServiceHandler,
 		legacyv2.RegisterLegacyServiceHandler,

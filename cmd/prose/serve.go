@@ -22,6 +22,7 @@ import (
 	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/console"
 	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/engine/schedule"
 	"github.com/proserun/prose/gateway"
 	"github.com/proserun/prose/gen/openapi"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
@@ -71,6 +72,11 @@ type serveConfig struct {
 	// sessionTTL is how long a web console session lasts (0: the console's
 	// default).
 	sessionTTL time.Duration
+	// scheduleCatchUp: see schedule.Options.CatchUp (0: the default).
+	scheduleCatchUp time.Duration
+	// clock is the scheduler's and the schedule service's (nil: time.Now;
+	// tests pass a fake one).
+	clock func() time.Time
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
@@ -101,6 +107,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", server.DefaultMaxEventMessageBytes, "largest user message (content or content_list) CreateEvent accepts, in bytes, at most the size of an event (256 KiB); larger ones are INVALID_ARGUMENT")
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
+	fs.DurationVar(&cfg.scheduleCatchUp, "schedule-catch-up", schedule.DefaultCatchUp, "how late a schedule's occurrence missed while no server ran still starts its run (only the latest missed one does); negative: never")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -163,6 +170,8 @@ type app struct {
 	http     http.Handler
 	store    store.Store
 	engine   *engine.Engine
+	// scheduler starts the runs of schedules (its loop runs with the engine).
+	scheduler *schedule.Scheduler
 	// stopEngine stops the engine and waits for it; it is safe to call twice.
 	stopEngine func()
 	// bootstrap is set when newApp initialised an empty store (organization,
@@ -242,7 +251,13 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		defer close(engDone)
 		_ = a.engine.Run(engCtx, 10*time.Second)
 	}()
-	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-engDone })
+	a.scheduler = schedule.NewScheduler(st, a.engine, schedule.Options{Now: cfg.clock, CatchUp: cfg.scheduleCatchUp, Logger: logger})
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		a.scheduler.Run(engCtx)
+	}()
+	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-schedDone; <-engDone })
 	a.closers = append(a.closers, func() error { a.stopEngine(); return nil })
 	files := server.NewFileService(st, server.FileOptions{BaseURL: cfg.publicURL})
 	legacyV1 := server.NewLegacyV1(st, a.engine)
@@ -267,6 +282,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		LegacyV1:      legacyV1,
 		Events:        events,
 		Exceptions:    server.NewExceptionService(st, a.engine),
+		Schedules:     server.NewScheduleService(st, cfg.clock, a.scheduler.Wake),
 	}
 	a.grpc = transport.New(transport.Options{
 		Logger:        logger,
