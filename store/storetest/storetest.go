@@ -76,6 +76,7 @@ func Run(t *testing.T, open Opener) {
 	testExceptionCounts(t, open)
 	testWorkspaceBooks(t, open)
 	testCapabilities(t, open)
+	testSchedules(t, open)
 }
 
 // ---------------------------------------------------------------------------
