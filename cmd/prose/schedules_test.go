@@ -218,3 +218,70 @@ func TestSchedulesHTTPAndGRPC(t *testing.T) {
 		t.Fatalf("%d runs after delete, want 4", n)
 	}
 }
+
+// TestSchedulesTwoReplicasPostgres: two replicas on one PostgreSQL database
+// look at an every-minute schedule at every occurrence, at the same time
+// (and their own loops look too); one of them restarts halfway. Each of the
+// 60 occurrences starts exactly one run, whose request id is the
+// occurrence.
+func TestSchedulesTwoReplicasPostgres(t *testing.T) {
+	replica := pgReplica(t)
+	clk := &fakeClock{}
+	clk.Set("2025-12-31T23:59:30Z")
+	withClock := func() serveConfig { c := replica(); c.clock = clk.Now; return c }
+	a, stopA := startApp(t, withClock(), initResult{}, "")
+	a.email = "owner-" + store.NewID() + "@example.test"
+	var err error
+	a.init, err = bootstrap(context.Background(), a.st, initOptions{organization: "Schedule replicas", email: a.email, workspace: "Ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := startApp(t, withClock(), a.init, a.email)
+	auto := a.mkAutomation(t, "Every minute", "the output x is 1\n", false)
+	a.api(t, "POST", a.automationsPath()+"/"+auto.id+"/schedule",
+		`{"config":{"start":{"start_date":{"year":2026,"month":1,"day":1}},"repeat_interval":{"unit":"FREQUENCY_UNIT_MINUTE"}}}`, 200)
+
+	first := utcTime("2026-01-01T00:00:00Z")
+	const n = 60
+	replicas := []*testEnv{a, b}
+	for i := range n {
+		if i == n/2 { // replica A restarts
+			stopA()
+			c, _ := startApp(t, withClock(), a.init, a.email)
+			replicas = []*testEnv{c, b}
+		}
+		clk.mu.Lock()
+		clk.t = first.Add(time.Duration(i) * time.Minute)
+		clk.mu.Unlock()
+		var wg sync.WaitGroup
+		for _, r := range replicas {
+			wg.Go(func() {
+				if _, err := r.app.scheduler.Tick(context.Background()); err != nil {
+					t.Errorf("tick: %v", err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	m := b.api(t, "GET", b.automationsPath()+"/"+auto.id+"/runs?page_size=1000", "", 200)
+	list, _ := m["runs"].([]any)
+	seen := map[string]bool{}
+	for _, x := range list {
+		r, err := b.st.GetRunByID(context.Background(), store.LastSegment(fmt.Sprint(x.(map[string]any)["name"])))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seen[r.RequestID] {
+			t.Errorf("two runs with request id %s", r.RequestID)
+		}
+		seen[r.RequestID] = true
+	}
+	for i := range n {
+		if id := schedule.RequestID(a.init.workspaceID, auto.id, first.Add(time.Duration(i)*time.Minute)); !seen[id] {
+			t.Errorf("occurrence %d (%s) started no run", i, id)
+		}
+	}
+	if len(list) != n {
+		t.Errorf("%d runs, want %d", len(list), n)
+	}
+}
