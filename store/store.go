@@ -39,6 +39,7 @@ type Store interface {
 	WorkspaceBooks
 	ConsoleSessions
 	Schedules
+	Triggers
 
 	RunBatches
 	FairClaimer

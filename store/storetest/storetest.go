@@ -77,6 +77,7 @@ func Run(t *testing.T, open Opener) {
 	testWorkspaceBooks(t, open)
 	testCapabilities(t, open)
 	testSchedules(t, open)
+	testTriggers(t, open)
 }
 
 // ---------------------------------------------------------------------------
