@@ -270,6 +270,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// streams: every event write is announced (LISTEN/NOTIFY, carried by
 	// the engine's listener).
 	st.OnEventChange(events.EventChanged)
+	triggers := server.NewTriggerService(st)
+	triggers.PublicURL = cfg.publicURL
 	a.services = server.Services{
 		Files:         files,
 		Books:         server.NewBookService(reg),
@@ -283,6 +285,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Events:        events,
 		Exceptions:    server.NewExceptionService(st, a.engine),
 		Schedules:     server.NewScheduleService(st, cfg.clock, a.scheduler.Wake),
+		Triggers:      triggers,
 	}
 	a.grpc = transport.New(transport.Options{
 		Logger:        logger,
@@ -307,6 +310,14 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	// Files: signed upload and download URLs (no API key), large downloads.
 	if err := gateway.HandleSignedFiles(mux, inproc.Conn(), files, server.MaxFileBytes); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	// Inbound webhooks: signed deliveries, no API key.
+	hooks := server.NewWebhookHandler(st, a.engine, logger)
+	if err := mux.HandlePath(http.MethodPost, "/hooks/{organization}/{workspace}/{instance}", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+		hooks.ServeHTTP(w, r)
+	}); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}

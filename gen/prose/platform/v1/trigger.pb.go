@@ -263,8 +263,8 @@ type AutomationTrigger struct {
 	PhaseType PhaseType `protobuf:"varint,4,opt,name=phase_type,json=phaseType,proto3,enum=prose.platform.v1.PhaseType" json:"phase_type,omitempty"`
 	// The sub-type.
 	PhaseSubType PhaseSubType `protobuf:"varint,5,opt,name=phase_sub_type,json=phaseSubType,proto3,enum=prose.platform.v1.PhaseSubType" json:"phase_sub_type,omitempty"`
-	// Whether the trigger starts runs.
-	IsActive      bool `protobuf:"varint,6,opt,name=is_active,json=isActive,proto3" json:"is_active,omitempty"`
+	// Whether the trigger starts runs (default true).
+	IsActive      *bool `protobuf:"varint,6,opt,name=is_active,json=isActive,proto3,oneof" json:"is_active,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -335,8 +335,8 @@ func (x *AutomationTrigger) GetPhaseSubType() PhaseSubType {
 }
 
 func (x *AutomationTrigger) GetIsActive() bool {
-	if x != nil {
-		return x.IsActive
+	if x != nil && x.IsActive != nil {
+		return *x.IsActive
 	}
 	return false
 }
@@ -1285,7 +1285,7 @@ var File_prose_platform_v1_trigger_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_trigger_proto_rawDesc = "" +
 	"\n" +
-	"\x1fprose/platform/v1/trigger.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1dprose/platform/v1/value.proto\"\xa0\x03\n" +
+	"\x1fprose/platform/v1/trigger.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1dprose/platform/v1/value.proto\"\xb3\x03\n" +
 	"\x11AutomationTrigger\x12\"\n" +
 	"\n" +
 	"trigger_id\x18\x01 \x01(\tB\x03\xe0A\x02R\ttriggerId\x12#\n" +
@@ -1295,11 +1295,13 @@ const file_prose_platform_v1_trigger_proto_rawDesc = "" +
 	"\rinput_mapping\x18\x03 \x03(\v26.prose.platform.v1.AutomationTrigger.InputMappingEntryR\finputMapping\x12@\n" +
 	"\n" +
 	"phase_type\x18\x04 \x01(\x0e2\x1c.prose.platform.v1.PhaseTypeB\x03\xe0A\x02R\tphaseType\x12E\n" +
-	"\x0ephase_sub_type\x18\x05 \x01(\x0e2\x1f.prose.platform.v1.PhaseSubTypeR\fphaseSubType\x12\x1b\n" +
-	"\tis_active\x18\x06 \x01(\bR\bisActive\x1a?\n" +
+	"\x0ephase_sub_type\x18\x05 \x01(\x0e2\x1f.prose.platform.v1.PhaseSubTypeR\fphaseSubType\x12 \n" +
+	"\tis_active\x18\x06 \x01(\bH\x00R\bisActive\x88\x01\x01\x1a?\n" +
 	"\x11InputMappingEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xfa\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01B\f\n" +
+	"\n" +
+	"_is_active\"\xfa\x01\n" +
 	"\x1eCreateAutomationTriggerRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
@@ -1481,6 +1483,7 @@ func file_prose_platform_v1_trigger_proto_init() {
 		return
 	}
 	file_prose_platform_v1_value_proto_init()
+	file_prose_platform_v1_trigger_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
