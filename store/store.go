@@ -40,6 +40,7 @@ type Store interface {
 	ConsoleSessions
 	Schedules
 	Triggers
+	Webhooks
 
 	RunBatches
 	FairClaimer

@@ -78,6 +78,7 @@ func Run(t *testing.T, open Opener) {
 	testCapabilities(t, open)
 	testSchedules(t, open)
 	testTriggers(t, open)
+	testWebhooks(t, open)
 }
 
 // ---------------------------------------------------------------------------
