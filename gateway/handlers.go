@@ -21,6 +21,7 @@ func Handlers() []RegisterFunc {
 		platformv1.RegisterFileServiceHandler,
 		platformv1.RegisterScheduleServiceHandler,
 		platformv1.RegisterTriggerServiceHandler,
+		platformv1.RegisterWebhookServiceHandler,
 		bookv1.RegisterBookServiceHandler,
 		legacyv1.RegisterLegacyServiceHandler,
 		legacyv2.RegisterLegacyServiceHandler,

@@ -28,6 +28,7 @@ type Services struct {
 	Books         bookv1.BookServiceServer
 	Schedules     platformv1.ScheduleServiceServer
 	Triggers      platformv1.TriggerServiceServer
+	Webhooks      platformv1.WebhookServiceServer
 	LegacyV1      legacyv1.LegacyServiceServer
 	LegacyV2      legacyv2.LegacyServiceServer
 }
@@ -62,6 +63,9 @@ type (
 	}
 	unimplementedTriggers struct {
 		platformv1.UnimplementedTriggerServiceServer
+	}
+	unimplementedWebhooks struct {
+		platformv1.UnimplementedWebhookServiceServer
 	}
 	unimplementedBooks struct {
 		bookv1.UnimplementedBookServiceServer
@@ -106,6 +110,9 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	if sv.Triggers == nil {
 		sv.Triggers = unimplementedTriggers{}
 	}
+	if sv.Webhooks == nil {
+		sv.Webhooks = unimplementedWebhooks{}
+	}
 	if sv.Books == nil {
 		sv.Books = unimplementedBooks{}
 	}
@@ -125,6 +132,7 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	platformv1.RegisterFileServiceServer(s, sv.Files)
 	platformv1.RegisterScheduleServiceServer(s, sv.Schedules)
 	platformv1.RegisterTriggerServiceServer(s, sv.Triggers)
+	platformv1.RegisterWebhookServiceServer(s, sv.Webhooks)
 	bookv1.RegisterBookServiceServer(s, sv.Books)
 	legacyv1.RegisterLegacyServiceServer(s, sv.LegacyV1)
 	legacyv2.RegisterLegacyServiceServer(s, sv.LegacyV2)

@@ -22,6 +22,7 @@ import (
 	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/console"
 	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/engine/outbound"
 	"github.com/proserun/prose/engine/schedule"
 	"github.com/proserun/prose/gateway"
 	"github.com/proserun/prose/gen/openapi"
@@ -77,6 +78,9 @@ type serveConfig struct {
 	// clock is the scheduler's and the schedule service's (nil: time.Now;
 	// tests pass a fake one).
 	clock func() time.Time
+	// webhookBackoff is the first retry's wait of a failed webhook delivery
+	// (0: outbound.DefaultBaseBackoff).
+	webhookBackoff time.Duration
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
@@ -172,6 +176,8 @@ type app struct {
 	engine   *engine.Engine
 	// scheduler starts the runs of schedules (its loop runs with the engine).
 	scheduler *schedule.Scheduler
+	// dispatcher sends the outbound webhooks' deliveries.
+	dispatcher *outbound.Dispatcher
 	// stopEngine stops the engine and waits for it; it is safe to call twice.
 	stopEngine func()
 	// bootstrap is set when newApp initialised an empty store (organization,
@@ -257,7 +263,14 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		defer close(schedDone)
 		a.scheduler.Run(engCtx)
 	}()
-	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-schedDone; <-engDone })
+	// Outbound webhooks: deliveries the store wrote, sent in the background.
+	a.dispatcher = outbound.New(st, outbound.Options{Logger: logger, BaseBackoff: cfg.webhookBackoff})
+	dispDone := make(chan struct{})
+	go func() {
+		defer close(dispDone)
+		a.dispatcher.Run(engCtx)
+	}()
+	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-dispDone; <-schedDone; <-engDone })
 	a.closers = append(a.closers, func() error { a.stopEngine(); return nil })
 	files := server.NewFileService(st, server.FileOptions{BaseURL: cfg.publicURL})
 	legacyV1 := server.NewLegacyV1(st, a.engine)
@@ -286,6 +299,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Exceptions:    server.NewExceptionService(st, a.engine),
 		Schedules:     server.NewScheduleService(st, cfg.clock, a.scheduler.Wake),
 		Triggers:      triggers,
+		Webhooks:      server.NewWebhookService(st),
 	}
 	a.grpc = transport.New(transport.Options{
 		Logger:        logger,

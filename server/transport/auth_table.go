@@ -123,6 +123,13 @@ var MethodAccess = map[string]Access{
 	"/prose.platform.v1.TriggerService/SetAutomationsForTriggerInstance":             w(store.PermAutomationsWrite),
 	"/prose.platform.v1.TriggerService/RemoveWorkspaceBookConnectionTriggerInstance": w(store.PermAutomationsWrite),
 
+	// Outbound webhooks: workspace settings that see its runs.
+	"/prose.platform.v1.WebhookService/GetWebhook":            r(store.PermRunsGet),
+	"/prose.platform.v1.WebhookService/ListWebhooks":          r(store.PermRunsGet),
+	"/prose.platform.v1.WebhookService/ListWebhookDeliveries": r(store.PermRunsGet),
+	"/prose.platform.v1.WebhookService/CreateWebhook":         w(store.PermWorkspacesUpdate),
+	"/prose.platform.v1.WebhookService/DeleteWebhook":         w(store.PermWorkspacesUpdate),
+
 	// Exceptions. Archiving an exception abandons its run: runs.archive.
 	"/prose.platform.v1.ExceptionService/GetException":                r(store.PermExceptionsGet),
 	"/prose.platform.v1.ExceptionService/ListExceptions":              r(store.PermExceptionsGet),
