@@ -75,7 +75,7 @@ func (s *TriggerService) triggerInstanceProto(t store.TriggerInstance, withSecre
 	if t.BookName == WebhookBook {
 		out.Endpoint = strings.TrimSuffix(s.PublicURL, "/") + WebhookPath(t.OrganizationID, t.WorkspaceID, t.ID)
 	}
-	if withSecret {
+	if withSecret && t.Secret != "" {
 		if out.Configuration == nil {
 			out.Configuration = map[string]*platformv1.BdkValue{}
 		}
@@ -91,21 +91,35 @@ func (s *TriggerService) triggerInstanceProto(t store.TriggerInstance, withSecre
 // answer shows the secret; later reads do not.
 func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.Context, req *platformv1.AddWorkspaceBookConnectionTriggerInstanceRequest) (*platformv1.AddWorkspaceBookConnectionTriggerInstanceResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	if req.GetBookName() != WebhookBook {
-		return nil, InvalidArgument(ReasonTriggerBookUnknown, fmt.Sprintf("book_name %q is not a trigger book; built in: %s", req.GetBookName(), WebhookBook),
-			Violation("book_name", "unknown trigger book"))
+	mb, isMessage := messageBooks[req.GetBookName()]
+	if req.GetBookName() != WebhookBook && !isMessage {
+		return nil, InvalidArgument(ReasonTriggerBookUnknown, fmt.Sprintf("book_name %q is not a trigger book; built in: %s, %s, %s, %s",
+			req.GetBookName(), WebhookBook, NATSBook, RabbitMQBook, MQTTBook), Violation("book_name", "unknown trigger book"))
+	}
+	want := WebhookBook
+	if isMessage {
+		want = mb.trigger
 	}
 	trig := req.GetTriggerId()
 	if trig == "" {
-		trig = WebhookBook
+		trig = want
 	}
-	if trig != WebhookBook {
-		return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("trigger_id %q: the webhook book has one trigger, %q", trig, WebhookBook),
+	if trig != want {
+		return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("trigger_id %q: the %s book has one trigger, %q", trig, req.GetBookName(), want),
 			Violation("trigger_id", "unknown trigger"))
 	}
 	cfg := map[string]*platformv1.BdkValue{}
 	secret := ""
+	if isMessage {
+		if err := checkMessageConfig(req.GetBookName(), req.GetConfiguration()); err != nil {
+			return nil, err
+		}
+		cfg = req.GetConfiguration()
+	}
 	for k, v := range req.GetConfiguration() {
+		if isMessage {
+			break
+		}
 		switch k {
 		case "secret":
 			secret = v.GetTextValue()
@@ -118,7 +132,7 @@ func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.C
 				Violation("configuration."+k, "unknown parameter"))
 		}
 	}
-	if secret == "" {
+	if secret == "" && !isMessage {
 		b := make([]byte, 32)
 		_, _ = rand.Read(b)
 		secret = base64.RawURLEncoding.EncodeToString(b)

@@ -44,8 +44,13 @@ var deliveryID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 // every automation of the instance (whose automation trigger is active),
 // with inputs mapped from the JSON body.
 type WebhookHandler struct {
-	st     store.Store
-	inv    interface {
+	triggerStarter
+}
+
+// triggerStarter starts the runs of a trigger instance's event.
+type triggerStarter struct {
+	st  store.Store
+	inv interface {
 		Invoke(ctx context.Context, req engine.InvokeRequest) (store.Run, bool, error)
 	}
 	logger *slog.Logger
@@ -56,7 +61,7 @@ func NewWebhookHandler(st store.Store, eng *engine.Engine, logger *slog.Logger) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &WebhookHandler{st: st, inv: eng, logger: logger}
+	return &WebhookHandler{triggerStarter{st: st, inv: eng, logger: logger}}
 }
 
 type webhookRun struct {
@@ -126,7 +131,7 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	runs := make([]webhookRun, 0, len(inst.AutomationIDs))
 	failed := false
 	for _, a := range inst.AutomationIDs {
-		res := h.start(r.Context(), inst, a, delivery, doc)
+		res := h.start(r.Context(), inst, a, "webhook:"+inst.ID+":"+a+":"+delivery, doc)
 		if res.Error != "" && res.Run == "" {
 			failed = failed || res.Error == errRetry
 		}
@@ -143,8 +148,9 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 const errRetry = "temporarily unavailable; deliver again"
 
-// start starts the run of one automation for a delivery.
-func (h *WebhookHandler) start(ctx context.Context, inst store.TriggerInstance, automation, delivery string, doc any) webhookRun {
+// start starts the run of one automation for an event; requestID names
+// the event (a second start of it returns the first run).
+func (h *triggerStarter) start(ctx context.Context, inst store.TriggerInstance, automation, requestID string, doc any) webhookRun {
 	out := webhookRun{Automation: automationName(inst.OrganizationID, inst.WorkspaceID, automation)}
 	a, err := h.st.GetAutomation(ctx, inst.OrganizationID, inst.WorkspaceID, automation)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !a.DeleteTime.IsZero() {
@@ -180,7 +186,7 @@ func (h *WebhookHandler) start(ctx context.Context, inst store.TriggerInstance, 
 	}
 	r, created, err := h.inv.Invoke(ctx, engine.InvokeRequest{
 		OrganizationID: inst.OrganizationID, WorkspaceID: inst.WorkspaceID, AutomationID: automation, Stage: stage, Inputs: inputs,
-		RequestID: "webhook:" + inst.ID + ":" + automation + ":" + delivery,
+		RequestID: requestID,
 		Invocation: &platformv1.InvocationDetails{
 			TriggerId: triggerInstanceName(inst.OrganizationID, inst.WorkspaceID, inst.ID), InvocationSource: platformv1.InvocationSource_INVOCATION_SOURCE_TRIGGER,
 		},

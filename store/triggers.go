@@ -73,6 +73,10 @@ type Triggers interface {
 	// ListTriggerInstances returns the instances of a workspace by id
 	// (filter fields: book_name, connection_id, trigger_id; = and !=).
 	ListTriggerInstances(ctx context.Context, organizationID, workspaceID string, f Filter) ([]TriggerInstance, error)
+	// ListTriggerInstancesOfBooks returns the instances of the given trigger
+	// books in every organization, by organization, workspace and id (the
+	// message listeners of every replica).
+	ListTriggerInstancesOfBooks(ctx context.Context, books []string) ([]TriggerInstance, error)
 	// PutAutomationTrigger creates or replaces the trigger of an automation
 	// for t.TriggerID. ErrNotFound if the automation does not exist.
 	PutAutomationTrigger(ctx context.Context, t AutomationTrigger) (AutomationTrigger, error)

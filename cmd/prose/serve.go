@@ -178,6 +178,8 @@ type app struct {
 	scheduler *schedule.Scheduler
 	// dispatcher sends the outbound webhooks' deliveries.
 	dispatcher *outbound.Dispatcher
+	// messages keeps the message triggers' subscriptions.
+	messages *server.MessageTriggers
 	// stopEngine stops the engine and waits for it; it is safe to call twice.
 	stopEngine func()
 	// bootstrap is set when newApp initialised an empty store (organization,
@@ -270,7 +272,14 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		defer close(dispDone)
 		a.dispatcher.Run(engCtx)
 	}()
-	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-dispDone; <-schedDone; <-engDone })
+	// Message triggers: a subscription per NATS, RabbitMQ and MQTT instance.
+	a.messages = server.NewMessageTriggers(st, a.engine, logger)
+	msgDone := make(chan struct{})
+	go func() {
+		defer close(msgDone)
+		a.messages.Run(engCtx)
+	}()
+	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-msgDone; <-dispDone; <-schedDone; <-engDone })
 	a.closers = append(a.closers, func() error { a.stopEngine(); return nil })
 	files := server.NewFileService(st, server.FileOptions{BaseURL: cfg.publicURL})
 	legacyV1 := server.NewLegacyV1(st, a.engine)

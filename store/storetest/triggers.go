@@ -79,6 +79,13 @@ func testTriggerInstances(t *testing.T, s *suite) {
 	_, err = s.st.ListTriggerInstances(s.ctx, "acme", "ops", store.Cond{Field: "secret", Op: store.OpEq, Value: "x"})
 	wantErr(t, err, store.ErrInvalidArgument, "a field the list does not have")
 
+	var nats []string
+	for _, x := range of(s.st.ListTriggerInstancesOfBooks(s.ctx, []string{"nats", "mqtt"})).must(t) {
+		nats = append(nats, x.ID)
+	}
+	if !slices.Equal(nats, []string{"n1"}) {
+		t.Errorf("instances of nats and mqtt = %v", nats)
+	}
 	wantErr(t, s.st.DeleteTriggerInstance(s.ctx, "acme", "ops", "c2", "w1"), store.ErrNotFound, "delete from another connection")
 	noErr(t, s.st.DeleteTriggerInstance(s.ctx, "acme", "ops", "c1", "w1"))
 	_, err = s.st.GetTriggerInstance(s.ctx, "acme", "ops", "w1")

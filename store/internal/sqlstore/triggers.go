@@ -120,6 +120,28 @@ func (db *DB) ListTriggerInstances(ctx context.Context, org, ws string, f store.
 	return out, db.mapErr(rows.Err(), what)
 }
 
+// ListTriggerInstancesOfBooks implements store.Triggers.
+func (db *DB) ListTriggerInstancesOfBooks(ctx context.Context, books []string) ([]store.TriggerInstance, error) {
+	out := []store.TriggerInstance{}
+	if len(books) == 0 {
+		return out, nil
+	}
+	rows, err := db.reader().query(ctx, `SELECT `+triggerInstanceCols+` FROM trigger_instances t WHERE t.book_name IN (`+placeholders(len(books))+`)
+		ORDER BY t.organization_id, t.workspace_id, t.id`, anySlice(books)...)
+	if err != nil {
+		return nil, db.mapErr(err, "trigger instances of books")
+	}
+	defer rows.Close()
+	for rows.Next() {
+		t, err := scanTriggerInstance(rows)
+		if err != nil {
+			return nil, db.mapErr(err, "trigger instances of books")
+		}
+		out = append(out, t)
+	}
+	return out, db.mapErr(rows.Err(), "trigger instances of books")
+}
+
 const automationTriggerCols = `at.organization_id, at.workspace_id, at.automation_id, at.trigger_id, at.input_mapping, at.phase_type,
 	at.phase_sub_type, at.is_active, at.create_time, at.update_time`
 
