@@ -215,8 +215,8 @@ func Parse(cfg *platformv1.ScheduleConfig) (*Calendar, error) {
 	if c.unit >= platformv1.FrequencyUnit_FREQUENCY_UNIT_DAY {
 		o := rrule.ROption{
 			Interval: c.interval, Wkst: rrule.MO,
-			Dtstart:  time.Date(c.start.Year(), c.start.Month(), c.start.Day(), 0, 0, 0, 0, loc),
-			Byhour:   []int{int(tod.GetHours())}, Byminute: []int{int(tod.GetMinutes())}, Bysecond: []int{int(tod.GetSeconds())},
+			Dtstart: time.Date(c.start.Year(), c.start.Month(), c.start.Day(), 0, 0, 0, 0, loc),
+			Byhour:  []int{int(tod.GetHours())}, Byminute: []int{int(tod.GetMinutes())}, Bysecond: []int{int(tod.GetSeconds())},
 		}
 		switch c.unit {
 		case platformv1.FrequencyUnit_FREQUENCY_UNIT_DAY:
