@@ -308,7 +308,7 @@ func (m *MessageTriggers) subscribe(inst store.TriggerInstance) (func(), error) 
 			SetCleanSession(true).SetAutoReconnect(true)
 		c := mqtt.NewClient(opts)
 		if tok := c.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-			return nil, fmt.Errorf("mqtt connect: %v", tok.Error())
+			return nil, fmt.Errorf("mqtt connect: %w", tok.Error())
 		}
 		// A shared subscription: one replica gets each message.
 		topic := "$share/" + group + "/" + cfg["topic"]
@@ -317,7 +317,7 @@ func (m *MessageTriggers) subscribe(inst store.TriggerInstance) (func(), error) 
 		})
 		if !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 			c.Disconnect(100)
-			return nil, fmt.Errorf("mqtt subscribe: %v", tok.Error())
+			return nil, fmt.Errorf("mqtt subscribe: %w", tok.Error())
 		}
 		return func() { c.Disconnect(250) }, nil
 	}

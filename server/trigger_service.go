@@ -118,18 +118,15 @@ func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.C
 	}
 	for k, v := range req.GetConfiguration() {
 		if isMessage {
-			break
+			break // checked above
 		}
-		switch k {
-		case "secret":
-			secret = v.GetTextValue()
-			if len(secret) < MinWebhookSecret {
-				return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.secret must be a text_value of at least %d characters", MinWebhookSecret),
-					Violation("configuration.secret", "too short"))
-			}
-		default:
+		if k != "secret" {
 			return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.%s: the webhook trigger has only a secret", k),
 				Violation("configuration."+k, "unknown parameter"))
+		}
+		if secret = v.GetTextValue(); len(secret) < MinWebhookSecret {
+			return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.secret must be a text_value of at least %d characters", MinWebhookSecret),
+				Violation("configuration.secret", "too short"))
 		}
 	}
 	if secret == "" && !isMessage {
