@@ -20,6 +20,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -62,18 +63,18 @@ func checkMessageConfig(book string, cfg map[string]*platformv1.BdkValue) error 
 				}
 			}
 			if !ok {
-				return InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.url must be a %v URL", mb.schemes), Violation("configuration.url", "not a broker URL"))
+				return transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.url must be a %v URL", mb.schemes), transport.Violation("configuration.url", "not a broker URL"))
 			}
 		case mb.param:
 			if v.GetTextValue() == "" || len(v.GetTextValue()) > 255 {
-				return InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.%s must be a text_value of 1 to 255 characters", k), Violation("configuration."+k, "required"))
+				return transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.%s must be a text_value of 1 to 255 characters", k), transport.Violation("configuration."+k, "required"))
 			}
 		default:
-			return InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.%s: the %s trigger takes url and %s", k, book, mb.param), Violation("configuration."+k, "unknown parameter"))
+			return transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.%s: the %s trigger takes url and %s", k, book, mb.param), transport.Violation("configuration."+k, "unknown parameter"))
 		}
 	}
 	if cfg[mb.param] == nil {
-		return InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.%s is required", mb.param), Violation("configuration."+mb.param, "required"))
+		return transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.%s is required", mb.param), transport.Violation("configuration."+mb.param, "required"))
 	}
 	return nil
 }

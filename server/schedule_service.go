@@ -10,15 +10,18 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/proserun/prose/engine/schedule"
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
 // Error reasons of the schedule service.
 const (
-	ReasonScheduleNotFound = "SCHEDULE_NOT_FOUND"
-	ReasonScheduleExists   = "SCHEDULE_ALREADY_EXISTS"
-	ReasonInvalidSchedule  = "INVALID_SCHEDULE"
+	ReasonScheduleNotFound = errorsv1.ErrorReason_ERROR_REASON_SCHEDULE_NOT_FOUND
+	ReasonScheduleExists   = errorsv1.ErrorReason_ERROR_REASON_SCHEDULE_ALREADY_EXISTS
+	ReasonInvalidSchedule  = errorsv1.ErrorReason_ERROR_REASON_INVALID_SCHEDULE
 )
 
 // NextRunTimesShown is how many next_run_times a schedule shows.
@@ -54,20 +57,20 @@ type scheduleRef interface {
 }
 
 func scheduleErr(err error, r scheduleRef) error {
-	return idStoreError(err, ReasonScheduleNotFound, ReasonScheduleExists,
+	return storeStatus(err, ReasonScheduleNotFound, ReasonScheduleExists,
 		schedule.Name(r.GetOrganizationId(), r.GetWorkspaceId(), r.GetAutomationId()))
 }
 
 // parseConfig checks the configuration of a request's schedule.
 func parseConfig(s *platformv1.AutomationSchedule) (*schedule.Calendar, []byte, error) {
 	if s == nil {
-		return nil, nil, InvalidArgument(ReasonRequiredFieldMissing, "schedule is required", Violation("schedule", "required"))
+		return nil, nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "schedule is required", transport.Violation("schedule", "required"))
 	}
 	cal, err := schedule.Parse(s.GetConfig())
 	if err != nil {
 		var fe *schedule.FieldError
 		if errors.As(err, &fe) {
-			return nil, nil, InvalidArgument(ReasonInvalidSchedule, "schedule."+fe.Error(), Violation("schedule."+fe.Field, fe.Msg))
+			return nil, nil, transport.InvalidArgument(ReasonInvalidSchedule, "schedule."+fe.Error(), transport.Violation("schedule."+fe.Field, fe.Msg))
 		}
 		return nil, nil, err
 	}
@@ -127,12 +130,12 @@ func (s *ScheduleService) CreateAutomationSchedule(ctx context.Context, req *pla
 		return nil, automationErr(err, org, ws, id)
 	}
 	if !a.DeleteTime.IsZero() {
-		return nil, NotFound(ReasonAutomationNotFound, automationName(org, ws, id))
+		return nil, transport.NotFound(ReasonAutomationNotFound, names.Automation(org, ws, id))
 	}
 	next, _ := cal.Next(s.now())
 	sc, err := s.st.CreateSchedule(ctx, store.Schedule{OrganizationID: org, WorkspaceID: ws, AutomationID: id, Config: cfg, Enabled: true, NextTime: next})
 	if errors.Is(err, store.ErrNotFound) {
-		return nil, NotFound(ReasonAutomationNotFound, automationName(org, ws, id))
+		return nil, transport.NotFound(ReasonAutomationNotFound, names.Automation(org, ws, id))
 	}
 	if err != nil {
 		return nil, scheduleErr(err, req)

@@ -12,17 +12,20 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
 )
 
 // Error reasons of the trigger service.
 const (
-	ReasonTriggerInstanceNotFound = "TRIGGER_INSTANCE_NOT_FOUND"
-	ReasonTriggerInstanceExists   = "TRIGGER_INSTANCE_ALREADY_EXISTS"
-	ReasonTriggerBookUnknown      = "TRIGGER_BOOK_UNKNOWN"
-	ReasonInvalidTrigger          = "INVALID_TRIGGER"
+	ReasonTriggerInstanceNotFound = errorsv1.ErrorReason_ERROR_REASON_TRIGGER_INSTANCE_NOT_FOUND
+	ReasonTriggerInstanceExists   = errorsv1.ErrorReason_ERROR_REASON_TRIGGER_INSTANCE_ALREADY_EXISTS
+	ReasonTriggerBookUnknown      = errorsv1.ErrorReason_ERROR_REASON_TRIGGER_BOOK_UNKNOWN
+	ReasonInvalidTrigger          = errorsv1.ErrorReason_ERROR_REASON_INVALID_TRIGGER
 )
 
 // Limits of triggers (README, "Triggers").
@@ -51,7 +54,7 @@ type TriggerService struct {
 func NewTriggerService(st store.Store) *TriggerService { return &TriggerService{st: st} }
 
 func triggerInstanceName(org, ws, id string) string {
-	return idWorkspaceName(org, ws) + "/triggers/" + id
+	return names.Workspace(org, ws) + "/triggers/" + id
 }
 
 // WebhookPath is the path that delivers events to a webhook instance.
@@ -93,8 +96,8 @@ func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.C
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
 	mb, isMessage := messageBooks[req.GetBookName()]
 	if req.GetBookName() != WebhookBook && !isMessage {
-		return nil, InvalidArgument(ReasonTriggerBookUnknown, fmt.Sprintf("book_name %q is not a trigger book; built in: %s, %s, %s, %s",
-			req.GetBookName(), WebhookBook, NATSBook, RabbitMQBook, MQTTBook), Violation("book_name", "unknown trigger book"))
+		return nil, transport.InvalidArgument(ReasonTriggerBookUnknown, fmt.Sprintf("book_name %q is not a trigger book; built in: %s, %s, %s, %s",
+			req.GetBookName(), WebhookBook, NATSBook, RabbitMQBook, MQTTBook), transport.Violation("book_name", "unknown trigger book"))
 	}
 	want := WebhookBook
 	if isMessage {
@@ -105,8 +108,8 @@ func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.C
 		trig = want
 	}
 	if trig != want {
-		return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("trigger_id %q: the %s book has one trigger, %q", trig, req.GetBookName(), want),
-			Violation("trigger_id", "unknown trigger"))
+		return nil, transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("trigger_id %q: the %s book has one trigger, %q", trig, req.GetBookName(), want),
+			transport.Violation("trigger_id", "unknown trigger"))
 	}
 	cfg := map[string]*platformv1.BdkValue{}
 	secret := ""
@@ -121,12 +124,12 @@ func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.C
 			break // checked above
 		}
 		if k != "secret" {
-			return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.%s: the webhook trigger has only a secret", k),
-				Violation("configuration."+k, "unknown parameter"))
+			return nil, transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.%s: the webhook trigger has only a secret", k),
+				transport.Violation("configuration."+k, "unknown parameter"))
 		}
 		if secret = v.GetTextValue(); len(secret) < MinWebhookSecret {
-			return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.secret must be a text_value of at least %d characters", MinWebhookSecret),
-				Violation("configuration.secret", "too short"))
+			return nil, transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("configuration.secret must be a text_value of at least %d characters", MinWebhookSecret),
+				transport.Violation("configuration.secret", "too short"))
 		}
 	}
 	if secret == "" && !isMessage {
@@ -143,7 +146,7 @@ func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.C
 		ConnectionID: req.GetConnectionId(), TriggerID: trig, Configuration: enc, Secret: secret,
 	})
 	if err != nil {
-		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonTriggerInstanceExists, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonTriggerInstanceExists, names.Workspace(org, ws))
 	}
 	p, err := s.triggerInstanceProto(t, true)
 	if err != nil {
@@ -161,10 +164,10 @@ func (s *TriggerService) SetAutomationsForTriggerInstance(ctx context.Context, r
 		if err == nil {
 			err = store.ErrNotFound
 		}
-		return nil, idStoreError(err, ReasonTriggerInstanceNotFound, ReasonTriggerInstanceExists, triggerInstanceName(org, ws, id))
+		return nil, storeStatus(err, ReasonTriggerInstanceNotFound, ReasonTriggerInstanceExists, triggerInstanceName(org, ws, id))
 	}
 	if len(req.GetAutomationIds()) > MaxTriggerAutomations {
-		return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("at most %d automations", MaxTriggerAutomations), Violation("automation_ids", "too many"))
+		return nil, transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("at most %d automations", MaxTriggerAutomations), transport.Violation("automation_ids", "too many"))
 	}
 	var ids []string
 	for _, a := range req.GetAutomationIds() {
@@ -177,7 +180,7 @@ func (s *TriggerService) SetAutomationsForTriggerInstance(ctx context.Context, r
 			err = store.ErrNotFound
 		}
 		if errors.Is(err, store.ErrNotFound) {
-			return nil, NotFound(ReasonAutomationNotFound, automationName(org, ws, a))
+			return nil, transport.NotFound(ReasonAutomationNotFound, names.Automation(org, ws, a))
 		}
 		if err != nil {
 			return nil, err
@@ -186,7 +189,7 @@ func (s *TriggerService) SetAutomationsForTriggerInstance(ctx context.Context, r
 	}
 	t, err := s.st.SetTriggerInstanceAutomations(ctx, org, ws, id, ids)
 	if err != nil {
-		return nil, idStoreError(err, ReasonTriggerInstanceNotFound, ReasonTriggerInstanceExists, triggerInstanceName(org, ws, id))
+		return nil, storeStatus(err, ReasonTriggerInstanceNotFound, ReasonTriggerInstanceExists, triggerInstanceName(org, ws, id))
 	}
 	p, err := s.triggerInstanceProto(t, false)
 	if err != nil {
@@ -200,7 +203,7 @@ func (s *TriggerService) SetAutomationsForTriggerInstance(ctx context.Context, r
 func (s *TriggerService) RemoveWorkspaceBookConnectionTriggerInstance(ctx context.Context, req *platformv1.RemoveWorkspaceBookConnectionTriggerInstanceRequest) (*platformv1.RemoveWorkspaceBookConnectionTriggerInstanceResponse, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetTriggerInstanceId()
 	if err := s.st.DeleteTriggerInstance(ctx, org, ws, req.GetConnectionId(), id); err != nil {
-		return nil, idStoreError(err, ReasonTriggerInstanceNotFound, ReasonTriggerInstanceExists, triggerInstanceName(org, ws, id))
+		return nil, storeStatus(err, ReasonTriggerInstanceNotFound, ReasonTriggerInstanceExists, triggerInstanceName(org, ws, id))
 	}
 	return &platformv1.RemoveWorkspaceBookConnectionTriggerInstanceResponse{}, nil
 }
@@ -210,11 +213,11 @@ func (s *TriggerService) RemoveWorkspaceBookConnectionTriggerInstance(ctx contex
 func (s *TriggerService) ListWorkspaceTriggerInstances(ctx context.Context, req *platformv1.ListWorkspaceTriggerInstancesRequest) (*platformv1.ListWorkspaceTriggerInstancesResponse, error) {
 	f, err := sqlfilter.TriggerInstances.Parse(req.GetFilter())
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	list, err := s.st.ListTriggerInstances(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), f)
 	if err != nil {
-		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(req.GetOrganizationId(), req.GetWorkspaceId()))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(req.GetOrganizationId(), req.GetWorkspaceId()))
 	}
 	out := &platformv1.ListWorkspaceTriggerInstancesResponse{TriggerInstances: []*platformv1.TriggerInstance{}}
 	for _, t := range list {
@@ -229,7 +232,7 @@ func (s *TriggerService) ListWorkspaceTriggerInstances(ctx context.Context, req 
 
 func automationTriggerProto(t store.AutomationTrigger) *platformv1.AutomationTrigger {
 	return &platformv1.AutomationTrigger{
-		TriggerId: t.TriggerID, Automation: automationName(t.OrganizationID, t.WorkspaceID, t.AutomationID), InputMapping: t.InputMapping,
+		TriggerId: t.TriggerID, Automation: names.Automation(t.OrganizationID, t.WorkspaceID, t.AutomationID), InputMapping: t.InputMapping,
 		PhaseType: platformv1.PhaseType(t.PhaseType), PhaseSubType: platformv1.PhaseSubType(t.PhaseSubType), IsActive: proto.Bool(t.IsActive),
 	}
 }
@@ -242,25 +245,25 @@ func (s *TriggerService) CreateAutomationTrigger(ctx context.Context, req *platf
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
 	in := req.GetAutomationTrigger()
 	if in == nil {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "automation_trigger is required", Violation("automation_trigger", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "automation_trigger is required", transport.Violation("automation_trigger", "required"))
 	}
 	if in.GetTriggerId() == "" {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "automation_trigger.trigger_id is required", Violation("automation_trigger.trigger_id", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "automation_trigger.trigger_id is required", transport.Violation("automation_trigger.trigger_id", "required"))
 	}
 	if _, ok := platformv1.PhaseType_name[int32(in.GetPhaseType())]; !ok || in.GetPhaseType() == platformv1.PhaseType_PHASE_TYPE_UNSPECIFIED {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "automation_trigger.phase_type is required", Violation("automation_trigger.phase_type", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "automation_trigger.phase_type is required", transport.Violation("automation_trigger.phase_type", "required"))
 	}
 	if len(in.GetInputMapping()) > MaxInputMappings {
-		return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("input_mapping has more than %d entries", MaxInputMappings),
-			Violation("automation_trigger.input_mapping", "too many entries"))
+		return nil, transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("input_mapping has more than %d entries", MaxInputMappings),
+			transport.Violation("automation_trigger.input_mapping", "too many entries"))
 	}
 	for k, v := range in.GetInputMapping() {
 		if strings.TrimSpace(k) == "" {
-			return nil, InvalidArgument(ReasonInvalidTrigger, "input_mapping: an input has an empty name", Violation("automation_trigger.input_mapping", "empty input name"))
+			return nil, transport.InvalidArgument(ReasonInvalidTrigger, "input_mapping: an input has an empty name", transport.Violation("automation_trigger.input_mapping", "empty input name"))
 		}
 		if v != "" && !strings.HasPrefix(v, "/") {
-			return nil, InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("input_mapping[%q]: %q is not a JSON Pointer (\"/order/total\", or \"\" for the whole body)", k, v),
-				Violation("automation_trigger.input_mapping["+k+"]", "not a JSON Pointer"))
+			return nil, transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("input_mapping[%q]: %q is not a JSON Pointer (\"/order/total\", or \"\" for the whole body)", k, v),
+				transport.Violation("automation_trigger.input_mapping["+k+"]", "not a JSON Pointer"))
 		}
 	}
 	a, err := s.st.GetAutomation(ctx, org, ws, id)
@@ -271,7 +274,7 @@ func (s *TriggerService) CreateAutomationTrigger(ctx context.Context, req *platf
 		return nil, automationErr(err, org, ws, id)
 	}
 	if _, err := s.st.GetTriggerInstance(ctx, org, ws, in.GetTriggerId()); err != nil {
-		return nil, idStoreError(err, ReasonTriggerInstanceNotFound, ReasonTriggerInstanceExists, triggerInstanceName(org, ws, in.GetTriggerId()))
+		return nil, storeStatus(err, ReasonTriggerInstanceNotFound, ReasonTriggerInstanceExists, triggerInstanceName(org, ws, in.GetTriggerId()))
 	}
 	active := true
 	if in.IsActive != nil {
@@ -291,13 +294,13 @@ func (s *TriggerService) CreateAutomationTrigger(ctx context.Context, req *platf
 // Filter: trigger_id, is_active (= !=).
 func (s *TriggerService) ListAutomationTriggers(ctx context.Context, req *platformv1.ListAutomationTriggersRequest) (*platformv1.ListAutomationTriggersResponse, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	f, err := sqlfilter.AutomationTriggers.Parse(req.GetFilter())
 	if err != nil {
-		return nil, idInvalidFromStore(err)
+		return nil, invalidFromStore(err)
 	}
 	if _, err := s.st.GetAutomation(ctx, org, ws, id); err != nil {
 		return nil, automationErr(err, org, ws, id)

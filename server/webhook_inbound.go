@@ -20,6 +20,7 @@ import (
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 )
 
@@ -151,7 +152,7 @@ const errRetry = "temporarily unavailable; deliver again"
 // start starts the run of one automation for an event; requestID names
 // the event (a second start of it returns the first run).
 func (h *triggerStarter) start(ctx context.Context, inst store.TriggerInstance, automation, requestID string, doc any) webhookRun {
-	out := webhookRun{Automation: automationName(inst.OrganizationID, inst.WorkspaceID, automation)}
+	out := webhookRun{Automation: names.Automation(inst.OrganizationID, inst.WorkspaceID, automation)}
 	a, err := h.st.GetAutomation(ctx, inst.OrganizationID, inst.WorkspaceID, automation)
 	if errors.Is(err, store.ErrNotFound) || err == nil && !a.DeleteTime.IsZero() {
 		out.Error = "the automation does not exist"
@@ -193,14 +194,14 @@ func (h *triggerStarter) start(ctx context.Context, inst store.TriggerInstance, 
 	})
 	switch {
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrInvalidArgument), errors.Is(err, store.ErrFailedPrecondition), errors.Is(err, store.ErrAlreadyExists):
-		out.Error = idClientMessage(err, store.ErrInvalidArgument)
+		out.Error = withoutSentinel(err, store.ErrInvalidArgument)
 		return out
 	case err != nil:
 		h.logger.Error("webhook", "err", err)
 		out.Error = errRetry
 		return out
 	}
-	out.Run, out.Created = runName(inst.OrganizationID, inst.WorkspaceID, automation, r.ID), created
+	out.Run, out.Created = names.Run(inst.OrganizationID, inst.WorkspaceID, automation, r.ID), created
 	return out
 }
 

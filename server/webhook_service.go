@@ -12,14 +12,17 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/proserun/prose/engine/outbound"
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
 // Error reasons of the webhook service.
 const (
-	ReasonWebhookNotFound = "WEBHOOK_NOT_FOUND"
-	ReasonInvalidWebhook  = "INVALID_WEBHOOK"
+	ReasonWebhookNotFound = errorsv1.ErrorReason_ERROR_REASON_WEBHOOK_NOT_FOUND
+	ReasonInvalidWebhook  = errorsv1.ErrorReason_ERROR_REASON_INVALID_WEBHOOK
 )
 
 // MaxWebhookURL bounds the length of a webhook's URL.
@@ -34,7 +37,7 @@ type WebhookService struct {
 // NewWebhookService returns the webhook service.
 func NewWebhookService(st store.Store) *WebhookService { return &WebhookService{st: st} }
 
-func webhookName(org, ws, id string) string { return idWorkspaceName(org, ws) + "/webhooks/" + id }
+func webhookName(org, ws, id string) string { return names.Workspace(org, ws) + "/webhooks/" + id }
 
 func webhookProto(w store.Webhook, withSecret bool) *platformv1.Webhook {
 	out := &platformv1.Webhook{Name: webhookName(w.OrganizationID, w.WorkspaceID, w.ID), Url: w.URL, DisplayName: w.DisplayName,
@@ -58,12 +61,12 @@ func (s *WebhookService) CreateWebhook(ctx context.Context, req *platformv1.Crea
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
 	in := req.GetWebhook()
 	if in == nil {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "webhook is required", Violation("webhook", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "webhook is required", transport.Violation("webhook", "required"))
 	}
 	u, err := url.Parse(in.GetUrl())
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || len(in.GetUrl()) > MaxWebhookURL {
-		return nil, InvalidArgument(ReasonInvalidWebhook, fmt.Sprintf("webhook.url must be an http:// or https:// URL of at most %d characters", MaxWebhookURL),
-			Violation("webhook.url", "not an http(s) URL"))
+		return nil, transport.InvalidArgument(ReasonInvalidWebhook, fmt.Sprintf("webhook.url must be an http:// or https:// URL of at most %d characters", MaxWebhookURL),
+			transport.Violation("webhook.url", "not an http(s) URL"))
 	}
 	w := store.Webhook{OrganizationID: org, WorkspaceID: ws, URL: in.GetUrl(), DisplayName: in.GetDisplayName(), Secret: in.GetSecret()}
 	for i, t := range in.GetEventTypes() {
@@ -73,23 +76,23 @@ func (s *WebhookService) CreateWebhook(ctx context.Context, req *platformv1.Crea
 		case platformv1.WebhookEventType_WEBHOOK_EVENT_TYPE_EXCEPTION_STATE_CHANGED:
 			w.Exceptions = true
 		default:
-			return nil, InvalidArgument(ReasonInvalidWebhook, fmt.Sprintf("webhook.event_types[%d] is not an event type", i),
-				Violation(fmt.Sprintf("webhook.event_types[%d]", i), "unknown event type"))
+			return nil, transport.InvalidArgument(ReasonInvalidWebhook, fmt.Sprintf("webhook.event_types[%d] is not an event type", i),
+				transport.Violation(fmt.Sprintf("webhook.event_types[%d]", i), "unknown event type"))
 		}
 	}
 	if !w.Runs && !w.Exceptions {
-		return nil, InvalidArgument(ReasonRequiredFieldMissing, "webhook.event_types needs at least one event type", Violation("webhook.event_types", "required"))
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "webhook.event_types needs at least one event type", transport.Violation("webhook.event_types", "required"))
 	}
 	if w.Secret == "" {
 		b := make([]byte, 32)
 		_, _ = rand.Read(b)
 		w.Secret = base64.RawURLEncoding.EncodeToString(b)
 	} else if len(w.Secret) < MinWebhookSecret {
-		return nil, InvalidArgument(ReasonInvalidWebhook, fmt.Sprintf("webhook.secret must have at least %d characters", MinWebhookSecret), Violation("webhook.secret", "too short"))
+		return nil, transport.InvalidArgument(ReasonInvalidWebhook, fmt.Sprintf("webhook.secret must have at least %d characters", MinWebhookSecret), transport.Violation("webhook.secret", "too short"))
 	}
 	out, err := s.st.CreateWebhook(ctx, w)
 	if err != nil {
-		return nil, idStoreError(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, idWorkspaceName(org, ws))
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(org, ws))
 	}
 	return webhookProto(out, true), nil
 }
@@ -98,7 +101,7 @@ func (s *WebhookService) CreateWebhook(ctx context.Context, req *platformv1.Crea
 func (s *WebhookService) GetWebhook(ctx context.Context, req *platformv1.GetWebhookRequest) (*platformv1.Webhook, error) {
 	w, err := s.st.GetWebhook(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetWebhookId())
 	if err != nil {
-		return nil, idStoreError(err, ReasonWebhookNotFound, ReasonWebhookNotFound, webhookName(req.GetOrganizationId(), req.GetWorkspaceId(), req.GetWebhookId()))
+		return nil, storeStatus(err, ReasonWebhookNotFound, ReasonWebhookNotFound, webhookName(req.GetOrganizationId(), req.GetWorkspaceId(), req.GetWebhookId()))
 	}
 	return webhookProto(w, false), nil
 }
@@ -119,7 +122,7 @@ func (s *WebhookService) ListWebhooks(ctx context.Context, req *platformv1.ListW
 // DeleteWebhook deletes a webhook and its delivery log.
 func (s *WebhookService) DeleteWebhook(ctx context.Context, req *platformv1.DeleteWebhookRequest) (*emptypb.Empty, error) {
 	if err := s.st.DeleteWebhook(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetWebhookId()); err != nil {
-		return nil, idStoreError(err, ReasonWebhookNotFound, ReasonWebhookNotFound, webhookName(req.GetOrganizationId(), req.GetWorkspaceId(), req.GetWebhookId()))
+		return nil, storeStatus(err, ReasonWebhookNotFound, ReasonWebhookNotFound, webhookName(req.GetOrganizationId(), req.GetWorkspaceId(), req.GetWebhookId()))
 	}
 	return &emptypb.Empty{}, nil
 }
@@ -133,16 +136,16 @@ var deliveryStates = map[string]platformv1.WebhookDeliveryState{
 // ListWebhookDeliveries lists the delivery log of a webhook, newest first.
 func (s *WebhookService) ListWebhookDeliveries(ctx context.Context, req *platformv1.ListWebhookDeliveriesRequest) (*platformv1.ListWebhookDeliveriesResponse, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetWebhookId()
-	size, err := idPageSize(req.GetPageSize())
+	size, err := checkedPageSize(req.GetPageSize())
 	if err != nil {
 		return nil, err
 	}
 	if _, err := s.st.GetWebhook(ctx, org, ws, id); err != nil {
-		return nil, idStoreError(err, ReasonWebhookNotFound, ReasonWebhookNotFound, webhookName(org, ws, id))
+		return nil, storeStatus(err, ReasonWebhookNotFound, ReasonWebhookNotFound, webhookName(org, ws, id))
 	}
 	page, err := s.st.ListWebhookDeliveries(ctx, org, ws, id, size, req.GetPageToken())
 	if err != nil {
-		return nil, idStoreError(err, ReasonWebhookNotFound, ReasonWebhookNotFound, webhookName(org, ws, id))
+		return nil, storeStatus(err, ReasonWebhookNotFound, ReasonWebhookNotFound, webhookName(org, ws, id))
 	}
 	out := &platformv1.ListWebhookDeliveriesResponse{NextPageToken: page.NextPageToken}
 	for _, d := range page.Items {
