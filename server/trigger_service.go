@@ -53,9 +53,7 @@ type TriggerService struct {
 // NewTriggerService returns the trigger service.
 func NewTriggerService(st store.Store) *TriggerService { return &TriggerService{st: st} }
 
-func triggerInstanceName(org, ws, id string) string {
-	return names.Workspace(org, ws) + "/triggers/" + id
-}
+func triggerInstanceName(org, ws, id string) string { return names.TriggerInstance(org, ws, id) }
 
 // WebhookPath is the path that delivers events to a webhook instance.
 func WebhookPath(org, ws, id string) string { return "/hooks/" + org + "/" + ws + "/" + id }

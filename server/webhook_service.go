@@ -37,7 +37,7 @@ type WebhookService struct {
 // NewWebhookService returns the webhook service.
 func NewWebhookService(st store.Store) *WebhookService { return &WebhookService{st: st} }
 
-func webhookName(org, ws, id string) string { return names.Workspace(org, ws) + "/webhooks/" + id }
+func webhookName(org, ws, id string) string { return names.Webhook(org, ws, id) }
 
 func webhookProto(w store.Webhook, withSecret bool) *platformv1.Webhook {
 	out := &platformv1.Webhook{Name: webhookName(w.OrganizationID, w.WorkspaceID, w.ID), Url: w.URL, DisplayName: w.DisplayName,
@@ -154,7 +154,7 @@ func (s *WebhookService) ListWebhookDeliveries(ctx context.Context, req *platfor
 			return nil, err
 		}
 		pd := &platformv1.WebhookDelivery{
-			Name: webhookName(org, ws, id) + "/deliveries/" + d.ID, EventType: d.EventType, Payload: p, State: deliveryStates[d.State],
+			Name: names.Delivery(org, ws, id, d.ID), EventType: d.EventType, Payload: p, State: deliveryStates[d.State],
 			Attempts: int32(d.Attempts), LastStatusCode: int32(d.LastStatusCode), LastError: d.LastError, //nolint:gosec // G115: small counts
 			CreateTime: timestamppb.New(d.CreateTime), UpdateTime: timestamppb.New(d.UpdateTime),
 		}

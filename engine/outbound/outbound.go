@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 )
 
@@ -242,14 +243,14 @@ func Sign(secret string, body []byte) string {
 // "workspace", "automation", "run", "state"} and, for exception events,
 // "exception" (resource names; state is the run's or exception's new one).
 func Payload(del store.WebhookDelivery) map[string]any {
-	ws := "organizations/" + del.OrganizationID + "/workspaces/" + del.WorkspaceID
+	o, w := del.OrganizationID, del.WorkspaceID
 	p := map[string]any{
 		"id": del.ID, "type": del.EventType, "time": del.CreateTime.UTC().Format(time.RFC3339Nano),
-		"workspace": ws, "automation": ws + "/automations/" + del.AutomationID,
-		"run": ws + "/automations/" + del.AutomationID + "/runs/" + del.RunID, "state": del.ResourceState,
+		"workspace": names.Workspace(o, w), "automation": names.Automation(o, w, del.AutomationID),
+		"run": names.Run(o, w, del.AutomationID, del.RunID), "state": del.ResourceState,
 	}
 	if del.ExceptionID != "" {
-		p["exception"] = ws + "/exceptions/" + del.ExceptionID
+		p["exception"] = names.Exception(o, w, del.ExceptionID)
 	}
 	return p
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 )
 
@@ -89,9 +90,7 @@ func RequestID(workspaceID, automationID string, occurrence time.Time) string {
 }
 
 // Name is the resource name of the schedule of an automation.
-func Name(org, ws, automation string) string {
-	return fmt.Sprintf("organizations/%s/workspaces/%s/automations/%s/schedule", org, ws, automation)
-}
+func Name(org, ws, automation string) string { return names.Schedule(org, ws, automation) }
 
 // Wake makes a running scheduler look at the store now (a schedule changed).
 func (s *Scheduler) Wake() {
