@@ -59,7 +59,7 @@ const (
 	month = platformv1.FrequencyUnit_FREQUENCY_UNIT_MONTH
 	year  = platformv1.FrequencyUnit_FREQUENCY_UNIT_YEAR
 	hour  = platformv1.FrequencyUnit_FREQUENCY_UNIT_HOUR
-	min_  = platformv1.FrequencyUnit_FREQUENCY_UNIT_MINUTE
+	minute  = platformv1.FrequencyUnit_FREQUENCY_UNIT_MINUTE
 )
 
 // Every weekday at 09:00 in Berlin is 08:00 UTC in winter and 07:00 UTC
@@ -176,7 +176,7 @@ func TestEndsAndWindow(t *testing.T) {
 	}
 
 	// Every 30 minutes, only between 09:00 and 10:00 New York time.
-	c = cfgOf(2026, 7, 1, 0, 0, "America/New_York", min_, 30)
+	c = cfgOf(2026, 7, 1, 0, 0, "America/New_York", minute, 30)
 	c.ActiveWindow = &platformv1.TimeWindow{StartTime: timestamppb.New(utc("2026-01-01T14:00:00Z")), EndTime: timestamppb.New(utc("2026-01-01T15:00:00Z")),
 		TimeZone: "America/New_York"}
 	wantTimes(t, mustParse(t, c).NextN(time.Time{}, 4), "2026-07-01T13:00:00Z", "2026-07-01T13:30:00Z", "2026-07-01T14:00:00Z", "2026-07-02T13:00:00Z")
