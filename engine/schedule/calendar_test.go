@@ -54,12 +54,12 @@ func wantTimes(t *testing.T, got []time.Time, want ...string) {
 }
 
 const (
-	day   = platformv1.FrequencyUnit_FREQUENCY_UNIT_DAY
-	week  = platformv1.FrequencyUnit_FREQUENCY_UNIT_WEEK
-	month = platformv1.FrequencyUnit_FREQUENCY_UNIT_MONTH
-	year  = platformv1.FrequencyUnit_FREQUENCY_UNIT_YEAR
-	hour  = platformv1.FrequencyUnit_FREQUENCY_UNIT_HOUR
-	minute  = platformv1.FrequencyUnit_FREQUENCY_UNIT_MINUTE
+	day    = platformv1.FrequencyUnit_FREQUENCY_UNIT_DAY
+	week   = platformv1.FrequencyUnit_FREQUENCY_UNIT_WEEK
+	month  = platformv1.FrequencyUnit_FREQUENCY_UNIT_MONTH
+	year   = platformv1.FrequencyUnit_FREQUENCY_UNIT_YEAR
+	hour   = platformv1.FrequencyUnit_FREQUENCY_UNIT_HOUR
+	minute = platformv1.FrequencyUnit_FREQUENCY_UNIT_MINUTE
 )
 
 // Every weekday at 09:00 in Berlin is 08:00 UTC in winter and 07:00 UTC
