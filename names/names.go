@@ -24,7 +24,32 @@ const (
 	APIKeyPattern        = "organizations/{organization}/apiKeys/{api_key}"
 	FilePattern          = "organizations/{organization}/files/{file}"
 	UserPattern          = "users/{user}"
+
+	SchedulePattern        = "organizations/{organization}/workspaces/{workspace}/automations/{automation}/schedule"
+	TriggerInstancePattern = "organizations/{organization}/workspaces/{workspace}/triggers/{trigger}"
+	WebhookPattern         = "organizations/{organization}/workspaces/{workspace}/webhooks/{webhook}"
+	DeliveryPattern        = "organizations/{organization}/workspaces/{workspace}/webhooks/{webhook}/deliveries/{delivery}"
 )
+
+// Schedule is the name of the schedule of an automation (a singleton).
+func Schedule(org, ws, automation string) string {
+	return resourcename.Sprint(SchedulePattern, org, ws, automation)
+}
+
+// TriggerInstance is the name of a trigger instance of a workspace.
+func TriggerInstance(org, ws, trigger string) string {
+	return resourcename.Sprint(TriggerInstancePattern, org, ws, trigger)
+}
+
+// Webhook is the name of an outbound webhook of a workspace.
+func Webhook(org, ws, webhook string) string {
+	return resourcename.Sprint(WebhookPattern, org, ws, webhook)
+}
+
+// Delivery is the name of a delivery of a webhook.
+func Delivery(org, ws, webhook, delivery string) string {
+	return resourcename.Sprint(DeliveryPattern, org, ws, webhook, delivery)
+}
 
 // Organization is organizations/{org}.
 func Organization(org string) string { return resourcename.Sprint(OrganizationPattern, org) }

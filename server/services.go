@@ -26,6 +26,9 @@ type Services struct {
 	APIKeys       platformv1.ApiKeyServiceServer
 	Files         platformv1.FileServiceServer
 	Books         bookv1.BookServiceServer
+	Schedules     platformv1.ScheduleServiceServer
+	Triggers      platformv1.TriggerServiceServer
+	Webhooks      platformv1.WebhookServiceServer
 	LegacyV1      legacyv1.LegacyServiceServer
 	LegacyV2      legacyv2.LegacyServiceServer
 }
@@ -54,6 +57,15 @@ type (
 	}
 	unimplementedFiles struct {
 		platformv1.UnimplementedFileServiceServer
+	}
+	unimplementedSchedules struct {
+		platformv1.UnimplementedScheduleServiceServer
+	}
+	unimplementedTriggers struct {
+		platformv1.UnimplementedTriggerServiceServer
+	}
+	unimplementedWebhooks struct {
+		platformv1.UnimplementedWebhookServiceServer
 	}
 	unimplementedBooks struct {
 		bookv1.UnimplementedBookServiceServer
@@ -92,6 +104,15 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	if sv.Files == nil {
 		sv.Files = unimplementedFiles{}
 	}
+	if sv.Schedules == nil {
+		sv.Schedules = unimplementedSchedules{}
+	}
+	if sv.Triggers == nil {
+		sv.Triggers = unimplementedTriggers{}
+	}
+	if sv.Webhooks == nil {
+		sv.Webhooks = unimplementedWebhooks{}
+	}
 	if sv.Books == nil {
 		sv.Books = unimplementedBooks{}
 	}
@@ -109,6 +130,9 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	platformv1.RegisterEventServiceServer(s, sv.Events)
 	platformv1.RegisterApiKeyServiceServer(s, sv.APIKeys)
 	platformv1.RegisterFileServiceServer(s, sv.Files)
+	platformv1.RegisterScheduleServiceServer(s, sv.Schedules)
+	platformv1.RegisterTriggerServiceServer(s, sv.Triggers)
+	platformv1.RegisterWebhookServiceServer(s, sv.Webhooks)
 	bookv1.RegisterBookServiceServer(s, sv.Books)
 	legacyv1.RegisterLegacyServiceServer(s, sv.LegacyV1)
 	legacyv2.RegisterLegacyServiceServer(s, sv.LegacyV2)

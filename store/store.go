@@ -38,6 +38,9 @@ type Store interface {
 	Files
 	WorkspaceBooks
 	ConsoleSessions
+	Schedules
+	Triggers
+	Webhooks
 
 	RunBatches
 	FairClaimer

@@ -22,6 +22,8 @@ import (
 	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/console"
 	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/engine/outbound"
+	"github.com/proserun/prose/engine/schedule"
 	"github.com/proserun/prose/gateway"
 	"github.com/proserun/prose/gen/openapi"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
@@ -81,6 +83,14 @@ type serveConfig struct {
 	// consoleReplicaRefresh is how often the console's live pages are
 	// woken on a database replicas share (see console.Options.ReplicaRefresh).
 	consoleReplicaRefresh time.Duration
+	// scheduleCatchUp: see schedule.Options.CatchUp (0: the default).
+	scheduleCatchUp time.Duration
+	// clock is the scheduler's and the schedule service's (nil: time.Now;
+	// tests pass a fake one).
+	clock func() time.Time
+	// webhookBackoff is the first retry's wait of a failed webhook delivery
+	// (0: outbound.DefaultBaseBackoff).
+	webhookBackoff time.Duration
 
 	// outer are interceptor entries before the chain (tests use them to
 	// observe calls, over both transports).
@@ -116,6 +126,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
 	fs.DurationVar(&cfg.consoleReplicaRefresh, "console-replica-refresh", console.DefaultReplicaRefresh, "on PostgreSQL, how often the web console's live pages fetch their changes again, since another replica's changes are not announced to this one (this replica's are sent at once); 0: never")
+	fs.DurationVar(&cfg.scheduleCatchUp, "schedule-catch-up", schedule.DefaultCatchUp, "how late a schedule's occurrence missed while no server ran still starts its run (only the latest missed one does); negative: never")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -180,6 +191,12 @@ type app struct {
 	engine   *engine.Engine
 	hub      *console.Hub // wakes the console's live pages
 	console  *console.Console
+	// scheduler starts the runs of schedules (its loop runs with the engine).
+	scheduler *schedule.Scheduler
+	// dispatcher sends the outbound webhooks' deliveries.
+	dispatcher *outbound.Dispatcher
+	// messages keeps the message triggers' subscriptions.
+	messages *server.MessageTriggers
 	// stopEngine stops the engine and waits for it; it is safe to call twice.
 	stopEngine func()
 	// bootstrap is set when newApp initialised an empty store (organization,
@@ -282,7 +299,27 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		defer close(engDone)
 		_ = a.engine.Run(engCtx, 10*time.Second)
 	}()
-	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-engDone })
+	a.scheduler = schedule.NewScheduler(st, a.engine, schedule.Options{Now: cfg.clock, CatchUp: cfg.scheduleCatchUp, Logger: logger})
+	schedDone := make(chan struct{})
+	go func() {
+		defer close(schedDone)
+		a.scheduler.Run(engCtx)
+	}()
+	// Outbound webhooks: deliveries the store wrote, sent in the background.
+	a.dispatcher = outbound.New(st, outbound.Options{Logger: logger, BaseBackoff: cfg.webhookBackoff})
+	dispDone := make(chan struct{})
+	go func() {
+		defer close(dispDone)
+		a.dispatcher.Run(engCtx)
+	}()
+	// Message triggers: a subscription per NATS, RabbitMQ and MQTT instance.
+	a.messages = server.NewMessageTriggers(st, a.engine, logger)
+	msgDone := make(chan struct{})
+	go func() {
+		defer close(msgDone)
+		a.messages.Run(engCtx)
+	}()
+	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-msgDone; <-dispDone; <-schedDone; <-engDone })
 	a.closers = append(a.closers, func() error { a.stopEngine(); return nil })
 	files := server.NewFileService(st, server.FileOptions{BaseURL: cfg.publicURL})
 	legacyV1 := server.NewLegacyV1(st, a.engine)
@@ -295,6 +332,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// streams: every event write is announced (LISTEN/NOTIFY, carried by
 	// the engine's listener).
 	st.OnEventChange(events.EventChanged)
+	triggers := server.NewTriggerService(st)
+	triggers.PublicURL = cfg.publicURL
 	a.services = server.Services{
 		Files:         files,
 		Books:         server.NewBookService(reg),
@@ -307,6 +346,9 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		LegacyV1:      legacyV1,
 		Events:        events,
 		Exceptions:    server.NewExceptionService(st, a.engine),
+		Schedules:     server.NewScheduleService(st, cfg.clock, a.scheduler.Wake),
+		Triggers:      triggers,
+		Webhooks:      server.NewWebhookService(st),
 	}
 	a.admission = transport.NewAdmission(cfg.maxGRPCUploads)
 	srv := transport.NewServer(transport.Options{
@@ -334,6 +376,14 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	// Files: signed upload and download URLs (no API key), large downloads.
 	if err := gateway.HandleSignedFiles(mux, local, files, server.MaxFileBytes); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	// Inbound webhooks: signed deliveries, no API key.
+	hooks := server.NewWebhookHandler(st, a.engine, logger)
+	if err := mux.HandlePath(http.MethodPost, "/hooks/{organization}/{workspace}/{instance}", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+		hooks.ServeHTTP(w, r)
+	}); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}

@@ -106,6 +106,30 @@ var MethodAccess = map[string]Access{
 	"/prose.platform.v1.AutomationService/InvokeAutomation":    w(store.PermRunsCreate),
 	"/prose.platform.v1.AutomationService/ParseAutomationCode": w(store.PermAutomationsWrite),
 
+	// Schedules: reading one is reading its automation; changing one
+	// changes what the automation does.
+	"/prose.platform.v1.ScheduleService/GetAutomationSchedule":     r(store.PermAutomationsGet),
+	"/prose.platform.v1.ScheduleService/CreateAutomationSchedule":  w(store.PermAutomationsWrite),
+	"/prose.platform.v1.ScheduleService/UpdateAutomationSchedule":  w(store.PermAutomationsWrite),
+	"/prose.platform.v1.ScheduleService/DeleteAutomationSchedule":  w(store.PermAutomationsWrite),
+	"/prose.platform.v1.ScheduleService/EnableAutomationSchedule":  w(store.PermAutomationsWrite),
+	"/prose.platform.v1.ScheduleService/DisableAutomationSchedule": w(store.PermAutomationsWrite),
+
+	// Triggers: the same, for the triggers of a workspace.
+	"/prose.platform.v1.TriggerService/ListAutomationTriggers":                       r(store.PermAutomationsGet),
+	"/prose.platform.v1.TriggerService/ListWorkspaceTriggerInstances":                r(store.PermAutomationsGet),
+	"/prose.platform.v1.TriggerService/CreateAutomationTrigger":                      w(store.PermAutomationsWrite),
+	"/prose.platform.v1.TriggerService/AddWorkspaceBookConnectionTriggerInstance":    w(store.PermAutomationsWrite),
+	"/prose.platform.v1.TriggerService/SetAutomationsForTriggerInstance":             w(store.PermAutomationsWrite),
+	"/prose.platform.v1.TriggerService/RemoveWorkspaceBookConnectionTriggerInstance": w(store.PermAutomationsWrite),
+
+	// Outbound webhooks: workspace settings that see its runs.
+	"/prose.platform.v1.WebhookService/GetWebhook":            r(store.PermRunsGet),
+	"/prose.platform.v1.WebhookService/ListWebhooks":          r(store.PermRunsGet),
+	"/prose.platform.v1.WebhookService/ListWebhookDeliveries": r(store.PermRunsGet),
+	"/prose.platform.v1.WebhookService/CreateWebhook":         w(store.PermWorkspacesUpdate),
+	"/prose.platform.v1.WebhookService/DeleteWebhook":         w(store.PermWorkspacesUpdate),
+
 	// Exceptions. Archiving an exception abandons its run: runs.archive.
 	"/prose.platform.v1.ExceptionService/GetException":                r(store.PermExceptionsGet),
 	"/prose.platform.v1.ExceptionService/ListExceptions":              r(store.PermExceptionsGet),

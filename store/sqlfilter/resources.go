@@ -95,3 +95,20 @@ var Runs = mustResource("runs",
 var Automations = mustResource("automations",
 	Field{Name: "display_name", Kind: String, Ops: textOps},
 )
+
+var booleans = map[string]string{"true": "true", "false": "false"}
+
+// AutomationTriggers is the filter of ListAutomationTriggers: trigger_id
+// and is_active (true or false), = and !=.
+var AutomationTriggers = mustResource("automation triggers",
+	Field{Name: "trigger_id", Kind: String, Ops: exactOps},
+	Field{Name: "is_active", Kind: Enum, Ops: exactOps, Values: booleans},
+)
+
+// TriggerInstances is the filter of ListWorkspaceTriggerInstances:
+// book_name, connection_id and trigger_id, = and !=.
+var TriggerInstances = mustResource("trigger instances",
+	Field{Name: "book_name", Kind: String, Ops: exactOps},
+	Field{Name: "connection_id", Kind: String, Ops: exactOps},
+	Field{Name: "trigger_id", Kind: String, Ops: exactOps},
+)

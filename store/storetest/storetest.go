@@ -77,6 +77,9 @@ func Run(t *testing.T, open Opener) {
 	testExceptionCounts(t, open)
 	testWorkspaceBooks(t, open)
 	testCapabilities(t, open)
+	testSchedules(t, open)
+	testTriggers(t, open)
+	testWebhooks(t, open)
 }
 
 // ---------------------------------------------------------------------------

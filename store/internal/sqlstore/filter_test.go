@@ -100,6 +100,8 @@ func TestAllowListsHaveSQL(t *testing.T) {
 		{sqlfilter.Events, eventFields},
 		{sqlfilter.Runs, runFields},
 		{sqlfilter.Automations, automationFields},
+		{sqlfilter.AutomationTriggers, automationTriggerFields},
+		{sqlfilter.TriggerInstances, triggerInstanceFields},
 	} {
 		for _, name := range tc.r.Fields() {
 			fd := tc.r.Field(name)

@@ -29,82 +29,91 @@ const (
 type ErrorReason int32
 
 const (
-	ErrorReason_ERROR_REASON_UNSPECIFIED                   ErrorReason = 0
-	ErrorReason_ERROR_REASON_AUTOMATION_NOT_FOUND          ErrorReason = 1
-	ErrorReason_ERROR_REASON_AUTOMATION_ALREADY_EXISTS     ErrorReason = 2
-	ErrorReason_ERROR_REASON_AUTOMATION_NOT_PUBLISHED      ErrorReason = 3
-	ErrorReason_ERROR_REASON_CODE_SYNTAX_ERROR             ErrorReason = 4
-	ErrorReason_ERROR_REASON_RUN_NOT_FOUND                 ErrorReason = 5
-	ErrorReason_ERROR_REASON_RUN_STATE_CONFLICT            ErrorReason = 6
-	ErrorReason_ERROR_REASON_SHARE_ID_NOT_FOUND            ErrorReason = 7
-	ErrorReason_ERROR_REASON_ORGANIZATION_NOT_FOUND        ErrorReason = 8
-	ErrorReason_ERROR_REASON_WORKSPACE_NOT_FOUND           ErrorReason = 9
-	ErrorReason_ERROR_REASON_WORKSPACE_ALREADY_EXISTS      ErrorReason = 10
-	ErrorReason_ERROR_REASON_USER_NOT_FOUND                ErrorReason = 11
-	ErrorReason_ERROR_REASON_WORKSPACE_USER_NOT_FOUND      ErrorReason = 12
-	ErrorReason_ERROR_REASON_WORKSPACE_USER_ALREADY_EXISTS ErrorReason = 13
-	ErrorReason_ERROR_REASON_INVITATION_NOT_FOUND          ErrorReason = 14
-	ErrorReason_ERROR_REASON_INVITATION_ALREADY_EXISTS     ErrorReason = 15
-	ErrorReason_ERROR_REASON_ROLE_NOT_FOUND                ErrorReason = 16
-	ErrorReason_ERROR_REASON_API_KEY_NOT_FOUND             ErrorReason = 17
-	ErrorReason_ERROR_REASON_API_KEY_LIMIT_REACHED         ErrorReason = 18
-	ErrorReason_ERROR_REASON_INVALID_ORDER_BY              ErrorReason = 19
-	ErrorReason_ERROR_REASON_INVALID_FIELD                 ErrorReason = 20
-	ErrorReason_ERROR_REASON_FAILED_PRECONDITION           ErrorReason = 21
-	ErrorReason_ERROR_REASON_CONFLICT                      ErrorReason = 22
-	ErrorReason_ERROR_REASON_EXCEPTION_NOT_FOUND           ErrorReason = 23
-	ErrorReason_ERROR_REASON_EXCEPTION_STATE_CONFLICT      ErrorReason = 24
-	ErrorReason_ERROR_REASON_GUIDANCE_DOES_NOT_FIT         ErrorReason = 25
-	ErrorReason_ERROR_REASON_ASSIGNEE_NOT_A_MEMBER         ErrorReason = 26
-	ErrorReason_ERROR_REASON_FILE_NOT_FOUND                ErrorReason = 27
-	ErrorReason_ERROR_REASON_FILE_TOO_LARGE                ErrorReason = 28
-	ErrorReason_ERROR_REASON_FILE_NOT_UPLOADED             ErrorReason = 29
-	ErrorReason_ERROR_REASON_FILENAME_INVALID              ErrorReason = 30
-	ErrorReason_ERROR_REASON_CONSOLE_SESSION_INVALID       ErrorReason = 31
-	ErrorReason_ERROR_REASON_AUTHENTICATOR_NOT_CONFIGURED  ErrorReason = 32
-	ErrorReason_ERROR_REASON_FIELD_TOO_LARGE               ErrorReason = 33
-	ErrorReason_ERROR_REASON_INVALID_CHARACTER             ErrorReason = 34
-	ErrorReason_ERROR_REASON_INTERNAL                      ErrorReason = 35
-	ErrorReason_ERROR_REASON_REQUIRED_FIELD_MISSING        ErrorReason = 36
-	ErrorReason_ERROR_REASON_INVALID_REQUEST               ErrorReason = 37
-	ErrorReason_ERROR_REASON_UNAUTHENTICATED               ErrorReason = 38
-	ErrorReason_ERROR_REASON_CANCELED                      ErrorReason = 39
-	ErrorReason_ERROR_REASON_DEADLINE_EXCEEDED             ErrorReason = 40
-	ErrorReason_ERROR_REASON_API_KEY_MISSING               ErrorReason = 41
-	ErrorReason_ERROR_REASON_API_KEY_INVALID               ErrorReason = 42
-	ErrorReason_ERROR_REASON_API_KEY_EXPIRED               ErrorReason = 43
-	ErrorReason_ERROR_REASON_API_KEY_READ_ONLY             ErrorReason = 44
-	ErrorReason_ERROR_REASON_API_KEY_PERMISSION_DISABLED   ErrorReason = 45
-	ErrorReason_ERROR_REASON_ORGANIZATION_MISMATCH         ErrorReason = 46
-	ErrorReason_ERROR_REASON_WORKSPACE_OUT_OF_SCOPE        ErrorReason = 47
-	ErrorReason_ERROR_REASON_PERMISSION_MISSING            ErrorReason = 48
-	ErrorReason_ERROR_REASON_METHOD_NOT_AUTHORIZED         ErrorReason = 49
-	ErrorReason_ERROR_REASON_BOOK_NOT_FOUND                ErrorReason = 50
-	ErrorReason_ERROR_REASON_BOOK_ALREADY_EXISTS           ErrorReason = 51
-	ErrorReason_ERROR_REASON_INVALID_BOOK                  ErrorReason = 52
-	ErrorReason_ERROR_REASON_INVALID_FILTER                ErrorReason = 53
-	ErrorReason_ERROR_REASON_INVALID_PAGE_TOKEN            ErrorReason = 54
-	ErrorReason_ERROR_REASON_INVALID_PAGE_SIZE             ErrorReason = 55
-	ErrorReason_ERROR_REASON_INVALID_UPDATE_MASK           ErrorReason = 56
-	ErrorReason_ERROR_REASON_BUILTIN_BOOK_READ_ONLY        ErrorReason = 57
-	ErrorReason_ERROR_REASON_EVENT_NOT_FOUND               ErrorReason = 58
-	ErrorReason_ERROR_REASON_AGENT_NOT_FOUND               ErrorReason = 59
-	ErrorReason_ERROR_REASON_EVENT_MESSAGE_TOO_LARGE       ErrorReason = 60
-	ErrorReason_ERROR_REASON_SIGNED_URL_MALFORMED          ErrorReason = 61
-	ErrorReason_ERROR_REASON_SIGNED_URL_SIGNATURE_INVALID  ErrorReason = 62
-	ErrorReason_ERROR_REASON_SIGNED_URL_EXPIRED            ErrorReason = 63
-	ErrorReason_ERROR_REASON_SIGNED_URL_WRONG_OPERATION    ErrorReason = 64
-	ErrorReason_ERROR_REASON_UPLOAD_FORM_INVALID           ErrorReason = 65
-	ErrorReason_ERROR_REASON_UPLOAD_URL_USED               ErrorReason = 66
-	ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE             ErrorReason = 67
-	ErrorReason_ERROR_REASON_REQUEST_BODY_TIMEOUT          ErrorReason = 68
-	ErrorReason_ERROR_REASON_UPLOADS_BUSY                  ErrorReason = 69
-	ErrorReason_ERROR_REASON_REQUEST_ID_REUSED             ErrorReason = 70
-	ErrorReason_ERROR_REASON_STORE_UNAVAILABLE             ErrorReason = 71
-	ErrorReason_ERROR_REASON_DATABASE_UNAVAILABLE          ErrorReason = 72
-	ErrorReason_ERROR_REASON_METHOD_NOT_ALLOWED            ErrorReason = 73
-	ErrorReason_ERROR_REASON_PATH_NOT_FOUND                ErrorReason = 74
-	ErrorReason_ERROR_REASON_MALFORMED_PATH                ErrorReason = 75
+	ErrorReason_ERROR_REASON_UNSPECIFIED                     ErrorReason = 0
+	ErrorReason_ERROR_REASON_AUTOMATION_NOT_FOUND            ErrorReason = 1
+	ErrorReason_ERROR_REASON_AUTOMATION_ALREADY_EXISTS       ErrorReason = 2
+	ErrorReason_ERROR_REASON_AUTOMATION_NOT_PUBLISHED        ErrorReason = 3
+	ErrorReason_ERROR_REASON_CODE_SYNTAX_ERROR               ErrorReason = 4
+	ErrorReason_ERROR_REASON_RUN_NOT_FOUND                   ErrorReason = 5
+	ErrorReason_ERROR_REASON_RUN_STATE_CONFLICT              ErrorReason = 6
+	ErrorReason_ERROR_REASON_SHARE_ID_NOT_FOUND              ErrorReason = 7
+	ErrorReason_ERROR_REASON_ORGANIZATION_NOT_FOUND          ErrorReason = 8
+	ErrorReason_ERROR_REASON_WORKSPACE_NOT_FOUND             ErrorReason = 9
+	ErrorReason_ERROR_REASON_WORKSPACE_ALREADY_EXISTS        ErrorReason = 10
+	ErrorReason_ERROR_REASON_USER_NOT_FOUND                  ErrorReason = 11
+	ErrorReason_ERROR_REASON_WORKSPACE_USER_NOT_FOUND        ErrorReason = 12
+	ErrorReason_ERROR_REASON_WORKSPACE_USER_ALREADY_EXISTS   ErrorReason = 13
+	ErrorReason_ERROR_REASON_INVITATION_NOT_FOUND            ErrorReason = 14
+	ErrorReason_ERROR_REASON_INVITATION_ALREADY_EXISTS       ErrorReason = 15
+	ErrorReason_ERROR_REASON_ROLE_NOT_FOUND                  ErrorReason = 16
+	ErrorReason_ERROR_REASON_API_KEY_NOT_FOUND               ErrorReason = 17
+	ErrorReason_ERROR_REASON_API_KEY_LIMIT_REACHED           ErrorReason = 18
+	ErrorReason_ERROR_REASON_INVALID_ORDER_BY                ErrorReason = 19
+	ErrorReason_ERROR_REASON_INVALID_FIELD                   ErrorReason = 20
+	ErrorReason_ERROR_REASON_FAILED_PRECONDITION             ErrorReason = 21
+	ErrorReason_ERROR_REASON_CONFLICT                        ErrorReason = 22
+	ErrorReason_ERROR_REASON_EXCEPTION_NOT_FOUND             ErrorReason = 23
+	ErrorReason_ERROR_REASON_EXCEPTION_STATE_CONFLICT        ErrorReason = 24
+	ErrorReason_ERROR_REASON_GUIDANCE_DOES_NOT_FIT           ErrorReason = 25
+	ErrorReason_ERROR_REASON_ASSIGNEE_NOT_A_MEMBER           ErrorReason = 26
+	ErrorReason_ERROR_REASON_FILE_NOT_FOUND                  ErrorReason = 27
+	ErrorReason_ERROR_REASON_FILE_TOO_LARGE                  ErrorReason = 28
+	ErrorReason_ERROR_REASON_FILE_NOT_UPLOADED               ErrorReason = 29
+	ErrorReason_ERROR_REASON_FILENAME_INVALID                ErrorReason = 30
+	ErrorReason_ERROR_REASON_CONSOLE_SESSION_INVALID         ErrorReason = 31
+	ErrorReason_ERROR_REASON_AUTHENTICATOR_NOT_CONFIGURED    ErrorReason = 32
+	ErrorReason_ERROR_REASON_FIELD_TOO_LARGE                 ErrorReason = 33
+	ErrorReason_ERROR_REASON_INVALID_CHARACTER               ErrorReason = 34
+	ErrorReason_ERROR_REASON_INTERNAL                        ErrorReason = 35
+	ErrorReason_ERROR_REASON_REQUIRED_FIELD_MISSING          ErrorReason = 36
+	ErrorReason_ERROR_REASON_INVALID_REQUEST                 ErrorReason = 37
+	ErrorReason_ERROR_REASON_UNAUTHENTICATED                 ErrorReason = 38
+	ErrorReason_ERROR_REASON_CANCELED                        ErrorReason = 39
+	ErrorReason_ERROR_REASON_DEADLINE_EXCEEDED               ErrorReason = 40
+	ErrorReason_ERROR_REASON_API_KEY_MISSING                 ErrorReason = 41
+	ErrorReason_ERROR_REASON_API_KEY_INVALID                 ErrorReason = 42
+	ErrorReason_ERROR_REASON_API_KEY_EXPIRED                 ErrorReason = 43
+	ErrorReason_ERROR_REASON_API_KEY_READ_ONLY               ErrorReason = 44
+	ErrorReason_ERROR_REASON_API_KEY_PERMISSION_DISABLED     ErrorReason = 45
+	ErrorReason_ERROR_REASON_ORGANIZATION_MISMATCH           ErrorReason = 46
+	ErrorReason_ERROR_REASON_WORKSPACE_OUT_OF_SCOPE          ErrorReason = 47
+	ErrorReason_ERROR_REASON_PERMISSION_MISSING              ErrorReason = 48
+	ErrorReason_ERROR_REASON_METHOD_NOT_AUTHORIZED           ErrorReason = 49
+	ErrorReason_ERROR_REASON_BOOK_NOT_FOUND                  ErrorReason = 50
+	ErrorReason_ERROR_REASON_BOOK_ALREADY_EXISTS             ErrorReason = 51
+	ErrorReason_ERROR_REASON_INVALID_BOOK                    ErrorReason = 52
+	ErrorReason_ERROR_REASON_INVALID_FILTER                  ErrorReason = 53
+	ErrorReason_ERROR_REASON_INVALID_PAGE_TOKEN              ErrorReason = 54
+	ErrorReason_ERROR_REASON_INVALID_PAGE_SIZE               ErrorReason = 55
+	ErrorReason_ERROR_REASON_INVALID_UPDATE_MASK             ErrorReason = 56
+	ErrorReason_ERROR_REASON_BUILTIN_BOOK_READ_ONLY          ErrorReason = 57
+	ErrorReason_ERROR_REASON_EVENT_NOT_FOUND                 ErrorReason = 58
+	ErrorReason_ERROR_REASON_AGENT_NOT_FOUND                 ErrorReason = 59
+	ErrorReason_ERROR_REASON_EVENT_MESSAGE_TOO_LARGE         ErrorReason = 60
+	ErrorReason_ERROR_REASON_SIGNED_URL_MALFORMED            ErrorReason = 61
+	ErrorReason_ERROR_REASON_SIGNED_URL_SIGNATURE_INVALID    ErrorReason = 62
+	ErrorReason_ERROR_REASON_SIGNED_URL_EXPIRED              ErrorReason = 63
+	ErrorReason_ERROR_REASON_SIGNED_URL_WRONG_OPERATION      ErrorReason = 64
+	ErrorReason_ERROR_REASON_UPLOAD_FORM_INVALID             ErrorReason = 65
+	ErrorReason_ERROR_REASON_UPLOAD_URL_USED                 ErrorReason = 66
+	ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE               ErrorReason = 67
+	ErrorReason_ERROR_REASON_REQUEST_BODY_TIMEOUT            ErrorReason = 68
+	ErrorReason_ERROR_REASON_UPLOADS_BUSY                    ErrorReason = 69
+	ErrorReason_ERROR_REASON_REQUEST_ID_REUSED               ErrorReason = 70
+	ErrorReason_ERROR_REASON_STORE_UNAVAILABLE               ErrorReason = 71
+	ErrorReason_ERROR_REASON_DATABASE_UNAVAILABLE            ErrorReason = 72
+	ErrorReason_ERROR_REASON_METHOD_NOT_ALLOWED              ErrorReason = 73
+	ErrorReason_ERROR_REASON_PATH_NOT_FOUND                  ErrorReason = 74
+	ErrorReason_ERROR_REASON_MALFORMED_PATH                  ErrorReason = 75
+	ErrorReason_ERROR_REASON_SCHEDULE_NOT_FOUND              ErrorReason = 76
+	ErrorReason_ERROR_REASON_SCHEDULE_ALREADY_EXISTS         ErrorReason = 77
+	ErrorReason_ERROR_REASON_INVALID_SCHEDULE                ErrorReason = 78
+	ErrorReason_ERROR_REASON_TRIGGER_INSTANCE_NOT_FOUND      ErrorReason = 79
+	ErrorReason_ERROR_REASON_TRIGGER_INSTANCE_ALREADY_EXISTS ErrorReason = 80
+	ErrorReason_ERROR_REASON_TRIGGER_BOOK_UNKNOWN            ErrorReason = 81
+	ErrorReason_ERROR_REASON_INVALID_TRIGGER                 ErrorReason = 82
+	ErrorReason_ERROR_REASON_WEBHOOK_NOT_FOUND               ErrorReason = 83
+	ErrorReason_ERROR_REASON_INVALID_WEBHOOK                 ErrorReason = 84
 )
 
 // Enum value maps for ErrorReason.
@@ -186,84 +195,102 @@ var (
 		73: "ERROR_REASON_METHOD_NOT_ALLOWED",
 		74: "ERROR_REASON_PATH_NOT_FOUND",
 		75: "ERROR_REASON_MALFORMED_PATH",
+		76: "ERROR_REASON_SCHEDULE_NOT_FOUND",
+		77: "ERROR_REASON_SCHEDULE_ALREADY_EXISTS",
+		78: "ERROR_REASON_INVALID_SCHEDULE",
+		79: "ERROR_REASON_TRIGGER_INSTANCE_NOT_FOUND",
+		80: "ERROR_REASON_TRIGGER_INSTANCE_ALREADY_EXISTS",
+		81: "ERROR_REASON_TRIGGER_BOOK_UNKNOWN",
+		82: "ERROR_REASON_INVALID_TRIGGER",
+		83: "ERROR_REASON_WEBHOOK_NOT_FOUND",
+		84: "ERROR_REASON_INVALID_WEBHOOK",
 	}
 	ErrorReason_value = map[string]int32{
-		"ERROR_REASON_UNSPECIFIED":                   0,
-		"ERROR_REASON_AUTOMATION_NOT_FOUND":          1,
-		"ERROR_REASON_AUTOMATION_ALREADY_EXISTS":     2,
-		"ERROR_REASON_AUTOMATION_NOT_PUBLISHED":      3,
-		"ERROR_REASON_CODE_SYNTAX_ERROR":             4,
-		"ERROR_REASON_RUN_NOT_FOUND":                 5,
-		"ERROR_REASON_RUN_STATE_CONFLICT":            6,
-		"ERROR_REASON_SHARE_ID_NOT_FOUND":            7,
-		"ERROR_REASON_ORGANIZATION_NOT_FOUND":        8,
-		"ERROR_REASON_WORKSPACE_NOT_FOUND":           9,
-		"ERROR_REASON_WORKSPACE_ALREADY_EXISTS":      10,
-		"ERROR_REASON_USER_NOT_FOUND":                11,
-		"ERROR_REASON_WORKSPACE_USER_NOT_FOUND":      12,
-		"ERROR_REASON_WORKSPACE_USER_ALREADY_EXISTS": 13,
-		"ERROR_REASON_INVITATION_NOT_FOUND":          14,
-		"ERROR_REASON_INVITATION_ALREADY_EXISTS":     15,
-		"ERROR_REASON_ROLE_NOT_FOUND":                16,
-		"ERROR_REASON_API_KEY_NOT_FOUND":             17,
-		"ERROR_REASON_API_KEY_LIMIT_REACHED":         18,
-		"ERROR_REASON_INVALID_ORDER_BY":              19,
-		"ERROR_REASON_INVALID_FIELD":                 20,
-		"ERROR_REASON_FAILED_PRECONDITION":           21,
-		"ERROR_REASON_CONFLICT":                      22,
-		"ERROR_REASON_EXCEPTION_NOT_FOUND":           23,
-		"ERROR_REASON_EXCEPTION_STATE_CONFLICT":      24,
-		"ERROR_REASON_GUIDANCE_DOES_NOT_FIT":         25,
-		"ERROR_REASON_ASSIGNEE_NOT_A_MEMBER":         26,
-		"ERROR_REASON_FILE_NOT_FOUND":                27,
-		"ERROR_REASON_FILE_TOO_LARGE":                28,
-		"ERROR_REASON_FILE_NOT_UPLOADED":             29,
-		"ERROR_REASON_FILENAME_INVALID":              30,
-		"ERROR_REASON_CONSOLE_SESSION_INVALID":       31,
-		"ERROR_REASON_AUTHENTICATOR_NOT_CONFIGURED":  32,
-		"ERROR_REASON_FIELD_TOO_LARGE":               33,
-		"ERROR_REASON_INVALID_CHARACTER":             34,
-		"ERROR_REASON_INTERNAL":                      35,
-		"ERROR_REASON_REQUIRED_FIELD_MISSING":        36,
-		"ERROR_REASON_INVALID_REQUEST":               37,
-		"ERROR_REASON_UNAUTHENTICATED":               38,
-		"ERROR_REASON_CANCELED":                      39,
-		"ERROR_REASON_DEADLINE_EXCEEDED":             40,
-		"ERROR_REASON_API_KEY_MISSING":               41,
-		"ERROR_REASON_API_KEY_INVALID":               42,
-		"ERROR_REASON_API_KEY_EXPIRED":               43,
-		"ERROR_REASON_API_KEY_READ_ONLY":             44,
-		"ERROR_REASON_API_KEY_PERMISSION_DISABLED":   45,
-		"ERROR_REASON_ORGANIZATION_MISMATCH":         46,
-		"ERROR_REASON_WORKSPACE_OUT_OF_SCOPE":        47,
-		"ERROR_REASON_PERMISSION_MISSING":            48,
-		"ERROR_REASON_METHOD_NOT_AUTHORIZED":         49,
-		"ERROR_REASON_BOOK_NOT_FOUND":                50,
-		"ERROR_REASON_BOOK_ALREADY_EXISTS":           51,
-		"ERROR_REASON_INVALID_BOOK":                  52,
-		"ERROR_REASON_INVALID_FILTER":                53,
-		"ERROR_REASON_INVALID_PAGE_TOKEN":            54,
-		"ERROR_REASON_INVALID_PAGE_SIZE":             55,
-		"ERROR_REASON_INVALID_UPDATE_MASK":           56,
-		"ERROR_REASON_BUILTIN_BOOK_READ_ONLY":        57,
-		"ERROR_REASON_EVENT_NOT_FOUND":               58,
-		"ERROR_REASON_AGENT_NOT_FOUND":               59,
-		"ERROR_REASON_EVENT_MESSAGE_TOO_LARGE":       60,
-		"ERROR_REASON_SIGNED_URL_MALFORMED":          61,
-		"ERROR_REASON_SIGNED_URL_SIGNATURE_INVALID":  62,
-		"ERROR_REASON_SIGNED_URL_EXPIRED":            63,
-		"ERROR_REASON_SIGNED_URL_WRONG_OPERATION":    64,
-		"ERROR_REASON_UPLOAD_FORM_INVALID":           65,
-		"ERROR_REASON_UPLOAD_URL_USED":               66,
-		"ERROR_REASON_REQUEST_TOO_LARGE":             67,
-		"ERROR_REASON_REQUEST_BODY_TIMEOUT":          68,
-		"ERROR_REASON_UPLOADS_BUSY":                  69,
-		"ERROR_REASON_REQUEST_ID_REUSED":             70,
-		"ERROR_REASON_STORE_UNAVAILABLE":             71,
-		"ERROR_REASON_DATABASE_UNAVAILABLE":          72,
-		"ERROR_REASON_METHOD_NOT_ALLOWED":            73,
-		"ERROR_REASON_PATH_NOT_FOUND":                74,
-		"ERROR_REASON_MALFORMED_PATH":                75,
+		"ERROR_REASON_UNSPECIFIED":                     0,
+		"ERROR_REASON_AUTOMATION_NOT_FOUND":            1,
+		"ERROR_REASON_AUTOMATION_ALREADY_EXISTS":       2,
+		"ERROR_REASON_AUTOMATION_NOT_PUBLISHED":        3,
+		"ERROR_REASON_CODE_SYNTAX_ERROR":               4,
+		"ERROR_REASON_RUN_NOT_FOUND":                   5,
+		"ERROR_REASON_RUN_STATE_CONFLICT":              6,
+		"ERROR_REASON_SHARE_ID_NOT_FOUND":              7,
+		"ERROR_REASON_ORGANIZATION_NOT_FOUND":          8,
+		"ERROR_REASON_WORKSPACE_NOT_FOUND":             9,
+		"ERROR_REASON_WORKSPACE_ALREADY_EXISTS":        10,
+		"ERROR_REASON_USER_NOT_FOUND":                  11,
+		"ERROR_REASON_WORKSPACE_USER_NOT_FOUND":        12,
+		"ERROR_REASON_WORKSPACE_USER_ALREADY_EXISTS":   13,
+		"ERROR_REASON_INVITATION_NOT_FOUND":            14,
+		"ERROR_REASON_INVITATION_ALREADY_EXISTS":       15,
+		"ERROR_REASON_ROLE_NOT_FOUND":                  16,
+		"ERROR_REASON_API_KEY_NOT_FOUND":               17,
+		"ERROR_REASON_API_KEY_LIMIT_REACHED":           18,
+		"ERROR_REASON_INVALID_ORDER_BY":                19,
+		"ERROR_REASON_INVALID_FIELD":                   20,
+		"ERROR_REASON_FAILED_PRECONDITION":             21,
+		"ERROR_REASON_CONFLICT":                        22,
+		"ERROR_REASON_EXCEPTION_NOT_FOUND":             23,
+		"ERROR_REASON_EXCEPTION_STATE_CONFLICT":        24,
+		"ERROR_REASON_GUIDANCE_DOES_NOT_FIT":           25,
+		"ERROR_REASON_ASSIGNEE_NOT_A_MEMBER":           26,
+		"ERROR_REASON_FILE_NOT_FOUND":                  27,
+		"ERROR_REASON_FILE_TOO_LARGE":                  28,
+		"ERROR_REASON_FILE_NOT_UPLOADED":               29,
+		"ERROR_REASON_FILENAME_INVALID":                30,
+		"ERROR_REASON_CONSOLE_SESSION_INVALID":         31,
+		"ERROR_REASON_AUTHENTICATOR_NOT_CONFIGURED":    32,
+		"ERROR_REASON_FIELD_TOO_LARGE":                 33,
+		"ERROR_REASON_INVALID_CHARACTER":               34,
+		"ERROR_REASON_INTERNAL":                        35,
+		"ERROR_REASON_REQUIRED_FIELD_MISSING":          36,
+		"ERROR_REASON_INVALID_REQUEST":                 37,
+		"ERROR_REASON_UNAUTHENTICATED":                 38,
+		"ERROR_REASON_CANCELED":                        39,
+		"ERROR_REASON_DEADLINE_EXCEEDED":               40,
+		"ERROR_REASON_API_KEY_MISSING":                 41,
+		"ERROR_REASON_API_KEY_INVALID":                 42,
+		"ERROR_REASON_API_KEY_EXPIRED":                 43,
+		"ERROR_REASON_API_KEY_READ_ONLY":               44,
+		"ERROR_REASON_API_KEY_PERMISSION_DISABLED":     45,
+		"ERROR_REASON_ORGANIZATION_MISMATCH":           46,
+		"ERROR_REASON_WORKSPACE_OUT_OF_SCOPE":          47,
+		"ERROR_REASON_PERMISSION_MISSING":              48,
+		"ERROR_REASON_METHOD_NOT_AUTHORIZED":           49,
+		"ERROR_REASON_BOOK_NOT_FOUND":                  50,
+		"ERROR_REASON_BOOK_ALREADY_EXISTS":             51,
+		"ERROR_REASON_INVALID_BOOK":                    52,
+		"ERROR_REASON_INVALID_FILTER":                  53,
+		"ERROR_REASON_INVALID_PAGE_TOKEN":              54,
+		"ERROR_REASON_INVALID_PAGE_SIZE":               55,
+		"ERROR_REASON_INVALID_UPDATE_MASK":             56,
+		"ERROR_REASON_BUILTIN_BOOK_READ_ONLY":          57,
+		"ERROR_REASON_EVENT_NOT_FOUND":                 58,
+		"ERROR_REASON_AGENT_NOT_FOUND":                 59,
+		"ERROR_REASON_EVENT_MESSAGE_TOO_LARGE":         60,
+		"ERROR_REASON_SIGNED_URL_MALFORMED":            61,
+		"ERROR_REASON_SIGNED_URL_SIGNATURE_INVALID":    62,
+		"ERROR_REASON_SIGNED_URL_EXPIRED":              63,
+		"ERROR_REASON_SIGNED_URL_WRONG_OPERATION":      64,
+		"ERROR_REASON_UPLOAD_FORM_INVALID":             65,
+		"ERROR_REASON_UPLOAD_URL_USED":                 66,
+		"ERROR_REASON_REQUEST_TOO_LARGE":               67,
+		"ERROR_REASON_REQUEST_BODY_TIMEOUT":            68,
+		"ERROR_REASON_UPLOADS_BUSY":                    69,
+		"ERROR_REASON_REQUEST_ID_REUSED":               70,
+		"ERROR_REASON_STORE_UNAVAILABLE":               71,
+		"ERROR_REASON_DATABASE_UNAVAILABLE":            72,
+		"ERROR_REASON_METHOD_NOT_ALLOWED":              73,
+		"ERROR_REASON_PATH_NOT_FOUND":                  74,
+		"ERROR_REASON_MALFORMED_PATH":                  75,
+		"ERROR_REASON_SCHEDULE_NOT_FOUND":              76,
+		"ERROR_REASON_SCHEDULE_ALREADY_EXISTS":         77,
+		"ERROR_REASON_INVALID_SCHEDULE":                78,
+		"ERROR_REASON_TRIGGER_INSTANCE_NOT_FOUND":      79,
+		"ERROR_REASON_TRIGGER_INSTANCE_ALREADY_EXISTS": 80,
+		"ERROR_REASON_TRIGGER_BOOK_UNKNOWN":            81,
+		"ERROR_REASON_INVALID_TRIGGER":                 82,
+		"ERROR_REASON_WEBHOOK_NOT_FOUND":               83,
+		"ERROR_REASON_INVALID_WEBHOOK":                 84,
 	}
 )
 
@@ -298,7 +325,7 @@ var File_prose_errors_v1_errors_proto protoreflect.FileDescriptor
 
 const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\x94\x16\n" +
+	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\xf4\x18\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12%\n" +
 	"!ERROR_REASON_AUTOMATION_NOT_FOUND\x10\x01\x12*\n" +
@@ -376,7 +403,16 @@ const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"!ERROR_REASON_DATABASE_UNAVAILABLE\x10H\x12#\n" +
 	"\x1fERROR_REASON_METHOD_NOT_ALLOWED\x10I\x12\x1f\n" +
 	"\x1bERROR_REASON_PATH_NOT_FOUND\x10J\x12\x1f\n" +
-	"\x1bERROR_REASON_MALFORMED_PATH\x10KB8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
+	"\x1bERROR_REASON_MALFORMED_PATH\x10K\x12#\n" +
+	"\x1fERROR_REASON_SCHEDULE_NOT_FOUND\x10L\x12(\n" +
+	"$ERROR_REASON_SCHEDULE_ALREADY_EXISTS\x10M\x12!\n" +
+	"\x1dERROR_REASON_INVALID_SCHEDULE\x10N\x12+\n" +
+	"'ERROR_REASON_TRIGGER_INSTANCE_NOT_FOUND\x10O\x120\n" +
+	",ERROR_REASON_TRIGGER_INSTANCE_ALREADY_EXISTS\x10P\x12%\n" +
+	"!ERROR_REASON_TRIGGER_BOOK_UNKNOWN\x10Q\x12 \n" +
+	"\x1cERROR_REASON_INVALID_TRIGGER\x10R\x12\"\n" +
+	"\x1eERROR_REASON_WEBHOOK_NOT_FOUND\x10S\x12 \n" +
+	"\x1cERROR_REASON_INVALID_WEBHOOK\x10TB8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
 
 var (
 	file_prose_errors_v1_errors_proto_rawDescOnce sync.Once

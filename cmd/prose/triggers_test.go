@@ -1,0 +1,237 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/store"
+)
+
+func (e *testEnv) wsPath() string {
+	return "/api/v1/organizations/" + e.init.orgID + "/workspaces/" + e.init.workspaceID
+}
+
+// deliver posts a webhook delivery; sig "" signs it with secret.
+func (e *testEnv) deliver(t *testing.T, endpoint, secret, body, delivery, sig string) (int, map[string]any, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.srv.URL+endpoint, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sig == "" {
+		sig = server.SignWebhook(secret, []byte(body))
+	}
+	req.Header.Set(server.WebhookSignatureHeader, sig)
+	if delivery != "" {
+		req.Header.Set(server.WebhookDeliveryHeader, delivery)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var m map[string]any
+	_ = json.Unmarshal(raw, &m)
+	return resp.StatusCode, m, string(raw)
+}
+
+// webhookFixture makes a webhook instance starting automation a with
+// input_mapping amount ← /order/total, customer_name ← /customer/name.
+func (e *testEnv) webhookFixture(t *testing.T, a string) (id, endpoint, secret string) {
+	t.Helper()
+	m := e.api(t, "POST", e.wsPath()+"/books/webhook/1/connections/orders/triggers",
+		`{"name":"Orders","configuration":{"secret":{"text_value":"a-secret-of-24-characters"}}}`, 200)
+	checkSchema(t, "v2AddWorkspaceBookConnectionTriggerInstanceResponse", m)
+	inst := m["trigger_instance"].(map[string]any)
+	id, endpoint = fmt.Sprint(inst["id"]), fmt.Sprint(inst["endpoint"])
+	if endpoint != server.WebhookPath(e.init.orgID, e.init.workspaceID, id) || field(inst, "configuration.secret.text_value") != "a-secret-of-24-characters" ||
+		inst["book_name"] != "webhook" || inst["connection_id"] != "orders" || field(inst, "status.state") != "TRIGGER_INSTANCE_STATE_READY" {
+		t.Fatalf("instance: %v", inst)
+	}
+	s := e.api(t, "POST", e.wsPath()+"/triggers/"+id+"/automations", `{"automation_ids":["`+a+`"],"connection_id":"orders"}`, 200)
+	checkSchema(t, "v2SetAutomationsForTriggerInstanceResponse", s)
+	if field(s, "trigger_instance.automation_ids.0") != a || field(s, "trigger_instance.configuration.secret") != nil {
+		t.Fatalf("set automations: %v", s)
+	}
+	at := e.api(t, "POST", e.automationsPath()+"/"+a+"/triggers", `{"trigger_id":"`+id+`","phase_type":"PHASE_TYPE_MAIN","phase_sub_type":"PHASE_SUB_TYPE_WEBHOOK",
+		"input_mapping":{"amount":"/order/total","customer_name":"/customer/name"}}`, 200)
+	checkSchema(t, "v1AutomationTrigger", at)
+	if at["is_active"] != true || at["automation"] != "organizations/"+e.init.orgID+"/workspaces/"+e.init.workspaceID+"/automations/"+a {
+		t.Fatalf("automation trigger: %v", at)
+	}
+	return id, endpoint, "a-secret-of-24-characters"
+}
+
+// TestWebhookTrigger: a signed delivery starts one run with inputs mapped
+// from its body; a redelivery (same delivery id, or the same body without
+// one) starts none; bad signatures and bodies are refused; the trigger
+// operations answer with the reference's JSON over HTTP and gRPC.
+func TestWebhookTrigger(t *testing.T) {
+	e := newTestEnv(t)
+	a := e.mkAutomation(t, "Greeter", greetCode, false)
+	id, endpoint, secret := e.webhookFixture(t, a.id)
+
+	body := `{"order":{"total":1.25},"customer":{"name":"Ana"}}`
+	code, m, raw := e.deliver(t, endpoint, secret, body, "d-1", "")
+	if code != http.StatusAccepted || field(m, "runs.0.created") != true {
+		t.Fatalf("delivery: %d %s", code, raw)
+	}
+	run := store.LastSegment(fmt.Sprint(field(m, "runs.0.run")))
+	r := e.waitRun(t, a.id, run, "completed")
+	if got := numberOf(field(r, "state.completed.outputs.output total.number")); got != 2.5 {
+		t.Errorf("output total = %v (%v)", got, r)
+	}
+	if field(r, "invocation_details.invocation_source") != "INVOCATION_SOURCE_TRIGGER" ||
+		field(r, "invocation_details.trigger_id") != "organizations/"+e.init.orgID+"/workspaces/"+e.init.workspaceID+"/triggers/"+id {
+		t.Errorf("invocation details: %v", r["invocation_details"])
+	}
+	// Redelivered (concurrently, too): the same run.
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			code, m, raw := e.deliver(t, endpoint, secret, body, "d-1", "")
+			if code != http.StatusAccepted || field(m, "runs.0.created") != false || store.LastSegment(fmt.Sprint(field(m, "runs.0.run"))) != run {
+				t.Errorf("redelivery: %d %s", code, raw)
+			}
+		})
+	}
+	wg.Wait()
+	// No delivery id: the body names the delivery.
+	_, m1, _ := e.deliver(t, endpoint, secret, `{"order":{"total":2}}`, "", "")
+	_, m2, _ := e.deliver(t, endpoint, secret, `{"order":{"total":2}}`, "", "")
+	if field(m1, "runs.0.created") != true || field(m2, "runs.0.created") != false || field(m1, "runs.0.run") != field(m2, "runs.0.run") {
+		t.Errorf("same body twice: %v / %v", m1, m2)
+	}
+	if n := len(e.scheduledRuns(t, a.id)); n != 2 {
+		t.Errorf("%d runs, want 2", n)
+	}
+
+	for _, bad := range []struct {
+		name, body, sig, delivery string
+		want                      int
+	}{
+		{"no signature", body, "none", "", http.StatusUnauthorized},
+		{"another secret", body, server.SignWebhook("another-secret-of-24-chars", []byte(body)), "", http.StatusUnauthorized},
+		{"not JSON", `{"order":`, "", "", http.StatusBadRequest},
+		{"bad delivery id", body, "", "has spaces", http.StatusBadRequest},
+	} {
+		if code, _, raw := e.deliver(t, endpoint, secret, bad.body, bad.delivery, bad.sig); code != bad.want {
+			t.Errorf("%s: %d %s, want %d", bad.name, code, raw, bad.want)
+		}
+	}
+	if code, _, _ := e.deliver(t, server.WebhookPath(e.init.orgID, e.init.workspaceID, "nope"), secret, body, "", ""); code != http.StatusNotFound {
+		t.Errorf("unknown webhook: %d", code)
+	}
+	if code, _, raw := e.deliver(t, endpoint, secret, strings.Repeat(" ", server.MaxWebhookBody+1)+"{}", "", ""); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("large body: %d %s", code, raw)
+	}
+
+	// An inactive trigger starts nothing.
+	e.api(t, "POST", e.automationsPath()+"/"+a.id+"/triggers", `{"trigger_id":"`+id+`","phase_type":"PHASE_TYPE_MAIN","is_active":false}`, 200)
+	if _, m, _ := e.deliver(t, endpoint, secret, body, "d-2", ""); field(m, "runs.0.run") != nil {
+		t.Errorf("inactive trigger started %v", m)
+	}
+
+	// Lists, with filters.
+	l := e.api(t, "GET", e.automationsPath()+"/"+a.id+"/triggers?filter="+url.QueryEscape(`is_active = false`), "", 200)
+	checkSchema(t, "v1ListAutomationTriggersResponse", l)
+	if field(l, "automation_triggers.0.trigger_id") != id {
+		t.Errorf("list automation triggers: %v", l)
+	}
+	if l := e.api(t, "GET", e.automationsPath()+"/"+a.id+"/triggers?filter="+url.QueryEscape(`is_active = true`), "", 200); l["automation_triggers"] != nil {
+		t.Errorf("active triggers: %v", l)
+	}
+	w := e.api(t, "GET", e.wsPath()+"/triggers?filter="+url.QueryEscape(`connection_id = "orders"`), "", 200)
+	checkSchema(t, "v2RetrieveWorkspaceTriggerInstancesResponse", w)
+	if field(w, "trigger_instances.0.id") != id || field(w, "trigger_instances.0.configuration.secret") != nil {
+		t.Errorf("list instances: %v", w)
+	}
+
+	// Errors with their fields.
+	for _, c := range []struct{ method, path, body, want string }{
+		{"POST", e.wsPath() + "/books/smtp/1/connections/c/triggers", `{}`, "TRIGGER_BOOK_UNKNOWN"},
+		{"POST", e.wsPath() + "/books/webhook/1/connections/c/triggers", `{"configuration":{"secret":{"text_value":"short"}}}`, "INVALID_TRIGGER"},
+		{"POST", e.automationsPath() + "/" + a.id + "/triggers", `{"trigger_id":"` + id + `"}`, "REQUIRED_FIELD_MISSING"},
+		{"POST", e.automationsPath() + "/" + a.id + "/triggers", `{"trigger_id":"` + id + `","phase_type":"PHASE_TYPE_MAIN","input_mapping":{"x":"order.total"}}`, "INVALID_TRIGGER"},
+		{"POST", e.automationsPath() + "/" + a.id + "/triggers", `{"trigger_id":"nope","phase_type":"PHASE_TYPE_MAIN"}`, "TRIGGER_INSTANCE_NOT_FOUND"},
+		{"POST", e.wsPath() + "/triggers/" + id + "/automations", `{"automation_ids":["nope"]}`, "AUTOMATION_NOT_FOUND"},
+		{"GET", e.wsPath() + "/triggers?filter=" + url.QueryEscape(`secret = "x"`), ``, "INVALID_FILTER"},
+	} {
+		code, m, raw := e.doHTTP(t, c.method, c.path, c.body, e.bearer())
+		if code < 400 || code >= 500 || field(m, "details.0.reason") != c.want {
+			t.Errorf("%s %s %s: %d %s, want %s", c.method, c.path, c.body, code, raw, c.want)
+		}
+	}
+
+	// gRPC: list, then delete; the endpoint is gone.
+	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("authorization", "Bearer "+e.init.APIKey))
+	cl := platformv1.NewTriggerServiceClient(e.conn)
+	lr, err := cl.ListWorkspaceTriggerInstances(ctx, &platformv1.ListWorkspaceTriggerInstancesRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID})
+	if err != nil || len(lr.GetTriggerInstances()) != 1 {
+		t.Fatalf("gRPC list: %v %v", lr, err)
+	}
+	del := &platformv1.RemoveWorkspaceBookConnectionTriggerInstanceRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID, ConnectionId: "orders", TriggerInstanceId: id}
+	if _, err := cl.RemoveWorkspaceBookConnectionTriggerInstance(ctx, del); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.RemoveWorkspaceBookConnectionTriggerInstance(ctx, del); status.Code(err) != codes.NotFound {
+		t.Errorf("delete twice: %v", err)
+	}
+	if code, _, _ := e.deliver(t, endpoint, secret, body, "d-3", ""); code != http.StatusNotFound {
+		t.Errorf("delivery to a deleted webhook: %d", code)
+	}
+}
+
+// TestWebhookTwoReplicasPostgres: the same delivery sent to two replicas on
+// one PostgreSQL database at once, many times, starts one run.
+func TestWebhookTwoReplicasPostgres(t *testing.T) {
+	replica := pgReplica(t)
+	a, _ := startApp(t, replica(), initResult{}, "")
+	a.email = "owner-" + store.NewID() + "@example.test"
+	var err error
+	a.init, err = bootstrap(context.Background(), a.st, initOptions{organization: "Webhook replicas", email: a.email, workspace: "Ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := startApp(t, replica(), a.init, a.email)
+	auto := a.mkAutomation(t, "Greeter", greetCode, false)
+	_, endpoint, secret := a.webhookFixture(t, auto.id)
+	body := `{"order":{"total":3},"customer":{"name":"Bo"}}`
+	runs := map[string]int{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range 10 {
+		r := []*testEnv{a, b}[i%2]
+		wg.Go(func() {
+			code, m, raw := r.deliver(t, endpoint, secret, body, "order-42", "")
+			if code != http.StatusAccepted {
+				t.Errorf("delivery: %d %s", code, raw)
+				return
+			}
+			mu.Lock()
+			runs[fmt.Sprint(field(m, "runs.0.run"))]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if len(runs) != 1 {
+		t.Errorf("runs = %v, want one", runs)
+	}
+	if n := len(b.scheduledRuns(t, auto.id)); n != 1 {
+		t.Errorf("%d runs stored, want 1", n)
+	}
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/proserun/prose/engine/outbound"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/store"
+)
+
+// receiver is an httptest webhook receiver: it answers 500 to the first
+// fails requests, then 200, and keeps what it received.
+type receiver struct {
+	mu    sync.Mutex
+	fails int
+	got   []receivedHook
+	srv   *httptest.Server
+}
+
+type receivedHook struct {
+	sig, delivery, event string
+	body                 []byte
+	payload              map[string]any
+}
+
+func newReceiver(t *testing.T, fails int) *receiver {
+	r := &receiver{fails: fails}
+	r.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		var p map[string]any
+		_ = json.Unmarshal(body, &p)
+		r.mu.Lock()
+		r.got = append(r.got, receivedHook{req.Header.Get(outbound.SignatureHeader), req.Header.Get(outbound.DeliveryHeader), req.Header.Get(outbound.EventHeader), body, p})
+		fail := r.fails > 0
+		r.fails--
+		r.mu.Unlock()
+		if fail {
+			http.Error(w, "not now", http.StatusInternalServerError)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) received() []receivedHook {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]receivedHook(nil), r.got...)
+}
+
+// deliveries waits until the webhook's delivery log has no pending
+// delivery and at least n deliveries, and returns it.
+func (e *testEnv) deliveries(t *testing.T, webhook string, n int) []map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		m := e.api(t, "GET", e.wsPath()+"/webhooks/"+webhook+"/deliveries?page_size=1000", "", 200)
+		list, _ := m["deliveries"].([]any)
+		pending := 0
+		var out []map[string]any
+		for _, x := range list {
+			d := x.(map[string]any)
+			if d["state"] == "WEBHOOK_DELIVERY_STATE_PENDING" {
+				pending++
+			}
+			out = append(out, d)
+		}
+		if len(out) >= n && pending == 0 {
+			return out
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries of %s: %d, %d pending: %v", webhook, len(out), pending, m)
+		}
+		e.app.dispatcher.Wake()
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestOutboundWebhooks: a workspace's run and exception events reach a
+// subscribed URL signed, retried after failures, listed in the delivery
+// log; a receiver that never answers does not hold a run back.
+func TestOutboundWebhooks(t *testing.T) {
+	e := newTestEnvWith(t, func(c *serveConfig) { c.webhookBackoff = time.Millisecond })
+	rcv := newReceiver(t, 2)
+	const secret = "receiver-secret-0123456789"
+	m := e.api(t, "POST", e.wsPath()+"/webhooks", `{"url":"`+rcv.srv.URL+`/hook","secret":"`+secret+`","display_name":"Ops board",
+		"event_types":["WEBHOOK_EVENT_TYPE_RUN_STATE_CHANGED","WEBHOOK_EVENT_TYPE_EXCEPTION_STATE_CHANGED"]}`, 200)
+	if m["secret"] != secret || m["url"] != rcv.srv.URL+"/hook" || len(m["event_types"].([]any)) != 2 {
+		t.Fatalf("created: %v", m)
+	}
+	hook := store.LastSegment(fmt.Sprint(m["name"]))
+	if g := e.api(t, "GET", e.wsPath()+"/webhooks/"+hook, "", 200); g["secret"] != nil || g["display_name"] != "Ops board" {
+		t.Errorf("get shows: %v", g)
+	}
+
+	a := e.mkAutomation(t, "Greeter", greetCode, false)
+	run := e.invokeAPI(t, a.id)
+	_ = e.waitRun(t, a.id, run, "awaiting_guidance") // no inputs: it asks for the amount
+	// executing, awaiting_guidance, the exception (and pending first, unless
+	// the run was created executing, leased to the replica that made it).
+	log := e.deliveries(t, hook, 3)
+	states := map[string]bool{}
+	retried := 0
+	for _, d := range log {
+		if d["state"] != "WEBHOOK_DELIVERY_STATE_SUCCEEDED" || d["last_status_code"] != float64(204) {
+			t.Errorf("delivery: %v", d)
+		}
+		if d["attempts"].(float64) > 1 {
+			retried++
+		}
+		p := d["payload"].(map[string]any)
+		states[fmt.Sprint(p["type"], " ", p["state"])] = true
+		if p["run"] != "organizations/"+e.init.orgID+"/workspaces/"+e.init.workspaceID+"/automations/"+a.id+"/runs/"+run {
+			t.Errorf("payload run: %v", p)
+		}
+	}
+	for _, want := range []string{"run.state_changed executing", "run.state_changed awaiting_guidance", "exception.state_changed PENDING"} {
+		if !states[want] {
+			t.Errorf("no delivery of %q: %v", want, states)
+		}
+	}
+	if retried == 0 {
+		t.Errorf("no delivery was retried, though the receiver failed twice: %v", log)
+	}
+	// Every request was signed with the secret and named its delivery; the
+	// retries of a delivery carried the same id and body.
+	bodies := map[string]string{}
+	for _, h := range rcv.received() {
+		if h.sig != outbound.Sign(secret, h.body) || h.delivery != h.payload["id"] || h.event != h.payload["type"] {
+			t.Errorf("request: sig %s delivery %s event %s payload %v", h.sig, h.delivery, h.event, h.payload)
+		}
+		if b, ok := bodies[h.delivery]; ok && b != string(h.body) {
+			t.Errorf("retry of %s with another body", h.delivery)
+		}
+		bodies[h.delivery] = string(h.body)
+	}
+	if n := len(rcv.received()); n != len(log)+2 {
+		t.Errorf("%d requests for %d deliveries and 2 failures", n, len(log))
+	}
+
+	// A receiver that never answers holds no run back.
+	stuck := make(chan struct{})
+	hang := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { <-stuck }))
+	t.Cleanup(hang.Close)
+	t.Cleanup(func() { close(stuck) })
+	e.api(t, "POST", e.wsPath()+"/webhooks", `{"url":"`+hang.URL+`","event_types":["WEBHOOK_EVENT_TYPE_RUN_STATE_CHANGED"]}`, 200)
+	b := e.mkAutomation(t, "Quick", "the output x is 1\n", false)
+	_ = e.waitRun(t, b.id, e.invokeAPI(t, b.id), "completed")
+
+	// Bad requests.
+	for _, c := range []struct{ body, want string }{
+		{`{"url":"ftp://x","event_types":["WEBHOOK_EVENT_TYPE_RUN_STATE_CHANGED"]}`, "INVALID_WEBHOOK"},
+		{`{"url":"http://127.0.0.1:1"}`, "REQUIRED_FIELD_MISSING"},
+		{`{"url":"http://127.0.0.1:1","event_types":["WEBHOOK_EVENT_TYPE_RUN_STATE_CHANGED"],"secret":"short"}`, "INVALID_WEBHOOK"},
+	} {
+		code, m, raw := e.doHTTP(t, "POST", e.wsPath()+"/webhooks", c.body, e.bearer())
+		if code != http.StatusBadRequest || field(m, "details.0.reason") != c.want {
+			t.Errorf("%s: %d %s", c.body, code, raw)
+		}
+	}
+
+	// gRPC: list and delete.
+	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("authorization", "Bearer "+e.init.APIKey))
+	cl := platformv1.NewWebhookServiceClient(e.conn)
+	l, err := cl.ListWebhooks(ctx, &platformv1.ListWebhooksRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID})
+	if err != nil || len(l.GetWebhooks()) != 2 || l.GetWebhooks()[0].GetSecret() != "" {
+		t.Fatalf("gRPC list: %v %v", l, err)
+	}
+	ref := &platformv1.DeleteWebhookRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID, WebhookId: hook}
+	if _, err := cl.DeleteWebhook(ctx, ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.GetWebhook(ctx, &platformv1.GetWebhookRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID, WebhookId: hook}); status.Code(err) != codes.NotFound {
+		t.Errorf("get after delete: %v", err)
+	}
+	e.api(t, "GET", e.wsPath()+"/webhooks/"+hook+"/deliveries", "", 404)
+}

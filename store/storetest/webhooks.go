@@ -1,0 +1,107 @@
+package storetest
+
+import (
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/proserun/prose/store"
+)
+
+// testWebhooks runs the webhook cases.
+func testWebhooks(t *testing.T, open Opener) {
+	t.Run("WebhookOutbox", func(t *testing.T) { testWebhookOutbox(t, setup(t, open)) })
+}
+
+// testWebhookOutbox: every run and exception state change writes one
+// delivery per subscribed webhook of the workspace; deliveries are claimed
+// under a lease, retried, finished and listed newest first.
+func testWebhookOutbox(t *testing.T, s *suite) {
+	a := s.automation(t, "a1")
+	s.ws(t, "acme", "other", "Other")
+	both := of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "ops", URL: "http://127.0.0.1:1/a", Runs: true, Exceptions: true, Secret: "s1"})).must(t)
+	exc := of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "ops", URL: "http://127.0.0.1:1/b", Exceptions: true, Secret: "s2", DisplayName: "exceptions"})).must(t)
+	of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "other", URL: "http://127.0.0.1:1/c", Runs: true, Secret: "s3"})).must(t)
+	_, err := s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "nope", URL: "u", Secret: "s"})
+	wantErr(t, err, store.ErrNotFound, "webhook of an unknown workspace")
+	if g := of(s.st.GetWebhook(s.ctx, "acme", "ops", exc.ID)).must(t); g.Secret != "s2" || g.Runs || !g.Exceptions || g.DisplayName != "exceptions" {
+		t.Errorf("get: %+v", g)
+	}
+	if l := of(s.st.ListWebhooks(s.ctx, "acme", "ops")).must(t); len(l) != 2 || l[0].ID != exc.ID {
+		t.Errorf("list (newest first) = %+v", l)
+	}
+
+	// pending → executing → awaiting_guidance with a PENDING exception.
+	r, x := s.exception(t, a, "g", "What is the total?")
+	all := func(webhook string) []store.WebhookDelivery {
+		var out []store.WebhookDelivery
+		tok := ""
+		for {
+			p := of(s.st.ListWebhookDeliveries(s.ctx, "acme", "ops", webhook, 2, tok)).must(t)
+			out = append(out, p.Items...)
+			if tok = p.NextPageToken; tok == "" {
+				return out
+			}
+		}
+	}
+	got := all(both.ID)
+	var runStates, excStates []string
+	for i, d := range got {
+		if i > 0 && d.CreateTime.After(got[i-1].CreateTime) {
+			t.Errorf("deliveries not newest first: %+v", got)
+		}
+		if d.State != store.DeliveryPending || d.Attempts != 0 || d.RunID != r.ID || d.AutomationID != a.ID {
+			t.Errorf("delivery: %+v", d)
+		}
+		switch d.EventType {
+		case store.EventRunStateChanged:
+			runStates = append(runStates, d.ResourceState)
+		case store.EventExceptionStateChanged:
+			excStates = append(excStates, d.ResourceState)
+			if d.ExceptionID != x.ID {
+				t.Errorf("exception delivery: %+v", d)
+			}
+		}
+	}
+	sort.Strings(runStates)
+	if len(runStates) != 3 || runStates[0] != "awaiting_guidance" || runStates[1] != "executing" || runStates[2] != "pending" || len(excStates) != 1 {
+		t.Errorf("run states %v, exception states %v", runStates, excStates)
+	}
+	if e := all(exc.ID); len(e) != 1 || e[0].EventType != store.EventExceptionStateChanged || e[0].ResourceState != string(store.ExceptionPending) {
+		t.Errorf("exception-only webhook: %+v", e)
+	}
+
+	// Claims: once each under a lease.
+	now := s.clock.Peek().Add(time.Hour)
+	claimed := of(s.st.ClaimWebhookDeliveries(s.ctx, now, time.Minute, 100)).must(t)
+	if len(claimed) != 5 { // 4 (both) + 1 (exceptions only); the other workspace had no event
+		t.Fatalf("claimed %d deliveries, want 5", len(claimed))
+	}
+	if again := of(s.st.ClaimWebhookDeliveries(s.ctx, now, time.Minute, 100)).must(t); len(again) != 0 {
+		t.Errorf("claimed leased deliveries again: %d", len(again))
+	}
+	noErr(t, s.st.FinishWebhookAttempt(s.ctx, claimed[0].ID, store.WebhookAttempt{State: store.DeliverySucceeded, StatusCode: 204}))
+	noErr(t, s.st.FinishWebhookAttempt(s.ctx, claimed[1].ID, store.WebhookAttempt{State: store.DeliveryPending, StatusCode: 500, Error: "HTTP 500",
+		NextAttemptTime: now.Add(10 * time.Second)}))
+	noErr(t, s.st.FinishWebhookAttempt(s.ctx, claimed[2].ID, store.WebhookAttempt{State: store.DeliveryFailed, Error: "refused"}))
+	wantErr(t, s.st.FinishWebhookAttempt(s.ctx, "nope", store.WebhookAttempt{State: store.DeliveryFailed}), store.ErrNotFound, "finish unknown")
+	// After the lease: the two never finished, and the retried one once due.
+	if c := of(s.st.ClaimWebhookDeliveries(s.ctx, now.Add(2*time.Minute), time.Minute, 100)).must(t); len(c) != 3 {
+		t.Errorf("claimed %d after the lease, want 3 (2 unfinished + 1 retried)", len(c))
+	}
+	var retried store.WebhookDelivery
+	for _, d := range append(all(both.ID), all(exc.ID)...) {
+		if d.ID == claimed[1].ID {
+			retried = d
+		}
+	}
+	if retried.Attempts != 1 || retried.LastStatusCode != 500 || retried.LastError != "HTTP 500" || retried.State != store.DeliveryPending {
+		t.Errorf("retried delivery: %+v", retried)
+	}
+
+	noErr(t, s.st.DeleteWebhook(s.ctx, "acme", "ops", exc.ID))
+	wantErr(t, s.st.DeleteWebhook(s.ctx, "acme", "ops", exc.ID), store.ErrNotFound, "delete twice")
+	if d := all(exc.ID); len(d) != 0 {
+		t.Errorf("deliveries of a deleted webhook: %d", len(d))
+	}
+}
