@@ -20,6 +20,7 @@ func Handlers() []RegisterFunc {
 		platformv1.RegisterApiKeyServiceHandler,
 		platformv1.RegisterFileServiceHandler,
 		bookv1.RegisterBookServiceHandler,
+		bookv1.RegisterConnectionServiceHandler,
 		legacyv1.RegisterLegacyServiceHandler,
 		legacyv2.RegisterLegacyServiceHandler,
 	}

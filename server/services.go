@@ -26,6 +26,7 @@ type Services struct {
 	APIKeys       platformv1.ApiKeyServiceServer
 	Files         platformv1.FileServiceServer
 	Books         bookv1.BookServiceServer
+	Connections   bookv1.ConnectionServiceServer
 	LegacyV1      legacyv1.LegacyServiceServer
 	LegacyV2      legacyv2.LegacyServiceServer
 }
@@ -57,6 +58,9 @@ type (
 	}
 	unimplementedBooks struct {
 		bookv1.UnimplementedBookServiceServer
+	}
+	unimplementedConnections struct {
+		bookv1.UnimplementedConnectionServiceServer
 	}
 	unimplementedLegacyV1 struct {
 		legacyv1.UnimplementedLegacyServiceServer
@@ -95,6 +99,9 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	if sv.Books == nil {
 		sv.Books = unimplementedBooks{}
 	}
+	if sv.Connections == nil {
+		sv.Connections = unimplementedConnections{}
+	}
 	if sv.LegacyV1 == nil {
 		sv.LegacyV1 = unimplementedLegacyV1{}
 	}
@@ -110,6 +117,7 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	platformv1.RegisterApiKeyServiceServer(s, sv.APIKeys)
 	platformv1.RegisterFileServiceServer(s, sv.Files)
 	bookv1.RegisterBookServiceServer(s, sv.Books)
+	bookv1.RegisterConnectionServiceServer(s, sv.Connections)
 	legacyv1.RegisterLegacyServiceServer(s, sv.LegacyV1)
 	legacyv2.RegisterLegacyServiceServer(s, sv.LegacyV2)
 }

@@ -71,6 +71,10 @@ type serveConfig struct {
 	// sessionTTL is how long a web console session lasts (0: the console's
 	// default).
 	sessionTTL time.Duration
+	// secretKeysFile holds the keys that seal connection credentials
+	// (base64, separated by commas or new lines; the first seals). Empty:
+	// PROSE_SECRET_KEYS, else the key the store made at its first start.
+	secretKeysFile string
 
 	// serverOptions are extra gRPC server options (tests use them to observe calls).
 	serverOptions []grpc.ServerOption
@@ -101,6 +105,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", server.DefaultMaxEventMessageBytes, "largest user message (content or content_list) CreateEvent accepts, in bytes, at most the size of an event (256 KiB); larger ones are INVALID_ARGUMENT")
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
+	fs.StringVar(&cfg.secretKeysFile, "secret-keys-file", "", "file of the keys that seal connection credentials (base64 32-byte keys, separated by commas or new lines; the first seals, the others only open: rotation). Default: $PROSE_SECRET_KEYS, else a key the database keeps, made at its first start")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -211,7 +216,14 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// Books registered over the API are kept in the store; those of a
 	// --books file are this process's own (in memory, over the stored ones).
 	fileBooks := books.NewMemoryStore()
-	reg := books.NewRegistry(books.WithStore(books.Overlay{Top: fileBooks, Base: books.NewDBStore(st)}))
+	reg := books.NewRegistry(books.WithStore(books.Overlay{Top: fileBooks, Base: books.NewDBStore(st)}),
+		books.WithBuiltins(books.Builtins(books.BuiltinOptions{})...))
+	keyring, err := secretKeyring(ctx, cfg.secretKeysFile, st)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("connection secret keys: %w", err)
+	}
+	conns := books.NewConnections(st, keyring, reg)
 	if cfg.books != "" {
 		if err := registerBookFile(ctx, books.NewRegistry(books.WithStore(fileBooks)), cfg.books); err != nil {
 			a.Close()
@@ -258,6 +270,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	a.services = server.Services{
 		Files:         files,
 		Books:         server.NewBookService(reg),
+		Connections:   server.NewConnectionService(conns, st),
 		Workspaces:    server.NewWorkspaceService(st),
 		Organizations: server.NewOrganizationService(st),
 		APIKeys:       server.NewApiKeyService(st, nil),
@@ -366,4 +379,34 @@ func servePprof(ctx context.Context, addr string, logger *slog.Logger) error {
 	go func() { _ = srv.Serve(lis) }()
 	logger.Info("pprof", "addr", lis.Addr().String())
 	return nil
+}
+
+// secretKeyring returns the keys that seal connection credentials: those of
+// the file, else of $PROSE_SECRET_KEYS, else the key the store keeps (made
+// now if this is the database's first start).
+func secretKeyring(ctx context.Context, file string, st store.SecretKeys) (*books.Keyring, error) {
+	src := os.Getenv("PROSE_SECRET_KEYS")
+	if file != "" {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			return nil, err
+		}
+		src = strings.ReplaceAll(string(b), "\n", ",")
+	}
+	if strings.TrimSpace(src) != "" {
+		keys, err := books.ParseSecretKeys(src)
+		if err != nil {
+			return nil, err
+		}
+		return books.NewKeyring(keys...)
+	}
+	candidate, err := books.NewSecretKey()
+	if err != nil {
+		return nil, err
+	}
+	key, err := st.EnsureSecretKey(ctx, candidate)
+	if err != nil {
+		return nil, err
+	}
+	return books.NewKeyring(key)
 }
