@@ -168,6 +168,8 @@ type app struct {
 	http     http.Handler
 	store    store.Store
 	engine   *engine.Engine
+	// conns keeps the workspaces' book connections.
+	conns *books.Connections
 	// stopEngine stops the engine and waits for it; it is safe to call twice.
 	stopEngine func()
 	// bootstrap is set when newApp initialised an empty store (organization,
@@ -224,6 +226,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		return nil, fmt.Errorf("connection secret keys: %w", err)
 	}
 	conns := books.NewConnections(st, keyring, reg)
+	a.conns = conns
 	if cfg.books != "" {
 		if err := registerBookFile(ctx, books.NewRegistry(books.WithStore(fileBooks)), cfg.books); err != nil {
 			a.Close()
