@@ -410,3 +410,42 @@ func TestCodeConnections(t *testing.T) {
 		t.Errorf("CodeConnections = %q", got)
 	}
 }
+
+func TestConnectionsRekeyAfterRotation(t *testing.T) {
+	ctx := t.Context()
+	st := openBookStore(t, t.TempDir())
+	ws := books.Workspace{OrganizationID: "acme", WorkspaceID: "ops"}
+	if _, err := st.CreateOrganization(ctx, store.Organization{ID: ws.OrganizationID, DisplayName: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateWorkspace(ctx, store.Workspace{OrganizationID: ws.OrganizationID, ID: ws.WorkspaceID, Title: "Ops"}); err != nil {
+		t.Fatal(err)
+	}
+	k1, _ := books.NewSecretKey()
+	k2, _ := books.NewSecretKey()
+	old, _ := books.NewKeyring(k1)
+	reg := books.NewRegistry(books.WithBuiltins(books.Builtins(books.BuiltinOptions{})...))
+	d, err := books.NewConnections(st, old, reg).Add(ctx, ws, "http", "1.0.0", books.ConnectionInput{Name: "crm", Auth: auth("bearer", "token", "tok-1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotating, _ := books.NewKeyring(k2, k1)
+	n, err := books.NewConnections(st, rotating, reg).Rekey(ctx)
+	if err != nil || n != 1 {
+		t.Fatalf("rekey: %d, %v", n, err)
+	}
+	if n, _ := books.NewConnections(st, rotating, reg).Rekey(ctx); n != 0 {
+		t.Errorf("a second rekey sealed %d again", n)
+	}
+	// The old key can go: the new one alone opens the secret.
+	c, err := books.NewConnections(st, must(books.NewKeyring(k2)), reg).Resolve(ctx, ws, "http", "crm")
+	if err != nil || c.Credentials["token"] != "tok-1" || c.ID != d.GetConnectionId() {
+		t.Errorf("after rotation: %+v, %v", c, err)
+	}
+	// Without the key that sealed it, the secret does not open: an error, not
+	// a wrong value.
+	k3, _ := books.NewSecretKey()
+	if _, err := books.NewConnections(st, must(books.NewKeyring(k3)), reg).Resolve(ctx, ws, "http", "crm"); !errors.Is(err, books.ErrSecretKey) {
+		t.Errorf("wrong key: %v", err)
+	}
+}

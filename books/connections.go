@@ -505,3 +505,22 @@ func CodeConnections(code string) []string {
 	}
 	return out
 }
+
+// Rekey seals again, with the keyring's first key, every stored connection
+// secret that an older key of the keyring sealed (the second half of a key
+// rotation). It returns how many it sealed again. A secret no key opens
+// stops it with an error naming the connection.
+func (c *Connections) Rekey(ctx context.Context) (int, error) {
+	return c.st.RekeyBookConnections(ctx, func(row store.BookConnection) ([]byte, bool, error) {
+		if c.keys.Current(row.Secret) {
+			return nil, false, nil
+		}
+		ws := Workspace{row.OrganizationID, row.WorkspaceID}
+		plain, err := c.keys.Open(row.Secret, connectionAAD(ws, row.ID))
+		if err != nil {
+			return nil, false, fmt.Errorf("connection %s of %s: %w", row.ID, ws, err)
+		}
+		sealed, err := c.keys.Seal(plain, connectionAAD(ws, row.ID))
+		return sealed, err == nil, err
+	})
+}

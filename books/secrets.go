@@ -152,3 +152,6 @@ func (kr *Keyring) Open(sealed, aad []byte) ([]byte, error) {
 func (kr *Keyring) Current(sealed []byte) bool {
 	return len(sealed) == 0 || (len(sealed) > keyIDSize && string(sealed[1:1+keyIDSize]) == string(kr.keys[0].id[:]))
 }
+
+// Len is the number of keys.
+func (kr *Keyring) Len() int { return len(kr.keys) }

@@ -22,6 +22,7 @@ const (
 	ReasonInvalidConnection       = "INVALID_CONNECTION"
 	ReasonConnectionLimit         = "CONNECTION_LIMIT_REACHED"
 	ReasonConnectionInUse         = "CONNECTION_IN_USE"
+	ReasonConnectionSecretKey     = "CONNECTION_SECRET_KEY_MISSING"
 )
 
 // ConnectionService serves prose.book.v1.ConnectionService over
@@ -55,6 +56,8 @@ func connectionError(err error, ws books.Workspace, bookName, bookVersion, id st
 		return NewError(codes.AlreadyExists, ReasonConnectionAlreadyExists, err.Error()).Err()
 	case errors.Is(err, books.ErrInvalidArgument):
 		return InvalidArgument(ReasonInvalidConnection, err.Error())
+	case errors.Is(err, books.ErrSecretKey):
+		return FailedPrecondition(ReasonConnectionSecretKey, err.Error(), map[string]string{"connection_id": id})
 	case errors.Is(err, books.ErrResourceExhausted):
 		return ResourceExhausted(ReasonConnectionLimit, fmt.Sprintf("a workspace has at most %d connections", store.MaxConnectionsPerWorkspace))
 	}

@@ -48,6 +48,11 @@ type BookConnections interface {
 	UpdateBookConnection(ctx context.Context, c BookConnection) (BookConnection, error)
 	// DeleteBookConnection: ErrNotFound if absent.
 	DeleteBookConnection(ctx context.Context, organizationID, workspaceID, id string) error
+	// RekeyBookConnections passes every connection of the store, in key
+	// order and in batches, to reseal; where it returns a new secret
+	// (changed), the row's secret is replaced (its update time stays). It
+	// returns how many were replaced; an error of reseal stops it.
+	RekeyBookConnections(ctx context.Context, reseal func(c BookConnection) (secret []byte, changed bool, err error)) (int, error)
 }
 
 // SecretKeys keeps the key that seals connection secrets when the operator

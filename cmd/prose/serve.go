@@ -227,6 +227,16 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	conns := books.NewConnections(st, keyring, reg)
 	a.conns = conns
+	if keyring.Len() > 1 {
+		// A rotation: secrets sealed by an older key are sealed again with
+		// the first one, so that the older keys can then be dropped.
+		n, err := conns.Rekey(ctx)
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("seal connection secrets with the new key: %w", err)
+		}
+		logger.Info("connection secrets sealed with the first secret key", "count", n)
+	}
 	if cfg.books != "" {
 		if err := registerBookFile(ctx, books.NewRegistry(books.WithStore(fileBooks)), cfg.books); err != nil {
 			a.Close()

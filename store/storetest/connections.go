@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ func testBookConnections(t *testing.T, open Opener) {
 		{"BookConnectionLimit", testBookConnectionLimit},
 		{"BookConnectionCascade", testBookConnectionCascade},
 		{"SecretKeyFirstWins", testSecretKeyFirstWins},
+		{"BookConnectionRekey", testBookConnectionRekey},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
@@ -140,4 +142,45 @@ func testSecretKeyFirstWins(t *testing.T, s *suite) {
 	}
 	_, err := s.st.EnsureSecretKey(s.ctx, nil)
 	wantErr(t, err, store.ErrInvalidArgument, "empty candidate")
+}
+
+func testBookConnectionRekey(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	s.ws(t, "acme", "w2", "Two")
+	var ids []string
+	for i := range 450 { // more than one batch
+		ws := []string{"w1", "w2"}[i%2]
+		c := bconn("acme", ws, fmt.Sprintf("c%04d", i), fmt.Sprintf("n%d", i))
+		c.Secret = []byte("old")
+		if i%3 == 0 {
+			c.Secret = []byte("new")
+		}
+		created := of(s.st.CreateBookConnection(s.ctx, c)).must(t)
+		ids = append(ids, ws+"/"+created.ID)
+	}
+	seen := map[string]bool{}
+	n, err := s.st.RekeyBookConnections(s.ctx, func(c store.BookConnection) ([]byte, bool, error) {
+		seen[c.WorkspaceID+"/"+c.ID] = true
+		if string(c.Secret) == "old" {
+			return []byte("new"), true, nil
+		}
+		return nil, false, nil
+	})
+	noErr(t, err)
+	if n != 300 || len(seen) != len(ids) {
+		t.Fatalf("rekeyed %d (want 300), saw %d of %d", n, len(seen), len(ids))
+	}
+	for _, l := range [][]store.BookConnection{of(s.st.ListBookConnections(s.ctx, "acme", "w1")).must(t), of(s.st.ListBookConnections(s.ctx, "acme", "w2")).must(t)} {
+		for _, c := range l {
+			if string(c.Secret) != "new" {
+				t.Fatalf("%s/%s secret %q after rekey", c.WorkspaceID, c.ID, c.Secret)
+			}
+		}
+	}
+	boom := errors.New("boom")
+	_, err = s.st.RekeyBookConnections(s.ctx, func(store.BookConnection) ([]byte, bool, error) { return nil, false, boom })
+	if !errors.Is(err, boom) {
+		t.Errorf("reseal error: %v", err)
+	}
 }

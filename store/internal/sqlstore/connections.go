@@ -166,3 +166,54 @@ func (db *DB) EnsureSecretKey(ctx context.Context, candidate []byte) ([]byte, er
 	}
 	return key, nil
 }
+
+// rekeyBatch is the number of connections RekeyBookConnections reads at once.
+const rekeyBatch = 200
+
+// RekeyBookConnections implements store.BookConnections.
+func (db *DB) RekeyBookConnections(ctx context.Context, reseal func(store.BookConnection) ([]byte, bool, error)) (int, error) {
+	n := 0
+	var lastOrg, lastWS, lastID string
+	for {
+		rows, err := db.writer().query(ctx, `SELECT `+bookConnectionCols+` FROM book_connections
+			WHERE (organization_id, workspace_id, id) > (?, ?, ?)
+			ORDER BY organization_id, workspace_id, id LIMIT ?`, lastOrg, lastWS, lastID, rekeyBatch)
+		if err != nil {
+			return n, db.mapErr(err, "rekey connections")
+		}
+		var batch []store.BookConnection
+		for rows.Next() {
+			bc, err := scanBookConnection(rows)
+			if err != nil {
+				rows.Close()
+				return n, db.mapErr(err, "rekey connections")
+			}
+			batch = append(batch, bc)
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return n, db.mapErr(err, "rekey connections")
+		}
+		for _, bc := range batch {
+			secret, changed, err := reseal(bc)
+			if err != nil {
+				return n, err
+			}
+			if !changed {
+				continue
+			}
+			if _, err := db.writer().exec(ctx, `UPDATE book_connections SET secret = ?
+				WHERE organization_id = ? AND workspace_id = ? AND id = ? AND secret = ?`,
+				secret, bc.OrganizationID, bc.WorkspaceID, bc.ID, bc.Secret); err != nil {
+				return n, db.mapErr(err, "rekey "+bookConnectionWhat(bc.OrganizationID, bc.WorkspaceID, bc.ID))
+			}
+			n++
+		}
+		if len(batch) < rekeyBatch {
+			return n, nil
+		}
+		last := batch[len(batch)-1]
+		lastOrg, lastWS, lastID = last.OrganizationID, last.WorkspaceID, last.ID
+	}
+}
