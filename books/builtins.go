@@ -81,7 +81,6 @@ func customAuth(id, name string, creds ...string) *bookv1.Authentication {
 var (
 	textType    = scalar(bookv1.ConceptScalarType_ConceptScalarTypeText)
 	numberType  = scalar(bookv1.ConceptScalarType_ConceptScalarTypeNumber)
-	boolType    = scalar(bookv1.ConceptScalarType_ConceptScalarTypeBoolean)
 	fileType    = scalar(bookv1.ConceptScalarType_ConceptScalarTypeFile)
 	anyType     = &bookv1.ConceptType{Kind: &bookv1.ConceptType_AnyType{AnyType: &bookv1.ConceptAnyType{}}}
 	tableType   = &bookv1.ConceptType{Kind: &bookv1.ConceptType_TableType{TableType: &bookv1.ConceptTableType{}}}

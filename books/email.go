@@ -309,7 +309,7 @@ func smtpSend(ctx context.Context, host, port, security string, rootCAs *x509.Ce
 	if err != nil {
 		return fmt.Errorf("could not reach the mail server %s: %w", addr, err)
 	}
-	defer nc.Close()
+	defer func() { _ = nc.Close() }()
 	_ = nc.SetDeadline(deadline)
 	// The session ends when ctx does (a paused run, a shutdown).
 	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
@@ -318,7 +318,7 @@ func smtpSend(ctx context.Context, host, port, security string, rootCAs *x509.Ce
 	if err != nil {
 		return fmt.Errorf("the mail server %s: %w", addr, err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }()
 	if err := c.Hello("prose.localhost"); err != nil {
 		return fmt.Errorf("the mail server %s: %w", addr, err)
 	}

@@ -178,7 +178,7 @@ func callAPI(ctx context.Context, hc *http.Client, in map[string]lang.Value) (ma
 		if v, err := lang.DecodePlain(data); err == nil {
 			out = v
 		} else if mt != "" {
-			return nil, fmt.Errorf("%s %s: the answer is not valid JSON: %v", m, target.Redacted(), err)
+			return nil, fmt.Errorf("%s %s: the answer is not valid JSON: %w", m, target.Redacted(), err)
 		}
 	}
 	return map[string]lang.Value{"response": out}, nil

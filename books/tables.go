@@ -168,7 +168,7 @@ func excelRows(data []byte, sheet string) ([][]string, error) {
 	if err != nil {
 		return nil, &InputError{Message: fmt.Sprintf("the file is not an Excel (.xlsx) workbook: %v", err)}
 	}
-	defer x.Close()
+	defer func() { _ = x.Close() }()
 	sheets := x.GetSheetList()
 	if sheet == "" {
 		if len(sheets) == 0 {
@@ -182,7 +182,7 @@ func excelRows(data []byte, sheet string) ([][]string, error) {
 	if err != nil {
 		return nil, &InputError{Message: fmt.Sprintf("could not read the sheet %q: %v", sheet, err)}
 	}
-	defer it.Close()
+	defer func() { _ = it.Close() }()
 	var rows [][]string
 	for it.Next() {
 		if len(rows) > MaxTableRows {
@@ -336,7 +336,7 @@ func writeExcel(_ context.Context, in map[string]lang.Value) (map[string]lang.Va
 		sheet = "Sheet1"
 	}
 	x := excelize.NewFile()
-	defer x.Close()
+	defer func() { _ = x.Close() }()
 	if sheet != "Sheet1" {
 		if err := x.SetSheetName("Sheet1", sheet); err != nil {
 			return nil, &InputError{Message: fmt.Sprintf("Could not name the sheet %q: %v", sheet, err)}

@@ -175,25 +175,9 @@ func (db *DB) RekeyBookConnections(ctx context.Context, reseal func(store.BookCo
 	n := 0
 	var lastOrg, lastWS, lastID string
 	for {
-		rows, err := db.writer().query(ctx, `SELECT `+bookConnectionCols+` FROM book_connections
-			WHERE (organization_id, workspace_id, id) > (?, ?, ?)
-			ORDER BY organization_id, workspace_id, id LIMIT ?`, lastOrg, lastWS, lastID, rekeyBatch)
+		batch, err := db.connectionBatch(ctx, lastOrg, lastWS, lastID)
 		if err != nil {
-			return n, db.mapErr(err, "rekey connections")
-		}
-		var batch []store.BookConnection
-		for rows.Next() {
-			bc, err := scanBookConnection(rows)
-			if err != nil {
-				rows.Close()
-				return n, db.mapErr(err, "rekey connections")
-			}
-			batch = append(batch, bc)
-		}
-		err = rows.Err()
-		rows.Close()
-		if err != nil {
-			return n, db.mapErr(err, "rekey connections")
+			return n, err
 		}
 		for _, bc := range batch {
 			secret, changed, err := reseal(bc)
@@ -216,4 +200,24 @@ func (db *DB) RekeyBookConnections(ctx context.Context, reseal func(store.BookCo
 		last := batch[len(batch)-1]
 		lastOrg, lastWS, lastID = last.OrganizationID, last.WorkspaceID, last.ID
 	}
+}
+
+// connectionBatch reads up to rekeyBatch connections after the given key.
+func (db *DB) connectionBatch(ctx context.Context, org, ws, id string) ([]store.BookConnection, error) {
+	rows, err := db.writer().query(ctx, `SELECT `+bookConnectionCols+` FROM book_connections
+		WHERE (organization_id, workspace_id, id) > (?, ?, ?)
+		ORDER BY organization_id, workspace_id, id LIMIT ?`, org, ws, id, rekeyBatch)
+	if err != nil {
+		return nil, db.mapErr(err, "rekey connections")
+	}
+	defer rows.Close()
+	var batch []store.BookConnection
+	for rows.Next() {
+		bc, err := scanBookConnection(rows)
+		if err != nil {
+			return nil, db.mapErr(err, "rekey connections")
+		}
+		batch = append(batch, bc)
+	}
+	return batch, db.mapErr(rows.Err(), "rekey connections")
 }
