@@ -48,13 +48,13 @@ type BuiltinOptions struct {
 	Now Clock
 }
 
-// Builtins returns every built-in book: standard, http, tables, email and
-// documents.
+// Builtins returns every built-in book: standard, http, tables, email,
+// documents and databases.
 func Builtins(o BuiltinOptions) []*Builtin {
 	if o.HTTP == nil {
 		o.HTTP = &http.Client{Timeout: DefaultBookTimeout}
 	}
-	return []*Builtin{Standard(o.Now), HTTPBook(o.HTTP), Tables(o.HTTP), Email(o.RootCAs), Documents(o.HTTP)}
+	return []*Builtin{Standard(o.Now), HTTPBook(o.HTTP), Tables(o.HTTP), Email(o.RootCAs), Documents(o.HTTP), Databases()}
 }
 
 func builtinBook(name, display, short, long string, tags []string, procs []*bookv1.Procedure) *bookv1.Book {
