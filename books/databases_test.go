@@ -57,14 +57,7 @@ func TestDatabasesBookPostgreSQL(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := openPG(t, dbURL)
-	for _, q := range []string{
-		`CREATE TABLE orders (id int, name text, amount numeric(10,2), placed timestamptz)`,
-		`INSERT INTO orders VALUES (1, 'Ana', 12.50, now()), (2, 'Bea', 10.25, now()), (3, 'Cy', 1.00, now()), (4, 'Dan', 99.99, now())`,
-	} {
-		if _, err := c.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	execFile(t, c, "testdata/orders_postgresql.sql", "")
 	e := newEnv(t, books.BuiltinOptions{})
 	host, port, _ := net.SplitHostPort(u.Host)
 	p, _ := strconv.Atoi(port)
@@ -96,25 +89,42 @@ func TestDatabasesBookMariaDB(t *testing.T) {
 		t.Fatal(err)
 	}
 	admin := sql.OpenDB(conn)
-	defer admin.Close()
+	t.Cleanup(func() { _ = admin.Close() }) // after the drop below (cleanups run last first)
 	if err := admin.Ping(); err != nil {
 		t.Skipf("no MariaDB at %s as root: %v", cfg.Addr, err)
 	}
 	name := "prose_books_" + strconv.FormatInt(time.Now().UnixNano(), 36)
-	for _, q := range []string{
-		"CREATE DATABASE " + name,
-		"CREATE TABLE " + name + ".orders (id int, name varchar(20), amount decimal(10,2), placed datetime)",
-		"INSERT INTO " + name + ".orders VALUES (1, 'Ana', 12.50, now()), (2, 'Bea', 10.25, now()), (3, 'Cy', 1.00, now()), (4, 'Dan', 99.99, now())",
-	} {
-		if _, err := admin.Exec(q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(func() { _, _ = admin.Exec("DROP DATABASE " + name) })
+	t.Cleanup(func() { execFile(t, admin, "testdata/drop_mariadb.sql", name) })
+	execFile(t, admin, "testdata/orders_mariadb.sql", name)
 	e := newEnv(t, books.BuiltinOptions{})
 	host, port, _ := net.SplitHostPort(cfg.Addr)
 	p, _ := strconv.Atoi(port)
 	e.add("databases", "shop", auth("password", "username", "root", "password", ""), map[string]*platformv1.BdkValue{
 		"engine": text("mariadb"), "host": text(host), "port": num(float64(p)), "database": text(name), "tls": text("disable")})
 	checkQueryBook(t, e, "shop", "select name, amount, placed from orders where amount > ? and name like ? order by id")
+}
+
+// execFile runs the statements of a fixture file (separated by ";" at line
+// ends; "--" lines are comments), with {db} replaced by db. The fixtures
+// are files so that no SQL is written in Go outside store/.
+func execFile(t *testing.T, c *sql.DB, path, db string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "--") {
+			lines = append(lines, l)
+		}
+	}
+	for _, stmt := range strings.Split(strings.ReplaceAll(strings.Join(lines, "\n"), "{db}", db), ";\n") {
+		if stmt = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(stmt), ";")); stmt == "" {
+			continue
+		}
+		if _, err := c.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+	}
 }
