@@ -449,3 +449,37 @@ func TestConnectionsRekeyAfterRotation(t *testing.T) {
 		t.Errorf("wrong key: %v", err)
 	}
 }
+
+func TestConnectionFilter(t *testing.T) {
+	ds := []*bookv1.BookConnectionDescriptor{
+		{BookName: "http", BookVersion: "1.0.0", ConnectionName: "CRM main", ConnectionId: "a"},
+		{BookName: "email", BookVersion: "1.0.0", ConnectionName: "mail", ConnectionId: "b"},
+		{BookName: "http", BookVersion: "2.0.0", ConnectionName: "billing", ConnectionId: "c"},
+	}
+	for _, c := range []struct{ filter, want string }{
+		{``, "abc"},
+		{`book_name = "http"`, "ac"},
+		{`book_name = "http" AND book_version != "1.0.0"`, "c"},
+		{`connection_name:"crm" OR connection_id = "b"`, "ab"},
+		{`NOT book_name = "http"`, "b"},
+	} {
+		f, err := books.ParseConnectionFilter(c.filter)
+		if err != nil {
+			t.Fatalf("%q: %v", c.filter, err)
+		}
+		got := ""
+		for _, d := range ds {
+			if f.Match(d) {
+				got += d.GetConnectionId()
+			}
+		}
+		if got != c.want {
+			t.Errorf("%q matches %q, want %q", c.filter, got, c.want)
+		}
+	}
+	for _, bad := range []string{`token = "x"`, `book_name = 1`, `book_name >`, `"http" = book_name`} {
+		if _, err := books.ParseConnectionFilter(bad); !errors.Is(err, books.ErrInvalidArgument) {
+			t.Errorf("%q: %v", bad, err)
+		}
+	}
+}

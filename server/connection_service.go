@@ -138,22 +138,13 @@ func (s *ConnectionService) ListWorkspaceBookConnections(ctx context.Context, re
 	return &bookv1.ListWorkspaceBookConnectionsResponse{BookConnections: page, NextPageToken: next}, nil
 }
 
-// connectionFilterFields are the fields ListAllWorkspaceBookConnections
-// filters on.
-var connectionFilterFields = map[string]func(*bookv1.BookConnectionDescriptor) string{
-	"book_name":       (*bookv1.BookConnectionDescriptor).GetBookName,
-	"book_version":    (*bookv1.BookConnectionDescriptor).GetBookVersion,
-	"connection_name": (*bookv1.BookConnectionDescriptor).GetConnectionName,
-	"connection_id":   (*bookv1.BookConnectionDescriptor).GetConnectionId,
-}
-
 // ListAllWorkspaceBookConnections lists every connection of the workspace.
 func (s *ConnectionService) ListAllWorkspaceBookConnections(ctx context.Context, req *bookv1.ListAllWorkspaceBookConnectionsRequest) (*bookv1.ListAllWorkspaceBookConnectionsResponse, error) {
 	ws, err := workspaceOf(req)
 	if err != nil {
 		return nil, err
 	}
-	match, err := parseConnectionFilter(req.GetFilter())
+	f, err := books.ParseConnectionFilter(req.GetFilter())
 	if err != nil {
 		return nil, InvalidArgument(ReasonInvalidFilter, err.Error(), Violation("filter", err.Error()))
 	}
@@ -161,73 +152,13 @@ func (s *ConnectionService) ListAllWorkspaceBookConnections(ctx context.Context,
 	if err != nil {
 		return nil, err
 	}
-	all = slices.DeleteFunc(all, func(d *bookv1.BookConnectionDescriptor) bool { return !match(d) })
+	all = slices.DeleteFunc(all, func(d *bookv1.BookConnectionDescriptor) bool { return !f.Match(d) })
 	page, next, err := pageConnections(all, req.GetPageSize(), req.GetPageToken(), "ListAllWorkspaceBookConnections",
 		ws.String(), req.GetFilter())
 	if err != nil {
 		return nil, err
 	}
 	return &bookv1.ListAllWorkspaceBookConnectionsResponse{BookConnections: page, NextPageToken: next}, nil
-}
-
-// parseConnectionFilter reads a conjunction of `field = "value"` and
-// `field != "value"` terms joined by AND over connectionFilterFields.
-func parseConnectionFilter(f string) (func(*bookv1.BookConnectionDescriptor) bool, error) {
-	type term struct {
-		get func(*bookv1.BookConnectionDescriptor) string
-		neg bool
-		val string
-	}
-	var terms []term
-	if strings.TrimSpace(f) != "" {
-		for _, part := range splitAnd(f) {
-			op := "="
-			i := strings.Index(part, "!=")
-			if i >= 0 {
-				op = "!="
-			} else {
-				i = strings.IndexByte(part, '=')
-			}
-			if i < 0 {
-				return nil, fmt.Errorf("filter term %q is not field = \"value\" or field != \"value\"", strings.TrimSpace(part))
-			}
-			field := strings.TrimSpace(part[:i])
-			raw := strings.TrimSpace(part[i+len(op):])
-			get, ok := connectionFilterFields[field]
-			if !ok {
-				return nil, fmt.Errorf("filter field %q is not one of book_name, book_version, connection_id, connection_name", field)
-			}
-			if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' || strings.Contains(raw[1:len(raw)-1], `"`) {
-				return nil, fmt.Errorf("filter value %s of %s must be a quoted string", raw, field)
-			}
-			terms = append(terms, term{get: get, neg: op == "!=", val: raw[1 : len(raw)-1]})
-		}
-	}
-	return func(d *bookv1.BookConnectionDescriptor) bool {
-		for _, t := range terms {
-			if (t.get(d) == t.val) == t.neg {
-				return false
-			}
-		}
-		return true
-	}, nil
-}
-
-// splitAnd splits a filter at the word AND outside quotes.
-func splitAnd(f string) []string {
-	var parts []string
-	inQuote, start := false, 0
-	for i := 0; i < len(f); i++ {
-		switch {
-		case f[i] == '"':
-			inQuote = !inQuote
-		case !inQuote && i+5 <= len(f) && f[i:i+5] == " AND ":
-			parts = append(parts, f[start:i])
-			start = i + 5
-			i += 4
-		}
-	}
-	return append(parts, f[start:])
 }
 
 // pageConnections cuts one page of connections ordered by id; the token

@@ -1521,8 +1521,9 @@ type ListAllWorkspaceBookConnectionsRequest struct {
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// The token of the page to return.
 	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
-	// AIP-160 filter. Fields: book_name, book_version, connection_name
-	// (`=`, `!=`).
+	// AIP-160 filter over the strings book_name, book_version,
+	// connection_name and connection_id: `=`, `!=`, `:` (substring), AND, OR,
+	// NOT and parentheses.
 	Filter        string `protobuf:"bytes,5,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
