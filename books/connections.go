@@ -453,7 +453,7 @@ func connStoreError(err error, what string) error {
 	return fromStore(err)
 }
 
-// ErrResourceExhausted: a quota is reached (connections per workspace).
+// ErrResourceExhausted is returned when a quota is reached (connections per workspace).
 var ErrResourceExhausted = errors.New("resource exhausted")
 
 type callKey struct{}

@@ -23,7 +23,7 @@ const sealVersion = 1
 // can be found among several during a rotation.
 const keyIDSize = 8
 
-// ErrSecretKey: a sealed secret cannot be opened with any key of the
+// ErrSecretKey is returned when a sealed secret cannot be opened with any key of the
 // keyring (a key was removed too early, or the data was changed).
 var ErrSecretKey = errors.New("the connection's secret cannot be opened with the configured keys")
 

@@ -11,18 +11,20 @@ import (
 
 	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
 )
 
 // Reasons of the connection service's errors.
 const (
-	ReasonConnectionNotFound      = "CONNECTION_NOT_FOUND"
-	ReasonConnectionAlreadyExists = "CONNECTION_ALREADY_EXISTS"
-	ReasonInvalidConnection       = "INVALID_CONNECTION"
-	ReasonConnectionLimit         = "CONNECTION_LIMIT_REACHED"
-	ReasonConnectionInUse         = "CONNECTION_IN_USE"
-	ReasonConnectionSecretKey     = "CONNECTION_SECRET_KEY_MISSING"
+	ReasonConnectionNotFound      = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_NOT_FOUND
+	ReasonConnectionAlreadyExists = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_ALREADY_EXISTS
+	ReasonInvalidConnection       = errorsv1.ErrorReason_ERROR_REASON_INVALID_CONNECTION
+	ReasonConnectionLimit         = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_LIMIT_REACHED
+	ReasonConnectionInUse         = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_IN_USE
+	ReasonConnectionSecretKey     = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_SECRET_KEY_MISSING
 )
 
 // ConnectionService serves prose.book.v1.ConnectionService over
@@ -51,15 +53,15 @@ func connectionError(err error, ws books.Workspace, bookName, bookVersion, id st
 	case errors.Is(err, books.ErrNotFound) && id == "":
 		return bookError(err, bookName, bookVersion)
 	case errors.Is(err, books.ErrNotFound):
-		return NotFound(ReasonConnectionNotFound, connectionResource(ws, id))
+		return transport.NotFound(ReasonConnectionNotFound, connectionResource(ws, id))
 	case errors.Is(err, books.ErrAlreadyExists):
-		return NewError(codes.AlreadyExists, ReasonConnectionAlreadyExists, err.Error()).Err()
+		return transport.NewError(codes.AlreadyExists, ReasonConnectionAlreadyExists, err.Error()).Err()
 	case errors.Is(err, books.ErrInvalidArgument):
-		return InvalidArgument(ReasonInvalidConnection, err.Error())
+		return transport.InvalidArgument(ReasonInvalidConnection, err.Error())
 	case errors.Is(err, books.ErrSecretKey):
-		return FailedPrecondition(ReasonConnectionSecretKey, err.Error(), map[string]string{"connection_id": id})
+		return transport.FailedPrecondition(ReasonConnectionSecretKey, err.Error(), map[string]string{"connection_id": id})
 	case errors.Is(err, books.ErrResourceExhausted):
-		return ResourceExhausted(ReasonConnectionLimit, fmt.Sprintf("a workspace has at most %d connections", store.MaxConnectionsPerWorkspace))
+		return transport.ResourceExhausted(ReasonConnectionLimit, fmt.Sprintf("a workspace has at most %d connections", store.MaxConnectionsPerWorkspace))
 	}
 	return err
 }
@@ -146,7 +148,7 @@ func (s *ConnectionService) ListAllWorkspaceBookConnections(ctx context.Context,
 	}
 	f, err := books.ParseConnectionFilter(req.GetFilter())
 	if err != nil {
-		return nil, InvalidArgument(ReasonInvalidFilter, err.Error(), Violation("filter", err.Error()))
+		return nil, transport.InvalidArgument(ReasonInvalidFilter, err.Error(), transport.Violation("filter", err.Error()))
 	}
 	all, err := s.conns.List(ctx, ws)
 	if err != nil {
@@ -166,13 +168,13 @@ func (s *ConnectionService) ListAllWorkspaceBookConnections(ctx context.Context,
 func pageConnections(all []*bookv1.BookConnectionDescriptor, size int32, token string, binding ...string) ([]*bookv1.BookConnectionDescriptor, string, error) {
 	n, err := pagination.PageSize(size)
 	if err != nil {
-		return nil, "", InvalidArgument(ReasonInvalidPageSize, "page_size must not be negative", Violation("page_size", "must not be negative"))
+		return nil, "", transport.InvalidArgument(ReasonInvalidPageSize, "page_size must not be negative", transport.Violation("page_size", "must not be negative"))
 	}
 	bind := pagination.Bind(binding...)
 	keys, err := pagination.Decode(token, bind, 1)
 	if err != nil {
-		return nil, "", InvalidArgument(ReasonInvalidPageToken, "page_token is not valid for this request",
-			Violation("page_token", "is malformed or was issued for other parameters"))
+		return nil, "", transport.InvalidArgument(ReasonInvalidPageToken, "page_token is not valid for this request",
+			transport.Violation("page_token", "is malformed or was issued for other parameters"))
 	}
 	var page []*bookv1.BookConnectionDescriptor
 	for _, d := range all {
@@ -227,7 +229,7 @@ func (s *ConnectionService) DeleteWorkspaceConnection(ctx context.Context, req *
 		}
 	}
 	if len(blocking) > 0 {
-		return nil, FailedPrecondition(ReasonConnectionInUse,
+		return nil, transport.FailedPrecondition(ReasonConnectionInUse,
 			fmt.Sprintf("the connection %q is used by published automations: %s", d.GetConnectionName(), strings.Join(blocking, ", ")),
 			map[string]string{"blocking_automations": strings.Join(blocking, ",")})
 	}

@@ -105,6 +105,12 @@ const (
 	ErrorReason_ERROR_REASON_METHOD_NOT_ALLOWED            ErrorReason = 73
 	ErrorReason_ERROR_REASON_PATH_NOT_FOUND                ErrorReason = 74
 	ErrorReason_ERROR_REASON_MALFORMED_PATH                ErrorReason = 75
+	ErrorReason_ERROR_REASON_CONNECTION_NOT_FOUND          ErrorReason = 76
+	ErrorReason_ERROR_REASON_CONNECTION_ALREADY_EXISTS     ErrorReason = 77
+	ErrorReason_ERROR_REASON_INVALID_CONNECTION            ErrorReason = 78
+	ErrorReason_ERROR_REASON_CONNECTION_LIMIT_REACHED      ErrorReason = 79
+	ErrorReason_ERROR_REASON_CONNECTION_IN_USE             ErrorReason = 80
+	ErrorReason_ERROR_REASON_CONNECTION_SECRET_KEY_MISSING ErrorReason = 81
 )
 
 // Enum value maps for ErrorReason.
@@ -186,6 +192,12 @@ var (
 		73: "ERROR_REASON_METHOD_NOT_ALLOWED",
 		74: "ERROR_REASON_PATH_NOT_FOUND",
 		75: "ERROR_REASON_MALFORMED_PATH",
+		76: "ERROR_REASON_CONNECTION_NOT_FOUND",
+		77: "ERROR_REASON_CONNECTION_ALREADY_EXISTS",
+		78: "ERROR_REASON_INVALID_CONNECTION",
+		79: "ERROR_REASON_CONNECTION_LIMIT_REACHED",
+		80: "ERROR_REASON_CONNECTION_IN_USE",
+		81: "ERROR_REASON_CONNECTION_SECRET_KEY_MISSING",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                   0,
@@ -264,6 +276,12 @@ var (
 		"ERROR_REASON_METHOD_NOT_ALLOWED":            73,
 		"ERROR_REASON_PATH_NOT_FOUND":                74,
 		"ERROR_REASON_MALFORMED_PATH":                75,
+		"ERROR_REASON_CONNECTION_NOT_FOUND":          76,
+		"ERROR_REASON_CONNECTION_ALREADY_EXISTS":     77,
+		"ERROR_REASON_INVALID_CONNECTION":            78,
+		"ERROR_REASON_CONNECTION_LIMIT_REACHED":      79,
+		"ERROR_REASON_CONNECTION_IN_USE":             80,
+		"ERROR_REASON_CONNECTION_SECRET_KEY_MISSING": 81,
 	}
 )
 
@@ -298,7 +316,7 @@ var File_prose_errors_v1_errors_proto protoreflect.FileDescriptor
 
 const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\x94\x16\n" +
+	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\x8b\x18\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12%\n" +
 	"!ERROR_REASON_AUTOMATION_NOT_FOUND\x10\x01\x12*\n" +
@@ -376,7 +394,13 @@ const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"!ERROR_REASON_DATABASE_UNAVAILABLE\x10H\x12#\n" +
 	"\x1fERROR_REASON_METHOD_NOT_ALLOWED\x10I\x12\x1f\n" +
 	"\x1bERROR_REASON_PATH_NOT_FOUND\x10J\x12\x1f\n" +
-	"\x1bERROR_REASON_MALFORMED_PATH\x10KB8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
+	"\x1bERROR_REASON_MALFORMED_PATH\x10K\x12%\n" +
+	"!ERROR_REASON_CONNECTION_NOT_FOUND\x10L\x12*\n" +
+	"&ERROR_REASON_CONNECTION_ALREADY_EXISTS\x10M\x12#\n" +
+	"\x1fERROR_REASON_INVALID_CONNECTION\x10N\x12)\n" +
+	"%ERROR_REASON_CONNECTION_LIMIT_REACHED\x10O\x12\"\n" +
+	"\x1eERROR_REASON_CONNECTION_IN_USE\x10P\x12.\n" +
+	"*ERROR_REASON_CONNECTION_SECRET_KEY_MISSING\x10QB8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
 
 var (
 	file_prose_errors_v1_errors_proto_rawDescOnce sync.Once
