@@ -177,6 +177,11 @@ type Registry struct {
 	builtins []*Builtin // sorted by name, then version
 	store    Store
 	client   *Client
+	// conns resolves the connections built-in books use (NewConnections
+	// sets it); nil: no connections.
+	conns interface {
+		Resolve(ctx context.Context, ws Workspace, bookName, name string) (*Connection, error)
+	}
 }
 
 // Option configures a Registry.
@@ -473,7 +478,7 @@ func (r *Registry) Call(ctx context.Context, ws Workspace, ref ProcedureRef, cal
 		if f == nil {
 			return nil, fmt.Errorf("procedure %s of book %s has no implementation: %w", ref.Procedure, ref.Book, ErrNotFound)
 		}
-		return f(ctx, in)
+		return f(context.WithValue(ctx, callKey{}, callInfo{reg: r, ws: ws}), in)
 	}
 	return r.client.Call(ctx, b.GetEndpoint(), ref.Procedure, callID, in)
 }

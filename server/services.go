@@ -29,6 +29,7 @@ type Services struct {
 	Schedules     platformv1.ScheduleServiceServer
 	Triggers      platformv1.TriggerServiceServer
 	Webhooks      platformv1.WebhookServiceServer
+	Connections   bookv1.ConnectionServiceServer
 	LegacyV1      legacyv1.LegacyServiceServer
 	LegacyV2      legacyv2.LegacyServiceServer
 }
@@ -69,6 +70,9 @@ type (
 	}
 	unimplementedBooks struct {
 		bookv1.UnimplementedBookServiceServer
+	}
+	unimplementedConnections struct {
+		bookv1.UnimplementedConnectionServiceServer
 	}
 	unimplementedLegacyV1 struct {
 		legacyv1.UnimplementedLegacyServiceServer
@@ -116,6 +120,9 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	if sv.Books == nil {
 		sv.Books = unimplementedBooks{}
 	}
+	if sv.Connections == nil {
+		sv.Connections = unimplementedConnections{}
+	}
 	if sv.LegacyV1 == nil {
 		sv.LegacyV1 = unimplementedLegacyV1{}
 	}
@@ -134,6 +141,7 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	platformv1.RegisterTriggerServiceServer(s, sv.Triggers)
 	platformv1.RegisterWebhookServiceServer(s, sv.Webhooks)
 	bookv1.RegisterBookServiceServer(s, sv.Books)
+	bookv1.RegisterConnectionServiceServer(s, sv.Connections)
 	legacyv1.RegisterLegacyServiceServer(s, sv.LegacyV1)
 	legacyv2.RegisterLegacyServiceServer(s, sv.LegacyV2)
 }

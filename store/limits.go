@@ -16,6 +16,8 @@ const (
 	// MaxTextBytes bounds a free text a request gives: a description (of an
 	// automation, a book, a procedure) or a pause reason.
 	MaxTextBytes = 64 << 10
+	// MaxConnectionsPerWorkspace bounds the book connections of one workspace.
+	MaxConnectionsPerWorkspace = 500
 	// MaxCodeBytes bounds an automation's english_code.
 	MaxCodeBytes = 1 << 20
 	// MaxInputBytes bounds the inputs of one run (the protobuf size of

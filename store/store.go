@@ -37,6 +37,8 @@ type Store interface {
 	Events
 	Files
 	WorkspaceBooks
+	BookConnections
+	SecretKeys
 	ConsoleSessions
 	Schedules
 	Triggers

@@ -2,14 +2,12 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -409,24 +407,6 @@ func TestConsoleSettingsMembers(t *testing.T) {
 	if code, _, _ := post(t, v, e.srv.URL, ws+"/settings/members/roles", url.Values{"csrf": {vCSRF}, "user": {"users/" + zed.ID}, "role": {"workspace_admin"}}); code != http.StatusForbidden {
 		t.Errorf("a viewer edits roles: %d, want 403", code)
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for one writer and one reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // `prose serve` on an empty store prints a one-time sign-in link for the

@@ -58,11 +58,17 @@ func newTestEnv(t *testing.T) *testEnv {
 // newTestEnvWith is newTestEnv with a configuration changed by edit.
 func newTestEnvWith(t *testing.T, edit func(*serveConfig)) *testEnv {
 	t.Helper()
+	return newTestEnvLogged(t, edit, slog.New(slog.DiscardHandler))
+}
+
+// newTestEnvLogged is newTestEnvWith with the app logging to logger.
+func newTestEnvLogged(t *testing.T, edit func(*serveConfig), logger *slog.Logger) *testEnv {
+	t.Helper()
 	cfg := testServeConfig(t)
 	if edit != nil {
 		edit(&cfg)
 	}
-	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
+	a, err := newApp(context.Background(), cfg, logger, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

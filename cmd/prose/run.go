@@ -180,8 +180,9 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 
 	var log []string
-	// The built-in books (the standard book) answer book calls.
-	opts := lang.Options{Books: books.NewRegistry().ForWorkspace(books.Workspace{}), Limits: fl.limits.l}
+	// The built-in books answer book calls (without connections: those are
+	// a workspace's, on a server).
+	opts := lang.Options{Books: books.NewRegistry(books.WithBuiltins(books.Builtins(books.BuiltinOptions{})...)).ForWorkspace(books.Workspace{}), Limits: fl.limits.l}
 	if !fl.json {
 		opts.Say = func(line string) { fmt.Fprintln(stdout, line) }
 	}

@@ -91,6 +91,10 @@ type serveConfig struct {
 	// webhookBackoff is the first retry's wait of a failed webhook delivery
 	// (0: outbound.DefaultBaseBackoff).
 	webhookBackoff time.Duration
+	// secretKeysFile holds the keys that seal connection credentials
+	// (base64, separated by commas or new lines; the first seals). Empty:
+	// PROSE_SECRET_KEYS, else the key the store made at its first start.
+	secretKeysFile string
 
 	// outer are interceptor entries before the chain (tests use them to
 	// observe calls, over both transports).
@@ -127,6 +131,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
 	fs.DurationVar(&cfg.consoleReplicaRefresh, "console-replica-refresh", console.DefaultReplicaRefresh, "on PostgreSQL, how often the web console's live pages fetch their changes again, since another replica's changes are not announced to this one (this replica's are sent at once); 0: never")
 	fs.DurationVar(&cfg.scheduleCatchUp, "schedule-catch-up", schedule.DefaultCatchUp, "how late a schedule's occurrence missed while no server ran still starts its run (only the latest missed one does); negative: never")
+	fs.StringVar(&cfg.secretKeysFile, "secret-keys-file", "", "file of the keys that seal connection credentials (base64 32-byte keys, separated by commas or new lines; the first seals, the others only open: rotation). Default: $PROSE_SECRET_KEYS, else a key the database keeps, made at its first start")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -197,6 +202,8 @@ type app struct {
 	dispatcher *outbound.Dispatcher
 	// messages keeps the message triggers' subscriptions.
 	messages *server.MessageTriggers
+	// conns keeps the workspaces' book connections.
+	conns *books.Connections
 	// stopEngine stops the engine and waits for it; it is safe to call twice.
 	stopEngine func()
 	// bootstrap is set when newApp initialised an empty store (organization,
@@ -259,7 +266,25 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// Books registered over the API are kept in the store; those of a
 	// --books file are this process's own (in memory, over the stored ones).
 	fileBooks := books.NewMemoryStore()
-	reg := books.NewRegistry(books.WithStore(books.Overlay{Top: fileBooks, Base: newDBBooks(st)}))
+	reg := books.NewRegistry(books.WithStore(books.Overlay{Top: fileBooks, Base: newDBBooks(st)}),
+		books.WithBuiltins(books.Builtins(books.BuiltinOptions{})...))
+	keyring, err := secretKeyring(ctx, cfg.secretKeysFile, st)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("connection secret keys: %w", err)
+	}
+	conns := books.NewConnections(st, keyring, reg)
+	a.conns = conns
+	if keyring.Len() > 1 {
+		// A rotation: secrets sealed by an older key are sealed again with
+		// the first one, so that the older keys can then be dropped.
+		n, err := conns.Rekey(ctx)
+		if err != nil {
+			a.Close()
+			return nil, fmt.Errorf("seal connection secrets with the new key: %w", err)
+		}
+		logger.Info("connection secrets sealed with the first secret key", "count", n)
+	}
 	if cfg.books != "" {
 		if err := registerBookFile(ctx, books.NewRegistry(books.WithStore(fileBooks)), cfg.books); err != nil {
 			a.Close()
@@ -337,6 +362,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	a.services = server.Services{
 		Files:         files,
 		Books:         server.NewBookService(reg),
+		Connections:   server.NewConnectionService(conns, st),
 		Workspaces:    server.NewWorkspaceService(st),
 		Organizations: server.NewOrganizationService(st),
 		APIKeys:       server.NewApiKeyService(st, nil),
@@ -468,4 +494,34 @@ func servePprof(ctx context.Context, addr string, logger *slog.Logger) error {
 	go func() { _ = srv.Serve(lis) }()
 	logger.Info("pprof", "addr", lis.Addr().String())
 	return nil
+}
+
+// secretKeyring returns the keys that seal connection credentials: those of
+// the file, else of $PROSE_SECRET_KEYS, else the key the store keeps (made
+// now if this is the database's first start).
+func secretKeyring(ctx context.Context, file string, st store.SecretKeys) (*books.Keyring, error) {
+	src := os.Getenv("PROSE_SECRET_KEYS")
+	if file != "" {
+		b, err := os.ReadFile(file) //nolint:gosec // G304: the operator names the file on the command line
+		if err != nil {
+			return nil, err
+		}
+		src = strings.ReplaceAll(string(b), "\n", ",")
+	}
+	if strings.TrimSpace(src) != "" {
+		keys, err := books.ParseSecretKeys(src)
+		if err != nil {
+			return nil, err
+		}
+		return books.NewKeyring(keys...)
+	}
+	candidate, err := books.NewSecretKey()
+	if err != nil {
+		return nil, err
+	}
+	key, err := st.EnsureSecretKey(ctx, candidate)
+	if err != nil {
+		return nil, err
+	}
+	return books.NewKeyring(key)
 }

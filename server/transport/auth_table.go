@@ -173,6 +173,15 @@ var MethodAccess = map[string]Access{
 	"/prose.book.v1.BookService/UpdateWorkspaceBook":         w(store.PermAutomationsWrite),
 	"/prose.book.v1.BookService/DeleteWorkspaceBook":         w(store.PermAutomationsWrite),
 
+	// Connections: reading them (never their credentials) is reading
+	// automations; changing them is writing automations.
+	"/prose.book.v1.ConnectionService/AddWorkspaceBookConnection":      w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/UpdateWorkspaceBookConnection":   w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/DeleteWorkspaceConnection":       w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/GetWorkspaceBookConnection":      r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/ListWorkspaceBookConnections":    r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections": r(store.PermAutomationsGet),
+
 	// Legacy v1: a share id or worker id names the workspace only after a
 	// lookup: the handler checks the role (Deferred).
 	"/prose.legacy.v1.LegacyService/Invoke":       {Permission: store.PermRunsCreate, Write: true, Deferred: true},

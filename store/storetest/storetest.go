@@ -76,6 +76,7 @@ func Run(t *testing.T, open Opener) {
 	testExceptions(t, open)
 	testExceptionCounts(t, open)
 	testWorkspaceBooks(t, open)
+	testBookConnections(t, open)
 	testCapabilities(t, open)
 	testSchedules(t, open)
 	testTriggers(t, open)

@@ -114,6 +114,12 @@ const (
 	ErrorReason_ERROR_REASON_INVALID_TRIGGER                 ErrorReason = 82
 	ErrorReason_ERROR_REASON_WEBHOOK_NOT_FOUND               ErrorReason = 83
 	ErrorReason_ERROR_REASON_INVALID_WEBHOOK                 ErrorReason = 84
+	ErrorReason_ERROR_REASON_CONNECTION_NOT_FOUND            ErrorReason = 85
+	ErrorReason_ERROR_REASON_CONNECTION_ALREADY_EXISTS       ErrorReason = 86
+	ErrorReason_ERROR_REASON_INVALID_CONNECTION              ErrorReason = 87
+	ErrorReason_ERROR_REASON_CONNECTION_LIMIT_REACHED        ErrorReason = 88
+	ErrorReason_ERROR_REASON_CONNECTION_IN_USE               ErrorReason = 89
+	ErrorReason_ERROR_REASON_CONNECTION_SECRET_KEY_MISSING   ErrorReason = 90
 )
 
 // Enum value maps for ErrorReason.
@@ -204,6 +210,12 @@ var (
 		82: "ERROR_REASON_INVALID_TRIGGER",
 		83: "ERROR_REASON_WEBHOOK_NOT_FOUND",
 		84: "ERROR_REASON_INVALID_WEBHOOK",
+		85: "ERROR_REASON_CONNECTION_NOT_FOUND",
+		86: "ERROR_REASON_CONNECTION_ALREADY_EXISTS",
+		87: "ERROR_REASON_INVALID_CONNECTION",
+		88: "ERROR_REASON_CONNECTION_LIMIT_REACHED",
+		89: "ERROR_REASON_CONNECTION_IN_USE",
+		90: "ERROR_REASON_CONNECTION_SECRET_KEY_MISSING",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                     0,
@@ -291,6 +303,12 @@ var (
 		"ERROR_REASON_INVALID_TRIGGER":                 82,
 		"ERROR_REASON_WEBHOOK_NOT_FOUND":               83,
 		"ERROR_REASON_INVALID_WEBHOOK":                 84,
+		"ERROR_REASON_CONNECTION_NOT_FOUND":            85,
+		"ERROR_REASON_CONNECTION_ALREADY_EXISTS":       86,
+		"ERROR_REASON_INVALID_CONNECTION":              87,
+		"ERROR_REASON_CONNECTION_LIMIT_REACHED":        88,
+		"ERROR_REASON_CONNECTION_IN_USE":               89,
+		"ERROR_REASON_CONNECTION_SECRET_KEY_MISSING":   90,
 	}
 )
 
@@ -325,7 +343,7 @@ var File_prose_errors_v1_errors_proto protoreflect.FileDescriptor
 
 const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\xf4\x18\n" +
+	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\xeb\x1a\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12%\n" +
 	"!ERROR_REASON_AUTOMATION_NOT_FOUND\x10\x01\x12*\n" +
@@ -412,7 +430,13 @@ const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"!ERROR_REASON_TRIGGER_BOOK_UNKNOWN\x10Q\x12 \n" +
 	"\x1cERROR_REASON_INVALID_TRIGGER\x10R\x12\"\n" +
 	"\x1eERROR_REASON_WEBHOOK_NOT_FOUND\x10S\x12 \n" +
-	"\x1cERROR_REASON_INVALID_WEBHOOK\x10TB8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
+	"\x1cERROR_REASON_INVALID_WEBHOOK\x10T\x12%\n" +
+	"!ERROR_REASON_CONNECTION_NOT_FOUND\x10U\x12*\n" +
+	"&ERROR_REASON_CONNECTION_ALREADY_EXISTS\x10V\x12#\n" +
+	"\x1fERROR_REASON_INVALID_CONNECTION\x10W\x12)\n" +
+	"%ERROR_REASON_CONNECTION_LIMIT_REACHED\x10X\x12\"\n" +
+	"\x1eERROR_REASON_CONNECTION_IN_USE\x10Y\x12.\n" +
+	"*ERROR_REASON_CONNECTION_SECRET_KEY_MISSING\x10ZB8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
 
 var (
 	file_prose_errors_v1_errors_proto_rawDescOnce sync.Once

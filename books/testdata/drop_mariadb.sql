@@ -1,0 +1,2 @@
+-- Cleanup of TestDatabasesBookMariaDB.
+DROP DATABASE IF EXISTS {db};

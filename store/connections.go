@@ -1,0 +1,65 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// BookConnection is a connection of a book in a workspace: the configuration
+// and credentials a book needs to reach a system. The store keeps the
+// descriptor (without credential values) and the sealed credentials as
+// opaque bytes; the books package marshals and encrypts them. Name is unique
+// in the workspace.
+type BookConnection struct {
+	OrganizationID string
+	WorkspaceID    string
+	ID             string
+	BookName       string
+	BookVersion    string
+	Name           string
+	// Descriptor is the marshalled prose.book.v1.BookConnectionDescriptor
+	// with every credential value left out.
+	Descriptor []byte
+	// Secret is the credentials, encrypted (AES-GCM) by the caller; the
+	// store never sees them in plain text.
+	Secret     []byte
+	CreateTime time.Time
+	UpdateTime time.Time
+}
+
+// BookConnections stores the connections of workspaces. A workspace holds a
+// bounded number of them (MaxConnectionsPerWorkspace), so the list is not
+// paged.
+type BookConnections interface {
+	// CreateBookConnection inserts c (ID generated when empty).
+	// ErrNotFound if the workspace does not exist; ErrAlreadyExists if the
+	// workspace has a connection of c's name; ErrResourceExhausted when it
+	// has MaxConnectionsPerWorkspace already.
+	CreateBookConnection(ctx context.Context, c BookConnection) (BookConnection, error)
+	// GetBookConnection: ErrNotFound if absent.
+	GetBookConnection(ctx context.Context, organizationID, workspaceID, id string) (BookConnection, error)
+	// ListBookConnections returns the connections of the workspace ordered by
+	// id; none for an unknown workspace.
+	ListBookConnections(ctx context.Context, organizationID, workspaceID string) ([]BookConnection, error)
+	// UpdateBookConnection replaces the name, descriptor and secret of the
+	// connection of c's id and its update time (book name and version stay).
+	// ErrNotFound if absent; ErrAlreadyExists if another connection of the
+	// workspace has c's name.
+	UpdateBookConnection(ctx context.Context, c BookConnection) (BookConnection, error)
+	// DeleteBookConnection: ErrNotFound if absent.
+	DeleteBookConnection(ctx context.Context, organizationID, workspaceID, id string) error
+	// RekeyBookConnections passes every connection of the store, in key
+	// order and in batches, to reseal; where it returns a new secret
+	// (changed), the row's secret is replaced (its update time stays). It
+	// returns how many were replaced; an error of reseal stops it.
+	RekeyBookConnections(ctx context.Context, reseal func(c BookConnection) (secret []byte, changed bool, err error)) (int, error)
+}
+
+// SecretKeys keeps the key that seals connection secrets when the operator
+// gives none.
+type SecretKeys interface {
+	// EnsureSecretKey stores candidate as the database's secret key unless
+	// one is stored already, and returns the stored key (the first one any
+	// process stored: concurrent first starts agree).
+	EnsureSecretKey(ctx context.Context, candidate []byte) ([]byte, error)
+}

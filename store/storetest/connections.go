@@ -1,0 +1,186 @@
+package storetest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/proserun/prose/store"
+)
+
+// testBookConnections runs the book connection and secret key cases.
+func testBookConnections(t *testing.T, open Opener) {
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, s *suite)
+	}{
+		{"BookConnectionCRUD", testBookConnectionCRUD},
+		{"BookConnectionLimit", testBookConnectionLimit},
+		{"BookConnectionCascade", testBookConnectionCascade},
+		{"SecretKeyFirstWins", testSecretKeyFirstWins},
+		{"BookConnectionRekey", testBookConnectionRekey},
+	} {
+		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
+	}
+}
+
+func bconn(org, ws, id, name string) store.BookConnection {
+	return store.BookConnection{OrganizationID: org, WorkspaceID: ws, ID: id, BookName: "http", BookVersion: "1.0.0",
+		Name: name, Descriptor: []byte("d-" + name), Secret: []byte{0, 1, 0xff}}
+}
+
+func sameConn(t *testing.T, what string, got, want store.BookConnection) {
+	t.Helper()
+	if got.OrganizationID != want.OrganizationID || got.WorkspaceID != want.WorkspaceID || got.ID != want.ID ||
+		got.BookName != want.BookName || got.BookVersion != want.BookVersion || got.Name != want.Name ||
+		!bytes.Equal(got.Descriptor, want.Descriptor) || !bytes.Equal(got.Secret, want.Secret) ||
+		!got.CreateTime.Equal(want.CreateTime) || !got.UpdateTime.Equal(want.UpdateTime) {
+		t.Errorf("%s = %+v, want %+v", what, got, want)
+	}
+}
+
+func testBookConnectionCRUD(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	s.ws(t, "acme", "w2", "Two")
+	a := of(s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", "c2", "crm"))).must(t)
+	if a.CreateTime.IsZero() || !a.CreateTime.Equal(a.UpdateTime) {
+		t.Fatalf("created: %+v", a)
+	}
+	sameConn(t, "GetBookConnection", of(s.st.GetBookConnection(s.ctx, "acme", "w1", "c2")).must(t), a)
+	b := of(s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", "c1", "mail"))).must(t)
+	gen := of(s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", "", "generated"))).must(t)
+	if gen.ID == "" {
+		t.Error("no id generated")
+	}
+	// The same name in another workspace is another connection.
+	of(s.st.CreateBookConnection(s.ctx, bconn("acme", "w2", "c2", "crm"))).must(t)
+
+	_, err := s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", "c3", "crm"))
+	wantErr(t, err, store.ErrAlreadyExists, "duplicate name")
+	_, err = s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", "c1", "other"))
+	wantErr(t, err, store.ErrAlreadyExists, "duplicate id")
+	_, err = s.st.CreateBookConnection(s.ctx, bconn("acme", "nope", "c1", "x"))
+	wantErr(t, err, store.ErrNotFound, "unknown workspace")
+	_, err = s.st.GetBookConnection(s.ctx, "acme", "w2", "c1")
+	wantErr(t, err, store.ErrNotFound, "connection of another workspace")
+
+	l := of(s.st.ListBookConnections(s.ctx, "acme", "w1")).must(t)
+	if len(l) != 3 || l[0].ID != "c1" || l[1].ID != "c2" {
+		t.Fatalf("list = %+v", l)
+	}
+	sameConn(t, "list[0]", l[0], b)
+	if l := of(s.st.ListBookConnections(s.ctx, "acme", "unknown")).must(t); len(l) != 0 {
+		t.Errorf("list of unknown workspace = %+v", l)
+	}
+
+	up := a
+	up.Name, up.Descriptor, up.Secret = "crm2", []byte("new"), []byte("sealed")
+	up.BookName = "ignored"
+	got := of(s.st.UpdateBookConnection(s.ctx, up)).must(t)
+	if got.Name != "crm2" || string(got.Secret) != "sealed" || got.BookName != "http" || !got.UpdateTime.After(a.UpdateTime) || !got.CreateTime.Equal(a.CreateTime) {
+		t.Errorf("updated = %+v", got)
+	}
+	up.Name = "mail"
+	_, err = s.st.UpdateBookConnection(s.ctx, up)
+	wantErr(t, err, store.ErrAlreadyExists, "rename onto another connection's name")
+	up.ID = "nope"
+	_, err = s.st.UpdateBookConnection(s.ctx, up)
+	wantErr(t, err, store.ErrNotFound, "update unknown")
+
+	noErr(t, s.st.DeleteBookConnection(s.ctx, "acme", "w1", "c2"))
+	wantErr(t, s.st.DeleteBookConnection(s.ctx, "acme", "w1", "c2"), store.ErrNotFound, "delete twice")
+	if _, err := s.st.GetBookConnection(s.ctx, "acme", "w2", "c2"); err != nil {
+		t.Errorf("the other workspace's c2: %v", err)
+	}
+	// The name is free again.
+	of(s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", "c9", "crm"))).must(t)
+}
+
+func testBookConnectionLimit(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	for i := range store.MaxConnectionsPerWorkspace {
+		of(s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", fmt.Sprintf("c%04d", i), fmt.Sprintf("n%d", i)))).must(t)
+	}
+	_, err := s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", "over", "over"))
+	wantErr(t, err, store.ErrResourceExhausted, "one connection over the limit")
+}
+
+func testBookConnectionCascade(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	of(s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", "c1", "crm"))).must(t)
+	noErr(t, s.st.DeleteWorkspace(s.ctx, "acme", "w1"))
+	s.ws(t, "acme", "w1", "One again")
+	if l := of(s.st.ListBookConnections(s.ctx, "acme", "w1")).must(t); len(l) != 0 {
+		t.Errorf("connections of a recreated workspace: %+v", l)
+	}
+}
+
+func testSecretKeyFirstWins(t *testing.T, s *suite) {
+	var wg sync.WaitGroup
+	keys := make([][]byte, 4)
+	errs := make([]error, 4)
+	for i := range keys {
+		wg.Go(func() {
+			keys[i], errs[i] = s.st.EnsureSecretKey(s.ctx, []byte{byte(i + 1), 2, 3})
+		})
+	}
+	wg.Wait()
+	for i := range keys {
+		noErr(t, errs[i])
+		if !bytes.Equal(keys[i], keys[0]) {
+			t.Fatalf("key %d = %x, key 0 = %x: concurrent first starts disagree", i, keys[i], keys[0])
+		}
+	}
+	again := of(s.st.EnsureSecretKey(s.ctx, []byte("another"))).must(t)
+	if !bytes.Equal(again, keys[0]) {
+		t.Errorf("a later start replaced the key: %x, want %x", again, keys[0])
+	}
+	_, err := s.st.EnsureSecretKey(s.ctx, nil)
+	wantErr(t, err, store.ErrInvalidArgument, "empty candidate")
+}
+
+func testBookConnectionRekey(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	s.ws(t, "acme", "w2", "Two")
+	var ids []string
+	for i := range 450 { // more than one batch
+		ws := []string{"w1", "w2"}[i%2]
+		c := bconn("acme", ws, fmt.Sprintf("c%04d", i), fmt.Sprintf("n%d", i))
+		c.Secret = []byte("old")
+		if i%3 == 0 {
+			c.Secret = []byte("new")
+		}
+		created := of(s.st.CreateBookConnection(s.ctx, c)).must(t)
+		ids = append(ids, ws+"/"+created.ID)
+	}
+	seen := map[string]bool{}
+	n, err := s.st.RekeyBookConnections(s.ctx, func(c store.BookConnection) ([]byte, bool, error) {
+		seen[c.WorkspaceID+"/"+c.ID] = true
+		if string(c.Secret) == "old" {
+			return []byte("new"), true, nil
+		}
+		return nil, false, nil
+	})
+	noErr(t, err)
+	if n != 300 || len(seen) != len(ids) {
+		t.Fatalf("rekeyed %d (want 300), saw %d of %d", n, len(seen), len(ids))
+	}
+	for _, l := range [][]store.BookConnection{of(s.st.ListBookConnections(s.ctx, "acme", "w1")).must(t), of(s.st.ListBookConnections(s.ctx, "acme", "w2")).must(t)} {
+		for _, c := range l {
+			if string(c.Secret) != "new" {
+				t.Fatalf("%s/%s secret %q after rekey", c.WorkspaceID, c.ID, c.Secret)
+			}
+		}
+	}
+	boom := errors.New("boom")
+	_, err = s.st.RekeyBookConnections(s.ctx, func(store.BookConnection) ([]byte, bool, error) { return nil, false, boom })
+	if !errors.Is(err, boom) {
+		t.Errorf("reseal error: %v", err)
+	}
+}
