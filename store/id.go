@@ -1,27 +1,16 @@
 package store
 
 import (
-	"crypto/rand"
-	"encoding/base32"
 	"strings"
 	"time"
+
+	"github.com/proserun/prose/ids"
 )
 
-var idEncoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
-
 // NewID returns a random, URL-safe, lowercase identifier of 20 characters
-// (100 random bits, base32). It starts with a letter so it is also a valid
-// AIP-122 resource id.
-func NewID() string {
-	var b [13]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+).
-	s := idEncoding.EncodeToString(b[:])[:20]
-	if s[0] < 'a' {
-		// digits 2-7 map onto letters; keeps randomness, guarantees a letter.
-		s = string('a'+(s[0]-'2')) + s[1:]
-	}
-	return s
-}
+// (100 random bits, base32) that starts with a letter: ids.New, the one
+// generator of the ids of stored records.
+func NewID() string { return ids.New() }
 
 // Time normalises t the way the store keeps it: UTC, microsecond precision.
 func Time(t time.Time) time.Time {
