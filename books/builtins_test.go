@@ -47,7 +47,7 @@ func newEnv(t *testing.T, opts books.BuiltinOptions) *env {
 		t.Fatal(err)
 	}
 	reg := books.NewRegistry(books.WithBuiltins(books.Builtins(opts)...))
-	return &env{t: t, st: st, reg: reg, conns: books.NewConnections(st, kr, reg), ws: ws}
+	return &env{t: t, st: st, reg: reg, conns: books.NewConnections(sqlConnections{st}, kr, reg), ws: ws}
 }
 
 func text(s string) *platformv1.BdkValue {
@@ -426,27 +426,27 @@ func TestConnectionsRekeyAfterRotation(t *testing.T) {
 	k2, _ := books.NewSecretKey()
 	old, _ := books.NewKeyring(k1)
 	reg := books.NewRegistry(books.WithBuiltins(books.Builtins(books.BuiltinOptions{})...))
-	d, err := books.NewConnections(st, old, reg).Add(ctx, ws, "http", "1.0.0", books.ConnectionInput{Name: "crm", Auth: auth("bearer", "token", "tok-1")})
+	d, err := books.NewConnections(sqlConnections{st}, old, reg).Add(ctx, ws, "http", "1.0.0", books.ConnectionInput{Name: "crm", Auth: auth("bearer", "token", "tok-1")})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rotating, _ := books.NewKeyring(k2, k1)
-	n, err := books.NewConnections(st, rotating, reg).Rekey(ctx)
+	n, err := books.NewConnections(sqlConnections{st}, rotating, reg).Rekey(ctx)
 	if err != nil || n != 1 {
 		t.Fatalf("rekey: %d, %v", n, err)
 	}
-	if n, _ := books.NewConnections(st, rotating, reg).Rekey(ctx); n != 0 {
+	if n, _ := books.NewConnections(sqlConnections{st}, rotating, reg).Rekey(ctx); n != 0 {
 		t.Errorf("a second rekey sealed %d again", n)
 	}
 	// The old key can go: the new one alone opens the secret.
-	c, err := books.NewConnections(st, must(books.NewKeyring(k2)), reg).Resolve(ctx, ws, "http", "crm")
+	c, err := books.NewConnections(sqlConnections{st}, must(books.NewKeyring(k2)), reg).Resolve(ctx, ws, "http", "crm")
 	if err != nil || c.Credentials["token"] != "tok-1" || c.ID != d.GetConnectionId() {
 		t.Errorf("after rotation: %+v, %v", c, err)
 	}
 	// Without the key that sealed it, the secret does not open: an error, not
 	// a wrong value.
 	k3, _ := books.NewSecretKey()
-	if _, err := books.NewConnections(st, must(books.NewKeyring(k3)), reg).Resolve(ctx, ws, "http", "crm"); !errors.Is(err, books.ErrSecretKey) {
+	if _, err := books.NewConnections(sqlConnections{st}, must(books.NewKeyring(k3)), reg).Resolve(ctx, ws, "http", "crm"); !errors.Is(err, books.ErrSecretKey) {
 		t.Errorf("wrong key: %v", err)
 	}
 }

@@ -10,8 +10,8 @@ import (
 
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/ids"
 	"github.com/proserun/prose/lang"
-	"github.com/proserun/prose/store"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -61,10 +61,10 @@ func (c *Connection) ConfigText(key string) string {
 	return v.String()
 }
 
-// Connections keeps the connections of workspaces in the store, with their
-// credentials sealed by a Keyring. Reads never carry credential values.
+// Connections keeps the connections of workspaces in a ConnectionStore, with
+// their credentials sealed by a Keyring. Reads never carry credential values.
 type Connections struct {
-	st   store.BookConnections
+	st   ConnectionStore
 	keys *Keyring
 	reg  *Registry
 	now  func() time.Time
@@ -73,7 +73,7 @@ type Connections struct {
 // NewConnections returns the connections kept in st, sealed with keys, for
 // the books of reg. It makes itself reg's connection resolver, so that
 // built-in books find their connections during calls.
-func NewConnections(st store.BookConnections, keys *Keyring, reg *Registry) *Connections {
+func NewConnections(st ConnectionStore, keys *Keyring, reg *Registry) *Connections {
 	c := &Connections{st: st, keys: keys, reg: reg, now: time.Now}
 	reg.conns = c
 	return c
@@ -92,12 +92,12 @@ func (c *Connections) Add(ctx context.Context, ws Workspace, bookName, bookVersi
 	if err := validateConnection(b, in); err != nil {
 		return nil, err
 	}
-	id := store.NewID()
+	id := ids.New()
 	row, err := c.encode(ws, id, b, in, in.Auth)
 	if err != nil {
 		return nil, err
 	}
-	saved, err := c.st.CreateBookConnection(ctx, row)
+	saved, err := c.st.CreateConnection(ctx, row)
 	if err != nil {
 		return nil, connStoreError(err, in.Name)
 	}
@@ -109,7 +109,7 @@ func (c *Connections) Add(ctx context.Context, ws Workspace, bookName, bookVersi
 // A credential given without a value keeps its stored value when the
 // authentication method stays the same.
 func (c *Connections) Update(ctx context.Context, ws Workspace, bookName, bookVersion, id string, in ConnectionInput) (*bookv1.BookConnectionDescriptor, error) {
-	row, err := c.st.GetBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id)
+	row, err := c.st.GetConnection(ctx, ws, id)
 	if err != nil {
 		return nil, connStoreError(err, id)
 	}
@@ -152,7 +152,7 @@ func (c *Connections) Update(ctx context.Context, ws Workspace, bookName, bookVe
 	if err != nil {
 		return nil, err
 	}
-	saved, err := c.st.UpdateBookConnection(ctx, next)
+	saved, err := c.st.UpdateConnection(ctx, next)
 	if err != nil {
 		return nil, connStoreError(err, in.Name)
 	}
@@ -161,7 +161,7 @@ func (c *Connections) Update(ctx context.Context, ws Workspace, bookName, bookVe
 
 // Get returns a connection of ws without credential values.
 func (c *Connections) Get(ctx context.Context, ws Workspace, id string) (*bookv1.BookConnectionDescriptor, error) {
-	row, err := c.st.GetBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id)
+	row, err := c.st.GetConnection(ctx, ws, id)
 	if err != nil {
 		return nil, connStoreError(err, id)
 	}
@@ -171,9 +171,9 @@ func (c *Connections) Get(ctx context.Context, ws Workspace, id string) (*bookv1
 // List returns the connections of ws ordered by id, without credential
 // values.
 func (c *Connections) List(ctx context.Context, ws Workspace) ([]*bookv1.BookConnectionDescriptor, error) {
-	rows, err := c.st.ListBookConnections(ctx, ws.OrganizationID, ws.WorkspaceID)
+	rows, err := c.st.ListConnections(ctx, ws)
 	if err != nil {
-		return nil, fromStore(err)
+		return nil, err
 	}
 	out := make([]*bookv1.BookConnectionDescriptor, 0, len(rows))
 	for _, r := range rows {
@@ -188,20 +188,20 @@ func (c *Connections) List(ctx context.Context, ws Workspace) ([]*bookv1.BookCon
 
 // Delete removes a connection of ws.
 func (c *Connections) Delete(ctx context.Context, ws Workspace, id string) error {
-	return connStoreError(c.st.DeleteBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id), id)
+	return connStoreError(c.st.DeleteConnection(ctx, ws, id), id)
 }
 
 // Resolve returns the connection of ws named name (or of that id), with its
 // credentials, for a call of book bookName. ErrNotFound when ws has no such
 // connection or it belongs to another book.
 func (c *Connections) Resolve(ctx context.Context, ws Workspace, bookName, name string) (*Connection, error) {
-	rows, err := c.st.ListBookConnections(ctx, ws.OrganizationID, ws.WorkspaceID)
+	rows, err := c.st.ListConnections(ctx, ws)
 	if err != nil {
-		return nil, fromStore(err)
+		return nil, err
 	}
-	i := slices.IndexFunc(rows, func(r store.BookConnection) bool { return r.Name == name })
+	i := slices.IndexFunc(rows, func(r ConnectionRecord) bool { return r.Name == name })
 	if i < 0 {
-		i = slices.IndexFunc(rows, func(r store.BookConnection) bool { return r.ID == name })
+		i = slices.IndexFunc(rows, func(r ConnectionRecord) bool { return r.ID == name })
 	}
 	if i < 0 {
 		return nil, fmt.Errorf("this workspace has no connection named %q: %w", name, ErrNotFound)
@@ -249,7 +249,7 @@ func plainText(v lang.Value) string {
 
 // encode makes the row: the descriptor without credential values and the
 // sealed authentication.
-func (c *Connections) encode(ws Workspace, id string, b *bookv1.Book, in ConnectionInput, auth *bookv1.ConnectionAuthentication) (store.BookConnection, error) {
+func (c *Connections) encode(ws Workspace, id string, b *bookv1.Book, in ConnectionInput, auth *bookv1.ConnectionAuthentication) (ConnectionRecord, error) {
 	d := &bookv1.BookConnectionDescriptor{
 		BookName: b.GetName(), BookVersion: b.GetVersion(), ConnectionId: id, ConnectionName: in.Name,
 		Labels: in.Labels, ConfigMap: in.Config, Endpoint: b.GetEndpoint(),
@@ -263,26 +263,26 @@ func (c *Connections) encode(ws Workspace, id string, b *bookv1.Book, in Connect
 	}
 	desc, err := proto.MarshalOptions{Deterministic: true}.Marshal(d)
 	if err != nil {
-		return store.BookConnection{}, err
+		return ConnectionRecord{}, err
 	}
 	var sealed []byte
 	if auth != nil {
 		plain, err := proto.MarshalOptions{Deterministic: true}.Marshal(auth)
 		if err != nil {
-			return store.BookConnection{}, err
+			return ConnectionRecord{}, err
 		}
 		if sealed, err = c.keys.Seal(plain, connectionAAD(ws, id)); err != nil {
-			return store.BookConnection{}, err
+			return ConnectionRecord{}, err
 		}
 	}
 	if len(desc)+len(sealed) > MaxConnectionBytes {
-		return store.BookConnection{}, fmt.Errorf("%w: the connection takes %d bytes, the limit is %d", ErrInvalidArgument, len(desc)+len(sealed), MaxConnectionBytes)
+		return ConnectionRecord{}, fmt.Errorf("%w: the connection takes %d bytes, the limit is %d", ErrInvalidArgument, len(desc)+len(sealed), MaxConnectionBytes)
 	}
-	return store.BookConnection{OrganizationID: ws.OrganizationID, WorkspaceID: ws.WorkspaceID, ID: id,
+	return ConnectionRecord{Workspace: ws, ID: id,
 		BookName: b.GetName(), BookVersion: b.GetVersion(), Name: in.Name, Descriptor: desc, Secret: sealed}, nil
 }
 
-func (c *Connections) open(ws Workspace, row store.BookConnection) (*bookv1.ConnectionAuthentication, error) {
+func (c *Connections) open(ws Workspace, row ConnectionRecord) (*bookv1.ConnectionAuthentication, error) {
 	plain, err := c.keys.Open(row.Secret, connectionAAD(ws, row.ID))
 	if err != nil {
 		return nil, fmt.Errorf("connection %q: %w", row.Name, err)
@@ -297,7 +297,7 @@ func (c *Connections) open(ws Workspace, row store.BookConnection) (*bookv1.Conn
 	return auth, nil
 }
 
-func decodeDescriptor(row store.BookConnection) (*bookv1.BookConnectionDescriptor, error) {
+func decodeDescriptor(row ConnectionRecord) (*bookv1.BookConnectionDescriptor, error) {
 	d := &bookv1.BookConnectionDescriptor{}
 	if err := proto.Unmarshal(row.Descriptor, d); err != nil {
 		return nil, fmt.Errorf("connection %q: stored descriptor: %w", row.Name, err)
@@ -307,7 +307,7 @@ func decodeDescriptor(row store.BookConnection) (*bookv1.BookConnectionDescripto
 
 // decode is the descriptor a read returns: no credential values, and the
 // status of a connection that passed validation.
-func (c *Connections) decode(row store.BookConnection) (*bookv1.BookConnectionDescriptor, error) {
+func (c *Connections) decode(row ConnectionRecord) (*bookv1.BookConnectionDescriptor, error) {
 	d, err := decodeDescriptor(row)
 	if err != nil {
 		return nil, err
@@ -441,16 +441,14 @@ func checkScalar(c *bookv1.Concept, v *platformv1.BdkValue) string {
 	return ""
 }
 
+// connStoreError gives the error of a ConnectionStore on a connection named
+// or identified by what: its message names the connection when the name is
+// taken already.
 func connStoreError(err error, what string) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrAlreadyExists):
-		return &storeError{fmt.Errorf("a connection named %q exists in this workspace already: %w", what, err), ErrAlreadyExists}
-	case errors.Is(err, store.ErrResourceExhausted):
-		return &storeError{err, ErrResourceExhausted}
+	if errors.Is(err, ErrAlreadyExists) {
+		return fmt.Errorf("a connection named %q exists in this workspace already: %w", what, err)
 	}
-	return fromStore(err)
+	return err
 }
 
 // ErrResourceExhausted is returned when a quota is reached (connections per workspace).
@@ -511,11 +509,11 @@ func CodeConnections(code string) []string {
 // rotation). It returns how many it sealed again. A secret no key opens
 // stops it with an error naming the connection.
 func (c *Connections) Rekey(ctx context.Context) (int, error) {
-	return c.st.RekeyBookConnections(ctx, func(row store.BookConnection) ([]byte, bool, error) {
+	return c.st.RekeyConnections(ctx, func(row ConnectionRecord) ([]byte, bool, error) {
 		if c.keys.Current(row.Secret) {
 			return nil, false, nil
 		}
-		ws := Workspace{row.OrganizationID, row.WorkspaceID}
+		ws := row.Workspace
 		plain, err := c.keys.Open(row.Secret, connectionAAD(ws, row.ID))
 		if err != nil {
 			return nil, false, fmt.Errorf("connection %s of %s: %w", row.ID, ws, err)

@@ -1,32 +1,55 @@
 package books
 
 import (
-	"errors"
-
-	"github.com/proserun/prose/store"
+	"context"
+	"time"
 )
 
-// storeError is a store error that also is the books sentinel of the same
-// meaning; its message is the store's.
-type storeError struct {
-	err, kind error
+// ConnectionRecord is a connection as its ConnectionStore keeps it: the
+// descriptor (without credential values) and the sealed credentials as
+// opaque bytes, which Connections marshals and seals. Name is unique in the
+// workspace.
+type ConnectionRecord struct {
+	Workspace   Workspace
+	ID          string
+	BookName    string
+	BookVersion string
+	Name        string
+	// Descriptor is the marshalled prose.book.v1.BookConnectionDescriptor
+	// with every credential value left out.
+	Descriptor []byte
+	// Secret is the credentials, sealed by the Keyring; the store never sees
+	// them in plain text.
+	Secret     []byte
+	CreateTime time.Time
+	UpdateTime time.Time
 }
 
-func (e *storeError) Error() string        { return e.err.Error() }
-func (e *storeError) Unwrap() error        { return e.err }
-func (e *storeError) Is(target error) bool { return target == e.kind }
-
-// fromStore maps the store's sentinels on connections to the books ones.
-func fromStore(err error) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrNotFound):
-		return &storeError{err, ErrNotFound}
-	case errors.Is(err, store.ErrAlreadyExists):
-		return &storeError{err, ErrAlreadyExists}
-	case errors.Is(err, store.ErrInvalidArgument):
-		return &storeError{err, ErrInvalidArgument}
-	}
-	return err
+// ConnectionStore keeps the connections of workspaces for Connections. Its
+// errors are, for errors.Is, the sentinels of this package: ErrNotFound,
+// ErrAlreadyExists, ErrInvalidArgument and ErrResourceExhausted. The
+// database implements it in cmd/prose, so that books depends on no store.
+type ConnectionStore interface {
+	// CreateConnection inserts r (its ID is set). ErrNotFound if the
+	// workspace does not exist; ErrAlreadyExists if the workspace has a
+	// connection of r's name; ErrResourceExhausted when the workspace has as
+	// many connections as it may.
+	CreateConnection(ctx context.Context, r ConnectionRecord) (ConnectionRecord, error)
+	// GetConnection: ErrNotFound if absent.
+	GetConnection(ctx context.Context, ws Workspace, id string) (ConnectionRecord, error)
+	// ListConnections returns the connections of ws ordered by id; none for
+	// an unknown workspace.
+	ListConnections(ctx context.Context, ws Workspace) ([]ConnectionRecord, error)
+	// UpdateConnection replaces the name, descriptor and secret of the
+	// connection of r's id and its update time (book name and version stay).
+	// ErrNotFound if absent; ErrAlreadyExists if another connection of the
+	// workspace has r's name.
+	UpdateConnection(ctx context.Context, r ConnectionRecord) (ConnectionRecord, error)
+	// DeleteConnection: ErrNotFound if absent.
+	DeleteConnection(ctx context.Context, ws Workspace, id string) error
+	// RekeyConnections passes every stored connection, of every workspace,
+	// to reseal; where it returns a new secret (changed), the record's
+	// secret is replaced (its update time stays). It returns how many were
+	// replaced; an error of reseal stops it.
+	RekeyConnections(ctx context.Context, reseal func(r ConnectionRecord) (secret []byte, changed bool, err error)) (int, error)
 }

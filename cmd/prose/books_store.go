@@ -11,12 +11,15 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
+// The adapters of this file put package books on the database: books
+// declares the stores it uses (books.Store for workspace books,
+// books.ConnectionStore for connections) and depends on no store; the
+// database implements them here, where the binary puts its parts together.
+
 // dbBooks is a books.Store in the database (store.WorkspaceBooks): the
 // books registered in a workspace survive restarts and every replica
 // sharing the database sees them. Each book is kept as its marshalled
-// descriptor. It lives here, where the binary puts its parts together, so
-// that package books depends on no store (books declares the Store it
-// uses; the database implements it through this adapter).
+// descriptor.
 type dbBooks struct {
 	st store.WorkspaceBooks
 }
@@ -46,6 +49,8 @@ func fromStore(err error) error {
 		return &storeError{err, books.ErrAlreadyExists}
 	case errors.Is(err, store.ErrInvalidArgument):
 		return &storeError{err, books.ErrInvalidArgument}
+	case errors.Is(err, store.ErrResourceExhausted):
+		return &storeError{err, books.ErrResourceExhausted}
 	}
 	return err
 }
@@ -121,4 +126,81 @@ func (s *dbBooks) UpdateWorkspaceBook(ctx context.Context, ws books.Workspace, b
 // DeleteWorkspaceBook implements books.Store.
 func (s *dbBooks) DeleteWorkspaceBook(ctx context.Context, ws books.Workspace, name, version string) error {
 	return fromStore(s.st.DeleteWorkspaceBook(ctx, ws.OrganizationID, ws.WorkspaceID, name, version))
+}
+
+// dbConnections is a books.ConnectionStore in the database
+// (store.BookConnections).
+type dbConnections struct {
+	st store.BookConnections
+}
+
+var _ books.ConnectionStore = (*dbConnections)(nil)
+
+// newDBConnections returns a books.ConnectionStore over st.
+func newDBConnections(st store.BookConnections) *dbConnections { return &dbConnections{st: st} }
+
+func toConnectionRecord(c store.BookConnection) books.ConnectionRecord {
+	return books.ConnectionRecord{Workspace: books.Workspace{OrganizationID: c.OrganizationID, WorkspaceID: c.WorkspaceID},
+		ID: c.ID, BookName: c.BookName, BookVersion: c.BookVersion, Name: c.Name,
+		Descriptor: c.Descriptor, Secret: c.Secret, CreateTime: c.CreateTime, UpdateTime: c.UpdateTime}
+}
+
+func fromConnectionRecord(r books.ConnectionRecord) store.BookConnection {
+	return store.BookConnection{OrganizationID: r.Workspace.OrganizationID, WorkspaceID: r.Workspace.WorkspaceID,
+		ID: r.ID, BookName: r.BookName, BookVersion: r.BookVersion, Name: r.Name,
+		Descriptor: r.Descriptor, Secret: r.Secret, CreateTime: r.CreateTime, UpdateTime: r.UpdateTime}
+}
+
+// CreateConnection implements books.ConnectionStore.
+func (s *dbConnections) CreateConnection(ctx context.Context, r books.ConnectionRecord) (books.ConnectionRecord, error) {
+	got, err := s.st.CreateBookConnection(ctx, fromConnectionRecord(r))
+	if err != nil {
+		return books.ConnectionRecord{}, fromStore(err)
+	}
+	return toConnectionRecord(got), nil
+}
+
+// GetConnection implements books.ConnectionStore.
+func (s *dbConnections) GetConnection(ctx context.Context, ws books.Workspace, id string) (books.ConnectionRecord, error) {
+	got, err := s.st.GetBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id)
+	if err != nil {
+		return books.ConnectionRecord{}, fromStore(err)
+	}
+	return toConnectionRecord(got), nil
+}
+
+// ListConnections implements books.ConnectionStore.
+func (s *dbConnections) ListConnections(ctx context.Context, ws books.Workspace) ([]books.ConnectionRecord, error) {
+	rows, err := s.st.ListBookConnections(ctx, ws.OrganizationID, ws.WorkspaceID)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	out := make([]books.ConnectionRecord, len(rows))
+	for i, r := range rows {
+		out[i] = toConnectionRecord(r)
+	}
+	return out, nil
+}
+
+// UpdateConnection implements books.ConnectionStore.
+func (s *dbConnections) UpdateConnection(ctx context.Context, r books.ConnectionRecord) (books.ConnectionRecord, error) {
+	got, err := s.st.UpdateBookConnection(ctx, fromConnectionRecord(r))
+	if err != nil {
+		return books.ConnectionRecord{}, fromStore(err)
+	}
+	return toConnectionRecord(got), nil
+}
+
+// DeleteConnection implements books.ConnectionStore.
+func (s *dbConnections) DeleteConnection(ctx context.Context, ws books.Workspace, id string) error {
+	return fromStore(s.st.DeleteBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id))
+}
+
+// RekeyConnections implements books.ConnectionStore. The errors of reseal
+// come back as reseal gave them.
+func (s *dbConnections) RekeyConnections(ctx context.Context, reseal func(r books.ConnectionRecord) ([]byte, bool, error)) (int, error) {
+	n, err := s.st.RekeyBookConnections(ctx, func(c store.BookConnection) ([]byte, bool, error) {
+		return reseal(toConnectionRecord(c))
+	})
+	return n, fromStore(err)
 }

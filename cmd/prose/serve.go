@@ -273,7 +273,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		a.Close()
 		return nil, fmt.Errorf("connection secret keys: %w", err)
 	}
-	conns := books.NewConnections(st, keyring, reg)
+	conns := books.NewConnections(newDBConnections(st), keyring, reg)
 	a.conns = conns
 	if keyring.Len() > 1 {
 		// A rotation: secrets sealed by an older key are sealed again with
