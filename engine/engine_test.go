@@ -12,10 +12,18 @@ import (
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/postgres/pgtest"
 	"github.com/proserun/prose/store/sqlite"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// tempPostgres creates a database on PROSE_TEST_POSTGRES_URL (skipping
+// without it), dropped at cleanup, and returns its URL.
+func tempPostgres(t *testing.T) string {
+	t.Helper()
+	return pgtest.TempDatabase(t, "prose_test_")
+}
 
 type env struct {
 	st  store.Store
