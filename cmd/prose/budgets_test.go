@@ -63,8 +63,8 @@ func TestRunMemoryLimit(t *testing.T) {
 			r := e.waitRun(t, a.id, run, "awaiting_guidance")
 			xid := store.LastSegment(fmt.Sprint(field(r, "state.awaiting_guidance.exception")))
 			start := strings.Index(c.code, c.stmt)
-			transports(t, func(t *testing.T, g bool) {
-				x := e.xwant(t, g, xcall{rpc: "GetException", id: xid}, codes.OK)
+			forEachTransport(t, func(t *testing.T, tr apiTransport) {
+				x := e.xwant(t, tr, xcall{rpc: "GetException", id: xid}, codes.OK)
 				if x.m["group"] != e.excGroup("user_system_error") || !strings.Contains(fmt.Sprint(x.m["message"]), c.message) {
 					t.Fatalf("exception: %v, want user_system_error with %q", x.m, c.message)
 				}
@@ -86,23 +86,23 @@ func TestRunStepLimit(t *testing.T) {
 	run := e.invokeAPI(t, a.id)
 	r := e.waitRun(t, a.id, run, "awaiting_guidance")
 	first := store.LastSegment(fmt.Sprint(field(r, "state.awaiting_guidance.exception")))
-	transports(t, func(t *testing.T, g bool) {
-		x := e.xwant(t, g, xcall{rpc: "GetException", id: first}, codes.OK)
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
+		x := e.xwant(t, tr, xcall{rpc: "GetException", id: first}, codes.OK)
 		if x.m["group"] != e.excGroup("user_system_error") || !strings.Contains(fmt.Sprint(x.m["message"]), "step limit of 200,000 statements") {
 			t.Fatalf("exception: %v", x.m)
 		}
 	})
-	e.xwant(t, false, xcall{rpc: "ResolveException", id: first, body: `{"retry": {}}`}, codes.OK)
+	e.xwant(t, overHTTP, xcall{rpc: "ResolveException", id: first, body: `{"retry": {}}`}, codes.OK)
 	second := first
 	deadline := time.Now().Add(20 * time.Second)
 	for second == first {
-		cur := e.excWaitRun(t, a.id, run, store.RunAwaitingGuidance)
+		cur := e.waitRunState(t, a.id, run, store.RunAwaitingGuidance)
 		second = cur.ExceptionID
 		if time.Now().After(deadline) {
 			t.Fatal("the retry never ran")
 		}
 	}
-	x := e.xwant(t, true, xcall{rpc: "GetException", id: second}, codes.OK)
+	x := e.xwant(t, overGRPC, xcall{rpc: "GetException", id: second}, codes.OK)
 	if !strings.Contains(fmt.Sprint(x.m["message"]), "step limit") {
 		t.Fatalf("after retry: %v", x.m)
 	}
@@ -113,7 +113,7 @@ func TestRunStepLimit(t *testing.T) {
 	run = e.invokeAPI(t, small.id)
 	r = e.waitRun(t, small.id, run, "awaiting_guidance")
 	xid := store.LastSegment(fmt.Sprint(field(r, "state.awaiting_guidance.exception")))
-	e.xwant(t, true, xcall{rpc: "ResolveException", id: xid, body: `{"skip": {}}`}, codes.OK)
+	e.xwant(t, overGRPC, xcall{rpc: "ResolveException", id: xid, body: `{"skip": {}}`}, codes.OK)
 	for {
 		m := e.api(t, "GET", e.runPath(small.id, run), "", 200)
 		if runState(m) == "completed" {
@@ -124,7 +124,7 @@ func TestRunStepLimit(t *testing.T) {
 		}
 		if runState(m) == "awaiting_guidance" {
 			xid := store.LastSegment(fmt.Sprint(field(m, "state.awaiting_guidance.exception")))
-			e.xwant(t, true, xcall{rpc: "ResolveException", id: xid, body: `{"skip": {}}`}, codes.OK)
+			e.xwant(t, overGRPC, xcall{rpc: "ResolveException", id: xid, body: `{"skip": {}}`}, codes.OK)
 		}
 		e.app.engine.Wake()
 		time.Sleep(2 * time.Millisecond)

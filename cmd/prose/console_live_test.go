@@ -114,7 +114,7 @@ func TestConsoleLiveUpdates(t *testing.T) {
 	}
 	awaitEvent(t, inbox, "change", 2*time.Second, "inbox after an invoke")
 	awaitEvent(t, runs, "change", 2*time.Second, "runs after an invoke")
-	e.excWaitRun(t, a.ID, r2.ID, store.RunAwaitingGuidance)
+	e.waitRunState(t, a.ID, r2.ID, store.RunAwaitingGuidance)
 	drain(inbox, 300*time.Millisecond)
 
 	// Assigning from the console (no engine run involved) is told too.
@@ -132,7 +132,7 @@ func TestConsoleLiveUpdates(t *testing.T) {
 	awaitEvent(t, conv, "change", 2*time.Second, "conversation after a message")
 	// The agent's reply resolves the exception; the run completes and the
 	// inbox hears of it.
-	e.excWaitRun(t, a.ID, run.ID, store.RunCompleted)
+	e.waitRunState(t, a.ID, run.ID, store.RunCompleted)
 	awaitEvent(t, inbox, "change", 2*time.Second, "inbox after the run completed")
 
 	for q, want := range map[string]int{
@@ -528,27 +528,27 @@ func TestConsoleGuidanceForms(t *testing.T) {
 	t.Run("provide values, typed", func(t *testing.T) {
 		a, r, _ := resolve(t, excMissingCode, []string{`id="provide-values"`, `<label for="value-0">the invoice total</label>`, `<option value="yes/no">`},
 			url.Values{"kind": {"provide_values"}, "fact.0": {"the invoice total"}, "type.0": {"number"}, "value.0": {"4.25"}})
-		if got := excNum(excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output total"]); got != 8.5 {
+		if got := excNum(excOutputs(t, e.waitRunState(t, a.ID, r.ID, store.RunCompleted))["output total"]); got != 8.5 {
 			t.Errorf("output total %v, want 8.5", got)
 		}
 	})
 	t.Run("answer with a choice button", func(t *testing.T) {
 		a, r, _ := resolve(t, excChoiceCode, []string{`<button type="submit" name="value" value="red">`, `<button type="submit" name="value" value="blue">`},
 			url.Values{"kind": {"answer"}, "type": {"text"}, "value": {"blue"}})
-		if got := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output colour"].GetText(); got != "blue" {
+		if got := excOutputs(t, e.waitRunState(t, a.ID, r.ID, store.RunCompleted))["output colour"].GetText(); got != "blue" {
 			t.Errorf("output colour %q", got)
 		}
 	})
 	t.Run("skip", func(t *testing.T) {
 		a, r, _ := resolve(t, excSkipCode, []string{`value="skip"`}, url.Values{"kind": {"skip"}})
-		if got := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output done"].GetText(); got != "yes" {
+		if got := excOutputs(t, e.waitRunState(t, a.ID, r.ID, store.RunCompleted))["output done"].GetText(); got != "yes" {
 			t.Errorf("output done %q", got)
 		}
 	})
 	t.Run("replace the step", func(t *testing.T) {
 		a, r, _ := resolve(t, excDivisionCode, []string{`id="replace-code"`, `hx-post="` + ws + `/check-code"`},
 			url.Values{"kind": {"replace_step"}, "code": {"the x is 10 / 2"}})
-		if got := excNum(excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output x"]); got != 5 {
+		if got := excNum(excOutputs(t, e.waitRunState(t, a.ID, r.ID, store.RunCompleted))["output x"]); got != 5 {
 			t.Errorf("output x %v", got)
 		}
 	})

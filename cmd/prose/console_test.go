@@ -437,7 +437,7 @@ func TestConsoleRuns(t *testing.T) {
 	if code, loc, body := post(t, c, e.srv.URL, runPage+"/pause", url.Values{"csrf": {csrf}, "reason": {"lunch"}}); code != http.StatusSeeOther || loc != runPage {
 		t.Fatalf("pause: %d %s %s", code, loc, body)
 	}
-	if r := e.excWaitRun(t, a.ID, run.ID, store.RunStopped); r.State != store.RunStopped {
+	if r := e.waitRunState(t, a.ID, run.ID, store.RunStopped); r.State != store.RunStopped {
 		t.Fatalf("after pause: %s", r.State)
 	}
 	_, body, _ := page(t, c, e.srv.URL, runPage)
@@ -447,7 +447,7 @@ func TestConsoleRuns(t *testing.T) {
 	if code, _, body := post(t, c, e.srv.URL, runPage+"/continue", url.Values{"csrf": {csrf}}); code != http.StatusSeeOther {
 		t.Fatalf("continue: %d %s", code, body)
 	}
-	e.excWaitRun(t, a.ID, run.ID, store.RunAwaitingGuidance)
+	e.waitRunState(t, a.ID, run.ID, store.RunAwaitingGuidance)
 }
 
 // Settings: create an API key (its value shown once, and it works), list
@@ -512,7 +512,7 @@ func TestConsoleConversation(t *testing.T) {
 	if code, loc, body := post(t, c, e.srv.URL, base+"/say", url.Values{"csrf": {csrf}, "message": {"the invoice total is 12.50"}}); code != http.StatusSeeOther || !strings.HasSuffix(loc, "#conversation") {
 		t.Fatalf("say: %d %s %s", code, loc, body)
 	}
-	r := e.excWaitRun(t, a.ID, run.ID, store.RunCompleted)
+	r := e.waitRunState(t, a.ID, run.ID, store.RunCompleted)
 	if got := excNum(excOutputs(t, r)["output total"]); got != 25 {
 		t.Errorf("output total = %v, want 25", got)
 	}

@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
@@ -343,60 +342,36 @@ func TestAgentEventsObeyTheCaps(t *testing.T) {
 	const capBytes = 4096
 	e := newTestEnvWith(t, func(c *serveConfig) { c.maxEventMessage = capBytes })
 	value := `"` + strings.Repeat("x", capBytes-16) + `"`
-	for _, transport := range []string{"http", "grpc"} {
-		t.Run(transport, func(t *testing.T) {
-			f := e.awaitingRun(t)
-			var events []*platformv1.Event
-			if transport == "http" {
-				if code, _, raw := e.doHTTP(t, "POST", f.path(e), `{"user_message":{"content":`+jsonStr(value)+`}}`, e.bearer()); code != 200 {
-					t.Fatalf("the user message: %d %.300s", code, raw)
-				}
-				e.events().Runner().Wait()
-				code, _, raw := e.doHTTP(t, "GET", f.path(e), "", e.bearer())
-				if code != 200 {
-					t.Fatalf("list: %d %.300s", code, raw)
-				}
-				var l platformv1.ListEventsResponse
-				if err := protojson.Unmarshal(raw, &l); err != nil {
-					t.Fatal(err)
-				}
-				events = l.GetEvents()
-			} else {
-				c := platformv1.NewEventServiceClient(e.conn)
-				org, ws, a, r := f.grpcThread(e)
-				if _, err := c.CreateEvent(evCtx(e.init.APIKey), &platformv1.CreateEventRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose",
-					Event: &platformv1.Event{Payload: &platformv1.Event_UserMessage{UserMessage: &platformv1.UserMessage{Content: value}}}}); err != nil {
-					t.Fatalf("the user message: %v", err)
-				}
-				e.events().Runner().Wait()
-				l, err := c.ListEvents(evCtx(e.init.APIKey), &platformv1.ListEventsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose"})
-				if err != nil {
-					t.Fatal(err)
-				}
-				events = l.GetEvents()
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
+		f := e.awaitingRun(t)
+		org, ws, a, r := f.grpcThread(e)
+		e.mustCall(t, tr, eventSvc+"CreateEvent", &platformv1.CreateEventRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose",
+			Event: &platformv1.Event{Payload: &platformv1.Event_UserMessage{UserMessage: &platformv1.UserMessage{Content: value}}}})
+		e.events().Runner().Wait()
+		var l platformv1.ListEventsResponse
+		decodeInto(t, e.mustCall(t, tr, eventSvc+"ListEvents", &platformv1.ListEventsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose"}), &l)
+		events := l.GetEvents()
+		var end *platformv1.CompletionResponse
+		for _, ev := range events {
+			if n := len(ev.GetAgentMessage().GetContent()); n > capBytes {
+				t.Errorf("an agent message of %d bytes was stored (cap %d)", n, capBytes)
 			}
-			var end *platformv1.CompletionResponse
-			for _, ev := range events {
-				if n := len(ev.GetAgentMessage().GetContent()); n > capBytes {
-					t.Errorf("an agent message of %d bytes was stored (cap %d)", n, capBytes)
-				}
-				if n := len(ev.GetCompletionResponse().GetContent()); n > capBytes {
-					t.Errorf("a completion of %d bytes was stored (cap %d)", n, capBytes)
-				}
-				if n := proto.Size(ev); n > store.MaxEventBytes {
-					t.Errorf("an event of %d bytes was stored", n)
-				}
-				if ev.GetCompletionResponse() != nil {
-					end = ev.GetCompletionResponse()
-				}
+			if n := len(ev.GetCompletionResponse().GetContent()); n > capBytes {
+				t.Errorf("a completion of %d bytes was stored (cap %d)", n, capBytes)
 			}
-			if end == nil || !strings.Contains(end.GetError(), "invalid argument: event.agent_message.content is") ||
-				!strings.Contains(end.GetError(), "may be at most 4096 bytes") {
-				t.Fatalf("the generation's end: %.300v (events %d)", end, len(events))
+			if n := proto.Size(ev); n > store.MaxEventBytes {
+				t.Errorf("an event of %d bytes was stored", n)
 			}
-			if r := e.waitRunState(t, f.automation, f.run, store.RunAwaitingGuidance); r.ExceptionID != f.exception {
-				t.Errorf("the exception changed: %+v", r)
+			if ev.GetCompletionResponse() != nil {
+				end = ev.GetCompletionResponse()
 			}
-		})
-	}
+		}
+		if end == nil || !strings.Contains(end.GetError(), "invalid argument: event.agent_message.content is") ||
+			!strings.Contains(end.GetError(), "may be at most 4096 bytes") {
+			t.Fatalf("the generation's end: %.300v (events %d)", end, len(events))
+		}
+		if r := e.waitRunState(t, f.automation, f.run, store.RunAwaitingGuidance); r.ExceptionID != f.exception {
+			t.Errorf("the exception changed: %+v", r)
+		}
+	})
 }

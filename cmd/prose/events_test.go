@@ -63,29 +63,6 @@ func (e *testEnv) waitRunState(t *testing.T, automation, id string, want store.R
 		func(r store.Run) bool { return r.State.Terminal() })
 }
 
-// pollRun reads a run, waking the engine between reads, until done says
-// so; it fails the test when failed says so or after 20 s.
-func (e *testEnv) pollRun(t *testing.T, automation, id, what string, done, failed func(store.Run) bool) store.Run {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		r, err := e.st.GetRun(context.Background(), e.init.orgID, e.init.workspaceID, automation, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if done(r) {
-			return r
-		}
-		if failed(r) || time.Now().After(deadline) {
-			t.Fatalf("run %s is %s, %s", id, r.State, what)
-		}
-		e.app.engine.Wake()
-		<-tick.C
-	}
-}
-
 func (e *testEnv) events() *server.EventService {
 	return e.app.services.Events.(*server.EventService)
 }
@@ -254,54 +231,44 @@ func TestEventEndpoints(t *testing.T) {
 // the run's thread; the built-in agent resolves the exception and the run
 // completes with the exact value.
 func TestEventAgentResolvesMissingValue(t *testing.T) {
-	for _, tc := range []struct{ transport, text string }{
-		{"http", "the invoice total is 120.50"},
-		{"grpc", "120.50"},
-	} {
-		t.Run(tc.transport, func(t *testing.T) {
-			e := newTestEnv(t)
-			f := e.awaitingRun(t)
-			org, ws, a, r := f.grpcThread(e)
-			if tc.transport == "http" {
-				body, _ := json.Marshal(map[string]any{"user_message": map[string]any{"content": tc.text}})
-				if code, _, raw := e.doHTTP(t, "POST", f.path(e), string(body), e.bearer()); code != 200 {
-					t.Fatalf("create: %d %s", code, raw)
-				}
-			} else if _, err := e.doGRPC(t, eventSvc+"CreateEvent", &platformv1.CreateEventRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose",
-				Event: &platformv1.Event{Payload: &platformv1.Event_UserMessage{UserMessage: &platformv1.UserMessage{Content: tc.text}}}}, evAuth(e.init.APIKey)); err != nil {
-				t.Fatal(err)
-			}
-			e.events().Runner().Wait()
-			x, err := e.st.GetException(context.Background(), org, ws, f.exception)
-			if err != nil || x.State != store.ExceptionResolved || x.Resolver != "agents/prose" {
-				t.Fatalf("exception: %v %+v", err, x)
-			}
-			done := e.waitRunState(t, a, r, store.RunCompleted)
-			pr, err := server.RunToProto(done)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// 120.50 * 2 = 241.00 exactly: lo 24100, scale 2.
-			if got := pr.GetState().GetCompleted().GetOutputs()["output total"].GetNumber(); got.GetLo() != 24100 || got.GetFlags() != 2<<16 {
-				t.Fatalf("output total = %v", got)
-			}
-			_, l, raw := e.doHTTP(t, "GET", f.path(e), "", e.bearer())
-			if got := strings.Join(eventKinds(l), ","); got != "user_message,agent_message,tool_call_request,tool_call_result,completion_response" {
-				t.Fatalf("events: %s\n%s", got, raw)
-			}
-			evs := l["events"].([]any)
-			req := evs[2].(map[string]any)
-			res := evs[3].(map[string]any)
-			if field(req, "tool_call_request.tool_call_id") != field(res, "tool_call_result.tool_call_id") ||
-				!strings.Contains(field(req, "tool_call_request.input").(string), `"provide_values"`) ||
-				!strings.Contains(field(res, "tool_call_result.result").(string), "resolved by agents/prose") {
-				t.Fatalf("tool call: %s", raw)
-			}
-			if c := evs[4].(map[string]any); field(c, "completion_response.error") != nil || !strings.Contains(field(c, "completion_response.content").(string), "120.50") {
-				t.Fatalf("completion: %v", c)
-			}
-		})
-	}
+	// The user's words differ by transport: a sentence, then the bare value.
+	text := map[string]string{"http": "the invoice total is 120.50", "grpc": "120.50"}
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
+		e := newTestEnv(t)
+		f := e.awaitingRun(t)
+		org, ws, a, r := f.grpcThread(e)
+		e.mustCall(t, tr, eventSvc+"CreateEvent", &platformv1.CreateEventRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose",
+			Event: &platformv1.Event{Payload: &platformv1.Event_UserMessage{UserMessage: &platformv1.UserMessage{Content: text[tr.name]}}}})
+		e.events().Runner().Wait()
+		x, err := e.st.GetException(context.Background(), org, ws, f.exception)
+		if err != nil || x.State != store.ExceptionResolved || x.Resolver != "agents/prose" {
+			t.Fatalf("exception: %v %+v", err, x)
+		}
+		done := e.waitRunState(t, a, r, store.RunCompleted)
+		pr, err := server.RunToProto(done)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 120.50 * 2 = 241.00 exactly: lo 24100, scale 2.
+		if got := pr.GetState().GetCompleted().GetOutputs()["output total"].GetNumber(); got.GetLo() != 24100 || got.GetFlags() != 2<<16 {
+			t.Fatalf("output total = %v", got)
+		}
+		_, l, raw := e.doHTTP(t, "GET", f.path(e), "", e.bearer())
+		if got := strings.Join(eventKinds(l), ","); got != "user_message,agent_message,tool_call_request,tool_call_result,completion_response" {
+			t.Fatalf("events: %s\n%s", got, raw)
+		}
+		evs := l["events"].([]any)
+		req := evs[2].(map[string]any)
+		res := evs[3].(map[string]any)
+		if field(req, "tool_call_request.tool_call_id") != field(res, "tool_call_result.tool_call_id") ||
+			!strings.Contains(field(req, "tool_call_request.input").(string), `"provide_values"`) ||
+			!strings.Contains(field(res, "tool_call_result.result").(string), "resolved by agents/prose") {
+			t.Fatalf("tool call: %s", raw)
+		}
+		if c := evs[4].(map[string]any); field(c, "completion_response.error") != nil || !strings.Contains(field(c, "completion_response.content").(string), "120.50") {
+			t.Fatalf("completion: %v", c)
+		}
+	})
 }
 
 // TestEventAgentReplacesStep: "replace it with: <code>" resolves the
@@ -544,14 +511,9 @@ func TestEventCancelGeneration(t *testing.T) {
 		t.Fatal(err)
 	}
 	org, ws, a, r := f.grpcThread(e)
-	for i, transport := range []string{"http", "grpc"} {
-		if transport == "http" {
-			if code, _, raw := e.doHTTP(t, "POST", f.path(e)+":cancelGeneration", `{}`, e.bearer()); code != 200 {
-				t.Fatalf("cancel: %d %s", code, raw)
-			}
-		} else if _, err := e.doGRPC(t, eventSvc+"CancelGeneration", &platformv1.CancelGenerationRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose"}, evAuth(e.init.APIKey)); err != nil {
-			t.Fatal(err)
-		}
+	// Over HTTP, then over gRPC: the second cancel finds nothing ongoing.
+	for i, tr := range []apiTransport{overHTTP, overGRPC} {
+		e.mustCall(t, tr, eventSvc+"CancelGeneration", &platformv1.CancelGenerationRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r, AgentId: "prose"})
 		_, l, raw := e.doHTTP(t, "GET", f.path(e), "", e.bearer())
 		// The second cancel finds nothing ongoing and adds nothing.
 		if got := strings.Join(eventKinds(l), ","); got != "agent_message,completion_response" {

@@ -11,11 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
-	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/dynamicpb"
 
@@ -49,29 +45,6 @@ func (e *testEnv) excAutomation(t *testing.T, code string) store.Automation {
 	return a
 }
 
-// excWaitRun polls the store until the run is in state want, failing at a
-// deadline or when it ends in another state.
-func (e *testEnv) excWaitRun(t *testing.T, automation, run string, want store.RunState) store.Run {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		r, err := e.st.GetRun(context.Background(), e.init.orgID, e.init.workspaceID, automation, run)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.State == want {
-			return r
-		}
-		if r.State.Terminal() || time.Now().After(deadline) {
-			t.Fatalf("run %s is %s (%s), want %s", run, r.State, r.Description, want)
-		}
-		e.app.engine.Wake()
-		<-tick.C
-	}
-}
-
 // excRun invokes a and waits for it to wait for guidance; it returns the run.
 func (e *testEnv) excRun(t *testing.T, a store.Automation) store.Run {
 	t.Helper()
@@ -81,7 +54,7 @@ func (e *testEnv) excRun(t *testing.T, a store.Automation) store.Run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return e.excWaitRun(t, a.ID, r.ID, store.RunAwaitingGuidance)
+	return e.waitRunState(t, a.ID, r.ID, store.RunAwaitingGuidance)
 }
 
 // excMake runs a new automation of code until it waits; it returns the
@@ -151,10 +124,12 @@ var excHTTP = map[string][2]string{
 	"BatchAssignExceptions":       {"POST", "/exceptions:batchAssign"},
 }
 
-// xdo makes c over HTTP (grpc false) or gRPC with the owner's key.
-func (e *testEnv) xdo(t *testing.T, grpcTransport bool, c xcall) xresult {
+// xdo makes c over tr with the owner's key. Over HTTP it sends c's query
+// and body as they are (so a malformed value reaches the gateway), over
+// gRPC it builds the request from them.
+func (e *testEnv) xdo(t *testing.T, tr apiTransport, c xcall) xresult {
 	t.Helper()
-	if grpcTransport {
+	if tr.grpc {
 		req := map[string]any{"organization_id": e.init.orgID, "workspace_id": e.init.workspaceID}
 		if c.id != "" {
 			req["exception_id"] = c.id
@@ -173,18 +148,11 @@ func (e *testEnv) xdo(t *testing.T, grpcTransport bool, c xcall) xresult {
 			// What the gateway would refuse before the call.
 			return xresult{code: codes.InvalidArgument, raw: err.Error()}
 		}
-		m, err := e.doGRPC(t, excSvc+c.rpc, in, metadata.Pairs("authorization", "Bearer "+e.init.APIKey))
-		r := xresult{code: status.Code(err), m: m}
+		m, err := e.call(t, tr, excSvc+c.rpc, in)
 		if err != nil {
-			r.raw = err.Error()
-			r.reason = grpcReason(err)
-			for _, d := range status.Convert(err).Details() {
-				if br, ok := d.(*errdetails.BadRequest); ok && len(br.GetFieldViolations()) > 0 && r.violation == "" {
-					r.violation = br.GetFieldViolations()[0].GetField()
-				}
-			}
+			return grpcError(err)
 		}
-		return r
+		return xresult{code: codes.OK, m: m}
 	}
 	mp, ok := excHTTP[c.rpc]
 	if !ok {
@@ -199,44 +167,20 @@ func (e *testEnv) xdo(t *testing.T, grpcTransport bool, c xcall) xresult {
 		body = "{}"
 	}
 	code, m, raw := e.doHTTP(t, mp[0], path, body, map[string]string{"Authorization": "Bearer " + e.init.APIKey})
-	r := xresult{code: codes.OK, m: m, raw: string(raw)}
 	if code != 200 {
-		errm := m // the reference's rpcStatus: code, message, details
-		num, ok := errm["code"].(float64)
-		if !ok {
-			t.Fatalf("HTTP %d without a code: %s", code, raw)
-		}
-		cc := codes.Code(num)
-		if runtime.HTTPStatusFromCode(cc) != code {
-			t.Errorf("HTTP %d for %v", code, cc)
-		}
-		r.code = cc
-		r.reason = httpReason(m)
-		details, _ := errm["details"].([]any)
-		for _, d := range details {
-			dm, _ := d.(map[string]any)
-			if vs, ok := dm["field_violations"].([]any); ok && len(vs) > 0 && r.violation == "" {
-				r.violation = fmt.Sprint(field(vs[0], "field"))
-			}
-		}
+		return httpError(t, code, m, raw)
 	}
-	return r
+	return xresult{code: codes.OK, m: m, raw: string(raw)}
 }
 
 // xwant makes c and fails unless it answers want.
-func (e *testEnv) xwant(t *testing.T, grpcTransport bool, c xcall, want codes.Code) xresult {
+func (e *testEnv) xwant(t *testing.T, tr apiTransport, c xcall, want codes.Code) xresult {
 	t.Helper()
-	r := e.xdo(t, grpcTransport, c)
+	r := e.xdo(t, tr, c)
 	if r.code != want {
-		t.Fatalf("%s %s (grpc=%v): %v, want %v: %s %v", c.rpc, c.id, grpcTransport, r.code, want, r.raw, r.m)
+		t.Fatalf("%s %s (over %s): %v, want %v: %s %v", c.rpc, c.id, tr, r.code, want, r.raw, r.m)
 	}
 	return r
-}
-
-// transports runs f over HTTP and over gRPC.
-func transports(t *testing.T, f func(t *testing.T, grpc bool)) {
-	t.Run("http", func(t *testing.T) { f(t, false) })
-	t.Run("grpc", func(t *testing.T) { f(t, true) })
 }
 
 func q(kv ...string) url.Values {
@@ -267,7 +211,7 @@ func TestExceptionGuidedOverHTTP(t *testing.T) {
 		t.Fatalf("awaiting_guidance at %+v: %q", r.Location, r.Description)
 	}
 	filter := `state = PENDING AND group = "` + e.excGroup("missing_values") + `"`
-	list := e.xwant(t, false, xcall{rpc: "ListExceptions", query: q("filter", filter)}, codes.OK)
+	list := e.xwant(t, overHTTP, xcall{rpc: "ListExceptions", query: q("filter", filter)}, codes.OK)
 	if ids := excIDs(list.m); len(ids) != 1 || ids[0] != xid || fmt.Sprint(list.m["total_size"]) != "1" {
 		t.Fatalf("pending missing values: %v", list.m)
 	}
@@ -295,21 +239,21 @@ func TestExceptionGuidedOverHTTP(t *testing.T) {
 		t.Errorf("times missing: %v", x)
 	}
 	// A value for the fact: RESOLVED by the caller, and the run goes on.
-	res := e.xwant(t, false, xcall{rpc: "ResolveException", id: xid,
+	res := e.xwant(t, overHTTP, xcall{rpc: "ResolveException", id: xid,
 		body: `{"provide_values": {"values": {"the invoice total": {"number": {"lo": 1250, "flags": 131072}}}}}`}, codes.OK)
 	if res.m["state"] != "EXCEPTION_STATE_RESOLVED" || res.m["resolver"] != "users/"+e.init.userID {
 		t.Fatalf("resolved: %v", res.m)
 	}
-	done := e.excWaitRun(t, a.ID, r.ID, store.RunCompleted)
+	done := e.waitRunState(t, a.ID, r.ID, store.RunCompleted)
 	if got := excNum(excOutputs(t, done)["output total"]); got != 25 {
 		t.Fatalf("output total = %v, want 25", got)
 	}
 	// It is no longer pending, and cannot be resolved again.
-	list = e.xwant(t, false, xcall{rpc: "ListExceptions", query: q("filter", filter)}, codes.OK)
+	list = e.xwant(t, overHTTP, xcall{rpc: "ListExceptions", query: q("filter", filter)}, codes.OK)
 	if len(excIDs(list.m)) != 0 {
 		t.Fatalf("still pending: %v", list.m)
 	}
-	again := e.xwant(t, false, xcall{rpc: "ResolveException", id: xid, body: `{"skip": {}}`}, codes.FailedPrecondition)
+	again := e.xwant(t, overHTTP, xcall{rpc: "ResolveException", id: xid, body: `{"skip": {}}`}, codes.FailedPrecondition)
 	if again.reason != "EXCEPTION_STATE_CONFLICT" {
 		t.Errorf("reason %q", again.reason)
 	}
@@ -319,27 +263,27 @@ func TestExceptionGuidedOverHTTP(t *testing.T) {
 // guidance, over each transport.
 func TestExceptionGuidanceKinds(t *testing.T) {
 	e := newTestEnv(t)
-	transports(t, func(t *testing.T, g bool) {
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
 		t.Run("skip", func(t *testing.T) {
 			a, r, xid := e.excMake(t, excSkipCode)
-			x := e.xwant(t, g, xcall{rpc: "GetException", id: xid}, codes.OK)
+			x := e.xwant(t, tr, xcall{rpc: "GetException", id: xid}, codes.OK)
 			if x.m["group"] != e.excGroup("user_system_error") {
 				t.Fatalf("group: %v", x.m)
 			}
-			e.xwant(t, g, xcall{rpc: "ResolveException", id: xid, body: `{"skip": {}}`}, codes.OK)
-			out := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))
+			e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid, body: `{"skip": {}}`}, codes.OK)
+			out := excOutputs(t, e.waitRunState(t, a.ID, r.ID, store.RunCompleted))
 			if out["output done"].GetText() != "yes" {
 				t.Fatalf("outputs: %v", out)
 			}
 		})
 		t.Run("retry", func(t *testing.T) {
 			a, r, xid := e.excMake(t, excDivisionCode)
-			e.xwant(t, g, xcall{rpc: "ResolveException", id: xid, body: `{"retry": {}}`}, codes.OK)
+			e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid, body: `{"retry": {}}`}, codes.OK)
 			// The statement runs again as it is, and fails again: a new
 			// exception at the same place.
 			deadline := time.Now().Add(20 * time.Second)
 			for {
-				cur := e.excWaitRun(t, a.ID, r.ID, store.RunAwaitingGuidance)
+				cur := e.waitRunState(t, a.ID, r.ID, store.RunAwaitingGuidance)
 				if cur.ExceptionID != xid {
 					if cur.Location != r.Location {
 						t.Fatalf("retried at %+v, first at %+v", cur.Location, r.Location)
@@ -350,52 +294,52 @@ func TestExceptionGuidanceKinds(t *testing.T) {
 					t.Fatal("the retry never ran")
 				}
 			}
-			old := e.xwant(t, g, xcall{rpc: "GetException", id: xid}, codes.OK)
+			old := e.xwant(t, tr, xcall{rpc: "GetException", id: xid}, codes.OK)
 			if old.m["state"] != "EXCEPTION_STATE_RESOLVED" {
 				t.Fatalf("retried exception: %v", old.m)
 			}
 		})
 		t.Run("replace_step", func(t *testing.T) {
 			a, r, xid := e.excMake(t, excDivisionCode)
-			e.xwant(t, g, xcall{rpc: "ResolveException", id: xid, body: `{"replace_step": {"code": "the x is 10 / 2"}}`}, codes.OK)
-			out := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))
+			e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid, body: `{"replace_step": {"code": "the x is 10 / 2"}}`}, codes.OK)
+			out := excOutputs(t, e.waitRunState(t, a.ID, r.ID, store.RunCompleted))
 			if excNum(out["output x"]) != 5 {
 				t.Fatalf("outputs: %v", out)
 			}
 		})
 		t.Run("answer", func(t *testing.T) {
 			a, r, xid := e.excMake(t, excAskCode)
-			x := e.xwant(t, g, xcall{rpc: "GetException", id: xid}, codes.OK)
+			x := e.xwant(t, tr, xcall{rpc: "GetException", id: xid}, codes.OK)
 			if x.m["message"] != "Approve?" || x.m["group"] != e.excGroup("missing_values") {
 				t.Fatalf("question: %v", x.m)
 			}
-			e.xwant(t, g, xcall{rpc: "ResolveException", id: xid, body: `{"answer": {"value": {"text": "yes"}}}`}, codes.OK)
-			out := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))
+			e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid, body: `{"answer": {"value": {"text": "yes"}}}`}, codes.OK)
+			out := excOutputs(t, e.waitRunState(t, a.ID, r.ID, store.RunCompleted))
 			if out["output approved"].GetText() != "yes" {
 				t.Fatalf("outputs: %v", out)
 			}
 		})
 		t.Run("answer_choice", func(t *testing.T) {
 			a, r, xid := e.excMake(t, excChoiceCode)
-			bad := e.xwant(t, g, xcall{rpc: "ResolveException", id: xid, body: `{"answer": {"value": {"text": "green"}}}`}, codes.InvalidArgument)
+			bad := e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid, body: `{"answer": {"value": {"text": "green"}}}`}, codes.InvalidArgument)
 			if bad.violation != "answer.value" {
 				t.Errorf("violation %q: %s", bad.violation, bad.raw)
 			}
-			e.xwant(t, g, xcall{rpc: "ResolveException", id: xid, body: `{"answer": {"value": {"text": "red"}}}`}, codes.OK)
-			out := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))
+			e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid, body: `{"answer": {"value": {"text": "red"}}}`}, codes.OK)
+			out := excOutputs(t, e.waitRunState(t, a.ID, r.ID, store.RunCompleted))
 			if out["output colour"].GetText() != "red" {
 				t.Fatalf("outputs: %v", out)
 			}
 		})
 		t.Run("provide_values_validate", func(t *testing.T) {
 			a, r, xid := e.excMake(t, excValidateCode)
-			x := e.xwant(t, g, xcall{rpc: "GetException", id: xid}, codes.OK)
+			x := e.xwant(t, tr, xcall{rpc: "GetException", id: xid}, codes.OK)
 			if !strings.HasPrefix(fmt.Sprint(x.m["message"]), "Please review") || x.m["group"] != e.excGroup("missing_values") {
 				t.Fatalf("validate: %v", x.m)
 			}
-			e.xwant(t, g, xcall{rpc: "ResolveException", id: xid,
+			e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid,
 				body: `{"provide_values": {"values": {"the quantity": {"number": {"lo": 7}}}}}`}, codes.OK)
-			out := excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))
+			out := excOutputs(t, e.waitRunState(t, a.ID, r.ID, store.RunCompleted))
 			if excNum(out["output quantity"]) != 7 {
 				t.Fatalf("outputs: %v", out)
 			}
@@ -423,8 +367,8 @@ func TestExceptionBadGuidance(t *testing.T) {
 		{"two kinds", missing, `{"skip": {}, "retry": {}}`, "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			transports(t, func(t *testing.T, g bool) {
-				r := e.xwant(t, g, xcall{rpc: "ResolveException", id: tc.id, body: tc.body}, codes.InvalidArgument)
+			forEachTransport(t, func(t *testing.T, tr apiTransport) {
+				r := e.xwant(t, tr, xcall{rpc: "ResolveException", id: tc.id, body: tc.body}, codes.InvalidArgument)
 				if tc.field != "" && r.violation != tc.field {
 					t.Errorf("violation on %q, want %q: %s", r.violation, tc.field, r.raw)
 				}
@@ -441,11 +385,11 @@ func TestExceptionBadGuidance(t *testing.T) {
 			t.Fatalf("%s after bad guidance: %v %+v", id, err, x)
 		}
 	}
-	if r := e.excWaitRun(t, missingRun.AutomationID, missingRun.ID, store.RunAwaitingGuidance); r.ExceptionID != missing {
+	if r := e.waitRunState(t, missingRun.AutomationID, missingRun.ID, store.RunAwaitingGuidance); r.ExceptionID != missing {
 		t.Fatalf("run moved on: %+v", r)
 	}
-	transports(t, func(t *testing.T, g bool) {
-		r := e.xwant(t, g, xcall{rpc: "ResolveException", id: "nope", body: `{"skip": {}}`}, codes.NotFound)
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
+		r := e.xwant(t, tr, xcall{rpc: "ResolveException", id: "nope", body: `{"skip": {}}`}, codes.NotFound)
 		if r.reason != "EXCEPTION_NOT_FOUND" {
 			t.Errorf("reason %q", r.reason)
 		}
@@ -457,54 +401,54 @@ func TestExceptionBadGuidance(t *testing.T) {
 // FAILED_PRECONDITION; assign and unassign.
 func TestExceptionArchiveUnarchiveAssign(t *testing.T) {
 	e := newTestEnv(t)
-	transports(t, func(t *testing.T, g bool) {
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
 		a, r, xid := e.excMake(t, excMissingCode)
-		e.xwant(t, g, xcall{rpc: "UnarchiveException", id: xid}, codes.FailedPrecondition)
-		x := e.xwant(t, g, xcall{rpc: "ArchiveException", id: xid}, codes.OK)
+		e.xwant(t, tr, xcall{rpc: "UnarchiveException", id: xid}, codes.FailedPrecondition)
+		x := e.xwant(t, tr, xcall{rpc: "ArchiveException", id: xid}, codes.OK)
 		if x.m["state"] != "EXCEPTION_STATE_ARCHIVED" {
 			t.Fatalf("archived: %v", x.m)
 		}
-		e.excWaitRun(t, a.ID, r.ID, store.RunStopped)
-		e.xwant(t, g, xcall{rpc: "ArchiveException", id: xid}, codes.FailedPrecondition)
-		res := e.xwant(t, g, xcall{rpc: "ResolveException", id: xid, body: `{"skip": {}}`}, codes.FailedPrecondition)
+		e.waitRunState(t, a.ID, r.ID, store.RunStopped)
+		e.xwant(t, tr, xcall{rpc: "ArchiveException", id: xid}, codes.FailedPrecondition)
+		res := e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid, body: `{"skip": {}}`}, codes.FailedPrecondition)
 		if res.reason != "EXCEPTION_STATE_CONFLICT" {
 			t.Errorf("reason %q", res.reason)
 		}
-		x = e.xwant(t, g, xcall{rpc: "UnarchiveException", id: xid}, codes.OK)
+		x = e.xwant(t, tr, xcall{rpc: "UnarchiveException", id: xid}, codes.OK)
 		if x.m["state"] != "EXCEPTION_STATE_PENDING" {
 			t.Fatalf("unarchived: %v", x.m)
 		}
-		if w := e.excWaitRun(t, a.ID, r.ID, store.RunAwaitingGuidance); w.ExceptionID != xid {
+		if w := e.waitRunState(t, a.ID, r.ID, store.RunAwaitingGuidance); w.ExceptionID != xid {
 			t.Fatalf("run waits on %s", w.ExceptionID)
 		}
 		// Assign to a member, unassign, and refuse a stranger.
-		x = e.xwant(t, g, xcall{rpc: "AssignException", id: xid, body: `{"assignee": "users/` + e.init.userID + `"}`}, codes.OK)
+		x = e.xwant(t, tr, xcall{rpc: "AssignException", id: xid, body: `{"assignee": "users/` + e.init.userID + `"}`}, codes.OK)
 		if x.m["assignee"] != "users/"+e.init.userID {
 			t.Fatalf("assigned: %v", x.m)
 		}
-		x = e.xwant(t, g, xcall{rpc: "AssignException", id: xid, body: `{"assignee": ""}`}, codes.OK)
+		x = e.xwant(t, tr, xcall{rpc: "AssignException", id: xid, body: `{"assignee": ""}`}, codes.OK)
 		if x.m["assignee"] != nil {
 			t.Fatalf("unassigned: %v", x.m)
 		}
-		bad := e.xwant(t, g, xcall{rpc: "AssignException", id: xid, body: `{"assignee": "users/stranger"}`}, codes.InvalidArgument)
+		bad := e.xwant(t, tr, xcall{rpc: "AssignException", id: xid, body: `{"assignee": "users/stranger"}`}, codes.InvalidArgument)
 		if bad.violation != "assignee" || bad.reason != "ASSIGNEE_NOT_A_MEMBER" {
 			t.Errorf("stranger: %q %q", bad.violation, bad.reason)
 		}
-		bad = e.xwant(t, g, xcall{rpc: "AssignException", id: xid, body: `{"assignee": "someone"}`}, codes.InvalidArgument)
+		bad = e.xwant(t, tr, xcall{rpc: "AssignException", id: xid, body: `{"assignee": "someone"}`}, codes.InvalidArgument)
 		if bad.violation != "assignee" {
 			t.Errorf("not a user name: %q", bad.violation)
 		}
-		e.xwant(t, g, xcall{rpc: "AssignException", id: "nope", body: `{"assignee": ""}`}, codes.NotFound)
+		e.xwant(t, tr, xcall{rpc: "AssignException", id: "nope", body: `{"assignee": ""}`}, codes.NotFound)
 		// Resolve; the run completes; RESOLVED is terminal.
-		e.xwant(t, g, xcall{rpc: "ResolveException", id: xid,
+		e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid,
 			body: `{"provide_values": {"values": {"invoice total": {"number": {"lo": 4}}}}}`}, codes.OK)
-		if got := excNum(excOutputs(t, e.excWaitRun(t, a.ID, r.ID, store.RunCompleted))["output total"]); got != 8 {
+		if got := excNum(excOutputs(t, e.waitRunState(t, a.ID, r.ID, store.RunCompleted))["output total"]); got != 8 {
 			t.Fatalf("output total = %v", got)
 		}
-		e.xwant(t, g, xcall{rpc: "ArchiveException", id: xid}, codes.FailedPrecondition)
-		e.xwant(t, g, xcall{rpc: "UnarchiveException", id: xid}, codes.FailedPrecondition)
-		e.xwant(t, g, xcall{rpc: "AssignException", id: xid, body: `{"assignee": ""}`}, codes.FailedPrecondition)
-		e.xwant(t, g, xcall{rpc: "GetException", id: "nope"}, codes.NotFound)
+		e.xwant(t, tr, xcall{rpc: "ArchiveException", id: xid}, codes.FailedPrecondition)
+		e.xwant(t, tr, xcall{rpc: "UnarchiveException", id: xid}, codes.FailedPrecondition)
+		e.xwant(t, tr, xcall{rpc: "AssignException", id: xid, body: `{"assignee": ""}`}, codes.FailedPrecondition)
+		e.xwant(t, tr, xcall{rpc: "GetException", id: "nope"}, codes.NotFound)
 	})
 }
 
@@ -601,9 +545,9 @@ func TestExceptionFilters(t *testing.T) {
 		{`state = PENDING AND (run = "` + f.r1.ID + `" OR group = "user_system_error")`, []string{x1}},
 		{`-state = PENDING`, []string{xb}},
 	}
-	transports(t, func(t *testing.T, g bool) {
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
 		for _, tc := range cases {
-			r := e.xwant(t, g, xcall{rpc: "ListExceptions", query: q("filter", tc.filter)}, codes.OK)
+			r := e.xwant(t, tr, xcall{rpc: "ListExceptions", query: q("filter", tc.filter)}, codes.OK)
 			if got := excIDs(r.m); strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Errorf("filter %s: got %v, want %v", tc.filter, got, tc.want)
 			}
@@ -615,11 +559,11 @@ func TestExceptionFilters(t *testing.T) {
 			`foo = "x"`, `automation < "x"`, `run : "x"`, `group > ""`, `state = BOGUS`, `state`,
 			`create_time > "yesterday"`, `create_time > "2024-01-01"`, `create_time > 5`, `state = PENDING AND`, `(state = PENDING`,
 		} {
-			r := e.xwant(t, g, xcall{rpc: "ListExceptions", query: q("filter", bad)}, codes.InvalidArgument)
+			r := e.xwant(t, tr, xcall{rpc: "ListExceptions", query: q("filter", bad)}, codes.InvalidArgument)
 			if r.violation != "filter" || r.reason != "INVALID_FILTER" {
 				t.Errorf("filter %s: violation %q reason %q: %s", bad, r.violation, r.reason, r.raw)
 			}
-			e.xwant(t, g, xcall{rpc: "CountExceptionsByGroup", query: q("filter", bad)}, codes.InvalidArgument)
+			e.xwant(t, tr, xcall{rpc: "CountExceptionsByGroup", query: q("filter", bad)}, codes.InvalidArgument)
 		}
 	})
 }
@@ -629,12 +573,12 @@ func TestExceptionFilters(t *testing.T) {
 func TestExceptionListsAndCounts(t *testing.T) {
 	e := newTestEnv(t)
 	f := newExcFixture(t, e)
-	transports(t, func(t *testing.T, g bool) {
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
 		// Pages of two: the same four, with the total on every page.
 		var seen []string
 		tok := ""
 		for range 3 {
-			r := e.xwant(t, g, xcall{rpc: "ListExceptions", query: q("page_size", "2", "page_token", tok)}, codes.OK)
+			r := e.xwant(t, tr, xcall{rpc: "ListExceptions", query: q("page_size", "2", "page_token", tok)}, codes.OK)
 			if fmt.Sprint(r.m["total_size"]) != "4" {
 				t.Fatalf("total_size: %v", r.m)
 			}
@@ -648,15 +592,15 @@ func TestExceptionListsAndCounts(t *testing.T) {
 			t.Fatalf("pages: %v", seen)
 		}
 		// skip 1: from the second newest on; the token goes on from there.
-		r := e.xwant(t, g, xcall{rpc: "ListExceptions", query: q("skip", "1", "page_size", "2")}, codes.OK)
+		r := e.xwant(t, tr, xcall{rpc: "ListExceptions", query: q("skip", "1", "page_size", "2")}, codes.OK)
 		if got := excIDs(r.m); len(got) != 2 || got[0] != seen[1] || fmt.Sprint(r.m["total_size"]) != "4" {
 			t.Fatalf("skip 1: %v (all %v)", got, seen)
 		}
-		r = e.xwant(t, g, xcall{rpc: "ListExceptions", query: q("skip", "1", "page_size", "2", "page_token", fmt.Sprint(r.m["next_page_token"]))}, codes.OK)
+		r = e.xwant(t, tr, xcall{rpc: "ListExceptions", query: q("skip", "1", "page_size", "2", "page_token", fmt.Sprint(r.m["next_page_token"]))}, codes.OK)
 		if got := excIDs(r.m); len(got) != 1 || got[0] != seen[3] {
 			t.Fatalf("skip 1, page 2: %v (all %v)", got, seen)
 		}
-		first := e.xwant(t, g, xcall{rpc: "ListExceptions", query: q("page_size", "1")}, codes.OK)
+		first := e.xwant(t, tr, xcall{rpc: "ListExceptions", query: q("page_size", "1")}, codes.OK)
 		tok = fmt.Sprint(first.m["next_page_token"])
 		for _, bad := range []url.Values{
 			q("page_size", "1", "page_token", tok, "filter", "state = PENDING"),
@@ -665,15 +609,15 @@ func TestExceptionListsAndCounts(t *testing.T) {
 			q("page_size", "-1"),
 			q("skip", "-1"),
 		} {
-			e.xwant(t, g, xcall{rpc: "ListExceptions", query: bad}, codes.InvalidArgument)
+			e.xwant(t, tr, xcall{rpc: "ListExceptions", query: bad}, codes.InvalidArgument)
 		}
-		r = e.xwant(t, g, xcall{rpc: "ListExceptions", query: q("skip", "10")}, codes.OK)
+		r = e.xwant(t, tr, xcall{rpc: "ListExceptions", query: q("skip", "10")}, codes.OK)
 		if len(excIDs(r.m)) != 0 || fmt.Sprint(r.m["total_size"]) != "4" {
 			t.Fatalf("skip past the end: %v", r.m)
 		}
 
 		// The static groups, paged.
-		gr := e.xwant(t, g, xcall{rpc: "ListExceptionGroups"}, codes.OK)
+		gr := e.xwant(t, tr, xcall{rpc: "ListExceptionGroups"}, codes.OK)
 		if count(gr.m, "groups") != 3 || field(gr.m, "groups.0.name") != e.excGroup("missing_values") ||
 			field(gr.m, "groups.1.name") != e.excGroup("user_system_error") || field(gr.m, "groups.2.name") != e.excGroup("internal_error") {
 			t.Fatalf("groups: %v", gr.m)
@@ -685,33 +629,33 @@ func TestExceptionListsAndCounts(t *testing.T) {
 				}
 			}
 		}
-		gr = e.xwant(t, g, xcall{rpc: "ListExceptionGroups", query: q("page_size", "2")}, codes.OK)
-		gr2 := e.xwant(t, g, xcall{rpc: "ListExceptionGroups", query: q("page_size", "2", "page_token", fmt.Sprint(gr.m["next_page_token"]))}, codes.OK)
+		gr = e.xwant(t, tr, xcall{rpc: "ListExceptionGroups", query: q("page_size", "2")}, codes.OK)
+		gr2 := e.xwant(t, tr, xcall{rpc: "ListExceptionGroups", query: q("page_size", "2", "page_token", fmt.Sprint(gr.m["next_page_token"]))}, codes.OK)
 		if count(gr.m, "groups") != 2 || count(gr2.m, "groups") != 1 || gr2.m["next_page_token"] != nil && gr2.m["next_page_token"] != "" {
 			t.Fatalf("group pages: %v %v", gr.m, gr2.m)
 		}
 
 		// Counts by group.
-		c := e.xwant(t, g, xcall{rpc: "CountExceptionsByGroup"}, codes.OK)
+		c := e.xwant(t, tr, xcall{rpc: "CountExceptionsByGroup"}, codes.OK)
 		if fmt.Sprint(c.m["total_size"]) != "2" || fmt.Sprint(c.m["total_exception_count"]) != "4" ||
 			field(c.m, "group_counts.0.group.name") != e.excGroup("missing_values") || fmt.Sprint(field(c.m, "group_counts.0.count")) != "3" ||
 			field(c.m, "group_counts.1.group.name") != e.excGroup("user_system_error") || fmt.Sprint(field(c.m, "group_counts.1.count")) != "1" ||
 			field(c.m, "group_counts.0.group.title") != "Missing values" {
 			t.Fatalf("count by group: %v", c.m)
 		}
-		c = e.xwant(t, g, xcall{rpc: "CountExceptionsByGroup", query: q("page_size", "1", "filter", `automation = "`+f.a.ID+`" OR automation = "`+f.b.ID+`"`)}, codes.OK)
+		c = e.xwant(t, tr, xcall{rpc: "CountExceptionsByGroup", query: q("page_size", "1", "filter", `automation = "`+f.a.ID+`" OR automation = "`+f.b.ID+`"`)}, codes.OK)
 		if count(c.m, "group_counts") != 1 || fmt.Sprint(c.m["total_size"]) != "2" || fmt.Sprint(c.m["total_exception_count"]) != "3" {
 			t.Fatalf("count by group page 1: %v", c.m)
 		}
-		c2 := e.xwant(t, g, xcall{rpc: "CountExceptionsByGroup", query: q("page_size", "1", "page_token", fmt.Sprint(c.m["next_page_token"]),
+		c2 := e.xwant(t, tr, xcall{rpc: "CountExceptionsByGroup", query: q("page_size", "1", "page_token", fmt.Sprint(c.m["next_page_token"]),
 			"filter", `automation = "`+f.a.ID+`" OR automation = "`+f.b.ID+`"`)}, codes.OK)
 		if field(c2.m, "group_counts.0.group.name") != e.excGroup("user_system_error") || fmt.Sprint(field(c2.m, "group_counts.0.count")) != "1" {
 			t.Fatalf("count by group page 2: %v", c2.m)
 		}
-		e.xwant(t, g, xcall{rpc: "CountExceptionsByGroup", query: q("page_size", "1", "page_token", fmt.Sprint(c.m["next_page_token"]))}, codes.InvalidArgument)
+		e.xwant(t, tr, xcall{rpc: "CountExceptionsByGroup", query: q("page_size", "1", "page_token", fmt.Sprint(c.m["next_page_token"]))}, codes.InvalidArgument)
 
 		// Counts by automation.
-		c = e.xwant(t, g, xcall{rpc: "CountExceptionsByAutomation", query: q("filter", "state = PENDING")}, codes.OK)
+		c = e.xwant(t, tr, xcall{rpc: "CountExceptionsByAutomation", query: q("filter", "state = PENDING")}, codes.OK)
 		if fmt.Sprint(c.m["total_size"]) != "3" || fmt.Sprint(c.m["total_exception_count"]) != "4" || count(c.m, "automation_counts") != 3 {
 			t.Fatalf("count by automation: %v", c.m)
 		}
@@ -723,7 +667,7 @@ func TestExceptionListsAndCounts(t *testing.T) {
 		if counts[prefix+f.a.ID] != "2" || counts[prefix+f.b.ID] != "1" || counts[prefix+f.c.ID] != "1" {
 			t.Fatalf("count by automation: %v", counts)
 		}
-		c = e.xwant(t, g, xcall{rpc: "CountExceptionsByAutomation", query: q("page_size", "2")}, codes.OK)
+		c = e.xwant(t, tr, xcall{rpc: "CountExceptionsByAutomation", query: q("page_size", "2")}, codes.OK)
 		if count(c.m, "automation_counts") != 2 || c.m["next_page_token"] == nil {
 			t.Fatalf("count by automation, page of 2: %v", c.m)
 		}
@@ -739,41 +683,41 @@ func TestExceptionListsAndCounts(t *testing.T) {
 func TestExceptionBatches(t *testing.T) {
 	e := newTestEnv(t)
 	f := newExcFixture(t, e)
-	transports(t, func(t *testing.T, g bool) {
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
 		byA := `{"filter": "automation = \"` + f.a.ID + `\""}`
-		r := e.xwant(t, g, xcall{rpc: "BatchArchiveExceptions", body: byA}, codes.OK)
+		r := e.xwant(t, tr, xcall{rpc: "BatchArchiveExceptions", body: byA}, codes.OK)
 		if count(r.m, "exceptions") != 2 || field(r.m, "exceptions.0.state") != "EXCEPTION_STATE_ARCHIVED" {
 			t.Fatalf("batch archive: %v", r.m)
 		}
-		e.excWaitRun(t, f.a.ID, f.r1.ID, store.RunStopped)
-		e.excWaitRun(t, f.a.ID, f.r2.ID, store.RunStopped)
-		if r := e.xwant(t, g, xcall{rpc: "BatchArchiveExceptions", body: byA}, codes.OK); count(r.m, "exceptions") != 0 {
+		e.waitRunState(t, f.a.ID, f.r1.ID, store.RunStopped)
+		e.waitRunState(t, f.a.ID, f.r2.ID, store.RunStopped)
+		if r := e.xwant(t, tr, xcall{rpc: "BatchArchiveExceptions", body: byA}, codes.OK); count(r.m, "exceptions") != 0 {
 			t.Fatalf("batch archive again: %v", r.m)
 		}
-		r = e.xwant(t, g, xcall{rpc: "BatchUnarchiveExceptions", body: `{"filter": "state = ARCHIVED"}`}, codes.OK)
+		r = e.xwant(t, tr, xcall{rpc: "BatchUnarchiveExceptions", body: `{"filter": "state = ARCHIVED"}`}, codes.OK)
 		if count(r.m, "exceptions") != 2 || field(r.m, "exceptions.1.state") != "EXCEPTION_STATE_PENDING" {
 			t.Fatalf("batch unarchive: %v", r.m)
 		}
-		e.excWaitRun(t, f.a.ID, f.r1.ID, store.RunAwaitingGuidance)
-		e.excWaitRun(t, f.a.ID, f.r2.ID, store.RunAwaitingGuidance)
+		e.waitRunState(t, f.a.ID, f.r1.ID, store.RunAwaitingGuidance)
+		e.waitRunState(t, f.a.ID, f.r2.ID, store.RunAwaitingGuidance)
 		me := `"users/` + e.init.userID + `"`
-		r = e.xwant(t, g, xcall{rpc: "BatchAssignExceptions", body: `{"filter": "state = PENDING", "assignee": ` + me + `}`}, codes.OK)
+		r = e.xwant(t, tr, xcall{rpc: "BatchAssignExceptions", body: `{"filter": "state = PENDING", "assignee": ` + me + `}`}, codes.OK)
 		if count(r.m, "exceptions") != 4 || field(r.m, "exceptions.3.assignee") != "users/"+e.init.userID {
 			t.Fatalf("batch assign: %v", r.m)
 		}
-		if r := e.xwant(t, g, xcall{rpc: "BatchAssignExceptions", body: `{"filter": "state = PENDING", "assignee": ` + me + `}`}, codes.OK); count(r.m, "exceptions") != 0 {
+		if r := e.xwant(t, tr, xcall{rpc: "BatchAssignExceptions", body: `{"filter": "state = PENDING", "assignee": ` + me + `}`}, codes.OK); count(r.m, "exceptions") != 0 {
 			t.Fatalf("batch assign again: %v", r.m)
 		}
-		r = e.xwant(t, g, xcall{rpc: "BatchAssignExceptions", body: `{"filter": "group = \"user_system_error\"", "assignee": ""}`}, codes.OK)
+		r = e.xwant(t, tr, xcall{rpc: "BatchAssignExceptions", body: `{"filter": "group = \"user_system_error\"", "assignee": ""}`}, codes.OK)
 		if count(r.m, "exceptions") != 1 || field(r.m, "exceptions.0.assignee") != nil {
 			t.Fatalf("batch unassign: %v", r.m)
 		}
-		e.xwant(t, g, xcall{rpc: "BatchAssignExceptions", body: `{"filter": ""}`}, codes.InvalidArgument)
-		e.xwant(t, g, xcall{rpc: "BatchArchiveExceptions", body: `{"filter": "bogus = 1"}`}, codes.InvalidArgument)
-		e.xwant(t, g, xcall{rpc: "BatchUnarchiveExceptions", body: `{}`}, codes.InvalidArgument)
-		e.xwant(t, g, xcall{rpc: "BatchAssignExceptions", body: `{"filter": "state = PENDING", "assignee": "users/stranger"}`}, codes.InvalidArgument)
+		e.xwant(t, tr, xcall{rpc: "BatchAssignExceptions", body: `{"filter": ""}`}, codes.InvalidArgument)
+		e.xwant(t, tr, xcall{rpc: "BatchArchiveExceptions", body: `{"filter": "bogus = 1"}`}, codes.InvalidArgument)
+		e.xwant(t, tr, xcall{rpc: "BatchUnarchiveExceptions", body: `{}`}, codes.InvalidArgument)
+		e.xwant(t, tr, xcall{rpc: "BatchAssignExceptions", body: `{"filter": "state = PENDING", "assignee": "users/stranger"}`}, codes.InvalidArgument)
 		// Put the assignees back for the other transport.
-		e.xwant(t, g, xcall{rpc: "BatchAssignExceptions", body: `{"filter": "state = PENDING", "assignee": ""}`}, codes.OK)
+		e.xwant(t, tr, xcall{rpc: "BatchAssignExceptions", body: `{"filter": "state = PENDING", "assignee": ""}`}, codes.OK)
 	})
 }
 
@@ -791,7 +735,7 @@ func TestExceptionResolveRace(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				results[j] = e.xdo(t, j == 1, xcall{rpc: "ResolveException", id: r.ExceptionID,
+				results[j] = e.xdo(t, []apiTransport{overHTTP, overGRPC}[j], xcall{rpc: "ResolveException", id: r.ExceptionID,
 					body: fmt.Sprintf(`{"provide_values": {"values": {"the invoice total": {"number": {"lo": %d}}}}}`, j+1)})
 			}()
 		}
@@ -810,7 +754,7 @@ func TestExceptionResolveRace(t *testing.T) {
 		if won != 1 || lost != 1 {
 			t.Fatalf("race %d: %d won, %d lost", i, won, lost)
 		}
-		done := e.excWaitRun(t, a.ID, r.ID, store.RunCompleted)
+		done := e.waitRunState(t, a.ID, r.ID, store.RunCompleted)
 		if got := excNum(excOutputs(t, done)["output total"]); got != 2 && got != 4 {
 			t.Fatalf("race %d: output total %v", i, got)
 		}

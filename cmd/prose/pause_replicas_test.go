@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc/metadata"
-
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/store"
 )
@@ -39,46 +37,37 @@ func TestPauseAcrossReplicas(t *testing.T) {
 	book := newGatedBook(t)
 	a.registerStampBook(t, book.srv.URL, "1.0.0")
 	auto := a.mkAutomation(t, "Two stamps", twoStampsCode, true)
-	conn := grpcConn(t, a)
-	md := metadata.Pairs("authorization", "Bearer "+a.init.APIKey)
+	a.conn = grpcConn(t, a)
 
-	for _, transport := range []string{"http", "grpc"} {
-		t.Run(transport, func(t *testing.T) {
-			before := book.calls.Load()
-			m := b.api(t, "POST", b.automationsPath()+"/"+auto.id+":invoke",
-				`{"stage":"AUTOMATION_STAGE_PUBLISHED","inputs":{"key":{"text":"`+transport+`"}}}`, 200)
-			id := fmt.Sprint(m["run_id"])
-			if got := <-book.entered; got != transport+"/1" {
-				t.Fatalf("the book got %q", got)
-			}
-			reason := "paused on A over " + transport
-			if transport == "http" {
-				p := a.api(t, "POST", a.runPath(auto.id, id)+":pause", `{"reason":`+jsonStr(reason)+`}`, 200)
-				if field(p, "state.stopping.reason") != reason {
-					t.Fatalf("pause: %v", p)
-				}
-			} else {
-				ctx := metadata.NewOutgoingContext(context.Background(), md)
-				if _, err := platformv1.NewRunServiceClient(conn).PauseRun(ctx, &platformv1.PauseRunRequest{
-					OrganizationId: a.init.orgID, WorkspaceId: a.init.workspaceID, AutomationId: auto.id, RunId: id, Reason: reason}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			// B is told while the book call is in flight and the lease
-			// (10 minutes, renewed every 200 s) has not expired.
-			r := b.pollRun(t, auto.id, id, "B never learned of the pause", func(store.Run) bool { return b.app.engine.Pausing(id) },
-				func(r store.Run) bool { return r.State != store.RunStopping })
-			if r.State != store.RunStopping || r.LeaseExpireTime.Before(time.Now()) {
-				t.Fatalf("run %s when B learned of the pause (lease until %s)", r.State, r.LeaseExpireTime)
-			}
-			book.release <- struct{}{}
-			done := b.settled(t, auto.id, id)
-			if done.State != store.RunStopped || done.Reason != reason {
-				t.Fatalf("the paused run: %s %q", done.State, done.Reason)
-			}
-			if n := book.calls.Load() - before; n != 1 {
-				t.Errorf("the book was called %d times: the run went on past the pause", n)
-			}
-		})
-	}
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
+		transport := tr.name
+		before := book.calls.Load()
+		m := b.api(t, "POST", b.automationsPath()+"/"+auto.id+":invoke",
+			`{"stage":"AUTOMATION_STAGE_PUBLISHED","inputs":{"key":{"text":"`+transport+`"}}}`, 200)
+		id := fmt.Sprint(m["run_id"])
+		if got := <-book.entered; got != transport+"/1" {
+			t.Fatalf("the book got %q", got)
+		}
+		reason := "paused on A over " + transport
+		p := a.mustCall(t, tr, runSvc+"PauseRun", &platformv1.PauseRunRequest{
+			OrganizationId: a.init.orgID, WorkspaceId: a.init.workspaceID, AutomationId: auto.id, RunId: id, Reason: reason})
+		if field(p, "state.stopping.reason") != reason {
+			t.Fatalf("pause: %v", p)
+		}
+		// B is told while the book call is in flight and the lease
+		// (10 minutes, renewed every 200 s) has not expired.
+		r := b.pollRun(t, auto.id, id, "B never learned of the pause", func(store.Run) bool { return b.app.engine.Pausing(id) },
+			func(r store.Run) bool { return r.State != store.RunStopping })
+		if r.State != store.RunStopping || r.LeaseExpireTime.Before(time.Now()) {
+			t.Fatalf("run %s when B learned of the pause (lease until %s)", r.State, r.LeaseExpireTime)
+		}
+		book.release <- struct{}{}
+		done := b.settled(t, auto.id, id)
+		if done.State != store.RunStopped || done.Reason != reason {
+			t.Fatalf("the paused run: %s %q", done.State, done.Reason)
+		}
+		if n := book.calls.Load() - before; n != 1 {
+			t.Errorf("the book was called %d times: the run went on past the pause", n)
+		}
+	})
 }

@@ -11,8 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"google.golang.org/grpc/metadata"
-
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/store"
 )
@@ -62,59 +60,44 @@ func TestPauseDuringBookCall(t *testing.T) {
 	book := newGatedBook(t)
 	e.registerStampBook(t, book.srv.URL, "1.0.0")
 	a := e.mkAutomation(t, "Stamper", stampCode, true)
-	md := metadata.Pairs("authorization", "Bearer "+e.init.APIKey)
 
-	for _, transport := range []string{"http", "grpc"} {
-		t.Run(transport, func(t *testing.T) {
-			before := book.calls.Load()
-			m := e.api(t, "POST", e.automationsPath()+"/"+a.id+":invoke",
-				`{"stage":"AUTOMATION_STAGE_PUBLISHED","inputs":{"key":{"text":"`+transport+`"}}}`, 200)
-			id := fmt.Sprint(m["run_id"])
-			if got := <-book.entered; got != transport+"/1" {
-				t.Fatalf("the book got %q", got)
-			}
-			reason := "checking the stamp over " + transport
-			var paused map[string]any
-			if transport == "http" {
-				paused = e.api(t, "POST", e.runPath(a.id, id)+":pause", `{"reason":`+jsonStr(reason)+`}`, 200)
-			} else {
-				var err error
-				paused, err = e.doGRPC(t, runSvc+"PauseRun", &platformv1.PauseRunRequest{
-					OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID, AutomationId: a.id, RunId: id, Reason: reason}, md)
-				if err != nil {
-					t.Fatal(err)
-				}
-			}
-			if field(paused, "state.stopping.reason") != reason {
-				t.Fatalf("pause of an executing run: %v", paused)
-			}
-			book.release <- struct{}{}
-			stopped := e.waitRun(t, a.id, id, "stopped")
-			if field(stopped, "state.stopped.reason") != reason {
-				t.Fatalf("stopped: %v", stopped)
-			}
-			if v1 := e.legacy(t, "GET", "/v1/run/"+id, "", 200); v1["state"] != "stopped" {
-				t.Errorf("v1 state: %v", v1)
-			}
-			journal, err := e.st.ListJournal(context.Background(), id)
-			if err != nil || len(journal) != 1 {
-				t.Fatalf("journal of the stopped run: %v %+v", err, journal)
-			}
-			if transport == "http" {
-				e.api(t, "POST", e.runPath(a.id, id)+":continue", `{}`, 200)
-			} else if _, err := e.doGRPC(t, runSvc+"ContinueRun", &platformv1.ContinueRunRequest{
-				OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID, AutomationId: a.id, RunId: id}, md); err != nil {
-				t.Fatal(err)
-			}
-			done := e.waitRun(t, a.id, id, "completed")
-			if got := field(done, "state.completed.outputs.output a.text"); got != "S:"+transport+"/1" {
-				t.Errorf("output a = %v", got)
-			}
-			if n := book.calls.Load() - before; n != 1 {
-				t.Errorf("the book was called %d times, want once", n)
-			}
-		})
-	}
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
+		transport := tr.name
+		before := book.calls.Load()
+		m := e.api(t, "POST", e.automationsPath()+"/"+a.id+":invoke",
+			`{"stage":"AUTOMATION_STAGE_PUBLISHED","inputs":{"key":{"text":"`+transport+`"}}}`, 200)
+		id := fmt.Sprint(m["run_id"])
+		if got := <-book.entered; got != transport+"/1" {
+			t.Fatalf("the book got %q", got)
+		}
+		reason := "checking the stamp over " + transport
+		paused := e.mustCall(t, tr, runSvc+"PauseRun", &platformv1.PauseRunRequest{
+			OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID, AutomationId: a.id, RunId: id, Reason: reason})
+		if field(paused, "state.stopping.reason") != reason {
+			t.Fatalf("pause of an executing run: %v", paused)
+		}
+		book.release <- struct{}{}
+		stopped := e.waitRun(t, a.id, id, "stopped")
+		if field(stopped, "state.stopped.reason") != reason {
+			t.Fatalf("stopped: %v", stopped)
+		}
+		if v1 := e.legacy(t, "GET", "/v1/run/"+id, "", 200); v1["state"] != "stopped" {
+			t.Errorf("v1 state: %v", v1)
+		}
+		journal, err := e.st.ListJournal(context.Background(), id)
+		if err != nil || len(journal) != 1 {
+			t.Fatalf("journal of the stopped run: %v %+v", err, journal)
+		}
+		e.mustCall(t, tr, runSvc+"ContinueRun", &platformv1.ContinueRunRequest{
+			OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID, AutomationId: a.id, RunId: id})
+		done := e.waitRun(t, a.id, id, "completed")
+		if got := field(done, "state.completed.outputs.output a.text"); got != "S:"+transport+"/1" {
+			t.Errorf("output a = %v", got)
+		}
+		if n := book.calls.Load() - before; n != 1 {
+			t.Errorf("the book was called %d times, want once", n)
+		}
+	})
 }
 
 // raceCode waits for an approval, then calls the stamp book with it.

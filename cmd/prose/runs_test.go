@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
@@ -91,27 +90,6 @@ func runState(m map[string]any) string {
 		}
 	}
 	return ""
-}
-
-// waitRun polls GetRun (HTTP) until the run is in state want, failing at a
-// deadline or when it ends in another state.
-func (e *testEnv) waitRun(t *testing.T, automation, run, want string) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		m := e.api(t, "GET", e.runPath(automation, run), "", 200)
-		s := runState(m)
-		if s == want {
-			return m
-		}
-		if (s == "completed" || s == "failed") || time.Now().After(deadline) {
-			t.Fatalf("run %s is %s, want %s: %v", run, s, want, m)
-		}
-		e.app.engine.Wake()
-		<-tick.C
-	}
 }
 
 // stopEngine stops the app's engine so that new runs stay pending.
