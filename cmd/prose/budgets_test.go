@@ -93,15 +93,9 @@ func TestRunStepLimit(t *testing.T) {
 		}
 	})
 	e.xwant(t, overHTTP, xcall{rpc: "ResolveException", id: first, body: `{"retry": {}}`}, codes.OK)
-	second := first
-	deadline := time.Now().Add(20 * time.Second)
-	for second == first {
-		cur := e.waitRunState(t, a.id, run, store.RunAwaitingGuidance)
-		second = cur.ExceptionID
-		if time.Now().After(deadline) {
-			t.Fatal("the retry never ran")
-		}
-	}
+	second := e.pollRun(t, a.id, run, "the retry never ran",
+		func(r store.Run) bool { return r.State == store.RunAwaitingGuidance && r.ExceptionID != first },
+		func(r store.Run) bool { return r.State.Terminal() }).ExceptionID
 	x := e.xwant(t, overGRPC, xcall{rpc: "GetException", id: second}, codes.OK)
 	if !strings.Contains(fmt.Sprint(x.m["message"]), "step limit") {
 		t.Fatalf("after retry: %v", x.m)

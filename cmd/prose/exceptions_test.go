@@ -281,18 +281,11 @@ func TestExceptionGuidanceKinds(t *testing.T) {
 			e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid, body: `{"retry": {}}`}, codes.OK)
 			// The statement runs again as it is, and fails again: a new
 			// exception at the same place.
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				cur := e.waitRunState(t, a.ID, r.ID, store.RunAwaitingGuidance)
-				if cur.ExceptionID != xid {
-					if cur.Location != r.Location {
-						t.Fatalf("retried at %+v, first at %+v", cur.Location, r.Location)
-					}
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatal("the retry never ran")
-				}
+			cur := e.pollRun(t, a.ID, r.ID, "the retry never ran",
+				func(r store.Run) bool { return r.State == store.RunAwaitingGuidance && r.ExceptionID != xid },
+				func(r store.Run) bool { return r.State.Terminal() })
+			if cur.Location != r.Location {
+				t.Fatalf("retried at %+v, first at %+v", cur.Location, r.Location)
 			}
 			old := e.xwant(t, tr, xcall{rpc: "GetException", id: xid}, codes.OK)
 			if old.m["state"] != "EXCEPTION_STATE_RESOLVED" {

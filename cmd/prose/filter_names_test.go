@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/metadata"
 
@@ -29,21 +28,16 @@ func (e *testEnv) waitingRunIn(t *testing.T, org, ws, user, id string) (string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, err := e.st.GetRun(ctx, org, ws, id, r.ID)
+	var got store.Run
+	e.poll(t, func() (bool, bool, string) {
+		got, err = e.st.GetRun(ctx, org, ws, id, r.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.State == store.RunAwaitingGuidance && got.ExceptionID != "" {
-			return r.ID, got.ExceptionID
-		}
-		if got.State.Terminal() || time.Now().After(deadline) {
-			t.Fatalf("run %s is %s (%s), want awaiting_guidance", r.ID, got.State, got.Description)
-		}
-		e.app.engine.Wake()
-		time.Sleep(2 * time.Millisecond) // polling the store for the run's state, not a timed assertion
-	}
+		return got.State == store.RunAwaitingGuidance && got.ExceptionID != "", got.State.Terminal(),
+			fmt.Sprintf("run %s is %s (%s), want awaiting_guidance", r.ID, got.State, got.Description)
+	})
+	return r.ID, got.ExceptionID
 }
 
 // TestFilterResourceNamesMatchWhole: a resource name in a filter matches
