@@ -18,7 +18,8 @@ import (
 )
 
 // The console's browser tests drive Debian's Chromium (apt-get install
-// chromium; PROSE_CHROMIUM names another binary). With
+// chromium; PROSE_CHROMIUM names another binary; PROSE_TEST_BROWSER=off
+// skips them). With
 // PROSE_CONSOLE_SCREENSHOTS=dir they also save a screenshot of each page
 // there (docs/ keeps the ones the README shows).
 
@@ -46,6 +47,7 @@ type browser struct {
 
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
+	skipTierIfOff(t, "PROSE_TEST_BROWSER")
 	path := chromiumPath()
 	if path == "" {
 		t.Skip("no Chromium installed (apt-get install chromium, or set PROSE_CHROMIUM): the console's browser tests skip")

@@ -187,3 +187,17 @@ func pgReplica(t *testing.T) func() serveConfig {
 		return serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error", store: st}
 	}
 }
+
+// skipTierIfOff skips t when the environment variable env (a test tier's
+// switch, see "Tests" in the README) is "off"; "" and "on" run the tier
+// where what it needs is present, and any other value fails the test.
+func skipTierIfOff(t *testing.T, env string) {
+	t.Helper()
+	switch v := os.Getenv(env); v {
+	case "", "on":
+	case "off":
+		t.Skipf("%s=off: skipping this tier", env)
+	default:
+		t.Fatalf("%s=%q: want on, off or unset", env, v)
+	}
+}

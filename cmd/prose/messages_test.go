@@ -69,8 +69,11 @@ func brokers() []broker {
 	}
 }
 
+// skipIfAbsent skips t when the broker does not answer on its address or
+// PROSE_TEST_BROKERS is off.
 func (b broker) skipIfAbsent(t *testing.T) {
 	t.Helper()
+	skipTierIfOff(t, "PROSE_TEST_BROKERS")
 	c, err := net.DialTimeout("tcp", b.addr, time.Second)
 	if err != nil {
 		t.Skipf("%s is not running on %s (the go-svc machine runs it on loopback): %v", b.book, b.addr, err)
