@@ -129,6 +129,19 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		webhookError(w, http.StatusBadRequest, 3, "the body is not one JSON value")
 		return
 	}
+	filter, err := instanceFilter(inst)
+	if err != nil {
+		h.logger.Error("webhook", "err", err)
+		webhookError(w, http.StatusServiceUnavailable, 14, "the trigger instance is unreadable; deliver again")
+		return
+	}
+	if filter != nil && !filterMatches(filter, doc) {
+		// Not an event the instance wants: accepted, nothing started.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_ = json.NewEncoder(w).Encode(map[string]any{"delivery": delivery, "runs": []webhookRun{}, "filtered": true})
+		return
+	}
 	runs := make([]webhookRun, 0, len(inst.AutomationIDs))
 	failed := false
 	deactivated := 0

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// TestWebhookFilterExpression: a trigger instance's filter_expression (the
+// reference's JSON) is validated, stored, shown, and applied: a delivery
+// whose body does not match starts no run.
+func TestWebhookFilterExpression(t *testing.T) {
+	e := newTestEnv(t)
+	a := e.mkAutomation(t, "Greeter", greetCode, false)
+	path := e.wsPath() + "/books/webhook/1/connections/orders/triggers"
+	path2 := func(names ...string) string {
+		var ps []string
+		for _, n := range names {
+			ps = append(ps, `{"head":"`+n+`"}`)
+		}
+		return `{"noun_phrases_expression":{"noun_phrases":[` + strings.Join(ps, ",") + `]}}`
+	}
+	bin := func(op, l, r string) string {
+		return `{"binary_expression":{"operator":"` + op + `","left":` + l + `,"right":` + r + `}}`
+	}
+	// order total > 100 and customer country in [DE, FR] and not (flags has "test")
+	filter := bin("BinaryOperatorAnd",
+		bin("BinaryOperatorAnd",
+			bin("BinaryOperatorGreaterThan", path2("order", "total"), `{"value_expression":{"number_value":100}}`),
+			bin("BinaryOperatorIn", path2("customer", "country"), `{"value_expression":{"list_value":{"values":[{"text_value":"DE"},{"text_value":"FR"}]}}}`)),
+		`{"unary_expression":{"operator":"UnaryOperatorNot","inner":`+bin("BinaryOperatorHas", path2("flags"), `{"value_expression":{"text_value":"test"}}`)+`}}`)
+	m := e.api(t, "POST", path, `{"name":"Big orders","configuration":{"secret":{"text_value":"a-secret-of-24-characters"}},"filter_expression":`+filter+`}`, 200)
+	checkSchema(t, "v2AddWorkspaceBookConnectionTriggerInstanceResponse", m)
+	inst := m["trigger_instance"].(map[string]any)
+	if field(inst, "filter_expression.binary_expression.left.binary_expression.right.binary_expression.operator") != "BinaryOperatorIn" {
+		t.Fatalf("filter not shown: %v", inst)
+	}
+	id, endpoint := fmt.Sprint(inst["id"]), fmt.Sprint(inst["endpoint"])
+	l := e.api(t, "GET", e.wsPath()+"/triggers", "", 200)
+	if field(l, "trigger_instances.0.filter_expression.unary_expression") != nil || field(l, "trigger_instances.0.filter_expression.binary_expression.right.unary_expression.inner.binary_expression.operator") != "BinaryOperatorHas" {
+		// (UnaryOperatorNot and BinaryOperatorAnd are the enums' zero
+		// values, the reference's defaults: their JSON omits them.)
+		t.Errorf("list: %v", l)
+	}
+	e.api(t, "POST", e.wsPath()+"/triggers/"+id+"/automations", `{"automation_ids":["`+a.id+`"],"connection_id":"orders"}`, 200)
+	const secret = "a-secret-of-24-characters"
+
+	for i, c := range []struct {
+		body  string
+		match bool
+	}{
+		{`{"order":{"total":250},"customer":{"country":"DE","name":"Bo"}}`, true},
+		{`{"order":{"total":100},"customer":{"country":"DE"}}`, false},                  // not greater
+		{`{"order":{"total":250},"customer":{"country":"US"}}`, false},                  // not in the list
+		{`{"order":{"total":250}}`, false},                                              // no country
+		{`{"order":{"total":"250"},"customer":{"country":"FR"}}`, false},                // text is not a number
+		{`{"order":{"total":250},"customer":{"country":"FR"},"flags":["test"]}`, false}, // has "test"
+		{`{"order":{"total":1e3},"customer":{"country":"FR"},"flags":["rush"]}`, true},
+		{`[1,2]`, false},
+	} {
+		code, m, raw := e.deliver(t, endpoint, secret, c.body, fmt.Sprint("f-", i), "")
+		switch {
+		case c.match && (code != http.StatusAccepted || field(m, "runs.0.run") == nil):
+			t.Errorf("%s: want a run, got %d %s", c.body, code, raw)
+		case !c.match && (code != http.StatusOK || m["filtered"] != true || len(m["runs"].([]any)) != 0):
+			t.Errorf("%s: want filtered, got %d %s", c.body, code, raw)
+		}
+	}
+	if n := len(e.scheduledRuns(t, a.id)); n != 2 {
+		t.Errorf("%d runs, want 2 (the matching deliveries)", n)
+	}
+
+	// Bad filters name their field.
+	for _, c := range []struct{ filter, field string }{
+		{`{}`, "filter_expression"},
+		{`{"binary_expression":{"operator":"BinaryOperatorEquals","left":` + path2("a") + `}}`, "filter_expression.binary_expression"},
+		{`{"unary_expression":{"operator":"UnaryOperatorExists"}}`, "filter_expression.unary_expression"},
+		{`{"noun_phrases_expression":{"noun_phrases":[]}}`, "filter_expression.noun_phrases_expression"},
+		{`{"noun_phrases_expression":{"noun_phrases":[{"head":" "}]}}`, "filter_expression.noun_phrases_expression.noun_phrases.0"},
+		{bin("BinaryOperatorEquals", path2("a"), `{"value_expression":{"date_value":{"year":2026,"month":1,"day":1}}}`), "filter_expression.binary_expression.right.value_expression"},
+		{`{"binary_expression":{"operator":"BinaryOperatorEquals","left":` + path2("a") + `,"right":{"value_expression":{"number_value":1}}},"unary_expression":{}}`, ""}, // two members: the JSON decoder refuses
+		{`{"binary_expression":{"operator":"BinaryOperatorXor","left":` + path2("a") + `,"right":` + path2("b") + `}}`, ""},
+		{strings.Repeat(`{"unary_expression":{"operator":"UnaryOperatorNot","inner":`, 40) + path2("a") + strings.Repeat(`}}`, 40), "filter_expression" + strings.Repeat(".unary_expression.inner", 32)},
+	} {
+		code, body, raw := e.doHTTP(t, "POST", path, `{"configuration":{"secret":{"text_value":"a-secret-of-24-characters"}},"filter_expression":`+c.filter+`}`, e.bearer())
+		if code != http.StatusBadRequest || c.field != "" && field(body, "details.0.field_violations.0.field") != c.field && !strings.Contains(string(raw), `"`+c.field+`"`) {
+			t.Errorf("%.80s: %d %s, want 400 naming %s", c.filter, code, raw, c.field)
+		}
+	}
+}
