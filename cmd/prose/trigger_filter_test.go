@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/proserun/prose/store"
 )
 
 // TestWebhookFilterExpression: a trigger instance's filter_expression (the
@@ -87,5 +92,66 @@ func TestWebhookFilterExpression(t *testing.T) {
 		if code != http.StatusBadRequest || c.field != "" && field(body, "details.0.field_violations.0.field") != c.field && !strings.Contains(string(raw), `"`+c.field+`"`) {
 			t.Errorf("%.80s: %d %s, want 400 naming %s", c.filter, code, raw, c.field)
 		}
+	}
+}
+
+// TestMessageTriggerFilterAndActivation: on each broker present, a message
+// that does not match the instance's filter_expression starts no run, nor
+// does a matching one while the automation is deactivated; messages are
+// consumed in order, so the last matching message's run shows that nothing
+// more came.
+func TestMessageTriggerFilterAndActivation(t *testing.T) {
+	for _, b := range brokers() {
+		t.Run(b.book, func(t *testing.T) {
+			b.skipIfAbsent(t)
+			e := newTestEnv(t)
+			a := e.mkAutomation(t, "Orders", greetCode, false)
+			dest := "prose-test-" + store.NewID()
+			m := e.api(t, "POST", e.wsPath()+"/books/"+b.book+"/1/connections/bus/triggers",
+				`{"configuration":{"`+b.param+`":{"text_value":"`+dest+`"}},
+				"filter_expression":{"binary_expression":{"operator":"BinaryOperatorGreaterThanOrEqual",
+					"left":{"noun_phrases_expression":{"noun_phrases":[{"head":"order"},{"head":"total"}]}},
+					"right":{"value_expression":{"number_value":100}}}}}`, 200)
+			id := fmt.Sprint(field(m, "trigger_instance.id"))
+			e.api(t, "POST", e.wsPath()+"/triggers/"+id+"/automations", `{"automation_ids":["`+a.id+`"]}`, 200)
+			e.api(t, "POST", e.automationsPath()+"/"+a.id+"/triggers", `{"trigger_id":"`+id+`","phase_type":"PHASE_TYPE_MAIN","input_mapping":{"amount":"/order/total"}}`, 200)
+			if err := e.app.messages.Sync(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			b.publish(t, dest, "m-1", orderBody(1))
+			b.publish(t, dest, "m-2", orderBody(500))
+			b.publish(t, dest, "m-3", orderBody(2))
+			b.publish(t, dest, "m-4", orderBody(700))
+			if got := e.runAmounts(t, a.id, 700); !slices.Equal(got, []float64{500, 700}) {
+				t.Errorf("runs of amounts %v, want [500 700] (the messages matching the filter)", got)
+			}
+			e.setActivation(t, a.id, "AUTOMATION_ACTIVATION_STATE_DEACTIVATED")
+			b.publish(t, dest, "m-5", orderBody(800))
+			e.setActivation(t, a.id, "AUTOMATION_ACTIVATION_STATE_ACTIVE")
+			b.publish(t, dest, "m-6", orderBody(900))
+			if got := e.runAmounts(t, a.id, 900); !slices.Equal(got, []float64{500, 700, 900}) {
+				t.Errorf("runs of amounts %v, want [500 700 900] (nothing while deactivated)", got)
+			}
+		})
+	}
+}
+
+// runAmounts waits until automation a has a run whose input amount is last
+// and returns the amounts of its runs in creation order.
+func (e *testEnv) runAmounts(t *testing.T, a string, last float64) []float64 {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got []float64
+		for _, r := range e.scheduledRuns(t, a) {
+			got = append(got, numberOf(field(r, "user_inputs.amount.number")))
+		}
+		if slices.Contains(got, last) {
+			return got
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no run of amount %v: %v", last, got)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
