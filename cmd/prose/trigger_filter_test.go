@@ -9,6 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/store"
 )
 
@@ -92,6 +98,34 @@ func TestWebhookFilterExpression(t *testing.T) {
 		if code != http.StatusBadRequest || c.field != "" && field(body, "details.0.field_violations.0.field") != c.field && !strings.Contains(string(raw), `"`+c.field+`"`) {
 			t.Errorf("%.80s: %d %s, want 400 naming %s", c.filter, code, raw, c.field)
 		}
+	}
+}
+
+// TestTriggerFilterGRPC: the filter over gRPC: stored and shown; a bad one
+// is INVALID_ARGUMENT.
+func TestTriggerFilterGRPC(t *testing.T) {
+	e := newTestEnv(t)
+	ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("authorization", "Bearer "+e.init.APIKey))
+	cl := platformv1.NewTriggerServiceClient(e.conn)
+	f := &platformv1.Expression{Kind: &platformv1.Expression_UnaryExpression{UnaryExpression: &platformv1.UnaryExpression{
+		Operator: platformv1.UnaryOperator_UnaryOperatorExists,
+		Inner: &platformv1.Expression{Kind: &platformv1.Expression_NounPhrasesExpression{NounPhrasesExpression: &platformv1.NounPhrases{
+			NounPhrases: []*platformv1.NounPhrase{{Modifiers: []string{"order"}, Head: "id"}}}}},
+	}}}
+	req := &platformv1.AddWorkspaceBookConnectionTriggerInstanceRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID,
+		BookName: "webhook", BookVersion: "1", ConnectionId: "orders", FilterExpression: f}
+	r, err := cl.AddWorkspaceBookConnectionTriggerInstance(ctx, req)
+	if err != nil || !proto.Equal(r.GetTriggerInstance().GetFilterExpression(), f) {
+		t.Fatalf("add: %v %v", r, err)
+	}
+	l, err := cl.ListWorkspaceTriggerInstances(ctx, &platformv1.ListWorkspaceTriggerInstancesRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID})
+	if err != nil || len(l.GetTriggerInstances()) != 1 || !proto.Equal(l.GetTriggerInstances()[0].GetFilterExpression(), f) {
+		t.Errorf("list: %v %v", l, err)
+	}
+	req.FilterExpression = &platformv1.Expression{Kind: &platformv1.Expression_BinaryExpression{BinaryExpression: &platformv1.BinaryExpression{
+		Operator: platformv1.BinaryOperator(99), Left: f, Right: f}}}
+	if _, err := cl.AddWorkspaceBookConnectionTriggerInstance(ctx, req); status.Code(err) != codes.InvalidArgument {
+		t.Errorf("unknown operator: %v", err)
 	}
 }
 
