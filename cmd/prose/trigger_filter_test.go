@@ -140,6 +140,9 @@ func TestMessageTriggerFilterAndActivation(t *testing.T) {
 			b.skipIfAbsent(t)
 			e := newTestEnv(t)
 			a := e.mkAutomation(t, "Orders", greetCode, false)
+			// marker is always active and comes after a: once its run of a
+			// message exists, a's turn with that message has passed.
+			marker := e.mkAutomation(t, "Marker", greetCode, false)
 			dest := "prose-test-" + store.NewID()
 			m := e.api(t, "POST", e.wsPath()+"/books/"+b.book+"/1/connections/bus/triggers",
 				`{"configuration":{"`+b.param+`":{"text_value":"`+dest+`"}},
@@ -147,8 +150,10 @@ func TestMessageTriggerFilterAndActivation(t *testing.T) {
 					"left":{"noun_phrases_expression":{"noun_phrases":[{"head":"order"},{"head":"total"}]}},
 					"right":{"value_expression":{"number_value":100}}}}}`, 200)
 			id := fmt.Sprint(field(m, "trigger_instance.id"))
-			e.api(t, "POST", e.wsPath()+"/triggers/"+id+"/automations", `{"automation_ids":["`+a.id+`"]}`, 200)
-			e.api(t, "POST", e.automationsPath()+"/"+a.id+"/triggers", `{"trigger_id":"`+id+`","phase_type":"PHASE_TYPE_MAIN","input_mapping":{"amount":"/order/total"}}`, 200)
+			e.api(t, "POST", e.wsPath()+"/triggers/"+id+"/automations", `{"automation_ids":["`+a.id+`","`+marker.id+`"]}`, 200)
+			for _, x := range []string{a.id, marker.id} {
+				e.api(t, "POST", e.automationsPath()+"/"+x+"/triggers", `{"trigger_id":"`+id+`","phase_type":"PHASE_TYPE_MAIN","input_mapping":{"amount":"/order/total"}}`, 200)
+			}
 			if err := e.app.messages.Sync(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -161,6 +166,7 @@ func TestMessageTriggerFilterAndActivation(t *testing.T) {
 			}
 			e.setActivation(t, a.id, "AUTOMATION_ACTIVATION_STATE_DEACTIVATED")
 			b.publish(t, dest, "m-5", orderBody(800))
+			_ = e.runAmounts(t, marker.id, 800) // a's turn with m-5 has passed
 			e.setActivation(t, a.id, "AUTOMATION_ACTIVATION_STATE_ACTIVE")
 			b.publish(t, dest, "m-6", orderBody(900))
 			if got := e.runAmounts(t, a.id, 900); !slices.Equal(got, []float64{500, 700, 900}) {
