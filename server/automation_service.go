@@ -85,6 +85,26 @@ func applyDetails(out *platformv1.Automation, b []byte) error {
 	return nil
 }
 
+// AutomationInactive says why a stored automation must start no scheduled
+// or triggered run: its activation_state (the current setting, kept with
+// the draft's details, so deactivating needs no new publish) is
+// AUTOMATION_ACTIVATION_STATE_DEACTIVATED. "" means it may run; unreadable
+// details do not stop it (they are checked when written).
+func AutomationInactive(a store.Automation) string {
+	d := &platformv1.Automation{}
+	if err := applyDetails(d, a.Details); err != nil {
+		return ""
+	}
+	if d.GetActivationState() == platformv1.AutomationActivationState_AUTOMATION_ACTIVATION_STATE_DEACTIVATED {
+		return ErrAutomationDeactivated
+	}
+	return ""
+}
+
+// ErrAutomationDeactivated is the reason a deactivated automation starts
+// no scheduled or triggered run.
+const ErrAutomationDeactivated = "the automation is deactivated (activation_state AUTOMATION_ACTIVATION_STATE_DEACTIVATED)"
+
 func versionStr(v int64) string {
 	if v == 0 {
 		return ""

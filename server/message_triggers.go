@@ -204,6 +204,15 @@ func (m *MessageTriggers) handle(inst store.TriggerInstance, msgID string, paylo
 	} else {
 		doc = decodeNumbers(payload, doc)
 	}
+	filter, err := instanceFilter(cur)
+	if err != nil {
+		m.logger.Error("message trigger", "err", err)
+		return false // a corrupt row: retrying does not help
+	}
+	if filter != nil && !filterMatches(filter, doc) {
+		m.logger.Debug("message trigger: filtered out", "instance", cur.ID, "message", msgID)
+		return false
+	}
 	for _, a := range cur.AutomationIDs {
 		res := m.start(ctx, cur, a, "message:"+cur.ID+":"+a+":"+msgID, doc)
 		if res.Error == errRetry {

@@ -66,7 +66,7 @@ func (s *TriggerService) triggerInstanceProto(t store.TriggerInstance, withSecre
 	}
 	out := &platformv1.TriggerInstance{
 		Id: t.ID, Name: t.Name, Reference: triggerInstanceName(t.OrganizationID, t.WorkspaceID, t.ID), BookName: t.BookName,
-		ConnectionId: t.ConnectionID, TriggerId: t.TriggerID, Configuration: cfg.GetConfiguration(),
+		ConnectionId: t.ConnectionID, TriggerId: t.TriggerID, Configuration: cfg.GetConfiguration(), FilterExpression: cfg.GetFilterExpression(),
 		AutomationIds: t.AutomationIDs, WorkspaceId: t.WorkspaceID, OrganizationId: t.OrganizationID,
 		Status: &platformv1.TriggerInstanceStatus{
 			State: platformv1.TriggerInstanceState_TRIGGER_INSTANCE_STATE_READY, StateCategory: platformv1.TriggerInstanceStateCategory_TRIGGER_INSTANCE_STATE_CATEGORY_READY,
@@ -135,7 +135,12 @@ func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.C
 		_, _ = rand.Read(b)
 		secret = base64.RawURLEncoding.EncodeToString(b)
 	}
-	enc, err := proto.MarshalOptions{Deterministic: true}.Marshal(&platformv1.TriggerInstance{Configuration: cfg})
+	if f := req.GetFilterExpression(); f != nil {
+		if err := checkFilter(f); err != nil {
+			return nil, err
+		}
+	}
+	enc, err := proto.MarshalOptions{Deterministic: true}.Marshal(&platformv1.TriggerInstance{Configuration: cfg, FilterExpression: req.GetFilterExpression()})
 	if err != nil {
 		return nil, err
 	}

@@ -129,18 +129,38 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		webhookError(w, http.StatusBadRequest, 3, "the body is not one JSON value")
 		return
 	}
+	filter, err := instanceFilter(inst)
+	if err != nil {
+		h.logger.Error("webhook", "err", err)
+		webhookError(w, http.StatusServiceUnavailable, 14, "the trigger instance is unreadable; deliver again")
+		return
+	}
+	if filter != nil && !filterMatches(filter, doc) {
+		// Not an event the instance wants: accepted, nothing started.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusOK)
+		_ = json.NewEncoder(w).Encode(map[string]any{"delivery": delivery, "runs": []webhookRun{}, "filtered": true})
+		return
+	}
 	runs := make([]webhookRun, 0, len(inst.AutomationIDs))
 	failed := false
+	deactivated := 0
 	for _, a := range inst.AutomationIDs {
 		res := h.start(r.Context(), inst, a, "webhook:"+inst.ID+":"+a+":"+delivery, doc)
 		if res.Error != "" && res.Run == "" {
 			failed = failed || res.Error == errRetry
 		}
+		if res.Error == ErrAutomationDeactivated {
+			deactivated++
+		}
 		runs = append(runs, res)
 	}
 	status := http.StatusAccepted
-	if failed {
+	switch {
+	case failed:
 		status = http.StatusServiceUnavailable // the sender retries; runs already started are found again
+	case deactivated > 0 && deactivated == len(inst.AutomationIDs):
+		status = http.StatusConflict // every automation is deactivated: nothing started, retrying does not help
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
@@ -161,6 +181,10 @@ func (h *triggerStarter) start(ctx context.Context, inst store.TriggerInstance, 
 	if err != nil {
 		h.logger.Error("webhook", "err", err)
 		out.Error = errRetry
+		return out
+	}
+	if why := AutomationInactive(a); why != "" {
+		out.Error = why
 		return out
 	}
 	mapping := map[string]string(nil)

@@ -324,7 +324,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		defer close(engDone)
 		_ = a.engine.Run(engCtx, 10*time.Second)
 	}()
-	a.scheduler = schedule.NewScheduler(st, a.engine, schedule.Options{Now: cfg.clock, CatchUp: cfg.scheduleCatchUp, Logger: logger})
+	a.scheduler = schedule.NewScheduler(st, a.engine, schedule.Options{Now: cfg.clock, CatchUp: cfg.scheduleCatchUp, Logger: logger, Inactive: server.AutomationInactive})
 	schedDone := make(chan struct{})
 	go func() {
 		defer close(schedDone)

@@ -33,6 +33,7 @@ type receivedHook struct {
 	sig, delivery, event string
 	body                 []byte
 	payload              map[string]any
+	ok                   bool // answered 2xx
 }
 
 func newReceiver(t *testing.T, fails int) *receiver {
@@ -42,8 +43,8 @@ func newReceiver(t *testing.T, fails int) *receiver {
 		var p map[string]any
 		_ = json.Unmarshal(body, &p)
 		r.mu.Lock()
-		r.got = append(r.got, receivedHook{req.Header.Get(outbound.SignatureHeader), req.Header.Get(outbound.DeliveryHeader), req.Header.Get(outbound.EventHeader), body, p})
 		fail := r.fails > 0
+		r.got = append(r.got, receivedHook{req.Header.Get(outbound.SignatureHeader), req.Header.Get(outbound.DeliveryHeader), req.Header.Get(outbound.EventHeader), body, p, !fail})
 		r.fails--
 		r.mu.Unlock()
 		if fail {
@@ -188,4 +189,90 @@ func TestOutboundWebhooks(t *testing.T) {
 		t.Errorf("get after delete: %v", err)
 	}
 	e.api(t, "GET", e.wsPath()+"/webhooks/"+hook+"/deliveries", "", 404)
+}
+
+// TestOutboundWebhooksTwoReplicasPostgres: two replicas on one PostgreSQL
+// database, both dispatching, one subscription and runs started on either:
+// every delivery reaches the receiver successfully exactly once (by delivery
+// id), retries after failures carry the same id and body, none is lost.
+func TestOutboundWebhooksTwoReplicasPostgres(t *testing.T) {
+	replica := pgReplica(t)
+	fast := func() serveConfig { c := replica(); c.webhookBackoff = time.Millisecond; return c }
+	a, _ := startApp(t, fast(), initResult{}, "")
+	a.email = "owner-" + store.NewID() + "@example.test"
+	var err error
+	a.init, err = bootstrap(context.Background(), a.st, initOptions{organization: "Outbound replicas", email: a.email, workspace: "Ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := startApp(t, fast(), a.init, a.email)
+	const fails = 3
+	rcv := newReceiver(t, fails)
+	const secret = "receiver-secret-0123456789"
+	m := a.api(t, "POST", a.wsPath()+"/webhooks", `{"url":"`+rcv.srv.URL+`/hook","secret":"`+secret+`","event_types":["WEBHOOK_EVENT_TYPE_RUN_STATE_CHANGED"]}`, 200)
+	hook := store.LastSegment(fmt.Sprint(m["name"]))
+
+	auto := a.mkAutomation(t, "Quick", "the output x is 1\n", false)
+	const nRuns = 6
+	runs := map[string]bool{}
+	for i := range nRuns {
+		r := []*testEnv{a, b}[i%2]
+		run := r.invokeAPI(t, auto.id)
+		_ = r.waitRun(t, auto.id, run, "completed")
+		runs[run] = true
+	}
+	// Each run at least reaches completed (a run leased at creation may
+	// report no earlier state).
+	b.app.dispatcher.Wake()
+	log := a.deliveries(t, hook, nRuns)
+	ids := map[string]bool{}
+	completed := map[string]bool{}
+	for _, d := range log {
+		if d["state"] != "WEBHOOK_DELIVERY_STATE_SUCCEEDED" {
+			t.Errorf("delivery: %v", d)
+		}
+		p := d["payload"].(map[string]any)
+		ids[fmt.Sprint(p["id"])] = true
+		if p["state"] == "completed" {
+			completed[store.LastSegment(fmt.Sprint(p["run"]))] = true
+		}
+	}
+	if len(ids) != len(log) {
+		t.Errorf("%d delivery ids for %d deliveries", len(ids), len(log))
+	}
+	for run := range runs {
+		if !completed[run] {
+			t.Errorf("no completed delivery for run %s", run)
+		}
+	}
+	okBy := map[string]int{}
+	bodies := map[string]string{}
+	got := rcv.received()
+	for _, h := range got {
+		if !ids[h.delivery] {
+			t.Errorf("request for unknown delivery %q", h.delivery)
+		}
+		if h.sig != outbound.Sign(secret, h.body) {
+			t.Errorf("bad signature on %s", h.delivery)
+		}
+		if prev, ok := bodies[h.delivery]; ok && prev != string(h.body) {
+			t.Errorf("retry of %s with another body", h.delivery)
+		}
+		bodies[h.delivery] = string(h.body)
+		if h.ok {
+			okBy[h.delivery]++
+		}
+	}
+	for id := range ids {
+		if okBy[id] != 1 {
+			t.Errorf("delivery %s received successfully %d times, want once", id, okBy[id])
+		}
+	}
+	if len(got) != len(log)+fails {
+		t.Errorf("%d requests for %d deliveries and %d failures", len(got), len(log), fails)
+	}
+	// Both replicas see the same log.
+	if n := len(b.deliveries(t, hook, len(log))); n != len(log) {
+		t.Errorf("replica b lists %d deliveries, a %d", n, len(log))
+	}
 }

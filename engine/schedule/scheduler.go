@@ -48,6 +48,11 @@ type Options struct {
 	// OnFire, when set, is told of every run started: the occurrence and
 	// when the run was created.
 	OnFire func(occurrence, started time.Time)
+	// Inactive, when set, says why an automation must start no scheduled
+	// run ("" : it may run); such an occurrence is logged and passes (the
+	// schedule moves on). cmd/prose passes server.AutomationInactive
+	// (activation_state AUTOMATION_ACTIVATION_STATE_DEACTIVATED).
+	Inactive func(store.Automation) string
 }
 
 // Scheduler starts one run per occurrence of every enabled schedule. Any
@@ -205,6 +210,12 @@ func (s *Scheduler) start(ctx context.Context, sc store.Schedule, occurrence tim
 	}
 	if err != nil {
 		return err
+	}
+	if s.opts.Inactive != nil {
+		if why := s.opts.Inactive(a); why != "" {
+			s.opts.Logger.Warn("scheduled run not started", "automation", sc.AutomationID, "occurrence", occurrence, "reason", why)
+			return nil
+		}
 	}
 	stage := store.StageDraft
 	if a.PublishedVersion > 0 {

@@ -585,6 +585,8 @@ type TriggerInstance struct {
 	WorkspaceId string `protobuf:"bytes,10,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
 	// The organization.
 	OrganizationId string `protobuf:"bytes,11,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// Only events whose JSON body matches start runs (absent: every event).
+	FilterExpression *Expression `protobuf:"bytes,12,opt,name=filter_expression,json=filterExpression,proto3" json:"filter_expression,omitempty"`
 	// The status.
 	Status        *TriggerInstanceStatus `protobuf:"bytes,13,opt,name=status,proto3" json:"status,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -698,6 +700,13 @@ func (x *TriggerInstance) GetOrganizationId() string {
 	return ""
 }
 
+func (x *TriggerInstance) GetFilterExpression() *Expression {
+	if x != nil {
+		return x.FilterExpression
+	}
+	return nil
+}
+
 func (x *TriggerInstance) GetStatus() *TriggerInstanceStatus {
 	if x != nil {
 		return x.Status
@@ -795,6 +804,8 @@ type AddWorkspaceBookConnectionTriggerInstanceRequest struct {
 	TriggerId string `protobuf:"bytes,6,opt,name=trigger_id,json=triggerId,proto3" json:"trigger_id,omitempty"`
 	// Configuration parameters.
 	Configuration map[string]*BdkValue `protobuf:"bytes,7,rep,name=configuration,proto3" json:"configuration,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Only events whose JSON body matches start runs (absent: every event).
+	FilterExpression *Expression `protobuf:"bytes,8,opt,name=filter_expression,json=filterExpression,proto3" json:"filter_expression,omitempty"`
 	// The name.
 	Name          string `protobuf:"bytes,9,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -876,6 +887,13 @@ func (x *AddWorkspaceBookConnectionTriggerInstanceRequest) GetTriggerId() string
 func (x *AddWorkspaceBookConnectionTriggerInstanceRequest) GetConfiguration() map[string]*BdkValue {
 	if x != nil {
 		return x.Configuration
+	}
+	return nil
+}
+
+func (x *AddWorkspaceBookConnectionTriggerInstanceRequest) GetFilterExpression() *Expression {
+	if x != nil {
+		return x.FilterExpression
 	}
 	return nil
 }
@@ -1285,7 +1303,7 @@ var File_prose_platform_v1_trigger_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_trigger_proto_rawDesc = "" +
 	"\n" +
-	"\x1fprose/platform/v1/trigger.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x1dprose/platform/v1/value.proto\"\xb3\x03\n" +
+	"\x1fprose/platform/v1/trigger.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\"prose/platform/v1/expression.proto\x1a\x1dprose/platform/v1/value.proto\"\xb3\x03\n" +
 	"\x11AutomationTrigger\x12\"\n" +
 	"\n" +
 	"trigger_id\x18\x01 \x01(\tB\x03\xe0A\x02R\ttriggerId\x12#\n" +
@@ -1317,7 +1335,7 @@ const file_prose_platform_v1_trigger_proto_rawDesc = "" +
 	"\x06filter\x18\x06 \x01(\tR\x06filter\"\x9f\x01\n" +
 	"\x1eListAutomationTriggersResponse\x12U\n" +
 	"\x13automation_triggers\x18\x01 \x03(\v2$.prose.platform.v1.AutomationTriggerR\x12automationTriggers\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc1\x04\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x8d\x05\n" +
 	"\x0fTriggerInstance\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x1c\n" +
@@ -1331,7 +1349,8 @@ const file_prose_platform_v1_trigger_proto_rawDesc = "" +
 	"\x0eautomation_ids\x18\t \x03(\tR\rautomationIds\x12!\n" +
 	"\fworkspace_id\x18\n" +
 	" \x01(\tR\vworkspaceId\x12'\n" +
-	"\x0forganization_id\x18\v \x01(\tR\x0eorganizationId\x12@\n" +
+	"\x0forganization_id\x18\v \x01(\tR\x0eorganizationId\x12J\n" +
+	"\x11filter_expression\x18\f \x01(\v2\x1d.prose.platform.v1.ExpressionR\x10filterExpression\x12@\n" +
 	"\x06status\x18\r \x01(\v2(.prose.platform.v1.TriggerInstanceStatusR\x06status\x1a]\n" +
 	"\x12ConfigurationEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
@@ -1340,7 +1359,7 @@ const file_prose_platform_v1_trigger_proto_rawDesc = "" +
 	"\x05state\x18\x01 \x01(\x0e2'.prose.platform.v1.TriggerInstanceStateR\x05state\x12V\n" +
 	"\x0estate_category\x18\x02 \x01(\x0e2/.prose.platform.v1.TriggerInstanceStateCategoryR\rstateCategory\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12!\n" +
-	"\flast_updated\x18\x04 \x01(\tR\vlastUpdated\"\x8c\x04\n" +
+	"\flast_updated\x18\x04 \x01(\tR\vlastUpdated\"\xd8\x04\n" +
 	"0AddWorkspaceBookConnectionTriggerInstanceRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12 \n" +
@@ -1349,7 +1368,8 @@ const file_prose_platform_v1_trigger_proto_rawDesc = "" +
 	"\rconnection_id\x18\x05 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12\x1d\n" +
 	"\n" +
 	"trigger_id\x18\x06 \x01(\tR\ttriggerId\x12|\n" +
-	"\rconfiguration\x18\a \x03(\v2V.prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.ConfigurationEntryR\rconfiguration\x12\x12\n" +
+	"\rconfiguration\x18\a \x03(\v2V.prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.ConfigurationEntryR\rconfiguration\x12J\n" +
+	"\x11filter_expression\x18\b \x01(\v2\x1d.prose.platform.v1.ExpressionR\x10filterExpression\x12\x12\n" +
 	"\x04name\x18\t \x01(\tR\x04name\x1a]\n" +
 	"\x12ConfigurationEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
@@ -1437,10 +1457,11 @@ var file_prose_platform_v1_trigger_proto_goTypes = []any{
 	(*RemoveWorkspaceBookConnectionTriggerInstanceResponse)(nil), // 15: prose.platform.v1.RemoveWorkspaceBookConnectionTriggerInstanceResponse
 	(*ListWorkspaceTriggerInstancesRequest)(nil),                 // 16: prose.platform.v1.ListWorkspaceTriggerInstancesRequest
 	(*ListWorkspaceTriggerInstancesResponse)(nil),                // 17: prose.platform.v1.ListWorkspaceTriggerInstancesResponse
-	nil,              // 18: prose.platform.v1.AutomationTrigger.InputMappingEntry
-	nil,              // 19: prose.platform.v1.TriggerInstance.ConfigurationEntry
-	nil,              // 20: prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.ConfigurationEntry
-	(*BdkValue)(nil), // 21: prose.platform.v1.BdkValue
+	nil,                // 18: prose.platform.v1.AutomationTrigger.InputMappingEntry
+	nil,                // 19: prose.platform.v1.TriggerInstance.ConfigurationEntry
+	nil,                // 20: prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.ConfigurationEntry
+	(*Expression)(nil), // 21: prose.platform.v1.Expression
+	(*BdkValue)(nil),   // 22: prose.platform.v1.BdkValue
 }
 var file_prose_platform_v1_trigger_proto_depIdxs = []int32{
 	18, // 0: prose.platform.v1.AutomationTrigger.input_mapping:type_name -> prose.platform.v1.AutomationTrigger.InputMappingEntry
@@ -1449,32 +1470,34 @@ var file_prose_platform_v1_trigger_proto_depIdxs = []int32{
 	4,  // 3: prose.platform.v1.CreateAutomationTriggerRequest.automation_trigger:type_name -> prose.platform.v1.AutomationTrigger
 	4,  // 4: prose.platform.v1.ListAutomationTriggersResponse.automation_triggers:type_name -> prose.platform.v1.AutomationTrigger
 	19, // 5: prose.platform.v1.TriggerInstance.configuration:type_name -> prose.platform.v1.TriggerInstance.ConfigurationEntry
-	9,  // 6: prose.platform.v1.TriggerInstance.status:type_name -> prose.platform.v1.TriggerInstanceStatus
-	3,  // 7: prose.platform.v1.TriggerInstanceStatus.state:type_name -> prose.platform.v1.TriggerInstanceState
-	2,  // 8: prose.platform.v1.TriggerInstanceStatus.state_category:type_name -> prose.platform.v1.TriggerInstanceStateCategory
-	20, // 9: prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.configuration:type_name -> prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.ConfigurationEntry
-	8,  // 10: prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceResponse.trigger_instance:type_name -> prose.platform.v1.TriggerInstance
-	8,  // 11: prose.platform.v1.SetAutomationsForTriggerInstanceResponse.trigger_instance:type_name -> prose.platform.v1.TriggerInstance
-	8,  // 12: prose.platform.v1.ListWorkspaceTriggerInstancesResponse.trigger_instances:type_name -> prose.platform.v1.TriggerInstance
-	21, // 13: prose.platform.v1.TriggerInstance.ConfigurationEntry.value:type_name -> prose.platform.v1.BdkValue
-	21, // 14: prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.ConfigurationEntry.value:type_name -> prose.platform.v1.BdkValue
-	5,  // 15: prose.platform.v1.TriggerService.CreateAutomationTrigger:input_type -> prose.platform.v1.CreateAutomationTriggerRequest
-	6,  // 16: prose.platform.v1.TriggerService.ListAutomationTriggers:input_type -> prose.platform.v1.ListAutomationTriggersRequest
-	10, // 17: prose.platform.v1.TriggerService.AddWorkspaceBookConnectionTriggerInstance:input_type -> prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest
-	12, // 18: prose.platform.v1.TriggerService.SetAutomationsForTriggerInstance:input_type -> prose.platform.v1.SetAutomationsForTriggerInstanceRequest
-	14, // 19: prose.platform.v1.TriggerService.RemoveWorkspaceBookConnectionTriggerInstance:input_type -> prose.platform.v1.RemoveWorkspaceBookConnectionTriggerInstanceRequest
-	16, // 20: prose.platform.v1.TriggerService.ListWorkspaceTriggerInstances:input_type -> prose.platform.v1.ListWorkspaceTriggerInstancesRequest
-	4,  // 21: prose.platform.v1.TriggerService.CreateAutomationTrigger:output_type -> prose.platform.v1.AutomationTrigger
-	7,  // 22: prose.platform.v1.TriggerService.ListAutomationTriggers:output_type -> prose.platform.v1.ListAutomationTriggersResponse
-	11, // 23: prose.platform.v1.TriggerService.AddWorkspaceBookConnectionTriggerInstance:output_type -> prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceResponse
-	13, // 24: prose.platform.v1.TriggerService.SetAutomationsForTriggerInstance:output_type -> prose.platform.v1.SetAutomationsForTriggerInstanceResponse
-	15, // 25: prose.platform.v1.TriggerService.RemoveWorkspaceBookConnectionTriggerInstance:output_type -> prose.platform.v1.RemoveWorkspaceBookConnectionTriggerInstanceResponse
-	17, // 26: prose.platform.v1.TriggerService.ListWorkspaceTriggerInstances:output_type -> prose.platform.v1.ListWorkspaceTriggerInstancesResponse
-	21, // [21:27] is the sub-list for method output_type
-	15, // [15:21] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	21, // 6: prose.platform.v1.TriggerInstance.filter_expression:type_name -> prose.platform.v1.Expression
+	9,  // 7: prose.platform.v1.TriggerInstance.status:type_name -> prose.platform.v1.TriggerInstanceStatus
+	3,  // 8: prose.platform.v1.TriggerInstanceStatus.state:type_name -> prose.platform.v1.TriggerInstanceState
+	2,  // 9: prose.platform.v1.TriggerInstanceStatus.state_category:type_name -> prose.platform.v1.TriggerInstanceStateCategory
+	20, // 10: prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.configuration:type_name -> prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.ConfigurationEntry
+	21, // 11: prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.filter_expression:type_name -> prose.platform.v1.Expression
+	8,  // 12: prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceResponse.trigger_instance:type_name -> prose.platform.v1.TriggerInstance
+	8,  // 13: prose.platform.v1.SetAutomationsForTriggerInstanceResponse.trigger_instance:type_name -> prose.platform.v1.TriggerInstance
+	8,  // 14: prose.platform.v1.ListWorkspaceTriggerInstancesResponse.trigger_instances:type_name -> prose.platform.v1.TriggerInstance
+	22, // 15: prose.platform.v1.TriggerInstance.ConfigurationEntry.value:type_name -> prose.platform.v1.BdkValue
+	22, // 16: prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest.ConfigurationEntry.value:type_name -> prose.platform.v1.BdkValue
+	5,  // 17: prose.platform.v1.TriggerService.CreateAutomationTrigger:input_type -> prose.platform.v1.CreateAutomationTriggerRequest
+	6,  // 18: prose.platform.v1.TriggerService.ListAutomationTriggers:input_type -> prose.platform.v1.ListAutomationTriggersRequest
+	10, // 19: prose.platform.v1.TriggerService.AddWorkspaceBookConnectionTriggerInstance:input_type -> prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceRequest
+	12, // 20: prose.platform.v1.TriggerService.SetAutomationsForTriggerInstance:input_type -> prose.platform.v1.SetAutomationsForTriggerInstanceRequest
+	14, // 21: prose.platform.v1.TriggerService.RemoveWorkspaceBookConnectionTriggerInstance:input_type -> prose.platform.v1.RemoveWorkspaceBookConnectionTriggerInstanceRequest
+	16, // 22: prose.platform.v1.TriggerService.ListWorkspaceTriggerInstances:input_type -> prose.platform.v1.ListWorkspaceTriggerInstancesRequest
+	4,  // 23: prose.platform.v1.TriggerService.CreateAutomationTrigger:output_type -> prose.platform.v1.AutomationTrigger
+	7,  // 24: prose.platform.v1.TriggerService.ListAutomationTriggers:output_type -> prose.platform.v1.ListAutomationTriggersResponse
+	11, // 25: prose.platform.v1.TriggerService.AddWorkspaceBookConnectionTriggerInstance:output_type -> prose.platform.v1.AddWorkspaceBookConnectionTriggerInstanceResponse
+	13, // 26: prose.platform.v1.TriggerService.SetAutomationsForTriggerInstance:output_type -> prose.platform.v1.SetAutomationsForTriggerInstanceResponse
+	15, // 27: prose.platform.v1.TriggerService.RemoveWorkspaceBookConnectionTriggerInstance:output_type -> prose.platform.v1.RemoveWorkspaceBookConnectionTriggerInstanceResponse
+	17, // 28: prose.platform.v1.TriggerService.ListWorkspaceTriggerInstances:output_type -> prose.platform.v1.ListWorkspaceTriggerInstancesResponse
+	23, // [23:29] is the sub-list for method output_type
+	17, // [17:23] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_prose_platform_v1_trigger_proto_init() }
@@ -1482,6 +1505,7 @@ func file_prose_platform_v1_trigger_proto_init() {
 	if File_prose_platform_v1_trigger_proto != nil {
 		return
 	}
+	file_prose_platform_v1_expression_proto_init()
 	file_prose_platform_v1_value_proto_init()
 	file_prose_platform_v1_trigger_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
