@@ -58,14 +58,14 @@ func TestMigrateIsIdempotent(t *testing.T) {
 func TestTitleKeyMigration(t *testing.T) {
 	skipWithoutServer(t)
 	u := tempDatabase(t)
+	if err := postgres.MigrateTo(t.Context(), u, 12); err != nil {
+		t.Fatal(err)
+	}
 	old, err := postgres.Open(t.Context(), u, store.WithoutMigrations())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = old.Close() })
-	if err := postgres.MigrateUpTo(t.Context(), old, 12); err != nil {
-		t.Fatal(err)
-	}
 	storetest.TitleKeyMigration(t, old, func(ctx context.Context) error {
 		_, err := old.Pool().Exec(ctx, `UPDATE workspaces SET title_key = lower(title)`)
 		return err

@@ -25,14 +25,14 @@ func TestConformance(t *testing.T) { storetest.Run(t, open) }
 // workspaces written before it (Unicode folding).
 func TestTitleKeyMigration(t *testing.T) {
 	dir := t.TempDir()
+	if err := sqlite.MigrateTo(t.Context(), dir, 12); err != nil {
+		t.Fatal(err)
+	}
 	old, err := sqlite.Open(t.Context(), dir, store.WithoutMigrations())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = old.Close() })
-	if err := sqlite.MigrateUpTo(t.Context(), old, 12); err != nil {
-		t.Fatal(err)
-	}
 	storetest.TitleKeyMigration(t, old, func(ctx context.Context) error {
 		_, err := old.WriteDB().ExecContext(ctx, `UPDATE workspaces SET title_key = lower(title)`)
 		return err
