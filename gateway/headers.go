@@ -2,10 +2,9 @@ package gateway
 
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"github.com/proserun/prose/ids"
 
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -100,37 +99,14 @@ func successCode(v string) (int, bool) {
 	return code, true
 }
 
-// validRequestID matches transport.ValidRequestID (kept apart so the gateway
-// does not import the server): 1–128 of [A-Za-z0-9._:-].
-func validRequestID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, c := range id {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
-			c == '-', c == '_', c == '.', c == ':':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
 // withRequestID gives every HTTP request an id before routing, so routing
 // errors carry one too: the client's X-Request-Id when valid, else a new
 // one. It is forwarded to gRPC (which then keeps it) and echoed.
 func withRequestID(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get(requestIDHTTPHeader)
-		if !validRequestID(id) {
-			id = newRequestID()
+		if !ids.ValidRequestID(id) {
+			id = ids.NewRequestID()
 		}
 		r.Header.Set(requestIDHTTPHeader, id)
 		w.Header().Set(requestIDHTTPHeader, id)

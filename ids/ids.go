@@ -1,4 +1,5 @@
-// Package ids makes the random identifiers of stored records. It imports
+// Package ids makes the random identifiers of stored records and checks
+// and makes request ids (x-request-id). It imports
 // nothing of ours, so any package may use it: the store gives ids to the
 // rows it creates, and books chooses a connection's id before it seals the
 // connection's credentials (the id is part of what the seal binds).
@@ -7,6 +8,7 @@ package ids
 import (
 	"crypto/rand"
 	"encoding/base32"
+	"encoding/hex"
 )
 
 var encoding = base32.NewEncoding("abcdefghijklmnopqrstuvwxyz234567").WithPadding(base32.NoPadding)
@@ -23,4 +25,29 @@ func New() string {
 		s = string('a'+(s[0]-'2')) + s[1:]
 	}
 	return s
+}
+
+// ValidRequestID reports whether a client-supplied request id
+// (x-request-id) is accepted: 1 to 128 characters of [A-Za-z0-9._:-].
+func ValidRequestID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, c := range id {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
+			c == '-', c == '_', c == '.', c == ':':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// NewRequestID returns a fresh random request id (32 hex digits), for a
+// request that brought none.
+func NewRequestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

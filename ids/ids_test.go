@@ -2,6 +2,7 @@ package ids_test
 
 import (
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/proserun/prose/ids"
@@ -20,5 +21,25 @@ func TestNew(t *testing.T) {
 			t.Fatalf("id %q given twice", id)
 		}
 		seen[id] = true
+	}
+}
+
+// A request id is 1 to 128 of [A-Za-z0-9._:-]; a made one is accepted.
+func TestRequestIDs(t *testing.T) {
+	for id, want := range map[string]bool{
+		"":                       false,
+		"abc-DEF_1.2:3":          true,
+		strings.Repeat("a", 128): true,
+		strings.Repeat("a", 129): false,
+		"has space":              false,
+		"slash/no":               false,
+		"é":                      false,
+	} {
+		if got := ids.ValidRequestID(id); got != want {
+			t.Errorf("ValidRequestID(%q) = %v, want %v", id, got, want)
+		}
+	}
+	if id := ids.NewRequestID(); len(id) != 32 || !ids.ValidRequestID(id) {
+		t.Errorf("NewRequestID() = %q", id)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	"github.com/proserun/prose/ids"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store/pagination"
 )
@@ -139,7 +140,7 @@ func (s *BookService) CreateWorkspaceBook(ctx context.Context, req *bookv1.Creat
 	}); err != nil {
 		return nil, err
 	}
-	if id := req.GetRequestId(); id != "" && !transport.ValidRequestID(id) {
+	if id := req.GetRequestId(); id != "" && !ids.ValidRequestID(id) {
 		return nil, transport.InvalidArgument(transport.ReasonInvalidRequest, "request_id is not valid", transport.Violation("request_id", "must be a valid request id"))
 	}
 	created, err := s.reg.Register(ctx, ws, b, req.GetRequestId())

@@ -2,10 +2,9 @@ package transport
 
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"github.com/proserun/prose/ids"
 
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"runtime/debug"
@@ -48,30 +47,6 @@ func ContextWithRequestID(ctx context.Context, id string) context.Context {
 		ci.requestID = id
 	}
 	return context.WithValue(ctx, requestIDKey{}, id)
-}
-
-// ValidRequestID reports whether a client-supplied request id is accepted:
-// 1 to 128 characters of [A-Za-z0-9._:-].
-func ValidRequestID(id string) bool {
-	if id == "" || len(id) > 128 {
-		return false
-	}
-	for _, c := range id {
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9',
-			c == '-', c == '_', c == '.', c == ':':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// NewRequestID returns a fresh random request id (32 hex digits).
-func NewRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // serverStream replaces the context of a grpc.ServerStream.
@@ -133,11 +108,11 @@ func recovered(log *slog.Logger, requestID, method string, p any) error {
 
 func incomingRequestID(ctx context.Context) string {
 	for _, id := range metadata.ValueFromIncomingContext(ctx, RequestIDHeader) {
-		if ValidRequestID(id) {
+		if ids.ValidRequestID(id) {
 			return id
 		}
 	}
-	return NewRequestID()
+	return ids.NewRequestID()
 }
 
 func requestIDUnary() grpc.UnaryServerInterceptor {
