@@ -88,6 +88,20 @@ func (db *DB) CreateEvent(ctx context.Context, e store.Event) (store.Event, erro
 	return store.Event{}, err
 }
 
+// lockThread makes the writers of one thread take turns until their
+// transaction ends, so that each reads the thread's last sequence number and
+// change offset after the previous writer committed (PostgreSQL, read
+// committed; without it, concurrent writers picked the same next number and
+// all but one retried, and under load a writer could lose every retry).
+// SQLite has a single writer already.
+func (db *DB) lockThread(ctx context.Context, c conn, th store.Thread) error {
+	if db.d != store.Postgres {
+		return nil
+	}
+	_, err := c.exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended(?, 0))`, "prose.events/"+th.RunID+"/"+th.AgentID)
+	return db.mapErr(err, "lock the event thread")
+}
+
 func (db *DB) insertEvent(ctx context.Context, e store.Event) (store.Event, error) {
 	now := db.now()
 	err := db.tx(ctx, func(c conn) error {
@@ -98,6 +112,9 @@ func (db *DB) insertEvent(ctx context.Context, e store.Event) (store.Event, erro
 		}
 		if !ok {
 			return fmt.Errorf("run %q: %w", e.RunID, store.ErrNotFound)
+		}
+		if err := db.lockThread(ctx, c, e.Thread); err != nil {
+			return err
 		}
 		var seq, offset int64
 		if err := c.queryRow(ctx, `SELECT COALESCE(MAX(seq), 0), COALESCE(MAX(change_offset), 0) FROM events WHERE run_id = ? AND agent_id = ?`,
@@ -247,6 +264,9 @@ func (db *DB) updateEvent(ctx context.Context, e store.Event) (store.Event, erro
 		if !now.After(cur.UpdateTime) {
 			// Keep update_time moving forward for readers that follow it.
 			now = cur.UpdateTime.Add(time.Microsecond)
+		}
+		if err := db.lockThread(ctx, c, e.Thread); err != nil {
+			return err
 		}
 		var offset int64
 		if err := c.queryRow(ctx, `SELECT COALESCE(MAX(change_offset), 0) FROM events WHERE run_id = ? AND agent_id = ?`,
