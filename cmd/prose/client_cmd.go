@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	rpccode "google.golang.org/genproto/googleapis/rpc/code"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -227,10 +228,11 @@ func apiErr(err error) error {
 	if !ok {
 		return &exitError{code: exitFailed, err: err}
 	}
-	msg := st.Message()
+	name := rpccode.Code(st.Code()).String() //nolint:gosec // a gRPC code fits
+	msg := fmt.Sprintf("%s (%s)", st.Message(), name)
 	for _, d := range st.Details() {
 		if info, ok := d.(interface{ GetReason() string }); ok && info.GetReason() != "" {
-			msg = fmt.Sprintf("%s (%s %s)", msg, st.Code(), info.GetReason())
+			msg = fmt.Sprintf("%s (%s %s)", st.Message(), name, info.GetReason())
 			break
 		}
 	}
