@@ -69,7 +69,7 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.books, "books", "", `JSON file of books to add to the built-in ones: [{"book": {…}}] (the file of 'prose serve --books'; its "workspace" is ignored here)`)
 	limits := flag.NewFlagSet("run", flag.ContinueOnError)
 	f.limits.register(limits)
-	fl.AddGoFlagSet(limits)
+	addGoFlags(fl, limits)
 	return cmd
 }
 
@@ -178,7 +178,7 @@ func runProgram(ctx context.Context, fl runFlags, stdin io.Reader, stdout, stder
 	if err != nil {
 		return runUsage(stderr, fmt.Errorf("--books: %w", err))
 	}
-	opts := lang.Options{Books: reg.ForWorkspace(books.Workspace{}), Limits: fl.limits.l}
+	opts := lang.Options{Books: reg.ForWorkspace(runWorkspace), Limits: fl.limits.l}
 	if !fl.json {
 		opts.Say = func(line string) { fmt.Fprintln(stdout, line) }
 	}
@@ -319,6 +319,10 @@ func where(src string, sp lang.Span) string {
 	return fmt.Sprintf("line %d, column %d: %s", line, col, src[sp.Start:end])
 }
 
+// runWorkspace is the workspace of `prose run`'s books: every --books
+// entry is registered in it, whatever its "workspace".
+var runWorkspace = books.Workspace{OrganizationID: "local", WorkspaceID: "local"}
+
 // runRegistry is the book registry of `prose run`: the server's built-in
 // books (books.Builtins with the same options as serve's) and the books of
 // a --books file (entries' workspaces ignored).
@@ -329,7 +333,7 @@ func runRegistry(ctx context.Context, file string) (*books.Registry, error) {
 	}
 	mem := books.NewMemoryStore()
 	reg := books.NewRegistry(books.WithStore(mem), builtins)
-	if err := registerBooks(ctx, reg, file, func(string) (books.Workspace, error) { return books.Workspace{}, nil }); err != nil {
+	if err := registerBooks(ctx, reg, file, func(string) (books.Workspace, error) { return runWorkspace, nil }); err != nil {
 		return nil, err
 	}
 	return reg, nil

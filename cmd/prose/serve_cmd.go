@@ -55,8 +55,20 @@ func newServeCmd() *cobra.Command {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	serveFlags(fs, &serveConfig{})
-	cmd.Flags().AddGoFlagSet(fs)
+	addGoFlags(cmd.Flags(), fs)
 	return cmd
+}
+
+// addGoFlags adds a Go flag set to a command's flags; a zero duration
+// default is not shown in help ("(default 0s)" says nothing), as pflag does
+// for its own durations.
+func addGoFlags(to *pflag.FlagSet, fs *flag.FlagSet) {
+	to.AddGoFlagSet(fs)
+	fs.VisitAll(func(g *flag.Flag) {
+		if f := to.Lookup(g.Name); f != nil && f.DefValue == "0s" {
+			f.DefValue = "0"
+		}
+	})
 }
 
 func firstLine(s string) string {
