@@ -157,7 +157,9 @@ type InvokeOption func(*platformv1.InvokeAutomationRequest)
 
 // Draft runs the automation's draft instead of its published stage.
 func Draft() InvokeOption {
-	return func(r *platformv1.InvokeAutomationRequest) { r.Stage = platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT }
+	return func(r *platformv1.InvokeAutomationRequest) {
+		r.Stage = platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT
+	}
 }
 
 // RequestID sets the idempotency key (default: a random one per Invoke, so
@@ -209,10 +211,21 @@ func (c *Client) GetRun(ctx context.Context, run string) (*platformv1.Run, error
 	return c.Runs.GetRun(ctx, &platformv1.GetRunRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: r})
 }
 
+// ExceptionOf is the name of the exception a run awaiting guidance waits on
+// (organizations/{o}/workspaces/{w}/exceptions/{e}), for ResolveException;
+// "" when the run waits for nothing.
+func ExceptionOf(r *platformv1.Run) string {
+	id := r.GetState().GetAwaitingGuidance().GetException()
+	org, ws, _, _, ok := names.ParseRun(r.GetName())
+	if id == "" || !ok {
+		return ""
+	}
+	return names.Exception(org, ws, names.ID(id))
+}
+
 // WaitForRun reads a run until it is settled (see Settled): completed,
-// failed, stopped, or awaiting guidance (its exception is in
-// GetState().GetAwaitingGuidance().GetException()). It polls, from every
-// 20 ms up to every second, until ctx ends.
+// failed, stopped, or awaiting guidance (ExceptionOf names the exception it
+// waits on). It polls, from every 20 ms up to every second, until ctx ends.
 func (c *Client) WaitForRun(ctx context.Context, run string) (*platformv1.Run, error) {
 	wait := 20 * time.Millisecond
 	for {

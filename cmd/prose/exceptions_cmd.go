@@ -128,9 +128,9 @@ func exceptionsAssign(f *clientFlags) *cobra.Command {
 	var to string
 	var unassign bool
 	cmd := &cobra.Command{
-		Use:   "assign EXCEPTION --to USER",
-		Short: "Assign an exception to a member of the workspace",
-		Long:  "Assign an exception to a user (users/{u} or the id) who is a member of the workspace; --unassign clears the assignee.",
+		Use:     "assign EXCEPTION --to USER",
+		Short:   "Assign an exception to a member of the workspace",
+		Long:    "Assign an exception to a user (users/{u} or the id) who is a member of the workspace; --unassign clears the assignee.",
 		Example: "  prose exceptions assign EXCEPTION --to users/u123\n  prose exceptions assign EXCEPTION --unassign",
 		Args:    exactArgs(1, "EXCEPTION"),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -131,10 +131,10 @@ func bootstrap(ctx context.Context, st store.Store, o initOptions) (initResult, 
 		return initResult{}, fmt.Errorf("create API key: %w", err)
 	}
 	return initResult{
-		Organization: names.Organization(org.ID),
-		Workspace:    names.Workspace(org.ID, ws.ID),
-		User:         names.User(u.ID),
-		APIKey:       key.GetKey(),
+		Organization:   names.Organization(org.ID),
+		Workspace:      names.Workspace(org.ID, ws.ID),
+		User:           names.User(u.ID),
+		APIKey:         key.GetKey(),
 		OrganizationID: org.ID, WorkspaceID: ws.ID, UserID: u.ID,
 		orgID: org.ID, workspaceID: ws.ID, userID: u.ID,
 	}, nil

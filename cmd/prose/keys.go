@@ -22,12 +22,12 @@ import (
 
 // keysOptions are the flags of `prose keys`.
 type keysOptions struct {
-	data                         dataFlags
-	client                       clientFlags
-	org, user                    string
-	name, permission, expires    string
-	workspaces                   []string
-	asJSON                       bool
+	data                      dataFlags
+	client                    clientFlags
+	org, user                 string
+	name, permission, expires string
+	workspaces                []string
+	asJSON                    bool
 }
 
 // useAPI says whether keys works over the API: when no --data or

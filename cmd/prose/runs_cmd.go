@@ -104,7 +104,7 @@ func (s *session) showRun(r *platformv1.Run) error {
 		st := r.GetState()
 		s.fields("name", r.GetName(), "state", client.StateName(r), "stage", strings.TrimPrefix(r.GetStage().String(), "AUTOMATION_STAGE_"),
 			"created", timeText(r.GetCreateTime()), "updated", timeText(r.GetUpdateTime()),
-			"exception", st.GetAwaitingGuidance().GetException(), "waits for", st.GetAwaitingGuidance().GetDescription(),
+			"exception", client.ExceptionOf(r), "waits for", st.GetAwaitingGuidance().GetDescription(),
 			"failure", st.GetFailed().GetDescription(), "stopped", st.GetStopped().GetReason()+st.GetStopping().GetReason())
 		if outs, err := client.PlainMap(st.GetCompleted().GetOutputs()); err == nil && len(outs) > 0 {
 			keys := make([]string, 0, len(outs))

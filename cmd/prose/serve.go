@@ -395,7 +395,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	local := srv.Local
 	mux, h, err := gateway.Mux(ctx, local, gateway.Options{
 		OpenAPI: openapi.JSON, Logger: logger, MaxUploads: cfg.maxUploads, UploadWait: cfg.uploadWait,
-		BodyReadTimeout: cfg.bodyReadTimeout,
+		BodyReadTimeout: cfg.bodyReadTimeout, ValueExample: plainValueJSON,
 	}, gateway.Handlers()...)
 	if err != nil {
 		a.Close()
