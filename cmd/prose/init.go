@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
@@ -166,7 +167,8 @@ func newInitCmd() *cobra.Command {
 	var d dataFlags
 	var expires string
 	var o initOptions
-	var asJSON, force bool
+	var asJSON, force, login bool
+	var address string
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Create an organization, its owner, a workspace and an API key in a data directory",
@@ -176,12 +178,32 @@ shown once. 'prose serve' does the same on an empty store by itself.
 
 --json prints one object with the resource names (organization, workspace,
 user), the ids the other commands take (organization_id, workspace_id,
-user_id) and the api_key.`,
+user_id) and the api_key.
+
+--login also keeps the key, the workspace and the server's address (--address,
+default ` + defaultAddress + `, where 'prose serve' listens) in the default
+profile, as 'prose login' would: the client commands then need no flags.`,
 		Example: `  prose init --data ./prose-data --organization Acme --email me@acme.test
+  prose init --login && prose serve
   prose init --json | jq -r .api_key`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return exitCode(initRun(cmd.Context(), d, o, expires, asJSON, force, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+			r, code := initRun(cmd.Context(), d, o, expires, asJSON, force, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			if code != 0 || !login {
+				return exitCode(code)
+			}
+			pf, path, err := readProfiles()
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			pf.Profiles["default"] = profile{Address: firstNonEmpty(address, os.Getenv("PROSE_ADDRESS"), defaultAddress), APIKey: r.APIKey, Workspace: r.Workspace}
+			if err := writeProfiles(pf, path); err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			if !asJSON {
+				fmt.Fprintf(cmd.ErrOrStderr(), "The key and workspace are kept in the default profile (%s).\n", path)
+			}
+			return nil
 		},
 	}
 	fs := cmd.Flags()
@@ -192,6 +214,8 @@ user_id) and the api_key.`,
 	fs.StringVar(&expires, "expires", "1y", "lifetime of the API key: "+strings.Join(apikey.ExpirationChoices(), ", "))
 	fs.BoolVar(&asJSON, "json", false, `print one JSON object {"organization","workspace","user","api_key","organization_id","workspace_id","user_id"}`)
 	fs.BoolVar(&force, "force", false, "create another organization even if the store has one")
+	fs.BoolVar(&login, "login", false, "keep the key and workspace in the default profile of the client commands")
+	fs.StringVar(&address, "address", "", "with --login: the server's address (env PROSE_ADDRESS; default "+defaultAddress+")")
 	return cmd
 }
 
@@ -216,35 +240,35 @@ func initCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return runArgs(ctx, "init", args, stdin, stdout, stderr)
 }
 
-func initRun(ctx context.Context, df dataFlags, o initOptions, expires string, asJSON, force bool, stdout, stderr io.Writer) int {
+func initRun(ctx context.Context, df dataFlags, o initOptions, expires string, asJSON, force bool, stdout, stderr io.Writer) (initResult, int) {
 	d, err := apikey.ParseExpiration(expires)
 	if err != nil {
 		fmt.Fprintf(stderr, "init: --expires: %v\n", err)
-		return 2
+		return initResult{}, 2
 	}
 	o.expires = d
 	st, err := openStore(ctx, df.data, df.database)
 	if err != nil {
 		fmt.Fprintf(stderr, "init: %v\n", err)
-		return 1
+		return initResult{}, 1
 	}
 	defer func() { _ = st.Close() }()
 	if !force {
 		ids, err := organizationIDs(ctx, st, 1)
 		if err != nil {
 			fmt.Fprintf(stderr, "init: %v\n", err)
-			return 1
+			return initResult{}, 1
 		}
 		if len(ids) > 0 {
 			fmt.Fprintf(stderr, "init: the store already has organization %s; use `prose keys create` for a new key, or --force\n", ids[0])
-			return 1
+			return initResult{}, 1
 		}
 	}
 	r, err := bootstrap(ctx, st, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "init: %v\n", err)
-		return 1
+		return initResult{}, 1
 	}
 	printInit(stdout, r, asJSON)
-	return 0
+	return r, 0
 }
