@@ -3,8 +3,6 @@ package client
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"go.einride.tech/aip/resourcename"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/ids"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/names"
@@ -189,7 +188,7 @@ func (c *Client) Invoke(ctx context.Context, automation string, inputs map[strin
 	}
 	req := &platformv1.InvokeAutomationRequest{
 		OrganizationId: org, WorkspaceId: ws, AutomationId: a, Inputs: in,
-		Stage: platformv1.AutomationStage_AUTOMATION_STAGE_PUBLISHED, RequestId: newRequestID(),
+		Stage: platformv1.AutomationStage_AUTOMATION_STAGE_PUBLISHED, RequestId: ids.NewRequestID(),
 	}
 	for _, o := range opts {
 		o(req)
@@ -355,10 +354,4 @@ func (c *Client) StreamEvents(ctx context.Context, run, agent string, after int6
 			return err
 		}
 	}
-}
-
-func newRequestID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

@@ -80,7 +80,7 @@ func runWithServer(m *testing.M) int {
 		}
 		_, _ = io.Copy(io.Discard, stderr)
 		select {
-		case ready <- fmt.Errorf("prose serve ended before serving: %v", sc.Err()):
+		case ready <- fmt.Errorf("prose serve ended before serving: %w", sc.Err()):
 		default:
 		}
 	}()

@@ -347,11 +347,6 @@ func (s *session) runRef(ref string) (automation, run string, err error) {
 	return "-", ref, nil
 }
 
-// completeNone is the completion of arguments that cannot be completed.
-func completeNone(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
-	return nil, cobra.ShellCompDirectiveNoFileComp
-}
-
 // clientGroup makes a command group of client commands sharing the flags.
 func clientGroup(use, short, long, example string, f *clientFlags, subs ...*cobra.Command) *cobra.Command {
 	cmd := &cobra.Command{

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"fmt"
 	"os"
 	"strings"
 
@@ -245,6 +243,3 @@ func exceptionsResolve(f *clientFlags) *cobra.Command {
 	fl.BoolVar(&wait, "wait", false, "wait for the run to settle and print it")
 	return cmd
 }
-
-var _ = json.Valid
-var _ = fmt.Sprint

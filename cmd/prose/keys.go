@@ -167,11 +167,6 @@ func withKeysStore(cmd *cobra.Command, o *keysOptions, f func(st store.Store, or
 	return exitCode(f(st, org))
 }
 
-// keysCmd runs `prose keys` with args (tests call it).
-func keysCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runArgs(ctx, "keys", args, stdin, stdout, stderr)
-}
-
 // apiExpiration maps --expires to the API's enum.
 var apiExpiration = map[string]platformv1.ApiKeyExpiration{
 	"7d": platformv1.ApiKeyExpiration_API_KEY_EXPIRATION_7_DAYS, "30d": platformv1.ApiKeyExpiration_API_KEY_EXPIRATION_30_DAYS,

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"fmt"
-	"io"
 
 	"github.com/spf13/cobra"
 
@@ -31,9 +29,4 @@ too; run this first to migrate a PostgreSQL database before replicas start.`,
 	}
 	d.register(cmd.Flags())
 	return cmd
-}
-
-// migrateCmd runs `prose migrate` with args (tests call it).
-func migrateCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	return runArgs(ctx, "migrate", args, stdin, stdout, stderr)
 }
