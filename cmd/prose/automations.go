@@ -100,11 +100,12 @@ func orDash(s string) string {
 func automationsGet(f *clientFlags) *cobra.Command {
 	var code bool
 	cmd := &cobra.Command{
-		Use:     "get AUTOMATION",
-		Short:   "Show an automation",
-		Long:    "Show an automation (by id or name): its title, versions, share ids, and with --code its program.",
-		Example: "  prose automations get invoices --code\n  prose automations get organizations/o/workspaces/w/automations/invoices -o json",
-		Args:    exactArgs(1, "AUTOMATION"),
+		Use:               "get AUTOMATION",
+		ValidArgsFunction: completeIDs(f, "automation"),
+		Short:             "Show an automation",
+		Long:              "Show an automation (by id or name): its title, versions, share ids, and with --code its program.",
+		Example:           "  prose automations get invoices --code\n  prose automations get organizations/o/workspaces/w/automations/invoices -o json",
+		Args:              exactArgs(1, "AUTOMATION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := f.connect(cmd, true)
 			if err != nil {
@@ -221,8 +222,9 @@ func automationsUpdate(f *clientFlags) *cobra.Command {
 	var file, title, description string
 	var publish bool
 	cmd := &cobra.Command{
-		Use:   "update AUTOMATION [--file FILE] [--title T]",
-		Short: "Update an automation's draft: its program, title or description",
+		Use:               "update AUTOMATION [--file FILE] [--title T]",
+		ValidArgsFunction: completeIDs(f, "automation"),
+		Short:             "Update an automation's draft: its program, title or description",
 		Long: `Update the draft of an automation: its program (--file), its title or its
 description; only what is given changes. --publish publishes the new draft.`,
 		Example: "  prose automations update invoices --file examples/invoice.prose --publish",
@@ -282,11 +284,12 @@ description; only what is given changes. --publish publishes the new draft.`,
 
 func automationsPublish(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:     "publish AUTOMATION",
-		Short:   "Publish an automation's draft",
-		Long:    "Copy the draft of an automation to its published stage, the one invoke runs by default.",
-		Example: "  prose automations publish invoices",
-		Args:    exactArgs(1, "AUTOMATION"),
+		Use:               "publish AUTOMATION",
+		ValidArgsFunction: completeIDs(f, "automation"),
+		Short:             "Publish an automation's draft",
+		Long:              "Copy the draft of an automation to its published stage, the one invoke runs by default.",
+		Example:           "  prose automations publish invoices",
+		Args:              exactArgs(1, "AUTOMATION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := f.connect(cmd, true)
 			if err != nil {
@@ -311,8 +314,9 @@ func automationsInvoke(f *clientFlags) *cobra.Command {
 	var inputsJSON, requestID string
 	var draft, wait bool
 	cmd := &cobra.Command{
-		Use:   "invoke AUTOMATION [--input name=value]...",
-		Short: "Start a run of an automation with inputs",
+		Use:               "invoke AUTOMATION [--input name=value]...",
+		ValidArgsFunction: completeIDs(f, "automation"),
+		Short:             "Start a run of an automation with inputs",
 		Long: `Start a run of an automation's published stage (--draft: its draft) and print
 the run's id. Inputs are name=value pairs: the value is read as JSON when it is
 JSON (120.50 stays 120.50, true, "text", [1,2], {"a":1}), else as text; or a

@@ -155,6 +155,13 @@ func TestCLIDailyWork(t *testing.T) {
 	if out := c.must(0, "exceptions", "get", excID); !strings.Contains(out, "invoice total") || !strings.Contains(out, "pending") {
 		t.Fatalf("exceptions get:\n%s", out)
 	}
+	// Shell completion asks the server for the ids.
+	if out := c.must(0, "__complete", "exceptions", "resolve", ""); !strings.Contains(out, excID+"\tPlease provide the invoice total") {
+		t.Fatalf("completion of an exception id:\n%s", out)
+	}
+	if out := c.must(0, "__complete", "automations", "invoke", ""); !strings.Contains(out, "invoices\tInvoices") {
+		t.Fatalf("completion of an automation id:\n%s", out)
+	}
 	if out := c.must(0, "exceptions", "list"); !strings.Contains(out, excID) || !strings.Contains(out, "Please provide the invoice total") {
 		t.Fatalf("exceptions list:\n%s", out)
 	}

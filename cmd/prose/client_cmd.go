@@ -368,3 +368,49 @@ func clientGroup(use, short, long, example string, f *clientFlags, subs ...*cobr
 func contextWithTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, d)
 }
+
+// completeIDs completes the argument of a client command with the ids of
+// the workspace's automations, runs (newest first) or pending exceptions,
+// asked of the server the flags, the environment or the profile name
+// (within 3 s; nothing when it cannot be reached).
+func completeIDs(f *clientFlags, kind string) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		ctx, cancel := context.WithTimeout(cmd.Context(), 3*time.Second)
+		defer cancel()
+		cmd.SetContext(ctx)
+		s, err := f.connect(cmd, true)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		defer s.close()
+		var out []cobra.Completion
+		switch kind {
+		case "automation":
+			resp, err := s.c.Automations.ListAutomations(ctx, &platformv1.ListAutomationsRequest{OrganizationId: s.org, WorkspaceId: s.ws, PageSize: 100})
+			if err == nil {
+				for _, a := range resp.GetAutomations() {
+					out = append(out, cobra.CompletionWithDesc(names.ID(a.GetName()), a.GetDisplayName()))
+				}
+			}
+		case "run":
+			resp, err := s.c.Runs.ListRuns(ctx, &platformv1.ListRunsRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: "-", PageSize: 50})
+			if err == nil {
+				for _, r := range resp.GetRuns() {
+					_, _, a, id, _ := names.ParseRun(r.GetName())
+					out = append(out, cobra.CompletionWithDesc(id, a+" "+client.StateName(r)))
+				}
+			}
+		case "exception":
+			resp, err := s.c.Exceptions.ListExceptions(ctx, &platformv1.ListExceptionsRequest{OrganizationId: s.org, WorkspaceId: s.ws, PageSize: 100, Filter: "state = PENDING"})
+			if err == nil {
+				for _, e := range resp.GetExceptions() {
+					out = append(out, cobra.CompletionWithDesc(names.ID(e.GetName()), oneLine(e.GetMessage(), 60)))
+				}
+			}
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}

@@ -97,8 +97,9 @@ func (s *session) showException(e *platformv1.Exception) error {
 
 func exceptionsGet(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "get EXCEPTION",
-		Short: "Show an exception and the guidance it asks for",
+		Use:               "get EXCEPTION",
+		ValidArgsFunction: completeIDs(f, "exception"),
+		Short:             "Show an exception and the guidance it asks for",
 		Long: `Show an exception (by id or name): its run, its message, and what guidance it
 asks for (the facts to provide, the question and its choices, the failed checks).`,
 		Example: "  prose exceptions get EXCEPTION\n  prose exceptions get EXCEPTION -o json",
@@ -126,11 +127,12 @@ func exceptionsAssign(f *clientFlags) *cobra.Command {
 	var to string
 	var unassign bool
 	cmd := &cobra.Command{
-		Use:     "assign EXCEPTION --to USER",
-		Short:   "Assign an exception to a member of the workspace",
-		Long:    "Assign an exception to a user (users/{u} or the id) who is a member of the workspace; --unassign clears the assignee.",
-		Example: "  prose exceptions assign EXCEPTION --to users/u123\n  prose exceptions assign EXCEPTION --unassign",
-		Args:    exactArgs(1, "EXCEPTION"),
+		Use:               "assign EXCEPTION --to USER",
+		ValidArgsFunction: completeIDs(f, "exception"),
+		Short:             "Assign an exception to a member of the workspace",
+		Long:              "Assign an exception to a user (users/{u} or the id) who is a member of the workspace; --unassign clears the assignee.",
+		Example:           "  prose exceptions assign EXCEPTION --to users/u123\n  prose exceptions assign EXCEPTION --unassign",
+		Args:              exactArgs(1, "EXCEPTION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if (to == "") == !unassign {
 				return usageErr("give --to USER or --unassign")
@@ -165,8 +167,9 @@ func exceptionsResolve(f *clientFlags) *cobra.Command {
 	var answer, replaceFile, replace string
 	var skip, retry, wait bool
 	cmd := &cobra.Command{
-		Use:   "resolve EXCEPTION (--value 'fact=value'... | --answer VALUE | --skip | --retry | --replace-file FILE)",
-		Short: "Resolve an exception with guidance; the run goes on",
+		Use:               "resolve EXCEPTION (--value 'fact=value'... | --answer VALUE | --skip | --retry | --replace-file FILE)",
+		ValidArgsFunction: completeIDs(f, "exception"),
+		Short:             "Resolve an exception with guidance; the run goes on",
 		Long: `Resolve an exception with one kind of guidance, and the run goes on:
   --value 'invoice total=120.50'  the value of a fact the run misses (repeat for several);
                                   the value is JSON when it is JSON, else text

@@ -129,8 +129,9 @@ func (s *session) showRun(r *platformv1.Run) error {
 
 func runsGet(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:   "get RUN",
-		Short: "Show a run: its state, outputs, or what it waits for",
+		Use:               "get RUN",
+		ValidArgsFunction: completeIDs(f, "run"),
+		Short:             "Show a run: its state, outputs, or what it waits for",
 		Long: `Show a run (by id or name): its state, its outputs when it completed, the
 exception it waits on, or why it failed. The exit code follows the state: 0
 completed or still going, 1 failed or stopped, 3 awaiting guidance.`,
@@ -154,8 +155,9 @@ completed or still going, 1 failed or stopped, 3 awaiting guidance.`,
 func runsWatch(f *clientFlags) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "watch RUN",
-		Short: "Wait for a run to settle, printing its state as it changes",
+		Use:               "watch RUN",
+		ValidArgsFunction: completeIDs(f, "run"),
+		Short:             "Wait for a run to settle, printing its state as it changes",
 		Long: `Follow a run until it completes, fails, stops or needs guidance, printing each
 state it goes through (with -o json: the run as JSON at the end), then exit as
 'runs get' does: 0 completed, 1 failed or stopped, 3 awaiting guidance.`,
@@ -209,8 +211,9 @@ state it goes through (with -o json: the run as JSON at the end), then exit as
 func runsEvents(f *clientFlags) *cobra.Command {
 	var agent string
 	cmd := &cobra.Command{
-		Use:   "events RUN",
-		Short: "Show what happened to a run: its exceptions and its conversation with the agent",
+		Use:               "events RUN",
+		ValidArgsFunction: completeIDs(f, "run"),
+		Short:             "Show what happened to a run: its exceptions and its conversation with the agent",
 		Long: `Show the exceptions a run raised (pending, resolved or archived, oldest first)
 and the events of its conversation with an agent (--agent, default prose).`,
 		Example: "  prose runs events RUN\n  prose runs events RUN -o json",
@@ -298,8 +301,9 @@ func oneLine(s string, n int) string {
 func runsPause(f *clientFlags) *cobra.Command {
 	var reason string
 	cmd := &cobra.Command{
-		Use:   "pause RUN --reason TEXT",
-		Short: "Pause a run, with a reason",
+		Use:               "pause RUN --reason TEXT",
+		ValidArgsFunction: completeIDs(f, "run"),
+		Short:             "Pause a run, with a reason",
 		Long: `Pause a run: an executing run stops at its next step (stopping, then
 stopped), a pending or waiting one at once. The reason stays on the stopped
 state; 'prose runs continue' resumes it.`,
@@ -335,11 +339,12 @@ state; 'prose runs continue' resumes it.`,
 
 func runsContinue(f *clientFlags) *cobra.Command {
 	return &cobra.Command{
-		Use:     "continue RUN",
-		Short:   "Continue a paused run",
-		Long:    "Put a stopped run back to pending (or awaiting guidance, when its exception is still pending).",
-		Example: "  prose runs continue RUN",
-		Args:    exactArgs(1, "RUN"),
+		Use:               "continue RUN",
+		ValidArgsFunction: completeIDs(f, "run"),
+		Short:             "Continue a paused run",
+		Long:              "Put a stopped run back to pending (or awaiting guidance, when its exception is still pending).",
+		Example:           "  prose runs continue RUN",
+		Args:              exactArgs(1, "RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := f.connect(cmd, true)
 			if err != nil {
