@@ -166,6 +166,15 @@ func TestCLIDailyWork(t *testing.T) {
 		t.Fatalf("exceptions list:\n%s", out)
 	}
 
+	// Assign it to the owner, then clear it.
+	if out := c.must(0, "exceptions", "assign", excID, "--to", e.init.userID); !strings.Contains(out, "users/"+e.init.userID) {
+		t.Fatalf("assign:\n%s", out)
+	}
+	if m := c.json(0, "exceptions", "assign", exc["name"].(string), "--unassign"); m["assignee"] != nil {
+		t.Fatalf("unassign: %v", m)
+	}
+	c.must(exitUsage, "exceptions", "assign", excID)
+
 	// Pause and continue the waiting run.
 	run := exc["run"].(string)
 	runID := run[strings.LastIndexByte(run, '/')+1:]
@@ -196,6 +205,38 @@ func TestCLIDailyWork(t *testing.T) {
 	}
 	if out := c.must(0, "runs", "watch", runID); !strings.Contains(out, "completed") {
 		t.Fatalf("runs watch:\n%s", out)
+	}
+
+	// A question answered with --answer; a step replaced from a file.
+	prog := filepath.Join(t.TempDir(), "approve.prose")
+	if err := os.WriteFile(prog, []byte("ask \"Approve this invoice?\" the choices are \"yes\", \"no\"\nthe output is the above\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.must(0, "automations", "create", "--file", prog, "--id", "approve")
+	if out := c.must(0, "automations", "update", "approve", "--title", "Approvals", "--publish"); !strings.Contains(out, "Approvals") {
+		t.Fatalf("update --title:\n%s", out)
+	}
+	c.must(exitAwaiting, "automations", "invoke", "approve", "--wait")
+	q := c.json(0, "exceptions", "list", "--filter", `state = PENDING AND automation = "approve"`)["exceptions"].([]any)[0].(map[string]any)
+	if out := c.must(0, "exceptions", "get", q["name"].(string)); !strings.Contains(out, "Approve this invoice?") || !strings.Contains(out, `"yes" / "no"`) {
+		t.Fatalf("the question:\n%s", out)
+	}
+	if out := c.must(0, "exceptions", "resolve", q["name"].(string), "--answer", "yes", "--wait"); !strings.Contains(out, `output: "yes"`) {
+		t.Fatalf("--answer:\n%s", out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.prose")
+	if err := os.WriteFile(bad, []byte("the output is 10 / 0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fix := filepath.Join(t.TempDir(), "fix.prose")
+	if err := os.WriteFile(fix, []byte("the output is 10 / 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c.must(0, "automations", "create", "--file", bad, "--id", "divide", "--publish")
+	c.must(exitAwaiting, "automations", "invoke", "divide", "--wait")
+	d := c.json(0, "exceptions", "list", "--filter", `state = PENDING AND automation = "divide"`)["exceptions"].([]any)[0].(map[string]any)
+	if out := c.must(0, "exceptions", "resolve", d["name"].(string), "--replace-file", fix, "--wait"); !strings.Contains(out, "output: 5") {
+		t.Fatalf("--replace-file:\n%s", out)
 	}
 
 	// Mistakes and their exit codes.
