@@ -70,6 +70,9 @@ func TestHelpOfTheBinary(t *testing.T) {
 	if out := c.must(0, "serve", "--help"); !strings.Contains(out, `--addr string`) || !strings.Contains(out, `(default "127.0.0.1:8080")`) || !strings.Contains(out, `(default "./prose-data")`) {
 		t.Errorf("serve --help shows no defaults:\n%s", out)
 	}
+	if code, _, errb := c.run("serve", "--nope"); code != exitUsage || !strings.Contains(errb, "flag provided but not defined: -nope") || !strings.Contains(errb, "Run 'prose serve --help'") || strings.Contains(errb, "--max-code-bytes") {
+		t.Errorf("serve --nope: exit %d\n%s", code, errb)
+	}
 	if code, out, _ := c.run(); code != exitUsage || !strings.Contains(out, "Exit codes:") {
 		t.Errorf("prose alone: exit %d\n%s", code, out)
 	}

@@ -40,6 +40,17 @@ func newServeCmd() *cobra.Command {
 					return cmd.Help()
 				}
 			}
+			// A mistake on the command line is told as every command tells
+			// it (serveCmd's own flag set would print all its flags).
+			check := flag.NewFlagSet("serve", flag.ContinueOnError)
+			check.SetOutput(io.Discard)
+			serveFlags(check, &serveConfig{})
+			if err := check.Parse(args); err != nil {
+				return usageErr("%v", err)
+			}
+			if check.NArg() > 0 {
+				return usageErr("unexpected argument %q", check.Arg(0))
+			}
 			return exitCode(serveCmd(cmd.Context(), args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 		ValidArgsFunction: func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
