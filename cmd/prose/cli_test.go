@@ -247,7 +247,7 @@ func TestCLIDailyWork(t *testing.T) {
 	}{
 		{[]string{"runs", "get", "nope"}, exitNotFound, "NOT_FOUND"},
 		{[]string{"automations", "get", "invoices", "--api-key", "prose_nope"}, exitAuth, "UNAUTHENTICATED"},
-		{[]string{"automations", "list", "--address", "127.0.0.1:1"}, exitUnavailable, ""},
+		{[]string{"automations", "list", "--address", "127.0.0.1:1"}, exitUnavailable, "the server cannot be reached"},
 		{[]string{"automations", "invoke"}, exitUsage, "missing AUTOMATION"},
 		{[]string{"exceptions", "resolve", excID}, exitUsage, "exactly one kind of guidance"},
 		{[]string{"exceptions", "resolve", excID, "--skip"}, exitFailed, "EXCEPTION_STATE_CONFLICT"},

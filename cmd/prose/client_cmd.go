@@ -244,6 +244,9 @@ func apiErr(err error) error {
 		code = exitAuth
 	case codes.Unavailable, codes.DeadlineExceeded:
 		code = exitUnavailable
+		if strings.Contains(msg, "connection") || strings.Contains(msg, "dial") {
+			msg = "the server cannot be reached; is it running at the address of --address, PROSE_ADDRESS or the profile? (" + msg + ")"
+		}
 	case codes.InvalidArgument:
 		code = exitUsage
 	}
