@@ -41,7 +41,7 @@ func FromBdkValue(v *platformv1.BdkValue) (lang.Value, error) {
 		if in := f.GetInline(); in != nil {
 			return lang.FileValue(&lang.File{Name: in.GetFileName(), Content: in.GetContent()}), nil
 		}
-		return lang.FileValue(&lang.File{URL: f.GetRemote()}), nil
+		return lang.FileValue(lang.RemoteFile(f.GetRemote())), nil
 	case *platformv1.BdkValue_DictionaryValue:
 		return fromBdkDict(k.DictionaryValue)
 	case *platformv1.BdkValue_ListValue:

@@ -261,6 +261,8 @@ func (g *gw) writeError(w http.ResponseWriter, r *http.Request, st *spb.Status, 
 		case b.timedOut.Load():
 			st, httpStatus = bodyTimeout(b.timeout), http.StatusRequestTimeout
 			w.Header().Set("Connection", "close")
+		case b.decodeStatus.Load() != nil && st.GetCode() == int32(codes.InvalidArgument):
+			st = b.decodeStatus.Load()
 		}
 	}
 	st = withErrorInfo(st, reason)

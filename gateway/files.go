@@ -8,7 +8,9 @@ import (
 	"mime"
 	"mime/multipart"
 	"net/http"
+	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/api/httpbody"
@@ -38,6 +40,10 @@ type SignedFiles interface {
 const (
 	FilesUploadPattern   = "/files/upload/{token}"
 	FilesDownloadPattern = "/files/download/{token}"
+	// FilesDownloadNamedPattern is a download URL ending with the file's
+	// name (what a run or a browser takes for it); the name is not signed
+	// and not read: the token names the file.
+	FilesDownloadNamedPattern = "/files/download/{token}/{filename}"
 	// multipartFileField is the part that carries the bytes.
 	multipartFileField = "file"
 	maxFormFieldBytes  = 64 << 10
@@ -49,8 +55,8 @@ const (
 //	PUT|POST /files/upload/{token}   raw bytes (Content-Type, ?filename=) or
 //	                                 multipart/form-data (form fields + part "file");
 //	                                 200 {"metadata": FileMetadata}
-//	GET      /files/download/{token} the bytes, with Content-Type and
-//	                                 Content-Disposition: attachment
+//	GET      /files/download/{token}[/{filename}] the bytes, with Content-Type
+//	                                 and Content-Disposition: attachment
 //
 // maxBytes bounds a file (the service decides the error; one byte more is
 // read so that it can tell).
@@ -58,9 +64,11 @@ const (
 // It also replaces the generated routes of FileService.UploadFile and
 // DownloadFile with ones that call conn the same way (the interceptors, the
 // API key) but carry the raw bytes: the request body is the file (its
-// Content-Type the MIME type, ?filename= its name; the JSON decoder cannot
-// read it into a google.api.HttpBody), and the receive bound is raised to
-// maxBytes (a connection's default is 4 MiB).
+// Content-Type the MIME type, ?filename= or the Content-Disposition's
+// filename its name), or multipart/form-data with one part "file" (its
+// file name and Content-Type; ?filename= wins); the JSON decoder cannot read
+// it into a google.api.HttpBody, and the receive bound is raised to maxBytes
+// (a connection's default is 4 MiB).
 func HandleSignedFiles(mux *runtime.ServeMux, conn grpc.ClientConnInterface, sf SignedFiles, maxBytes int64) error {
 	if err := handleDownload(mux, conn); err != nil {
 		return fmt.Errorf("gateway: %s: %w", downloadPattern, err)
@@ -76,10 +84,13 @@ func HandleSignedFiles(mux *runtime.ServeMux, conn grpc.ClientConnInterface, sf 
 			return fmt.Errorf("gateway: %s: %w", FilesUploadPattern, err)
 		}
 	}
-	if err := mux.HandlePath(http.MethodGet, FilesDownloadPattern, func(w http.ResponseWriter, r *http.Request, p map[string]string) {
+	down := func(w http.ResponseWriter, r *http.Request, p map[string]string) {
 		serveDownload(mux, sf, w, r, p["token"])
-	}); err != nil {
-		return fmt.Errorf("gateway: %s: %w", FilesDownloadPattern, err)
+	}
+	for _, pattern := range []string{FilesDownloadPattern, FilesDownloadNamedPattern} {
+		if err := mux.HandlePath(http.MethodGet, pattern, down); err != nil {
+			return fmt.Errorf("gateway: %s: %w", pattern, err)
+		}
 	}
 	return nil
 }
@@ -122,81 +133,92 @@ func readAtMost(rd io.Reader, max, sizeHint int64) ([]byte, error) {
 	}
 }
 
-func serveUpload(mux *runtime.ServeMux, sf SignedFiles, maxBytes int64, w http.ResponseWriter, r *http.Request, token string) {
-	filename := r.URL.Query().Get("filename")
-	contentType := r.Header.Get("Content-Type")
-	var fields map[string]string
-	var content []byte
-	mt, params, _ := mime.ParseMediaType(contentType)
-	if mt == "multipart/form-data" {
-		if params["boundary"] == "" {
-			fileError(mux, w, r, badForm("multipart/form-data without a boundary"))
-			return
+// upload is what an upload request carries.
+type upload struct {
+	filename, contentType string
+	fields                map[string]string // multipart fields but the file (nil: a raw body)
+	content               []byte
+}
+
+// readUpload reads an upload body: multipart/form-data with one part
+// "file" (its file name and Content-Type) and other fields, or the raw
+// bytes (the request's Content-Type; the name from ?filename= or the
+// Content-Disposition header). ?filename= names the file when the part or
+// the header does not.
+func readUpload(r *http.Request, maxBytes int64) (upload, error) {
+	u := upload{filename: r.URL.Query().Get("filename"), contentType: r.Header.Get("Content-Type")}
+	mt, params, _ := mime.ParseMediaType(u.contentType)
+	if mt != "multipart/form-data" {
+		if u.filename == "" {
+			if _, p, err := mime.ParseMediaType(r.Header.Get("Content-Disposition")); err == nil {
+				u.filename = p["filename"]
+			}
 		}
-		fields = map[string]string{}
-		seenFile := false
-		mr := multipart.NewReader(r.Body, params["boundary"])
-		for {
-			part, err := mr.NextPart()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				var mbe *http.MaxBytesError
-				if errors.As(err, &mbe) {
-					fileError(mux, w, r, badForm(fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)))
-					return
-				}
-				fileError(mux, w, r, badForm("the multipart form is malformed"))
-				return
-			}
-			name := part.FormName()
-			if name == multipartFileField {
-				if seenFile {
-					fileError(mux, w, r, badForm("the form has more than one file part"))
-					return
-				}
-				seenFile = true
-				if content, err = readAtMost(part, maxBytes, r.ContentLength); err != nil {
-					fileError(mux, w, r, err)
-					return
-				}
-				if part.FileName() != "" {
-					filename = part.FileName()
-				}
-				contentType = part.Header.Get("Content-Type")
-				continue
-			}
-			if len(fields) >= maxFormFields {
-				fileError(mux, w, r, badForm("the form has too many fields"))
-				return
-			}
-			if _, dup := fields[name]; dup {
-				fileError(mux, w, r, badForm("the form field "+strconv.Quote(name)+" appears twice"))
-				return
-			}
-			v, err := readAtMost(part, maxFormFieldBytes, -1)
-			if err != nil {
-				fileError(mux, w, r, err)
-				return
-			}
-			if len(v) > maxFormFieldBytes {
-				fileError(mux, w, r, badForm("the form field "+strconv.Quote(name)+" is too long"))
-				return
-			}
-			fields[name] = string(v)
-		}
-		if !seenFile {
-			fileError(mux, w, r, badForm("the form has no file part named file"))
-			return
-		}
-	} else {
 		var err error
-		if content, err = readAtMost(r.Body, maxBytes, r.ContentLength); err != nil {
-			fileError(mux, w, r, err)
-			return
-		}
+		u.content, err = readAtMost(r.Body, maxBytes, r.ContentLength)
+		return u, err
 	}
+	if params["boundary"] == "" {
+		return u, badForm("multipart/form-data without a boundary")
+	}
+	u.fields = map[string]string{}
+	seenFile := false
+	mr := multipart.NewReader(r.Body, params["boundary"])
+	for {
+		part, err := mr.NextPart()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return u, badForm(fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit))
+			}
+			return u, badForm("the multipart form is malformed")
+		}
+		name := part.FormName()
+		if name == multipartFileField {
+			if seenFile {
+				return u, badForm("the form has more than one file part")
+			}
+			seenFile = true
+			if u.content, err = readAtMost(part, maxBytes, r.ContentLength); err != nil {
+				return u, err
+			}
+			if part.FileName() != "" {
+				u.filename = part.FileName()
+			}
+			u.contentType = part.Header.Get("Content-Type")
+			continue
+		}
+		if len(u.fields) >= maxFormFields {
+			return u, badForm("the form has too many fields")
+		}
+		if _, dup := u.fields[name]; dup {
+			return u, badForm("the form field " + strconv.Quote(name) + " appears twice")
+		}
+		v, err := readAtMost(part, maxFormFieldBytes, -1)
+		if err != nil {
+			return u, err
+		}
+		if len(v) > maxFormFieldBytes {
+			return u, badForm("the form field " + strconv.Quote(name) + " is too long")
+		}
+		u.fields[name] = string(v)
+	}
+	if !seenFile {
+		return u, badForm("the form has no file part named file")
+	}
+	return u, nil
+}
+
+func serveUpload(mux *runtime.ServeMux, sf SignedFiles, maxBytes int64, w http.ResponseWriter, r *http.Request, token string) {
+	u, err := readUpload(r, maxBytes)
+	if err != nil {
+		fileError(mux, w, r, err)
+		return
+	}
+	filename, contentType, fields, content := u.filename, u.contentType, u.fields, u.content
 	meta, err := sf.UploadSigned(r.Context(), token, filename, contentType, fields, content)
 	if err != nil {
 		fileError(mux, w, r, err)
@@ -244,15 +266,26 @@ func handleUpload(mux *runtime.ServeMux, conn grpc.ClientConnInterface, maxBytes
 			runtime.HTTPError(r.Context(), mux, out, w, r, err)
 			return
 		}
-		data, err := readAtMost(r.Body, maxBytes, r.ContentLength)
+		u, err := readUpload(r, maxBytes)
+		if err == nil && len(u.fields) > 0 {
+			keys := make([]string, 0, len(u.fields))
+			for k := range u.fields {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			err = badForm("unexpected form fields: " + strings.Join(keys, ", ") + "; send only a file part named file")
+		}
 		if err != nil {
 			runtime.HTTPError(ctx, mux, out, w, r, err)
 			return
 		}
+		if q := r.URL.Query().Get("filename"); q != "" {
+			u.filename = q // the query names the file whatever the part says
+		}
 		var md runtime.ServerMetadata
 		resp, err := client.UploadFile(ctx, &platformv1.UploadFileRequest{
-			OrganizationId: p["organization_id"], Filename: r.URL.Query().Get("filename"),
-			Content: &httpbody.HttpBody{ContentType: r.Header.Get("Content-Type"), Data: data},
+			OrganizationId: p["organization_id"], Filename: u.filename,
+			Content: &httpbody.HttpBody{ContentType: u.contentType, Data: u.content},
 		}, grpc.Header(&md.HeaderMD), grpc.Trailer(&md.TrailerMD))
 		ctx = runtime.NewServerMetadataContext(ctx, md)
 		if err != nil {

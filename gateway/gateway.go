@@ -85,6 +85,11 @@ type Options struct {
 	// REQUEST_BODY_TIMEOUT and the connection closed. gRPC calls are not
 	// concerned. 0: DefaultBodyReadTimeout; negative: none.
 	BodyReadTimeout time.Duration
+	// ValueExample converts a plain JSON value (120.5) to the JSON of the
+	// API's Value ({"number": {"lo": 1205, "flags": 65536}}), for the error
+	// of a body that gives a plain value where a Value is expected. nil: the
+	// error shows the shape without converting the value.
+	ValueExample func(plain []byte) ([]byte, error)
 }
 
 type gw struct {
@@ -113,7 +118,7 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, opts Options, regis
 	muxOpts := []runtime.ServeMuxOption{
 		// First, so that every route (generated or HandlePath) is wrapped.
 		runtime.WithMiddlewares(probeMiddleware),
-		runtime.WithMarshalerOption(runtime.MIMEWildcard, NewMarshaler()),
+		runtime.WithMarshalerOption(runtime.MIMEWildcard, &Marshaler{HTTPBodyMarshaler: NewMarshaler().HTTPBodyMarshaler, valueExample: opts.ValueExample}),
 		runtime.WithErrorHandler(g.errorHandler),
 		runtime.WithStreamErrorHandler(g.streamErrorHandler),
 		runtime.WithRoutingErrorHandler(g.routingErrorHandler),

@@ -56,6 +56,10 @@ type bodyState struct {
 	timeout  time.Duration
 	over     atomic.Bool
 	timedOut atomic.Bool
+	// decodeStatus, when set, is the status of a body the decoder refused
+	// with a diagnosis of its own (valueShapeError): the error renderer
+	// answers it, with its details, instead of the bare message.
+	decodeStatus atomic.Pointer[spb.Status]
 }
 
 type bodyStateKey struct{}

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 )
 
 // NDJSON is the content type of server-streaming responses.
@@ -31,13 +33,17 @@ const NDJSON = "application/x-ndjson"
 //     details.
 type Marshaler struct {
 	runtime.HTTPBodyMarshaler
+	// valueExample converts a plain JSON value to the API's Value JSON, for
+	// the error of a body that gives one where a Value is expected (nil: the
+	// error shows the shape only). See Options.ValueExample.
+	valueExample func([]byte) ([]byte, error)
 }
 
 var _ runtime.StreamContentType = (*Marshaler)(nil)
 
 // NewMarshaler returns the gateway's marshaler.
 func NewMarshaler() *Marshaler {
-	return &Marshaler{runtime.HTTPBodyMarshaler{Marshaler: &runtime.JSONPb{
+	return &Marshaler{HTTPBodyMarshaler: runtime.HTTPBodyMarshaler{Marshaler: &runtime.JSONPb{
 		MarshalOptions: protojson.MarshalOptions{
 			UseProtoNames:   true,
 			EmitUnpopulated: false,
@@ -72,6 +78,10 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 // grpc-gateway's, and then refuses a body that goes on after it
 // (`{"a":1} trailing`): a client that sent two values, or garbage, is told
 // so instead of having the rest ignored. An empty body is io.EOF (no body).
+// A body that gives a plain JSON value where a Value is expected is refused
+// with an error naming the field and showing the Value's shape (see
+// valueShapeError); its details reach the error renderer through the
+// request's body state.
 func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 	return runtime.DecoderFunc(func(v any) error {
 		data, err := io.ReadAll(r)
@@ -86,6 +96,35 @@ func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 			return fmt.Errorf("the request body has more after its JSON value (at byte %d)", dec.InputOffset())
 		}
-		return m.Unmarshal(first, v)
+		err = m.Unmarshal(first, v)
+		if err == nil {
+			return nil
+		}
+		if md := descriptorOf(v); md != nil {
+			if st := valueShapeError(first, md, m.valueExample); st != nil {
+				if g, ok := r.(guardedBody); ok {
+					g.st.decodeStatus.Store(st)
+				}
+				return errors.New(st.GetMessage())
+			}
+		}
+		return err
 	})
+}
+
+// descriptorOf is the descriptor of the message a decoder fills: a
+// proto.Message, or a pointer to one (grpc-gateway decodes a body that is
+// one field of the request, body: "automation", into &req.Automation).
+func descriptorOf(v any) protoreflect.MessageDescriptor {
+	if pm, ok := v.(proto.Message); ok {
+		return pm.ProtoReflect().Descriptor()
+	}
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.Type().Elem().Kind() != reflect.Pointer {
+		return nil
+	}
+	if pm, ok := reflect.New(rv.Type().Elem().Elem()).Interface().(proto.Message); ok {
+		return pm.ProtoReflect().Descriptor()
+	}
+	return nil
 }

@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 )
@@ -82,6 +83,22 @@ type File struct {
 	Name    string
 	URL     string
 	Content []byte
+}
+
+// RemoteFile is the file at address u. Its name is the last segment of the
+// URL's path, unescaped, as a browser names a download: a file uploaded to
+// Prose is passed to a run as a signed URL ending with the name given at
+// upload (…/files/download/{token}/orders.csv).
+func RemoteFile(u string) *File {
+	f := &File{URL: u}
+	if p, err := url.Parse(u); err == nil {
+		ep := p.EscapedPath()
+		seg := ep[strings.LastIndexByte(ep, '/')+1:]
+		if name, err := url.PathUnescape(seg); err == nil && name != "" {
+			f.Name = name
+		}
+	}
+	return f
 }
 
 // List is an ordered list of values.

@@ -146,3 +146,18 @@ func TestPlainForms(t *testing.T) {
 		}
 	}
 }
+
+func TestRemoteFileName(t *testing.T) {
+	for u, want := range map[string]string{
+		"https://h/files/download/tok/orders%20may.csv": "orders may.csv",
+		"https://h/files/download/tok/a%2Fb.pdf":        "a/b.pdf",
+		"https://h/y.pdf?sig=1#x":                       "y.pdf",
+		"https://h/dir/":                                "",
+		"https://h":                                     "",
+		"::not a url":                                   "",
+	} {
+		if f := lang.RemoteFile(u); f.Name != want || f.URL != u {
+			t.Errorf("RemoteFile(%q) = %+v, want the name %q", u, f, want)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package server
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	"github.com/proserun/prose/names"
+	"net/url"
 
 	"context"
 	"errors"
@@ -153,7 +154,7 @@ func (s *FileService) UploadFile(ctx context.Context, req *platformv1.UploadFile
 	}
 	f, err := s.st.CreateFile(ctx, store.File{
 		OrganizationID: req.GetOrganizationId(), WorkspaceID: ws, Filename: req.GetFilename(),
-		MimeType: mimeTypeFor(req.GetContent().GetContentType(), req.GetFilename()),
+		MimeType: mimeTypeFor(usableType(req.GetContent().GetContentType()), req.GetFilename()),
 	}, data, true)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -230,10 +231,11 @@ func (s *FileService) GenerateDownloadUrl(ctx context.Context, req *platformv1.G
 	}
 	org, id := req.GetOrganizationId(), fileID(req.GetFile())
 	// Only a caller who can read the file can mint a URL that reads it.
-	if _, err := s.fileFor(ctx, org, id, store.PermRunsGet); err != nil {
+	f, err := s.fileFor(ctx, org, id, store.PermRunsGet)
+	if err != nil {
 		return nil, err
 	}
-	u, err := signedDownloadURL(ctx, s.sig, baseURL(ctx, s.opts.BaseURL), org, id, d)
+	u, err := signedDownloadURL(ctx, s.sig, baseURL(ctx, s.opts.BaseURL), org, id, f.Filename, d)
 	if err != nil {
 		return nil, err
 	}
@@ -253,10 +255,25 @@ func (s *FileService) fileFor(ctx context.Context, org, id, perm string) (store.
 	return f, nil
 }
 
-func signedDownloadURL(ctx context.Context, sig *fileSigner, base, org, id string, d time.Duration) (string, error) {
+// signedDownloadURL is a URL that serves file id of org for d without a
+// key: {base}/files/download/{token}/{filename}. The file's name, last, is
+// what a run and a browser take for the name of a remote file (the token
+// alone is signed and names the file; the name segment may be left out).
+func signedDownloadURL(ctx context.Context, sig *fileSigner, base, org, id, filename string, d time.Duration) (string, error) {
 	tok, err := sig.sign(ctx, fileGrant{Op: grantDownload, Org: org, File: id, Exp: sig.now().Add(d).Unix()})
 	if err != nil {
 		return "", err
 	}
-	return base + SignedDownloadPath + tok, nil
+	u := base + SignedDownloadPath + tok
+	if filename != "" {
+		u += "/" + url.PathEscape(filename)
+	}
+	return u, nil
+}
+
+// signedToken is the token of a signed URL's path after its prefix (the
+// file name segment of a download URL cut off).
+func signedToken(rest string) string {
+	tok, _, _ := strings.Cut(rest, "/")
+	return tok
 }

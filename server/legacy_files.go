@@ -60,7 +60,7 @@ func (s *LegacyV1) Upload(ctx context.Context, req *legacyv1.UploadRequest) (*le
 		return nil, err
 	}
 	base := baseURL(ctx, "")
-	blob, err := signedDownloadURL(ctx, sig, base, org, f.ID, blobURLLifetime)
+	blob, err := signedDownloadURL(ctx, sig, base, org, f.ID, f.Filename, blobURLLifetime)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +118,7 @@ func ResolveFile(ctx context.Context, st store.Store, org, ref string) (store.Fi
 	if u, err := url.Parse(ref); err == nil && u.Scheme != "" && u.Host != "" {
 		switch {
 		case strings.HasPrefix(u.Path, SignedDownloadPath):
-			g, err := signerFor(st).verifyAnyTime(ctx, strings.TrimPrefix(u.Path, SignedDownloadPath), grantDownload)
+			g, err := signerFor(st).verifyAnyTime(ctx, signedToken(strings.TrimPrefix(u.Path, SignedDownloadPath)), grantDownload)
 			if err != nil {
 				return store.File{}, err
 			}
@@ -151,8 +151,9 @@ func ResolveFile(ctx context.Context, st store.Store, org, ref string) (store.Fi
 
 // FileInput returns the run input of a file reference (see ResolveFile): a
 // remote file Value whose URL is a signed download URL (7 days), so a book
-// can fetch the bytes without an API key, and the file (its Filename is the
-// name: a remote FileValue carries only the URL). FAILED_PRECONDITION FILE_NOT_UPLOADED when the
+// can fetch the bytes without an API key, ending with the file's name (a
+// remote FileValue carries only the URL: the run takes its last segment for
+// the file's name), and the file. FAILED_PRECONDITION FILE_NOT_UPLOADED when the
 // bytes have not arrived yet.
 func FileInput(ctx context.Context, st store.Store, org, ref string) (*platformv1.Value, store.File, error) {
 	return FileInputAt(ctx, st, "", org, ref)
@@ -168,7 +169,7 @@ func FileInputAt(ctx context.Context, st store.Store, base, org, ref string) (*p
 	if !f.Uploaded {
 		return nil, f, transport.FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": names.File(org, f.ID)})
 	}
-	u, err := signedDownloadURL(ctx, signerFor(st), baseURL(ctx, base), org, f.ID, blobURLLifetime)
+	u, err := signedDownloadURL(ctx, signerFor(st), baseURL(ctx, base), org, f.ID, f.Filename, blobURLLifetime)
 	if err != nil {
 		return nil, store.File{}, err
 	}

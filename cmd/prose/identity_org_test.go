@@ -111,7 +111,7 @@ func TestInitKeysMigrateCommands(t *testing.T) {
 		}},
 		{[]string{"init", "--data", dir, "--json", "--organization", "Acme"}, 0, func(t *testing.T, out string) {
 			var r map[string]string
-			if err := json.Unmarshal([]byte(out), &r); err != nil || len(r) != 4 || !strings.HasPrefix(r["api_key"], "prose_") ||
+			if err := json.Unmarshal([]byte(out), &r); err != nil || len(r) != 7 || !strings.HasPrefix(r["api_key"], "prose_") ||
 				!strings.HasPrefix(r["organization"], "organizations/") || !strings.HasPrefix(r["user"], "users/") ||
 				!strings.Contains(r["workspace"], "/workspaces/") {
 				t.Errorf("init output %q (%v)", out, err)
@@ -130,7 +130,7 @@ func TestInitKeysMigrateCommands(t *testing.T) {
 				t.Errorf("out %q", out)
 			}
 		}},
-		{[]string{"keys", "delete", "--data", dir, "nope"}, 1, nil},
+		{[]string{"keys", "delete", "--data", dir, "nope"}, exitNotFound, nil},
 		{[]string{"keys", "frobnicate"}, 2, nil},
 	}
 	for _, tt := range tests {

@@ -39,7 +39,13 @@ func (s sizeFlag) Set(v string) error {
 	return nil
 }
 
+// Type names the value in help (pflag).
+func (s sizeFlag) Type() string { return "size" }
+
 type intFlag struct{ p *int }
+
+// Type names the value in help (pflag).
+func (s intFlag) Type() string { return "int" }
 
 func (s intFlag) String() string {
 	if s.p == nil {

@@ -3,38 +3,48 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/proserun/prose/console"
 	"github.com/proserun/prose/store"
 )
 
-func init() {
-	register("login-link", command{summary: "print a one-time sign-in link to the web console", run: loginLinkCmd})
-}
-
-func loginLinkCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("login-link", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var data, database, org, email, base string
+func newLoginLinkCmd() *cobra.Command {
+	var d dataFlags
+	var org, email, base string
 	var ttl time.Duration
-	fs.StringVar(&data, "data", "./prose-data", "data directory of the embedded SQLite database")
-	fs.StringVar(&database, "database", "", "a postgres://… URL; overrides --data")
+	cmd := &cobra.Command{
+		Use:   "login-link",
+		Short: "Print a one-time sign-in link to the web console",
+		Long: `Print a link that signs a user in to the web console once, within --ttl. It is
+made in the data directory (or PostgreSQL database) the server uses, so it
+needs no running server and no API key: it is how an operator lets the owner in.`,
+		Example: "  prose login-link\n  prose login-link --email ann@example.test --url https://prose.example.com",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return exitCode(loginLinkRun(cmd.Context(), d.data, d.database, org, email, base, ttl, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+	}
+	fs := cmd.Flags()
+	d.register(fs)
 	fs.StringVar(&org, "organization", "", "organization id (default: the oldest organization)")
 	fs.StringVar(&email, "email", "", "the user who signs in (default: an owner of the organization)")
 	fs.StringVar(&base, "url", "http://127.0.0.1:8080", "the console's address, as a browser reaches it")
 	fs.DurationVar(&ttl, "ttl", console.DefaultLinkTTL, "how long the link can be used (once)")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "login-link: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
+	return cmd
+}
+
+// loginLinkCmd runs `prose login-link` with args (tests call it).
+func loginLinkCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runArgs(ctx, "login-link", args, stdin, stdout, stderr)
+}
+
+func loginLinkRun(ctx context.Context, data, database, org, email, base string, ttl time.Duration, stdout, stderr io.Writer) int {
 	if ttl <= 0 || ttl > 7*24*time.Hour {
 		fmt.Fprintln(stderr, "login-link: --ttl must be positive and at most 168h")
 		return 2

@@ -1,36 +1,32 @@
 package main
 
 import (
-	"context"
-	"flag"
 	"fmt"
-	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/proserun/prose/store/backend"
 )
 
-func init() {
-	register("migrate", command{summary: "apply the database migrations", run: migrateCmd})
-}
-
-func migrateCmd(ctx context.Context, args []string, _ io.Reader, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var data, database string
-	fs.StringVar(&data, "data", "./prose-data", "data directory of the embedded SQLite database")
-	fs.StringVar(&database, "database", "", "a postgres://… URL; overrides --data")
-	if err := fs.Parse(args); err != nil {
-		return 2
+func newMigrateCmd() *cobra.Command {
+	var d dataFlags
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Apply the database migrations to a data directory or PostgreSQL database",
+		Long: `Apply the database migrations that are not applied yet and print the schema
+version. 'prose serve' and the other commands that open a store migrate it
+too; run this first to migrate a PostgreSQL database before replicas start.`,
+		Example: "  prose migrate --data ./prose-data\n  prose migrate --database postgres://prose@db/prose",
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v, err := backend.Migrate(cmd.Context(), d.target())
+			if err != nil {
+				return &exitError{code: exitFailed, err: err}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "schema version %d\n", v)
+			return nil
+		},
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "migrate: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	v, err := backend.Migrate(ctx, target(data, database))
-	if err != nil {
-		fmt.Fprintf(stderr, "migrate: %v\n", err)
-		return 1
-	}
-	fmt.Fprintf(stdout, "schema version %d\n", v)
-	return 0
+	d.register(cmd.Flags())
+	return cmd
 }

@@ -11,90 +11,84 @@ import (
 	"os"
 	"strings"
 
+	"github.com/spf13/cobra"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
 	"github.com/proserun/prose/books"
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
 )
 
-func init() {
-	register("run", command{
-		summary: "run a Prose program file: run FILE [--inputs JSON] [--answers JSON] [--json]",
-		run:     runCommand,
-	})
+const runLong = `Run a Prose program file here, without a server: the built-in books answer its
+book calls as they do on a server (the standard book, http, tables, documents;
+no connections: those belong to a workspace on a server), and --books adds
+books of a JSON file, the same file 'prose serve --books' reads.
+
+When the program raises an exception (a value nobody gave it, a question), the
+person at the terminal is asked; --answers gives the answers beforehand, by
+fact or question. --json prints one object {state, outputs, log, exception |
+error} and never asks.
+
+Exit codes: 0 completed, 1 failed, 2 usage, 3 awaiting guidance (an exception
+nobody answered).`
+
+func newRunCmd() *cobra.Command {
+	var f runFlags
+	cmd := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a Prose program file here, asking at the terminal when it needs guidance",
+		Long:  runLong,
+		Example: `  prose run examples/invoice.prose --inputs '{"invoice_total": 120.50}' --json
+  prose run examples/invoice.prose --answers '{"the invoice total": 120.50}'
+  prose run examples/invoice.prose            # asks for the invoice total at the terminal`,
+		Args: func(_ *cobra.Command, args []string) error {
+			switch len(args) {
+			case 0:
+				return usageErr("no program file given")
+			case 1:
+				return nil
+			}
+			return usageErr("more than one program file: %q and %q", args[0], args[1])
+		},
+		ValidArgsFunction: func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+			return []string{"prose"}, cobra.ShellCompDirectiveFilterFileExt
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			f.file = args[0]
+			if code := runProgram(cmd.Context(), f, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); code != 0 {
+				return exit(code)
+			}
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.inputs, "inputs", "", `the run's inputs, a JSON object: {"invoice_total": 120.50}`)
+	fl.StringVar(&f.answers, "answers", "", `answers to what the program asks, by fact or question: {"the invoice total": 120.50}`)
+	fl.BoolVar(&f.json, "json", false, "print one JSON object and never ask at the terminal")
+	fl.StringVar(&f.books, "books", "", `JSON file of books to add to the built-in ones: [{"book": {…}}] (the file of 'prose serve --books'; its "workspace" is ignored here)`)
+	limits := flag.NewFlagSet("run", flag.ContinueOnError)
+	f.limits.register(limits)
+	addGoFlags(fl, limits)
+	return cmd
 }
 
-const (
-	exitCompleted = 0
-	exitFailed    = 1
-	exitUsage     = 2
-	exitAwaiting  = 3
-)
+// runCommand runs `prose run` with args (tests call it).
+func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	return runArgs(ctx, "run", args, stdin, stdout, stderr)
+}
 
 type runFlags struct {
 	file    string
 	inputs  string
 	answers string
 	json    bool
+	books   string
 	limits  limitFlags
 }
 
-func parseRunFlags(args []string) (runFlags, error) {
-	var f runFlags
-	limits := flag.NewFlagSet("run", flag.ContinueOnError)
-	limits.SetOutput(io.Discard)
-	f.limits.register(limits)
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !strings.HasPrefix(a, "-") || a == "-" {
-			if f.file != "" {
-				return f, fmt.Errorf("more than one program file: %q and %q", f.file, a)
-			}
-			f.file = a
-			continue
-		}
-		switch name {
-		case "json":
-			if hasVal {
-				return f, fmt.Errorf("--json takes no value")
-			}
-			f.json = true
-		case "inputs", "answers":
-			if !hasVal {
-				if i+1 >= len(args) {
-					return f, fmt.Errorf("--%s needs a JSON object", name)
-				}
-				i++
-				val = args[i]
-			}
-			if name == "inputs" {
-				f.inputs = val
-			} else {
-				f.answers = val
-			}
-		default:
-			if limits.Lookup(name) == nil {
-				return f, fmt.Errorf("unknown flag %s", a)
-			}
-			if !hasVal {
-				if i+1 >= len(args) {
-					return f, fmt.Errorf("--%s needs a value", name)
-				}
-				i++
-				val = args[i]
-			}
-			if err := limits.Set(name, val); err != nil {
-				return f, fmt.Errorf("--%s: %w", name, err)
-			}
-		}
-	}
-	if f.file == "" {
-		return f, fmt.Errorf("no program file given")
-	}
-	return f, nil
-}
-
 func runUsage(w io.Writer, err error) int {
-	fmt.Fprintf(w, "prose run: %v\nusage: prose run FILE [--inputs JSON] [--answers JSON] [--json] [--max-steps N] [--max-run-time D] [--max-text-bytes SIZE] [--max-items N] [--max-facts-bytes SIZE] [--max-journal-bytes SIZE] [--max-state-bytes SIZE]\n", err)
+	fmt.Fprintf(w, "prose run: %v\nRun 'prose run --help' for usage.\n", err)
 	return exitUsage
 }
 
@@ -118,11 +112,8 @@ type reportErr struct {
 	Location    lang.Span `json:"location"`
 }
 
-func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	fl, err := parseRunFlags(args)
-	if err != nil {
-		return runUsage(stderr, err)
-	}
+// runProgram runs the program of fl and returns the exit code.
+func runProgram(ctx context.Context, fl runFlags, stdin io.Reader, stdout, stderr io.Writer) int {
 	src, err := os.ReadFile(fl.file)
 	if err != nil {
 		return runUsage(stderr, err)
@@ -180,9 +171,14 @@ func runCommand(ctx context.Context, args []string, stdin io.Reader, stdout, std
 	}
 
 	var log []string
-	// The built-in books answer book calls (without connections: those are
-	// a workspace's, on a server).
-	opts := lang.Options{Books: books.NewRegistry(books.WithBuiltins(books.Builtins(books.BuiltinOptions{})...)).ForWorkspace(books.Workspace{}), Limits: fl.limits.l}
+	// The built-in books answer book calls, as on a server (without
+	// connections: those are a workspace's, on a server), and the books of
+	// --books.
+	reg, err := runRegistry(ctx, fl.books)
+	if err != nil {
+		return runUsage(stderr, fmt.Errorf("--books: %w", err))
+	}
+	opts := lang.Options{Books: reg.ForWorkspace(runWorkspace), Limits: fl.limits.l}
 	if !fl.json {
 		opts.Say = func(line string) { fmt.Fprintln(stdout, line) }
 	}
@@ -321,4 +317,55 @@ func where(src string, sp lang.Span) string {
 		end = sp.Start
 	}
 	return fmt.Sprintf("line %d, column %d: %s", line, col, src[sp.Start:end])
+}
+
+// runWorkspace is the workspace of `prose run`'s books: every --books
+// entry is registered in it, whatever its "workspace".
+var runWorkspace = books.Workspace{OrganizationID: "local", WorkspaceID: "local"}
+
+// runRegistry is the book registry of `prose run`: the server's built-in
+// books (books.Builtins with the same options as serve's) and the books of
+// a --books file (entries' workspaces ignored).
+func runRegistry(ctx context.Context, file string) (*books.Registry, error) {
+	builtins := books.WithBuiltins(books.Builtins(books.BuiltinOptions{})...)
+	if file == "" {
+		return books.NewRegistry(builtins), nil
+	}
+	mem := books.NewMemoryStore()
+	reg := books.NewRegistry(books.WithStore(mem), builtins)
+	if err := registerBooks(ctx, reg, file, func(string) (books.Workspace, error) { return runWorkspace, nil }); err != nil {
+		return nil, err
+	}
+	return reg, nil
+}
+
+// registerBooks registers the books of a JSON file of entries
+// [{"workspace": …, "book": {…}}] (the format of serve's --books), each in
+// the workspace where returns for the entry's workspace.
+func registerBooks(ctx context.Context, reg *books.Registry, path string, where func(string) (books.Workspace, error)) error {
+	data, err := os.ReadFile(path) //nolint:gosec // G304: the user names the file on the command line
+	if err != nil {
+		return err
+	}
+	var entries []struct {
+		Workspace string          `json:"workspace"`
+		Book      json.RawMessage `json:"book"`
+	}
+	if err := json.Unmarshal(data, &entries); err != nil {
+		return err
+	}
+	for i, e := range entries {
+		ws, err := where(e.Workspace)
+		if err != nil {
+			return fmt.Errorf("entry %d: %w", i, err)
+		}
+		b := &bookv1.Book{}
+		if err := protojson.Unmarshal(e.Book, b); err != nil {
+			return fmt.Errorf("entry %d: %w", i, err)
+		}
+		if _, err := reg.Register(ctx, ws, b, ""); err != nil {
+			return fmt.Errorf("entry %d: %w", i, err)
+		}
+	}
+	return nil
 }

@@ -94,7 +94,7 @@ func TestRunCommand(t *testing.T) {
 		{name: "bad inputs", src: "stop\n", args: []string{"--inputs", "[1]"}, code: 2, stderr: "--inputs"},
 		{name: "bad answers", src: "stop\n", args: []string{"--answers", "{"}, code: 2, stderr: "--answers"},
 		{name: "unknown flag", src: "stop\n", args: []string{"--nope"}, code: 2, stderr: "unknown flag"},
-		{name: "missing flag value", src: "stop\n", args: []string{"--inputs"}, code: 2, stderr: "needs a JSON object"},
+		{name: "missing flag value", src: "stop\n", args: []string{"--inputs"}, code: 2, stderr: "needs an argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := writeProgram(t, tc.src)

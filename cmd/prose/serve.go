@@ -34,10 +34,6 @@ import (
 	"github.com/proserun/prose/store"
 )
 
-func init() {
-	register("serve", command{summary: "serve the API (gRPC and HTTP/JSON on one port)", run: serveCmd})
-}
-
 type serveConfig struct {
 	addr     string
 	data     string
@@ -104,10 +100,8 @@ type serveConfig struct {
 	store store.Store
 }
 
-func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var cfg serveConfig
+// serveFlags defines serve's flags on fs, into cfg.
+func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "address to listen on (gRPC and HTTP)")
 	fs.StringVar(&cfg.data, "data", "./prose-data", "data directory of the embedded SQLite database")
 	fs.StringVar(&cfg.database, "database", "", "a postgres://… URL; overrides --data")
@@ -132,6 +126,13 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.DurationVar(&cfg.consoleReplicaRefresh, "console-replica-refresh", console.DefaultReplicaRefresh, "on PostgreSQL, how often the web console's live pages fetch their changes again, since another replica's changes are not announced to this one (this replica's are sent at once); 0: never")
 	fs.DurationVar(&cfg.scheduleCatchUp, "schedule-catch-up", schedule.DefaultCatchUp, "how late a schedule's occurrence missed while no server ran still starts its run (only the latest missed one does); negative: never")
 	fs.StringVar(&cfg.secretKeysFile, "secret-keys-file", "", "file of the keys that seal connection credentials (base64 32-byte keys, separated by commas or new lines; the first seals, the others only open: rotation). Default: $PROSE_SECRET_KEYS, else a key the database keeps, made at its first start")
+}
+
+func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg serveConfig
+	serveFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -394,7 +395,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	local := srv.Local
 	mux, h, err := gateway.Mux(ctx, local, gateway.Options{
 		OpenAPI: openapi.JSON, Logger: logger, MaxUploads: cfg.maxUploads, UploadWait: cfg.uploadWait,
-		BodyReadTimeout: cfg.bodyReadTimeout,
+		BodyReadTimeout: cfg.bodyReadTimeout, ValueExample: plainValueJSON,
 	}, gateway.Handlers()...)
 	if err != nil {
 		a.Close()

@@ -381,7 +381,7 @@ func durationFromProto(d *durationpb.Duration) (lang.Value, error) {
 func fileFromProto(f *platformv1.FileValue) (lang.Value, error) {
 	switch k := f.GetKind().(type) {
 	case *platformv1.FileValue_Remote:
-		return lang.FileValue(&lang.File{URL: k.Remote}), nil
+		return lang.FileValue(lang.RemoteFile(k.Remote)), nil
 	case *platformv1.FileValue_Inline:
 		return lang.FileValue(&lang.File{Name: k.Inline.GetFileName(), Content: k.Inline.GetContent()}), nil
 	}

@@ -58,7 +58,7 @@ func TestRoundTrip(t *testing.T) {
 		"list":          lang.ListValue(lang.Int(1), lang.ListValue(lang.Text("x"))),
 		"dictionary":    lang.DictValue(d),
 		"set":           lang.SetValue(s),
-		"file remote":   lang.FileValue(&lang.File{URL: "https://x/y.pdf"}),
+		"file remote":   lang.FileValue(lang.RemoteFile("https://x/y.pdf")),
 		"file inline":   lang.FileValue(&lang.File{Name: "a.txt", Content: []byte("hi")}),
 		"table":         lang.TableValue(tbl),
 	} {

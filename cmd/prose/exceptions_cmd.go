@@ -1,0 +1,248 @@
+package main
+
+import (
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proserun/prose/client"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
+)
+
+func newExceptionsCmd() *cobra.Command {
+	f := &clientFlags{}
+	return clientGroup("exceptions", "List, read, assign and resolve the exceptions runs wait on",
+		`Work with the exceptions of a workspace on a running server: a run that cannot
+go on (a value nobody gave it, a question, a failed check) raises one and waits
+until a person resolves it.`,
+		`  prose exceptions list --filter 'state = PENDING'
+  prose exceptions resolve EXCEPTION --value 'invoice total=120.50'
+  prose exceptions resolve EXCEPTION --skip`,
+		f,
+		exceptionsList(f), exceptionsGet(f), exceptionsAssign(f), exceptionsResolve(f))
+}
+
+func excState(e *platformv1.Exception) string {
+	return strings.ToLower(strings.TrimPrefix(e.GetState().String(), "EXCEPTION_STATE_"))
+}
+
+func exceptionsList(f *clientFlags) *cobra.Command {
+	var filter string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List exceptions, newest first",
+		Long: `List the exceptions of the workspace, newest first. --filter takes the API's
+AIP-160 filter: state (PENDING, RESOLVED, ARCHIVED), automation, run, group,
+assignee (users/{u}, or "" for the unassigned), create_time.`,
+		Example: "  prose exceptions list --filter 'state = PENDING'\n  prose exceptions list --filter 'automation = \"invoices\"' -o json",
+		Aliases: []string{"ls"},
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := f.connect(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			var all []*platformv1.Exception
+			token := ""
+			for {
+				resp, err := s.c.Exceptions.ListExceptions(cmd.Context(), &platformv1.ListExceptionsRequest{
+					OrganizationId: s.org, WorkspaceId: s.ws, Filter: filter, PageSize: pageSize(limit, len(all)), PageToken: token,
+				})
+				if err != nil {
+					return apiErr(err)
+				}
+				all = append(all, resp.GetExceptions()...)
+				if token = resp.GetNextPageToken(); token == "" || len(all) >= limit {
+					break
+				}
+			}
+			if s.json {
+				return s.printJSON(&platformv1.ListExceptionsResponse{Exceptions: all})
+			}
+			rows := make([][]string, 0, len(all))
+			for _, e := range all {
+				_, _, _, run, _ := names.ParseRun(e.GetRun())
+				rows = append(rows, []string{names.ID(e.GetName()), excState(e), names.ID(e.GetAutomation()), run, oneLine(e.GetMessage(), 60), timeText(e.GetCreateTime())})
+			}
+			s.table([]string{"ID", "STATE", "AUTOMATION", "RUN", "MESSAGE", "CREATED"}, rows)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&filter, "filter", "", "an AIP-160 filter, as the API takes it")
+	cmd.Flags().IntVar(&limit, "limit", 50, "the most exceptions to list")
+	return cmd
+}
+
+func (s *session) showException(e *platformv1.Exception) error {
+	if s.json {
+		return s.printJSON(e)
+	}
+	g := e.GetGuidanceRequest()
+	var choices []string
+	for _, c := range g.GetChoices() {
+		if b, err := client.PlainJSON(c); err == nil {
+			choices = append(choices, string(b))
+		}
+	}
+	s.fields("name", e.GetName(), "state", excState(e), "run", e.GetRun(), "message", e.GetMessage(),
+		"description", e.GetDescription(), "group", e.GetGroup(), "assignee", e.GetAssignee(), "resolver", e.GetResolver(),
+		"facts asked", strings.Join(g.GetFacts(), ", "), "question", g.GetQuestion(), "choices", strings.Join(choices, " / "),
+		"failed checks", strings.Join(g.GetFailedChecks(), "; "), "created", timeText(e.GetCreateTime()))
+	return nil
+}
+
+func exceptionsGet(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:               "get EXCEPTION",
+		ValidArgsFunction: completeIDs(f, "exception"),
+		Short:             "Show an exception and the guidance it asks for",
+		Long: `Show an exception (by id or name): its run, its message, and what guidance it
+asks for (the facts to provide, the question and its choices, the failed checks).`,
+		Example: "  prose exceptions get EXCEPTION\n  prose exceptions get EXCEPTION -o json",
+		Args:    exactArgs(1, "EXCEPTION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.connect(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			id, err := s.idIn("exception", args[0])
+			if err != nil {
+				return err
+			}
+			e, err := s.c.Exceptions.GetException(cmd.Context(), &platformv1.GetExceptionRequest{OrganizationId: s.org, WorkspaceId: s.ws, ExceptionId: id})
+			if err != nil {
+				return apiErr(err)
+			}
+			return s.showException(e)
+		},
+	}
+}
+
+func exceptionsAssign(f *clientFlags) *cobra.Command {
+	var to string
+	var unassign bool
+	cmd := &cobra.Command{
+		Use:               "assign EXCEPTION --to USER",
+		ValidArgsFunction: completeIDs(f, "exception"),
+		Short:             "Assign an exception to a member of the workspace",
+		Long:              "Assign an exception to a user (users/{u} or the id) who is a member of the workspace; --unassign clears the assignee.",
+		Example:           "  prose exceptions assign EXCEPTION --to users/u123\n  prose exceptions assign EXCEPTION --unassign",
+		Args:              exactArgs(1, "EXCEPTION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if (to == "") == !unassign {
+				return usageErr("give --to USER or --unassign")
+			}
+			s, err := f.connect(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			id, err := s.idIn("exception", args[0])
+			if err != nil {
+				return err
+			}
+			assignee := ""
+			if to != "" {
+				assignee = names.User(names.ID(to))
+			}
+			e, err := s.c.Exceptions.AssignException(cmd.Context(), &platformv1.AssignExceptionRequest{OrganizationId: s.org, WorkspaceId: s.ws, ExceptionId: id, Assignee: assignee})
+			if err != nil {
+				return apiErr(err)
+			}
+			return s.showException(e)
+		},
+	}
+	cmd.Flags().StringVar(&to, "to", "", "the user: users/{u} or its id")
+	cmd.Flags().BoolVar(&unassign, "unassign", false, "clear the assignee")
+	return cmd
+}
+
+func exceptionsResolve(f *clientFlags) *cobra.Command {
+	var values []string
+	var answer, replaceFile, replace string
+	var skip, retry, wait bool
+	cmd := &cobra.Command{
+		Use:               "resolve EXCEPTION (--value 'fact=value'... | --answer VALUE | --skip | --retry | --replace-file FILE)",
+		ValidArgsFunction: completeIDs(f, "exception"),
+		Short:             "Resolve an exception with guidance; the run goes on",
+		Long: `Resolve an exception with one kind of guidance, and the run goes on:
+  --value 'invoice total=120.50'  the value of a fact the run misses (repeat for several);
+                                  the value is JSON when it is JSON, else text
+  --answer VALUE                  the answer to the run's question
+  --skip                          go on past the step
+  --retry                         execute the step again
+  --replace-file FILE             replace the step with the code of FILE (--replace CODE: inline)
+--wait then waits for the run to settle and prints it (exit 0, 1 or 3 as 'runs get').`,
+		Example: `  prose exceptions resolve EXCEPTION --value 'invoice total=120.50'
+  prose exceptions resolve EXCEPTION --answer manager --wait
+  prose exceptions resolve EXCEPTION --replace-file fix.prose`,
+		Args: exactArgs(1, "EXCEPTION"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var g []client.Guidance
+			if len(values) > 0 {
+				m, err := parseAssignments("value", values)
+				if err != nil {
+					return err
+				}
+				g = append(g, client.ProvideValues(m))
+			}
+			if cmd.Flags().Changed("answer") {
+				g = append(g, client.Answer(plainArg(answer)))
+			}
+			if skip {
+				g = append(g, client.Skip())
+			}
+			if retry {
+				g = append(g, client.Retry())
+			}
+			if replaceFile != "" {
+				b, err := os.ReadFile(replaceFile) //nolint:gosec // G304: the user names the file
+				if err != nil {
+					return usageErr("%v", err)
+				}
+				replace = string(b)
+			}
+			if replace != "" {
+				g = append(g, client.ReplaceStep(replace))
+			}
+			if len(g) != 1 {
+				return usageErr("give exactly one kind of guidance: --value, --answer, --skip, --retry or --replace-file")
+			}
+			s, err := f.connect(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			id, err := s.idIn("exception", args[0])
+			if err != nil {
+				return err
+			}
+			e, err := s.c.ResolveException(cmd.Context(), names.Exception(s.org, s.ws, id), g[0])
+			if err != nil {
+				return apiErr(err)
+			}
+			if !wait {
+				return s.showException(e)
+			}
+			r, err := s.c.WaitForRun(cmd.Context(), e.GetRun())
+			if err != nil {
+				return apiErr(err)
+			}
+			return s.showRun(r)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&values, "value", nil, "a fact's value as 'fact=value' (repeat)")
+	fl.StringVar(&answer, "answer", "", "the answer to the question")
+	fl.BoolVar(&skip, "skip", false, "go on past the step")
+	fl.BoolVar(&retry, "retry", false, "execute the step again")
+	fl.StringVar(&replaceFile, "replace-file", "", "replace the step with the code of this file")
+	fl.StringVar(&replace, "replace", "", "replace the step with this code")
+	fl.BoolVar(&wait, "wait", false, "wait for the run to settle and print it")
+	return cmd
+}

@@ -1,0 +1,369 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proserun/prose/client"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
+)
+
+func newRunsCmd() *cobra.Command {
+	f := &clientFlags{}
+	return clientGroup("runs", "List, read, watch, pause and continue runs",
+		`Work with the runs of a workspace on a running server. A run is named by its
+id (any automation) or its full name.`,
+		`  prose runs list --filter 'state = "awaiting_guidance"'
+  prose runs watch RUN
+  prose runs pause RUN --reason "waiting for the supplier"`,
+		f,
+		runsList(f), runsGet(f), runsWatch(f), runsEvents(f), runsPause(f), runsContinue(f))
+}
+
+func runsList(f *clientFlags) *cobra.Command {
+	var automation, filter, orderBy string
+	var limit int
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest first",
+		Long: `List the runs of the workspace (or of one automation with --automation), newest
+first. --filter takes the API's AIP-160 filter, e.g. state = "failed" or
+create_time > "2026-01-01T00:00:00Z".`,
+		Example: "  prose runs list --automation invoices\n  prose runs list --filter 'state = \"failed\"' -o json",
+		Aliases: []string{"ls"},
+		Args:    noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := f.connect(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			a := "-"
+			if automation != "" {
+				if a, err = s.idIn("automation", automation); err != nil {
+					return err
+				}
+			}
+			var all []*platformv1.Run
+			token := ""
+			for {
+				resp, err := s.c.Runs.ListRuns(cmd.Context(), &platformv1.ListRunsRequest{
+					OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, Filter: filter, OrderBy: orderBy,
+					PageSize: pageSize(limit, len(all)), PageToken: token,
+				})
+				if err != nil {
+					return apiErr(err)
+				}
+				all = append(all, resp.GetRuns()...)
+				if token = resp.GetNextPageToken(); token == "" || len(all) >= limit {
+					break
+				}
+			}
+			if s.json {
+				return s.printJSON(&platformv1.ListRunsResponse{Runs: all})
+			}
+			rows := make([][]string, 0, len(all))
+			for _, r := range all {
+				_, _, aut, id, _ := names.ParseRun(r.GetName())
+				rows = append(rows, []string{id, aut, client.StateName(r), timeText(r.GetCreateTime()), timeText(r.GetUpdateTime())})
+			}
+			s.table([]string{"ID", "AUTOMATION", "STATE", "CREATED", "UPDATED"}, rows)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&automation, "automation", "", "only the runs of this automation (id or name)")
+	cmd.Flags().StringVar(&filter, "filter", "", "an AIP-160 filter, as the API takes it")
+	cmd.Flags().StringVar(&orderBy, "order-by", "", "an AIP-132 order, as the API takes it")
+	cmd.Flags().IntVar(&limit, "limit", 50, "the most runs to list")
+	return cmd
+}
+
+// getRun reads the run of ref.
+func (s *session) getRun(cmd *cobra.Command, ref string) (*platformv1.Run, error) {
+	a, id, err := s.runRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	r, err := s.c.GetRun(cmd.Context(), names.Run(s.org, s.ws, a, id))
+	return r, apiErr(err)
+}
+
+// showRun prints a run and returns the exit code its state means: 0
+// completed (or still going), 1 failed or stopped, 3 awaiting guidance.
+func (s *session) showRun(r *platformv1.Run) error {
+	if s.json {
+		if err := s.printJSON(r); err != nil {
+			return err
+		}
+	} else {
+		st := r.GetState()
+		s.fields("name", r.GetName(), "state", client.StateName(r), "stage", strings.TrimPrefix(r.GetStage().String(), "AUTOMATION_STAGE_"),
+			"created", timeText(r.GetCreateTime()), "updated", timeText(r.GetUpdateTime()),
+			"exception", client.ExceptionOf(r), "waits for", st.GetAwaitingGuidance().GetDescription(),
+			"failure", st.GetFailed().GetDescription(), "stopped", st.GetStopped().GetReason()+st.GetStopping().GetReason())
+		if outs, err := client.PlainMap(st.GetCompleted().GetOutputs()); err == nil && len(outs) > 0 {
+			keys := make([]string, 0, len(outs))
+			for k := range outs {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			fmt.Fprintln(s.out, "outputs:")
+			for _, k := range keys {
+				fmt.Fprintf(s.out, "  %s: %s\n", k, outs[k])
+			}
+		}
+	}
+	switch client.StateName(r) {
+	case "failed", "stopped":
+		return exit(exitFailed)
+	case "awaiting_guidance":
+		return exit(exitAwaiting)
+	}
+	return nil
+}
+
+func runsGet(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:               "get RUN",
+		ValidArgsFunction: completeIDs(f, "run"),
+		Short:             "Show a run: its state, outputs, or what it waits for",
+		Long: `Show a run (by id or name): its state, its outputs when it completed, the
+exception it waits on, or why it failed. The exit code follows the state: 0
+completed or still going, 1 failed or stopped, 3 awaiting guidance.`,
+		Example: "  prose runs get RUN\n  prose runs get RUN -o json | jq .state",
+		Args:    exactArgs(1, "RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.connect(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			r, err := s.getRun(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			return s.showRun(r)
+		},
+	}
+}
+
+func runsWatch(f *clientFlags) *cobra.Command {
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:               "watch RUN",
+		ValidArgsFunction: completeIDs(f, "run"),
+		Short:             "Wait for a run to settle, printing its state as it changes",
+		Long: `Follow a run until it completes, fails, stops or needs guidance, printing each
+state it goes through (with -o json: the run as JSON at the end), then exit as
+'runs get' does: 0 completed, 1 failed or stopped, 3 awaiting guidance.`,
+		Example: "  prose runs watch RUN\n  prose runs watch RUN --timeout 5m",
+		Args:    exactArgs(1, "RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.connect(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			r, err := s.getRun(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			if timeout > 0 {
+				var cancel func()
+				ctx, cancel = contextWithTimeout(ctx, timeout)
+				defer cancel()
+			}
+			last := ""
+			wait := 20 * time.Millisecond
+			for {
+				if st := client.StateName(r); st != last && !s.json {
+					fmt.Fprintf(s.out, "%s  %s\n", time.Now().Format(time.TimeOnly), st)
+					last = st
+				}
+				if client.Settled(r) {
+					break
+				}
+				select {
+				case <-ctx.Done():
+					return &exitError{code: exitFailed, err: fmt.Errorf("the run is still %s: %w", client.StateName(r), ctx.Err())}
+				case <-time.After(wait):
+				}
+				if wait = wait * 3 / 2; wait > time.Second {
+					wait = time.Second
+				}
+				if r, err = s.c.GetRun(ctx, r.GetName()); err != nil {
+					return apiErr(err)
+				}
+			}
+			return s.showRun(r)
+		},
+	}
+	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 1); 0: never")
+	return cmd
+}
+
+func runsEvents(f *clientFlags) *cobra.Command {
+	var agent string
+	cmd := &cobra.Command{
+		Use:               "events RUN",
+		ValidArgsFunction: completeIDs(f, "run"),
+		Short:             "Show what happened to a run: its exceptions and its conversation with the agent",
+		Long: `Show the exceptions a run raised (pending, resolved or archived, oldest first)
+and the events of its conversation with an agent (--agent, default prose).`,
+		Example: "  prose runs events RUN\n  prose runs events RUN -o json",
+		Args:    exactArgs(1, "RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.connect(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			r, err := s.getRun(cmd, args[0])
+			if err != nil {
+				return err
+			}
+			exc, err := s.c.Exceptions.ListExceptions(cmd.Context(), &platformv1.ListExceptionsRequest{
+				OrganizationId: s.org, WorkspaceId: s.ws, PageSize: 1000, Filter: fmt.Sprintf("run = %q", r.GetName()),
+			})
+			if err != nil {
+				return apiErr(err)
+			}
+			_, _, a, id, _ := names.ParseRun(r.GetName())
+			evs, err := s.c.Events.ListEvents(cmd.Context(), &platformv1.ListEventsRequest{
+				OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, RunId: id, AgentId: agent, PageSize: 1000,
+			})
+			if err != nil {
+				return apiErr(err)
+			}
+			if s.json {
+				if err := s.printJSON(exc); err != nil {
+					return err
+				}
+				return s.printJSON(evs)
+			}
+			fmt.Fprintf(s.out, "run %s is %s\n", r.GetName(), client.StateName(r))
+			rows := [][]string{}
+			for _, e := range exc.GetExceptions() {
+				rows = append(rows, []string{timeText(e.GetCreateTime()), "exception " + names.ID(e.GetName()), excState(e), e.GetMessage()})
+			}
+			for _, e := range evs.GetEvents() {
+				rows = append(rows, []string{timeText(e.GetCreateTime()), "event " + names.ID(e.GetName()), eventKind(e), eventText(e)})
+			}
+			sort.SliceStable(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
+			s.table([]string{"TIME", "WHAT", "KIND", "TEXT"}, rows)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&agent, "agent", "prose", "the agent whose conversation to show")
+	return cmd
+}
+
+func eventKind(e *platformv1.Event) string {
+	switch e.GetPayload().(type) {
+	case *platformv1.Event_UserMessage:
+		return "user"
+	case *platformv1.Event_AgentMessage:
+		return "agent"
+	case *platformv1.Event_ToolCallRequest:
+		return "tool call"
+	case *platformv1.Event_ToolCallResult:
+		return "tool result"
+	case *platformv1.Event_Thinking:
+		return "thinking"
+	case *platformv1.Event_SystemMessage:
+		return "system"
+	case *platformv1.Event_CompletionResponse:
+		return "completion"
+	}
+	return ""
+}
+
+func eventText(e *platformv1.Event) string {
+	t := e.GetUserMessage().GetContent() + e.GetAgentMessage().GetContent() + e.GetSystemMessage().GetContent() +
+		e.GetToolCallRequest().GetDisplayName() + e.GetToolCallResult().GetResult() + e.GetCompletionResponse().GetContent()
+	return oneLine(t, 80)
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+func runsPause(f *clientFlags) *cobra.Command {
+	var reason string
+	cmd := &cobra.Command{
+		Use:               "pause RUN --reason TEXT",
+		ValidArgsFunction: completeIDs(f, "run"),
+		Short:             "Pause a run, with a reason",
+		Long: `Pause a run: an executing run stops at its next step (stopping, then
+stopped), a pending or waiting one at once. The reason stays on the stopped
+state; 'prose runs continue' resumes it.`,
+		Example: "  prose runs pause RUN --reason \"the supplier's data is late\"",
+		Args:    exactArgs(1, "RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if strings.TrimSpace(reason) == "" {
+				return usageErr("--reason is required")
+			}
+			s, err := f.connect(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			a, id, err := s.runRef(args[0])
+			if err != nil {
+				return err
+			}
+			r, err := s.c.Runs.PauseRun(cmd.Context(), &platformv1.PauseRunRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, RunId: id, Reason: reason})
+			if err != nil {
+				return apiErr(err)
+			}
+			if s.json {
+				return s.printJSON(r)
+			}
+			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), client.StateName(r))
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reason, "reason", "", "why the run is paused (required)")
+	return cmd
+}
+
+func runsContinue(f *clientFlags) *cobra.Command {
+	return &cobra.Command{
+		Use:               "continue RUN",
+		ValidArgsFunction: completeIDs(f, "run"),
+		Short:             "Continue a paused run",
+		Long:              "Put a stopped run back to pending (or awaiting guidance, when its exception is still pending).",
+		Example:           "  prose runs continue RUN",
+		Args:              exactArgs(1, "RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := f.connect(cmd, true)
+			if err != nil {
+				return err
+			}
+			defer s.close()
+			a, id, err := s.runRef(args[0])
+			if err != nil {
+				return err
+			}
+			r, err := s.c.Runs.ContinueRun(cmd.Context(), &platformv1.ContinueRunRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, RunId: id})
+			if err != nil {
+				return apiErr(err)
+			}
+			if s.json {
+				return s.printJSON(r)
+			}
+			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), client.StateName(r))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+const serveLong = `Serve the platform API (/api/v1, bearer keys), the older x-api-key API (/v1,
+/v2) and the web console, over gRPC and HTTP/JSON on one port, with the engine
+that executes runs. The store is the embedded SQLite database of --data, or the
+PostgreSQL database of --database (replicas may share one).
+
+On an empty store, serve creates an organization, its owner, a workspace and an
+API key, and prints the key once to stderr with a sign-in link for the console.
+Every flag's default is shown below.`
+
+// newServeCmd is `prose serve`. Its flags are serve.go's Go flag set
+// (serveFlags), shown by cobra's help and completion, and parsed by serveCmd
+// itself with that flag set, so that what serve does with them stays in
+// serve.go.
+func newServeCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the API and the web console (gRPC and HTTP/JSON on one port)",
+		Long:  serveLong,
+		Example: `  prose serve                                   # 127.0.0.1:8080, SQLite in ./prose-data
+  prose serve --addr :8080 --database postgres://prose@db/prose
+  prose serve --data /var/lib/prose --workers 16`,
+		DisableFlagParsing: true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			for _, a := range args {
+				if a == "--" {
+					break
+				}
+				if a == "-h" || a == "--help" || a == "-help" {
+					return cmd.Help()
+				}
+			}
+			// A mistake on the command line is told as every command tells
+			// it (serveCmd's own flag set would print all its flags).
+			check := flag.NewFlagSet("serve", flag.ContinueOnError)
+			check.SetOutput(io.Discard)
+			serveFlags(check, &serveConfig{})
+			if err := check.Parse(args); err != nil {
+				return usageErr("%v", err)
+			}
+			if check.NArg() > 0 {
+				return usageErr("unexpected argument %q", check.Arg(0))
+			}
+			return exitCode(serveCmd(cmd.Context(), args, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()))
+		},
+		ValidArgsFunction: func(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			var out []string
+			cmd.Flags().VisitAll(func(f *pflag.Flag) {
+				if n := "--" + f.Name; strings.HasPrefix(n, toComplete) {
+					out = append(out, n+"\t"+firstLine(f.Usage))
+				}
+			})
+			return out, cobra.ShellCompDirectiveNoFileComp
+		},
+	}
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	serveFlags(fs, &serveConfig{})
+	addGoFlags(cmd.Flags(), fs)
+	return cmd
+}
+
+// addGoFlags adds a Go flag set to a command's flags; a zero duration
+// default is not shown in help ("(default 0s)" says nothing), as pflag does
+// for its own durations.
+func addGoFlags(to *pflag.FlagSet, fs *flag.FlagSet) {
+	to.AddGoFlagSet(fs)
+	fs.VisitAll(func(g *flag.Flag) {
+		if f := to.Lookup(g.Name); f != nil && f.DefValue == "0s" {
+			f.DefValue = "0"
+		}
+	})
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexAny(s, ".;\n("); i > 0 {
+		return strings.TrimSpace(s[:i])
+	}
+	return s
+}
