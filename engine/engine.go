@@ -76,6 +76,12 @@ type Options struct {
 	// ends within it without calling a book is created completed or failed
 	// (see inline.go). Default: DefaultInlineWindow; negative: never.
 	InlineWindow time.Duration
+	// MaxGuidedPerRun bounds the exceptions approved guide entries resolve
+	// in one run; past it, the run's exceptions wait for a person as if no
+	// entry matched (a loop whose every turn meets a remembered gap does
+	// not go on unseen for ever). Default: DefaultMaxGuidedPerRun;
+	// negative: guide entries never apply.
+	MaxGuidedPerRun int
 }
 
 // DefaultTimeSlice is the default of Options.TimeSlice.
@@ -199,6 +205,9 @@ func New(st store.Store, opts Options) *Engine {
 	}
 	if opts.TimeSlice == 0 {
 		opts.TimeSlice = DefaultTimeSlice
+	}
+	if opts.MaxGuidedPerRun == 0 {
+		opts.MaxGuidedPerRun = DefaultMaxGuidedPerRun
 	}
 	if opts.InlineWindow == 0 {
 		opts.InlineWindow = DefaultInlineWindow

@@ -39,7 +39,10 @@ type Exception struct {
 	State      ExceptionState
 	Assignee   string
 	Resolver   string
-	Extra      map[string]string
+	// ResolutionGuideEntry is the id of the guide entry (of the exception's
+	// automation) that resolved it; "" when none did.
+	ResolutionGuideEntry string
+	Extra                map[string]string
 	CreateTime time.Time
 	UpdateTime time.Time
 }

@@ -375,6 +375,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Schedules:     server.NewScheduleService(st, cfg.clock, a.scheduler.Wake),
 		Triggers:      triggers,
 		Webhooks:      server.NewWebhookService(st),
+		GuideEntries:  server.NewGuideEntryService(st, a.engine),
 	}
 	a.admission = transport.NewAdmission(cfg.maxGRPCUploads)
 	srv := transport.NewServer(transport.Options{

@@ -1,0 +1,217 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/proserun/prose/store"
+)
+
+const guideCols = `g.organization_id, g.workspace_id, g.automation_id, g.id, g.title, g.root_cause, g.resolution_steps,
+	g.resolution_code, g.resolution_notes, g.state, g.deleted_state, g.source_exception, g.source_run, g.version_major,
+	g.version_minor, g.statement, g.statement_hash, g.group_id, g.fact, g.question, g.guidance, g.create_time,
+	g.update_time, g.delete_time`
+
+const guideSelect = `SELECT ` + guideCols + ` FROM guide_entries g`
+
+func scanGuideEntry(s interface{ Scan(...any) error }) (store.GuideEntry, error) {
+	var g store.GuideEntry
+	var state, deleted string
+	err := s.Scan(&g.OrganizationID, &g.WorkspaceID, &g.AutomationID, &g.ID, &g.Title, &g.RootCause, &g.ResolutionSteps,
+		&g.ResolutionCode, &g.ResolutionNotes, &state, &deleted, &g.SourceException, &g.SourceRun, &g.VersionMajor,
+		&g.VersionMinor, &g.Statement, &g.StatementHash, &g.Group, &g.Fact, &g.Question, &g.Guidance, ts{&g.CreateTime},
+		ts{&g.UpdateTime}, ts{&g.DeleteTime})
+	g.State, g.DeletedState = store.GuideEntryState(state), store.GuideEntryState(deleted)
+	return g, err
+}
+
+func (c conn) getGuideEntry(ctx context.Context, org, ws, automation, id string, lock bool) (store.GuideEntry, error) {
+	q := guideSelect + ` WHERE g.organization_id = ? AND g.workspace_id = ? AND g.automation_id = ? AND g.id = ?`
+	if lock {
+		q += c.db.forUpdate()
+	}
+	g, err := scanGuideEntry(c.queryRow(ctx, q, org, ws, automation, id))
+	return g, c.db.mapErr(err, fmt.Sprintf("guide entry %q of automation %q", id, automation))
+}
+
+// CreateGuideEntry implements store.GuideEntries.
+func (db *DB) CreateGuideEntry(ctx context.Context, g store.GuideEntry) (store.GuideEntry, error) {
+	if g.ID == "" {
+		g.ID = store.NewID()
+	}
+	if g.State == "" {
+		g.State = store.GuidePendingApproval
+	}
+	if g.Guidance == nil {
+		g.Guidance = []byte{}
+	}
+	now := db.now()
+	var out store.GuideEntry
+	err := db.tx(ctx, func(c conn) error {
+		if err := c.workspaceExists(ctx, g.OrganizationID, g.WorkspaceID); err != nil {
+			return err
+		}
+		if _, err := c.exec(ctx, `INSERT INTO guide_entries (organization_id, workspace_id, automation_id, id, title, root_cause,
+			resolution_steps, resolution_code, resolution_notes, state, source_exception, source_run, version_major, version_minor,
+			statement, statement_hash, group_id, fact, question, guidance, create_time, update_time)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			g.OrganizationID, g.WorkspaceID, g.AutomationID, g.ID, g.Title, g.RootCause, g.ResolutionSteps, g.ResolutionCode,
+			g.ResolutionNotes, string(g.State), g.SourceException, g.SourceRun, g.VersionMajor, g.VersionMinor,
+			g.Statement, g.StatementHash, g.Group, g.Fact, g.Question, g.Guidance, now, now); err != nil {
+			return db.mapErr(err, fmt.Sprintf("create guide entry %q", g.ID))
+		}
+		var err error
+		out, err = c.getGuideEntry(ctx, g.OrganizationID, g.WorkspaceID, g.AutomationID, g.ID, false)
+		return err
+	})
+	return out, err
+}
+
+// GetGuideEntry implements store.GuideEntries.
+func (db *DB) GetGuideEntry(ctx context.Context, org, ws, automation, id string) (store.GuideEntry, error) {
+	return db.reader().getGuideEntry(ctx, org, ws, automation, id, false)
+}
+
+var guideSort = map[string]sortCol{
+	"create_time": {Field: "create_time", Col: "g.create_time", Kind: keyTime},
+}
+
+// ListGuideEntries implements store.GuideEntries.
+func (db *DB) ListGuideEntries(ctx context.Context, req store.ListGuideEntriesRequest) (store.Page[store.GuideEntry], int, error) {
+	var zero store.Page[store.GuideEntry]
+	ks, err := newKeyset(nil, store.OrderBy{{Field: "create_time", Desc: true}}, guideSort, "g.id")
+	if err != nil {
+		return zero, 0, err
+	}
+	automation := req.AutomationID
+	if automation == "-" {
+		automation = ""
+	}
+	lq, err := newList(db.d, ks, guideFields, req.Filter, req.PageToken, req.PageSize, guideSelect,
+		"guide entries", req.OrganizationID, req.WorkspaceID, automation, "deleted="+strconv.FormatBool(req.ShowDeleted))
+	if err != nil {
+		return zero, 0, err
+	}
+	// The conditions of the page and of the count (the keyset's aside).
+	a := NewArgs(db.d)
+	conds := []string{"g.organization_id = " + a.Add(req.OrganizationID), "g.workspace_id = " + a.Add(req.WorkspaceID)}
+	lq.cond("g.organization_id = " + lq.a.Add(req.OrganizationID))
+	lq.cond("g.workspace_id = " + lq.a.Add(req.WorkspaceID))
+	if automation != "" {
+		lq.cond("g.automation_id = " + lq.a.Add(automation))
+		conds = append(conds, "g.automation_id = "+a.Add(automation))
+	}
+	if !req.ShowDeleted {
+		lq.cond("g.delete_time IS NULL")
+		conds = append(conds, "g.delete_time IS NULL")
+	}
+	if req.Filter != nil {
+		c, err := guideFields.where(a, req.Filter)
+		if err != nil {
+			return zero, 0, err
+		}
+		conds = append(conds, c)
+	}
+	p, err := scanPage(ctx, db, lq, "list guide entries", scanGuideEntry, func(g store.GuideEntry) []string {
+		return []string{timeKey(g.CreateTime), g.ID}
+	})
+	if err != nil {
+		return zero, 0, err
+	}
+	var total int
+	q := `SELECT count(*) FROM guide_entries g WHERE ` + strings.Join(conds, " AND ")
+	if err := db.r.QueryRowContext(ctx, q, a.Values...).Scan(&total); err != nil {
+		return zero, 0, db.mapErr(err, "count guide entries")
+	}
+	return p, total, nil
+}
+
+// UpdateGuideEntry implements store.GuideEntries.
+func (db *DB) UpdateGuideEntry(ctx context.Context, org, ws, automation, id string, change store.GuideEntryChange) (store.GuideEntry, error) {
+	var out store.GuideEntry
+	err := db.tx(ctx, func(c conn) error {
+		g, err := c.getGuideEntry(ctx, org, ws, automation, id, true)
+		if err != nil {
+			return err
+		}
+		if err := change(&g); err != nil {
+			return err
+		}
+		now := db.now()
+		if _, err := c.exec(ctx, `UPDATE guide_entries SET title = ?, root_cause = ?, resolution_steps = ?, resolution_notes = ?,
+			state = ?, deleted_state = ?, version_major = ?, version_minor = ?, update_time = ?, delete_time = ?
+			WHERE organization_id = ? AND workspace_id = ? AND automation_id = ? AND id = ?`,
+			g.Title, g.RootCause, g.ResolutionSteps, g.ResolutionNotes, string(g.State), string(g.DeletedState),
+			g.VersionMajor, g.VersionMinor, now, nullTime(g.DeleteTime), org, ws, automation, id); err != nil {
+			return db.mapErr(err, fmt.Sprintf("update guide entry %q", id))
+		}
+		out, err = c.getGuideEntry(ctx, org, ws, automation, id, false)
+		return err
+	})
+	return out, err
+}
+
+// PurgeGuideEntry implements store.GuideEntries.
+func (db *DB) PurgeGuideEntry(ctx context.Context, org, ws, automation, id string) error {
+	res, err := db.writer().exec(ctx, `DELETE FROM guide_entries WHERE organization_id = ? AND workspace_id = ? AND automation_id = ? AND id = ?`,
+		org, ws, automation, id)
+	if err != nil {
+		return db.mapErr(err, fmt.Sprintf("purge guide entry %q", id))
+	}
+	if rowsAffected(res) == 0 {
+		return fmt.Errorf("guide entry %q of automation %q: %w", id, automation, store.ErrNotFound)
+	}
+	return nil
+}
+
+// MatchGuideEntries implements store.GuideEntries: one range of the
+// partial index guide_entries_match.
+func (db *DB) MatchGuideEntries(ctx context.Context, m store.GuideMatch) ([]store.GuideEntry, error) {
+	rows, err := db.reader().query(ctx, guideSelect+` WHERE g.organization_id = ? AND g.workspace_id = ? AND g.automation_id = ?
+		AND g.statement_hash = ? AND g.state = 'APPROVED' AND g.delete_time IS NULL ORDER BY g.create_time, g.id`,
+		m.OrganizationID, m.WorkspaceID, m.AutomationID, m.StatementHash)
+	if err != nil {
+		return nil, db.mapErr(err, "match guide entries")
+	}
+	defer rows.Close()
+	var out []store.GuideEntry
+	for rows.Next() {
+		g, err := scanGuideEntry(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+// RecordGuidedException implements store.GuideEntries.
+func (db *DB) RecordGuidedException(ctx context.Context, g store.GuidedException) (store.Exception, error) {
+	x := g.Exception
+	if x.ID == "" {
+		x.ID = store.NewID()
+	}
+	x.State = store.ExceptionResolved
+	x.Resolver = "guideEntries/" + g.Entry
+	x.ResolutionGuideEntry = g.Entry
+	var out store.Exception
+	err := db.tx(ctx, func(c conn) error {
+		var n int
+		if err := c.queryRow(ctx, `SELECT count(*) FROM exceptions WHERE run_id = ? AND resolution_guide_entry <> ''`, x.RunID).Scan(&n); err != nil {
+			return db.mapErr(err, "count guided exceptions")
+		}
+		if n >= g.MaxPerRun {
+			return fmt.Errorf("run %q: guide entries have resolved %d exceptions of it, the most they may: %w", x.RunID, n, store.ErrResourceExhausted)
+		}
+		now := db.now()
+		if err := c.insertException(ctx, x, now); err != nil {
+			return err
+		}
+		var err error
+		out, err = c.getException(ctx, x.OrganizationID, x.WorkspaceID, x.ID, false)
+		return err
+	})
+	return out, err
+}
