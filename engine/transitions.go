@@ -45,8 +45,8 @@ type Guidance struct {
 	// guidance is applied, by fact name (GuidanceProvideValues; a guide
 	// entry's).
 	Expressions map[string]string
-	Code   string
-	Answer lang.Value
+	Code        string
+	Answer      lang.Value
 	// Unreadable, when set, is why the caller could not read the guidance
 	// it was given (a value the language cannot hold). Resolve reports it
 	// as a GuidanceError on field "guidance", once it has found the
