@@ -92,7 +92,7 @@ func GuideEntrySteps(en store.GuideEntry) string {
 	case en.Question != "":
 		what = "When the automation asks " + quote(en.Question)
 	case en.Fact != "":
-		what = "When the automation needs " + en.Fact
+		what = "When the automation needs " + factPhrase(en.Fact)
 	default:
 		what = "When the statement cannot go on"
 	}
@@ -105,7 +105,7 @@ func GuideEntryTitle(en store.GuideEntry) string {
 	case en.Question != "":
 		return "Answer " + quote(en.Question)
 	case en.Fact != "":
-		return "Provide " + en.Fact
+		return "Provide " + factPhrase(en.Fact)
 	}
 	return "Handle `" + oneLine(en.Statement) + "`"
 }
