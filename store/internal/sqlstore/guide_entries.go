@@ -187,31 +187,33 @@ func (db *DB) MatchGuideEntries(ctx context.Context, m store.GuideMatch) ([]stor
 	return out, rows.Err()
 }
 
-// RecordGuidedException implements store.GuideEntries.
+// RecordGuidedException implements store.GuideEntries: one statement (one
+// round trip), the bound checked in it.
 func (db *DB) RecordGuidedException(ctx context.Context, g store.GuidedException) (store.Exception, error) {
 	x := g.Exception
 	if x.ID == "" {
 		x.ID = store.NewID()
 	}
+	if x.Extra == nil {
+		x.Extra = map[string]string{}
+	}
 	x.State = store.ExceptionResolved
 	x.Resolver = "guideEntries/" + g.Entry
 	x.ResolutionGuideEntry = g.Entry
-	var out store.Exception
-	err := db.tx(ctx, func(c conn) error {
-		var n int
-		if err := c.queryRow(ctx, `SELECT count(*) FROM exceptions WHERE run_id = ? AND resolution_guide_entry <> ''`, x.RunID).Scan(&n); err != nil {
-			return db.mapErr(err, "count guided exceptions")
-		}
-		if n >= g.MaxPerRun {
-			return fmt.Errorf("run %q: guide entries have resolved %d exceptions of it, the most they may: %w", x.RunID, n, store.ErrResourceExhausted)
-		}
-		now := db.now()
-		if err := c.insertException(ctx, x, now); err != nil {
-			return err
-		}
-		var err error
-		out, err = c.getException(ctx, x.OrganizationID, x.WorkspaceID, x.ID, false)
-		return err
-	})
-	return out, err
+	now := db.now()
+	res, err := db.writer().exec(ctx, `INSERT INTO exceptions (organization_id, workspace_id, id, run_id, automation_id, stage, step, group_id,
+		message, description, loc_start, loc_end, details, state, assignee, resolver, resolution_guide_entry, extra, create_time, update_time)
+		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+		WHERE (SELECT count(*) FROM exceptions WHERE run_id = ? AND resolution_guide_entry <> '') < ?`,
+		x.OrganizationID, x.WorkspaceID, x.ID, x.RunID, x.AutomationID, string(x.Stage), x.Step, x.Group,
+		x.Message, x.Description, x.Location.Start, x.Location.End, x.Details, string(x.State), x.Assignee, x.Resolver,
+		x.ResolutionGuideEntry, jsonArg(x.Extra), now, now, x.RunID, g.MaxPerRun)
+	if err != nil {
+		return store.Exception{}, db.mapErr(err, fmt.Sprintf("create exception %q", x.ID))
+	}
+	if rowsAffected(res) == 0 {
+		return store.Exception{}, fmt.Errorf("run %q: guide entries have resolved %d exceptions of it, the most they may: %w", x.RunID, g.MaxPerRun, store.ErrResourceExhausted)
+	}
+	x.CreateTime, x.UpdateTime = now, now
+	return x, nil
 }
