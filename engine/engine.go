@@ -105,6 +105,9 @@ type Engine struct {
 	// done writes the completed and failed outcomes of workers, several per
 	// transaction, while Run runs.
 	done *completer
+	// guided writes the exceptions guide entries resolve, several per
+	// transaction, while Run runs.
+	guided *guidedWriter
 	// notes sends wake-up notices to the other replicas.
 	notes *notifier
 
@@ -240,6 +243,10 @@ func New(st store.Store, opts Options) *Engine {
 		}
 	}
 	e.done = &completer{st: st, owner: opts.Owner, log: log, writers: e.writers, singleWriter: e.singleWriter}
+	// One writer: every guided exception of an automation updates the same
+	// rows of exception_counts, so parallel batches would only wait on
+	// each other's locks; one writer gathers what waits while it commits.
+	e.guided = &guidedWriter{st: st, writers: 1}
 	e.notes = &notifier{send: opts.Notify}
 	e.renewNow = make(chan struct{}, 1)
 	e.notes.Start()
@@ -299,6 +306,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	// The completer lives until every worker has returned (they wait for
 	// it); it writes with runCtx, cancelled when the grace period ends.
 	e.done.Start(runCtx, e.opts.Workers)
+	e.guided.Start(runCtx, e.opts.Workers)
 	e.notes.Start()
 
 	saturated := false // the last claim filled every free slot
@@ -360,6 +368,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		<-done
 	}
 	e.done.Stop()
+	e.guided.Stop()
 	e.notes.Stop()
 	<-renewDone
 	<-fairDone

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/store"
@@ -203,7 +204,7 @@ func (e *Engine) guide(ctx, soft context.Context, r store.Run, step int, code st
 		if err != nil {
 			return nil, false, "", err
 		}
-		_, err = e.st.RecordGuidedException(ctx, store.GuidedException{
+		_, err = e.guided.Record(ctx, store.GuidedException{
 			Exception: store.Exception{
 				OrganizationID: r.OrganizationID, WorkspaceID: r.WorkspaceID, RunID: r.ID, AutomationID: r.AutomationID, Stage: r.Stage,
 				Step: step, Group: string(x.Group), Message: x.Message, Details: details,
@@ -222,4 +223,116 @@ func (e *Engine) guide(ctx, soft context.Context, r store.Run, step int, code st
 		return resumed.Run(), true, "", nil
 	}
 	return nil, false, note, nil
+}
+
+// guidedWriter writes the exceptions guide entries resolve, several per
+// transaction while the engine runs (as completer does for finishes):
+// each is written before its run goes on, and runs meeting remembered gaps
+// at once share a commit.
+type guidedWriter struct {
+	st      store.Store
+	writers int
+
+	mu    sync.RWMutex
+	queue chan *guidedReq // nil: not started
+	stop  chan struct{}
+	wg    sync.WaitGroup
+}
+
+type guidedReq struct {
+	ctx  context.Context
+	g    store.GuidedException
+	x    store.Exception
+	err  error
+	done chan struct{}
+}
+
+// Start starts the writers.
+func (w *guidedWriter) Start(ctx context.Context, queued int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	queue, stop := make(chan *guidedReq, queued), make(chan struct{})
+	w.queue, w.stop = queue, stop
+	for range w.writers {
+		w.wg.Go(func() { w.loop(ctx, queue, stop) })
+	}
+}
+
+// Stop stops the writers once no Record waits.
+func (w *guidedWriter) Stop() {
+	w.mu.Lock()
+	if w.queue != nil {
+		close(w.stop)
+		w.queue, w.stop = nil, nil
+	}
+	w.mu.Unlock()
+	w.wg.Wait()
+}
+
+// Record writes g (see store.GuideEntries.RecordGuidedException).
+func (w *guidedWriter) Record(ctx context.Context, g store.GuidedException) (store.Exception, error) {
+	w.mu.RLock()
+	q := w.queue
+	w.mu.RUnlock()
+	if q == nil {
+		return w.st.RecordGuidedException(ctx, g)
+	}
+	r := &guidedReq{ctx: ctx, g: g, done: make(chan struct{})}
+	select {
+	case q <- r:
+	case <-ctx.Done():
+		return store.Exception{}, ctx.Err()
+	}
+	<-r.done // the writers always answer
+	return r.x, r.err
+}
+
+func (w *guidedWriter) loop(ctx context.Context, queue chan *guidedReq, stop <-chan struct{}) {
+	batch := make([]*guidedReq, 0, maxFinishBatch)
+	for {
+		select {
+		case r := <-queue:
+			batch = append(batch[:0], r)
+		case <-stop:
+			return
+		}
+	gather:
+		for len(batch) < maxFinishBatch {
+			select {
+			case r := <-queue:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		w.write(ctx, batch)
+	}
+}
+
+func (w *guidedWriter) write(ctx context.Context, batch []*guidedReq) {
+	defer func() {
+		for _, r := range batch {
+			close(r.done)
+		}
+	}()
+	if len(batch) == 1 {
+		r := batch[0]
+		r.x, r.err = w.st.RecordGuidedException(r.ctx, r.g)
+		return
+	}
+	gs := make([]store.GuidedException, len(batch))
+	for i, r := range batch {
+		gs[i] = r.g
+	}
+	xs, errs, err := w.st.RecordGuidedExceptions(ctx, gs)
+	if err != nil {
+		// Nothing was written: one by one.
+		for _, r := range batch {
+			r.x, r.err = w.st.RecordGuidedException(r.ctx, r.g)
+		}
+		return
+	}
+	for i, r := range batch {
+		r.x, r.err = xs[i], errs[i]
+	}
 }

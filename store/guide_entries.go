@@ -120,4 +120,10 @@ type GuideEntries interface {
 	// already resolved g.MaxPerRun exceptions of its run: then
 	// ErrResourceExhausted and nothing is written.
 	RecordGuidedException(ctx context.Context, g GuidedException) (Exception, error)
+	// RecordGuidedExceptions records several, in one transaction (one
+	// commit), each as RecordGuidedException would in their order (the
+	// bound of each counts those before it). errs[i] is the outcome of
+	// gs[i] (ErrResourceExhausted: not written); err means nothing was
+	// written.
+	RecordGuidedExceptions(ctx context.Context, gs []GuidedException) (out []Exception, errs []error, err error)
 }

@@ -207,6 +207,35 @@ func testGuidedExceptions(t *testing.T, s *suite) {
 	wantErr(t, err, store.ErrResourceExhausted, "a third in one run")
 	x.RunID = other.ID
 	of(s.st.RecordGuidedException(s.ctx, store.GuidedException{Exception: x, Entry: "g1", MaxPerRun: 2})).must(t)
+	// A batch: one transaction, each bounded counting those before it.
+	third := s.run(t, a, "")
+	y := x
+	y.RunID = third.ID
+	batch := []store.GuidedException{{Exception: y, Entry: "g2", MaxPerRun: 2}, {Exception: y, Entry: "g2", MaxPerRun: 2},
+		{Exception: y, Entry: "g2", MaxPerRun: 2}, {Exception: x, Entry: "g2", MaxPerRun: 2}}
+	xs, errs, err := s.st.RecordGuidedExceptions(s.ctx, batch)
+	noErr(t, err)
+	for i, want := range []bool{true, true, false, true} {
+		if want && (errs[i] != nil || xs[i].ID == "" || xs[i].Resolver != "guideEntries/g2" || xs[i].ResolutionGuideEntry != "g2") {
+			t.Errorf("batch %d: %+v %v", i, xs[i], errs[i])
+		}
+		if !want {
+			wantErr(t, errs[i], store.ErrResourceExhausted, "the third of a run in a batch")
+		}
+	}
+	// A batch of distinct runs (one statement on PostgreSQL).
+	fourth, fifth := s.run(t, a, ""), s.run(t, a, "")
+	z1, z2, z3 := x, x, x
+	z1.RunID, z2.RunID, z3.RunID = fourth.ID, fifth.ID, r.ID
+	xs, errs, err = s.st.RecordGuidedExceptions(s.ctx, []store.GuidedException{{Exception: z1, Entry: "g3", MaxPerRun: 2}, {Exception: z2, Entry: "g3", MaxPerRun: 1}, {Exception: z3, Entry: "g3", MaxPerRun: 2}})
+	noErr(t, err)
+	if errs[0] != nil || errs[1] != nil || xs[0].RunID != fourth.ID || xs[1].Resolver != "guideEntries/g3" {
+		t.Errorf("distinct runs: %+v %v", xs, errs)
+	}
+	wantErr(t, errs[2], store.ErrResourceExhausted, "a run at its bound, in a batch of distinct runs")
+	if back := of(s.st.GetException(s.ctx, "acme", "ops", xs[0].ID)).must(t); back.ResolutionGuideEntry != "g3" || back.Message != x.Message || back.Location != x.Location {
+		t.Errorf("read back: %+v", back)
+	}
 	f, _ := sqlfilter.Exceptions.Parse(`state = RESOLVED AND run = "` + r.ID + `"`)
 	_, n, err := s.st.ListExceptions(s.ctx, store.ListExceptionsRequest{OrganizationID: "acme", WorkspaceID: "ops", Filter: f})
 	noErr(t, err)

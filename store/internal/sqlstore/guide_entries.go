@@ -2,9 +2,11 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/proserun/prose/store"
 )
@@ -187,9 +189,14 @@ func (db *DB) MatchGuideEntries(ctx context.Context, m store.GuideMatch) ([]stor
 	return out, rows.Err()
 }
 
-// RecordGuidedException implements store.GuideEntries: one statement (one
-// round trip), the bound checked in it.
-func (db *DB) RecordGuidedException(ctx context.Context, g store.GuidedException) (store.Exception, error) {
+// guidedInsert writes a guided exception unless its run has the most
+// already: one statement, the bound checked in it.
+const guidedInsert = `INSERT INTO exceptions (organization_id, workspace_id, id, run_id, automation_id, stage, step, group_id,
+	message, description, loc_start, loc_end, details, state, assignee, resolver, resolution_guide_entry, extra, create_time, update_time)
+	SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
+	WHERE (SELECT count(*) FROM exceptions WHERE run_id = ? AND resolution_guide_entry <> '') < ?`
+
+func (c conn) recordGuided(ctx context.Context, g store.GuidedException, now time.Time) (store.Exception, error) {
 	x := g.Exception
 	if x.ID == "" {
 		x.ID = store.NewID()
@@ -200,20 +207,120 @@ func (db *DB) RecordGuidedException(ctx context.Context, g store.GuidedException
 	x.State = store.ExceptionResolved
 	x.Resolver = "guideEntries/" + g.Entry
 	x.ResolutionGuideEntry = g.Entry
-	now := db.now()
-	res, err := db.writer().exec(ctx, `INSERT INTO exceptions (organization_id, workspace_id, id, run_id, automation_id, stage, step, group_id,
-		message, description, loc_start, loc_end, details, state, assignee, resolver, resolution_guide_entry, extra, create_time, update_time)
-		SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?
-		WHERE (SELECT count(*) FROM exceptions WHERE run_id = ? AND resolution_guide_entry <> '') < ?`,
+	res, err := c.exec(ctx, guidedInsert,
 		x.OrganizationID, x.WorkspaceID, x.ID, x.RunID, x.AutomationID, string(x.Stage), x.Step, x.Group,
 		x.Message, x.Description, x.Location.Start, x.Location.End, x.Details, string(x.State), x.Assignee, x.Resolver,
 		x.ResolutionGuideEntry, jsonArg(x.Extra), now, now, x.RunID, g.MaxPerRun)
 	if err != nil {
-		return store.Exception{}, db.mapErr(err, fmt.Sprintf("create exception %q", x.ID))
+		return store.Exception{}, c.db.mapErr(err, fmt.Sprintf("create exception %q", x.ID))
 	}
 	if rowsAffected(res) == 0 {
 		return store.Exception{}, fmt.Errorf("run %q: guide entries have resolved %d exceptions of it, the most they may: %w", x.RunID, g.MaxPerRun, store.ErrResourceExhausted)
 	}
 	x.CreateTime, x.UpdateTime = now, now
 	return x, nil
+}
+
+// RecordGuidedException implements store.GuideEntries: one statement (one
+// round trip), the bound checked in it.
+func (db *DB) RecordGuidedException(ctx context.Context, g store.GuidedException) (store.Exception, error) {
+	return db.writer().recordGuided(ctx, g, db.now())
+}
+
+// RecordGuidedExceptions implements store.GuideEntries: one transaction;
+// on PostgreSQL, when the exceptions are of distinct runs, one statement
+// (one round trip: the rows of exception_counts every insert updates are
+// locked for that statement and its commit only).
+func (db *DB) RecordGuidedExceptions(ctx context.Context, gs []store.GuidedException) ([]store.Exception, []error, error) {
+	if db.d == store.Postgres && len(gs) > 1 {
+		runs := make(map[string]bool, len(gs))
+		for _, g := range gs {
+			runs[g.Exception.RunID] = true
+		}
+		if len(runs) == len(gs) {
+			return db.recordGuidedPG(ctx, gs)
+		}
+	}
+	out := make([]store.Exception, len(gs))
+	errs := make([]error, len(gs))
+	err := db.tx(ctx, func(c conn) error {
+		now := db.now()
+		for i, g := range gs {
+			x, err := c.recordGuided(ctx, g, now)
+			switch {
+			case errors.Is(err, store.ErrResourceExhausted):
+				errs[i] = err
+			case err != nil:
+				return err
+			default:
+				out[i] = x
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, errs, nil
+}
+
+// recordGuidedPG writes exceptions of distinct runs in one INSERT … SELECT
+// FROM (VALUES …), each row under its run's bound (the rows of one
+// statement do not see each other: hence distinct runs).
+func (db *DB) recordGuidedPG(ctx context.Context, gs []store.GuidedException) ([]store.Exception, []error, error) {
+	out := make([]store.Exception, len(gs))
+	errs := make([]error, len(gs))
+	a := NewArgs(db.d)
+	now := db.now()
+	rows := make([]string, len(gs))
+	for i, g := range gs {
+		x := g.Exception
+		if x.ID == "" {
+			x.ID = store.NewID()
+		}
+		if x.Extra == nil {
+			x.Extra = map[string]string{}
+		}
+		x.State = store.ExceptionResolved
+		x.Resolver = "guideEntries/" + g.Entry
+		x.ResolutionGuideEntry = g.Entry
+		x.CreateTime, x.UpdateTime = now, now
+		out[i] = x
+		rows[i] = "(" + strings.Join([]string{
+			a.Add(x.OrganizationID), a.Add(x.WorkspaceID), a.Add(x.ID), a.Add(x.RunID), a.Add(x.AutomationID), a.Add(string(x.Stage)),
+			a.Add(int64(x.Step)) + "::bigint", a.Add(x.Group), a.Add(x.Message), a.Add(x.Description),
+			a.Add(x.Location.Start) + "::bigint", a.Add(x.Location.End) + "::bigint", a.Add(x.Details) + "::bytea",
+			a.Add(string(x.State)), a.Add(x.Assignee), a.Add(x.Resolver), a.Add(x.ResolutionGuideEntry), a.Add(jsonArg(x.Extra)),
+			a.Add(now) + "::timestamptz", a.Add(int64(g.MaxPerRun)) + "::bigint",
+		}, ", ") + ")"
+	}
+	q := `INSERT INTO exceptions (organization_id, workspace_id, id, run_id, automation_id, stage, step, group_id,
+		message, description, loc_start, loc_end, details, state, assignee, resolver, resolution_guide_entry, extra, create_time, update_time)
+		SELECT v.o, v.w, v.id, v.r, v.a, v.stage, v.step, v.g, v.msg, v.descr, v.ls, v.le, v.det, v.st, v.asg, v.res, v.rge, v.extra, v.t, v.t
+		FROM (VALUES ` + strings.Join(rows, ", ") + `) AS v(o, w, id, r, a, stage, step, g, msg, descr, ls, le, det, st, asg, res, rge, extra, t, mx)
+		WHERE (SELECT count(*) FROM exceptions e WHERE e.run_id = v.r AND e.resolution_guide_entry <> '') < v.mx
+		RETURNING id`
+	res, err := db.w.QueryContext(ctx, q, a.Values...)
+	if err != nil {
+		return nil, nil, db.mapErr(err, "record guided exceptions")
+	}
+	defer res.Close()
+	written := map[string]bool{}
+	for res.Next() {
+		var id string
+		if err := res.Scan(&id); err != nil {
+			return nil, nil, err
+		}
+		written[id] = true
+	}
+	if err := res.Err(); err != nil {
+		return nil, nil, db.mapErr(err, "record guided exceptions")
+	}
+	for i, x := range out {
+		if !written[x.ID] {
+			out[i] = store.Exception{}
+			errs[i] = fmt.Errorf("run %q: guide entries have resolved %d exceptions of it, the most they may: %w", x.RunID, gs[i].MaxPerRun, store.ErrResourceExhausted)
+		}
+	}
+	return out, errs, nil
 }
