@@ -249,7 +249,7 @@ func TestGuideEntryExpressionsAndLifecycle(t *testing.T) {
 		wantCode(t, err, codes.NotFound)
 		bad := []*platformv1.CreateGuideEntryRequest{
 			{OrganizationId: org, WorkspaceId: ws, AutomationId: a.ID, GuideEntry: &platformv1.GuideEntry{SourceException: r.ExceptionID}}, // no guidance
-			{OrganizationId: org, WorkspaceId: ws, AutomationId: a.ID, GuideEntry: &platformv1.GuideEntry{}, Guidance: mk.Guidance},     // no source
+			{OrganizationId: org, WorkspaceId: ws, AutomationId: a.ID, GuideEntry: &platformv1.GuideEntry{}, Guidance: mk.Guidance},        // no source
 			{OrganizationId: org, WorkspaceId: ws, AutomationId: a.ID, GuideEntry: &platformv1.GuideEntry{SourceException: r.ExceptionID},
 				Guidance: &platformv1.GuideEntryGuidance{Kind: &platformv1.GuideEntryGuidance_ProvideExpressions{ProvideExpressions: &platformv1.ProvideExpressions{
 					Expressions: map[string]string{"the grand total": "the subtotal +"}}}}}, // does not parse
