@@ -213,6 +213,8 @@ func TestGuideEntryExpressionsAndLifecycle(t *testing.T) {
 		for filter, n := range map[string]string{
 			`title : "grand"`: "1", `title : "nothing"`: "0", `state = STATE_APPROVED`: "1", `automation = "` + a.ID + `"`: "1",
 			`resolution_code : "subtotal" AND create_time > "2000-01-01T00:00:00Z"`: "1",
+			// The reference's spelling of a partial match.
+			`(title contains 'Grand' OR resolution_steps contains 'error') AND create_time > "2025-01-01T00:00:00Z"`: "1",
 		} {
 			if got := fmt.Sprint(list(filter, false)["total_size"]); got != n {
 				t.Errorf("filter %s: total_size %s, want %s", filter, got, n)
@@ -445,4 +447,31 @@ func decodeJSON(t *testing.T, raw []byte) map[string]any {
 		t.Fatalf("%v: %s", err, raw)
 	}
 	return m
+}
+
+// TestGuideEntryThatDoesNotApply: an approved entry whose expression reads
+// a fact the run has no value for is passed over; the exception waits for
+// a person, its description saying which entry matched and why it did not
+// apply.
+func TestGuideEntryThatDoesNotApply(t *testing.T) {
+	e := newTestEnv(t)
+	a := e.excAutomation(t, guideCode)
+	first := e.guideInvoke(t, overHTTP, a.ID, 100)
+	r := e.waitRunState(t, a.ID, first, store.RunAwaitingGuidance)
+	org, ws := e.init.orgID, e.init.workspaceID
+	g := e.mustCall(t, overHTTP, guideSvc+"CreateGuideEntry", &platformv1.CreateGuideEntryRequest{
+		OrganizationId: org, WorkspaceId: ws, AutomationId: a.ID,
+		GuideEntry: &platformv1.GuideEntry{SourceException: r.ExceptionID},
+		Guidance: &platformv1.GuideEntryGuidance{Kind: &platformv1.GuideEntryGuidance_ProvideExpressions{
+			ProvideExpressions: &platformv1.ProvideExpressions{Expressions: map[string]string{"the grand total": "the discount * 2"}},
+		}},
+	})
+	gid := store.LastSegment(fmt.Sprint(g["name"]))
+	e.mustCall(t, overHTTP, guideSvc+"ApproveGuideEntry", &platformv1.ApproveGuideEntryRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a.ID, GuideEntryId: gid})
+	id := e.guideInvoke(t, overHTTP, a.ID, 3)
+	w := e.waitRunState(t, a.ID, id, store.RunAwaitingGuidance)
+	x, err := e.st.GetException(context.Background(), org, ws, w.ExceptionID)
+	if err != nil || x.State != store.ExceptionPending || !strings.Contains(x.Description, "Guide entry "+gid+" matched but did not apply") {
+		t.Fatalf("exception: %+v %v", x, err)
+	}
 }

@@ -124,6 +124,7 @@ var guideStates = map[string]string{
 // automation (an id or a whole automation name; = !=), create_time and
 // update_time (RFC 3339; = != < <= > >=); and state (short or full enum
 // names) and source_exception (an exception id or name), = and !=.
+// `title contains 'x'` is `title : 'x'`.
 var GuideEntries = mustResource("guide entries",
 	Field{Name: "title", Kind: String, Ops: textOps},
 	Field{Name: "resolution_steps", Kind: String, Ops: textOps},
@@ -134,4 +135,4 @@ var GuideEntries = mustResource("guide entries",
 	Field{Name: "source_exception", Kind: String, Ops: exactOps, Names: GuideSourceName},
 	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
 	Field{Name: "update_time", Kind: Timestamp, Ops: orderedOps},
-)
+).WithContains()

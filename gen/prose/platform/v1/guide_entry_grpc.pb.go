@@ -40,7 +40,7 @@ type GuideEntryServiceClient interface {
 	GetGuideEntry(ctx context.Context, in *GetGuideEntryRequest, opts ...grpc.CallOption) (*GuideEntry, error)
 	// Lists the guide entries of an automation ("-": of every automation of
 	// the workspace), newest first. Filter fields: title, resolution_steps,
-	// resolution_code, resolution_notes (= != and : for a partial match),
+	// resolution_code, resolution_notes (= != and : or contains for a partial match),
 	// automation, state, source_exception (= !=), create_time, update_time.
 	ListGuideEntries(ctx context.Context, in *ListGuideEntriesRequest, opts ...grpc.CallOption) (*ListGuideEntriesResponse, error)
 	// Creates a guide entry from an exception of the automation and the
@@ -160,7 +160,7 @@ type GuideEntryServiceServer interface {
 	GetGuideEntry(context.Context, *GetGuideEntryRequest) (*GuideEntry, error)
 	// Lists the guide entries of an automation ("-": of every automation of
 	// the workspace), newest first. Filter fields: title, resolution_steps,
-	// resolution_code, resolution_notes (= != and : for a partial match),
+	// resolution_code, resolution_notes (= != and : or contains for a partial match),
 	// automation, state, source_exception (= !=), create_time, update_time.
 	ListGuideEntries(context.Context, *ListGuideEntriesRequest) (*ListGuideEntriesResponse, error)
 	// Creates a guide entry from an exception of the automation and the
