@@ -282,7 +282,7 @@ func (s *GuideEntryService) CreateGuideEntry(ctx context.Context, req *platformv
 var guideMask = map[string]bool{"title": true, "root_cause": true, "resolution_steps": true, "resolution_notes": true}
 
 // UpdateGuideEntry changes the text of an entry: the fields of update_mask
-// (all four when it is empty); its minor version increases. What the
+// (without one, those the request sets); its minor version increases. What the
 // entry does (its guidance) is fixed when it is made.
 func (s *GuideEntryService) UpdateGuideEntry(ctx context.Context, req *platformv1.UpdateGuideEntryRequest) (*platformv1.GuideEntry, error) {
 	org, ws, a, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetGuideEntryId()
@@ -292,7 +292,17 @@ func (s *GuideEntryService) UpdateGuideEntry(ctx context.Context, req *platformv
 	}
 	paths := req.GetUpdateMask().GetPaths()
 	if len(paths) == 0 {
-		paths = []string{"title", "root_cause", "resolution_steps", "resolution_notes"}
+		// As UpdateAutomation: without a mask, the fields the request sets.
+		for p, v := range map[string]string{"title": in.GetTitle(), "root_cause": in.GetRootCause(),
+			"resolution_steps": in.GetResolutionSteps(), "resolution_notes": in.GetResolutionNotes()} {
+			if v != "" {
+				paths = append(paths, p)
+			}
+		}
+		if len(paths) == 0 {
+			return nil, transport.InvalidArgument(ReasonInvalidField, "nothing to update: set a field or name it in update_mask",
+				transport.Violation("update_mask", "empty and no field set"))
+		}
 	}
 	for _, p := range paths {
 		if !guideMask[p] {

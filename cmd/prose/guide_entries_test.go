@@ -194,6 +194,13 @@ func TestGuideEntryExpressionsAndLifecycle(t *testing.T) {
 		if up["resolution_notes"] != "Check with finance" || up["version"] != "1.1" || up["title"] != "Grand total" {
 			t.Fatalf("update: %v", up)
 		}
+		// Without a mask: the fields set (the notes stay).
+		up = e.mustCall(t, tr, guideSvc+"UpdateGuideEntry", &platformv1.UpdateGuideEntryRequest{
+			OrganizationId: org, WorkspaceId: ws, AutomationId: a.ID, GuideEntryId: gid, GuideEntry: &platformv1.GuideEntry{Title: "Grand total"},
+		})
+		if up["resolution_notes"] != "Check with finance" || up["version"] != "1.2" {
+			t.Fatalf("update without a mask: %v", up)
+		}
 		// A read-only field in the mask: INVALID_ARGUMENT.
 		_, err := e.call(t, tr, guideSvc+"UpdateGuideEntry", &platformv1.UpdateGuideEntryRequest{
 			OrganizationId: org, WorkspaceId: ws, AutomationId: a.ID, GuideEntryId: gid,

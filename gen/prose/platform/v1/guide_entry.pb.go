@@ -793,7 +793,7 @@ type UpdateGuideEntryRequest struct {
 	// The new values.
 	GuideEntry *GuideEntry `protobuf:"bytes,5,opt,name=guide_entry,json=guideEntry,proto3" json:"guide_entry,omitempty"`
 	// The fields to update (title, root_cause, resolution_steps,
-	// resolution_notes); empty means all four.
+	// resolution_notes); empty means those the request sets.
 	UpdateMask    *fieldmaskpb.FieldMask `protobuf:"bytes,6,opt,name=update_mask,json=updateMask,proto3" json:"update_mask,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
