@@ -76,6 +76,12 @@ type Options struct {
 	// ends within it without calling a book is created completed or failed
 	// (see inline.go). Default: DefaultInlineWindow; negative: never.
 	InlineWindow time.Duration
+	// MaxGuidedPerRun bounds the exceptions approved guide entries resolve
+	// in one run; past it, the run's exceptions wait for a person as if no
+	// entry matched (a loop whose every turn meets a remembered gap does
+	// not go on unseen for ever). Default: DefaultMaxGuidedPerRun;
+	// negative: guide entries never apply.
+	MaxGuidedPerRun int
 }
 
 // DefaultTimeSlice is the default of Options.TimeSlice.
@@ -99,6 +105,9 @@ type Engine struct {
 	// done writes the completed and failed outcomes of workers, several per
 	// transaction, while Run runs.
 	done *completer
+	// guided writes the exceptions guide entries resolve, several per
+	// transaction, while Run runs.
+	guided *guidedWriter
 	// notes sends wake-up notices to the other replicas.
 	notes *notifier
 
@@ -200,6 +209,9 @@ func New(st store.Store, opts Options) *Engine {
 	if opts.TimeSlice == 0 {
 		opts.TimeSlice = DefaultTimeSlice
 	}
+	if opts.MaxGuidedPerRun == 0 {
+		opts.MaxGuidedPerRun = DefaultMaxGuidedPerRun
+	}
 	if opts.InlineWindow == 0 {
 		opts.InlineWindow = DefaultInlineWindow
 	}
@@ -231,6 +243,10 @@ func New(st store.Store, opts Options) *Engine {
 		}
 	}
 	e.done = &completer{st: st, owner: opts.Owner, log: log, writers: e.writers, singleWriter: e.singleWriter}
+	// One writer: every guided exception of an automation updates the same
+	// rows of exception_counts, so parallel batches would only wait on
+	// each other's locks; one writer gathers what waits while it commits.
+	e.guided = &guidedWriter{st: st, writers: 1}
 	e.notes = &notifier{send: opts.Notify}
 	e.renewNow = make(chan struct{}, 1)
 	e.notes.Start()
@@ -290,6 +306,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	// The completer lives until every worker has returned (they wait for
 	// it); it writes with runCtx, cancelled when the grace period ends.
 	e.done.Start(runCtx, e.opts.Workers)
+	e.guided.Start(runCtx, e.opts.Workers)
 	e.notes.Start()
 
 	saturated := false // the last claim filled every free slot
@@ -351,6 +368,7 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		<-done
 	}
 	e.done.Stop()
+	e.guided.Stop()
 	e.notes.Stop()
 	<-renewDone
 	<-fairDone

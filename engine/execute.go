@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,6 +133,20 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			res = lang.Start(soft, prog, inputs, opts)
 		}
 		checkpoint, guidance = nil, nil
+		// An approved guide entry that matches the exception resolves it
+		// at once (see guide.go); note says why one that matched did not.
+		note := ""
+		for res.Status == lang.Suspended {
+			next, ok, n, err := e.guide(ctx, soft, r, step, code, prog, res, opts)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				note = n
+				break
+			}
+			res = next
+		}
 
 		switch res.Status {
 		case lang.Completed:
@@ -168,7 +183,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				Exception: &store.Exception{
 					Step: step, Group: string(x.Group), Message: x.Message, Details: details,
 					Location: store.Location{Start: int64(x.Span.Start), End: int64(x.Span.End)},
-					State:    store.ExceptionPending, Description: describe(x),
+					State:    store.ExceptionPending, Description: strings.TrimSpace(describe(x) + " " + note),
 				},
 				Checkpoint: res.State, Step: step, StepInputs: inBytes,
 			})

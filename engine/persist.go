@@ -370,6 +370,10 @@ func encodeGuidance(g Guidance) ([]byte, error) {
 	p := &persistv1.Guidance{}
 	switch g.Kind {
 	case GuidanceProvideValues:
+		if len(g.Expressions) > 0 {
+			p.Kind = &persistv1.Guidance_ProvideExpressions{ProvideExpressions: &persistv1.Expressions{Expressions: g.Expressions}}
+			break
+		}
 		vals, err := protovalue.MapToProto(g.Values)
 		if err != nil {
 			return nil, err
@@ -422,6 +426,8 @@ func decodeGuidance(b []byte) (lang.Resolution, error) {
 			return lang.Resolution{}, err
 		}
 		return lang.Resolution{Kind: lang.ProvideValues, Values: vals}, nil
+	case *persistv1.Guidance_ProvideExpressions:
+		return lang.Resolution{Kind: lang.ProvideValues, Expressions: k.ProvideExpressions.GetExpressions()}, nil
 	case *persistv1.Guidance_Skip:
 		return lang.Resolution{Kind: lang.Skip}, nil
 	case *persistv1.Guidance_Retry:

@@ -41,8 +41,12 @@ const (
 type Guidance struct {
 	Kind   GuidanceKind
 	Values map[string]lang.Value
-	Code   string
-	Answer lang.Value
+	// Expressions are values computed over the run's facts when the
+	// guidance is applied, by fact name (GuidanceProvideValues; a guide
+	// entry's).
+	Expressions map[string]string
+	Code        string
+	Answer      lang.Value
 	// Unreadable, when set, is why the caller could not read the guidance
 	// it was given (a value the language cannot hold). Resolve reports it
 	// as a GuidanceError on field "guidance", once it has found the
@@ -56,7 +60,7 @@ func (g Guidance) resolution() (lang.Resolution, error) {
 	}
 	switch g.Kind {
 	case GuidanceProvideValues:
-		return lang.Resolution{Kind: lang.ProvideValues, Values: g.Values}, nil
+		return lang.Resolution{Kind: lang.ProvideValues, Values: g.Values, Expressions: g.Expressions}, nil
 	case GuidanceSkip:
 		return lang.Resolution{Kind: lang.Skip}, nil
 	case GuidanceRetry:
@@ -215,8 +219,25 @@ func CheckGuidance(x *lang.Exception, g Guidance) error {
 	}
 	switch res.Kind {
 	case lang.ProvideValues:
-		if len(res.Values) == 0 {
-			return &GuidanceError{Field: "provide_values.values", Msg: "provide at least one value"}
+		field := "provide_values.values"
+		names := make([]string, 0, len(res.Values)+len(res.Expressions))
+		for name := range res.Values {
+			names = append(names, name)
+		}
+		if len(res.Expressions) > 0 {
+			field = "provide_expressions.expressions"
+			if len(res.Values) > 0 {
+				return &GuidanceError{Field: "guidance", Msg: "give values or expressions, not both"}
+			}
+			for name, src := range res.Expressions {
+				if err := lang.CheckExpression(src); err != nil {
+					return &GuidanceError{Field: field, Msg: fmt.Sprintf("the expression for %s does not parse: %v", name, err)}
+				}
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			return &GuidanceError{Field: field, Msg: "provide at least one value"}
 		}
 		if x.Question != "" {
 			return &GuidanceError{Field: "provide_values", Msg: "this exception asks a question: resolve it with an answer"}
@@ -225,14 +246,14 @@ func CheckGuidance(x *lang.Exception, g Guidance) error {
 			want := lang.FactName(x.Fact)
 			found := false
 			var given []string
-			for name := range res.Values {
+			for _, name := range names {
 				if lang.FactName(name) == want {
 					found = true
 				}
 				given = append(given, name)
 			}
 			if !found {
-				return &GuidanceError{Field: "provide_values.values", Msg: fmt.Sprintf("this exception asks for %s; the values given are for %s", x.Fact, strings.Join(given, ", "))}
+				return &GuidanceError{Field: field, Msg: fmt.Sprintf("this exception asks for %s; the values given are for %s", x.Fact, strings.Join(given, ", "))}
 			}
 		}
 	case lang.Answer:

@@ -29,6 +29,7 @@ func Handlers() []RegisterFunc {
 		Register(platformv1.NewScheduleServiceClient, platformv1.RegisterScheduleServiceHandlerClient),
 		Register(platformv1.NewTriggerServiceClient, platformv1.RegisterTriggerServiceHandlerClient),
 		Register(platformv1.NewWebhookServiceClient, platformv1.RegisterWebhookServiceHandlerClient),
+		Register(platformv1.NewGuideEntryServiceClient, platformv1.RegisterGuideEntryServiceHandlerClient),
 		Register(bookv1.NewBookServiceClient, bookv1.RegisterBookServiceHandlerClient),
 		Register(bookv1.NewConnectionServiceClient, bookv1.RegisterConnectionServiceHandlerClient),
 		Register(legacyv1.NewLegacyServiceClient, legacyv1.RegisterLegacyServiceHandlerClient),

@@ -3,6 +3,7 @@ package lang
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -127,6 +128,12 @@ type Resolution struct {
 	// Values maps fact names ("the invoice date", "the invoice's total";
 	// "invoice date" also works) to values, for ProvideValues.
 	Values map[string]Value
+	// Expressions maps fact names to Prose expressions ("the subtotal +
+	// the tax"), for ProvideValues: each is evaluated over the run's facts
+	// where it stopped, before any is set, and its value set like Values'.
+	// An expression that does not parse or cannot be evaluated (a fact it
+	// reads has no value, …) makes Resume fail; the state stays valid.
+	Expressions map[string]string
 	// Code is the replacement, for ReplaceStep (one or more lines).
 	Code string
 	// Answer is the answer, for Answer.
@@ -167,6 +174,21 @@ func Start(ctx context.Context, prog *Program, inputs map[string]Value, opts Opt
 // guidance such as replacement code that does not parse); the state is then
 // still valid for another attempt.
 func Resume(ctx context.Context, prog *Program, state []byte, res Resolution, opts Options) (*Result, error) {
+	r, err := PrepareResume(ctx, prog, state, res, opts)
+	if err != nil {
+		return nil, err
+	}
+	return r.Run(), nil
+}
+
+// Resumption is a suspended run with its guidance applied, ready to go on
+// (see PrepareResume).
+type Resumption struct{ m *machine }
+
+// PrepareResume is the first half of Resume: it restores the state and
+// applies the guidance (an error leaves nothing done: the state is still
+// valid), without going on. Run goes on.
+func PrepareResume(ctx context.Context, prog *Program, state []byte, res Resolution, opts Options) (*Resumption, error) {
 	m := newMachine(ctx, prog, opts)
 	if err := m.decode(state); err != nil {
 		return nil, err
@@ -175,8 +197,11 @@ func Resume(ctx context.Context, prog *Program, state []byte, res Resolution, op
 		return nil, err
 	}
 	m.live = m.measure()
-	return m.run(), nil
+	return &Resumption{m: m}, nil
 }
+
+// Run goes on from where the guidance left the run, as Resume does.
+func (r *Resumption) Run() *Result { return r.m.run() }
 
 type frameKind uint8
 
@@ -758,11 +783,22 @@ func (m *machine) resolve(res Resolution) error {
 	switch res.Kind {
 	case Retry:
 	case ProvideValues:
-		if len(res.Values) == 0 {
+		if len(res.Values) == 0 && len(res.Expressions) == 0 {
 			return errors.New("no values provided")
 		}
-		keys := make([]string, 0, len(res.Values))
-		for k := range res.Values {
+		vals := make(map[string]Value, len(res.Values)+len(res.Expressions))
+		for k, v := range res.Values {
+			vals[k] = clone(v)
+		}
+		for k, src := range res.Expressions {
+			v, err := m.evalText(src)
+			if err != nil {
+				return fmt.Errorf("%s: %w", k, err)
+			}
+			vals[k] = v
+		}
+		keys := make([]string, 0, len(vals))
+		for k := range vals {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
@@ -773,7 +809,7 @@ func (m *machine) resolve(res Resolution) error {
 			}
 			root := m.cur
 			m.cur = m.rootScope()
-			err = m.setPath(ref, len(ref.fields), clone(res.Values[k]), false)
+			err = m.setPath(ref, len(ref.fields), vals[k], false)
 			m.cur = root
 			if err != nil {
 				return errors.New(err.Error())
@@ -812,6 +848,61 @@ func (m *machine) resolve(res Resolution) error {
 		return errors.New("unknown resolution")
 	}
 	return nil
+}
+
+// evalText evaluates a Prose expression given by guidance over the facts
+// where the run stands.
+func (m *machine) evalText(src string) (Value, error) {
+	e, err := m.parseExpr(src)
+	if err != nil {
+		return Value{}, err
+	}
+	v, err := e.eval(m)
+	if err != nil {
+		return Value{}, errors.New(err.Error())
+	}
+	if !v.IsValid() {
+		return Value{}, errors.New("the expression has no value")
+	}
+	return clone(v), nil
+}
+
+// parseExpr parses one expression with the program's names.
+func (m *machine) parseExpr(src string) (expr, error) {
+	p := &parser{lx: &lexer{src: strings.TrimSpace(src)}, syms: m.syms, procs: m.prog.procs}
+	lines, err := p.lx.lines()
+	if err != nil {
+		return nil, err
+	}
+	if len(lines) != 1 {
+		return nil, errors.New("an expression is one line: " + src)
+	}
+	q := p.ep(lines[0].toks)
+	e, err := q.expr()
+	if err != nil {
+		return nil, err
+	}
+	if err := q.end(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// CheckExpression reports whether src parses as one Prose expression.
+func CheckExpression(src string) error {
+	p := &parser{lx: &lexer{src: strings.TrimSpace(src)}, syms: newSymtab()}
+	lines, err := p.lx.lines()
+	if err != nil {
+		return err
+	}
+	if len(lines) != 1 {
+		return errors.New("an expression is one line")
+	}
+	q := p.ep(lines[0].toks)
+	if _, err := q.expr(); err != nil {
+		return err
+	}
+	return q.end()
 }
 
 // parseRef reads a fact name given by guidance: "the invoice date",

@@ -21,6 +21,7 @@ const (
 	AgentPattern         = "organizations/{organization}/workspaces/{workspace}/automations/{automation}/runs/{run}/agents/{agent}"
 	EventPattern         = "organizations/{organization}/workspaces/{workspace}/automations/{automation}/runs/{run}/agents/{agent}/events/{event}"
 	ExceptionPattern     = "organizations/{organization}/workspaces/{workspace}/exceptions/{exception}"
+	GuideEntryPattern    = "organizations/{organization}/workspaces/{workspace}/automations/{automation}/guideEntries/{guide_entry}"
 	APIKeyPattern        = "organizations/{organization}/apiKeys/{api_key}"
 	FilePattern          = "organizations/{organization}/files/{file}"
 	UserPattern          = "users/{user}"
@@ -50,6 +51,15 @@ func Webhook(org, ws, webhook string) string {
 func Delivery(org, ws, webhook, delivery string) string {
 	return resourcename.Sprint(DeliveryPattern, org, ws, webhook, delivery)
 }
+
+// GuideEntry is the name of a guide entry of an automation.
+func GuideEntry(org, ws, automation, entry string) string {
+	return resourcename.Sprint(GuideEntryPattern, org, ws, automation, entry)
+}
+
+// GuideEntryResolver is how a guide entry is named as an exception's
+// resolver: guideEntries/{entry} (beside users/{user} and agents/{agent}).
+func GuideEntryResolver(entry string) string { return "guideEntries/" + entry }
 
 // Organization is organizations/{org}.
 func Organization(org string) string { return resourcename.Sprint(OrganizationPattern, org) }

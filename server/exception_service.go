@@ -134,8 +134,19 @@ func exceptionProto(x store.Exception) *platformv1.Exception {
 		Assignee:    x.Assignee,
 		Resolver:    x.Resolver,
 
+		ResolutionGuideEntry: guideEntryName(x),
+
 		GuidanceRequest: guidanceRequestProto(x),
 	}
+}
+
+// guideEntryName is the name of the guide entry that resolved x ("" when
+// none did).
+func guideEntryName(x store.Exception) string {
+	if x.ResolutionGuideEntry == "" {
+		return ""
+	}
+	return names.GuideEntry(x.OrganizationID, x.WorkspaceID, x.AutomationID, x.ResolutionGuideEntry)
 }
 
 // guidanceRequestProto says what the interpreter's exception asks for (nil
@@ -349,11 +360,45 @@ func (s *ExceptionService) ResolveException(ctx context.Context, req *platformv1
 		return nil, transport.NewError(codes.InvalidArgument, ReasonGuidanceMismatch, "answer.value is required").
 			Meta("resource_name", names.Exception(org, ws, id)).Violations(transport.Violation("answer.value", "required")).Err()
 	}
-	x, err := s.eng.Resolve(ctx, org, ws, id, resolver(ctx), guidanceFromProto(req))
+	g := guidanceFromProto(req)
+	var entry store.GuideEntry
+	if req.GetRemember() {
+		// The entry is made (and checked: retry, or an exception no entry
+		// could match, is refused) before the exception is resolved, and
+		// stored after: a refused "remember" changes nothing.
+		cur, err := s.st.GetException(ctx, org, ws, id)
+		if err != nil {
+			return nil, exceptionErr(err, org, ws, id)
+		}
+		if cur.State == store.ExceptionPending {
+			if entry, err = s.eng.NewGuideEntry(ctx, cur, g); err != nil {
+				var ge *engine.GuidanceError
+				if errors.As(err, &ge) && ge.Field != "retry" {
+					return nil, exceptionErr(err, org, ws, id) // guidance that does not fit
+				}
+				return nil, rememberErr(err, names.Exception(org, ws, id), "")
+			}
+		}
+	}
+	x, err := s.eng.Resolve(ctx, org, ws, id, resolver(ctx), g)
 	if err != nil {
 		return nil, exceptionErr(err, org, ws, id)
 	}
-	return exceptionProto(x), nil
+	out := exceptionProto(x)
+	if req.GetRemember() {
+		en, err := remember(ctx, s.st, s.eng, x, g, &platformv1.GuideEntry{
+			Title: entry.Title, ResolutionSteps: entry.ResolutionSteps,
+		}, "")
+		if err != nil {
+			return nil, err
+		}
+		// The answer names the entry made (it waits for approval).
+		if out.Extra == nil {
+			out.Extra = map[string]string{}
+		}
+		out.Extra["remembered_guide_entry"] = names.GuideEntry(org, ws, en.AutomationID, en.ID)
+	}
+	return out, nil
 }
 
 // ArchiveException archives a pending exception: its run is abandoned

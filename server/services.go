@@ -29,6 +29,7 @@ type Services struct {
 	Schedules     platformv1.ScheduleServiceServer
 	Triggers      platformv1.TriggerServiceServer
 	Webhooks      platformv1.WebhookServiceServer
+	GuideEntries  platformv1.GuideEntryServiceServer
 	Connections   bookv1.ConnectionServiceServer
 	LegacyV1      legacyv1.LegacyServiceServer
 	LegacyV2      legacyv2.LegacyServiceServer
@@ -67,6 +68,9 @@ type (
 	}
 	unimplementedWebhooks struct {
 		platformv1.UnimplementedWebhookServiceServer
+	}
+	unimplementedGuideEntries struct {
+		platformv1.UnimplementedGuideEntryServiceServer
 	}
 	unimplementedBooks struct {
 		bookv1.UnimplementedBookServiceServer
@@ -117,6 +121,9 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	if sv.Webhooks == nil {
 		sv.Webhooks = unimplementedWebhooks{}
 	}
+	if sv.GuideEntries == nil {
+		sv.GuideEntries = unimplementedGuideEntries{}
+	}
 	if sv.Books == nil {
 		sv.Books = unimplementedBooks{}
 	}
@@ -140,6 +147,7 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	platformv1.RegisterScheduleServiceServer(s, sv.Schedules)
 	platformv1.RegisterTriggerServiceServer(s, sv.Triggers)
 	platformv1.RegisterWebhookServiceServer(s, sv.Webhooks)
+	platformv1.RegisterGuideEntryServiceServer(s, sv.GuideEntries)
 	bookv1.RegisterBookServiceServer(s, sv.Books)
 	bookv1.RegisterConnectionServiceServer(s, sv.Connections)
 	legacyv1.RegisterLegacyServiceServer(s, sv.LegacyV1)

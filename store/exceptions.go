@@ -35,13 +35,16 @@ type Exception struct {
 	Location    Location
 	// Details is the interpreter's description of what it asks for (the
 	// fact, the question, …), opaque to the store.
-	Details    []byte
-	State      ExceptionState
-	Assignee   string
-	Resolver   string
-	Extra      map[string]string
-	CreateTime time.Time
-	UpdateTime time.Time
+	Details  []byte
+	State    ExceptionState
+	Assignee string
+	Resolver string
+	// ResolutionGuideEntry is the id of the guide entry (of the exception's
+	// automation) that resolved it; "" when none did.
+	ResolutionGuideEntry string
+	Extra                map[string]string
+	CreateTime           time.Time
+	UpdateTime           time.Time
 }
 
 // ListExceptionsRequest lists the exceptions of a workspace, newest first.

@@ -43,6 +43,7 @@ type Store interface {
 	Schedules
 	Triggers
 	Webhooks
+	GuideEntries
 
 	RunBatches
 	FairClaimer

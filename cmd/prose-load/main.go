@@ -51,6 +51,7 @@ func main() {
 	conc := flag.Int("concurrency", 32, "concurrent invoke requests")
 	rate := flag.Float64("rate", 0, "invokes per second (0: as fast as the server takes them)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
+	guided := flag.Bool("guided", false, "add a statement that needs a fact nobody gives (`the output total is the grand total`) and an approved guide entry that provides it: every run raises an exception the entry resolves")
 	flag.Parse()
 	if *initFile != "" {
 		data, err := os.ReadFile(*initFile)
@@ -78,12 +79,20 @@ func main() {
 	defer cancel()
 	c := &client{base: "http://" + *addr, key: *key, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc + 4}}}
 
+	src := code
+	if *guided {
+		src += "the output total is the grand total\n"
+	}
 	var a struct{ Name string }
-	if err := c.do(ctx, "POST", "/api/v1/"+*workspace+"/automations", map[string]any{"display_name": "load", "english_code": code}, &a); err != nil {
+	if err := c.do(ctx, "POST", "/api/v1/"+*workspace+"/automations", map[string]any{"display_name": "load", "english_code": src}, &a); err != nil {
 		fatal(err)
 	}
 	auto := "/api/v1/" + a.Name
 	prefix := a.Name[strings.LastIndexByte(a.Name, '/')+1:] // request ids are unique per organization
+	seed := ""
+	if *guided {
+		seed = teach(ctx, c, *workspace, auto, prefix)
+	}
 
 	// Invoke.
 	var next atomic.Int64
@@ -155,6 +164,7 @@ func main() {
 	for {
 		var page struct {
 			Runs []struct {
+				Name       string    `json:"name"`
 				CreateTime time.Time `json:"create_time"`
 				State      struct {
 					UpdateTime time.Time       `json:"update_time"`
@@ -171,6 +181,9 @@ func main() {
 			fatal(err)
 		}
 		for _, r := range page.Runs {
+			if seed != "" && strings.HasSuffix(r.Name, "/runs/"+seed) {
+				continue // the run the guide entry was taught on
+			}
 			if r.State.Completed == nil {
 				other++
 				continue
@@ -207,6 +220,51 @@ func main() {
 	// creation): the client's round trip bounds when it learns of it.
 	fmt.Printf("invoke round trip (client): p50 %s  p90 %s  p99 %s  max %s\n",
 		pctOf(rts, 0.50), pctOf(rts, 0.90), pctOf(rts, 0.99), pctOf(rts, 1))
+}
+
+// teach runs the automation once, resolves the exception its run raises
+// with "remember", approves the guide entry made, and returns the run's id.
+func teach(ctx context.Context, c *client, workspace, auto, prefix string) string {
+	var inv struct {
+		RunID string `json:"run_id"`
+	}
+	if err := c.do(ctx, "POST", auto+":invoke", map[string]any{"stage": "AUTOMATION_STAGE_DRAFT", "request_id": "seed-" + prefix}, &inv); err != nil {
+		fatal(err)
+	}
+	var x string
+	for x == "" {
+		var page struct {
+			Exceptions []struct {
+				Name string `json:"name"`
+			} `json:"exceptions"`
+		}
+		q := url.Values{"filter": {`state = PENDING AND run = "` + inv.RunID + `"`}}
+		if err := c.do(ctx, "GET", "/api/v1/"+workspace+"/exceptions?"+q.Encode(), nil, &page); err != nil {
+			fatal(err)
+		}
+		if len(page.Exceptions) > 0 {
+			x = page.Exceptions[0].Name
+			break
+		}
+		select {
+		case <-ctx.Done():
+			fatal(ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	var res struct {
+		Extra map[string]string `json:"extra"`
+	}
+	body := map[string]any{"remember": true, "provide_values": map[string]any{"values": map[string]any{"the grand total": map[string]any{"number": map[string]any{"lo": 42}}}}}
+	if err := c.do(ctx, "POST", "/api/v1/"+x+":resolve", body, &res); err != nil {
+		fatal(err)
+	}
+	entry := res.Extra["remembered_guide_entry"]
+	if err := c.do(ctx, "POST", "/api/v1/"+entry+":approve", map[string]any{}, nil); err != nil {
+		fatal(err)
+	}
+	fmt.Println("guide entry:", entry)
+	return inv.RunID
 }
 
 type client struct {

@@ -66,6 +66,8 @@ type serveConfig struct {
 	maxLostLeases int
 	// inlineWindow is engine.Options.InlineWindow (zero: the default).
 	inlineWindow time.Duration
+	// maxGuidedPerRun is engine.Options.MaxGuidedPerRun (zero: the default).
+	maxGuidedPerRun int
 	// maxEventMessage caps a user message's bytes (0: the server's
 	// default); eventPoll is an idle event stream's safety re-read (0: the
 	// default; negative: never).
@@ -116,6 +118,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
 	cfg.limits.register(fs)
+	fs.IntVar(&cfg.maxGuidedPerRun, "max-guided-per-run", 0, fmt.Sprintf("the most exceptions approved guide entries resolve in one run; past it the run waits for a person (default %d; -1: guide entries never apply)", engine.DefaultMaxGuidedPerRun))
 	fs.DurationVar(&cfg.inlineWindow, "inline-window", 0, fmt.Sprintf("how long an invoke may execute a run itself, on a free worker, before creating it: a run that ends within it without calling a book is created completed or failed (default %s; -1ns: never)", engine.DefaultInlineWindow))
 	fs.DurationVar(&cfg.timeSlice, "time-slice", 0, fmt.Sprintf("how long a run executes before it gives its worker up when every worker is busy and other runs wait (default %s; -1ns: never)", engine.DefaultTimeSlice))
 	fs.IntVar(&cfg.maxLostLeases, "max-lost-leases", 0, fmt.Sprintf("times in a row a run's worker may die while executing it before the run fails with an internal error (default %d)", store.DefaultMaxLostLeases))
@@ -294,12 +297,13 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	engOpts := engine.Options{
-		Logger:        logger,
-		LeaseDuration: cfg.lease,
-		Workers:       cfg.workers,
-		Limits:        cfg.limits.l,
-		TimeSlice:     cfg.timeSlice,
-		InlineWindow:  cfg.inlineWindow,
+		Logger:          logger,
+		LeaseDuration:   cfg.lease,
+		Workers:         cfg.workers,
+		Limits:          cfg.limits.l,
+		TimeSlice:       cfg.timeSlice,
+		InlineWindow:    cfg.inlineWindow,
+		MaxGuidedPerRun: cfg.maxGuidedPerRun,
 		Books: func(org, ws string) lang.Books {
 			return callIDBooks{reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})}
 		},
@@ -376,6 +380,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Schedules:     server.NewScheduleService(st, cfg.clock, a.scheduler.Wake),
 		Triggers:      triggers,
 		Webhooks:      server.NewWebhookService(st),
+		GuideEntries:  server.NewGuideEntryService(st, a.engine),
 	}
 	a.admission = transport.NewAdmission(cfg.maxGRPCUploads)
 	srv := transport.NewServer(transport.Options{

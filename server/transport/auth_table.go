@@ -130,6 +130,18 @@ var MethodAccess = map[string]Access{
 	"/prose.platform.v1.WebhookService/CreateWebhook":         w(store.PermWorkspacesUpdate),
 	"/prose.platform.v1.WebhookService/DeleteWebhook":         w(store.PermWorkspacesUpdate),
 
+	// Guide entries. Reading and writing one is part of guiding exceptions;
+	// approving, rejecting or undeleting one changes what the automation
+	// does by itself from then on, as editing it does: automations.write.
+	"/prose.platform.v1.GuideEntryService/GetGuideEntry":      r(store.PermExceptionsGet),
+	"/prose.platform.v1.GuideEntryService/ListGuideEntries":   r(store.PermExceptionsGet),
+	"/prose.platform.v1.GuideEntryService/CreateGuideEntry":   w(store.PermExceptionsResolve),
+	"/prose.platform.v1.GuideEntryService/UpdateGuideEntry":   w(store.PermExceptionsResolve),
+	"/prose.platform.v1.GuideEntryService/DeleteGuideEntry":   w(store.PermExceptionsResolve),
+	"/prose.platform.v1.GuideEntryService/UndeleteGuideEntry": w(store.PermAutomationsWrite),
+	"/prose.platform.v1.GuideEntryService/ApproveGuideEntry":  w(store.PermAutomationsWrite),
+	"/prose.platform.v1.GuideEntryService/RejectGuideEntry":   w(store.PermAutomationsWrite),
+
 	// Exceptions. Archiving an exception abandons its run: runs.archive.
 	"/prose.platform.v1.ExceptionService/GetException":                r(store.PermExceptionsGet),
 	"/prose.platform.v1.ExceptionService/ListExceptions":              r(store.PermExceptionsGet),

@@ -105,6 +105,10 @@ func newLimitSet(sz store.Sizes) *limitSet {
 			"description":  text,
 			"reason":       text,
 			"english_code": code,
+			// A guide entry's text.
+			"root_cause":       text,
+			"resolution_steps": text,
+			"resolution_notes": text,
 		},
 		byField: map[protoreflect.FullName]fieldLimit{
 			"prose.platform.v1.InvokeAutomationRequest.inputs": input,

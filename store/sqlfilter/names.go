@@ -124,4 +124,7 @@ var (
 	// EventExceptionName is the exception field of event filters.
 	EventExceptionName = NameFields("organizations/{organization}/workspaces/{workspace}/exceptions/{exception}",
 		map[string]string{"organization": "organization", "workspace": "workspace", "exception": "exception"})
+	// GuideSourceName is the source_exception field of guide entry filters.
+	GuideSourceName = NameFields("organizations/{organization}/workspaces/{workspace}/exceptions/{exception}",
+		map[string]string{"organization": "organization", "workspace": "workspace", "exception": "source_exception"})
 )

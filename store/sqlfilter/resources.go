@@ -112,3 +112,27 @@ var TriggerInstances = mustResource("trigger instances",
 	Field{Name: "connection_id", Kind: String, Ops: exactOps},
 	Field{Name: "trigger_id", Kind: String, Ops: exactOps},
 )
+
+var guideStates = map[string]string{
+	"PENDING_APPROVAL": "PENDING_APPROVAL", "APPROVED": "APPROVED", "REJECTED": "REJECTED", "ARCHIVED": "ARCHIVED",
+	"STATE_PENDING_APPROVAL": "PENDING_APPROVAL", "STATE_APPROVED": "APPROVED", "STATE_REJECTED": "REJECTED", "STATE_ARCHIVED": "ARCHIVED",
+}
+
+// GuideEntries is the filter of ListGuideEntries, as the reference gives
+// it: title, resolution_steps, resolution_code, resolution_notes (= !=
+// exact, : partial and case-insensitive; the reference's `contains`),
+// automation (an id or a whole automation name; = !=), create_time and
+// update_time (RFC 3339; = != < <= > >=); and state (short or full enum
+// names) and source_exception (an exception id or name), = and !=.
+// `title contains 'x'` is `title : 'x'`.
+var GuideEntries = mustResource("guide entries",
+	Field{Name: "title", Kind: String, Ops: textOps},
+	Field{Name: "resolution_steps", Kind: String, Ops: textOps},
+	Field{Name: "resolution_code", Kind: String, Ops: textOps},
+	Field{Name: "resolution_notes", Kind: String, Ops: textOps},
+	Field{Name: "automation", Kind: String, Ops: exactOps, Names: ExceptionAutomationName},
+	Field{Name: "state", Kind: Enum, Ops: exactOps, Values: guideStates},
+	Field{Name: "source_exception", Kind: String, Ops: exactOps, Names: GuideSourceName},
+	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
+	Field{Name: "update_time", Kind: Timestamp, Ops: orderedOps},
+).WithContains()

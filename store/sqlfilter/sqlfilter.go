@@ -79,7 +79,50 @@ type Resource struct {
 	fields map[string]*Field
 	consts map[string]bool // bare words declared as identifiers (enum values)
 	decls  *filtering.Declarations
+	// contains: the word contains between a field and a value is the has
+	// operator (":"), as the reference spells partial matches.
+	contains bool
 }
+
+// WithContains returns r accepting `field contains "value"` as
+// `field : "value"` (the reference's spelling of a partial match).
+func (r *Resource) WithContains() *Resource {
+	c := *r
+	c.contains = true
+	return &c
+}
+
+// containsAsHas rewrites the bare word contains (outside quoted strings,
+// between a field and a value) as ":".
+func containsAsHas(text string) string {
+	const word = "contains"
+	var b strings.Builder
+	var quote byte
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case quote != 0:
+			if c == '\\' && i+1 < len(text) {
+				b.WriteByte(c)
+				i++
+				c = text[i]
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case strings.HasPrefix(text[i:], word) && (i == 0 || isSpace(text[i-1])) &&
+			(i+len(word) < len(text) && isSpace(text[i+len(word)])):
+			b.WriteByte(':')
+			i += len(word) - 1
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // NewResource declares a resource's fields. It fails on a malformed
 // declaration (a programming error).
@@ -167,6 +210,9 @@ func (r *Resource) Parse(text string) (f store.Filter, err error) {
 			f, err = nil, invalid("cannot parse %q", text)
 		}
 	}()
+	if r.contains {
+		text = containsAsHas(text)
+	}
 	parsed, err := filtering.ParseFilterString(text, r.decls)
 	if err != nil {
 		return nil, invalid("%v (fields: %s)", err, strings.Join(r.Fields(), ", "))

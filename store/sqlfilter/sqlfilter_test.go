@@ -132,3 +132,25 @@ func FuzzFilter(f *testing.F) {
 		}
 	})
 }
+
+// TestGuideEntriesContains: the reference's `field contains 'value'` is
+// the has operator; the word inside a quoted value is left alone.
+func TestGuideEntriesContains(t *testing.T) {
+	for in, want := range map[string]string{
+		`title contains 'My Guide Entry'`: `title : 'My Guide Entry'`,
+		`(title contains 'My Guide Entry' OR resolution_steps contains 'error') AND create_time > "2025-01-01T00:00:00Z"`: `(title : 'My Guide Entry' OR resolution_steps : 'error') AND create_time > "2025-01-01T00:00:00Z"`,
+		`title = "it contains x"`:          `title = "it contains x"`,
+		`title = 'a \' contains b'`:        `title = 'a \' contains b'`,
+		`resolution_code contains "retry"`: `resolution_code : "retry"`,
+	} {
+		if got := containsAsHas(in); got != want {
+			t.Errorf("%s → %s, want %s", in, got, want)
+		}
+		if _, err := GuideEntries.Parse(in); err != nil {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+	if _, err := Workspaces.Parse(`title contains 'x'`); err == nil {
+		t.Error("contains is the guide entries' spelling only")
+	}
+}

@@ -81,6 +81,7 @@ func Run(t *testing.T, open Opener) {
 	testSchedules(t, open)
 	testTriggers(t, open)
 	testWebhooks(t, open)
+	testGuideEntries(t, open)
 }
 
 // ---------------------------------------------------------------------------

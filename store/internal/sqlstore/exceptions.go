@@ -17,7 +17,7 @@ import (
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 const excCols = `e.organization_id, e.workspace_id, e.id, e.run_id, e.automation_id, e.stage, e.step, e.group_id, e.message,
-	e.description, e.loc_start, e.loc_end, e.details, e.state, e.assignee, e.resolver, e.extra, e.create_time, e.update_time`
+	e.description, e.loc_start, e.loc_end, e.details, e.state, e.assignee, e.resolver, e.resolution_guide_entry, e.extra, e.create_time, e.update_time`
 
 const excSelect = `SELECT ` + excCols + ` FROM exceptions e`
 
@@ -25,7 +25,7 @@ func scanException(s interface{ Scan(...any) error }) (store.Exception, error) {
 	var e store.Exception
 	var stage, state string
 	err := s.Scan(&e.OrganizationID, &e.WorkspaceID, &e.ID, &e.RunID, &e.AutomationID, &stage, &e.Step, &e.Group, &e.Message,
-		&e.Description, &e.Location.Start, &e.Location.End, &e.Details, &state, &e.Assignee, &e.Resolver, jsonCol{&e.Extra},
+		&e.Description, &e.Location.Start, &e.Location.End, &e.Details, &state, &e.Assignee, &e.Resolver, &e.ResolutionGuideEntry, jsonCol{&e.Extra},
 		ts{&e.CreateTime}, ts{&e.UpdateTime})
 	e.Stage, e.State = store.Stage(stage), store.ExceptionState(state)
 	return e, err
@@ -39,11 +39,11 @@ func (c conn) insertException(ctx context.Context, e store.Exception, now time.T
 		e.Extra = map[string]string{}
 	}
 	_, err := c.exec(ctx, `INSERT INTO exceptions (organization_id, workspace_id, id, run_id, automation_id, stage, step, group_id,
-		message, description, loc_start, loc_end, details, state, assignee, resolver, extra, create_time, update_time)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		message, description, loc_start, loc_end, details, state, assignee, resolver, resolution_guide_entry, extra, create_time, update_time)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		e.OrganizationID, e.WorkspaceID, e.ID, e.RunID, e.AutomationID, string(e.Stage), e.Step, e.Group,
 		e.Message, e.Description, e.Location.Start, e.Location.End, e.Details, string(e.State), e.Assignee, e.Resolver,
-		jsonArg(e.Extra), now, now)
+		e.ResolutionGuideEntry, jsonArg(e.Extra), now, now)
 	return c.db.mapErr(err, fmt.Sprintf("create exception %q", e.ID))
 }
 

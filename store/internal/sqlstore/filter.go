@@ -329,6 +329,21 @@ var eventFields = fields{
 	"workspace":    {col: "ev.workspace_id"},
 }
 
+var guideFields = fields{
+	"title":            {col: "g.title"},
+	"resolution_steps": {col: "g.resolution_steps"},
+	"resolution_code":  {col: "g.resolution_code"},
+	"resolution_notes": {col: "g.resolution_notes"},
+	"automation":       {col: "g.automation_id"},
+	"state":            {col: "g.state"},
+	"source_exception": {col: "g.source_exception"},
+	"create_time":      {col: "g.create_time", time: true},
+	"update_time":      {col: "g.update_time", time: true},
+	// set by resource names (see sqlfilter.NameFields)
+	"organization": {col: "g.organization_id"},
+	"workspace":    {col: "g.workspace_id"},
+}
+
 var exceptionStateOrder = []string{string(store.ExceptionPending), string(store.ExceptionResolved), string(store.ExceptionArchived)}
 
 var exceptionFields = fields{

@@ -454,6 +454,7 @@ type Guidance struct {
 	//	*Guidance_Retry
 	//	*Guidance_ReplaceStep
 	//	*Guidance_Answer
+	//	*Guidance_ProvideExpressions
 	Kind          isGuidance_Kind `protobuf_oneof:"kind"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -541,6 +542,15 @@ func (x *Guidance) GetAnswer() *Value {
 	return nil
 }
 
+func (x *Guidance) GetProvideExpressions() *Expressions {
+	if x != nil {
+		if x, ok := x.Kind.(*Guidance_ProvideExpressions); ok {
+			return x.ProvideExpressions
+		}
+	}
+	return nil
+}
+
 type isGuidance_Kind interface {
 	isGuidance_Kind()
 }
@@ -570,6 +580,12 @@ type Guidance_Answer struct {
 	Answer *Value `protobuf:"bytes,5,opt,name=answer,proto3,oneof"`
 }
 
+type Guidance_ProvideExpressions struct {
+	// Expressions over the run's facts, by fact name, evaluated when the
+	// guidance is applied (a guide entry's values).
+	ProvideExpressions *Expressions `protobuf:"bytes,6,opt,name=provide_expressions,json=provideExpressions,proto3,oneof"`
+}
+
 func (*Guidance_ProvideValues) isGuidance_Kind() {}
 
 func (*Guidance_Skip) isGuidance_Kind() {}
@@ -579,6 +595,54 @@ func (*Guidance_Retry) isGuidance_Kind() {}
 func (*Guidance_ReplaceStep) isGuidance_Kind() {}
 
 func (*Guidance_Answer) isGuidance_Kind() {}
+
+func (*Guidance_ProvideExpressions) isGuidance_Kind() {}
+
+// Expressions are Prose expressions by fact name ("the subtotal + the tax").
+type Expressions struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The expressions by fact name.
+	Expressions   map[string]string `protobuf:"bytes,1,rep,name=expressions,proto3" json:"expressions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Expressions) Reset() {
+	*x = Expressions{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Expressions) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Expressions) ProtoMessage() {}
+
+func (x *Expressions) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Expressions.ProtoReflect.Descriptor instead.
+func (*Expressions) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *Expressions) GetExpressions() map[string]string {
+	if x != nil {
+		return x.Expressions
+	}
+	return nil
+}
 
 // A runtime value of the Prose language. Exactly one member is set.
 type Value struct {
@@ -608,7 +672,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[6]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -620,7 +684,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[6]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -633,7 +697,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{6}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Value) GetKind() isValue_Kind {
@@ -889,7 +953,7 @@ type Number struct {
 
 func (x *Number) Reset() {
 	*x = Number{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[7]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -901,7 +965,7 @@ func (x *Number) String() string {
 func (*Number) ProtoMessage() {}
 
 func (x *Number) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[7]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -914,7 +978,7 @@ func (x *Number) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Number.ProtoReflect.Descriptor instead.
 func (*Number) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{7}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Number) GetLo() uint32 {
@@ -966,7 +1030,7 @@ type HashableValue struct {
 
 func (x *HashableValue) Reset() {
 	*x = HashableValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[8]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -978,7 +1042,7 @@ func (x *HashableValue) String() string {
 func (*HashableValue) ProtoMessage() {}
 
 func (x *HashableValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[8]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -991,7 +1055,7 @@ func (x *HashableValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HashableValue.ProtoReflect.Descriptor instead.
 func (*HashableValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{8}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *HashableValue) GetKind() isHashableValue_Kind {
@@ -1128,7 +1192,7 @@ type List struct {
 
 func (x *List) Reset() {
 	*x = List{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[9]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1140,7 +1204,7 @@ func (x *List) String() string {
 func (*List) ProtoMessage() {}
 
 func (x *List) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[9]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1153,7 +1217,7 @@ func (x *List) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use List.ProtoReflect.Descriptor instead.
 func (*List) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{9}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *List) GetItems() []*Value {
@@ -1174,7 +1238,7 @@ type Dictionary struct {
 
 func (x *Dictionary) Reset() {
 	*x = Dictionary{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[10]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1186,7 +1250,7 @@ func (x *Dictionary) String() string {
 func (*Dictionary) ProtoMessage() {}
 
 func (x *Dictionary) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[10]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1199,7 +1263,7 @@ func (x *Dictionary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dictionary.ProtoReflect.Descriptor instead.
 func (*Dictionary) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{10}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Dictionary) GetEntries() []*DictionaryEntry {
@@ -1222,7 +1286,7 @@ type DictionaryEntry struct {
 
 func (x *DictionaryEntry) Reset() {
 	*x = DictionaryEntry{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[11]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1234,7 +1298,7 @@ func (x *DictionaryEntry) String() string {
 func (*DictionaryEntry) ProtoMessage() {}
 
 func (x *DictionaryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[11]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1247,7 +1311,7 @@ func (x *DictionaryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DictionaryEntry.ProtoReflect.Descriptor instead.
 func (*DictionaryEntry) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{11}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *DictionaryEntry) GetKey() *HashableValue {
@@ -1275,7 +1339,7 @@ type Set struct {
 
 func (x *Set) Reset() {
 	*x = Set{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[12]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1287,7 +1351,7 @@ func (x *Set) String() string {
 func (*Set) ProtoMessage() {}
 
 func (x *Set) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[12]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1300,7 +1364,7 @@ func (x *Set) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Set.ProtoReflect.Descriptor instead.
 func (*Set) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{12}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *Set) GetItems() []*HashableValue {
@@ -1326,7 +1390,7 @@ type FileValue struct {
 
 func (x *FileValue) Reset() {
 	*x = FileValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[13]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1338,7 +1402,7 @@ func (x *FileValue) String() string {
 func (*FileValue) ProtoMessage() {}
 
 func (x *FileValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[13]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1351,7 +1415,7 @@ func (x *FileValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileValue.ProtoReflect.Descriptor instead.
 func (*FileValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{13}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *FileValue) GetKind() isFileValue_Kind {
@@ -1410,7 +1474,7 @@ type File struct {
 
 func (x *File) Reset() {
 	*x = File{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[14]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1422,7 +1486,7 @@ func (x *File) String() string {
 func (*File) ProtoMessage() {}
 
 func (x *File) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[14]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1435,7 +1499,7 @@ func (x *File) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use File.ProtoReflect.Descriptor instead.
 func (*File) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{14}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *File) GetFileName() string {
@@ -1468,7 +1532,7 @@ type TableValue struct {
 
 func (x *TableValue) Reset() {
 	*x = TableValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[15]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1480,7 +1544,7 @@ func (x *TableValue) String() string {
 func (*TableValue) ProtoMessage() {}
 
 func (x *TableValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[15]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1493,7 +1557,7 @@ func (x *TableValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableValue.ProtoReflect.Descriptor instead.
 func (*TableValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{15}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *TableValue) GetKind() isTableValue_Kind {
@@ -1550,7 +1614,7 @@ type Table struct {
 
 func (x *Table) Reset() {
 	*x = Table{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[16]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1562,7 +1626,7 @@ func (x *Table) String() string {
 func (*Table) ProtoMessage() {}
 
 func (x *Table) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[16]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1575,7 +1639,7 @@ func (x *Table) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Table.ProtoReflect.Descriptor instead.
 func (*Table) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{16}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Table) GetColumns() []*Column {
@@ -1598,7 +1662,7 @@ type Column struct {
 
 func (x *Column) Reset() {
 	*x = Column{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[17]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1610,7 +1674,7 @@ func (x *Column) String() string {
 func (*Column) ProtoMessage() {}
 
 func (x *Column) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[17]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1623,7 +1687,7 @@ func (x *Column) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Column.ProtoReflect.Descriptor instead.
 func (*Column) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{17}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Column) GetValues() []*BdkValue {
@@ -1653,7 +1717,7 @@ type NounPhrase struct {
 
 func (x *NounPhrase) Reset() {
 	*x = NounPhrase{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[18]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1665,7 +1729,7 @@ func (x *NounPhrase) String() string {
 func (*NounPhrase) ProtoMessage() {}
 
 func (x *NounPhrase) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[18]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1678,7 +1742,7 @@ func (x *NounPhrase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NounPhrase.ProtoReflect.Descriptor instead.
 func (*NounPhrase) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{18}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *NounPhrase) GetModifiers() []string {
@@ -1726,7 +1790,7 @@ type BdkValue struct {
 
 func (x *BdkValue) Reset() {
 	*x = BdkValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[19]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1738,7 +1802,7 @@ func (x *BdkValue) String() string {
 func (*BdkValue) ProtoMessage() {}
 
 func (x *BdkValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[19]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1751,7 +1815,7 @@ func (x *BdkValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkValue.ProtoReflect.Descriptor instead.
 func (*BdkValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{19}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *BdkValue) GetKind() isBdkValue_Kind {
@@ -2050,7 +2114,7 @@ type BdkDictionaryValue struct {
 
 func (x *BdkDictionaryValue) Reset() {
 	*x = BdkDictionaryValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[20]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2062,7 +2126,7 @@ func (x *BdkDictionaryValue) String() string {
 func (*BdkDictionaryValue) ProtoMessage() {}
 
 func (x *BdkDictionaryValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[20]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2075,7 +2139,7 @@ func (x *BdkDictionaryValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkDictionaryValue.ProtoReflect.Descriptor instead.
 func (*BdkDictionaryValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{20}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BdkDictionaryValue) GetFields() []*BdkDictionaryValueField {
@@ -2105,7 +2169,7 @@ type BdkDictionaryValueField struct {
 
 func (x *BdkDictionaryValueField) Reset() {
 	*x = BdkDictionaryValueField{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[21]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2117,7 +2181,7 @@ func (x *BdkDictionaryValueField) String() string {
 func (*BdkDictionaryValueField) ProtoMessage() {}
 
 func (x *BdkDictionaryValueField) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[21]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2130,7 +2194,7 @@ func (x *BdkDictionaryValueField) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkDictionaryValueField.ProtoReflect.Descriptor instead.
 func (*BdkDictionaryValueField) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{21}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BdkDictionaryValueField) GetKey() string {
@@ -2158,7 +2222,7 @@ type BdkListValue struct {
 
 func (x *BdkListValue) Reset() {
 	*x = BdkListValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[22]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2170,7 +2234,7 @@ func (x *BdkListValue) String() string {
 func (*BdkListValue) ProtoMessage() {}
 
 func (x *BdkListValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[22]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2183,7 +2247,7 @@ func (x *BdkListValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkListValue.ProtoReflect.Descriptor instead.
 func (*BdkListValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{22}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BdkListValue) GetValues() []*BdkValue {
@@ -2206,7 +2270,7 @@ type BdkOpaqueValue struct {
 
 func (x *BdkOpaqueValue) Reset() {
 	*x = BdkOpaqueValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[23]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2218,7 +2282,7 @@ func (x *BdkOpaqueValue) String() string {
 func (*BdkOpaqueValue) ProtoMessage() {}
 
 func (x *BdkOpaqueValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[23]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2231,7 +2295,7 @@ func (x *BdkOpaqueValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkOpaqueValue.ProtoReflect.Descriptor instead.
 func (*BdkOpaqueValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{23}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BdkOpaqueValue) GetContent() []byte {
@@ -2259,7 +2323,7 @@ type BdkSensitiveValue struct {
 
 func (x *BdkSensitiveValue) Reset() {
 	*x = BdkSensitiveValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[24]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2271,7 +2335,7 @@ func (x *BdkSensitiveValue) String() string {
 func (*BdkSensitiveValue) ProtoMessage() {}
 
 func (x *BdkSensitiveValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[24]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2284,7 +2348,7 @@ func (x *BdkSensitiveValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkSensitiveValue.ProtoReflect.Descriptor instead.
 func (*BdkSensitiveValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{24}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BdkSensitiveValue) GetValue() *BdkValue {
@@ -2307,7 +2371,7 @@ type BdkOffloadableTextValue struct {
 
 func (x *BdkOffloadableTextValue) Reset() {
 	*x = BdkOffloadableTextValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[25]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2319,7 +2383,7 @@ func (x *BdkOffloadableTextValue) String() string {
 func (*BdkOffloadableTextValue) ProtoMessage() {}
 
 func (x *BdkOffloadableTextValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[25]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2332,7 +2396,7 @@ func (x *BdkOffloadableTextValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkOffloadableTextValue.ProtoReflect.Descriptor instead.
 func (*BdkOffloadableTextValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{25}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BdkOffloadableTextValue) GetRemote() string {
@@ -2362,7 +2426,7 @@ type BdkOffloadableDictionaryValue struct {
 
 func (x *BdkOffloadableDictionaryValue) Reset() {
 	*x = BdkOffloadableDictionaryValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[26]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2374,7 +2438,7 @@ func (x *BdkOffloadableDictionaryValue) String() string {
 func (*BdkOffloadableDictionaryValue) ProtoMessage() {}
 
 func (x *BdkOffloadableDictionaryValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[26]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2387,7 +2451,7 @@ func (x *BdkOffloadableDictionaryValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkOffloadableDictionaryValue.ProtoReflect.Descriptor instead.
 func (*BdkOffloadableDictionaryValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{26}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BdkOffloadableDictionaryValue) GetRemote() string {
@@ -2417,7 +2481,7 @@ type BdkOffloadableListValue struct {
 
 func (x *BdkOffloadableListValue) Reset() {
 	*x = BdkOffloadableListValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[27]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2429,7 +2493,7 @@ func (x *BdkOffloadableListValue) String() string {
 func (*BdkOffloadableListValue) ProtoMessage() {}
 
 func (x *BdkOffloadableListValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[27]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2442,7 +2506,7 @@ func (x *BdkOffloadableListValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkOffloadableListValue.ProtoReflect.Descriptor instead.
 func (*BdkOffloadableListValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{27}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BdkOffloadableListValue) GetRemote() string {
@@ -2490,14 +2554,20 @@ const file_prose_persist_v1_persist_proto_rawDesc = "" +
 	"\n" +
 	"trigger_id\x18\x01 \x01(\tR\ttriggerId\x12\x17\n" +
 	"\auser_id\x18\x02 \x01(\tR\x06userId\x12:\n" +
-	"\x06source\x18\x03 \x01(\x0e2\".prose.persist.v1.InvocationSourceR\x06source\"\xdb\x01\n" +
+	"\x06source\x18\x03 \x01(\x0e2\".prose.persist.v1.InvocationSourceR\x06source\"\xad\x02\n" +
 	"\bGuidance\x12A\n" +
 	"\x0eprovide_values\x18\x01 \x01(\v2\x18.prose.persist.v1.ValuesH\x00R\rprovideValues\x12\x14\n" +
 	"\x04skip\x18\x02 \x01(\bH\x00R\x04skip\x12\x16\n" +
 	"\x05retry\x18\x03 \x01(\bH\x00R\x05retry\x12#\n" +
 	"\freplace_step\x18\x04 \x01(\tH\x00R\vreplaceStep\x121\n" +
-	"\x06answer\x18\x05 \x01(\v2\x17.prose.persist.v1.ValueH\x00R\x06answerB\x06\n" +
-	"\x04kind\"\xbe\x05\n" +
+	"\x06answer\x18\x05 \x01(\v2\x17.prose.persist.v1.ValueH\x00R\x06answer\x12P\n" +
+	"\x13provide_expressions\x18\x06 \x01(\v2\x1d.prose.persist.v1.ExpressionsH\x00R\x12provideExpressionsB\x06\n" +
+	"\x04kind\"\x9f\x01\n" +
+	"\vExpressions\x12P\n" +
+	"\vexpressions\x18\x01 \x03(\v2..prose.persist.v1.Expressions.ExpressionsEntryR\vexpressions\x1a>\n" +
+	"\x10ExpressionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xbe\x05\n" +
 	"\x05Value\x12;\n" +
 	"\n" +
 	"null_value\x18\x01 \x01(\x0e2\x1a.google.protobuf.NullValueH\x00R\tnullValue\x12\x1f\n" +
@@ -2640,7 +2710,7 @@ func file_prose_persist_v1_persist_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_persist_v1_persist_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
+var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_prose_persist_v1_persist_proto_goTypes = []any{
 	(Phase)(0),                            // 0: prose.persist.v1.Phase
 	(InvocationSource)(0),                 // 1: prose.persist.v1.InvocationSource
@@ -2650,104 +2720,108 @@ var file_prose_persist_v1_persist_proto_goTypes = []any{
 	(*BookConnection)(nil),                // 5: prose.persist.v1.BookConnection
 	(*Invocation)(nil),                    // 6: prose.persist.v1.Invocation
 	(*Guidance)(nil),                      // 7: prose.persist.v1.Guidance
-	(*Value)(nil),                         // 8: prose.persist.v1.Value
-	(*Number)(nil),                        // 9: prose.persist.v1.Number
-	(*HashableValue)(nil),                 // 10: prose.persist.v1.HashableValue
-	(*List)(nil),                          // 11: prose.persist.v1.List
-	(*Dictionary)(nil),                    // 12: prose.persist.v1.Dictionary
-	(*DictionaryEntry)(nil),               // 13: prose.persist.v1.DictionaryEntry
-	(*Set)(nil),                           // 14: prose.persist.v1.Set
-	(*FileValue)(nil),                     // 15: prose.persist.v1.FileValue
-	(*File)(nil),                          // 16: prose.persist.v1.File
-	(*TableValue)(nil),                    // 17: prose.persist.v1.TableValue
-	(*Table)(nil),                         // 18: prose.persist.v1.Table
-	(*Column)(nil),                        // 19: prose.persist.v1.Column
-	(*NounPhrase)(nil),                    // 20: prose.persist.v1.NounPhrase
-	(*BdkValue)(nil),                      // 21: prose.persist.v1.BdkValue
-	(*BdkDictionaryValue)(nil),            // 22: prose.persist.v1.BdkDictionaryValue
-	(*BdkDictionaryValueField)(nil),       // 23: prose.persist.v1.BdkDictionaryValueField
-	(*BdkListValue)(nil),                  // 24: prose.persist.v1.BdkListValue
-	(*BdkOpaqueValue)(nil),                // 25: prose.persist.v1.BdkOpaqueValue
-	(*BdkSensitiveValue)(nil),             // 26: prose.persist.v1.BdkSensitiveValue
-	(*BdkOffloadableTextValue)(nil),       // 27: prose.persist.v1.BdkOffloadableTextValue
-	(*BdkOffloadableDictionaryValue)(nil), // 28: prose.persist.v1.BdkOffloadableDictionaryValue
-	(*BdkOffloadableListValue)(nil),       // 29: prose.persist.v1.BdkOffloadableListValue
-	nil,                                   // 30: prose.persist.v1.Values.ValuesEntry
-	nil,                                   // 31: prose.persist.v1.Steps.InputsEntry
-	nil,                                   // 32: prose.persist.v1.Step.BookConnectionsEntry
-	(structpb.NullValue)(0),               // 33: google.protobuf.NullValue
-	(*date.Date)(nil),                     // 34: google.type.Date
-	(*timeofday.TimeOfDay)(nil),           // 35: google.type.TimeOfDay
-	(*datetime.DateTime)(nil),             // 36: google.type.DateTime
-	(*datetime.TimeZone)(nil),             // 37: google.type.TimeZone
-	(*durationpb.Duration)(nil),           // 38: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 39: google.protobuf.Timestamp
+	(*Expressions)(nil),                   // 8: prose.persist.v1.Expressions
+	(*Value)(nil),                         // 9: prose.persist.v1.Value
+	(*Number)(nil),                        // 10: prose.persist.v1.Number
+	(*HashableValue)(nil),                 // 11: prose.persist.v1.HashableValue
+	(*List)(nil),                          // 12: prose.persist.v1.List
+	(*Dictionary)(nil),                    // 13: prose.persist.v1.Dictionary
+	(*DictionaryEntry)(nil),               // 14: prose.persist.v1.DictionaryEntry
+	(*Set)(nil),                           // 15: prose.persist.v1.Set
+	(*FileValue)(nil),                     // 16: prose.persist.v1.FileValue
+	(*File)(nil),                          // 17: prose.persist.v1.File
+	(*TableValue)(nil),                    // 18: prose.persist.v1.TableValue
+	(*Table)(nil),                         // 19: prose.persist.v1.Table
+	(*Column)(nil),                        // 20: prose.persist.v1.Column
+	(*NounPhrase)(nil),                    // 21: prose.persist.v1.NounPhrase
+	(*BdkValue)(nil),                      // 22: prose.persist.v1.BdkValue
+	(*BdkDictionaryValue)(nil),            // 23: prose.persist.v1.BdkDictionaryValue
+	(*BdkDictionaryValueField)(nil),       // 24: prose.persist.v1.BdkDictionaryValueField
+	(*BdkListValue)(nil),                  // 25: prose.persist.v1.BdkListValue
+	(*BdkOpaqueValue)(nil),                // 26: prose.persist.v1.BdkOpaqueValue
+	(*BdkSensitiveValue)(nil),             // 27: prose.persist.v1.BdkSensitiveValue
+	(*BdkOffloadableTextValue)(nil),       // 28: prose.persist.v1.BdkOffloadableTextValue
+	(*BdkOffloadableDictionaryValue)(nil), // 29: prose.persist.v1.BdkOffloadableDictionaryValue
+	(*BdkOffloadableListValue)(nil),       // 30: prose.persist.v1.BdkOffloadableListValue
+	nil,                                   // 31: prose.persist.v1.Values.ValuesEntry
+	nil,                                   // 32: prose.persist.v1.Steps.InputsEntry
+	nil,                                   // 33: prose.persist.v1.Step.BookConnectionsEntry
+	nil,                                   // 34: prose.persist.v1.Expressions.ExpressionsEntry
+	(structpb.NullValue)(0),               // 35: google.protobuf.NullValue
+	(*date.Date)(nil),                     // 36: google.type.Date
+	(*timeofday.TimeOfDay)(nil),           // 37: google.type.TimeOfDay
+	(*datetime.DateTime)(nil),             // 38: google.type.DateTime
+	(*datetime.TimeZone)(nil),             // 39: google.type.TimeZone
+	(*durationpb.Duration)(nil),           // 40: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 41: google.protobuf.Timestamp
 }
 var file_prose_persist_v1_persist_proto_depIdxs = []int32{
-	30, // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
-	31, // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
+	31, // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
+	32, // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
 	4,  // 2: prose.persist.v1.Steps.steps:type_name -> prose.persist.v1.Step
-	32, // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
+	33, // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
 	0,  // 4: prose.persist.v1.Step.phase:type_name -> prose.persist.v1.Phase
 	1,  // 5: prose.persist.v1.Invocation.source:type_name -> prose.persist.v1.InvocationSource
 	2,  // 6: prose.persist.v1.Guidance.provide_values:type_name -> prose.persist.v1.Values
-	8,  // 7: prose.persist.v1.Guidance.answer:type_name -> prose.persist.v1.Value
-	33, // 8: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
-	9,  // 9: prose.persist.v1.Value.number:type_name -> prose.persist.v1.Number
-	34, // 10: prose.persist.v1.Value.date:type_name -> google.type.Date
-	35, // 11: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
-	36, // 12: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
-	37, // 13: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
-	38, // 14: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
-	11, // 15: prose.persist.v1.Value.list:type_name -> prose.persist.v1.List
-	12, // 16: prose.persist.v1.Value.dictionary:type_name -> prose.persist.v1.Dictionary
-	15, // 17: prose.persist.v1.Value.file:type_name -> prose.persist.v1.FileValue
-	17, // 18: prose.persist.v1.Value.table:type_name -> prose.persist.v1.TableValue
-	14, // 19: prose.persist.v1.Value.set:type_name -> prose.persist.v1.Set
-	9,  // 20: prose.persist.v1.HashableValue.number:type_name -> prose.persist.v1.Number
-	34, // 21: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
-	35, // 22: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
-	36, // 23: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
-	38, // 24: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
-	8,  // 25: prose.persist.v1.List.items:type_name -> prose.persist.v1.Value
-	13, // 26: prose.persist.v1.Dictionary.entries:type_name -> prose.persist.v1.DictionaryEntry
-	10, // 27: prose.persist.v1.DictionaryEntry.key:type_name -> prose.persist.v1.HashableValue
-	8,  // 28: prose.persist.v1.DictionaryEntry.value:type_name -> prose.persist.v1.Value
-	10, // 29: prose.persist.v1.Set.items:type_name -> prose.persist.v1.HashableValue
-	16, // 30: prose.persist.v1.FileValue.inline:type_name -> prose.persist.v1.File
-	18, // 31: prose.persist.v1.TableValue.inline:type_name -> prose.persist.v1.Table
-	19, // 32: prose.persist.v1.Table.columns:type_name -> prose.persist.v1.Column
-	21, // 33: prose.persist.v1.Column.values:type_name -> prose.persist.v1.BdkValue
-	33, // 34: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
-	20, // 35: prose.persist.v1.BdkValue.conceptual_value:type_name -> prose.persist.v1.NounPhrase
-	39, // 36: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
-	34, // 37: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
-	35, // 38: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
-	15, // 39: prose.persist.v1.BdkValue.file_value:type_name -> prose.persist.v1.FileValue
-	22, // 40: prose.persist.v1.BdkValue.dictionary_value:type_name -> prose.persist.v1.BdkDictionaryValue
-	24, // 41: prose.persist.v1.BdkValue.list_value:type_name -> prose.persist.v1.BdkListValue
-	25, // 42: prose.persist.v1.BdkValue.opaque_value:type_name -> prose.persist.v1.BdkOpaqueValue
-	17, // 43: prose.persist.v1.BdkValue.table_value:type_name -> prose.persist.v1.TableValue
-	26, // 44: prose.persist.v1.BdkValue.sensitive_value:type_name -> prose.persist.v1.BdkSensitiveValue
-	27, // 45: prose.persist.v1.BdkValue.offloadable_text_value:type_name -> prose.persist.v1.BdkOffloadableTextValue
-	28, // 46: prose.persist.v1.BdkValue.offloadable_dictionary_value:type_name -> prose.persist.v1.BdkOffloadableDictionaryValue
-	29, // 47: prose.persist.v1.BdkValue.offloadable_list_value:type_name -> prose.persist.v1.BdkOffloadableListValue
-	23, // 48: prose.persist.v1.BdkDictionaryValue.fields:type_name -> prose.persist.v1.BdkDictionaryValueField
-	20, // 49: prose.persist.v1.BdkDictionaryValue.is_a:type_name -> prose.persist.v1.NounPhrase
-	21, // 50: prose.persist.v1.BdkDictionaryValueField.value:type_name -> prose.persist.v1.BdkValue
-	21, // 51: prose.persist.v1.BdkListValue.values:type_name -> prose.persist.v1.BdkValue
-	20, // 52: prose.persist.v1.BdkOpaqueValue.is_a:type_name -> prose.persist.v1.NounPhrase
-	21, // 53: prose.persist.v1.BdkSensitiveValue.value:type_name -> prose.persist.v1.BdkValue
-	22, // 54: prose.persist.v1.BdkOffloadableDictionaryValue.inline:type_name -> prose.persist.v1.BdkDictionaryValue
-	24, // 55: prose.persist.v1.BdkOffloadableListValue.inline:type_name -> prose.persist.v1.BdkListValue
-	8,  // 56: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
-	8,  // 57: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
-	5,  // 58: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
-	59, // [59:59] is the sub-list for method output_type
-	59, // [59:59] is the sub-list for method input_type
-	59, // [59:59] is the sub-list for extension type_name
-	59, // [59:59] is the sub-list for extension extendee
-	0,  // [0:59] is the sub-list for field type_name
+	9,  // 7: prose.persist.v1.Guidance.answer:type_name -> prose.persist.v1.Value
+	8,  // 8: prose.persist.v1.Guidance.provide_expressions:type_name -> prose.persist.v1.Expressions
+	34, // 9: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
+	35, // 10: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
+	10, // 11: prose.persist.v1.Value.number:type_name -> prose.persist.v1.Number
+	36, // 12: prose.persist.v1.Value.date:type_name -> google.type.Date
+	37, // 13: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
+	38, // 14: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
+	39, // 15: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
+	40, // 16: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
+	12, // 17: prose.persist.v1.Value.list:type_name -> prose.persist.v1.List
+	13, // 18: prose.persist.v1.Value.dictionary:type_name -> prose.persist.v1.Dictionary
+	16, // 19: prose.persist.v1.Value.file:type_name -> prose.persist.v1.FileValue
+	18, // 20: prose.persist.v1.Value.table:type_name -> prose.persist.v1.TableValue
+	15, // 21: prose.persist.v1.Value.set:type_name -> prose.persist.v1.Set
+	10, // 22: prose.persist.v1.HashableValue.number:type_name -> prose.persist.v1.Number
+	36, // 23: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
+	37, // 24: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
+	38, // 25: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
+	40, // 26: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
+	9,  // 27: prose.persist.v1.List.items:type_name -> prose.persist.v1.Value
+	14, // 28: prose.persist.v1.Dictionary.entries:type_name -> prose.persist.v1.DictionaryEntry
+	11, // 29: prose.persist.v1.DictionaryEntry.key:type_name -> prose.persist.v1.HashableValue
+	9,  // 30: prose.persist.v1.DictionaryEntry.value:type_name -> prose.persist.v1.Value
+	11, // 31: prose.persist.v1.Set.items:type_name -> prose.persist.v1.HashableValue
+	17, // 32: prose.persist.v1.FileValue.inline:type_name -> prose.persist.v1.File
+	19, // 33: prose.persist.v1.TableValue.inline:type_name -> prose.persist.v1.Table
+	20, // 34: prose.persist.v1.Table.columns:type_name -> prose.persist.v1.Column
+	22, // 35: prose.persist.v1.Column.values:type_name -> prose.persist.v1.BdkValue
+	35, // 36: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
+	21, // 37: prose.persist.v1.BdkValue.conceptual_value:type_name -> prose.persist.v1.NounPhrase
+	41, // 38: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
+	36, // 39: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
+	37, // 40: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
+	16, // 41: prose.persist.v1.BdkValue.file_value:type_name -> prose.persist.v1.FileValue
+	23, // 42: prose.persist.v1.BdkValue.dictionary_value:type_name -> prose.persist.v1.BdkDictionaryValue
+	25, // 43: prose.persist.v1.BdkValue.list_value:type_name -> prose.persist.v1.BdkListValue
+	26, // 44: prose.persist.v1.BdkValue.opaque_value:type_name -> prose.persist.v1.BdkOpaqueValue
+	18, // 45: prose.persist.v1.BdkValue.table_value:type_name -> prose.persist.v1.TableValue
+	27, // 46: prose.persist.v1.BdkValue.sensitive_value:type_name -> prose.persist.v1.BdkSensitiveValue
+	28, // 47: prose.persist.v1.BdkValue.offloadable_text_value:type_name -> prose.persist.v1.BdkOffloadableTextValue
+	29, // 48: prose.persist.v1.BdkValue.offloadable_dictionary_value:type_name -> prose.persist.v1.BdkOffloadableDictionaryValue
+	30, // 49: prose.persist.v1.BdkValue.offloadable_list_value:type_name -> prose.persist.v1.BdkOffloadableListValue
+	24, // 50: prose.persist.v1.BdkDictionaryValue.fields:type_name -> prose.persist.v1.BdkDictionaryValueField
+	21, // 51: prose.persist.v1.BdkDictionaryValue.is_a:type_name -> prose.persist.v1.NounPhrase
+	22, // 52: prose.persist.v1.BdkDictionaryValueField.value:type_name -> prose.persist.v1.BdkValue
+	22, // 53: prose.persist.v1.BdkListValue.values:type_name -> prose.persist.v1.BdkValue
+	21, // 54: prose.persist.v1.BdkOpaqueValue.is_a:type_name -> prose.persist.v1.NounPhrase
+	22, // 55: prose.persist.v1.BdkSensitiveValue.value:type_name -> prose.persist.v1.BdkValue
+	23, // 56: prose.persist.v1.BdkOffloadableDictionaryValue.inline:type_name -> prose.persist.v1.BdkDictionaryValue
+	25, // 57: prose.persist.v1.BdkOffloadableListValue.inline:type_name -> prose.persist.v1.BdkListValue
+	9,  // 58: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
+	9,  // 59: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
+	5,  // 60: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	61, // [61:61] is the sub-list for method output_type
+	61, // [61:61] is the sub-list for method input_type
+	61, // [61:61] is the sub-list for extension type_name
+	61, // [61:61] is the sub-list for extension extendee
+	0,  // [0:61] is the sub-list for field type_name
 }
 
 func init() { file_prose_persist_v1_persist_proto_init() }
@@ -2761,8 +2835,9 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*Guidance_Retry)(nil),
 		(*Guidance_ReplaceStep)(nil),
 		(*Guidance_Answer)(nil),
+		(*Guidance_ProvideExpressions)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[6].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[7].OneofWrappers = []any{
 		(*Value_NullValue)(nil),
 		(*Value_BoolValue)(nil),
 		(*Value_Number)(nil),
@@ -2778,7 +2853,7 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*Value_Table)(nil),
 		(*Value_Set)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[8].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[9].OneofWrappers = []any{
 		(*HashableValue_BoolValue)(nil),
 		(*HashableValue_Number)(nil),
 		(*HashableValue_Text)(nil),
@@ -2787,15 +2862,15 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*HashableValue_Datetime)(nil),
 		(*HashableValue_Duration)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[13].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[14].OneofWrappers = []any{
 		(*FileValue_Remote)(nil),
 		(*FileValue_Inline)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[15].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[16].OneofWrappers = []any{
 		(*TableValue_Remote)(nil),
 		(*TableValue_Inline)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[19].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[20].OneofWrappers = []any{
 		(*BdkValue_NullValue)(nil),
 		(*BdkValue_ConceptualValue)(nil),
 		(*BdkValue_TextValue)(nil),
@@ -2820,7 +2895,7 @@ func file_prose_persist_v1_persist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_persist_v1_persist_proto_rawDesc), len(file_prose_persist_v1_persist_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   31,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

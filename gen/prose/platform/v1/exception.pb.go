@@ -103,7 +103,8 @@ type Exception struct {
 	Description string `protobuf:"bytes,9,opt,name=description,proto3" json:"description,omitempty"`
 	// The group's resource name; empty when ungrouped.
 	Group string `protobuf:"bytes,10,opt,name=group,proto3" json:"group,omitempty"`
-	// A resolution guide entry that applies.
+	// The guide entry that resolved it, when one did (its resolver is then
+	// guideEntries/{guide_entry}).
 	ResolutionGuideEntry string `protobuf:"bytes,11,opt,name=resolution_guide_entry,json=resolutionGuideEntry,proto3" json:"resolution_guide_entry,omitempty"`
 	// The stage of the automation the run executes.
 	Stage AutomationStage `protobuf:"varint,12,opt,name=stage,proto3,enum=prose.platform.v1.AutomationStage" json:"stage,omitempty"`
@@ -113,7 +114,7 @@ type Exception struct {
 	Extra map[string]string `protobuf:"bytes,14,rep,name=extra,proto3" json:"extra,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// Who it is assigned to: users/{user}.
 	Assignee string `protobuf:"bytes,15,opt,name=assignee,proto3" json:"assignee,omitempty"`
-	// Who resolved it: users/{user} or agents/{agent}.
+	// Who resolved it: users/{user}, agents/{agent} or guideEntries/{guide_entry}.
 	Resolver string `protobuf:"bytes,16,opt,name=resolver,proto3" json:"resolver,omitempty"`
 	// What the exception asks for, so that a client can offer guidance that fits.
 	GuidanceRequest *GuidanceRequest `protobuf:"bytes,17,opt,name=guidance_request,json=guidanceRequest,proto3" json:"guidance_request,omitempty"`
@@ -1210,7 +1211,10 @@ type ResolveExceptionRequest struct {
 	//	*ResolveExceptionRequest_Retry
 	//	*ResolveExceptionRequest_ReplaceStep
 	//	*ResolveExceptionRequest_Answer
-	Guidance      isResolveExceptionRequest_Guidance `protobuf_oneof:"guidance"`
+	Guidance isResolveExceptionRequest_Guidance `protobuf_oneof:"guidance"`
+	// Also remember the guidance as a guide entry of the automation (waiting
+	// for approval; retry cannot be remembered).
+	Remember      bool `protobuf:"varint,9,opt,name=remember,proto3" json:"remember,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1316,6 +1320,13 @@ func (x *ResolveExceptionRequest) GetAnswer() *Answer {
 		}
 	}
 	return nil
+}
+
+func (x *ResolveExceptionRequest) GetRemember() bool {
+	if x != nil {
+		return x.Remember
+	}
+	return false
 }
 
 type isResolveExceptionRequest_Guidance interface {
@@ -2123,7 +2134,7 @@ const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1d\n" +
 	"\n" +
 	"total_size\x18\x03 \x01(\x05R\ttotalSize\x122\n" +
-	"\x15total_exception_count\x18\x04 \x01(\x05R\x13totalExceptionCount\"\xc9\x03\n" +
+	"\x15total_exception_count\x18\x04 \x01(\x05R\x13totalExceptionCount\"\xe5\x03\n" +
 	"\x17ResolveExceptionRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12&\n" +
@@ -2132,7 +2143,8 @@ const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\x04skip\x18\x05 \x01(\v2\x17.prose.platform.v1.SkipH\x00R\x04skip\x120\n" +
 	"\x05retry\x18\x06 \x01(\v2\x18.prose.platform.v1.RetryH\x00R\x05retry\x12C\n" +
 	"\freplace_step\x18\a \x01(\v2\x1e.prose.platform.v1.ReplaceStepH\x00R\vreplaceStep\x123\n" +
-	"\x06answer\x18\b \x01(\v2\x19.prose.platform.v1.AnswerH\x00R\x06answerB\n" +
+	"\x06answer\x18\b \x01(\v2\x19.prose.platform.v1.AnswerH\x00R\x06answer\x12\x1a\n" +
+	"\bremember\x18\t \x01(\bR\brememberB\n" +
 	"\n" +
 	"\bguidance\"\xaa\x01\n" +
 	"\rProvideValues\x12D\n" +
