@@ -219,9 +219,12 @@ type app struct {
 }
 
 // serveOptions are gateway.Serve's options for the app: the gRPC calls of
-// the shared port go through the same admission as the gRPC server's own.
+// the shared port go through the same admission as the gRPC server's own,
+// and the first message of each is refused before it is read when it is
+// over its method's bound (transport.RequestSizeError).
 func (a *app) serveOptions() []gateway.ServeOption {
-	return []gateway.ServeOption{gateway.WithShutdownTimeout(15 * time.Second), gateway.WithGRPCAdmission(a.admission.Tap)}
+	return []gateway.ServeOption{gateway.WithShutdownTimeout(15 * time.Second), gateway.WithGRPCAdmission(a.admission.Tap),
+		gateway.WithGRPCMessageLimit(transport.RequestSizeError)}
 }
 
 func (a *app) Close() {
