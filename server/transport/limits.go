@@ -25,7 +25,9 @@ const (
 // receives (gRPC, and HTTP through the gateway): above the largest file
 // upload (store's 32 MiB) and above what the gateway's largest JSON body
 // (8 MiB) can become once decoded. A larger message is RESOURCE_EXHAUSTED
-// before it reaches a handler.
+// before it reaches a handler. It is the gRPC server's receive limit, the
+// same for every method; on gateway.Serve's ports only LargeRequestMethods
+// may reach it (MaxRequestBytesOf, RequestSizeError).
 const MaxRequestBytes = 64 << 20
 
 // MaxMessageBytes bounds the request message of every method but
