@@ -33,6 +33,14 @@ const (
 	MaxFileBytes = 20 << 20
 	// MaxTableRows bounds the rows of a table read from or written to a file.
 	MaxTableRows = 100_000
+	// MaxTableCells bounds the cells of a table read from a file: its
+	// columns (the widest row's) times its rows, and the cells read on the
+	// way. Without it a small file makes a huge table: one row of 200,000
+	// commas beside 100,000 short rows is 2×10^10 cells.
+	MaxTableCells = 1_000_000
+	// MaxWorkbookBytes bounds what an Excel workbook unzips to (excelize's
+	// UnzipSizeLimit): a 20 MiB file may otherwise unzip to gigabytes.
+	MaxWorkbookBytes = 256 << 20
 	// MaxDocumentTextBytes bounds the text read from one document.
 	MaxDocumentTextBytes = 10 << 20
 )

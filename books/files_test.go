@@ -1,6 +1,7 @@
 package books_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -321,3 +322,68 @@ func TestEmailBookSendsThroughSMTP(t *testing.T) {
 		t.Errorf("bad recipient: %s %+v", res.Status, res.Exception)
 	}
 }
+
+// A small file must not make a huge table: the cells (columns × rows) of a
+// table read from a file are bounded, and so is what a workbook unzips to.
+// Each is an exception at the statement.
+func TestTablesBookBoundsCells(t *testing.T) {
+	e := newEnv(t, books.BuiltinOptions{})
+	// One wide row beside many short ones: 200,001 columns × 10,001 rows
+	// would be 2×10^9 cells from a 220 KB file.
+	var wide bytes.Buffer
+	wide.WriteString("a\n")
+	wide.WriteString(strings.Repeat(",", 200_000) + "\n")
+	wide.WriteString(strings.Repeat("1\n", 10_000))
+	// Many cells read: 1,100 rows of 1,000 fields.
+	var many bytes.Buffer
+	for range 1_100 {
+		many.WriteString(strings.Repeat("1,", 999) + "1\n")
+	}
+	// A sheet with a cell in the last column beside 100 rows.
+	x := excelize.NewFile()
+	_ = x.SetCellValue("Sheet1", "A1", "a")
+	_ = x.SetCellValue("Sheet1", "XFD2", "far")
+	for r := 3; r <= 100; r++ {
+		_ = x.SetCellValue("Sheet1", fmt.Sprintf("A%d", r), r)
+	}
+	var xb bytes.Buffer
+	if _, err := x.WriteTo(&xb); err != nil {
+		t.Fatal(err)
+	}
+	// A workbook that unzips to more than 256 MiB: a sheet of 300 MiB of
+	// one repeated row compresses to well under 20 MiB.
+	var bomb bytes.Buffer
+	{
+		zw := zipWriter(&bomb)
+		w, _ := zw.Create("[Content_Types].xml")
+		_, _ = io.WriteString(w, `<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`)
+		w, _ = zw.Create("xl/worksheets/sheet1.xml")
+		row := strings.Repeat(" ", 1<<20)
+		for range 300 {
+			_, _ = io.WriteString(w, row)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bomb.Len() > books.MaxFileBytes {
+		t.Fatalf("the bomb is %d bytes, more than a file may be", bomb.Len())
+	}
+	for _, c := range []struct {
+		name string
+		f    lang.Value
+		want string
+	}{
+		{"wide csv", file("w.csv", wide.Bytes()), "more than 1,000,000 cells"},
+		{"many cells", file("m.csv", many.Bytes()), "more than 1,000,000 cells"},
+		{"wide sheet", file("w.xlsx", xb.Bytes()), "more than 1,000,000 cells"},
+		{"zip bomb", file("b.xlsx", bomb.Bytes()), "unzips to more than 256 MiB"},
+	} {
+		res := e.run("read the table from the orders file\n", map[string]lang.Value{"orders file": c.f})
+		if res.Status != lang.Suspended || res.Exception == nil || !strings.Contains(res.Exception.Message, c.want) {
+			t.Errorf("%s: status %s, exception %+v, want %q", c.name, res.Status, res.Exception, c.want)
+		}
+	}
+}
+
+func zipWriter(w io.Writer) *zip.Writer { return zip.NewWriter(w) }
