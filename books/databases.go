@@ -27,6 +27,32 @@ const DatabasesBookName = "databases"
 // MaxQueryRows bounds the rows a query of the databases book returns.
 const MaxQueryRows = 10_000
 
+// MaxQueryBytes bounds the bytes of the values a query returns (texts and
+// binary values by their length, other values 16 bytes each), as an HTTP
+// answer is bounded: 10,000 rows of a 1 GB column are no table to hold.
+// A row is read whole before it is counted.
+const MaxQueryBytes = 10 << 20
+
+// resultBytes counts the bytes of a query's values against MaxQueryBytes.
+type resultBytes int
+
+func (n *resultBytes) add(vals []any) error {
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			*n += resultBytes(len(x))
+		case []byte:
+			*n += resultBytes(len(x))
+		default:
+			*n += 16
+		}
+	}
+	if *n > MaxQueryBytes {
+		return &InputError{Message: fmt.Sprintf("the query returned more than %d MiB; narrow it (fewer columns or rows, LIMIT)", MaxQueryBytes>>20)}
+	}
+	return nil
+}
+
 // Databases returns the built-in databases book: parameterised queries
 // against a PostgreSQL or MariaDB (MySQL) database of a connection (config:
 // engine — postgresql or mariadb —, host, port, database, tls — disable,
@@ -198,12 +224,16 @@ func queryPostgres(ctx context.Context, conn *Connection, host, tlsMode, q strin
 		t.Columns = append(t.Columns, lang.Column{Name: f.Name})
 	}
 	n := 0
+	var size resultBytes
 	for rows.Next() {
 		if n++; n > MaxQueryRows {
 			return nil, &InputError{Message: fmt.Sprintf("the query returned more than %d rows; narrow it (LIMIT)", MaxQueryRows)}
 		}
 		vals, err := rows.Values()
 		if err != nil {
+			return nil, err
+		}
+		if err := size.add(vals); err != nil {
 			return nil, err
 		}
 		for i, v := range vals {
@@ -244,6 +274,7 @@ func queryMariaDB(ctx context.Context, conn *Connection, host, tlsMode, q string
 		t.Columns = append(t.Columns, lang.Column{Name: ct.Name()})
 	}
 	n := 0
+	var size resultBytes
 	for rows.Next() {
 		if n++; n > MaxQueryRows {
 			return nil, &InputError{Message: fmt.Sprintf("the query returned more than %d rows; narrow it (LIMIT)", MaxQueryRows)}
@@ -254,6 +285,9 @@ func queryMariaDB(ctx context.Context, conn *Connection, host, tlsMode, q string
 			ptrs[i] = &vals[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		if err := size.add(vals); err != nil {
 			return nil, err
 		}
 		for i, v := range vals {
