@@ -22,7 +22,9 @@ var defaultDownloadClient = http.Client{Timeout: DefaultBookTimeout}
 // Documents returns the built-in documents book: the text of PDF files.
 //
 //	read the text of a document (the text)
-func Documents(hc *http.Client) *Builtin {
+func Documents(hc *http.Client) *Builtin { return documentsBook(downloader{hc: hc}) }
+
+func documentsBook(dl downloader) *Builtin {
 	procs := []*bookv1.Procedure{{
 		Id:        "document_text",
 		Signature: Signature("read the text of a document (the text)"),
@@ -44,7 +46,7 @@ func Documents(hc *http.Client) *Builtin {
 		if err != nil {
 			return nil, err
 		}
-		data, err := fileBytes(ctx, hc, fv.AsFile())
+		data, err := fileBytes(ctx, dl, fv.AsFile())
 		if err != nil {
 			return nil, err
 		}

@@ -34,7 +34,9 @@ const TablesBookName = "tables"
 // (`12`, `-3.50`) becomes a number, an empty cell nothing, any other cell
 // text (Excel cells as Excel shows them). The format is the file name's
 // (.csv, .tsv, .xlsx, .xlsm), else the content's (a zip is Excel).
-func Tables(hc *http.Client) *Builtin {
+func Tables(hc *http.Client) *Builtin { return tablesBook(downloader{hc: hc}) }
+
+func tablesBook(dl downloader) *Builtin {
 	procs := []*bookv1.Procedure{
 		{
 			Id:        "read_table",
@@ -81,20 +83,20 @@ func Tables(hc *http.Client) *Builtin {
 		"The tables book is built into Prose. Files up to 20 MiB and tables up to 100,000 rows.", []string{"files", "spreadsheets"}, procs)
 	return &Builtin{Book: b, Funcs: map[string]Func{
 		"read_table": func(ctx context.Context, in map[string]lang.Value) (map[string]lang.Value, error) {
-			return readTable(ctx, hc, in)
+			return readTable(ctx, dl, in)
 		},
 		"write_csv":   writeCSV,
 		"write_excel": writeExcel,
 	}}
 }
 
-func readTable(ctx context.Context, hc *http.Client, in map[string]lang.Value) (map[string]lang.Value, error) {
+func readTable(ctx context.Context, dl downloader, in map[string]lang.Value) (map[string]lang.Value, error) {
 	fv, err := input(in, "file", lang.KindFile)
 	if err != nil {
 		return nil, err
 	}
 	f := fv.AsFile()
-	data, err := fileBytes(ctx, hc, f)
+	data, err := fileBytes(ctx, dl, f)
 	if err != nil {
 		return nil, err
 	}

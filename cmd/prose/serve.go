@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/netguard"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
@@ -86,6 +88,10 @@ type serveConfig struct {
 	// clock is the scheduler's and the schedule service's (nil: time.Now;
 	// tests pass a fake one).
 	clock func() time.Time
+	// allowPrivateNetworks lets the books, file downloads and outbound
+	// webhooks reach addresses that are not public (netguard): loopback,
+	// private networks, cloud metadata. Off by default.
+	allowPrivateNetworks bool
 	// webhookBackoff is the first retry's wait of a failed webhook delivery
 	// (0: outbound.DefaultBaseBackoff).
 	webhookBackoff time.Duration
@@ -128,6 +134,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
 	fs.DurationVar(&cfg.consoleReplicaRefresh, "console-replica-refresh", console.DefaultReplicaRefresh, "on PostgreSQL, how often the web console's live pages fetch their changes again, since another replica's changes are not announced to this one (this replica's are sent at once); 0: never")
 	fs.DurationVar(&cfg.scheduleCatchUp, "schedule-catch-up", schedule.DefaultCatchUp, "how late a schedule's occurrence missed while no server ran still starts its run (only the latest missed one does); negative: never")
+	fs.BoolVar(&cfg.allowPrivateNetworks, "allow-private-networks", false, "let the books (http calls, file downloads, mail and database servers) and outbound webhooks reach addresses that are not public: loopback, private networks (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (cloud metadata at 169.254.169.254) and other reserved ranges. Off: such a connection is refused when dialled")
 	fs.StringVar(&cfg.secretKeysFile, "secret-keys-file", "", "file of the keys that seal connection credentials (base64 32-byte keys, separated by commas or new lines; the first seals, the others only open: rotation). Default: $PROSE_SECRET_KEYS, else a key the database keeps, made at its first start")
 }
 
@@ -213,6 +220,8 @@ type app struct {
 	// bootstrap is set when newApp initialised an empty store (organization,
 	// owner, workspace, API key); the key was printed once to stderr.
 	bootstrap *initResult
+	// files reads the server's own files for the books (ownFile).
+	files *server.FileService
 	// admission bounds the native gRPC uploads in flight (--max-grpc-uploads).
 	admission *transport.Admission
 	closers   []func() error
@@ -225,6 +234,22 @@ type app struct {
 func (a *app) serveOptions() []gateway.ServeOption {
 	return []gateway.ServeOption{gateway.WithShutdownTimeout(15 * time.Second), gateway.WithGRPCAdmission(a.admission.Tap),
 		gateway.WithGRPCMessageLimit(transport.RequestSizeError)}
+}
+
+// ownFile reads a file of this server by its signed download URL
+// (books.BuiltinOptions.OwnFile): the books read the files given to runs
+// without a network call, so that a server on a private address reads
+// them with private networks refused.
+func (a *app) ownFile(ctx context.Context, rawURL string) ([]byte, bool, error) {
+	u, perr := url.Parse(rawURL)
+	if perr != nil || a.files == nil || !strings.HasPrefix(u.Path, server.SignedDownloadPath) {
+		return nil, false, nil //nolint:nilerr // not a URL of ours: the caller downloads it (and reports a bad URL)
+	}
+	_, data, err := a.files.DownloadSigned(ctx, strings.TrimPrefix(u.Path, server.SignedDownloadPath))
+	if err != nil {
+		return nil, true, err
+	}
+	return data, true, nil
 }
 
 func (a *app) Close() {
@@ -274,7 +299,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// --books file are this process's own (in memory, over the stored ones).
 	fileBooks := books.NewMemoryStore()
 	reg := books.NewRegistry(books.WithStore(books.Overlay{Top: fileBooks, Base: newDBBooks(st)}),
-		books.WithBuiltins(books.Builtins(books.BuiltinOptions{})...))
+		books.WithBuiltins(books.Builtins(books.BuiltinOptions{PublicNetworkOnly: !cfg.allowPrivateNetworks, OwnFile: a.ownFile})...))
 	keyring, err := secretKeyring(ctx, cfg.secretKeysFile, st)
 	if err != nil {
 		a.Close()
@@ -339,7 +364,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		a.scheduler.Run(engCtx)
 	}()
 	// Outbound webhooks: deliveries the store wrote, sent in the background.
-	a.dispatcher = outbound.New(st, outbound.Options{Logger: logger, BaseBackoff: cfg.webhookBackoff})
+	a.dispatcher = outbound.New(st, outbound.Options{Logger: logger, BaseBackoff: cfg.webhookBackoff,
+		Client: netguard.HTTPClient(outbound.DefaultTimeout, !cfg.allowPrivateNetworks)})
 	dispDone := make(chan struct{})
 	go func() {
 		defer close(dispDone)
@@ -355,6 +381,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-msgDone; <-dispDone; <-schedDone; <-engDone })
 	a.closers = append(a.closers, func() error { a.stopEngine(); return nil })
 	files := server.NewFileService(st, server.FileOptions{BaseURL: cfg.publicURL})
+	a.files = files
 	legacyV1 := server.NewLegacyV1(st, a.engine)
 	legacyV1.PublicURL = cfg.publicURL
 	legacyV2 := server.NewLegacyV2Runs(st, st, a.engine)
