@@ -88,6 +88,9 @@ type serveConfig struct {
 	// clock is the scheduler's and the schedule service's (nil: time.Now;
 	// tests pass a fake one).
 	clock func() time.Time
+	// triggerRate bounds each trigger instance's events per replica
+	// (server.TriggerRate).
+	triggerRate server.TriggerRate
 	// allowPrivateNetworks lets the books, file downloads and outbound
 	// webhooks reach addresses that are not public (netguard): loopback,
 	// private networks, cloud metadata. Off by default.
@@ -134,6 +137,8 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
 	fs.DurationVar(&cfg.consoleReplicaRefresh, "console-replica-refresh", console.DefaultReplicaRefresh, "on PostgreSQL, how often the web console's live pages fetch their changes again, since another replica's changes are not announced to this one (this replica's are sent at once); 0: never")
 	fs.DurationVar(&cfg.scheduleCatchUp, "schedule-catch-up", schedule.DefaultCatchUp, "how late a schedule's occurrence missed while no server ran still starts its run (only the latest missed one does); negative: never")
+	fs.Float64Var(&cfg.triggerRate.PerSecond, "trigger-rate", server.DefaultTriggerRate, "events a second each trigger instance (webhook or message) starts runs for on this server; a webhook delivery over it is 429 with Retry-After, a message waits for its turn; -1: no bound")
+	fs.IntVar(&cfg.triggerRate.Burst, "trigger-burst", server.DefaultTriggerBurst, "events of one trigger instance taken at once above --trigger-rate")
 	fs.BoolVar(&cfg.allowPrivateNetworks, "allow-private-networks", false, "let the books (http calls, file downloads, mail and database servers) and outbound webhooks reach addresses that are not public: loopback, private networks (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (cloud metadata at 169.254.169.254) and other reserved ranges. Off: such a connection is refused when dialled")
 	fs.StringVar(&cfg.secretKeysFile, "secret-keys-file", "", "file of the keys that seal connection credentials (base64 32-byte keys, separated by commas or new lines; the first seals, the others only open: rotation). Default: $PROSE_SECRET_KEYS, else a key the database keeps, made at its first start")
 }
@@ -373,6 +378,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}()
 	// Message triggers: a subscription per NATS, RabbitMQ and MQTT instance.
 	a.messages = server.NewMessageTriggers(st, a.engine, logger)
+	a.messages.SetRate(cfg.triggerRate)
 	msgDone := make(chan struct{})
 	go func() {
 		defer close(msgDone)
@@ -443,6 +449,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	// Inbound webhooks: signed deliveries, no API key.
 	hooks := server.NewWebhookHandler(st, a.engine, logger)
+	hooks.SetRate(cfg.triggerRate)
 	if err := mux.HandlePath(http.MethodPost, "/hooks/{organization}/{workspace}/{instance}", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 		hooks.ServeHTTP(w, r)
 	}); err != nil {
