@@ -6,6 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/store"
 )
 
@@ -125,4 +130,35 @@ func TestWorkspaceScopeOfSchedulesTriggersConnectionsWebhooks(t *testing.T) {
 	if m := owner("GET", pathB+"/triggers", ""); !strings.Contains(fmt.Sprint(m), instB) || !strings.Contains(fmt.Sprint(m), autoB) {
 		t.Errorf("B's trigger instance: %v", m)
 	}
+}
+
+// TestWorkspaceLimitsOfWebhooksAndTriggers: a workspace has at most 25
+// webhooks and 100 trigger instances; one more is 429 / RESOURCE_EXHAUSTED
+// WORKSPACE_LIMIT_REACHED, over HTTP and gRPC; another workspace is not
+// counted.
+func TestWorkspaceLimitsOfWebhooksAndTriggers(t *testing.T) {
+	e := newTestEnv(t)
+	for i := range store.MaxWebhooksPerWorkspace {
+		e.api(t, "POST", e.wsPath()+"/webhooks", fmt.Sprintf(`{"url":"https://ops.example/%d","event_types":["WEBHOOK_EVENT_TYPE_RUN_STATE_CHANGED"]}`, i), 200)
+	}
+	for i := range store.MaxTriggerInstancesPerWorkspace {
+		e.api(t, "POST", e.wsPath()+"/books/webhook/1/connections/orders/triggers", fmt.Sprintf(`{"name":"T%d"}`, i), 200)
+	}
+	for _, c := range []struct{ path, body, want string }{
+		{"/webhooks", `{"url":"https://ops.example/over","event_types":["WEBHOOK_EVENT_TYPE_RUN_STATE_CHANGED"]}`, "at most 25 webhooks"},
+		{"/books/webhook/1/connections/orders/triggers", `{"name":"over"}`, "at most 100 trigger instances"},
+	} {
+		st, m, raw := e.doHTTP(t, "POST", e.wsPath()+c.path, c.body, map[string]string{"authorization": "Bearer " + e.init.APIKey})
+		if st != http.StatusTooManyRequests || httpReason(m) != "WORKSPACE_LIMIT_REACHED" || !strings.Contains(string(raw), c.want) {
+			t.Errorf("POST %s over the limit: %d %s", c.path, st, raw)
+		}
+	}
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+e.init.APIKey)
+	_, err := platformv1.NewWebhookServiceClient(e.conn).CreateWebhook(ctx, &platformv1.CreateWebhookRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID,
+		Webhook: &platformv1.Webhook{Url: "https://ops.example/grpc", EventTypes: []platformv1.WebhookEventType{platformv1.WebhookEventType_WEBHOOK_EVENT_TYPE_RUN_STATE_CHANGED}}})
+	if status.Code(err) != codes.ResourceExhausted || grpcReason(err) != "WORKSPACE_LIMIT_REACHED" {
+		t.Errorf("gRPC CreateWebhook over the limit: %v", err)
+	}
+	other := e.newWorkspace(t, "Other")
+	e.api(t, "POST", "/api/v1/organizations/"+e.init.orgID+"/workspaces/"+other+"/webhooks", `{"url":"https://ops.example/o","event_types":["WEBHOOK_EVENT_TYPE_RUN_STATE_CHANGED"]}`, 200)
 }
