@@ -104,8 +104,15 @@ func recipients(v lang.Value) ([]string, error) {
 	if len(out) == 0 {
 		return nil, &InputError{Message: "Please provide the recipient"}
 	}
+	if len(out) > MaxEmailRecipients {
+		return nil, &InputError{Message: fmt.Sprintf("the message has %d recipients; one email goes to at most %d", len(out), MaxEmailRecipients)}
+	}
 	return out, nil
 }
+
+// MaxEmailRecipients bounds the recipients of one email (one SMTP session
+// of at most the call's timeout).
+const MaxEmailRecipients = 100
 
 func attachmentFiles(in map[string]lang.Value) ([]*lang.File, error) {
 	v, ok := optional(in, "attachments")

@@ -321,6 +321,14 @@ func TestEmailBookSendsThroughSMTP(t *testing.T) {
 	if res.Status != lang.Suspended || !strings.Contains(res.Exception.Message, "is not an email address") {
 		t.Errorf("bad recipient: %s %+v", res.Status, res.Exception)
 	}
+	many := make([]string, books.MaxEmailRecipients+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("r%d@acme.test", i)
+	}
+	res = e.run("send an email to the people with\n  the connection is \"mail\"\n", map[string]lang.Value{"people": lang.Text(strings.Join(many, ","))})
+	if res.Status != lang.Suspended || !strings.Contains(res.Exception.Message, "at most 100") {
+		t.Errorf("101 recipients: %s %+v", res.Status, res.Exception)
+	}
 }
 
 // A small file must not make a huge table: the cells (columns × rows) of a
