@@ -16,6 +16,8 @@ import (
 	"mime"
 	"net"
 	"net/mail"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -395,3 +397,58 @@ func TestTablesBookBoundsCells(t *testing.T) {
 }
 
 func zipWriter(w io.Writer) *zip.Writer { return zip.NewWriter(w) }
+
+// sharedPagesPDF is a PDF of pages pages that all show one content stream
+// of lines lines of text.
+func sharedPagesPDF(pages, lines int, line string) []byte {
+	var content strings.Builder
+	content.WriteString("BT /F1 12 Tf 72 720 Td 14 TL\n")
+	for range lines {
+		fmt.Fprintf(&content, "(%s) Tj T*\n", line)
+	}
+	content.WriteString("ET")
+	kids := strings.TrimSpace(strings.Repeat("3 0 R ", pages))
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", kids, pages),
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", content.Len(), content.String()),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// A document's text stops at the limit as it is read: 2,000 pages showing
+// one content stream of 64 KiB of text (a 100 KB file, 128 MiB of text)
+// read about 10 MiB of it, not the whole.
+func TestDocumentsBookStopsAtTheTextLimit(t *testing.T) {
+	e := newEnv(t, books.BuiltinOptions{})
+	doc := sharedPagesPDF(2_000, 1_024, strings.Repeat("x", 63))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res := e.run("read the text of the invoice\nthe output n is the length of the above\n", map[string]lang.Value{"invoice": file("big.pdf", doc)})
+	runtime.ReadMemStats(&after)
+	wantCompleted(t, res)
+	if got := outputText(t, res, "output n"); got != strconv.Itoa(books.MaxDocumentTextBytes) {
+		t.Errorf("text length %s, want %d", got, books.MaxDocumentTextBytes)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 512<<20 {
+		t.Errorf("reading the document allocated %d MiB", alloc>>20)
+	} else {
+		t.Logf("allocated %d MiB for a %d-byte file", alloc>>20, len(doc))
+	}
+}
