@@ -250,7 +250,9 @@ func (a *app) ownFile(ctx context.Context, rawURL string) ([]byte, bool, error) 
 	if perr != nil || a.files == nil || !strings.HasPrefix(u.Path, server.SignedDownloadPath) {
 		return nil, false, nil //nolint:nilerr // not a URL of ours: the caller downloads it (and reports a bad URL)
 	}
-	_, data, err := a.files.DownloadSigned(ctx, strings.TrimPrefix(u.Path, server.SignedDownloadPath))
+	// The token, without the file name segment that may follow it.
+	tok, _, _ := strings.Cut(strings.TrimPrefix(u.Path, server.SignedDownloadPath), "/")
+	_, data, err := a.files.DownloadSigned(ctx, tok)
 	if err != nil {
 		return nil, true, err
 	}
