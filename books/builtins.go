@@ -33,6 +33,14 @@ const (
 	MaxFileBytes = 20 << 20
 	// MaxTableRows bounds the rows of a table read from or written to a file.
 	MaxTableRows = 100_000
+	// MaxTableCells bounds the cells of a table read from a file: its
+	// columns (the widest row's) times its rows, and the cells read on the
+	// way. Without it a small file makes a huge table: one row of 200,000
+	// commas beside 100,000 short rows is 2×10^10 cells.
+	MaxTableCells = 1_000_000
+	// MaxWorkbookBytes bounds what an Excel workbook unzips to (excelize's
+	// UnzipSizeLimit): a 20 MiB file may otherwise unzip to gigabytes.
+	MaxWorkbookBytes = 256 << 20
 	// MaxDocumentTextBytes bounds the text read from one document.
 	MaxDocumentTextBytes = 10 << 20
 )
@@ -46,15 +54,40 @@ type BuiltinOptions struct {
 	RootCAs *x509.CertPool
 	// Now is the clock of the standard book (nil: time.Now).
 	Now Clock
+	// PublicNetworkOnly refuses the books' connections (http calls, file
+	// downloads, mail and database servers) to addresses that are not
+	// public: loopback, private (RFC 1918, fc00::/7), link-local (cloud
+	// metadata at 169.254.169.254) and other reserved ranges
+	// (PublicAddress), checked on each address dialled, after DNS. prose
+	// serve sets it unless --allow-private-networks. A given HTTP client is
+	// used as it is.
+	PublicNetworkOnly bool
+	// OwnFile, when set, reads a file of this server by its URL (a signed
+	// download link) without a network call: ok false when the URL is none
+	// of the server's. File downloads try it first, so that a server on a
+	// private address reads its own files with PublicNetworkOnly set.
+	OwnFile OwnFileFunc
+}
+
+// OwnFileFunc reads a file of the server by its URL (BuiltinOptions.OwnFile).
+type OwnFileFunc func(ctx context.Context, url string) (data []byte, ok bool, err error)
+
+// downloader fetches the files of file values: own files through own, the
+// others with hc.
+type downloader struct {
+	hc  *http.Client
+	own OwnFileFunc
 }
 
 // Builtins returns every built-in book: standard, http, tables, email,
 // documents and databases.
 func Builtins(o BuiltinOptions) []*Builtin {
+	nw := network{publicOnly: o.PublicNetworkOnly}
 	if o.HTTP == nil {
-		o.HTTP = &http.Client{Timeout: DefaultBookTimeout}
+		o.HTTP = nw.httpClient(DefaultBookTimeout)
 	}
-	return []*Builtin{Standard(o.Now), HTTPBook(o.HTTP), Tables(o.HTTP), Email(o.RootCAs), Documents(o.HTTP), Databases()}
+	dl := downloader{hc: o.HTTP, own: o.OwnFile}
+	return []*Builtin{Standard(o.Now), HTTPBook(o.HTTP), tablesBook(dl), emailBook(o.RootCAs, nw, dl), documentsBook(dl), databasesBook(nw)}
 }
 
 func builtinBook(name, display, short, long string, tags []string, procs []*bookv1.Procedure) *bookv1.Book {
@@ -165,7 +198,7 @@ func readLimited(r io.Reader, limit int64, what string) ([]byte, error) {
 // fileBytes returns a file value's content: inline, or downloaded from its
 // URL (a run's files are signed download links) with the http client, at
 // most MaxFileBytes.
-func fileBytes(ctx context.Context, hc *http.Client, f *lang.File) ([]byte, error) {
+func fileBytes(ctx context.Context, dl downloader, f *lang.File) ([]byte, error) {
 	if f == nil {
 		return nil, &InputError{Message: "the file is empty"}
 	}
@@ -177,11 +210,22 @@ func fileBytes(ctx context.Context, hc *http.Client, f *lang.File) ([]byte, erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, DefaultBookTimeout)
 	defer cancel()
+	if dl.own != nil {
+		data, ok, err := dl.own(ctx, f.URL)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("could not read the file: %w", err)
+		case ok && len(data) > MaxFileBytes:
+			return nil, &InputError{Message: fmt.Sprintf("the file %q is larger than %d MiB", fileName(f), MaxFileBytes>>20)}
+		case ok:
+			return data, nil
+		}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, f.URL, nil)
 	if err != nil {
 		return nil, &InputError{Message: fmt.Sprintf("the file's address is not a URL: %v", err)}
 	}
-	resp, err := hc.Do(req)
+	resp, err := dl.hc.Do(req)
 	if err != nil {
 		return nil, fmt.Errorf("could not download the file: %w", err)
 	}

@@ -27,6 +27,32 @@ const DatabasesBookName = "databases"
 // MaxQueryRows bounds the rows a query of the databases book returns.
 const MaxQueryRows = 10_000
 
+// MaxQueryBytes bounds the bytes of the values a query returns (texts and
+// binary values by their length, other values 16 bytes each), as an HTTP
+// answer is bounded: 10,000 rows of a 1 GB column are no table to hold.
+// A row is read whole before it is counted.
+const MaxQueryBytes = 10 << 20
+
+// resultBytes counts the bytes of a query's values against MaxQueryBytes.
+type resultBytes int
+
+func (n *resultBytes) add(vals []any) error {
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			*n += resultBytes(len(x))
+		case []byte:
+			*n += resultBytes(len(x))
+		default:
+			*n += 16
+		}
+	}
+	if *n > MaxQueryBytes {
+		return &InputError{Message: fmt.Sprintf("the query returned more than %d MiB; narrow it (fewer columns or rows, LIMIT)", MaxQueryBytes>>20)}
+	}
+	return nil
+}
+
 // Databases returns the built-in databases book: parameterised queries
 // against a PostgreSQL or MariaDB (MySQL) database of a connection (config:
 // engine — postgresql or mariadb —, host, port, database, tls — disable,
@@ -37,7 +63,9 @@ const MaxQueryRows = 10_000
 //
 // Inputs: query (the SQL, with the engine's placeholders: $1, $2 … on
 // PostgreSQL, ? on MariaDB), parameters (a list of values), connection.
-func Databases() *Builtin {
+func Databases() *Builtin { return databasesBook(network{}) }
+
+func databasesBook(nw network) *Builtin {
 	procs := []*bookv1.Procedure{{
 		Id:        "run_query",
 		Signature: Signature("run a query on a database (the rows)"),
@@ -66,10 +94,12 @@ func Databases() *Builtin {
 		concept("tls", textType, "disable, require (default: encrypted, the certificate not checked) or verify (encrypted and checked).", nil),
 		concept("timeout seconds", numberType, "How long a query may take (default 30, at most 120).", nil),
 	}
-	return &Builtin{Book: b, Funcs: map[string]Func{"run_query": runQuery}}
+	return &Builtin{Book: b, Funcs: map[string]Func{"run_query": func(ctx context.Context, in map[string]lang.Value) (map[string]lang.Value, error) {
+		return runQuery(ctx, nw, in)
+	}}}
 }
 
-func runQuery(ctx context.Context, in map[string]lang.Value) (map[string]lang.Value, error) {
+func runQuery(ctx context.Context, nw network, in map[string]lang.Value) (map[string]lang.Value, error) {
 	conn, err := bookConnection(ctx, in, DatabasesBookName)
 	if err != nil {
 		return nil, err
@@ -115,9 +145,9 @@ func runQuery(ctx context.Context, in map[string]lang.Value) (map[string]lang.Va
 	var t *lang.Table
 	switch engine := strings.ToLower(conn.ConfigText("engine")); engine {
 	case "postgresql", "postgres":
-		t, err = queryPostgres(ctx, conn, host, tlsMode, q.AsText(), params)
+		t, err = queryPostgres(ctx, nw, conn, host, tlsMode, q.AsText(), params)
 	case "mariadb", "mysql":
-		t, err = queryMariaDB(ctx, conn, host, tlsMode, q.AsText(), params)
+		t, err = queryMariaDB(ctx, nw, conn, host, tlsMode, q.AsText(), params)
 	default:
 		return nil, &InputError{Message: fmt.Sprintf("the connection %q has the engine %q; it must be postgresql or mariadb", conn.Name, engine)}
 	}
@@ -168,7 +198,7 @@ func port(conn *Connection, def int) (string, error) {
 	return p, nil
 }
 
-func queryPostgres(ctx context.Context, conn *Connection, host, tlsMode, q string, params []any) (*lang.Table, error) {
+func queryPostgres(ctx context.Context, nw network, conn *Connection, host, tlsMode, q string, params []any) (*lang.Table, error) {
 	p, err := port(conn, 5432)
 	if err != nil {
 		return nil, err
@@ -182,6 +212,11 @@ func queryPostgres(ctx context.Context, conn *Connection, host, tlsMode, q strin
 	cfg, err := pgx.ParseConfig(u.String())
 	if err != nil {
 		return nil, &InputError{Message: fmt.Sprintf("the connection %q does not make a PostgreSQL address", conn.Name)}
+	}
+	if nw.publicOnly {
+		if nw.publicOnly {
+			cfg.DialFunc = nw.dialContext
+		}
 	}
 	c, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -198,12 +233,16 @@ func queryPostgres(ctx context.Context, conn *Connection, host, tlsMode, q strin
 		t.Columns = append(t.Columns, lang.Column{Name: f.Name})
 	}
 	n := 0
+	var size resultBytes
 	for rows.Next() {
 		if n++; n > MaxQueryRows {
 			return nil, &InputError{Message: fmt.Sprintf("the query returned more than %d rows; narrow it (LIMIT)", MaxQueryRows)}
 		}
 		vals, err := rows.Values()
 		if err != nil {
+			return nil, err
+		}
+		if err := size.add(vals); err != nil {
 			return nil, err
 		}
 		for i, v := range vals {
@@ -213,7 +252,7 @@ func queryPostgres(ctx context.Context, conn *Connection, host, tlsMode, q strin
 	return t, rows.Err()
 }
 
-func queryMariaDB(ctx context.Context, conn *Connection, host, tlsMode, q string, params []any) (*lang.Table, error) {
+func queryMariaDB(ctx context.Context, nw network, conn *Connection, host, tlsMode, q string, params []any) (*lang.Table, error) {
 	p, err := port(conn, 3306)
 	if err != nil {
 		return nil, err
@@ -222,6 +261,7 @@ func queryMariaDB(ctx context.Context, conn *Connection, host, tlsMode, q string
 	cfg.Net, cfg.Addr, cfg.DBName = "tcp", net.JoinHostPort(host, p), conn.ConfigText("database")
 	cfg.User, cfg.Passwd = conn.Credentials["username"], conn.Credentials["password"]
 	cfg.ParseTime, cfg.Loc = true, time.UTC
+	cfg.DialFunc = nw.dialContext
 	cfg.TLSConfig = map[string]string{"disable": "false", "require": "skip-verify", "verify": "true"}[tlsMode]
 	connector, err := mysql.NewConnector(cfg)
 	if err != nil {
@@ -244,6 +284,7 @@ func queryMariaDB(ctx context.Context, conn *Connection, host, tlsMode, q string
 		t.Columns = append(t.Columns, lang.Column{Name: ct.Name()})
 	}
 	n := 0
+	var size resultBytes
 	for rows.Next() {
 		if n++; n > MaxQueryRows {
 			return nil, &InputError{Message: fmt.Sprintf("the query returned more than %d rows; narrow it (LIMIT)", MaxQueryRows)}
@@ -254,6 +295,9 @@ func queryMariaDB(ctx context.Context, conn *Connection, host, tlsMode, q string
 			ptrs[i] = &vals[i]
 		}
 		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		if err := size.add(vals); err != nil {
 			return nil, err
 		}
 		for i, v := range vals {

@@ -66,6 +66,16 @@ func TestDatabasesBookPostgreSQL(t *testing.T) {
 	e.add("databases", "warehouse", auth("password", "username", user, "password", pw), map[string]*platformv1.BdkValue{
 		"engine": text("postgresql"), "host": text(host), "port": num(float64(p)), "database": text(strings.TrimPrefix(u.Path, "/")), "tls": text("disable")})
 	checkQueryBook(t, e, "warehouse", "select name, amount, placed from orders where amount > $1 and name like $2 order by id")
+	// Too many rows, or too many bytes, is an exception.
+	for q, want := range map[string]string{
+		"select g as name, 1 as amount from generate_series(1, 10001) g where $1::numeric > 0 and $2::text <> ''":                 "more than 10000 rows",
+		"select repeat('x', 1048576) as name, 1 as amount from generate_series(1, 11) g where $1::numeric > 0 and $2::text <> ''": "more than 10 MiB",
+	} {
+		res := e.run(queryCode, map[string]lang.Value{"query": lang.Text(q), "wanted": lang.ListValue(lang.Num(mustNum(t, "2.00")), lang.Text("%a%")), "db": lang.Text("warehouse")})
+		if res.Status != lang.Suspended || res.Exception == nil || !strings.Contains(res.Exception.Message, want) {
+			t.Errorf("%s: %s %+v, want %q", q, res.Status, res.Exception, want)
+		}
+	}
 }
 
 func openPG(t *testing.T, dbURL string) *sql.DB {

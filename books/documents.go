@@ -4,8 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"net/http"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/ledongthuc/pdf"
 
@@ -22,7 +23,9 @@ var defaultDownloadClient = http.Client{Timeout: DefaultBookTimeout}
 // Documents returns the built-in documents book: the text of PDF files.
 //
 //	read the text of a document (the text)
-func Documents(hc *http.Client) *Builtin {
+func Documents(hc *http.Client) *Builtin { return documentsBook(downloader{hc: hc}) }
+
+func documentsBook(dl downloader) *Builtin {
 	procs := []*bookv1.Procedure{{
 		Id:        "document_text",
 		Signature: Signature("read the text of a document (the text)"),
@@ -44,7 +47,7 @@ func Documents(hc *http.Client) *Builtin {
 		if err != nil {
 			return nil, err
 		}
-		data, err := fileBytes(ctx, hc, fv.AsFile())
+		data, err := fileBytes(ctx, dl, fv.AsFile())
 		if err != nil {
 			return nil, err
 		}
@@ -71,13 +74,32 @@ func pdfText(data []byte) (text string, err error) {
 	if err != nil {
 		return "", err
 	}
-	rd, err := r.GetPlainText()
-	if err != nil {
-		return "", err
+	// Page by page (as pdf.Reader.GetPlainText does), stopping at the text
+	// limit: the reader's own loop builds the whole text first, and pages
+	// may share one content stream, so a small file can make a text
+	// thousands of times its size.
+	var b strings.Builder
+	fonts := map[string]*pdf.Font{}
+	for i := 1; i <= r.NumPage() && b.Len() < MaxDocumentTextBytes; i++ {
+		p := r.Page(i)
+		for _, name := range p.Fonts() {
+			if _, ok := fonts[name]; !ok {
+				f := p.Font(name)
+				fonts[name] = &f
+			}
+		}
+		t, err := p.GetPlainText(fonts)
+		if err != nil {
+			return "", err
+		}
+		n := min(len(t), MaxDocumentTextBytes-b.Len())
+		for n < len(t) && n > 0 && !utf8.RuneStart(t[n]) {
+			n-- // cut between characters
+		}
+		b.WriteString(t[:n])
+		if n < len(t) {
+			break
+		}
 	}
-	b, err := io.ReadAll(io.LimitReader(rd, MaxDocumentTextBytes))
-	if err != nil {
-		return "", err
-	}
-	return string(b), nil
+	return b.String(), nil
 }

@@ -39,6 +39,10 @@ const EmailBookName = "email"
 // subject, body, attachments (a file or a list of files, 20 MiB together),
 // connection (required).
 func Email(rootCAs *x509.CertPool) *Builtin {
+	return emailBook(rootCAs, network{}, downloader{hc: &defaultDownloadClient})
+}
+
+func emailBook(rootCAs *x509.CertPool, nw network, dl downloader) *Builtin {
 	procs := []*bookv1.Procedure{{
 		Id:        "send_email",
 		Signature: Signature("send an email to a recipient (the message id)"),
@@ -69,7 +73,7 @@ func Email(rootCAs *x509.CertPool) *Builtin {
 		concept("timeout seconds", numberType, "How long a send may take (default 30, at most 120).", nil),
 	}
 	return &Builtin{Book: b, Funcs: map[string]Func{"send_email": func(ctx context.Context, in map[string]lang.Value) (map[string]lang.Value, error) {
-		return sendEmail(ctx, rootCAs, in)
+		return sendEmail(ctx, rootCAs, nw, dl, in)
 	}}}
 }
 
@@ -100,8 +104,15 @@ func recipients(v lang.Value) ([]string, error) {
 	if len(out) == 0 {
 		return nil, &InputError{Message: "Please provide the recipient"}
 	}
+	if len(out) > MaxEmailRecipients {
+		return nil, &InputError{Message: fmt.Sprintf("the message has %d recipients; one email goes to at most %d", len(out), MaxEmailRecipients)}
+	}
 	return out, nil
 }
+
+// MaxEmailRecipients bounds the recipients of one email (one SMTP session
+// of at most the call's timeout).
+const MaxEmailRecipients = 100
 
 func attachmentFiles(in map[string]lang.Value) ([]*lang.File, error) {
 	v, ok := optional(in, "attachments")
@@ -127,7 +138,7 @@ func attachmentFiles(in map[string]lang.Value) ([]*lang.File, error) {
 	return out, nil
 }
 
-func sendEmail(ctx context.Context, rootCAs *x509.CertPool, in map[string]lang.Value) (map[string]lang.Value, error) {
+func sendEmail(ctx context.Context, rootCAs *x509.CertPool, nw network, dl downloader, in map[string]lang.Value) (map[string]lang.Value, error) {
 	conn, err := bookConnection(ctx, in, EmailBookName)
 	if err != nil {
 		return nil, err
@@ -188,7 +199,7 @@ func sendEmail(ctx context.Context, rootCAs *x509.CertPool, in map[string]lang.V
 	var parts []attachment
 	total := 0
 	for _, f := range files {
-		data, err := fileBytes(ctx, &defaultDownloadClient, f)
+		data, err := fileBytes(ctx, dl, f)
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +212,7 @@ func sendEmail(ctx context.Context, rootCAs *x509.CertPool, in map[string]lang.V
 	if err != nil {
 		return nil, err
 	}
-	if err := smtpSend(ctx, host, port, security, rootCAs, conn, fromAddr.Address, to, msg); err != nil {
+	if err := smtpSend(ctx, host, port, security, rootCAs, nw, conn, fromAddr.Address, to, msg); err != nil {
 		return nil, errors.New(redact(err.Error(), conn))
 	}
 	return map[string]lang.Value{"message id": lang.Text(msgID)}, nil
@@ -294,15 +305,15 @@ func pathExt(name string) string {
 // smtpSend delivers msg. Credentials are sent only over TLS (tls or
 // starttls; a server that offers no STARTTLS is refused) unless security is
 // "none".
-func smtpSend(ctx context.Context, host, port, security string, rootCAs *x509.CertPool, conn *Connection, from string, to []string, msg []byte) error {
+func smtpSend(ctx context.Context, host, port, security string, rootCAs *x509.CertPool, nw network, conn *Connection, from string, to []string, msg []byte) error {
 	addr := net.JoinHostPort(host, port)
 	deadline, _ := ctx.Deadline()
-	d := net.Dialer{Deadline: deadline}
+	d := nw.dialer(deadline)
 	tlsCfg := &tls.Config{ServerName: host, RootCAs: rootCAs, MinVersion: tls.VersionTLS12}
 	var nc net.Conn
 	var err error
 	if security == "tls" {
-		nc, err = (&tls.Dialer{NetDialer: &d, Config: tlsCfg}).DialContext(ctx, "tcp", addr)
+		nc, err = (&tls.Dialer{NetDialer: d, Config: tlsCfg}).DialContext(ctx, "tcp", addr)
 	} else {
 		nc, err = d.DialContext(ctx, "tcp", addr)
 	}

@@ -1,6 +1,7 @@
 package books_test
 
 import (
+	"archive/zip"
 	"bytes"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -15,6 +16,8 @@ import (
 	"mime"
 	"net"
 	"net/mail"
+	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -319,5 +322,133 @@ func TestEmailBookSendsThroughSMTP(t *testing.T) {
 	res = e.run("send an email to \"not an address\" with\n  the connection is \"mail\"\n", nil)
 	if res.Status != lang.Suspended || !strings.Contains(res.Exception.Message, "is not an email address") {
 		t.Errorf("bad recipient: %s %+v", res.Status, res.Exception)
+	}
+	many := make([]string, books.MaxEmailRecipients+1)
+	for i := range many {
+		many[i] = fmt.Sprintf("r%d@acme.test", i)
+	}
+	res = e.run("send an email to the people with\n  the connection is \"mail\"\n", map[string]lang.Value{"people": lang.Text(strings.Join(many, ","))})
+	if res.Status != lang.Suspended || !strings.Contains(res.Exception.Message, "at most 100") {
+		t.Errorf("101 recipients: %s %+v", res.Status, res.Exception)
+	}
+}
+
+// A small file must not make a huge table: the cells (columns × rows) of a
+// table read from a file are bounded, and so is what a workbook unzips to.
+// Each is an exception at the statement.
+func TestTablesBookBoundsCells(t *testing.T) {
+	e := newEnv(t, books.BuiltinOptions{})
+	// One wide row beside many short ones: 200,001 columns × 10,001 rows
+	// would be 2×10^9 cells from a 220 KB file.
+	var wide bytes.Buffer
+	wide.WriteString("a\n")
+	wide.WriteString(strings.Repeat(",", 200_000) + "\n")
+	wide.WriteString(strings.Repeat("1\n", 10_000))
+	// Many cells read: 1,100 rows of 1,000 fields.
+	var many bytes.Buffer
+	for range 1_100 {
+		many.WriteString(strings.Repeat("1,", 999) + "1\n")
+	}
+	// A sheet with a cell in the last column beside 100 rows.
+	x := excelize.NewFile()
+	_ = x.SetCellValue("Sheet1", "A1", "a")
+	_ = x.SetCellValue("Sheet1", "XFD2", "far")
+	for r := 3; r <= 100; r++ {
+		_ = x.SetCellValue("Sheet1", fmt.Sprintf("A%d", r), r)
+	}
+	var xb bytes.Buffer
+	if _, err := x.WriteTo(&xb); err != nil {
+		t.Fatal(err)
+	}
+	// A workbook that unzips to more than 256 MiB: a sheet of 300 MiB of
+	// one repeated row compresses to well under 20 MiB.
+	var bomb bytes.Buffer
+	{
+		zw := zipWriter(&bomb)
+		w, _ := zw.Create("[Content_Types].xml")
+		_, _ = io.WriteString(w, `<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>`)
+		w, _ = zw.Create("xl/worksheets/sheet1.xml")
+		row := strings.Repeat(" ", 1<<20)
+		for range 300 {
+			_, _ = io.WriteString(w, row)
+		}
+		if err := zw.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bomb.Len() > books.MaxFileBytes {
+		t.Fatalf("the bomb is %d bytes, more than a file may be", bomb.Len())
+	}
+	for _, c := range []struct {
+		name string
+		f    lang.Value
+		want string
+	}{
+		{"wide csv", file("w.csv", wide.Bytes()), "more than 1,000,000 cells"},
+		{"many cells", file("m.csv", many.Bytes()), "more than 1,000,000 cells"},
+		{"wide sheet", file("w.xlsx", xb.Bytes()), "more than 1,000,000 cells"},
+		{"zip bomb", file("b.xlsx", bomb.Bytes()), "unzips to more than 256 MiB"},
+	} {
+		res := e.run("read the table from the orders file\n", map[string]lang.Value{"orders file": c.f})
+		if res.Status != lang.Suspended || res.Exception == nil || !strings.Contains(res.Exception.Message, c.want) {
+			t.Errorf("%s: status %s, exception %+v, want %q", c.name, res.Status, res.Exception, c.want)
+		}
+	}
+}
+
+func zipWriter(w io.Writer) *zip.Writer { return zip.NewWriter(w) }
+
+// sharedPagesPDF is a PDF of pages pages that all show one content stream
+// of lines lines of text.
+func sharedPagesPDF(pages, lines int, line string) []byte {
+	var content strings.Builder
+	content.WriteString("BT /F1 12 Tf 72 720 Td 14 TL\n")
+	for range lines {
+		fmt.Fprintf(&content, "(%s) Tj T*\n", line)
+	}
+	content.WriteString("ET")
+	kids := strings.TrimSpace(strings.Repeat("3 0 R ", pages))
+	objs := []string{
+		"<< /Type /Catalog /Pages 2 0 R >>",
+		fmt.Sprintf("<< /Type /Pages /Kids [%s] /Count %d >>", kids, pages),
+		"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Resources << /Font << /F1 5 0 R >> >> /Contents 4 0 R >>",
+		fmt.Sprintf("<< /Length %d >>\nstream\n%s\nendstream", content.Len(), content.String()),
+		"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>",
+	}
+	var b bytes.Buffer
+	b.WriteString("%PDF-1.4\n")
+	offsets := make([]int, len(objs))
+	for i, o := range objs {
+		offsets[i] = b.Len()
+		fmt.Fprintf(&b, "%d 0 obj\n%s\nendobj\n", i+1, o)
+	}
+	xref := b.Len()
+	fmt.Fprintf(&b, "xref\n0 %d\n0000000000 65535 f \n", len(objs)+1)
+	for _, off := range offsets {
+		fmt.Fprintf(&b, "%010d 00000 n \n", off)
+	}
+	fmt.Fprintf(&b, "trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n", len(objs)+1, xref)
+	return b.Bytes()
+}
+
+// A document's text stops at the limit as it is read: 2,000 pages showing
+// one content stream of 64 KiB of text (a 100 KB file, 128 MiB of text)
+// read about 10 MiB of it, not the whole.
+func TestDocumentsBookStopsAtTheTextLimit(t *testing.T) {
+	e := newEnv(t, books.BuiltinOptions{})
+	doc := sharedPagesPDF(2_000, 1_024, strings.Repeat("x", 63))
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res := e.run("read the text of the invoice\nthe output n is the length of the above\n", map[string]lang.Value{"invoice": file("big.pdf", doc)})
+	runtime.ReadMemStats(&after)
+	wantCompleted(t, res)
+	if got := outputText(t, res, "output n"); got != strconv.Itoa(books.MaxDocumentTextBytes) {
+		t.Errorf("text length %s, want %d", got, books.MaxDocumentTextBytes)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 512<<20 {
+		t.Errorf("reading the document allocated %d MiB", alloc>>20)
+	} else {
+		t.Logf("allocated %d MiB for a %d-byte file", alloc>>20, len(doc))
 	}
 }

@@ -34,7 +34,9 @@ const TablesBookName = "tables"
 // (`12`, `-3.50`) becomes a number, an empty cell nothing, any other cell
 // text (Excel cells as Excel shows them). The format is the file name's
 // (.csv, .tsv, .xlsx, .xlsm), else the content's (a zip is Excel).
-func Tables(hc *http.Client) *Builtin {
+func Tables(hc *http.Client) *Builtin { return tablesBook(downloader{hc: hc}) }
+
+func tablesBook(dl downloader) *Builtin {
 	procs := []*bookv1.Procedure{
 		{
 			Id:        "read_table",
@@ -81,20 +83,20 @@ func Tables(hc *http.Client) *Builtin {
 		"The tables book is built into Prose. Files up to 20 MiB and tables up to 100,000 rows.", []string{"files", "spreadsheets"}, procs)
 	return &Builtin{Book: b, Funcs: map[string]Func{
 		"read_table": func(ctx context.Context, in map[string]lang.Value) (map[string]lang.Value, error) {
-			return readTable(ctx, hc, in)
+			return readTable(ctx, dl, in)
 		},
 		"write_csv":   writeCSV,
 		"write_excel": writeExcel,
 	}}
 }
 
-func readTable(ctx context.Context, hc *http.Client, in map[string]lang.Value) (map[string]lang.Value, error) {
+func readTable(ctx context.Context, dl downloader, in map[string]lang.Value) (map[string]lang.Value, error) {
 	fv, err := input(in, "file", lang.KindFile)
 	if err != nil {
 		return nil, err
 	}
 	f := fv.AsFile()
-	data, err := fileBytes(ctx, hc, f)
+	data, err := fileBytes(ctx, dl, f)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +150,7 @@ func csvRows(data []byte, delim rune) ([][]string, error) {
 	r.Comma = delim
 	r.FieldsPerRecord = -1
 	var rows [][]string
+	cells := 0
 	for {
 		rec, err := r.Read()
 		if errors.Is(err, io.EOF) {
@@ -159,13 +162,32 @@ func csvRows(data []byte, delim rune) ([][]string, error) {
 		if len(rows) > MaxTableRows {
 			return nil, &InputError{Message: fmt.Sprintf("the file has more than %d rows", MaxTableRows)}
 		}
+		if cells += len(rec); cells > MaxTableCells {
+			return nil, tooManyCells()
+		}
 		rows = append(rows, rec)
 	}
 }
 
+func tooManyCells() error {
+	return &InputError{Message: fmt.Sprintf("the table would have more than %s cells (columns × rows), the limit", formatCount(MaxTableCells))}
+}
+
+// formatCount writes 1000000 as "1,000,000".
+func formatCount(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
 func excelRows(data []byte, sheet string) ([][]string, error) {
-	x, err := excelize.OpenReader(bytes.NewReader(data))
+	x, err := excelize.OpenReader(bytes.NewReader(data), excelize.Options{UnzipSizeLimit: MaxWorkbookBytes})
 	if err != nil {
+		if strings.Contains(err.Error(), "unzip size exceeds") {
+			return nil, &InputError{Message: fmt.Sprintf("the workbook unzips to more than %d MiB, the limit", MaxWorkbookBytes>>20)}
+		}
 		return nil, &InputError{Message: fmt.Sprintf("the file is not an Excel (.xlsx) workbook: %v", err)}
 	}
 	defer func() { _ = x.Close() }()
@@ -184,6 +206,7 @@ func excelRows(data []byte, sheet string) ([][]string, error) {
 	}
 	defer func() { _ = it.Close() }()
 	var rows [][]string
+	cells := 0
 	for it.Next() {
 		if len(rows) > MaxTableRows {
 			return nil, &InputError{Message: fmt.Sprintf("the sheet %q has more than %d rows", sheet, MaxTableRows)}
@@ -191,6 +214,9 @@ func excelRows(data []byte, sheet string) ([][]string, error) {
 		cols, err := it.Columns()
 		if err != nil {
 			return nil, &InputError{Message: fmt.Sprintf("could not read the sheet %q: %v", sheet, err)}
+		}
+		if cells += len(cols); cells > MaxTableCells {
+			return nil, tooManyCells()
 		}
 		rows = append(rows, cols)
 	}
@@ -225,6 +251,9 @@ func tableOf(rows [][]string) (*lang.Table, error) {
 	width := 0
 	for _, r := range rows {
 		width = max(width, len(r))
+	}
+	if int64(width)*int64(len(rows)-1) > MaxTableCells {
+		return nil, tooManyCells()
 	}
 	seen := map[string]int{}
 	for i := range width {

@@ -21,6 +21,29 @@ type childRuns struct {
 	step   int
 	// ctx is the flight's context (a lost lease or a shutdown, never a pause).
 	ctx context.Context
+	// maxDepth is lang.Limits.MaxRunDepth; depth the parent's (-1 until
+	// looked up).
+	maxDepth int
+	depth    int
+}
+
+// parentDepth is how many runs up the parent's chain of parents goes (0: no
+// run started it), looked up once per flight and at most maxDepth+1 deep.
+func (c *childRuns) parentDepth() (int, error) {
+	if c.depth >= 0 {
+		return c.depth, nil
+	}
+	d, up := 0, c.parent.ParentRun
+	for up != "" && d <= c.maxDepth {
+		r, err := c.e.st.GetRunByID(c.ctx, up)
+		if err != nil {
+			return 0, err
+		}
+		d++
+		up = r.ParentRun
+	}
+	c.depth = d
+	return d, nil
 }
 
 // Start creates the child run. Its request id is the parent's id, step and
@@ -30,6 +53,13 @@ func (c *childRuns) Start(ctx context.Context, req lang.RunRequest) (string, err
 	idx, ok := lang.JournalIndex(ctx)
 	if !ok {
 		return "", fmt.Errorf("start a run: no journal position")
+	}
+	d, err := c.parentDepth()
+	if err != nil {
+		return "", err
+	}
+	if d >= c.maxDepth {
+		return "", fmt.Errorf("this run is a child run %d deep, and runs nest at most %d deep (serve --max-run-depth)", d, c.maxDepth)
 	}
 	in, err := protovalue.MapToProto(req.Inputs)
 	if err != nil {

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -365,5 +366,90 @@ func TestChildRunStartedOnceAcrossCrash(t *testing.T) {
 				t.Errorf("%d child runs, want 2 (the first one started once)", n)
 			}
 		})
+	}
+}
+
+// exceptionOf is the description of the exception a run waits on.
+func exceptionOf(t *testing.T, st store.Store, org, ws, run string) string {
+	t.Helper()
+	xs, _, err := st.ListExceptions(context.Background(), store.ListExceptionsRequest{OrganizationID: org, WorkspaceID: ws, PageSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range xs.Items {
+		if x.RunID == run {
+			return x.Message + " " + x.Description
+		}
+	}
+	t.Fatalf("run %s has no exception", run)
+	return ""
+}
+
+// A run starts at most MaxChildRuns runs: the next `start a run` raises an
+// exception at the statement (no run is made for it); and child runs nest
+// at most MaxRunDepth deep: a child at that depth that starts a run raises
+// one (its parent waits for it, as for any child waiting for guidance).
+// Without them an automation could start runs without end, each starting
+// more.
+func TestChildRunsAreBounded(t *testing.T) {
+	e := newEnvOn(t, openBackend(t, "sqlite"), engine.Options{Workers: 2, Limits: lang.Limits{MaxChildRuns: 2, MaxRunDepth: 1}})
+	e.start(t)
+
+	many := e.automation(t, `to compute the tax of an amount
+  the result is the amount * 0.2
+the rounds are 1, 2, 3
+process each round in the rounds as follows
+  start a run where
+    the procedure is "compute the tax of the amount"
+    the amount is the round
+wait for the runs
+the output n is 1
+`)
+	r, _, err := e.eng.Invoke(context.Background(), engine.InvokeRequest{OrganizationID: e.org, WorkspaceID: e.ws, AutomationID: many.ID, Stage: store.StageDraft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, many, r.ID, store.RunAwaitingGuidance)
+	if got := exceptionOf(t, e.st, e.org, e.ws, r.ID); !strings.Contains(got, "this run has started 2 runs, the run's limit") {
+		t.Fatalf("the third start: %q", got)
+	}
+	if kids := children(t, e.st, e.org, e.ws, many.ID, r.ID); len(kids) != 2 {
+		t.Fatalf("%d child runs, want 2", len(kids))
+	}
+
+	deep := e.automation(t, `to compute the tax of an amount
+  the result is the amount * 0.2
+to start a tax of an amount
+  start a run where
+    the procedure is "compute the tax of the amount"
+    the amount is the amount
+  the result is 1
+start a run where
+  the procedure is "start a tax of the amount"
+  the amount is 200
+wait for the runs
+the output status is the first run's status
+`)
+	r, _, err = e.eng.Invoke(context.Background(), engine.InvokeRequest{OrganizationID: e.org, WorkspaceID: e.ws, AutomationID: deep.ID, Stage: store.StageDraft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []store.Run
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		kids = children(t, e.st, e.org, e.ws, deep.ID, r.ID)
+		if len(kids) == 1 && kids[0].State == store.RunAwaitingGuidance {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the child run: %+v", kids)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if got := exceptionOf(t, e.st, e.org, e.ws, kids[0].ID); !strings.Contains(got, "runs nest at most 1 deep") {
+		t.Fatalf("a child starting a run at the depth limit: %q", got)
+	}
+	if grand := children(t, e.st, e.org, e.ws, deep.ID, kids[0].ID); len(grand) != 0 {
+		t.Fatalf("%d grandchildren, want 0", len(grand))
 	}
 }

@@ -105,7 +105,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			Books:  bk,
 			Limits: e.opts.Limits,
 			Yield:  func() bool { return e.yield(f, start) },
-			Runs:   &childRuns{e: e, parent: r, step: step, ctx: ctx},
+			Runs:   &childRuns{e: e, parent: r, step: step, ctx: ctx, maxDepth: e.opts.Limits.Effective().MaxRunDepth, depth: -1},
 			Checkpoint: func(state []byte) error {
 				return e.st.SaveProgress(ctx, e.opts.Owner, r.ID, store.Progress{
 					Step: step, StepInputs: inBytes, Checkpoint: state, Journal: bk.flush(),

@@ -1,10 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,29 +33,66 @@ func IsGRPC(r *http.Request) bool {
 // Handler answers gRPC calls with grpcServer and everything else with
 // httpHandler. Serve it with HTTP/2 enabled (Serve does).
 func Handler(grpcServer *grpc.Server, httpHandler http.Handler) http.Handler {
-	return handler(grpcServer, httpHandler, nil)
+	return handler(grpcServer, httpHandler, serveConfig{})
 }
 
-// handler is Handler; admit, when set, is asked first about every gRPC
-// call (grpc.Server.ServeHTTP runs no tap handles): an error is the call's
-// answer, before its body is read; the context it returns is the call's
-// (done when the call ends).
-func handler(grpcServer *grpc.Server, httpHandler http.Handler, admit tap.ServerInHandle) http.Handler {
+// handler is Handler with cfg's checks of gRPC calls (grpc.Server.ServeHTTP
+// runs no tap handles, and knows one receive bound for every method):
+// cfg.admit, when set, is asked first about every gRPC call: an error is
+// the call's answer, before its body is read; the context it returns is
+// the call's (done when the call ends). Then cfg.limit, when set, is given
+// the length the call's first message declares (its 5-byte gRPC prefix)
+// before that message is read: an error is the call's answer, and the
+// message is never read. The first message is awaited only for methods
+// whose client sends it with the call (unary and server-streaming: every
+// method but client-streaming ones, which grpcServer's own bound covers);
+// the wait is bounded by the call's context.
+func handler(grpcServer *grpc.Server, httpHandler http.Handler, cfg serveConfig) http.Handler {
+	clientStreams := sync.OnceValue(func() map[string]bool {
+		m := map[string]bool{}
+		for svc, info := range grpcServer.GetServiceInfo() {
+			for _, md := range info.Methods {
+				if md.IsClientStream {
+					m["/"+svc+"/"+md.Name] = true
+				}
+			}
+		}
+		return m
+	})
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if IsGRPC(r) {
-			if admit != nil {
-				ctx, err := admit(r.Context(), &tap.Info{FullMethodName: r.URL.Path, Header: metadata.MD(r.Header)})
-				if err != nil {
+		if !IsGRPC(r) {
+			httpHandler.ServeHTTP(w, r)
+			return
+		}
+		if cfg.admit != nil {
+			ctx, err := cfg.admit(r.Context(), &tap.Info{FullMethodName: r.URL.Path, Header: metadata.MD(r.Header)})
+			if err != nil {
+				writeGRPCStatus(w, status.Convert(err))
+				return
+			}
+			r = r.WithContext(ctx)
+		}
+		if cfg.limit != nil && !clientStreams()[r.URL.Path] {
+			var prefix [5]byte
+			n, err := io.ReadFull(r.Body, prefix[:])
+			if err == nil {
+				if err := cfg.limit(r.URL.Path, binary.BigEndian.Uint32(prefix[1:])); err != nil {
 					writeGRPCStatus(w, status.Convert(err))
 					return
 				}
-				r = r.WithContext(ctx)
 			}
-			grpcServer.ServeHTTP(w, r)
-			return
+			// What was read goes back in front of the body (an empty or
+			// cut body is grpcServer's to answer).
+			r.Body = prefixedBody{Reader: io.MultiReader(bytes.NewReader(prefix[:n]), r.Body), Closer: r.Body}
 		}
-		httpHandler.ServeHTTP(w, r)
+		grpcServer.ServeHTTP(w, r)
 	})
+}
+
+// prefixedBody is a request body with bytes already read put back.
+type prefixedBody struct {
+	io.Reader
+	io.Closer
 }
 
 // writeGRPCStatus answers a gRPC call with st alone (a trailers-only
@@ -75,6 +115,15 @@ type serveConfig struct {
 	shutdownTimeout time.Duration
 	grpcListener    net.Listener
 	admit           tap.ServerInHandle
+	limit           func(method string, size uint32) error
+}
+
+// WithGRPCMessageLimit checks the declared length of the first message of
+// every gRPC call of the served ports before it is read
+// (transport.RequestSizeError: each method's bound): an error is the
+// call's answer, and the message is never read.
+func WithGRPCMessageLimit(limit func(method string, size uint32) error) ServeOption {
+	return func(c *serveConfig) { c.limit = limit }
 }
 
 // WithGRPCAdmission asks admit about every gRPC call of the shared port
@@ -91,8 +140,13 @@ func WithShutdownTimeout(d time.Duration) ServeOption {
 	return func(c *serveConfig) { c.shutdownTimeout = d }
 }
 
-// WithGRPCListener also serves grpcServer natively on lis (gRPC only,
-// faster than the shared port's net/http path).
+// WithGRPCListener also serves grpcServer on lis, for gRPC calls only
+// (HTTP/2 with prior knowledge; anything else is 415). Its calls go through
+// the same checks as the shared port's (WithGRPCAdmission,
+// WithGRPCMessageLimit), so they are served the same way: net/http's
+// HTTP/2 server and grpc.Server.ServeHTTP. (grpc.Server.Serve, grpc-go's
+// own transport, is faster but has one receive bound for every method and
+// no hook between a message's length and its bytes.)
 func WithGRPCListener(lis net.Listener) ServeOption {
 	return func(c *serveConfig) { c.grpcListener = lis }
 }
@@ -109,8 +163,8 @@ func ListenAndServe(ctx context.Context, addr string, grpcServer *grpc.Server, h
 // Serve answers gRPC (by content type, over h2c with prior knowledge) and
 // HTTP/1.1 and h2c (the gateway) on lis until ctx is cancelled, then shuts
 // down gracefully: stop accepting, drain HTTP (which includes gRPC calls on
-// this port) within the shutdown timeout, then GracefulStop the gRPC server
-// (extra gRPC listeners), forcing Stop past the timeout. It
+// this port and on WithGRPCListener's) within the shutdown timeout, then
+// GracefulStop the gRPC server, forcing Stop past the timeout. It
 // returns nil after a shutdown caused by ctx, or the error that stopped it.
 func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpHandler http.Handler, logger *slog.Logger, opts ...ServeOption) error {
 	cfg := serveConfig{shutdownTimeout: 15 * time.Second}
@@ -123,13 +177,29 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
 	protocols.SetUnencryptedHTTP2(true)
+	h := handler(grpcServer, httpHandler, cfg)
 	srv := &http.Server{
-		Handler:           handler(grpcServer, httpHandler, cfg.admit),
+		Handler:           h,
 		Protocols:         &protocols,
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	var grpcSrv *http.Server
+	if cfg.grpcListener != nil {
+		var h2only http.Protocols
+		h2only.SetUnencryptedHTTP2(true)
+		grpcSrv = &http.Server{
+			Handler: handler(grpcServer, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+				http.Error(w, "this port serves gRPC only", http.StatusUnsupportedMediaType)
+			}), cfg),
+			Protocols:         &h2only,
+			ReadHeaderTimeout: srv.ReadHeaderTimeout,
+			IdleTimeout:       srv.IdleTimeout,
+			ErrorLog:          srv.ErrorLog,
+			BaseContext:       srv.BaseContext,
+		}
 	}
 
 	errc := make(chan error, 2)
@@ -145,7 +215,7 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := grpcServer.Serve(cfg.grpcListener); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+			if err := grpcSrv.Serve(cfg.grpcListener); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errc <- fmt.Errorf("gateway: serve grpc: %w", err)
 			}
 		}()
@@ -158,17 +228,22 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 	case serveErr = <-errc:
 	}
 
-	shutdown(srv, grpcServer, cfg.shutdownTimeout, logger)
+	shutdown(grpcServer, cfg.shutdownTimeout, logger, srv, grpcSrv)
 	wg.Wait()
 	return serveErr
 }
 
-func shutdown(srv *http.Server, grpcServer *grpc.Server, timeout time.Duration, logger *slog.Logger) {
+func shutdown(grpcServer *grpc.Server, timeout time.Duration, logger *slog.Logger, servers ...*http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := srv.Shutdown(ctx); err != nil {
-		logger.Warn("http drain timed out; closing connections", slog.String("error", err.Error()))
-		_ = srv.Close()
+	for _, srv := range servers {
+		if srv == nil {
+			continue
+		}
+		if err := srv.Shutdown(ctx); err != nil {
+			logger.Warn("http drain timed out; closing connections", slog.String("error", err.Error()))
+			_ = srv.Close()
+		}
 	}
 	stopped := make(chan struct{})
 	go func() {

@@ -36,6 +36,13 @@ type Limits struct {
 	MaxSteps int64
 	// MaxDuration bounds the wall time executing (book calls included).
 	MaxDuration time.Duration
+	// MaxChildRuns bounds the runs one run starts with `start a run` (with
+	// Options.Runs: child runs of their own).
+	MaxChildRuns int
+	// MaxRunDepth bounds how deep child runs nest: a run no run started is
+	// at depth 0, its children at 1; a run at MaxRunDepth starts none. The
+	// run engine enforces it (it knows a run's parents).
+	MaxRunDepth int
 }
 
 // DefaultLimits are the limits of a run whose Options leave them zero.
@@ -47,7 +54,13 @@ var DefaultLimits = Limits{
 	MaxStateBytes:   96 << 20,
 	MaxSteps:        50_000_000,
 	MaxDuration:     60 * time.Second,
+	MaxChildRuns:    1_000,
+	MaxRunDepth:     2,
 }
+
+// Effective is l as a run applies it: zero fields from DefaultLimits,
+// negative ones "no limit" (a very large number).
+func (l Limits) Effective() Limits { return l.withDefaults() }
 
 // withDefaults fills zero fields from DefaultLimits and turns negative ones
 // into "no limit".
@@ -71,6 +84,8 @@ func (l Limits) withDefaults() Limits {
 		MaxStateBytes:   int(pick(int64(l.MaxStateBytes), int64(d.MaxStateBytes))),
 		MaxSteps:        pick(l.MaxSteps, d.MaxSteps),
 		MaxDuration:     time.Duration(pick(int64(l.MaxDuration), int64(d.MaxDuration))),
+		MaxChildRuns:    int(pick(int64(l.MaxChildRuns), int64(d.MaxChildRuns))),
+		MaxRunDepth:     int(pick(int64(l.MaxRunDepth), int64(d.MaxRunDepth))),
 	}
 }
 
@@ -312,6 +327,24 @@ func (m *machine) clone(v Value) (Value, error) {
 func (m *machine) journalOK() error {
 	if m.journalBytes >= m.lim.MaxJournalBytes {
 		return userErr("Could not go on: the run's journal of book results and clock readings holds %s, the run's limit", formatBytes(m.lim.MaxJournalBytes))
+	}
+	return nil
+}
+
+// childRunsOK checks that the run may start one more run: fewer than
+// MaxChildRuns were started (the journal's starts, counted once and then
+// as they are added).
+func (m *machine) childRunsOK() error {
+	if m.childRuns < 0 {
+		m.childRuns = 0
+		for _, e := range m.journal {
+			if e.kind == "book" && e.proc == startRunKey {
+				m.childRuns++
+			}
+		}
+	}
+	if int64(m.childRuns) >= int64(m.lim.MaxChildRuns) {
+		return userErr("Could not start a run: this run has started %s runs, the run's limit", formatCount(int64(m.lim.MaxChildRuns)))
 	}
 	return nil
 }

@@ -292,6 +292,9 @@ type machine struct {
 	grown        int64 // memory made since
 	logBytes     int64
 	journalBytes int64
+	// childRuns counts the runs started (`start a run`'s journal entries);
+	// -1 until first counted (childRunsOK).
+	childRuns int
 	// called is set by a book call: the context is checked before the
 	// next statement, so a run stopped while it waited on a book stops
 	// right after the call, with its result journaled.
@@ -311,7 +314,7 @@ func newMachine(ctx context.Context, prog *Program, opts Options) *machine {
 	if opts.MaxCallDepth <= 0 {
 		opts.MaxCallDepth = 200
 	}
-	m := &machine{ctx: ctx, prog: prog, opts: opts, syms: &symtab{base: prog.syms, idx: map[string]int{}},
+	m := &machine{ctx: ctx, prog: prog, opts: opts, childRuns: -1, syms: &symtab{base: prog.syms, idx: map[string]int{}},
 		lim: opts.Limits.withDefaults(), started: time.Now()}
 	if len(opts.Answers) > 0 {
 		m.answers = make(map[string]Value, len(opts.Answers))

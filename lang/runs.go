@@ -69,6 +69,9 @@ type RunOutcome struct {
 	Error string
 }
 
+// startRunKey is the journal's name of a `start a run`.
+const startRunKey = "prose/start a run"
+
 // errWaiting ends a segment at `wait for the runs` (see machine.wait).
 var errWaiting = errors.New("waiting for runs")
 
@@ -189,7 +192,12 @@ func (m *machine) startChild(sentence string, inputs *Dictionary) (string, error
 	}
 	code.WriteString("the output is the above\n")
 	req := RunRequest{Procedure: sentence, Code: code.String(), Inputs: in}
-	out, err := m.journaled("prose/start a run", func(ctx context.Context) (map[string]Value, error) {
+	if m.cursor >= len(m.journal) { // a new start, not a replay
+		if err := m.childRunsOK(); err != nil {
+			return "", err
+		}
+	}
+	out, err := m.journaled(startRunKey, func(ctx context.Context) (map[string]Value, error) {
 		name, err := m.opts.Runs.Start(ctx, req)
 		if err != nil {
 			return nil, err
@@ -198,6 +206,9 @@ func (m *machine) startChild(sentence string, inputs *Dictionary) (string, error
 	}, "start a run of "+sentence)
 	if err != nil {
 		return "", err
+	}
+	if m.childRuns >= 0 {
+		m.childRuns++
 	}
 	v := out["run"]
 	if v.k != KindText || v.s == "" {

@@ -23,8 +23,11 @@ const (
 	ReasonConnectionAlreadyExists = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_ALREADY_EXISTS
 	ReasonInvalidConnection       = errorsv1.ErrorReason_ERROR_REASON_INVALID_CONNECTION
 	ReasonConnectionLimit         = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_LIMIT_REACHED
-	ReasonConnectionInUse         = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_IN_USE
-	ReasonConnectionSecretKey     = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_SECRET_KEY_MISSING
+	// ReasonWorkspaceLimit: a workspace has as many webhooks or trigger
+	// instances as it may.
+	ReasonWorkspaceLimit      = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_LIMIT_REACHED
+	ReasonConnectionInUse     = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_IN_USE
+	ReasonConnectionSecretKey = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_SECRET_KEY_MISSING
 )
 
 // ConnectionService serves prose.book.v1.ConnectionService over

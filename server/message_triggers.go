@@ -103,8 +103,13 @@ func NewMessageTriggers(st store.Store, eng *engine.Engine, logger *slog.Logger)
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &MessageTriggers{triggerStarter: triggerStarter{st: st, inv: eng, logger: logger}, poll: 2 * time.Second, subs: map[string]*messageSub{}}
+	return &MessageTriggers{triggerStarter: triggerStarter{st: st, inv: eng, logger: logger, rates: newTriggerRates(TriggerRate{})},
+		poll: 2 * time.Second, subs: map[string]*messageSub{}}
 }
+
+// SetRate sets the bound of each instance's messages (TriggerRate); call
+// it before Run.
+func (m *MessageTriggers) SetRate(r TriggerRate) { m.rates = newTriggerRates(r) }
 
 // Run syncs the subscriptions with the store every 2 s until ctx ends, then
 // closes them.
@@ -196,6 +201,12 @@ func (m *MessageTriggers) handle(inst store.TriggerInstance, msgID string, paylo
 	}
 	if err != nil {
 		m.logger.Error("message trigger", "err", err)
+		return true
+	}
+	// A storm of messages waits for its turn (the broker keeps the rest);
+	// one that waits past its deadline is handed back.
+	if err := m.rates.wait(ctx, cur); err != nil {
+		m.logger.Warn("message trigger: over its rate; handed back", "instance", cur.ID, "message", msgID)
 		return true
 	}
 	var doc any

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
@@ -148,6 +150,10 @@ func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.C
 		OrganizationID: org, WorkspaceID: ws, Name: req.GetName(), BookName: req.GetBookName(), BookVersion: req.GetBookVersion(),
 		ConnectionID: req.GetConnectionId(), TriggerID: trig, Configuration: enc, Secret: secret,
 	})
+	if errors.Is(err, store.ErrResourceExhausted) {
+		return nil, transport.NewError(codes.ResourceExhausted, ReasonWorkspaceLimit,
+			fmt.Sprintf("a workspace has at most %d trigger instances", store.MaxTriggerInstancesPerWorkspace)).Meta("limit", strconv.Itoa(store.MaxTriggerInstancesPerWorkspace)).Err()
+	}
 	if err != nil {
 		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonTriggerInstanceExists, names.Workspace(org, ws))
 	}

@@ -50,8 +50,10 @@ type WebhookHandler struct {
 
 // triggerStarter starts the runs of a trigger instance's event.
 type triggerStarter struct {
-	st  store.Store
-	inv interface {
+	// rates bounds each instance's events (nil: no bound).
+	rates *triggerRates
+	st    store.Store
+	inv   interface {
 		Invoke(ctx context.Context, req engine.InvokeRequest) (store.Run, bool, error)
 	}
 	logger *slog.Logger
@@ -62,8 +64,11 @@ func NewWebhookHandler(st store.Store, eng *engine.Engine, logger *slog.Logger) 
 	if logger == nil {
 		logger = slog.Default()
 	}
-	return &WebhookHandler{triggerStarter{st: st, inv: eng, logger: logger}}
+	return &WebhookHandler{triggerStarter{st: st, inv: eng, logger: logger, rates: newTriggerRates(TriggerRate{})}}
 }
+
+// SetRate sets the bound of each instance's deliveries (TriggerRate).
+func (h *WebhookHandler) SetRate(r TriggerRate) { h.rates = newTriggerRates(r) }
 
 type webhookRun struct {
 	Automation string `json:"automation"`
@@ -112,6 +117,12 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !validSignature(inst.Secret, body, r.Header.Get(WebhookSignatureHeader)) {
 		webhookError(w, http.StatusUnauthorized, 16, "the "+WebhookSignatureHeader+" header is missing or is not sha256=<hex HMAC-SHA256 of the body under the webhook's secret>")
+		return
+	}
+	if !h.rates.allow(inst) {
+		w.Header().Set("Retry-After", "1")
+		webhookError(w, http.StatusTooManyRequests, 8, fmt.Sprintf("this webhook receives at most %g deliveries a second (bursts of %d); deliver again in a moment",
+			float64(h.rates.limit), h.rates.burst))
 		return
 	}
 	delivery := r.Header.Get(WebhookDeliveryHeader)

@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/url"
+	"strconv"
 
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -91,6 +94,10 @@ func (s *WebhookService) CreateWebhook(ctx context.Context, req *platformv1.Crea
 		return nil, transport.InvalidArgument(ReasonInvalidWebhook, fmt.Sprintf("webhook.secret must have at least %d characters", MinWebhookSecret), transport.Violation("webhook.secret", "too short"))
 	}
 	out, err := s.st.CreateWebhook(ctx, w)
+	if errors.Is(err, store.ErrResourceExhausted) {
+		return nil, transport.NewError(codes.ResourceExhausted, ReasonWorkspaceLimit,
+			fmt.Sprintf("a workspace has at most %d webhooks", store.MaxWebhooksPerWorkspace)).Meta("limit", strconv.Itoa(store.MaxWebhooksPerWorkspace)).Err()
+	}
 	if err != nil {
 		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(org, ws))
 	}

@@ -18,6 +18,14 @@ const (
 	MaxTextBytes = 64 << 10
 	// MaxConnectionsPerWorkspace bounds the book connections of one workspace.
 	MaxConnectionsPerWorkspace = 500
+	// MaxWebhooksPerWorkspace bounds the outbound webhooks of one
+	// workspace: every change of a run or exception of the workspace writes
+	// one delivery per webhook in its own transaction.
+	MaxWebhooksPerWorkspace = 25
+	// MaxTriggerInstancesPerWorkspace bounds the trigger instances of one
+	// workspace: each message trigger is a broker subscription on every
+	// replica.
+	MaxTriggerInstancesPerWorkspace = 100
 	// MaxCodeBytes bounds an automation's english_code.
 	MaxCodeBytes = 1 << 20
 	// MaxInputBytes bounds the inputs of one run (the protobuf size of

@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 )
@@ -20,20 +22,37 @@ import (
 // grpcUploader sends one pre-encoded UploadFileRequest over several
 // connections.
 type grpcUploader struct {
-	conns []*grpc.ClientConn
-	req   []byte // the encoded request, shared by every call
-	md    metadata.MD
+	conns  []*grpc.ClientConn
+	req    []byte // the encoded request, shared by every call
+	method string
+	md     metadata.MD
 }
 
-func newGRPCUploader(addr, key, org string, size int64, n int) (*grpcUploader, error) {
+func newGRPCUploader(addr, key, org, workspace, method string, size int64, n int) (*grpcUploader, error) {
 	data := make([]byte, size)
 	_, _ = pattern{}.Read(data)
-	req, err := proto.Marshal(&platformv1.UploadFileRequest{OrganizationId: strings.TrimPrefix(org, "organizations/"), Filename: "load.bin",
-		Content: &httpbody.HttpBody{ContentType: "application/octet-stream", Data: data}})
+	var msg proto.Message = &platformv1.UploadFileRequest{OrganizationId: strings.TrimPrefix(org, "organizations/"), Filename: "load.bin",
+		Content: &httpbody.HttpBody{ContentType: "application/octet-stream", Data: data}}
+	full := "/prose.platform.v1.FileService/UploadFile"
+	switch method {
+	case "upload":
+	case "update-workspace":
+		// Not a large-payload method: a title of size bytes.
+		ws := strings.Split(workspace, "/")
+		if len(ws) != 4 {
+			return nil, fmt.Errorf("--init has no workspace (%q)", workspace)
+		}
+		msg = &platformv1.UpdateWorkspaceRequest{OrganizationId: ws[1], WorkspaceId: ws[3],
+			Workspace: &platformv1.Workspace{Title: string(data)}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"title"}}}
+		full = "/prose.platform.v1.WorkspaceService/UpdateWorkspace"
+	default:
+		return nil, fmt.Errorf("--grpc-method %q: want upload or update-workspace", method)
+	}
+	req, err := proto.Marshal(msg)
 	if err != nil {
 		return nil, err
 	}
-	g := &grpcUploader{req: req, md: metadata.Pairs("authorization", "Bearer "+key)}
+	g := &grpcUploader{req: req, method: full, md: metadata.Pairs("authorization", "Bearer "+key)}
 	for range max(n, 1) {
 		c, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(1<<30), grpc.ForceCodecV2(rawCodec{})))
@@ -47,8 +66,8 @@ func newGRPCUploader(addr, key, org string, size int64, n int) (*grpcUploader, e
 }
 
 func (g *grpcUploader) upload(ctx context.Context, i int) string {
-	var resp platformv1.UploadFileResponse
-	err := g.conns[i%len(g.conns)].Invoke(metadata.NewOutgoingContext(ctx, g.md), "/prose.platform.v1.FileService/UploadFile", rawMsg(g.req), &resp)
+	var resp emptypb.Empty // the answer's fields are not read
+	err := g.conns[i%len(g.conns)].Invoke(metadata.NewOutgoingContext(ctx, g.md), g.method, rawMsg(g.req), &resp)
 	if err == nil {
 		return "gRPC OK"
 	}

@@ -15,7 +15,9 @@
 // With --grpc the uploads are native gRPC calls of
 // prose.platform.v1.FileService/UploadFile on --conns connections (the
 // request is encoded once and its bytes shared by every call), counted by
-// gRPC code and ErrorInfo reason.
+// gRPC code and ErrorInfo reason. --grpc-method update-workspace sends
+// WorkspaceService/UpdateWorkspace calls with a title of --size bytes
+// instead (a method that is not an upload).
 package main
 
 import (
@@ -45,6 +47,7 @@ func main() {
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up after this long")
 	useGRPC := flag.Bool("grpc", false, "send native gRPC UploadFile calls instead of HTTP uploads")
 	conns := flag.Int("conns", 10, "gRPC connections the calls are spread over (--grpc)")
+	grpcMethod := flag.String("grpc-method", "upload", "with --grpc: upload (FileService/UploadFile) or update-workspace (WorkspaceService/UpdateWorkspace with a title of --size bytes: a flood of large messages to a method that is not an upload)")
 	flag.Parse()
 	if *initFile == "" {
 		fatal(errors.New("give --init"))
@@ -56,6 +59,7 @@ func main() {
 	var ini struct {
 		APIKey       string `json:"api_key"`
 		Organization string `json:"organization"`
+		Workspace    string `json:"workspace"`
 	}
 	if err := json.Unmarshal(data, &ini); err != nil {
 		fatal(fmt.Errorf("%s: %w", *initFile, err))
@@ -66,7 +70,7 @@ func main() {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc, MaxConnsPerHost: *conc}}
 	send := func() string { return upload(ctx, hc, url, ini.APIKey, *size) }
 	if *useGRPC {
-		g, err := newGRPCUploader(*addr, ini.APIKey, ini.Organization, *size, *conns)
+		g, err := newGRPCUploader(*addr, ini.APIKey, ini.Organization, ini.Workspace, *grpcMethod, *size, *conns)
 		if err != nil {
 			fatal(err)
 		}

@@ -26,7 +26,8 @@ import (
 // its own organization).
 func testServeConfig(t *testing.T) serveConfig {
 	t.Helper()
-	cfg := serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error"}
+	// The tests' HTTP, SMTP and database servers are on loopback.
+	cfg := serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error", allowPrivateNetworks: true}
 	if url := os.Getenv("PROSE_TEST_POSTGRES_URL"); url != "" {
 		st, err := backend.Open(context.Background(), url)
 		if err != nil {
@@ -184,7 +185,7 @@ func pgReplica(t *testing.T) func() serveConfig {
 			t.Fatalf("open PostgreSQL: %v", err)
 		}
 		t.Cleanup(func() { st.Close() })
-		return serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error", store: st}
+		return serveConfig{addr: "127.0.0.1:0", data: t.TempDir(), logLevel: "error", store: st, allowPrivateNetworks: true}
 	}
 }
 

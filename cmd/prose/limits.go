@@ -75,6 +75,8 @@ func (lf *limitFlags) register(fs *flag.FlagSet) {
 	fs.Var(sizeFlag{&lf.l.MaxJournalBytes}, "max-journal-bytes", fmt.Sprintf("size of a run's journal of book results and clock readings (default %s)", humanize.IBytes(uint64(d.MaxJournalBytes))))
 	fs.Var(intFlag{&lf.l.MaxStateBytes}, "max-state-bytes", fmt.Sprintf("size of a run's saved state; a run whose state is larger fails (default %s)", humanize.IBytes(uint64(d.MaxStateBytes))))
 	fs.Int64Var(&lf.l.MaxSteps, "max-steps", 0, fmt.Sprintf("statements a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %d)", d.MaxSteps))
+	fs.Var(intFlag{&lf.l.MaxChildRuns}, "max-child-runs", fmt.Sprintf("runs one run may start with `start a run`; the next start raises an exception (default %d; -1: no limit)", d.MaxChildRuns))
+	fs.Var(intFlag{&lf.l.MaxRunDepth}, "max-run-depth", fmt.Sprintf("how deep child runs nest: a child run this deep starting a run raises an exception (default %d)", d.MaxRunDepth))
 	fs.DurationVar(&lf.l.MaxDuration, "max-run-time", 0, fmt.Sprintf("wall time a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %s)", d.MaxDuration))
 }
 

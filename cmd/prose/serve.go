@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/netguard"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
@@ -86,6 +88,13 @@ type serveConfig struct {
 	// clock is the scheduler's and the schedule service's (nil: time.Now;
 	// tests pass a fake one).
 	clock func() time.Time
+	// triggerRate bounds each trigger instance's events per replica
+	// (server.TriggerRate).
+	triggerRate server.TriggerRate
+	// allowPrivateNetworks lets the books, file downloads and outbound
+	// webhooks reach addresses that are not public (netguard): loopback,
+	// private networks, cloud metadata. Off by default.
+	allowPrivateNetworks bool
 	// webhookBackoff is the first retry's wait of a failed webhook delivery
 	// (0: outbound.DefaultBaseBackoff).
 	webhookBackoff time.Duration
@@ -128,6 +137,9 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
 	fs.DurationVar(&cfg.consoleReplicaRefresh, "console-replica-refresh", console.DefaultReplicaRefresh, "on PostgreSQL, how often the web console's live pages fetch their changes again, since another replica's changes are not announced to this one (this replica's are sent at once); 0: never")
 	fs.DurationVar(&cfg.scheduleCatchUp, "schedule-catch-up", schedule.DefaultCatchUp, "how late a schedule's occurrence missed while no server ran still starts its run (only the latest missed one does); negative: never")
+	fs.Float64Var(&cfg.triggerRate.PerSecond, "trigger-rate", server.DefaultTriggerRate, "events a second each trigger instance (webhook or message) starts runs for on this server; a webhook delivery over it is 429 with Retry-After, a message waits for its turn; -1: no bound")
+	fs.IntVar(&cfg.triggerRate.Burst, "trigger-burst", server.DefaultTriggerBurst, "events of one trigger instance taken at once above --trigger-rate")
+	fs.BoolVar(&cfg.allowPrivateNetworks, "allow-private-networks", false, "let the books (http calls, file downloads, mail and database servers) and outbound webhooks reach addresses that are not public: loopback, private networks (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (cloud metadata at 169.254.169.254) and other reserved ranges. Off: such a connection is refused when dialled")
 	fs.StringVar(&cfg.secretKeysFile, "secret-keys-file", "", "file of the keys that seal connection credentials (base64 32-byte keys, separated by commas or new lines; the first seals, the others only open: rotation). Default: $PROSE_SECRET_KEYS, else a key the database keeps, made at its first start")
 }
 
@@ -213,15 +225,38 @@ type app struct {
 	// bootstrap is set when newApp initialised an empty store (organization,
 	// owner, workspace, API key); the key was printed once to stderr.
 	bootstrap *initResult
+	// files reads the server's own files for the books (ownFile).
+	files *server.FileService
 	// admission bounds the native gRPC uploads in flight (--max-grpc-uploads).
 	admission *transport.Admission
 	closers   []func() error
 }
 
 // serveOptions are gateway.Serve's options for the app: the gRPC calls of
-// the shared port go through the same admission as the gRPC server's own.
+// the shared port go through the same admission as the gRPC server's own,
+// and the first message of each is refused before it is read when it is
+// over its method's bound (transport.RequestSizeError).
 func (a *app) serveOptions() []gateway.ServeOption {
-	return []gateway.ServeOption{gateway.WithShutdownTimeout(15 * time.Second), gateway.WithGRPCAdmission(a.admission.Tap)}
+	return []gateway.ServeOption{gateway.WithShutdownTimeout(15 * time.Second), gateway.WithGRPCAdmission(a.admission.Tap),
+		gateway.WithGRPCMessageLimit(transport.RequestSizeError)}
+}
+
+// ownFile reads a file of this server by its signed download URL
+// (books.BuiltinOptions.OwnFile): the books read the files given to runs
+// without a network call, so that a server on a private address reads
+// them with private networks refused.
+func (a *app) ownFile(ctx context.Context, rawURL string) ([]byte, bool, error) {
+	u, perr := url.Parse(rawURL)
+	if perr != nil || a.files == nil || !strings.HasPrefix(u.Path, server.SignedDownloadPath) {
+		return nil, false, nil //nolint:nilerr // not a URL of ours: the caller downloads it (and reports a bad URL)
+	}
+	// The token, without the file name segment that may follow it.
+	tok, _, _ := strings.Cut(strings.TrimPrefix(u.Path, server.SignedDownloadPath), "/")
+	_, data, err := a.files.DownloadSigned(ctx, tok)
+	if err != nil {
+		return nil, true, err
+	}
+	return data, true, nil
 }
 
 func (a *app) Close() {
@@ -271,7 +306,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// --books file are this process's own (in memory, over the stored ones).
 	fileBooks := books.NewMemoryStore()
 	reg := books.NewRegistry(books.WithStore(books.Overlay{Top: fileBooks, Base: newDBBooks(st)}),
-		books.WithBuiltins(books.Builtins(books.BuiltinOptions{})...))
+		books.WithBuiltins(books.Builtins(books.BuiltinOptions{PublicNetworkOnly: !cfg.allowPrivateNetworks, OwnFile: a.ownFile})...))
 	keyring, err := secretKeyring(ctx, cfg.secretKeysFile, st)
 	if err != nil {
 		a.Close()
@@ -336,7 +371,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		a.scheduler.Run(engCtx)
 	}()
 	// Outbound webhooks: deliveries the store wrote, sent in the background.
-	a.dispatcher = outbound.New(st, outbound.Options{Logger: logger, BaseBackoff: cfg.webhookBackoff})
+	a.dispatcher = outbound.New(st, outbound.Options{Logger: logger, BaseBackoff: cfg.webhookBackoff,
+		Client: netguard.HTTPClient(outbound.DefaultTimeout, !cfg.allowPrivateNetworks)})
 	dispDone := make(chan struct{})
 	go func() {
 		defer close(dispDone)
@@ -344,6 +380,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}()
 	// Message triggers: a subscription per NATS, RabbitMQ and MQTT instance.
 	a.messages = server.NewMessageTriggers(st, a.engine, logger)
+	a.messages.SetRate(cfg.triggerRate)
 	msgDone := make(chan struct{})
 	go func() {
 		defer close(msgDone)
@@ -352,6 +389,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	a.stopEngine = sync.OnceFunc(func() { stopEngine(); <-msgDone; <-dispDone; <-schedDone; <-engDone })
 	a.closers = append(a.closers, func() error { a.stopEngine(); return nil })
 	files := server.NewFileService(st, server.FileOptions{BaseURL: cfg.publicURL})
+	a.files = files
 	legacyV1 := server.NewLegacyV1(st, a.engine)
 	legacyV1.PublicURL = cfg.publicURL
 	legacyV2 := server.NewLegacyV2Runs(st, st, a.engine)
@@ -413,6 +451,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	// Inbound webhooks: signed deliveries, no API key.
 	hooks := server.NewWebhookHandler(st, a.engine, logger)
+	hooks.SetRate(cfg.triggerRate)
 	if err := mux.HandlePath(http.MethodPost, "/hooks/{organization}/{workspace}/{instance}", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 		hooks.ServeHTTP(w, r)
 	}); err != nil {

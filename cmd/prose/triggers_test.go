@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -233,5 +234,55 @@ func TestWebhookTwoReplicasPostgres(t *testing.T) {
 	}
 	if n := len(b.scheduledRuns(t, auto.id)); n != 1 {
 		t.Errorf("%d runs stored, want 1", n)
+	}
+}
+
+// TestWebhookDeliveriesAreRateLimited: a trigger instance takes at most
+// --trigger-burst deliveries at once and --trigger-rate a second after;
+// one over it is 429 with Retry-After and starts nothing, and the same
+// delivery sent again later starts its runs. A wrongly signed flood does
+// not use the instance's budget (it is refused before).
+func TestWebhookDeliveriesAreRateLimited(t *testing.T) {
+	e := newTestEnvWith(t, func(c *serveConfig) { c.triggerRate = server.TriggerRate{PerSecond: 2, Burst: 3} })
+	a := e.mkAutomation(t, "Orders", "the output x is 1\n", false)
+	_, endpoint, secret := e.webhookFixture(t, a.id)
+	for i := range 10 {
+		if code, _, raw := e.deliver(t, endpoint, secret, `{"n":1}`, fmt.Sprintf("bad-%d", i), "sha256=00"); code != http.StatusUnauthorized {
+			t.Fatalf("a wrongly signed delivery: %d %s", code, raw)
+		}
+	}
+	for i := range 3 {
+		if code, _, raw := e.deliver(t, endpoint, secret, `{"n":1}`, fmt.Sprintf("d-%d", i), ""); code != http.StatusAccepted {
+			t.Fatalf("delivery %d within the burst: %d %s", i, code, raw)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+endpoint, strings.NewReader(`{"n":1}`))
+	req.Header.Set(server.WebhookSignatureHeader, server.SignWebhook(secret, []byte(`{"n":1}`)))
+	req.Header.Set(server.WebhookDeliveryHeader, "d-3")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(raw), "at most 2 deliveries a second") {
+		t.Fatalf("a delivery over the burst: %d %v %s", resp.StatusCode, resp.Header, raw)
+	}
+	if n := e.waitRuns(t, a.id, 3); n != 3 {
+		t.Fatalf("%d runs, want 3 (the refused delivery starts none)", n)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, m, raw := e.deliver(t, endpoint, secret, `{"n":1}`, "d-3", "")
+		if code == http.StatusAccepted {
+			if created := field(m, "runs.0.created"); created != true {
+				t.Fatalf("the delivery sent again: %s", raw)
+			}
+			break
+		}
+		if code != http.StatusTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("the delivery sent again: %d %s", code, raw)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

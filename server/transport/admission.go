@@ -27,6 +27,14 @@ var LargeRequestMethods = []string{
 	"/prose.platform.v1.FileService/UploadFile",
 }
 
+var largeRequestMethods = func() map[string]bool {
+	m := map[string]bool{}
+	for _, name := range LargeRequestMethods {
+		m[name] = true
+	}
+	return m
+}()
+
 // Admission bounds the calls of LargeRequestMethods in flight, before
 // their messages are read. Its Tap is both the gRPC server's InTapHandle
 // (Options.Admission: calls served by grpc.Server.Serve) and the HTTP

@@ -25,8 +25,48 @@ const (
 // receives (gRPC, and HTTP through the gateway): above the largest file
 // upload (store's 32 MiB) and above what the gateway's largest JSON body
 // (8 MiB) can become once decoded. A larger message is RESOURCE_EXHAUSTED
-// before it reaches a handler.
+// before it reaches a handler. It is the gRPC server's receive limit, the
+// same for every method; on gateway.Serve's ports only LargeRequestMethods
+// may reach it (MaxRequestBytesOf, RequestSizeError).
 const MaxRequestBytes = 64 << 20
+
+// MaxMessageBytes bounds the request message of every method but
+// LargeRequestMethods: the bound of a JSON request body on the HTTP side
+// (gateway.DefaultMaxBodyBytes), so that a native gRPC call can carry no
+// more than an HTTP one. The largest request the field limits allow
+// (english_code of 4 MiB with a 1 MiB description, inputs of 4 MiB, an
+// event of 4 MiB) fits. The gateway's ports check the declared length of
+// a call's first message against it (RequestSizeError) before reading it.
+const MaxMessageBytes = 8 << 20
+
+// MaxRequestBytesOf is the bound of the request message of method (its
+// full name, "/prose.platform.v1.WorkspaceService/UpdateWorkspace"):
+// MaxRequestBytes for LargeRequestMethods, MaxMessageBytes for every other.
+func MaxRequestBytesOf(method string) int {
+	if largeRequestMethods[method] {
+		return MaxRequestBytes
+	}
+	return MaxMessageBytes
+}
+
+// ReasonRequestTooLarge is the reason of a request message over its
+// method's bound: that of the HTTP side's 413.
+const ReasonRequestTooLarge = errorsv1.ErrorReason_ERROR_REASON_REQUEST_TOO_LARGE
+
+// RequestSizeError is nil when a request message of size bytes (the length
+// its gRPC frame declares) is within the bound of method, and otherwise the
+// call's answer: RESOURCE_EXHAUSTED REQUEST_TOO_LARGE naming both, given
+// before the message is read.
+func RequestSizeError(method string, size uint32) error {
+	limit := MaxRequestBytesOf(method)
+	if int64(size) <= int64(limit) {
+		return nil
+	}
+	return NewError(codes.ResourceExhausted, ReasonRequestTooLarge,
+		fmt.Sprintf("the request message is %d bytes; %s takes at most %d bytes (only file uploads may be larger, up to %d)",
+			size, method, limit, MaxRequestBytes)).
+		Meta("max_request_bytes", strconv.Itoa(limit)).Meta("request_bytes", strconv.FormatUint(uint64(size), 10)).Err()
+}
 
 // MaxResponseBytes bounds the protobuf size of a response the server sends
 // to gRPC clients: anything the server can build from stored data

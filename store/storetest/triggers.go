@@ -3,6 +3,7 @@ package storetest
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"testing"
 
 	"github.com/proserun/prose/store"
@@ -17,9 +18,31 @@ func testTriggers(t *testing.T, open Opener) {
 	}{
 		{"TriggerInstances", testTriggerInstances},
 		{"AutomationTriggers", testAutomationTriggers},
+		{"TriggerInstanceLimit", testTriggerInstanceLimit},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
+}
+
+// testTriggerInstanceLimit: a workspace has at most
+// MaxTriggerInstancesPerWorkspace trigger instances; another workspace is
+// not counted; deleting one frees a place.
+func testTriggerInstanceLimit(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	s.ws(t, "acme", "w2", "Two")
+	mk := func(ws, id string) (store.TriggerInstance, error) {
+		return s.st.CreateTriggerInstance(s.ctx, store.TriggerInstance{OrganizationID: "acme", WorkspaceID: ws, ID: id,
+			BookName: "webhook", BookVersion: "1", ConnectionID: "c", TriggerID: "webhook", Secret: "s"})
+	}
+	for i := range store.MaxTriggerInstancesPerWorkspace {
+		of(mk("w1", "t"+strconv.Itoa(i))).must(t)
+	}
+	_, err := mk("w1", "over")
+	wantErr(t, err, store.ErrResourceExhausted, "one trigger instance over the limit")
+	of(mk("w2", "t0")).must(t)
+	noErr(t, s.st.DeleteTriggerInstance(s.ctx, "acme", "w1", "c", "t0"))
+	of(mk("w1", "again")).must(t)
 }
 
 func testTriggerInstances(t *testing.T, s *suite) {

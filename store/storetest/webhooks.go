@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -11,6 +12,27 @@ import (
 // testWebhooks runs the webhook cases.
 func testWebhooks(t *testing.T, open Opener) {
 	t.Run("WebhookOutbox", func(t *testing.T) { testWebhookOutbox(t, setup(t, open)) })
+	t.Run("WebhookLimit", func(t *testing.T) { testWebhookLimit(t, setup(t, open)) })
+}
+
+// testWebhookLimit: a workspace has at most MaxWebhooksPerWorkspace
+// webhooks; another workspace is not counted; deleting one frees a place.
+func testWebhookLimit(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	s.ws(t, "acme", "w2", "Two")
+	var first store.Webhook
+	for i := range store.MaxWebhooksPerWorkspace {
+		w := of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "w1", URL: "https://x.example/" + strconv.Itoa(i), Runs: true, Secret: "s"})).must(t)
+		if i == 0 {
+			first = w
+		}
+	}
+	_, err := s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "w1", URL: "https://x.example/over", Runs: true, Secret: "s"})
+	wantErr(t, err, store.ErrResourceExhausted, "one webhook over the limit")
+	of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "w2", URL: "https://x.example/w2", Runs: true, Secret: "s"})).must(t)
+	noErr(t, s.st.DeleteWebhook(s.ctx, "acme", "w1", first.ID))
+	of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "w1", URL: "https://x.example/again", Runs: true, Secret: "s"})).must(t)
 }
 
 // testWebhookOutbox: every run and exception state change writes one

@@ -42,6 +42,15 @@ func (db *DB) CreateTriggerInstance(ctx context.Context, t store.TriggerInstance
 		if err := c.workspaceExists(ctx, t.OrganizationID, t.WorkspaceID); err != nil {
 			return err
 		}
+		var n int
+		if err := c.queryRow(ctx, `SELECT COUNT(*) FROM trigger_instances WHERE organization_id = ? AND workspace_id = ?`,
+			t.OrganizationID, t.WorkspaceID).Scan(&n); err != nil {
+			return db.mapErr(err, "count trigger instances")
+		}
+		if n >= store.MaxTriggerInstancesPerWorkspace {
+			return fmt.Errorf("workspace %q has %d trigger instances, the limit is %d: %w", t.WorkspaceID, n,
+				store.MaxTriggerInstancesPerWorkspace, store.ErrResourceExhausted)
+		}
 		_, err := c.exec(ctx, `INSERT INTO trigger_instances (organization_id, workspace_id, id, name, book_name, book_version, connection_id,
 			trigger_id, configuration, secret, automation_ids, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.OrganizationID, t.WorkspaceID, t.ID, t.Name, t.BookName, t.BookVersion, t.ConnectionID, t.TriggerID, t.Configuration,

@@ -31,6 +31,15 @@ func (db *DB) CreateWebhook(ctx context.Context, w store.Webhook) (store.Webhook
 		if err := c.workspaceExists(ctx, w.OrganizationID, w.WorkspaceID); err != nil {
 			return err
 		}
+		var n int
+		if err := c.queryRow(ctx, `SELECT COUNT(*) FROM webhooks WHERE organization_id = ? AND workspace_id = ?`,
+			w.OrganizationID, w.WorkspaceID).Scan(&n); err != nil {
+			return db.mapErr(err, "count webhooks")
+		}
+		if n >= store.MaxWebhooksPerWorkspace {
+			return fmt.Errorf("workspace %q has %d webhooks, the limit is %d: %w", w.WorkspaceID, n,
+				store.MaxWebhooksPerWorkspace, store.ErrResourceExhausted)
+		}
 		_, err := c.exec(ctx, `INSERT INTO webhooks (`+webhookCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			w.OrganizationID, w.WorkspaceID, w.ID, w.DisplayName, w.URL, w.Runs, w.Exceptions, w.Secret, w.CreateTime)
 		return db.mapErr(err, "create "+webhookWhat(w.OrganizationID, w.WorkspaceID, w.ID))

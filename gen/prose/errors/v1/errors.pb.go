@@ -126,6 +126,9 @@ const (
 	ErrorReason_ERROR_REASON_GUIDE_ENTRY_STATE_CONFLICT ErrorReason = 121
 	// Guidance that cannot be remembered as a guide entry (retry, or an exception an entry cannot match).
 	ErrorReason_ERROR_REASON_GUIDANCE_NOT_REMEMBERABLE ErrorReason = 122
+	// A workspace has as many of a resource as it may (webhooks, trigger
+	// instances); metadata limit.
+	ErrorReason_ERROR_REASON_WORKSPACE_LIMIT_REACHED ErrorReason = 91
 )
 
 // Enum value maps for ErrorReason.
@@ -225,6 +228,7 @@ var (
 		120: "ERROR_REASON_GUIDE_ENTRY_NOT_FOUND",
 		121: "ERROR_REASON_GUIDE_ENTRY_STATE_CONFLICT",
 		122: "ERROR_REASON_GUIDANCE_NOT_REMEMBERABLE",
+		91:  "ERROR_REASON_WORKSPACE_LIMIT_REACHED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                     0,
@@ -321,6 +325,7 @@ var (
 		"ERROR_REASON_GUIDE_ENTRY_NOT_FOUND":           120,
 		"ERROR_REASON_GUIDE_ENTRY_STATE_CONFLICT":      121,
 		"ERROR_REASON_GUIDANCE_NOT_REMEMBERABLE":       122,
+		"ERROR_REASON_WORKSPACE_LIMIT_REACHED":         91,
 	}
 )
 
@@ -355,7 +360,7 @@ var File_prose_errors_v1_errors_proto protoreflect.FileDescriptor
 
 const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\xec\x1b\n" +
+	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\x96\x1c\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12%\n" +
 	"!ERROR_REASON_AUTOMATION_NOT_FOUND\x10\x01\x12*\n" +
@@ -451,7 +456,8 @@ const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"*ERROR_REASON_CONNECTION_SECRET_KEY_MISSING\x10Z\x12&\n" +
 	"\"ERROR_REASON_GUIDE_ENTRY_NOT_FOUND\x10x\x12+\n" +
 	"'ERROR_REASON_GUIDE_ENTRY_STATE_CONFLICT\x10y\x12*\n" +
-	"&ERROR_REASON_GUIDANCE_NOT_REMEMBERABLE\x10zB8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
+	"&ERROR_REASON_GUIDANCE_NOT_REMEMBERABLE\x10z\x12(\n" +
+	"$ERROR_REASON_WORKSPACE_LIMIT_REACHED\x10[B8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
 
 var (
 	file_prose_errors_v1_errors_proto_rawDescOnce sync.Once
