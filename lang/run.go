@@ -146,7 +146,9 @@ type Resolution struct {
 // (`add 1 to the items`); pass copies if the caller still needs them.
 func Start(ctx context.Context, prog *Program, inputs map[string]Value, opts Options) *Result {
 	m := newMachine(ctx, prog, opts)
-	m.top = &scope{}
+	// The top scope holds the program's facts: one allocation for all of
+	// them instead of one each time a higher slot is first set.
+	m.top = &scope{vals: make([]Value, 0, prog.syms.size())}
 	m.frames = append(m.frames, frame{kind: fBlock, src: -1, blk: prog.top, sc: m.top})
 	keys := make([]string, 0, len(inputs))
 	for k := range inputs {
@@ -244,9 +246,15 @@ func (s *scope) get(slot int) Value {
 
 func (s *scope) set(slot int, v Value) {
 	if slot >= len(s.vals) {
-		n := make([]Value, slot+1, slot+1+8)
-		copy(n, s.vals)
-		s.vals = n
+		if slot < cap(s.vals) {
+			// The slots between len and cap were never set (a scope only
+			// grows), so they are still zero.
+			s.vals = s.vals[:slot+1]
+		} else {
+			n := make([]Value, slot+1, slot+1+8)
+			copy(n, s.vals)
+			s.vals = n
+		}
 	}
 	s.vals[slot] = v
 }

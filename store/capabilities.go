@@ -73,7 +73,8 @@ type AuthGenerations interface {
 	// AuthGeneration is a number that moves on whenever what authentication
 	// reads may have changed: an API key updated or deleted, a role updated
 	// or deleted, a membership or its roles changed, an organization, user
-	// or workspace deleted, a console session deleted (through this store, or, on PostgreSQL, through a
+	// or workspace deleted, a user or workspace updated (GetWorkspace's
+	// cache goes by it too), a console session deleted (through this store, or, on PostgreSQL, through a
 	// replica while this store listens: see Notifier.Listen). A cache keeps
 	// an entry only while the generation it was read under is the current
 	// one; read the generation before the data.

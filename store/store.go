@@ -162,7 +162,11 @@ type Workspaces interface {
 	// organization or the creator (when set) does not exist; ErrAlreadyExists
 	// if the id is taken in the organization.
 	CreateWorkspace(ctx context.Context, w Workspace) (Workspace, error)
-	// GetWorkspace: ErrNotFound if absent.
+	// GetWorkspace: ErrNotFound if absent. It may answer from memory: a
+	// write through this store (or, on PostgreSQL, through a replica whose
+	// notice has arrived: see AuthGenerations) is seen by the next call; a
+	// write it cannot see (another process on the same SQLite file) within
+	// 2 s.
 	GetWorkspace(ctx context.Context, organizationID, id string) (Workspace, error)
 	// UpdateWorkspace writes the fields named in mask ("title", "icon",
 	// "icon_color"; empty mask: all three) and update_time. ErrNotFound if

@@ -75,3 +75,43 @@ func TestAuthChangeInvalidatesOtherReplica(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A workspace one replica updates is seen updated by another replica that
+// read (and may remember) it before, once the change's notice has arrived:
+// GetWorkspace's cache goes by AuthGeneration.
+func TestWorkspaceChangeSeenByOtherReplica(t *testing.T) {
+	a, b := twoReplicas(t)
+	ctx := t.Context()
+	_ = b.Listen(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for b.AuthGeneration() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the listener did not start")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, err := a.CreateOrganization(ctx, store.Organization{ID: "acme", DisplayName: "Acme"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.CreateWorkspace(ctx, store.Workspace{OrganizationID: "acme", ID: "w", Title: "Before"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if w, err := b.GetWorkspace(ctx, "acme", "w"); err != nil || w.Title != "Before" {
+			t.Fatalf("b reads %+v, %v", w, err)
+		}
+	}
+	before := b.AuthGeneration()
+	if _, err := a.UpdateWorkspace(ctx, store.Workspace{OrganizationID: "acme", ID: "w", Title: "After"}, []string{"title"}); err != nil {
+		t.Fatal(err)
+	}
+	for b.AuthGeneration() == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the other replica's generation did not move")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if w, err := b.GetWorkspace(ctx, "acme", "w"); err != nil || w.Title != "After" {
+		t.Fatalf("b reads %+v, %v after the notice, want the title After", w, err)
+	}
+}

@@ -54,6 +54,7 @@ func Run(t *testing.T, open Opener) {
 		{"Organizations", testOrganizations},
 		{"Users", testUsers},
 		{"Workspaces", testWorkspaces},
+		{"WorkspaceReadAfterWrite", testWorkspaceReadAfterWrite},
 		{"ListWorkspaces", testListWorkspaces},
 		{"ListWorkspacesPaging", testListWorkspacesPaging},
 		{"ListWorkspacesTitleOrder", testListWorkspacesTitleOrder},
@@ -276,6 +277,45 @@ func testUsers(t *testing.T, s *suite) {
 	if w.CreatorID != "" || w.CreatorEmail != "" {
 		t.Errorf("workspace of deleted creator = %+v", w)
 	}
+}
+
+// GetWorkspace answers what the last write through the same store left,
+// however often the workspace was read before it (GetWorkspace may be
+// answered from memory): after an update of the workspace, of its
+// creator, the deletion of its creator, of the workspace and of its
+// organization.
+func testWorkspaceReadAfterWrite(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.user(t, "ann", "Ann", "ann@example.com")
+	of(s.st.CreateWorkspace(s.ctx, store.Workspace{OrganizationID: "acme", ID: "w", Title: "W", CreatorID: "ann"})).must(t)
+	s.ws(t, "acme", "v", "V")
+	get := func() store.Workspace {
+		t.Helper()
+		of(s.st.GetWorkspace(s.ctx, "acme", "w")).must(t) // read twice: the second may be remembered
+		return of(s.st.GetWorkspace(s.ctx, "acme", "w")).must(t)
+	}
+	if w := get(); w.Title != "W" || w.CreatorDisplayName != "Ann" {
+		t.Fatalf("Get = %+v", w)
+	}
+	up := of(s.st.UpdateWorkspace(s.ctx, store.Workspace{OrganizationID: "acme", ID: "w", Title: "W2", Icon: "i"}, []string{"title", "icon"})).must(t)
+	if w := get(); w != up || w.Title != "W2" || w.Icon != "i" {
+		t.Errorf("Get after UpdateWorkspace = %+v, want %+v", w, up)
+	}
+	of(s.st.UpdateUser(s.ctx, store.User{ID: "ann", DisplayName: "Ann B", Email: "annb@example.com"})).must(t)
+	if w := get(); w.CreatorDisplayName != "Ann B" || w.CreatorEmail != "annb@example.com" {
+		t.Errorf("Get after UpdateUser = %+v", w)
+	}
+	noErr(t, s.st.DeleteUser(s.ctx, "ann"))
+	if w := get(); w.CreatorID != "" || w.CreatorDisplayName != "" {
+		t.Errorf("Get after DeleteUser = %+v", w)
+	}
+	noErr(t, s.st.DeleteWorkspace(s.ctx, "acme", "w"))
+	_, err := s.st.GetWorkspace(s.ctx, "acme", "w")
+	wantErr(t, err, store.ErrNotFound, "get after DeleteWorkspace")
+	of(s.st.GetWorkspace(s.ctx, "acme", "v")).must(t)
+	noErr(t, s.st.DeleteOrganization(s.ctx, "acme"))
+	_, err = s.st.GetWorkspace(s.ctx, "acme", "v")
+	wantErr(t, err, store.ErrNotFound, "get after DeleteOrganization")
 }
 
 func testWorkspaces(t *testing.T, s *suite) {

@@ -63,6 +63,7 @@ type DB struct {
 	pageBytes atomic.Int64
 
 	authGen     atomic.Uint64 // see AuthGeneration
+	wsCache     wsCache       // GetWorkspace's cache, under authGen
 	notices     localNotices  // Notify and Listen on a single-process database
 	lastRecover atomic.Int64  // ClaimRuns' last recovery of expired leases (UnixNano of the store's clock)
 }

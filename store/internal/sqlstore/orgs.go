@@ -135,6 +135,7 @@ func (db *DB) GetUserByEmail(ctx context.Context, email string) (store.User, err
 
 // UpdateUser implements store.Users.
 func (db *DB) UpdateUser(ctx context.Context, u store.User) (store.User, error) {
+	defer db.authChanged(ctx) // the creator's name and email of cached workspaces (see wsCache)
 	out, err := scanUser(db.writer().queryRow(ctx, `UPDATE users SET display_name = ?, email = ?, update_time = ? WHERE id = ?
 		RETURNING id, display_name, email, create_time, update_time`, u.DisplayName, u.Email, db.now(), u.ID))
 	return out, db.mapErr(err, fmt.Sprintf("update user %q", u.ID))

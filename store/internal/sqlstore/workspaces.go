@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/proserun/prose/store"
 )
@@ -81,13 +82,26 @@ func (db *DB) CreateWorkspace(ctx context.Context, w store.Workspace) (store.Wor
 	return out, err
 }
 
-// GetWorkspace implements store.Workspaces.
+// GetWorkspace implements store.Workspaces, through the workspace cache
+// (see wsCache).
 func (db *DB) GetWorkspace(ctx context.Context, org, id string) (store.Workspace, error) {
-	return db.reader().getWorkspace(ctx, org, id)
+	k := wsKey{org, id}
+	gen := db.authGen.Load()
+	if w, ok := db.wsCache.get(k, gen); ok {
+		return w, nil
+	}
+	at := time.Now()
+	w, err := db.reader().getWorkspace(ctx, org, id)
+	if err != nil {
+		return w, err
+	}
+	db.wsCache.put(k, w, gen, at)
+	return w, nil
 }
 
 // UpdateWorkspace implements store.Workspaces.
 func (db *DB) UpdateWorkspace(ctx context.Context, w store.Workspace, mask []string) (store.Workspace, error) {
+	defer db.authChanged(ctx) // the cached workspace (see wsCache)
 	if len(mask) == 0 {
 		mask = []string{"title", "icon", "icon_color"}
 	}
