@@ -10,9 +10,7 @@ import (
 	"github.com/proserun/prose/agent"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/store"
-	"github.com/proserun/prose/store/postgres"
-	"github.com/proserun/prose/store/postgres/pgtest"
-	"github.com/proserun/prose/store/sqlite"
+	"github.com/proserun/prose/store/migratetest"
 )
 
 // TestRowsOfVersion21ReadBack: events and automation details written
@@ -21,11 +19,6 @@ import (
 // the services use: agent.FromStore, applyDetails, AutomationInactive), on
 // both backends; taken down again, the rows are the old bytes.
 func TestRowsOfVersion21ReadBack(t *testing.T) {
-	type backend struct {
-		migrateTo func(ctx context.Context, version int64) error
-		apply     func(ctx context.Context, version int64, up bool) error
-		open      func(ctx context.Context, opts ...store.Option) (store.Store, error)
-	}
 	det := proto.MarshalOptions{Deterministic: true}
 	mustMarshal := func(t *testing.T, m proto.Message) []byte {
 		b, err := det.Marshal(m)
@@ -64,17 +57,17 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 		{}, // no payload
 	}
 
-	run := func(t *testing.T, b backend) {
+	migratetest.ForEachBackend(t, func(t *testing.T, b migratetest.Backend) {
 		ctx := context.Background()
 		// The rows are written by today's store code: the schema is the
 		// latest with 00022 taken down, as if they were written before it.
-		if err := b.migrateTo(ctx, goose.MaxVersion); err != nil {
+		if err := b.MigrateTo(ctx, goose.MaxVersion); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.apply(ctx, 22, false); err != nil {
+		if err := b.Apply(ctx, 22, false); err != nil {
 			t.Fatal(err)
 		}
-		old, err := b.open(ctx, store.WithoutMigrations())
+		old, err := b.Open(ctx, store.WithoutMigrations())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -122,10 +115,10 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 		}
 
 		// Migrate (00022 up) and read back.
-		if err := b.apply(ctx, 22, true); err != nil {
+		if err := b.Apply(ctx, 22, true); err != nil {
 			t.Fatal(err)
 		}
-		st, err := b.open(ctx)
+		st, err := b.Open(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,10 +169,10 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 		}
 
 		// Down again: the old bytes.
-		if err := b.apply(ctx, 22, false); err != nil {
+		if err := b.Apply(ctx, 22, false); err != nil {
 			t.Fatal(err)
 		}
-		back, err := b.open(ctx, store.WithoutMigrations())
+		back, err := b.Open(ctx, store.WithoutMigrations())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -204,26 +197,6 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 				t.Fatalf("down: event %d is %v (%v), want %v", i, now, err, was)
 			}
 		}
-	}
-	t.Run("sqlite", func(t *testing.T) {
-		dir := t.TempDir()
-		run(t, backend{
-			migrateTo: func(ctx context.Context, v int64) error { return sqlite.MigrateTo(ctx, dir, v) },
-			apply:     func(ctx context.Context, v int64, up bool) error { return sqlite.ApplyMigration(ctx, dir, v, up) },
-			open: func(ctx context.Context, opts ...store.Option) (store.Store, error) {
-				return sqlite.Open(ctx, dir, opts...)
-			},
-		})
-	})
-	t.Run("postgres", func(t *testing.T) {
-		url := pgtest.TempDatabase(t, "prose_test_")
-		run(t, backend{
-			migrateTo: func(ctx context.Context, v int64) error { return postgres.MigrateTo(ctx, url, v) },
-			apply:     func(ctx context.Context, v int64, up bool) error { return postgres.ApplyMigration(ctx, url, v, up) },
-			open: func(ctx context.Context, opts ...store.Option) (store.Store, error) {
-				return postgres.Open(ctx, url, opts...)
-			},
-		})
 	})
 }
 
