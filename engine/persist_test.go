@@ -37,7 +37,7 @@ func mirrors(t *testing.T, a, b protoreflect.MessageDescriptor) int {
 			if fa.Message() != nil {
 				same(fa.Message(), fb.Message())
 			}
-			if fa.Enum() != nil {
+			if fa.Enum() != nil && fb.Enum() != nil {
 				sameEnum(t, fa.Enum(), fb.Enum())
 			}
 		}
@@ -46,8 +46,11 @@ func mirrors(t *testing.T, a, b protoreflect.MessageDescriptor) int {
 	return len(seen)
 }
 
+// sameField: the same name, kind and shape; an enum of the platform may be
+// kept as its number (int32), which has the same encoding.
 func sameField(fa, fb protoreflect.FieldDescriptor) bool {
-	return fa.Name() == fb.Name() && fa.Kind() == fb.Kind() && fa.Cardinality() == fb.Cardinality() &&
+	kind := fa.Kind() == fb.Kind() || fa.Kind() == protoreflect.EnumKind && fb.Kind() == protoreflect.Int32Kind
+	return fa.Name() == fb.Name() && kind && fa.Cardinality() == fb.Cardinality() &&
 		fa.IsMap() == fb.IsMap() && (fa.ContainingOneof() == nil) == (fb.ContainingOneof() == nil)
 }
 
@@ -80,10 +83,11 @@ func TestPersistValueMirrorsPlatformValue(t *testing.T) {
 }
 
 // TestPersistMirrorsPlatform: agent.ToStore/FromStore convert an event's
-// payload member, and the automation service the automation details, by
-// re-reading the member's encoding (as for Value), so each member of
-// persist.v1.Event and persist.v1.AutomationDetails has a platform field of
-// the same name (in Event and Automation) whose type it mirrors.
+// payload member, and the server automation details and trigger
+// configurations, by re-reading the member's encoding (as for Value), so
+// each member of persist.v1.Event, AutomationDetails and TriggerConfig has
+// a platform field of the same name (in Event, Automation and
+// TriggerInstance) whose type it mirrors.
 func TestPersistMirrorsPlatform(t *testing.T) {
 	for _, tc := range []struct {
 		platform, persist protoreflect.MessageDescriptor
@@ -91,6 +95,7 @@ func TestPersistMirrorsPlatform(t *testing.T) {
 	}{
 		{(&platformv1.Event{}).ProtoReflect().Descriptor(), (&persistv1.Event{}).ProtoReflect().Descriptor(), 11},
 		{(&platformv1.Automation{}).ProtoReflect().Descriptor(), (&persistv1.AutomationDetails{}).ProtoReflect().Descriptor(), 20},
+		{(&platformv1.TriggerInstance{}).ProtoReflect().Descriptor(), (&persistv1.TriggerConfig{}).ProtoReflect().Descriptor(), 15},
 	} {
 		n := 0
 		for i := range tc.persist.Fields().Len() {
@@ -106,7 +111,7 @@ func TestPersistMirrorsPlatform(t *testing.T) {
 			if fa.Message() != nil {
 				n += mirrors(t, fa.Message(), fb.Message())
 			}
-			if fa.Enum() != nil {
+			if fa.Enum() != nil && fb.Enum() != nil {
 				sameEnum(t, fa.Enum(), fb.Enum())
 			}
 		}

@@ -13,10 +13,10 @@ import (
 	"github.com/proserun/prose/store/migratetest"
 )
 
-// TestRowsOfVersion21ReadBack: events and automation details written
-// before migration 00022, when they were kept as the public API's Event
-// and Automation messages, read back the same after it (through the codecs
-// the services use: agent.FromStore, applyDetails, AutomationInactive), on
+// TestRowsOfVersion21ReadBack: events, automation details and trigger
+// configurations written before migration 00022, when they were kept as
+// the public API's Event, Automation and TriggerInstance messages, read back the same after it (through the codecs
+// the services use: agent.FromStore, applyDetails, AutomationInactive, decodeTriggerConfig), on
 // both backends; taken down again, the rows are the old bytes.
 func TestRowsOfVersion21ReadBack(t *testing.T) {
 	det := proto.MarshalOptions{Deterministic: true}
@@ -40,6 +40,21 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 		ActivationState: platformv1.AutomationActivationState_AUTOMATION_ACTIVATION_STATE_DEACTIVATED,
 		DefaultInputs:   map[string]*platformv1.Value{"limit": num},
 		MarkedOutputs:   []string{"total"},
+	}
+	bdk := func(s string) *platformv1.BdkValue {
+		return &platformv1.BdkValue{Kind: &platformv1.BdkValue_TextValue{TextValue: s}}
+	}
+	trigger := &platformv1.TriggerInstance{
+		Configuration: map[string]*platformv1.BdkValue{"subject": bdk("orders.*"), "limits": {Kind: &platformv1.BdkValue_ListValue{
+			ListValue: &platformv1.BdkListValue{Values: []*platformv1.BdkValue{bdk("a"), {Kind: &platformv1.BdkValue_NumberValue{NumberValue: 2.5}}}}}}},
+		FilterExpression: &platformv1.Expression{Kind: &platformv1.Expression_BinaryExpression{BinaryExpression: &platformv1.BinaryExpression{
+			Operator: platformv1.BinaryOperator_BinaryOperatorOr,
+			Left: &platformv1.Expression{Kind: &platformv1.Expression_UnaryExpression{UnaryExpression: &platformv1.UnaryExpression{
+				Operator: platformv1.UnaryOperator_UnaryOperatorExists,
+				Inner: &platformv1.Expression{Kind: &platformv1.Expression_NounPhrasesExpression{NounPhrasesExpression: &platformv1.NounPhrases{
+					NounPhrases: []*platformv1.NounPhrase{{Head: "order"}, {Modifiers: []string{"total"}, Head: "amount"}}}}}}}},
+			Right: &platformv1.Expression{Kind: &platformv1.Expression_ValueExpression{ValueExpression: bdk("x")}},
+		}}},
 	}
 	events := []*platformv1.Event{
 		{Payload: &platformv1.Event_UserMessage{UserMessage: &platformv1.UserMessage{User: "users/u1", Content: "use 12.50",
@@ -110,6 +125,17 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 			}
 			ids = append(ids, e.ID)
 		}
+		v21Trigger := mustMarshal(t, trigger)
+		ti, err := old.CreateTriggerInstance(ctx, store.TriggerInstance{OrganizationID: org.ID, WorkspaceID: ws.ID, Name: "t",
+			BookName: "nats", ConnectionID: "c1", TriggerID: "message", Configuration: v21Trigger})
+		if err != nil {
+			t.Fatal(err)
+		}
+		empty, err := old.CreateTriggerInstance(ctx, store.TriggerInstance{OrganizationID: org.ID, WorkspaceID: ws.ID, Name: "e",
+			BookName: "webhook", TriggerID: "webhook"})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := old.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -164,6 +190,22 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 				t.Fatalf("event %d: migrated payload differs from a new one", i)
 			}
 		}
+		for _, tc := range []struct {
+			id   string
+			want *platformv1.TriggerInstance
+		}{{ti.ID, trigger}, {empty.ID, &platformv1.TriggerInstance{}}} {
+			got, err := st.GetTriggerInstance(ctx, org.ID, ws.ID, tc.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := decodeTriggerConfig(got.Configuration)
+			if err != nil || !proto.Equal(cfg, tc.want) {
+				t.Fatalf("trigger configuration reads back as %v (%v), want %v", cfg, err, tc.want)
+			}
+			if f, err := instanceFilter(got); err != nil || !proto.Equal(f, tc.want.GetFilterExpression()) {
+				t.Fatalf("trigger filter reads back as %v (%v)", f, err)
+			}
+		}
 		if err := st.Close(); err != nil {
 			t.Fatal(err)
 		}
@@ -183,6 +225,9 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 		}
 		if !proto.Equal(decodeV21Details(t, a2.Details), details) || !proto.Equal(decodeV21Details(t, a2.PublishedDetails), details) {
 			t.Fatal("down: automation details differ from the old ones")
+		}
+		if ti2, err := back.GetTriggerInstance(ctx, org.ID, ws.ID, ti.ID); err != nil || !proto.Equal(decodeV21Trigger(t, ti2.Configuration), trigger) {
+			t.Fatalf("down: trigger configuration differs from the old one (%v)", err)
 		}
 		for i, id := range ids {
 			e, err := back.GetEvent(ctx, th, id)
@@ -217,4 +262,13 @@ func decodeV21Details(t *testing.T, b []byte) *platformv1.Automation {
 		t.Fatal(err)
 	}
 	return a
+}
+
+func decodeV21Trigger(t *testing.T, b []byte) *platformv1.TriggerInstance {
+	t.Helper()
+	ti := &platformv1.TriggerInstance{}
+	if err := proto.Unmarshal(b, ti); err != nil {
+		t.Fatal(err)
+	}
+	return ti
 }

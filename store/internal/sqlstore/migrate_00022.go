@@ -25,7 +25,10 @@ import (
 //     prose.platform.v1.Automation holding only connections (7),
 //     input_specs (11), activation_state (17), default_inputs (18) and
 //     marked_outputs (19); they become a prose.persist.v1.AutomationDetails
-//     (1-5).
+//     (1-5);
+//   - trigger_instances.configuration was a prose.platform.v1.TriggerInstance
+//     holding only configuration (7) and filter_expression (12); it becomes a
+//     prose.persist.v1.TriggerConfig (1, 2).
 //
 // The members' own messages (UserMessage, AutomationInputSpec, Value, …)
 // are mirrored in persist.v1 with the same numbers, so only the top-level
@@ -42,6 +45,10 @@ var v21Event = map[protowire.Number]protowire.Number{5: 1, 6: 2, 7: 3, 8: 4, 9: 
 // migration 00021) of the fields kept as details to AutomationDetails'.
 var v21AutomationDetails = map[protowire.Number]protowire.Number{7: 1, 11: 2, 17: 3, 18: 4, 19: 5}
 
+// v21TriggerConfig maps the platform TriggerInstance's numbers (as of
+// migration 00021) of the fields kept as configuration to TriggerConfig's.
+var v21TriggerConfig = map[protowire.Number]protowire.Number{7: 1, 12: 2}
+
 func migration00022(d store.Dialect) *goose.Migration {
 	type column struct {
 		table, col string
@@ -49,11 +56,13 @@ func migration00022(d store.Dialect) *goose.Migration {
 		up         func([]byte) ([]byte, error)
 		down       func([]byte) ([]byte, error)
 	}
-	automation := []string{"organization_id", "workspace_id", "id"}
+	wsKey := []string{"organization_id", "workspace_id", "id"} // automations' and trigger_instances' key
+
 	cols := []column{
 		{"events", "payload", []string{"run_id", "agent_id", "id"}, EventFromV21, EventToV21},
-		{"automations", "details", automation, AutomationDetailsFromV21, AutomationDetailsToV21},
-		{"automations", "published_details", automation, AutomationDetailsFromV21, AutomationDetailsToV21},
+		{"automations", "details", wsKey, AutomationDetailsFromV21, AutomationDetailsToV21},
+		{"automations", "published_details", wsKey, AutomationDetailsFromV21, AutomationDetailsToV21},
+		{"trigger_instances", "configuration", wsKey, TriggerConfigFromV21, TriggerConfigToV21},
 	}
 	apply := func(up bool) func(ctx context.Context, tx *sql.Tx) error {
 		return func(ctx context.Context, tx *sql.Tx) error {
@@ -157,6 +166,15 @@ func AutomationDetailsFromV21(b []byte) ([]byte, error) {
 func AutomationDetailsToV21(b []byte) ([]byte, error) {
 	return renumber(b, invert(v21AutomationDetails), nil)
 }
+
+// TriggerConfigFromV21 converts a trigger instance's configuration kept as
+// a prose.platform.v1.TriggerInstance to a prose.persist.v1.TriggerConfig.
+func TriggerConfigFromV21(b []byte) ([]byte, error) {
+	return renumber(b, v21TriggerConfig, &persistv1.TriggerConfig{})
+}
+
+// TriggerConfigToV21 converts back (the down migration).
+func TriggerConfigToV21(b []byte) ([]byte, error) { return renumber(b, invert(v21TriggerConfig), nil) }
 
 // renumber re-encodes the top-level fields of b whose numbers are keys of
 // m under their new numbers (values kept byte for byte, order kept); the

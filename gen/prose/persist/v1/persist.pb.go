@@ -4582,6 +4582,354 @@ func (x *ValueGenericDictionaryType) GetValueType() *ValueType {
 	return nil
 }
 
+// TriggerConfig is what a trigger instance keeps beyond its columns
+// (trigger_instances.configuration): its configuration and the filter its
+// events must pass. The messages it holds mirror the platform's member by
+// member (checked by a test; operators are kept as their numbers); its own
+// numbers are its own (migration 00022 renumbered the rows kept as a
+// prose.platform.v1.TriggerInstance holding only these fields).
+type TriggerConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The configuration values, by name.
+	Configuration map[string]*BdkValue `protobuf:"bytes,1,rep,name=configuration,proto3" json:"configuration,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The filter an event must pass to start runs.
+	FilterExpression *Expression `protobuf:"bytes,2,opt,name=filter_expression,json=filterExpression,proto3" json:"filter_expression,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *TriggerConfig) Reset() {
+	*x = TriggerConfig{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TriggerConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TriggerConfig) ProtoMessage() {}
+
+func (x *TriggerConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TriggerConfig.ProtoReflect.Descriptor instead.
+func (*TriggerConfig) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *TriggerConfig) GetConfiguration() map[string]*BdkValue {
+	if x != nil {
+		return x.Configuration
+	}
+	return nil
+}
+
+func (x *TriggerConfig) GetFilterExpression() *Expression {
+	if x != nil {
+		return x.FilterExpression
+	}
+	return nil
+}
+
+// A filter expression over an event's body. Exactly one member is set.
+type Expression struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The member that is set.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*Expression_BinaryExpression
+	//	*Expression_UnaryExpression
+	//	*Expression_ValueExpression
+	//	*Expression_NounPhrasesExpression
+	Kind          isExpression_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Expression) Reset() {
+	*x = Expression{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Expression) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Expression) ProtoMessage() {}
+
+func (x *Expression) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Expression.ProtoReflect.Descriptor instead.
+func (*Expression) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *Expression) GetKind() isExpression_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *Expression) GetBinaryExpression() *BinaryExpression {
+	if x != nil {
+		if x, ok := x.Kind.(*Expression_BinaryExpression); ok {
+			return x.BinaryExpression
+		}
+	}
+	return nil
+}
+
+func (x *Expression) GetUnaryExpression() *UnaryExpression {
+	if x != nil {
+		if x, ok := x.Kind.(*Expression_UnaryExpression); ok {
+			return x.UnaryExpression
+		}
+	}
+	return nil
+}
+
+func (x *Expression) GetValueExpression() *BdkValue {
+	if x != nil {
+		if x, ok := x.Kind.(*Expression_ValueExpression); ok {
+			return x.ValueExpression
+		}
+	}
+	return nil
+}
+
+func (x *Expression) GetNounPhrasesExpression() *NounPhrases {
+	if x != nil {
+		if x, ok := x.Kind.(*Expression_NounPhrasesExpression); ok {
+			return x.NounPhrasesExpression
+		}
+	}
+	return nil
+}
+
+type isExpression_Kind interface {
+	isExpression_Kind()
+}
+
+type Expression_BinaryExpression struct {
+	// Two operands and an operator.
+	BinaryExpression *BinaryExpression `protobuf:"bytes,1,opt,name=binary_expression,json=binaryExpression,proto3,oneof"`
+}
+
+type Expression_UnaryExpression struct {
+	// One operand and an operator.
+	UnaryExpression *UnaryExpression `protobuf:"bytes,2,opt,name=unary_expression,json=unaryExpression,proto3,oneof"`
+}
+
+type Expression_ValueExpression struct {
+	// A value.
+	ValueExpression *BdkValue `protobuf:"bytes,3,opt,name=value_expression,json=valueExpression,proto3,oneof"`
+}
+
+type Expression_NounPhrasesExpression struct {
+	// A path into the event's body.
+	NounPhrasesExpression *NounPhrases `protobuf:"bytes,4,opt,name=noun_phrases_expression,json=nounPhrasesExpression,proto3,oneof"`
+}
+
+func (*Expression_BinaryExpression) isExpression_Kind() {}
+
+func (*Expression_UnaryExpression) isExpression_Kind() {}
+
+func (*Expression_ValueExpression) isExpression_Kind() {}
+
+func (*Expression_NounPhrasesExpression) isExpression_Kind() {}
+
+// An operator applied to one operand.
+type UnaryExpression struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operator: 0 not, 1 exists (the platform's UnaryOperator numbers).
+	Operator int32 `protobuf:"varint,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// The operand.
+	Inner         *Expression `protobuf:"bytes,2,opt,name=inner,proto3" json:"inner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnaryExpression) Reset() {
+	*x = UnaryExpression{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnaryExpression) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnaryExpression) ProtoMessage() {}
+
+func (x *UnaryExpression) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnaryExpression.ProtoReflect.Descriptor instead.
+func (*UnaryExpression) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *UnaryExpression) GetOperator() int32 {
+	if x != nil {
+		return x.Operator
+	}
+	return 0
+}
+
+func (x *UnaryExpression) GetInner() *Expression {
+	if x != nil {
+		return x.Inner
+	}
+	return nil
+}
+
+// An operator applied to two operands.
+type BinaryExpression struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operator: 0 and, 1 or, 2 equals, 3 not equals, 4 in, 5 has, 6 less
+	// than, 7 greater than, 8 at most, 9 at least (the platform's
+	// BinaryOperator numbers).
+	Operator int32 `protobuf:"varint,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// The left operand.
+	Left *Expression `protobuf:"bytes,2,opt,name=left,proto3" json:"left,omitempty"`
+	// The right operand.
+	Right         *Expression `protobuf:"bytes,3,opt,name=right,proto3" json:"right,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BinaryExpression) Reset() {
+	*x = BinaryExpression{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BinaryExpression) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BinaryExpression) ProtoMessage() {}
+
+func (x *BinaryExpression) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BinaryExpression.ProtoReflect.Descriptor instead.
+func (*BinaryExpression) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *BinaryExpression) GetOperator() int32 {
+	if x != nil {
+		return x.Operator
+	}
+	return 0
+}
+
+func (x *BinaryExpression) GetLeft() *Expression {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
+func (x *BinaryExpression) GetRight() *Expression {
+	if x != nil {
+		return x.Right
+	}
+	return nil
+}
+
+// A path of noun phrases.
+type NounPhrases struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The phrases, outermost first.
+	NounPhrases   []*NounPhrase `protobuf:"bytes,1,rep,name=noun_phrases,json=nounPhrases,proto3" json:"noun_phrases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NounPhrases) Reset() {
+	*x = NounPhrases{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NounPhrases) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NounPhrases) ProtoMessage() {}
+
+func (x *NounPhrases) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NounPhrases.ProtoReflect.Descriptor instead.
+func (*NounPhrases) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *NounPhrases) GetNounPhrases() []*NounPhrase {
+	if x != nil {
+		return x.NounPhrases
+	}
+	return nil
+}
+
 var File_prose_persist_v1_persist_proto protoreflect.FileDescriptor
 
 const file_prose_persist_v1_persist_proto_rawDesc = "" +
@@ -4861,7 +5209,29 @@ const file_prose_persist_v1_persist_proto_rawDesc = "" +
 	"\x1aValueGenericDictionaryType\x126\n" +
 	"\bkey_type\x18\x01 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\akeyType\x12:\n" +
 	"\n" +
-	"value_type\x18\x02 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\tvalueType*M\n" +
+	"value_type\x18\x02 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\tvalueType\"\x92\x02\n" +
+	"\rTriggerConfig\x12X\n" +
+	"\rconfiguration\x18\x01 \x03(\v22.prose.persist.v1.TriggerConfig.ConfigurationEntryR\rconfiguration\x12I\n" +
+	"\x11filter_expression\x18\x02 \x01(\v2\x1c.prose.persist.v1.ExpressionR\x10filterExpression\x1a\\\n" +
+	"\x12ConfigurationEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.prose.persist.v1.BdkValueR\x05value:\x028\x01\"\xd9\x02\n" +
+	"\n" +
+	"Expression\x12Q\n" +
+	"\x11binary_expression\x18\x01 \x01(\v2\".prose.persist.v1.BinaryExpressionH\x00R\x10binaryExpression\x12N\n" +
+	"\x10unary_expression\x18\x02 \x01(\v2!.prose.persist.v1.UnaryExpressionH\x00R\x0funaryExpression\x12G\n" +
+	"\x10value_expression\x18\x03 \x01(\v2\x1a.prose.persist.v1.BdkValueH\x00R\x0fvalueExpression\x12W\n" +
+	"\x17noun_phrases_expression\x18\x04 \x01(\v2\x1d.prose.persist.v1.NounPhrasesH\x00R\x15nounPhrasesExpressionB\x06\n" +
+	"\x04kind\"a\n" +
+	"\x0fUnaryExpression\x12\x1a\n" +
+	"\boperator\x18\x01 \x01(\x05R\boperator\x122\n" +
+	"\x05inner\x18\x02 \x01(\v2\x1c.prose.persist.v1.ExpressionR\x05inner\"\x94\x01\n" +
+	"\x10BinaryExpression\x12\x1a\n" +
+	"\boperator\x18\x01 \x01(\x05R\boperator\x120\n" +
+	"\x04left\x18\x02 \x01(\v2\x1c.prose.persist.v1.ExpressionR\x04left\x122\n" +
+	"\x05right\x18\x03 \x01(\v2\x1c.prose.persist.v1.ExpressionR\x05right\"N\n" +
+	"\vNounPhrases\x12?\n" +
+	"\fnoun_phrases\x18\x01 \x03(\v2\x1c.prose.persist.v1.NounPhraseR\vnounPhrases*M\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tPHASE_PRE\x10\x01\x12\x0e\n" +
@@ -4901,7 +5271,7 @@ func file_prose_persist_v1_persist_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_persist_v1_persist_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
+var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
 var file_prose_persist_v1_persist_proto_goTypes = []any{
 	(Phase)(0),                            // 0: prose.persist.v1.Phase
 	(InvocationSource)(0),                 // 1: prose.persist.v1.InvocationSource
@@ -4964,48 +5334,54 @@ var file_prose_persist_v1_persist_proto_goTypes = []any{
 	(*ValueEnumType)(nil),                 // 58: prose.persist.v1.ValueEnumType
 	(*ValueEnumTypeMember)(nil),           // 59: prose.persist.v1.ValueEnumTypeMember
 	(*ValueGenericDictionaryType)(nil),    // 60: prose.persist.v1.ValueGenericDictionaryType
-	nil,                                   // 61: prose.persist.v1.Values.ValuesEntry
-	nil,                                   // 62: prose.persist.v1.Steps.InputsEntry
-	nil,                                   // 63: prose.persist.v1.Step.BookConnectionsEntry
-	nil,                                   // 64: prose.persist.v1.Expressions.ExpressionsEntry
-	nil,                                   // 65: prose.persist.v1.AutomationDetails.ConnectionsEntry
-	nil,                                   // 66: prose.persist.v1.AutomationDetails.DefaultInputsEntry
-	(structpb.NullValue)(0),               // 67: google.protobuf.NullValue
-	(*date.Date)(nil),                     // 68: google.type.Date
-	(*timeofday.TimeOfDay)(nil),           // 69: google.type.TimeOfDay
-	(*datetime.DateTime)(nil),             // 70: google.type.DateTime
-	(*datetime.TimeZone)(nil),             // 71: google.type.TimeZone
-	(*durationpb.Duration)(nil),           // 72: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 73: google.protobuf.Timestamp
+	(*TriggerConfig)(nil),                 // 61: prose.persist.v1.TriggerConfig
+	(*Expression)(nil),                    // 62: prose.persist.v1.Expression
+	(*UnaryExpression)(nil),               // 63: prose.persist.v1.UnaryExpression
+	(*BinaryExpression)(nil),              // 64: prose.persist.v1.BinaryExpression
+	(*NounPhrases)(nil),                   // 65: prose.persist.v1.NounPhrases
+	nil,                                   // 66: prose.persist.v1.Values.ValuesEntry
+	nil,                                   // 67: prose.persist.v1.Steps.InputsEntry
+	nil,                                   // 68: prose.persist.v1.Step.BookConnectionsEntry
+	nil,                                   // 69: prose.persist.v1.Expressions.ExpressionsEntry
+	nil,                                   // 70: prose.persist.v1.AutomationDetails.ConnectionsEntry
+	nil,                                   // 71: prose.persist.v1.AutomationDetails.DefaultInputsEntry
+	nil,                                   // 72: prose.persist.v1.TriggerConfig.ConfigurationEntry
+	(structpb.NullValue)(0),               // 73: google.protobuf.NullValue
+	(*date.Date)(nil),                     // 74: google.type.Date
+	(*timeofday.TimeOfDay)(nil),           // 75: google.type.TimeOfDay
+	(*datetime.DateTime)(nil),             // 76: google.type.DateTime
+	(*datetime.TimeZone)(nil),             // 77: google.type.TimeZone
+	(*durationpb.Duration)(nil),           // 78: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 79: google.protobuf.Timestamp
 }
 var file_prose_persist_v1_persist_proto_depIdxs = []int32{
-	61,  // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
-	62,  // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
+	66,  // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
+	67,  // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
 	6,   // 2: prose.persist.v1.Steps.steps:type_name -> prose.persist.v1.Step
-	63,  // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
+	68,  // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
 	0,   // 4: prose.persist.v1.Step.phase:type_name -> prose.persist.v1.Phase
 	1,   // 5: prose.persist.v1.Invocation.source:type_name -> prose.persist.v1.InvocationSource
 	4,   // 6: prose.persist.v1.Guidance.provide_values:type_name -> prose.persist.v1.Values
 	11,  // 7: prose.persist.v1.Guidance.answer:type_name -> prose.persist.v1.Value
 	10,  // 8: prose.persist.v1.Guidance.provide_expressions:type_name -> prose.persist.v1.Expressions
-	64,  // 9: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
-	67,  // 10: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
+	69,  // 9: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
+	73,  // 10: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
 	12,  // 11: prose.persist.v1.Value.number:type_name -> prose.persist.v1.Number
-	68,  // 12: prose.persist.v1.Value.date:type_name -> google.type.Date
-	69,  // 13: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
-	70,  // 14: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
-	71,  // 15: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
-	72,  // 16: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
+	74,  // 12: prose.persist.v1.Value.date:type_name -> google.type.Date
+	75,  // 13: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
+	76,  // 14: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
+	77,  // 15: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
+	78,  // 16: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
 	14,  // 17: prose.persist.v1.Value.list:type_name -> prose.persist.v1.List
 	15,  // 18: prose.persist.v1.Value.dictionary:type_name -> prose.persist.v1.Dictionary
 	18,  // 19: prose.persist.v1.Value.file:type_name -> prose.persist.v1.FileValue
 	20,  // 20: prose.persist.v1.Value.table:type_name -> prose.persist.v1.TableValue
 	17,  // 21: prose.persist.v1.Value.set:type_name -> prose.persist.v1.Set
 	12,  // 22: prose.persist.v1.HashableValue.number:type_name -> prose.persist.v1.Number
-	68,  // 23: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
-	69,  // 24: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
-	70,  // 25: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
-	72,  // 26: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
+	74,  // 23: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
+	75,  // 24: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
+	76,  // 25: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
+	78,  // 26: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
 	11,  // 27: prose.persist.v1.List.items:type_name -> prose.persist.v1.Value
 	16,  // 28: prose.persist.v1.Dictionary.entries:type_name -> prose.persist.v1.DictionaryEntry
 	13,  // 29: prose.persist.v1.DictionaryEntry.key:type_name -> prose.persist.v1.HashableValue
@@ -5015,11 +5391,11 @@ var file_prose_persist_v1_persist_proto_depIdxs = []int32{
 	21,  // 33: prose.persist.v1.TableValue.inline:type_name -> prose.persist.v1.Table
 	22,  // 34: prose.persist.v1.Table.columns:type_name -> prose.persist.v1.Column
 	24,  // 35: prose.persist.v1.Column.values:type_name -> prose.persist.v1.BdkValue
-	67,  // 36: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
+	73,  // 36: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
 	23,  // 37: prose.persist.v1.BdkValue.conceptual_value:type_name -> prose.persist.v1.NounPhrase
-	73,  // 38: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
-	68,  // 39: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
-	69,  // 40: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
+	79,  // 38: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
+	74,  // 39: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
+	75,  // 40: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
 	18,  // 41: prose.persist.v1.BdkValue.file_value:type_name -> prose.persist.v1.FileValue
 	25,  // 42: prose.persist.v1.BdkValue.dictionary_value:type_name -> prose.persist.v1.BdkDictionaryValue
 	27,  // 43: prose.persist.v1.BdkValue.list_value:type_name -> prose.persist.v1.BdkListValue
@@ -5048,10 +5424,10 @@ var file_prose_persist_v1_persist_proto_depIdxs = []int32{
 	36,  // 66: prose.persist.v1.InputContentList.items:type_name -> prose.persist.v1.InputContent
 	37,  // 67: prose.persist.v1.InputContent.file:type_name -> prose.persist.v1.FileInputContent
 	38,  // 68: prose.persist.v1.FileInputContent.inline:type_name -> prose.persist.v1.FileContent
-	65,  // 69: prose.persist.v1.AutomationDetails.connections:type_name -> prose.persist.v1.AutomationDetails.ConnectionsEntry
+	70,  // 69: prose.persist.v1.AutomationDetails.connections:type_name -> prose.persist.v1.AutomationDetails.ConnectionsEntry
 	46,  // 70: prose.persist.v1.AutomationDetails.input_specs:type_name -> prose.persist.v1.AutomationInputSpec
 	2,   // 71: prose.persist.v1.AutomationDetails.activation_state:type_name -> prose.persist.v1.AutomationActivationState
-	66,  // 72: prose.persist.v1.AutomationDetails.default_inputs:type_name -> prose.persist.v1.AutomationDetails.DefaultInputsEntry
+	71,  // 72: prose.persist.v1.AutomationDetails.default_inputs:type_name -> prose.persist.v1.AutomationDetails.DefaultInputsEntry
 	47,  // 73: prose.persist.v1.AutomationInputSpec.type:type_name -> prose.persist.v1.ValueType
 	3,   // 74: prose.persist.v1.ValueType.scalar_type:type_name -> prose.persist.v1.ValueScalarType
 	48,  // 75: prose.persist.v1.ValueType.optional_type:type_name -> prose.persist.v1.ValueOptionalType
@@ -5075,16 +5451,27 @@ var file_prose_persist_v1_persist_proto_depIdxs = []int32{
 	59,  // 93: prose.persist.v1.ValueEnumType.members:type_name -> prose.persist.v1.ValueEnumTypeMember
 	47,  // 94: prose.persist.v1.ValueGenericDictionaryType.key_type:type_name -> prose.persist.v1.ValueType
 	47,  // 95: prose.persist.v1.ValueGenericDictionaryType.value_type:type_name -> prose.persist.v1.ValueType
-	11,  // 96: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
-	11,  // 97: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
-	7,   // 98: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
-	7,   // 99: prose.persist.v1.AutomationDetails.ConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
-	11,  // 100: prose.persist.v1.AutomationDetails.DefaultInputsEntry.value:type_name -> prose.persist.v1.Value
-	101, // [101:101] is the sub-list for method output_type
-	101, // [101:101] is the sub-list for method input_type
-	101, // [101:101] is the sub-list for extension type_name
-	101, // [101:101] is the sub-list for extension extendee
-	0,   // [0:101] is the sub-list for field type_name
+	72,  // 96: prose.persist.v1.TriggerConfig.configuration:type_name -> prose.persist.v1.TriggerConfig.ConfigurationEntry
+	62,  // 97: prose.persist.v1.TriggerConfig.filter_expression:type_name -> prose.persist.v1.Expression
+	64,  // 98: prose.persist.v1.Expression.binary_expression:type_name -> prose.persist.v1.BinaryExpression
+	63,  // 99: prose.persist.v1.Expression.unary_expression:type_name -> prose.persist.v1.UnaryExpression
+	24,  // 100: prose.persist.v1.Expression.value_expression:type_name -> prose.persist.v1.BdkValue
+	65,  // 101: prose.persist.v1.Expression.noun_phrases_expression:type_name -> prose.persist.v1.NounPhrases
+	62,  // 102: prose.persist.v1.UnaryExpression.inner:type_name -> prose.persist.v1.Expression
+	62,  // 103: prose.persist.v1.BinaryExpression.left:type_name -> prose.persist.v1.Expression
+	62,  // 104: prose.persist.v1.BinaryExpression.right:type_name -> prose.persist.v1.Expression
+	23,  // 105: prose.persist.v1.NounPhrases.noun_phrases:type_name -> prose.persist.v1.NounPhrase
+	11,  // 106: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
+	11,  // 107: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
+	7,   // 108: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	7,   // 109: prose.persist.v1.AutomationDetails.ConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	11,  // 110: prose.persist.v1.AutomationDetails.DefaultInputsEntry.value:type_name -> prose.persist.v1.Value
+	24,  // 111: prose.persist.v1.TriggerConfig.ConfigurationEntry.value:type_name -> prose.persist.v1.BdkValue
+	112, // [112:112] is the sub-list for method output_type
+	112, // [112:112] is the sub-list for method input_type
+	112, // [112:112] is the sub-list for extension type_name
+	112, // [112:112] is the sub-list for extension extendee
+	0,   // [0:112] is the sub-list for field type_name
 }
 
 func init() { file_prose_persist_v1_persist_proto_init() }
@@ -5182,13 +5569,19 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*ValueType_EnumType)(nil),
 		(*ValueType_GenericDictionaryType)(nil),
 	}
+	file_prose_persist_v1_persist_proto_msgTypes[58].OneofWrappers = []any{
+		(*Expression_BinaryExpression)(nil),
+		(*Expression_UnaryExpression)(nil),
+		(*Expression_ValueExpression)(nil),
+		(*Expression_NounPhrasesExpression)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_persist_v1_persist_proto_rawDesc), len(file_prose_persist_v1_persist_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   63,
+			NumMessages:   69,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
