@@ -72,13 +72,18 @@ func sameEnum(t *testing.T, a, b protoreflect.EnumDescriptor) {
 }
 
 // TestPersistValueMirrorsPlatformValue: the engine keeps the values clients
-// give as persist.v1.Value by re-reading the platform Value's encoding, so
+// give as persist.v1.Value (and the scheduler schedules as
+// persist.v1.ScheduleConfig) by re-reading the platform's encoding, so
 // the two must agree member by member (numbers, names, kinds, nesting). A
 // change to the public Value that breaks this needs a persist.v2 and a
 // migration, not a silent change of what is stored.
 func TestPersistValueMirrorsPlatformValue(t *testing.T) {
 	if n := mirrors(t, (&platformv1.Value{}).ProtoReflect().Descriptor(), (&persistv1.Value{}).ProtoReflect().Descriptor()); n < 10 {
 		t.Fatalf("compared %d messages: the walk stopped early", n)
+	}
+	// Schedules are kept as persist.v1.ScheduleConfig (schedule.EncodeConfig).
+	if n := mirrors(t, (&platformv1.ScheduleConfig{}).ProtoReflect().Descriptor(), (&persistv1.ScheduleConfig{}).ProtoReflect().Descriptor()); n < 9 {
+		t.Fatalf("compared %d schedule messages: the walk stopped early", n)
 	}
 }
 

@@ -3,11 +3,15 @@ package server
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/pressly/goose/v3"
+	"google.golang.org/genproto/googleapis/type/date"
+	"google.golang.org/genproto/googleapis/type/timeofday"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/proserun/prose/agent"
+	"github.com/proserun/prose/engine/schedule"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/migratetest"
@@ -125,6 +129,16 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 			}
 			ids = append(ids, e.ID)
 		}
+		sched := &platformv1.ScheduleConfig{
+			Start:          &platformv1.ScheduleStart{StartDate: &date.Date{Year: 2026, Month: 3, Day: 2}, Time: &timeofday.TimeOfDay{Hours: 9}, TimeZone: "Europe/Berlin"},
+			RepeatInterval: &platformv1.RepeatInterval{Unit: platformv1.FrequencyUnit_FREQUENCY_UNIT_WEEK, Interval: 1},
+			WeeklyPattern:  &platformv1.DayOfWeekPattern{Days: []platformv1.DayOfWeek{platformv1.DayOfWeek_DAY_OF_WEEK_MONDAY, platformv1.DayOfWeek_DAY_OF_WEEK_FRIDAY}},
+			End:            &platformv1.ScheduleEnd{EndType: platformv1.ScheduleEndType_SCHEDULE_END_TYPE_AFTER_OCCURRENCES, MaxOccurrences: 10},
+		}
+		if _, err := old.CreateSchedule(ctx, store.Schedule{OrganizationID: org.ID, WorkspaceID: ws.ID, AutomationID: a.ID,
+			Config: mustMarshal(t, sched), Enabled: true, NextTime: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
 		v21Trigger := mustMarshal(t, trigger)
 		ti, err := old.CreateTriggerInstance(ctx, store.TriggerInstance{OrganizationID: org.ID, WorkspaceID: ws.ID, Name: "t",
 			BookName: "nats", ConnectionID: "c1", TriggerID: "message", Configuration: v21Trigger})
@@ -205,6 +219,17 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 			if f, err := instanceFilter(got); err != nil || !proto.Equal(f, tc.want.GetFilterExpression()) {
 				t.Fatalf("trigger filter reads back as %v (%v)", f, err)
 			}
+		}
+		// Schedules kept the same encoding: they read back as they are.
+		sc, err := st.GetSchedule(ctx, org.ID, ws.ID, a.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg, err := schedule.DecodeConfig(sc.Config); err != nil || !proto.Equal(cfg, sched) {
+			t.Fatalf("schedule reads back as %v (%v), want %v", cfg, err, sched)
+		}
+		if now, err := schedule.EncodeConfig(sched); err != nil || string(now) != string(sc.Config) {
+			t.Fatalf("a schedule written today differs from the kept one (%v)", err)
 		}
 		if err := st.Close(); err != nil {
 			t.Fatal(err)

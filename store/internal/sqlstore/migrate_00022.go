@@ -30,6 +30,10 @@ import (
 //     holding only configuration (7) and filter_expression (12); it becomes a
 //     prose.persist.v1.TriggerConfig (1, 2).
 //
+// schedules.config (a prose.platform.v1.ScheduleConfig) became a
+// prose.persist.v1.ScheduleConfig with the same numbers and encoding: its
+// rows read back as they are, and this migration leaves them.
+//
 // The members' own messages (UserMessage, AutomationInputSpec, Value, …)
 // are mirrored in persist.v1 with the same numbers, so only the top-level
 // numbers change: the rows are renumbered on the wire, with the old

@@ -281,6 +281,367 @@ func (ValueScalarType) EnumDescriptor() ([]byte, []int) {
 	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{3}
 }
 
+// How a schedule ends.
+type ScheduleEndType int32
+
+const (
+	// Not given.
+	ScheduleEndType_SCHEDULE_END_TYPE_UNSPECIFIED ScheduleEndType = 0
+	// Never.
+	ScheduleEndType_SCHEDULE_END_TYPE_NEVER ScheduleEndType = 1
+	// On a date.
+	ScheduleEndType_SCHEDULE_END_TYPE_ON_DATE ScheduleEndType = 2
+	// After a number of runs.
+	ScheduleEndType_SCHEDULE_END_TYPE_AFTER_OCCURRENCES ScheduleEndType = 3
+)
+
+// Enum value maps for ScheduleEndType.
+var (
+	ScheduleEndType_name = map[int32]string{
+		0: "SCHEDULE_END_TYPE_UNSPECIFIED",
+		1: "SCHEDULE_END_TYPE_NEVER",
+		2: "SCHEDULE_END_TYPE_ON_DATE",
+		3: "SCHEDULE_END_TYPE_AFTER_OCCURRENCES",
+	}
+	ScheduleEndType_value = map[string]int32{
+		"SCHEDULE_END_TYPE_UNSPECIFIED":       0,
+		"SCHEDULE_END_TYPE_NEVER":             1,
+		"SCHEDULE_END_TYPE_ON_DATE":           2,
+		"SCHEDULE_END_TYPE_AFTER_OCCURRENCES": 3,
+	}
+)
+
+func (x ScheduleEndType) Enum() *ScheduleEndType {
+	p := new(ScheduleEndType)
+	*p = x
+	return p
+}
+
+func (x ScheduleEndType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScheduleEndType) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[4].Descriptor()
+}
+
+func (ScheduleEndType) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[4]
+}
+
+func (x ScheduleEndType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScheduleEndType.Descriptor instead.
+func (ScheduleEndType) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{4}
+}
+
+// A day of the week.
+type DayOfWeek int32
+
+const (
+	// Not given.
+	DayOfWeek_DAY_OF_WEEK_UNSPECIFIED DayOfWeek = 0
+	// Monday.
+	DayOfWeek_DAY_OF_WEEK_MONDAY DayOfWeek = 1
+	// Tuesday.
+	DayOfWeek_DAY_OF_WEEK_TUESDAY DayOfWeek = 2
+	// Wednesday.
+	DayOfWeek_DAY_OF_WEEK_WEDNESDAY DayOfWeek = 3
+	// Thursday.
+	DayOfWeek_DAY_OF_WEEK_THURSDAY DayOfWeek = 4
+	// Friday.
+	DayOfWeek_DAY_OF_WEEK_FRIDAY DayOfWeek = 5
+	// Saturday.
+	DayOfWeek_DAY_OF_WEEK_SATURDAY DayOfWeek = 6
+	// Sunday.
+	DayOfWeek_DAY_OF_WEEK_SUNDAY DayOfWeek = 7
+)
+
+// Enum value maps for DayOfWeek.
+var (
+	DayOfWeek_name = map[int32]string{
+		0: "DAY_OF_WEEK_UNSPECIFIED",
+		1: "DAY_OF_WEEK_MONDAY",
+		2: "DAY_OF_WEEK_TUESDAY",
+		3: "DAY_OF_WEEK_WEDNESDAY",
+		4: "DAY_OF_WEEK_THURSDAY",
+		5: "DAY_OF_WEEK_FRIDAY",
+		6: "DAY_OF_WEEK_SATURDAY",
+		7: "DAY_OF_WEEK_SUNDAY",
+	}
+	DayOfWeek_value = map[string]int32{
+		"DAY_OF_WEEK_UNSPECIFIED": 0,
+		"DAY_OF_WEEK_MONDAY":      1,
+		"DAY_OF_WEEK_TUESDAY":     2,
+		"DAY_OF_WEEK_WEDNESDAY":   3,
+		"DAY_OF_WEEK_THURSDAY":    4,
+		"DAY_OF_WEEK_FRIDAY":      5,
+		"DAY_OF_WEEK_SATURDAY":    6,
+		"DAY_OF_WEEK_SUNDAY":      7,
+	}
+)
+
+func (x DayOfWeek) Enum() *DayOfWeek {
+	p := new(DayOfWeek)
+	*p = x
+	return p
+}
+
+func (x DayOfWeek) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DayOfWeek) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[5].Descriptor()
+}
+
+func (DayOfWeek) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[5]
+}
+
+func (x DayOfWeek) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DayOfWeek.Descriptor instead.
+func (DayOfWeek) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{5}
+}
+
+// An ordinal.
+type Ordinal int32
+
+const (
+	// Not given.
+	Ordinal_ORDINAL_UNSPECIFIED Ordinal = 0
+	// First.
+	Ordinal_ORDINAL_FIRST Ordinal = 1
+	// Second.
+	Ordinal_ORDINAL_SECOND Ordinal = 2
+	// Third.
+	Ordinal_ORDINAL_THIRD Ordinal = 3
+	// Fourth.
+	Ordinal_ORDINAL_FOURTH Ordinal = 4
+	// Fifth.
+	Ordinal_ORDINAL_FIFTH Ordinal = 5
+	// Last.
+	Ordinal_ORDINAL_LAST Ordinal = 6
+)
+
+// Enum value maps for Ordinal.
+var (
+	Ordinal_name = map[int32]string{
+		0: "ORDINAL_UNSPECIFIED",
+		1: "ORDINAL_FIRST",
+		2: "ORDINAL_SECOND",
+		3: "ORDINAL_THIRD",
+		4: "ORDINAL_FOURTH",
+		5: "ORDINAL_FIFTH",
+		6: "ORDINAL_LAST",
+	}
+	Ordinal_value = map[string]int32{
+		"ORDINAL_UNSPECIFIED": 0,
+		"ORDINAL_FIRST":       1,
+		"ORDINAL_SECOND":      2,
+		"ORDINAL_THIRD":       3,
+		"ORDINAL_FOURTH":      4,
+		"ORDINAL_FIFTH":       5,
+		"ORDINAL_LAST":        6,
+	}
+)
+
+func (x Ordinal) Enum() *Ordinal {
+	p := new(Ordinal)
+	*p = x
+	return p
+}
+
+func (x Ordinal) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Ordinal) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[6].Descriptor()
+}
+
+func (Ordinal) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[6]
+}
+
+func (x Ordinal) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Ordinal.Descriptor instead.
+func (Ordinal) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{6}
+}
+
+// A unit of repetition.
+type FrequencyUnit int32
+
+const (
+	// Not given.
+	FrequencyUnit_FREQUENCY_UNIT_UNSPECIFIED FrequencyUnit = 0
+	// Minutes.
+	FrequencyUnit_FREQUENCY_UNIT_MINUTE FrequencyUnit = 1
+	// Hours.
+	FrequencyUnit_FREQUENCY_UNIT_HOUR FrequencyUnit = 2
+	// Days.
+	FrequencyUnit_FREQUENCY_UNIT_DAY FrequencyUnit = 3
+	// Weeks.
+	FrequencyUnit_FREQUENCY_UNIT_WEEK FrequencyUnit = 4
+	// Months.
+	FrequencyUnit_FREQUENCY_UNIT_MONTH FrequencyUnit = 5
+	// Years.
+	FrequencyUnit_FREQUENCY_UNIT_YEAR FrequencyUnit = 6
+)
+
+// Enum value maps for FrequencyUnit.
+var (
+	FrequencyUnit_name = map[int32]string{
+		0: "FREQUENCY_UNIT_UNSPECIFIED",
+		1: "FREQUENCY_UNIT_MINUTE",
+		2: "FREQUENCY_UNIT_HOUR",
+		3: "FREQUENCY_UNIT_DAY",
+		4: "FREQUENCY_UNIT_WEEK",
+		5: "FREQUENCY_UNIT_MONTH",
+		6: "FREQUENCY_UNIT_YEAR",
+	}
+	FrequencyUnit_value = map[string]int32{
+		"FREQUENCY_UNIT_UNSPECIFIED": 0,
+		"FREQUENCY_UNIT_MINUTE":      1,
+		"FREQUENCY_UNIT_HOUR":        2,
+		"FREQUENCY_UNIT_DAY":         3,
+		"FREQUENCY_UNIT_WEEK":        4,
+		"FREQUENCY_UNIT_MONTH":       5,
+		"FREQUENCY_UNIT_YEAR":        6,
+	}
+)
+
+func (x FrequencyUnit) Enum() *FrequencyUnit {
+	p := new(FrequencyUnit)
+	*p = x
+	return p
+}
+
+func (x FrequencyUnit) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FrequencyUnit) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[7].Descriptor()
+}
+
+func (FrequencyUnit) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[7]
+}
+
+func (x FrequencyUnit) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FrequencyUnit.Descriptor instead.
+func (FrequencyUnit) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{7}
+}
+
+// A month.
+type Month int32
+
+const (
+	// Not given.
+	Month_MONTH_UNSPECIFIED Month = 0
+	// January.
+	Month_MONTH_JANUARY Month = 1
+	// February.
+	Month_MONTH_FEBRUARY Month = 2
+	// March.
+	Month_MONTH_MARCH Month = 3
+	// April.
+	Month_MONTH_APRIL Month = 4
+	// May.
+	Month_MONTH_MAY Month = 5
+	// June.
+	Month_MONTH_JUNE Month = 6
+	// July.
+	Month_MONTH_JULY Month = 7
+	// August.
+	Month_MONTH_AUGUST Month = 8
+	// September.
+	Month_MONTH_SEPTEMBER Month = 9
+	// October.
+	Month_MONTH_OCTOBER Month = 10
+	// November.
+	Month_MONTH_NOVEMBER Month = 11
+	// December.
+	Month_MONTH_DECEMBER Month = 12
+)
+
+// Enum value maps for Month.
+var (
+	Month_name = map[int32]string{
+		0:  "MONTH_UNSPECIFIED",
+		1:  "MONTH_JANUARY",
+		2:  "MONTH_FEBRUARY",
+		3:  "MONTH_MARCH",
+		4:  "MONTH_APRIL",
+		5:  "MONTH_MAY",
+		6:  "MONTH_JUNE",
+		7:  "MONTH_JULY",
+		8:  "MONTH_AUGUST",
+		9:  "MONTH_SEPTEMBER",
+		10: "MONTH_OCTOBER",
+		11: "MONTH_NOVEMBER",
+		12: "MONTH_DECEMBER",
+	}
+	Month_value = map[string]int32{
+		"MONTH_UNSPECIFIED": 0,
+		"MONTH_JANUARY":     1,
+		"MONTH_FEBRUARY":    2,
+		"MONTH_MARCH":       3,
+		"MONTH_APRIL":       4,
+		"MONTH_MAY":         5,
+		"MONTH_JUNE":        6,
+		"MONTH_JULY":        7,
+		"MONTH_AUGUST":      8,
+		"MONTH_SEPTEMBER":   9,
+		"MONTH_OCTOBER":     10,
+		"MONTH_NOVEMBER":    11,
+		"MONTH_DECEMBER":    12,
+	}
+)
+
+func (x Month) Enum() *Month {
+	p := new(Month)
+	*p = x
+	return p
+}
+
+func (x Month) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Month) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[8].Descriptor()
+}
+
+func (Month) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[8]
+}
+
+func (x Month) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Month.Descriptor instead.
+func (Month) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{8}
+}
+
 // Values is a map of named values: a run's user inputs (runs.user_inputs),
 // the inputs of its current step (runs.step_inputs), its outputs
 // (runs.outputs) and the result of a journaled book call (run_journal.data).
@@ -4930,6 +5291,567 @@ func (x *NounPhrases) GetNounPhrases() []*NounPhrase {
 	return nil
 }
 
+// ScheduleConfig is an automation's schedule (schedules.config). It mirrors
+// the platform's ScheduleConfig member by member, with the same numbers
+// (checked by a test), so rows written as the platform's message read back
+// as they are; the scheduler converts by re-reading the encoding.
+type ScheduleConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the schedule starts.
+	Start *ScheduleStart `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	// How often it repeats.
+	RepeatInterval *RepeatInterval `protobuf:"bytes,2,opt,name=repeat_interval,json=repeatInterval,proto3" json:"repeat_interval,omitempty"`
+	// The days of the week it runs on.
+	WeeklyPattern *DayOfWeekPattern `protobuf:"bytes,3,opt,name=weekly_pattern,json=weeklyPattern,proto3" json:"weekly_pattern,omitempty"`
+	// The day of the month it runs on.
+	MonthlyPattern *DayOfMonthPattern `protobuf:"bytes,4,opt,name=monthly_pattern,json=monthlyPattern,proto3" json:"monthly_pattern,omitempty"`
+	// The day of the year it runs on.
+	YearlyPattern *MonthPattern `protobuf:"bytes,5,opt,name=yearly_pattern,json=yearlyPattern,proto3" json:"yearly_pattern,omitempty"`
+	// When it may run.
+	ActiveWindow *TimeWindow `protobuf:"bytes,6,opt,name=active_window,json=activeWindow,proto3" json:"active_window,omitempty"`
+	// When it ends.
+	End           *ScheduleEnd `protobuf:"bytes,7,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleConfig) Reset() {
+	*x = ScheduleConfig{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleConfig) ProtoMessage() {}
+
+func (x *ScheduleConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleConfig.ProtoReflect.Descriptor instead.
+func (*ScheduleConfig) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ScheduleConfig) GetStart() *ScheduleStart {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetRepeatInterval() *RepeatInterval {
+	if x != nil {
+		return x.RepeatInterval
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetWeeklyPattern() *DayOfWeekPattern {
+	if x != nil {
+		return x.WeeklyPattern
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetMonthlyPattern() *DayOfMonthPattern {
+	if x != nil {
+		return x.MonthlyPattern
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetYearlyPattern() *MonthPattern {
+	if x != nil {
+		return x.YearlyPattern
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetActiveWindow() *TimeWindow {
+	if x != nil {
+		return x.ActiveWindow
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetEnd() *ScheduleEnd {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+// When a schedule ends.
+type ScheduleEnd struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How it ends.
+	EndType ScheduleEndType `protobuf:"varint,1,opt,name=end_type,json=endType,proto3,enum=prose.persist.v1.ScheduleEndType" json:"end_type,omitempty"`
+	// The last day (ON_DATE).
+	EndDate *date.Date `protobuf:"bytes,2,opt,name=end_date,json=endDate,proto3" json:"end_date,omitempty"`
+	// How many runs (AFTER_OCCURRENCES).
+	MaxOccurrences int32 `protobuf:"varint,3,opt,name=max_occurrences,json=maxOccurrences,proto3" json:"max_occurrences,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ScheduleEnd) Reset() {
+	*x = ScheduleEnd{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleEnd) ProtoMessage() {}
+
+func (x *ScheduleEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleEnd.ProtoReflect.Descriptor instead.
+func (*ScheduleEnd) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ScheduleEnd) GetEndType() ScheduleEndType {
+	if x != nil {
+		return x.EndType
+	}
+	return ScheduleEndType_SCHEDULE_END_TYPE_UNSPECIFIED
+}
+
+func (x *ScheduleEnd) GetEndDate() *date.Date {
+	if x != nil {
+		return x.EndDate
+	}
+	return nil
+}
+
+func (x *ScheduleEnd) GetMaxOccurrences() int32 {
+	if x != nil {
+		return x.MaxOccurrences
+	}
+	return 0
+}
+
+// Days of the week.
+type DayOfWeekPattern struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The days.
+	Days          []DayOfWeek `protobuf:"varint,1,rep,packed,name=days,proto3,enum=prose.persist.v1.DayOfWeek" json:"days,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DayOfWeekPattern) Reset() {
+	*x = DayOfWeekPattern{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DayOfWeekPattern) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DayOfWeekPattern) ProtoMessage() {}
+
+func (x *DayOfWeekPattern) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DayOfWeekPattern.ProtoReflect.Descriptor instead.
+func (*DayOfWeekPattern) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *DayOfWeekPattern) GetDays() []DayOfWeek {
+	if x != nil {
+		return x.Days
+	}
+	return nil
+}
+
+// A day of the month: a number, or an ordinal weekday.
+type DayOfMonthPattern struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The day's number (1-31).
+	DayNumber int32 `protobuf:"varint,1,opt,name=day_number,json=dayNumber,proto3" json:"day_number,omitempty"`
+	// The first Monday, the last Friday, ….
+	OrdinalDay    *OrdinalDayOfWeek `protobuf:"bytes,2,opt,name=ordinal_day,json=ordinalDay,proto3" json:"ordinal_day,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DayOfMonthPattern) Reset() {
+	*x = DayOfMonthPattern{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DayOfMonthPattern) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DayOfMonthPattern) ProtoMessage() {}
+
+func (x *DayOfMonthPattern) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DayOfMonthPattern.ProtoReflect.Descriptor instead.
+func (*DayOfMonthPattern) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *DayOfMonthPattern) GetDayNumber() int32 {
+	if x != nil {
+		return x.DayNumber
+	}
+	return 0
+}
+
+func (x *DayOfMonthPattern) GetOrdinalDay() *OrdinalDayOfWeek {
+	if x != nil {
+		return x.OrdinalDay
+	}
+	return nil
+}
+
+// An ordinal weekday of a month.
+type OrdinalDayOfWeek struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Which one.
+	Ordinal Ordinal `protobuf:"varint,1,opt,name=ordinal,proto3,enum=prose.persist.v1.Ordinal" json:"ordinal,omitempty"`
+	// The weekday.
+	Day           DayOfWeek `protobuf:"varint,2,opt,name=day,proto3,enum=prose.persist.v1.DayOfWeek" json:"day,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrdinalDayOfWeek) Reset() {
+	*x = OrdinalDayOfWeek{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrdinalDayOfWeek) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrdinalDayOfWeek) ProtoMessage() {}
+
+func (x *OrdinalDayOfWeek) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrdinalDayOfWeek.ProtoReflect.Descriptor instead.
+func (*OrdinalDayOfWeek) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *OrdinalDayOfWeek) GetOrdinal() Ordinal {
+	if x != nil {
+		return x.Ordinal
+	}
+	return Ordinal_ORDINAL_UNSPECIFIED
+}
+
+func (x *OrdinalDayOfWeek) GetDay() DayOfWeek {
+	if x != nil {
+		return x.Day
+	}
+	return DayOfWeek_DAY_OF_WEEK_UNSPECIFIED
+}
+
+// When a schedule starts.
+type ScheduleStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first day.
+	StartDate *date.Date `protobuf:"bytes,1,opt,name=start_date,json=startDate,proto3" json:"start_date,omitempty"`
+	// The time of day.
+	Time *timeofday.TimeOfDay `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// The IANA time zone.
+	TimeZone      string `protobuf:"bytes,3,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleStart) Reset() {
+	*x = ScheduleStart{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleStart) ProtoMessage() {}
+
+func (x *ScheduleStart) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleStart.ProtoReflect.Descriptor instead.
+func (*ScheduleStart) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *ScheduleStart) GetStartDate() *date.Date {
+	if x != nil {
+		return x.StartDate
+	}
+	return nil
+}
+
+func (x *ScheduleStart) GetTime() *timeofday.TimeOfDay {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ScheduleStart) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+// A window of time.
+type TimeWindow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its start.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// Its end.
+	EndTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// The IANA time zone.
+	TimeZone      string `protobuf:"bytes,3,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimeWindow) Reset() {
+	*x = TimeWindow{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimeWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimeWindow) ProtoMessage() {}
+
+func (x *TimeWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimeWindow.ProtoReflect.Descriptor instead.
+func (*TimeWindow) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *TimeWindow) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *TimeWindow) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *TimeWindow) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+// How often a schedule repeats.
+type RepeatInterval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The unit.
+	Unit FrequencyUnit `protobuf:"varint,1,opt,name=unit,proto3,enum=prose.persist.v1.FrequencyUnit" json:"unit,omitempty"`
+	// Every how many units.
+	Interval      int32 `protobuf:"varint,2,opt,name=interval,proto3" json:"interval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepeatInterval) Reset() {
+	*x = RepeatInterval{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepeatInterval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepeatInterval) ProtoMessage() {}
+
+func (x *RepeatInterval) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepeatInterval.ProtoReflect.Descriptor instead.
+func (*RepeatInterval) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *RepeatInterval) GetUnit() FrequencyUnit {
+	if x != nil {
+		return x.Unit
+	}
+	return FrequencyUnit_FREQUENCY_UNIT_UNSPECIFIED
+}
+
+func (x *RepeatInterval) GetInterval() int32 {
+	if x != nil {
+		return x.Interval
+	}
+	return 0
+}
+
+// A day of the year.
+type MonthPattern struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The month.
+	Month Month `protobuf:"varint,1,opt,name=month,proto3,enum=prose.persist.v1.Month" json:"month,omitempty"`
+	// The day of that month.
+	DayPattern    *DayOfMonthPattern `protobuf:"bytes,2,opt,name=day_pattern,json=dayPattern,proto3" json:"day_pattern,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MonthPattern) Reset() {
+	*x = MonthPattern{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MonthPattern) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MonthPattern) ProtoMessage() {}
+
+func (x *MonthPattern) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MonthPattern.ProtoReflect.Descriptor instead.
+func (*MonthPattern) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *MonthPattern) GetMonth() Month {
+	if x != nil {
+		return x.Month
+	}
+	return Month_MONTH_UNSPECIFIED
+}
+
+func (x *MonthPattern) GetDayPattern() *DayOfMonthPattern {
+	if x != nil {
+		return x.DayPattern
+	}
+	return nil
+}
+
 var File_prose_persist_v1_persist_proto protoreflect.FileDescriptor
 
 const file_prose_persist_v1_persist_proto_rawDesc = "" +
@@ -5231,7 +6153,47 @@ const file_prose_persist_v1_persist_proto_rawDesc = "" +
 	"\x04left\x18\x02 \x01(\v2\x1c.prose.persist.v1.ExpressionR\x04left\x122\n" +
 	"\x05right\x18\x03 \x01(\v2\x1c.prose.persist.v1.ExpressionR\x05right\"N\n" +
 	"\vNounPhrases\x12?\n" +
-	"\fnoun_phrases\x18\x01 \x03(\v2\x1c.prose.persist.v1.NounPhraseR\vnounPhrases*M\n" +
+	"\fnoun_phrases\x18\x01 \x03(\v2\x1c.prose.persist.v1.NounPhraseR\vnounPhrases\"\xe6\x03\n" +
+	"\x0eScheduleConfig\x125\n" +
+	"\x05start\x18\x01 \x01(\v2\x1f.prose.persist.v1.ScheduleStartR\x05start\x12I\n" +
+	"\x0frepeat_interval\x18\x02 \x01(\v2 .prose.persist.v1.RepeatIntervalR\x0erepeatInterval\x12I\n" +
+	"\x0eweekly_pattern\x18\x03 \x01(\v2\".prose.persist.v1.DayOfWeekPatternR\rweeklyPattern\x12L\n" +
+	"\x0fmonthly_pattern\x18\x04 \x01(\v2#.prose.persist.v1.DayOfMonthPatternR\x0emonthlyPattern\x12E\n" +
+	"\x0eyearly_pattern\x18\x05 \x01(\v2\x1e.prose.persist.v1.MonthPatternR\ryearlyPattern\x12A\n" +
+	"\ractive_window\x18\x06 \x01(\v2\x1c.prose.persist.v1.TimeWindowR\factiveWindow\x12/\n" +
+	"\x03end\x18\a \x01(\v2\x1d.prose.persist.v1.ScheduleEndR\x03end\"\xa2\x01\n" +
+	"\vScheduleEnd\x12<\n" +
+	"\bend_type\x18\x01 \x01(\x0e2!.prose.persist.v1.ScheduleEndTypeR\aendType\x12,\n" +
+	"\bend_date\x18\x02 \x01(\v2\x11.google.type.DateR\aendDate\x12'\n" +
+	"\x0fmax_occurrences\x18\x03 \x01(\x05R\x0emaxOccurrences\"C\n" +
+	"\x10DayOfWeekPattern\x12/\n" +
+	"\x04days\x18\x01 \x03(\x0e2\x1b.prose.persist.v1.DayOfWeekR\x04days\"w\n" +
+	"\x11DayOfMonthPattern\x12\x1d\n" +
+	"\n" +
+	"day_number\x18\x01 \x01(\x05R\tdayNumber\x12C\n" +
+	"\vordinal_day\x18\x02 \x01(\v2\".prose.persist.v1.OrdinalDayOfWeekR\n" +
+	"ordinalDay\"v\n" +
+	"\x10OrdinalDayOfWeek\x123\n" +
+	"\aordinal\x18\x01 \x01(\x0e2\x19.prose.persist.v1.OrdinalR\aordinal\x12-\n" +
+	"\x03day\x18\x02 \x01(\x0e2\x1b.prose.persist.v1.DayOfWeekR\x03day\"\x8a\x01\n" +
+	"\rScheduleStart\x120\n" +
+	"\n" +
+	"start_date\x18\x01 \x01(\v2\x11.google.type.DateR\tstartDate\x12*\n" +
+	"\x04time\x18\x02 \x01(\v2\x16.google.type.TimeOfDayR\x04time\x12\x1b\n" +
+	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\"\x9b\x01\n" +
+	"\n" +
+	"TimeWindow\x129\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
+	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\"a\n" +
+	"\x0eRepeatInterval\x123\n" +
+	"\x04unit\x18\x01 \x01(\x0e2\x1f.prose.persist.v1.FrequencyUnitR\x04unit\x12\x1a\n" +
+	"\binterval\x18\x02 \x01(\x05R\binterval\"\x83\x01\n" +
+	"\fMonthPattern\x12-\n" +
+	"\x05month\x18\x01 \x01(\x0e2\x17.prose.persist.v1.MonthR\x05month\x12D\n" +
+	"\vday_pattern\x18\x02 \x01(\v2#.prose.persist.v1.DayOfMonthPatternR\n" +
+	"dayPattern*M\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tPHASE_PRE\x10\x01\x12\x0e\n" +
@@ -5256,7 +6218,54 @@ const file_prose_persist_v1_persist_proto_rawDesc = "" +
 	"\x1aVALUE_SCALAR_TYPE_DATETIME\x10\x04\x12\x1a\n" +
 	"\x16VALUE_SCALAR_TYPE_DATE\x10\x05\x12\x1a\n" +
 	"\x16VALUE_SCALAR_TYPE_TIME\x10\x06\x12\x1a\n" +
-	"\x16VALUE_SCALAR_TYPE_FILE\x10\aB:Z8github.com/proserun/prose/gen/prose/persist/v1;persistv1b\x06proto3"
+	"\x16VALUE_SCALAR_TYPE_FILE\x10\a*\x99\x01\n" +
+	"\x0fScheduleEndType\x12!\n" +
+	"\x1dSCHEDULE_END_TYPE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17SCHEDULE_END_TYPE_NEVER\x10\x01\x12\x1d\n" +
+	"\x19SCHEDULE_END_TYPE_ON_DATE\x10\x02\x12'\n" +
+	"#SCHEDULE_END_TYPE_AFTER_OCCURRENCES\x10\x03*\xd8\x01\n" +
+	"\tDayOfWeek\x12\x1b\n" +
+	"\x17DAY_OF_WEEK_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12DAY_OF_WEEK_MONDAY\x10\x01\x12\x17\n" +
+	"\x13DAY_OF_WEEK_TUESDAY\x10\x02\x12\x19\n" +
+	"\x15DAY_OF_WEEK_WEDNESDAY\x10\x03\x12\x18\n" +
+	"\x14DAY_OF_WEEK_THURSDAY\x10\x04\x12\x16\n" +
+	"\x12DAY_OF_WEEK_FRIDAY\x10\x05\x12\x18\n" +
+	"\x14DAY_OF_WEEK_SATURDAY\x10\x06\x12\x16\n" +
+	"\x12DAY_OF_WEEK_SUNDAY\x10\a*\x95\x01\n" +
+	"\aOrdinal\x12\x17\n" +
+	"\x13ORDINAL_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rORDINAL_FIRST\x10\x01\x12\x12\n" +
+	"\x0eORDINAL_SECOND\x10\x02\x12\x11\n" +
+	"\rORDINAL_THIRD\x10\x03\x12\x12\n" +
+	"\x0eORDINAL_FOURTH\x10\x04\x12\x11\n" +
+	"\rORDINAL_FIFTH\x10\x05\x12\x10\n" +
+	"\fORDINAL_LAST\x10\x06*\xc7\x01\n" +
+	"\rFrequencyUnit\x12\x1e\n" +
+	"\x1aFREQUENCY_UNIT_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15FREQUENCY_UNIT_MINUTE\x10\x01\x12\x17\n" +
+	"\x13FREQUENCY_UNIT_HOUR\x10\x02\x12\x16\n" +
+	"\x12FREQUENCY_UNIT_DAY\x10\x03\x12\x17\n" +
+	"\x13FREQUENCY_UNIT_WEEK\x10\x04\x12\x18\n" +
+	"\x14FREQUENCY_UNIT_MONTH\x10\x05\x12\x17\n" +
+	"\x13FREQUENCY_UNIT_YEAR\x10\x06*\xf8\x01\n" +
+	"\x05Month\x12\x15\n" +
+	"\x11MONTH_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rMONTH_JANUARY\x10\x01\x12\x12\n" +
+	"\x0eMONTH_FEBRUARY\x10\x02\x12\x0f\n" +
+	"\vMONTH_MARCH\x10\x03\x12\x0f\n" +
+	"\vMONTH_APRIL\x10\x04\x12\r\n" +
+	"\tMONTH_MAY\x10\x05\x12\x0e\n" +
+	"\n" +
+	"MONTH_JUNE\x10\x06\x12\x0e\n" +
+	"\n" +
+	"MONTH_JULY\x10\a\x12\x10\n" +
+	"\fMONTH_AUGUST\x10\b\x12\x13\n" +
+	"\x0fMONTH_SEPTEMBER\x10\t\x12\x11\n" +
+	"\rMONTH_OCTOBER\x10\n" +
+	"\x12\x12\n" +
+	"\x0eMONTH_NOVEMBER\x10\v\x12\x12\n" +
+	"\x0eMONTH_DECEMBER\x10\fB:Z8github.com/proserun/prose/gen/prose/persist/v1;persistv1b\x06proto3"
 
 var (
 	file_prose_persist_v1_persist_proto_rawDescOnce sync.Once
@@ -5270,208 +6279,242 @@ func file_prose_persist_v1_persist_proto_rawDescGZIP() []byte {
 	return file_prose_persist_v1_persist_proto_rawDescData
 }
 
-var file_prose_persist_v1_persist_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 69)
+var file_prose_persist_v1_persist_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_prose_persist_v1_persist_proto_goTypes = []any{
 	(Phase)(0),                            // 0: prose.persist.v1.Phase
 	(InvocationSource)(0),                 // 1: prose.persist.v1.InvocationSource
 	(AutomationActivationState)(0),        // 2: prose.persist.v1.AutomationActivationState
 	(ValueScalarType)(0),                  // 3: prose.persist.v1.ValueScalarType
-	(*Values)(nil),                        // 4: prose.persist.v1.Values
-	(*Steps)(nil),                         // 5: prose.persist.v1.Steps
-	(*Step)(nil),                          // 6: prose.persist.v1.Step
-	(*BookConnection)(nil),                // 7: prose.persist.v1.BookConnection
-	(*Invocation)(nil),                    // 8: prose.persist.v1.Invocation
-	(*Guidance)(nil),                      // 9: prose.persist.v1.Guidance
-	(*Expressions)(nil),                   // 10: prose.persist.v1.Expressions
-	(*Value)(nil),                         // 11: prose.persist.v1.Value
-	(*Number)(nil),                        // 12: prose.persist.v1.Number
-	(*HashableValue)(nil),                 // 13: prose.persist.v1.HashableValue
-	(*List)(nil),                          // 14: prose.persist.v1.List
-	(*Dictionary)(nil),                    // 15: prose.persist.v1.Dictionary
-	(*DictionaryEntry)(nil),               // 16: prose.persist.v1.DictionaryEntry
-	(*Set)(nil),                           // 17: prose.persist.v1.Set
-	(*FileValue)(nil),                     // 18: prose.persist.v1.FileValue
-	(*File)(nil),                          // 19: prose.persist.v1.File
-	(*TableValue)(nil),                    // 20: prose.persist.v1.TableValue
-	(*Table)(nil),                         // 21: prose.persist.v1.Table
-	(*Column)(nil),                        // 22: prose.persist.v1.Column
-	(*NounPhrase)(nil),                    // 23: prose.persist.v1.NounPhrase
-	(*BdkValue)(nil),                      // 24: prose.persist.v1.BdkValue
-	(*BdkDictionaryValue)(nil),            // 25: prose.persist.v1.BdkDictionaryValue
-	(*BdkDictionaryValueField)(nil),       // 26: prose.persist.v1.BdkDictionaryValueField
-	(*BdkListValue)(nil),                  // 27: prose.persist.v1.BdkListValue
-	(*BdkOpaqueValue)(nil),                // 28: prose.persist.v1.BdkOpaqueValue
-	(*BdkSensitiveValue)(nil),             // 29: prose.persist.v1.BdkSensitiveValue
-	(*BdkOffloadableTextValue)(nil),       // 30: prose.persist.v1.BdkOffloadableTextValue
-	(*BdkOffloadableDictionaryValue)(nil), // 31: prose.persist.v1.BdkOffloadableDictionaryValue
-	(*BdkOffloadableListValue)(nil),       // 32: prose.persist.v1.BdkOffloadableListValue
-	(*Event)(nil),                         // 33: prose.persist.v1.Event
-	(*UserMessage)(nil),                   // 34: prose.persist.v1.UserMessage
-	(*InputContentList)(nil),              // 35: prose.persist.v1.InputContentList
-	(*InputContent)(nil),                  // 36: prose.persist.v1.InputContent
-	(*FileInputContent)(nil),              // 37: prose.persist.v1.FileInputContent
-	(*FileContent)(nil),                   // 38: prose.persist.v1.FileContent
-	(*AgentMessage)(nil),                  // 39: prose.persist.v1.AgentMessage
-	(*ToolCallRequest)(nil),               // 40: prose.persist.v1.ToolCallRequest
-	(*ToolCallResult)(nil),                // 41: prose.persist.v1.ToolCallResult
-	(*Thinking)(nil),                      // 42: prose.persist.v1.Thinking
-	(*SystemMessage)(nil),                 // 43: prose.persist.v1.SystemMessage
-	(*CompletionResponse)(nil),            // 44: prose.persist.v1.CompletionResponse
-	(*AutomationDetails)(nil),             // 45: prose.persist.v1.AutomationDetails
-	(*AutomationInputSpec)(nil),           // 46: prose.persist.v1.AutomationInputSpec
-	(*ValueType)(nil),                     // 47: prose.persist.v1.ValueType
-	(*ValueOptionalType)(nil),             // 48: prose.persist.v1.ValueOptionalType
-	(*ValueListType)(nil),                 // 49: prose.persist.v1.ValueListType
-	(*ValueDictionaryType)(nil),           // 50: prose.persist.v1.ValueDictionaryType
-	(*ValueDictionaryTypeField)(nil),      // 51: prose.persist.v1.ValueDictionaryTypeField
-	(*ValueTableType)(nil),                // 52: prose.persist.v1.ValueTableType
-	(*ValueTableTypeColumn)(nil),          // 53: prose.persist.v1.ValueTableTypeColumn
-	(*ValueOpaqueType)(nil),               // 54: prose.persist.v1.ValueOpaqueType
-	(*ValueAnyType)(nil),                  // 55: prose.persist.v1.ValueAnyType
-	(*ValueUnionType)(nil),                // 56: prose.persist.v1.ValueUnionType
-	(*ValueSensitiveType)(nil),            // 57: prose.persist.v1.ValueSensitiveType
-	(*ValueEnumType)(nil),                 // 58: prose.persist.v1.ValueEnumType
-	(*ValueEnumTypeMember)(nil),           // 59: prose.persist.v1.ValueEnumTypeMember
-	(*ValueGenericDictionaryType)(nil),    // 60: prose.persist.v1.ValueGenericDictionaryType
-	(*TriggerConfig)(nil),                 // 61: prose.persist.v1.TriggerConfig
-	(*Expression)(nil),                    // 62: prose.persist.v1.Expression
-	(*UnaryExpression)(nil),               // 63: prose.persist.v1.UnaryExpression
-	(*BinaryExpression)(nil),              // 64: prose.persist.v1.BinaryExpression
-	(*NounPhrases)(nil),                   // 65: prose.persist.v1.NounPhrases
-	nil,                                   // 66: prose.persist.v1.Values.ValuesEntry
-	nil,                                   // 67: prose.persist.v1.Steps.InputsEntry
-	nil,                                   // 68: prose.persist.v1.Step.BookConnectionsEntry
-	nil,                                   // 69: prose.persist.v1.Expressions.ExpressionsEntry
-	nil,                                   // 70: prose.persist.v1.AutomationDetails.ConnectionsEntry
-	nil,                                   // 71: prose.persist.v1.AutomationDetails.DefaultInputsEntry
-	nil,                                   // 72: prose.persist.v1.TriggerConfig.ConfigurationEntry
-	(structpb.NullValue)(0),               // 73: google.protobuf.NullValue
-	(*date.Date)(nil),                     // 74: google.type.Date
-	(*timeofday.TimeOfDay)(nil),           // 75: google.type.TimeOfDay
-	(*datetime.DateTime)(nil),             // 76: google.type.DateTime
-	(*datetime.TimeZone)(nil),             // 77: google.type.TimeZone
-	(*durationpb.Duration)(nil),           // 78: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 79: google.protobuf.Timestamp
+	(ScheduleEndType)(0),                  // 4: prose.persist.v1.ScheduleEndType
+	(DayOfWeek)(0),                        // 5: prose.persist.v1.DayOfWeek
+	(Ordinal)(0),                          // 6: prose.persist.v1.Ordinal
+	(FrequencyUnit)(0),                    // 7: prose.persist.v1.FrequencyUnit
+	(Month)(0),                            // 8: prose.persist.v1.Month
+	(*Values)(nil),                        // 9: prose.persist.v1.Values
+	(*Steps)(nil),                         // 10: prose.persist.v1.Steps
+	(*Step)(nil),                          // 11: prose.persist.v1.Step
+	(*BookConnection)(nil),                // 12: prose.persist.v1.BookConnection
+	(*Invocation)(nil),                    // 13: prose.persist.v1.Invocation
+	(*Guidance)(nil),                      // 14: prose.persist.v1.Guidance
+	(*Expressions)(nil),                   // 15: prose.persist.v1.Expressions
+	(*Value)(nil),                         // 16: prose.persist.v1.Value
+	(*Number)(nil),                        // 17: prose.persist.v1.Number
+	(*HashableValue)(nil),                 // 18: prose.persist.v1.HashableValue
+	(*List)(nil),                          // 19: prose.persist.v1.List
+	(*Dictionary)(nil),                    // 20: prose.persist.v1.Dictionary
+	(*DictionaryEntry)(nil),               // 21: prose.persist.v1.DictionaryEntry
+	(*Set)(nil),                           // 22: prose.persist.v1.Set
+	(*FileValue)(nil),                     // 23: prose.persist.v1.FileValue
+	(*File)(nil),                          // 24: prose.persist.v1.File
+	(*TableValue)(nil),                    // 25: prose.persist.v1.TableValue
+	(*Table)(nil),                         // 26: prose.persist.v1.Table
+	(*Column)(nil),                        // 27: prose.persist.v1.Column
+	(*NounPhrase)(nil),                    // 28: prose.persist.v1.NounPhrase
+	(*BdkValue)(nil),                      // 29: prose.persist.v1.BdkValue
+	(*BdkDictionaryValue)(nil),            // 30: prose.persist.v1.BdkDictionaryValue
+	(*BdkDictionaryValueField)(nil),       // 31: prose.persist.v1.BdkDictionaryValueField
+	(*BdkListValue)(nil),                  // 32: prose.persist.v1.BdkListValue
+	(*BdkOpaqueValue)(nil),                // 33: prose.persist.v1.BdkOpaqueValue
+	(*BdkSensitiveValue)(nil),             // 34: prose.persist.v1.BdkSensitiveValue
+	(*BdkOffloadableTextValue)(nil),       // 35: prose.persist.v1.BdkOffloadableTextValue
+	(*BdkOffloadableDictionaryValue)(nil), // 36: prose.persist.v1.BdkOffloadableDictionaryValue
+	(*BdkOffloadableListValue)(nil),       // 37: prose.persist.v1.BdkOffloadableListValue
+	(*Event)(nil),                         // 38: prose.persist.v1.Event
+	(*UserMessage)(nil),                   // 39: prose.persist.v1.UserMessage
+	(*InputContentList)(nil),              // 40: prose.persist.v1.InputContentList
+	(*InputContent)(nil),                  // 41: prose.persist.v1.InputContent
+	(*FileInputContent)(nil),              // 42: prose.persist.v1.FileInputContent
+	(*FileContent)(nil),                   // 43: prose.persist.v1.FileContent
+	(*AgentMessage)(nil),                  // 44: prose.persist.v1.AgentMessage
+	(*ToolCallRequest)(nil),               // 45: prose.persist.v1.ToolCallRequest
+	(*ToolCallResult)(nil),                // 46: prose.persist.v1.ToolCallResult
+	(*Thinking)(nil),                      // 47: prose.persist.v1.Thinking
+	(*SystemMessage)(nil),                 // 48: prose.persist.v1.SystemMessage
+	(*CompletionResponse)(nil),            // 49: prose.persist.v1.CompletionResponse
+	(*AutomationDetails)(nil),             // 50: prose.persist.v1.AutomationDetails
+	(*AutomationInputSpec)(nil),           // 51: prose.persist.v1.AutomationInputSpec
+	(*ValueType)(nil),                     // 52: prose.persist.v1.ValueType
+	(*ValueOptionalType)(nil),             // 53: prose.persist.v1.ValueOptionalType
+	(*ValueListType)(nil),                 // 54: prose.persist.v1.ValueListType
+	(*ValueDictionaryType)(nil),           // 55: prose.persist.v1.ValueDictionaryType
+	(*ValueDictionaryTypeField)(nil),      // 56: prose.persist.v1.ValueDictionaryTypeField
+	(*ValueTableType)(nil),                // 57: prose.persist.v1.ValueTableType
+	(*ValueTableTypeColumn)(nil),          // 58: prose.persist.v1.ValueTableTypeColumn
+	(*ValueOpaqueType)(nil),               // 59: prose.persist.v1.ValueOpaqueType
+	(*ValueAnyType)(nil),                  // 60: prose.persist.v1.ValueAnyType
+	(*ValueUnionType)(nil),                // 61: prose.persist.v1.ValueUnionType
+	(*ValueSensitiveType)(nil),            // 62: prose.persist.v1.ValueSensitiveType
+	(*ValueEnumType)(nil),                 // 63: prose.persist.v1.ValueEnumType
+	(*ValueEnumTypeMember)(nil),           // 64: prose.persist.v1.ValueEnumTypeMember
+	(*ValueGenericDictionaryType)(nil),    // 65: prose.persist.v1.ValueGenericDictionaryType
+	(*TriggerConfig)(nil),                 // 66: prose.persist.v1.TriggerConfig
+	(*Expression)(nil),                    // 67: prose.persist.v1.Expression
+	(*UnaryExpression)(nil),               // 68: prose.persist.v1.UnaryExpression
+	(*BinaryExpression)(nil),              // 69: prose.persist.v1.BinaryExpression
+	(*NounPhrases)(nil),                   // 70: prose.persist.v1.NounPhrases
+	(*ScheduleConfig)(nil),                // 71: prose.persist.v1.ScheduleConfig
+	(*ScheduleEnd)(nil),                   // 72: prose.persist.v1.ScheduleEnd
+	(*DayOfWeekPattern)(nil),              // 73: prose.persist.v1.DayOfWeekPattern
+	(*DayOfMonthPattern)(nil),             // 74: prose.persist.v1.DayOfMonthPattern
+	(*OrdinalDayOfWeek)(nil),              // 75: prose.persist.v1.OrdinalDayOfWeek
+	(*ScheduleStart)(nil),                 // 76: prose.persist.v1.ScheduleStart
+	(*TimeWindow)(nil),                    // 77: prose.persist.v1.TimeWindow
+	(*RepeatInterval)(nil),                // 78: prose.persist.v1.RepeatInterval
+	(*MonthPattern)(nil),                  // 79: prose.persist.v1.MonthPattern
+	nil,                                   // 80: prose.persist.v1.Values.ValuesEntry
+	nil,                                   // 81: prose.persist.v1.Steps.InputsEntry
+	nil,                                   // 82: prose.persist.v1.Step.BookConnectionsEntry
+	nil,                                   // 83: prose.persist.v1.Expressions.ExpressionsEntry
+	nil,                                   // 84: prose.persist.v1.AutomationDetails.ConnectionsEntry
+	nil,                                   // 85: prose.persist.v1.AutomationDetails.DefaultInputsEntry
+	nil,                                   // 86: prose.persist.v1.TriggerConfig.ConfigurationEntry
+	(structpb.NullValue)(0),               // 87: google.protobuf.NullValue
+	(*date.Date)(nil),                     // 88: google.type.Date
+	(*timeofday.TimeOfDay)(nil),           // 89: google.type.TimeOfDay
+	(*datetime.DateTime)(nil),             // 90: google.type.DateTime
+	(*datetime.TimeZone)(nil),             // 91: google.type.TimeZone
+	(*durationpb.Duration)(nil),           // 92: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 93: google.protobuf.Timestamp
 }
 var file_prose_persist_v1_persist_proto_depIdxs = []int32{
-	66,  // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
-	67,  // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
-	6,   // 2: prose.persist.v1.Steps.steps:type_name -> prose.persist.v1.Step
-	68,  // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
+	80,  // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
+	81,  // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
+	11,  // 2: prose.persist.v1.Steps.steps:type_name -> prose.persist.v1.Step
+	82,  // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
 	0,   // 4: prose.persist.v1.Step.phase:type_name -> prose.persist.v1.Phase
 	1,   // 5: prose.persist.v1.Invocation.source:type_name -> prose.persist.v1.InvocationSource
-	4,   // 6: prose.persist.v1.Guidance.provide_values:type_name -> prose.persist.v1.Values
-	11,  // 7: prose.persist.v1.Guidance.answer:type_name -> prose.persist.v1.Value
-	10,  // 8: prose.persist.v1.Guidance.provide_expressions:type_name -> prose.persist.v1.Expressions
-	69,  // 9: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
-	73,  // 10: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
-	12,  // 11: prose.persist.v1.Value.number:type_name -> prose.persist.v1.Number
-	74,  // 12: prose.persist.v1.Value.date:type_name -> google.type.Date
-	75,  // 13: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
-	76,  // 14: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
-	77,  // 15: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
-	78,  // 16: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
-	14,  // 17: prose.persist.v1.Value.list:type_name -> prose.persist.v1.List
-	15,  // 18: prose.persist.v1.Value.dictionary:type_name -> prose.persist.v1.Dictionary
-	18,  // 19: prose.persist.v1.Value.file:type_name -> prose.persist.v1.FileValue
-	20,  // 20: prose.persist.v1.Value.table:type_name -> prose.persist.v1.TableValue
-	17,  // 21: prose.persist.v1.Value.set:type_name -> prose.persist.v1.Set
-	12,  // 22: prose.persist.v1.HashableValue.number:type_name -> prose.persist.v1.Number
-	74,  // 23: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
-	75,  // 24: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
-	76,  // 25: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
-	78,  // 26: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
-	11,  // 27: prose.persist.v1.List.items:type_name -> prose.persist.v1.Value
-	16,  // 28: prose.persist.v1.Dictionary.entries:type_name -> prose.persist.v1.DictionaryEntry
-	13,  // 29: prose.persist.v1.DictionaryEntry.key:type_name -> prose.persist.v1.HashableValue
-	11,  // 30: prose.persist.v1.DictionaryEntry.value:type_name -> prose.persist.v1.Value
-	13,  // 31: prose.persist.v1.Set.items:type_name -> prose.persist.v1.HashableValue
-	19,  // 32: prose.persist.v1.FileValue.inline:type_name -> prose.persist.v1.File
-	21,  // 33: prose.persist.v1.TableValue.inline:type_name -> prose.persist.v1.Table
-	22,  // 34: prose.persist.v1.Table.columns:type_name -> prose.persist.v1.Column
-	24,  // 35: prose.persist.v1.Column.values:type_name -> prose.persist.v1.BdkValue
-	73,  // 36: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
-	23,  // 37: prose.persist.v1.BdkValue.conceptual_value:type_name -> prose.persist.v1.NounPhrase
-	79,  // 38: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
-	74,  // 39: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
-	75,  // 40: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
-	18,  // 41: prose.persist.v1.BdkValue.file_value:type_name -> prose.persist.v1.FileValue
-	25,  // 42: prose.persist.v1.BdkValue.dictionary_value:type_name -> prose.persist.v1.BdkDictionaryValue
-	27,  // 43: prose.persist.v1.BdkValue.list_value:type_name -> prose.persist.v1.BdkListValue
-	28,  // 44: prose.persist.v1.BdkValue.opaque_value:type_name -> prose.persist.v1.BdkOpaqueValue
-	20,  // 45: prose.persist.v1.BdkValue.table_value:type_name -> prose.persist.v1.TableValue
-	29,  // 46: prose.persist.v1.BdkValue.sensitive_value:type_name -> prose.persist.v1.BdkSensitiveValue
-	30,  // 47: prose.persist.v1.BdkValue.offloadable_text_value:type_name -> prose.persist.v1.BdkOffloadableTextValue
-	31,  // 48: prose.persist.v1.BdkValue.offloadable_dictionary_value:type_name -> prose.persist.v1.BdkOffloadableDictionaryValue
-	32,  // 49: prose.persist.v1.BdkValue.offloadable_list_value:type_name -> prose.persist.v1.BdkOffloadableListValue
-	26,  // 50: prose.persist.v1.BdkDictionaryValue.fields:type_name -> prose.persist.v1.BdkDictionaryValueField
-	23,  // 51: prose.persist.v1.BdkDictionaryValue.is_a:type_name -> prose.persist.v1.NounPhrase
-	24,  // 52: prose.persist.v1.BdkDictionaryValueField.value:type_name -> prose.persist.v1.BdkValue
-	24,  // 53: prose.persist.v1.BdkListValue.values:type_name -> prose.persist.v1.BdkValue
-	23,  // 54: prose.persist.v1.BdkOpaqueValue.is_a:type_name -> prose.persist.v1.NounPhrase
-	24,  // 55: prose.persist.v1.BdkSensitiveValue.value:type_name -> prose.persist.v1.BdkValue
-	25,  // 56: prose.persist.v1.BdkOffloadableDictionaryValue.inline:type_name -> prose.persist.v1.BdkDictionaryValue
-	27,  // 57: prose.persist.v1.BdkOffloadableListValue.inline:type_name -> prose.persist.v1.BdkListValue
-	34,  // 58: prose.persist.v1.Event.user_message:type_name -> prose.persist.v1.UserMessage
-	39,  // 59: prose.persist.v1.Event.agent_message:type_name -> prose.persist.v1.AgentMessage
-	40,  // 60: prose.persist.v1.Event.tool_call_request:type_name -> prose.persist.v1.ToolCallRequest
-	41,  // 61: prose.persist.v1.Event.tool_call_result:type_name -> prose.persist.v1.ToolCallResult
-	42,  // 62: prose.persist.v1.Event.thinking:type_name -> prose.persist.v1.Thinking
-	43,  // 63: prose.persist.v1.Event.system_message:type_name -> prose.persist.v1.SystemMessage
-	44,  // 64: prose.persist.v1.Event.completion_response:type_name -> prose.persist.v1.CompletionResponse
-	35,  // 65: prose.persist.v1.UserMessage.content_list:type_name -> prose.persist.v1.InputContentList
-	36,  // 66: prose.persist.v1.InputContentList.items:type_name -> prose.persist.v1.InputContent
-	37,  // 67: prose.persist.v1.InputContent.file:type_name -> prose.persist.v1.FileInputContent
-	38,  // 68: prose.persist.v1.FileInputContent.inline:type_name -> prose.persist.v1.FileContent
-	70,  // 69: prose.persist.v1.AutomationDetails.connections:type_name -> prose.persist.v1.AutomationDetails.ConnectionsEntry
-	46,  // 70: prose.persist.v1.AutomationDetails.input_specs:type_name -> prose.persist.v1.AutomationInputSpec
+	9,   // 6: prose.persist.v1.Guidance.provide_values:type_name -> prose.persist.v1.Values
+	16,  // 7: prose.persist.v1.Guidance.answer:type_name -> prose.persist.v1.Value
+	15,  // 8: prose.persist.v1.Guidance.provide_expressions:type_name -> prose.persist.v1.Expressions
+	83,  // 9: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
+	87,  // 10: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
+	17,  // 11: prose.persist.v1.Value.number:type_name -> prose.persist.v1.Number
+	88,  // 12: prose.persist.v1.Value.date:type_name -> google.type.Date
+	89,  // 13: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
+	90,  // 14: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
+	91,  // 15: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
+	92,  // 16: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
+	19,  // 17: prose.persist.v1.Value.list:type_name -> prose.persist.v1.List
+	20,  // 18: prose.persist.v1.Value.dictionary:type_name -> prose.persist.v1.Dictionary
+	23,  // 19: prose.persist.v1.Value.file:type_name -> prose.persist.v1.FileValue
+	25,  // 20: prose.persist.v1.Value.table:type_name -> prose.persist.v1.TableValue
+	22,  // 21: prose.persist.v1.Value.set:type_name -> prose.persist.v1.Set
+	17,  // 22: prose.persist.v1.HashableValue.number:type_name -> prose.persist.v1.Number
+	88,  // 23: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
+	89,  // 24: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
+	90,  // 25: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
+	92,  // 26: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
+	16,  // 27: prose.persist.v1.List.items:type_name -> prose.persist.v1.Value
+	21,  // 28: prose.persist.v1.Dictionary.entries:type_name -> prose.persist.v1.DictionaryEntry
+	18,  // 29: prose.persist.v1.DictionaryEntry.key:type_name -> prose.persist.v1.HashableValue
+	16,  // 30: prose.persist.v1.DictionaryEntry.value:type_name -> prose.persist.v1.Value
+	18,  // 31: prose.persist.v1.Set.items:type_name -> prose.persist.v1.HashableValue
+	24,  // 32: prose.persist.v1.FileValue.inline:type_name -> prose.persist.v1.File
+	26,  // 33: prose.persist.v1.TableValue.inline:type_name -> prose.persist.v1.Table
+	27,  // 34: prose.persist.v1.Table.columns:type_name -> prose.persist.v1.Column
+	29,  // 35: prose.persist.v1.Column.values:type_name -> prose.persist.v1.BdkValue
+	87,  // 36: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
+	28,  // 37: prose.persist.v1.BdkValue.conceptual_value:type_name -> prose.persist.v1.NounPhrase
+	93,  // 38: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
+	88,  // 39: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
+	89,  // 40: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
+	23,  // 41: prose.persist.v1.BdkValue.file_value:type_name -> prose.persist.v1.FileValue
+	30,  // 42: prose.persist.v1.BdkValue.dictionary_value:type_name -> prose.persist.v1.BdkDictionaryValue
+	32,  // 43: prose.persist.v1.BdkValue.list_value:type_name -> prose.persist.v1.BdkListValue
+	33,  // 44: prose.persist.v1.BdkValue.opaque_value:type_name -> prose.persist.v1.BdkOpaqueValue
+	25,  // 45: prose.persist.v1.BdkValue.table_value:type_name -> prose.persist.v1.TableValue
+	34,  // 46: prose.persist.v1.BdkValue.sensitive_value:type_name -> prose.persist.v1.BdkSensitiveValue
+	35,  // 47: prose.persist.v1.BdkValue.offloadable_text_value:type_name -> prose.persist.v1.BdkOffloadableTextValue
+	36,  // 48: prose.persist.v1.BdkValue.offloadable_dictionary_value:type_name -> prose.persist.v1.BdkOffloadableDictionaryValue
+	37,  // 49: prose.persist.v1.BdkValue.offloadable_list_value:type_name -> prose.persist.v1.BdkOffloadableListValue
+	31,  // 50: prose.persist.v1.BdkDictionaryValue.fields:type_name -> prose.persist.v1.BdkDictionaryValueField
+	28,  // 51: prose.persist.v1.BdkDictionaryValue.is_a:type_name -> prose.persist.v1.NounPhrase
+	29,  // 52: prose.persist.v1.BdkDictionaryValueField.value:type_name -> prose.persist.v1.BdkValue
+	29,  // 53: prose.persist.v1.BdkListValue.values:type_name -> prose.persist.v1.BdkValue
+	28,  // 54: prose.persist.v1.BdkOpaqueValue.is_a:type_name -> prose.persist.v1.NounPhrase
+	29,  // 55: prose.persist.v1.BdkSensitiveValue.value:type_name -> prose.persist.v1.BdkValue
+	30,  // 56: prose.persist.v1.BdkOffloadableDictionaryValue.inline:type_name -> prose.persist.v1.BdkDictionaryValue
+	32,  // 57: prose.persist.v1.BdkOffloadableListValue.inline:type_name -> prose.persist.v1.BdkListValue
+	39,  // 58: prose.persist.v1.Event.user_message:type_name -> prose.persist.v1.UserMessage
+	44,  // 59: prose.persist.v1.Event.agent_message:type_name -> prose.persist.v1.AgentMessage
+	45,  // 60: prose.persist.v1.Event.tool_call_request:type_name -> prose.persist.v1.ToolCallRequest
+	46,  // 61: prose.persist.v1.Event.tool_call_result:type_name -> prose.persist.v1.ToolCallResult
+	47,  // 62: prose.persist.v1.Event.thinking:type_name -> prose.persist.v1.Thinking
+	48,  // 63: prose.persist.v1.Event.system_message:type_name -> prose.persist.v1.SystemMessage
+	49,  // 64: prose.persist.v1.Event.completion_response:type_name -> prose.persist.v1.CompletionResponse
+	40,  // 65: prose.persist.v1.UserMessage.content_list:type_name -> prose.persist.v1.InputContentList
+	41,  // 66: prose.persist.v1.InputContentList.items:type_name -> prose.persist.v1.InputContent
+	42,  // 67: prose.persist.v1.InputContent.file:type_name -> prose.persist.v1.FileInputContent
+	43,  // 68: prose.persist.v1.FileInputContent.inline:type_name -> prose.persist.v1.FileContent
+	84,  // 69: prose.persist.v1.AutomationDetails.connections:type_name -> prose.persist.v1.AutomationDetails.ConnectionsEntry
+	51,  // 70: prose.persist.v1.AutomationDetails.input_specs:type_name -> prose.persist.v1.AutomationInputSpec
 	2,   // 71: prose.persist.v1.AutomationDetails.activation_state:type_name -> prose.persist.v1.AutomationActivationState
-	71,  // 72: prose.persist.v1.AutomationDetails.default_inputs:type_name -> prose.persist.v1.AutomationDetails.DefaultInputsEntry
-	47,  // 73: prose.persist.v1.AutomationInputSpec.type:type_name -> prose.persist.v1.ValueType
+	85,  // 72: prose.persist.v1.AutomationDetails.default_inputs:type_name -> prose.persist.v1.AutomationDetails.DefaultInputsEntry
+	52,  // 73: prose.persist.v1.AutomationInputSpec.type:type_name -> prose.persist.v1.ValueType
 	3,   // 74: prose.persist.v1.ValueType.scalar_type:type_name -> prose.persist.v1.ValueScalarType
-	48,  // 75: prose.persist.v1.ValueType.optional_type:type_name -> prose.persist.v1.ValueOptionalType
-	49,  // 76: prose.persist.v1.ValueType.list_type:type_name -> prose.persist.v1.ValueListType
-	50,  // 77: prose.persist.v1.ValueType.dictionary_type:type_name -> prose.persist.v1.ValueDictionaryType
-	52,  // 78: prose.persist.v1.ValueType.table_type:type_name -> prose.persist.v1.ValueTableType
-	54,  // 79: prose.persist.v1.ValueType.opaque_type:type_name -> prose.persist.v1.ValueOpaqueType
-	55,  // 80: prose.persist.v1.ValueType.any_type:type_name -> prose.persist.v1.ValueAnyType
-	56,  // 81: prose.persist.v1.ValueType.union_type:type_name -> prose.persist.v1.ValueUnionType
-	57,  // 82: prose.persist.v1.ValueType.sensitive_type:type_name -> prose.persist.v1.ValueSensitiveType
-	58,  // 83: prose.persist.v1.ValueType.enum_type:type_name -> prose.persist.v1.ValueEnumType
-	60,  // 84: prose.persist.v1.ValueType.generic_dictionary_type:type_name -> prose.persist.v1.ValueGenericDictionaryType
-	47,  // 85: prose.persist.v1.ValueOptionalType.inner:type_name -> prose.persist.v1.ValueType
-	47,  // 86: prose.persist.v1.ValueListType.inner:type_name -> prose.persist.v1.ValueType
-	51,  // 87: prose.persist.v1.ValueDictionaryType.fields:type_name -> prose.persist.v1.ValueDictionaryTypeField
-	47,  // 88: prose.persist.v1.ValueDictionaryTypeField.value:type_name -> prose.persist.v1.ValueType
-	53,  // 89: prose.persist.v1.ValueTableType.columns:type_name -> prose.persist.v1.ValueTableTypeColumn
-	47,  // 90: prose.persist.v1.ValueTableTypeColumn.value:type_name -> prose.persist.v1.ValueType
-	47,  // 91: prose.persist.v1.ValueUnionType.inners:type_name -> prose.persist.v1.ValueType
-	47,  // 92: prose.persist.v1.ValueSensitiveType.inner:type_name -> prose.persist.v1.ValueType
-	59,  // 93: prose.persist.v1.ValueEnumType.members:type_name -> prose.persist.v1.ValueEnumTypeMember
-	47,  // 94: prose.persist.v1.ValueGenericDictionaryType.key_type:type_name -> prose.persist.v1.ValueType
-	47,  // 95: prose.persist.v1.ValueGenericDictionaryType.value_type:type_name -> prose.persist.v1.ValueType
-	72,  // 96: prose.persist.v1.TriggerConfig.configuration:type_name -> prose.persist.v1.TriggerConfig.ConfigurationEntry
-	62,  // 97: prose.persist.v1.TriggerConfig.filter_expression:type_name -> prose.persist.v1.Expression
-	64,  // 98: prose.persist.v1.Expression.binary_expression:type_name -> prose.persist.v1.BinaryExpression
-	63,  // 99: prose.persist.v1.Expression.unary_expression:type_name -> prose.persist.v1.UnaryExpression
-	24,  // 100: prose.persist.v1.Expression.value_expression:type_name -> prose.persist.v1.BdkValue
-	65,  // 101: prose.persist.v1.Expression.noun_phrases_expression:type_name -> prose.persist.v1.NounPhrases
-	62,  // 102: prose.persist.v1.UnaryExpression.inner:type_name -> prose.persist.v1.Expression
-	62,  // 103: prose.persist.v1.BinaryExpression.left:type_name -> prose.persist.v1.Expression
-	62,  // 104: prose.persist.v1.BinaryExpression.right:type_name -> prose.persist.v1.Expression
-	23,  // 105: prose.persist.v1.NounPhrases.noun_phrases:type_name -> prose.persist.v1.NounPhrase
-	11,  // 106: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
-	11,  // 107: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
-	7,   // 108: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
-	7,   // 109: prose.persist.v1.AutomationDetails.ConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
-	11,  // 110: prose.persist.v1.AutomationDetails.DefaultInputsEntry.value:type_name -> prose.persist.v1.Value
-	24,  // 111: prose.persist.v1.TriggerConfig.ConfigurationEntry.value:type_name -> prose.persist.v1.BdkValue
-	112, // [112:112] is the sub-list for method output_type
-	112, // [112:112] is the sub-list for method input_type
-	112, // [112:112] is the sub-list for extension type_name
-	112, // [112:112] is the sub-list for extension extendee
-	0,   // [0:112] is the sub-list for field type_name
+	53,  // 75: prose.persist.v1.ValueType.optional_type:type_name -> prose.persist.v1.ValueOptionalType
+	54,  // 76: prose.persist.v1.ValueType.list_type:type_name -> prose.persist.v1.ValueListType
+	55,  // 77: prose.persist.v1.ValueType.dictionary_type:type_name -> prose.persist.v1.ValueDictionaryType
+	57,  // 78: prose.persist.v1.ValueType.table_type:type_name -> prose.persist.v1.ValueTableType
+	59,  // 79: prose.persist.v1.ValueType.opaque_type:type_name -> prose.persist.v1.ValueOpaqueType
+	60,  // 80: prose.persist.v1.ValueType.any_type:type_name -> prose.persist.v1.ValueAnyType
+	61,  // 81: prose.persist.v1.ValueType.union_type:type_name -> prose.persist.v1.ValueUnionType
+	62,  // 82: prose.persist.v1.ValueType.sensitive_type:type_name -> prose.persist.v1.ValueSensitiveType
+	63,  // 83: prose.persist.v1.ValueType.enum_type:type_name -> prose.persist.v1.ValueEnumType
+	65,  // 84: prose.persist.v1.ValueType.generic_dictionary_type:type_name -> prose.persist.v1.ValueGenericDictionaryType
+	52,  // 85: prose.persist.v1.ValueOptionalType.inner:type_name -> prose.persist.v1.ValueType
+	52,  // 86: prose.persist.v1.ValueListType.inner:type_name -> prose.persist.v1.ValueType
+	56,  // 87: prose.persist.v1.ValueDictionaryType.fields:type_name -> prose.persist.v1.ValueDictionaryTypeField
+	52,  // 88: prose.persist.v1.ValueDictionaryTypeField.value:type_name -> prose.persist.v1.ValueType
+	58,  // 89: prose.persist.v1.ValueTableType.columns:type_name -> prose.persist.v1.ValueTableTypeColumn
+	52,  // 90: prose.persist.v1.ValueTableTypeColumn.value:type_name -> prose.persist.v1.ValueType
+	52,  // 91: prose.persist.v1.ValueUnionType.inners:type_name -> prose.persist.v1.ValueType
+	52,  // 92: prose.persist.v1.ValueSensitiveType.inner:type_name -> prose.persist.v1.ValueType
+	64,  // 93: prose.persist.v1.ValueEnumType.members:type_name -> prose.persist.v1.ValueEnumTypeMember
+	52,  // 94: prose.persist.v1.ValueGenericDictionaryType.key_type:type_name -> prose.persist.v1.ValueType
+	52,  // 95: prose.persist.v1.ValueGenericDictionaryType.value_type:type_name -> prose.persist.v1.ValueType
+	86,  // 96: prose.persist.v1.TriggerConfig.configuration:type_name -> prose.persist.v1.TriggerConfig.ConfigurationEntry
+	67,  // 97: prose.persist.v1.TriggerConfig.filter_expression:type_name -> prose.persist.v1.Expression
+	69,  // 98: prose.persist.v1.Expression.binary_expression:type_name -> prose.persist.v1.BinaryExpression
+	68,  // 99: prose.persist.v1.Expression.unary_expression:type_name -> prose.persist.v1.UnaryExpression
+	29,  // 100: prose.persist.v1.Expression.value_expression:type_name -> prose.persist.v1.BdkValue
+	70,  // 101: prose.persist.v1.Expression.noun_phrases_expression:type_name -> prose.persist.v1.NounPhrases
+	67,  // 102: prose.persist.v1.UnaryExpression.inner:type_name -> prose.persist.v1.Expression
+	67,  // 103: prose.persist.v1.BinaryExpression.left:type_name -> prose.persist.v1.Expression
+	67,  // 104: prose.persist.v1.BinaryExpression.right:type_name -> prose.persist.v1.Expression
+	28,  // 105: prose.persist.v1.NounPhrases.noun_phrases:type_name -> prose.persist.v1.NounPhrase
+	76,  // 106: prose.persist.v1.ScheduleConfig.start:type_name -> prose.persist.v1.ScheduleStart
+	78,  // 107: prose.persist.v1.ScheduleConfig.repeat_interval:type_name -> prose.persist.v1.RepeatInterval
+	73,  // 108: prose.persist.v1.ScheduleConfig.weekly_pattern:type_name -> prose.persist.v1.DayOfWeekPattern
+	74,  // 109: prose.persist.v1.ScheduleConfig.monthly_pattern:type_name -> prose.persist.v1.DayOfMonthPattern
+	79,  // 110: prose.persist.v1.ScheduleConfig.yearly_pattern:type_name -> prose.persist.v1.MonthPattern
+	77,  // 111: prose.persist.v1.ScheduleConfig.active_window:type_name -> prose.persist.v1.TimeWindow
+	72,  // 112: prose.persist.v1.ScheduleConfig.end:type_name -> prose.persist.v1.ScheduleEnd
+	4,   // 113: prose.persist.v1.ScheduleEnd.end_type:type_name -> prose.persist.v1.ScheduleEndType
+	88,  // 114: prose.persist.v1.ScheduleEnd.end_date:type_name -> google.type.Date
+	5,   // 115: prose.persist.v1.DayOfWeekPattern.days:type_name -> prose.persist.v1.DayOfWeek
+	75,  // 116: prose.persist.v1.DayOfMonthPattern.ordinal_day:type_name -> prose.persist.v1.OrdinalDayOfWeek
+	6,   // 117: prose.persist.v1.OrdinalDayOfWeek.ordinal:type_name -> prose.persist.v1.Ordinal
+	5,   // 118: prose.persist.v1.OrdinalDayOfWeek.day:type_name -> prose.persist.v1.DayOfWeek
+	88,  // 119: prose.persist.v1.ScheduleStart.start_date:type_name -> google.type.Date
+	89,  // 120: prose.persist.v1.ScheduleStart.time:type_name -> google.type.TimeOfDay
+	93,  // 121: prose.persist.v1.TimeWindow.start_time:type_name -> google.protobuf.Timestamp
+	93,  // 122: prose.persist.v1.TimeWindow.end_time:type_name -> google.protobuf.Timestamp
+	7,   // 123: prose.persist.v1.RepeatInterval.unit:type_name -> prose.persist.v1.FrequencyUnit
+	8,   // 124: prose.persist.v1.MonthPattern.month:type_name -> prose.persist.v1.Month
+	74,  // 125: prose.persist.v1.MonthPattern.day_pattern:type_name -> prose.persist.v1.DayOfMonthPattern
+	16,  // 126: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
+	16,  // 127: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
+	12,  // 128: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	12,  // 129: prose.persist.v1.AutomationDetails.ConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	16,  // 130: prose.persist.v1.AutomationDetails.DefaultInputsEntry.value:type_name -> prose.persist.v1.Value
+	29,  // 131: prose.persist.v1.TriggerConfig.ConfigurationEntry.value:type_name -> prose.persist.v1.BdkValue
+	132, // [132:132] is the sub-list for method output_type
+	132, // [132:132] is the sub-list for method input_type
+	132, // [132:132] is the sub-list for extension type_name
+	132, // [132:132] is the sub-list for extension extendee
+	0,   // [0:132] is the sub-list for field type_name
 }
 
 func init() { file_prose_persist_v1_persist_proto_init() }
@@ -5580,8 +6623,8 @@ func file_prose_persist_v1_persist_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_persist_v1_persist_proto_rawDesc), len(file_prose_persist_v1_persist_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   69,
+			NumEnums:      9,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
