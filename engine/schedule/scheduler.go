@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-
 	"github.com/proserun/prose/engine"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
