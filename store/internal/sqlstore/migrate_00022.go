@@ -85,57 +85,82 @@ func migration00022(d store.Dialect) *goose.Migration {
 	return goose.NewGoMigration(22, &goose.GoFunc{RunTx: apply(true)}, &goose.GoFunc{RunTx: apply(false)})
 }
 
+// rewritePage is how many rows rewriteColumn holds in memory at a time (a
+// variable for its test).
+var rewritePage = 500
+
 // rewriteColumn rewrites every non-null value of table.col with conv; keys
-// are the table's primary key columns.
+// are the table's primary key columns (text). It reads the rows in pages in
+// key order (a keyset: the next page starts after the last key read), so a
+// large table is not held in memory; the whole rewrite is the migration's
+// one transaction.
 func rewriteColumn(ctx context.Context, tx *sql.Tx, d store.Dialect, table, col string, keys []string, conv func([]byte) ([]byte, error)) error {
+	cols := strings.Join(keys, ", ")
+	after := make([]string, len(keys))
+	where := make([]string, len(keys))
+	for i, k := range keys {
+		after[i] = placeholder(d, i+1)
+		where[i] = fmt.Sprintf("%s = %s", k, placeholder(d, i+2))
+	}
+	// The table, column and key names are this package's constants.
+	first := fmt.Sprintf(`SELECT %s, %s FROM %s WHERE %s IS NOT NULL ORDER BY %s LIMIT %d`, //nolint:gosec // names, not values
+		cols, col, table, col, cols, rewritePage)
+	next := fmt.Sprintf(`SELECT %s, %s FROM %s WHERE %s IS NOT NULL AND (%s) > (%s) ORDER BY %s LIMIT %d`, //nolint:gosec // names, not values
+		cols, col, table, col, cols, strings.Join(after, ", "), cols, rewritePage)
+	update := fmt.Sprintf(`UPDATE %s SET %s = %s WHERE %s`, //nolint:gosec // names, not values
+		table, col, placeholder(d, 1), strings.Join(where, " AND "))
 	type row struct {
 		key  []any
 		data []byte
 	}
-	var all []row
-	err := func() error {
-		// The table, column and key names are this package's constants.
-		q := fmt.Sprintf(`SELECT %s, %s FROM %s WHERE %s IS NOT NULL ORDER BY %s`, //nolint:gosec // names, not values
-			strings.Join(keys, ", "), col, table, col, strings.Join(keys, ", "))
-		rows, err := tx.QueryContext(ctx, q)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			r := row{key: make([]any, len(keys))}
-			dest := make([]any, 0, len(keys)+1)
-			for i := range r.key {
-				var s string
-				r.key[i] = &s
-				dest = append(dest, &s)
+	var last []any
+	for {
+		var page []row
+		err := func() error {
+			q, args := first, []any(nil)
+			if last != nil {
+				q, args = next, last
 			}
-			if err := rows.Scan(append(dest, &r.data)...); err != nil {
+			rows, err := tx.QueryContext(ctx, q, args...)
+			if err != nil {
 				return err
 			}
-			all = append(all, r)
-		}
-		return rows.Err()
-	}()
-	if err != nil {
-		return err
-	}
-	where := make([]string, len(keys))
-	for i, k := range keys {
-		where[i] = fmt.Sprintf("%s = %s", k, placeholder(d, i+2))
-	}
-	update := fmt.Sprintf(`UPDATE %s SET %s = %s WHERE %s`, //nolint:gosec // names, not values
-		table, col, placeholder(d, 1), strings.Join(where, " AND "))
-	for _, r := range all {
-		b, err := conv(r.data)
+			defer func() { _ = rows.Close() }()
+			for rows.Next() {
+				key := make([]string, len(keys))
+				dest := make([]any, 0, len(keys)+1)
+				for i := range key {
+					dest = append(dest, &key[i])
+				}
+				var data []byte
+				if err := rows.Scan(append(dest, &data)...); err != nil {
+					return err
+				}
+				r := row{key: make([]any, len(keys)), data: data}
+				for i := range key {
+					r.key[i] = key[i]
+				}
+				page = append(page, r)
+			}
+			return rows.Err()
+		}()
 		if err != nil {
-			return fmt.Errorf("%s %v: %s: %w", table, deref(r.key), col, err)
+			return fmt.Errorf("%s.%s: %w", table, col, err)
 		}
-		if _, err := tx.ExecContext(ctx, update, append([]any{b}, deref(r.key)...)...); err != nil {
-			return fmt.Errorf("%s %v: %w", table, deref(r.key), err)
+		for _, r := range page {
+			b, err := conv(r.data)
+			if err != nil {
+				return fmt.Errorf("%s %v: %s: %w", table, r.key, col, err)
+			}
+			if _, err := tx.ExecContext(ctx, update, append([]any{b}, r.key...)...); err != nil {
+				return fmt.Errorf("%s %v: %w", table, r.key, err)
+			}
 		}
+		if len(page) < rewritePage {
+			return nil
+		}
+		last = page[len(page)-1].key
 	}
-	return nil
 }
 
 func placeholder(d store.Dialect, n int) string {
@@ -143,14 +168,6 @@ func placeholder(d store.Dialect, n int) string {
 		return fmt.Sprintf("$%d", n)
 	}
 	return "?"
-}
-
-func deref(ptrs []any) []any {
-	out := make([]any, len(ptrs))
-	for i, p := range ptrs {
-		out[i] = *p.(*string)
-	}
-	return out
 }
 
 // EventFromV21 converts an event payload kept as a prose.platform.v1.Event
