@@ -75,6 +75,9 @@ func TestRewriteColumnPages(t *testing.T) {
 			}
 			n++
 		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
 		if n != 103 || calls != 93 {
 			t.Fatalf("%d rows, %d rewritten; want 103 and 93", n, calls)
 		}
