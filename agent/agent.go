@@ -142,7 +142,7 @@ func FromStore(e store.Event) (*platformv1.Event, error) {
 // copyPayload sets dst's payload member to src's (platform.v1.Event and
 // persist.v1.Event, either way). The members have the same names, and
 // their messages mirror each other field by field (TestPersistMirrorsPlatform
-// in engine), so a member is converted by reading its encoding as the other.
+// in engine), so a member is converted by engine.Mirror.
 func copyPayload(dst, src protoreflect.Message) error {
 	sf := src.WhichOneof(src.Descriptor().Oneofs().ByName("payload"))
 	if sf == nil {
@@ -152,12 +152,8 @@ func copyPayload(dst, src protoreflect.Message) error {
 	if df == nil {
 		return fmt.Errorf("event payload %s has no stored form", sf.Name())
 	}
-	b, err := proto.Marshal(src.Get(sf).Message().Interface())
-	if err != nil {
-		return err
-	}
 	m := dst.NewField(df).Message()
-	if err := proto.Unmarshal(b, m.Interface()); err != nil {
+	if err := engine.Mirror(m.Interface(), src.Get(sf).Message().Interface()); err != nil {
 		return fmt.Errorf("event payload %s: %w", sf.Name(), err)
 	}
 	dst.Set(df, protoreflect.ValueOfMessage(m))

@@ -70,7 +70,7 @@ func detailsOf(a *platformv1.Automation) ([]byte, error) {
 	}
 	for _, spec := range a.GetInputSpecs() {
 		p := &persistv1.AutomationInputSpec{}
-		if err := mirror(p, spec); err != nil {
+		if err := engine.Mirror(p, spec); err != nil {
 			return nil, err
 		}
 		d.InputSpecs = append(d.InputSpecs, p)
@@ -79,7 +79,7 @@ func detailsOf(a *platformv1.Automation) ([]byte, error) {
 		d.DefaultInputs = make(map[string]*persistv1.Value, len(a.GetDefaultInputs()))
 		for k, v := range a.GetDefaultInputs() {
 			p := &persistv1.Value{}
-			if err := mirror(p, v); err != nil {
+			if err := engine.Mirror(p, v); err != nil {
 				return nil, err
 			}
 			d.DefaultInputs[k] = p
@@ -109,7 +109,7 @@ func applyDetails(out *platformv1.Automation, b []byte) error {
 	}
 	for _, p := range d.GetInputSpecs() {
 		spec := &platformv1.AutomationInputSpec{}
-		if err := mirror(spec, p); err != nil {
+		if err := engine.Mirror(spec, p); err != nil {
 			return fmt.Errorf("decode automation details: %w", err)
 		}
 		out.InputSpecs = append(out.InputSpecs, spec)
@@ -118,7 +118,7 @@ func applyDetails(out *platformv1.Automation, b []byte) error {
 		out.DefaultInputs = make(map[string]*platformv1.Value, len(d.GetDefaultInputs()))
 		for k, p := range d.GetDefaultInputs() {
 			v := &platformv1.Value{}
-			if err := mirror(v, p); err != nil {
+			if err := engine.Mirror(v, p); err != nil {
 				return fmt.Errorf("decode automation details: %w", err)
 			}
 			out.DefaultInputs[k] = v
@@ -127,17 +127,6 @@ func applyDetails(out *platformv1.Automation, b []byte) error {
 	out.ActivationState = platformv1.AutomationActivationState(d.GetActivationState())
 	out.MarkedOutputs = d.GetMarkedOutputs()
 	return nil
-}
-
-// mirror sets dst to src read as dst's type: for a persist.v1 message and
-// the platform message it mirrors field by field (TestPersistMirrorsPlatform
-// in engine checks that they agree), either way.
-func mirror(dst, src proto.Message) error {
-	b, err := proto.Marshal(src)
-	if err != nil {
-		return err
-	}
-	return proto.Unmarshal(b, dst)
 }
 
 // AutomationInactive says why a stored automation must start no scheduled

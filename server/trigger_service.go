@@ -12,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/proserun/prose/engine"
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
@@ -65,7 +66,7 @@ func encodeTriggerConfig(cfg map[string]*platformv1.BdkValue, filter *platformv1
 		out.Configuration = make(map[string]*persistv1.BdkValue, len(cfg))
 		for k, v := range cfg {
 			p := &persistv1.BdkValue{}
-			if err := mirror(p, v); err != nil {
+			if err := engine.Mirror(p, v); err != nil {
 				return nil, err
 			}
 			out.Configuration[k] = p
@@ -73,7 +74,7 @@ func encodeTriggerConfig(cfg map[string]*platformv1.BdkValue, filter *platformv1
 	}
 	if filter != nil {
 		out.FilterExpression = &persistv1.Expression{}
-		if err := mirror(out.FilterExpression, filter); err != nil {
+		if err := engine.Mirror(out.FilterExpression, filter); err != nil {
 			return nil, err
 		}
 	}
@@ -93,7 +94,7 @@ func decodeTriggerConfig(b []byte) (*platformv1.TriggerInstance, error) {
 		out.Configuration = make(map[string]*platformv1.BdkValue, len(in.GetConfiguration()))
 		for k, p := range in.GetConfiguration() {
 			v := &platformv1.BdkValue{}
-			if err := mirror(v, p); err != nil {
+			if err := engine.Mirror(v, p); err != nil {
 				return nil, err
 			}
 			out.Configuration[k] = v
@@ -101,7 +102,7 @@ func decodeTriggerConfig(b []byte) (*platformv1.TriggerInstance, error) {
 	}
 	if in.GetFilterExpression() != nil {
 		out.FilterExpression = &platformv1.Expression{}
-		if err := mirror(out.FilterExpression, in.GetFilterExpression()); err != nil {
+		if err := engine.Mirror(out.FilterExpression, in.GetFilterExpression()); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@ package schedule
 import (
 	"google.golang.org/protobuf/proto"
 
+	"github.com/proserun/prose/engine"
 	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 )
@@ -11,16 +12,12 @@ import (
 // (store.Schedule.Config) as a prose.persist.v1.ScheduleConfig, the stored
 // shape (private to Prose: a change to the public ScheduleConfig is never a
 // data migration). It mirrors the platform's message field by field, with
-// the same numbers (TestPersistMirrorsPlatform in engine), so the
-// conversion re-reads the encoding, and rows written as the platform's
-// message before migration 00022 read back as they are.
+// the same numbers (TestPersistValueMirrorsPlatformValue in engine), so
+// rows written as the platform's message before migration 00022 read back
+// as they are.
 func EncodeConfig(cfg *platformv1.ScheduleConfig) ([]byte, error) {
-	b, err := proto.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
 	p := &persistv1.ScheduleConfig{}
-	if err := proto.Unmarshal(b, p); err != nil {
+	if err := engine.Mirror(p, cfg); err != nil {
 		return nil, err
 	}
 	return proto.MarshalOptions{Deterministic: true}.Marshal(p)
@@ -32,13 +29,6 @@ func DecodeConfig(b []byte) (*platformv1.ScheduleConfig, error) {
 	if err := proto.Unmarshal(b, p); err != nil {
 		return nil, err
 	}
-	pb, err := proto.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
 	cfg := &platformv1.ScheduleConfig{}
-	if err := proto.Unmarshal(pb, cfg); err != nil {
-		return nil, err
-	}
-	return cfg, nil
+	return cfg, engine.Mirror(cfg, p)
 }
