@@ -12,13 +12,16 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/proserun/prose/engine"
+	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/names"
@@ -98,16 +101,18 @@ func EventName(t store.Thread, id string) string {
 	return names.Event(t.OrganizationID, t.WorkspaceID, t.AutomationID, t.RunID, t.AgentID, id)
 }
 
-// ToStore encodes an event of thread t for the store: the payload is the
-// marshalled Event without the fields the store keeps in columns.
+// ToStore encodes an event of thread t for the store: the payload is a
+// prose.persist.v1.Event (the stored shape, private to Prose), without the
+// fields the store keeps in columns.
 func ToStore(t store.Thread, ev *platformv1.Event) (store.Event, error) {
-	p := proto.CloneOf(ev)
-	p.Name, p.CreateTime, p.UpdateTime = "", nil, nil
+	p := &persistv1.Event{Exception: ev.GetException()}
+	if err := copyPayload(p.ProtoReflect(), ev.ProtoReflect()); err != nil {
+		return store.Event{}, err
+	}
 	state := store.EventComplete
 	if ev.GetState() == platformv1.Event_STATE_STREAMING {
 		state = store.EventStreaming
 	}
-	p.State = platformv1.Event_STATE_UNSPECIFIED
 	b, err := proto.Marshal(p)
 	if err != nil {
 		return store.Event{}, err
@@ -117,8 +122,12 @@ func ToStore(t store.Thread, ev *platformv1.Event) (store.Event, error) {
 
 // FromStore decodes a stored event.
 func FromStore(e store.Event) (*platformv1.Event, error) {
-	ev := &platformv1.Event{}
-	if err := proto.Unmarshal(e.Payload, ev); err != nil {
+	p := &persistv1.Event{}
+	if err := proto.Unmarshal(e.Payload, p); err != nil {
+		return nil, err
+	}
+	ev := &platformv1.Event{Exception: p.GetException()}
+	if err := copyPayload(ev.ProtoReflect(), p.ProtoReflect()); err != nil {
 		return nil, err
 	}
 	ev.Name = EventName(e.Thread, e.ID)
@@ -128,6 +137,27 @@ func FromStore(e store.Event) (*platformv1.Event, error) {
 	}
 	ev.CreateTime, ev.UpdateTime = timestamppb.New(e.CreateTime), timestamppb.New(e.UpdateTime)
 	return ev, nil
+}
+
+// copyPayload sets dst's payload member to src's (platform.v1.Event and
+// persist.v1.Event, either way). The members have the same names, and
+// their messages mirror each other field by field (TestPersistMirrorsPlatform
+// in engine), so a member is converted by engine.Mirror.
+func copyPayload(dst, src protoreflect.Message) error {
+	sf := src.WhichOneof(src.Descriptor().Oneofs().ByName("payload"))
+	if sf == nil {
+		return nil
+	}
+	df := dst.Descriptor().Fields().ByName(sf.Name())
+	if df == nil {
+		return fmt.Errorf("event payload %s has no stored form", sf.Name())
+	}
+	m := dst.NewField(df).Message()
+	if err := engine.Mirror(m.Interface(), src.Get(sf).Message().Interface()); err != nil {
+		return fmt.Errorf("event payload %s: %w", sf.Name(), err)
+	}
+	dst.Set(df, protoreflect.ValueOfMessage(m))
+	return nil
 }
 
 // ---------------------------------------------------------------------------

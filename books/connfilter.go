@@ -1,11 +1,7 @@
 package books
 
 import (
-	"fmt"
-	"strings"
-
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
-	"go.einride.tech/aip/filtering"
 	expr "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 )
 
@@ -19,17 +15,9 @@ var ConnectionFilterFields = map[string]func(*bookv1.BookConnectionDescriptor) s
 	"connection_id":   (*bookv1.BookConnectionDescriptor).GetConnectionId,
 }
 
-var connFilterDecls = func() *filtering.Declarations {
-	opts := []filtering.DeclarationOption{filtering.DeclareStandardFunctions()}
-	for name := range ConnectionFilterFields {
-		opts = append(opts, filtering.DeclareIdent(name, filtering.TypeString))
-	}
-	d, err := filtering.NewDeclarations(opts...)
-	if err != nil {
-		panic(err)
-	}
-	return d
-}()
+var connFields = filterFields[*bookv1.BookConnectionDescriptor]{strings: ConnectionFilterFields}
+
+var connFilterDecls = connFields.declarations()
 
 // ConnectionFilter is a parsed, type-checked connection filter; the zero
 // one matches every connection.
@@ -38,79 +26,11 @@ type ConnectionFilter struct{ e *expr.Expr }
 // ParseConnectionFilter parses and checks an AIP-160 filter over
 // ConnectionFilterFields. Errors wrap ErrInvalidArgument.
 func ParseConnectionFilter(s string) (ConnectionFilter, error) {
-	f, err := filtering.ParseFilterString(s, connFilterDecls)
-	if err != nil {
-		return ConnectionFilter{}, fmt.Errorf("%w: filter: %w", ErrInvalidArgument, err)
-	}
-	cf := ConnectionFilter{e: f.CheckedExpr.GetExpr()}
-	if cf.e != nil {
-		if _, err := cf.eval(cf.e, &bookv1.BookConnectionDescriptor{}); err != nil {
-			return ConnectionFilter{}, fmt.Errorf("%w: filter: %w", ErrInvalidArgument, err)
-		}
-	}
-	return cf, nil
+	e, err := parseFilter(connFields, connFilterDecls, s, &bookv1.BookConnectionDescriptor{})
+	return ConnectionFilter{e: e}, err
 }
 
 // Match reports whether d passes the filter.
 func (f ConnectionFilter) Match(d *bookv1.BookConnectionDescriptor) bool {
-	if f.e == nil {
-		return true
-	}
-	ok, err := f.eval(f.e, d)
-	return err == nil && ok
-}
-
-func (f ConnectionFilter) eval(e *expr.Expr, d *bookv1.BookConnectionDescriptor) (bool, error) {
-	call := e.GetCallExpr()
-	if call == nil {
-		return false, fmt.Errorf("unsupported expression")
-	}
-	args := call.GetArgs()
-	switch call.GetFunction() {
-	case filtering.FunctionAnd, filtering.FunctionFuzzyAnd:
-		for _, a := range args {
-			ok, err := f.eval(a, d)
-			if err != nil || !ok {
-				return false, err
-			}
-		}
-		return true, nil
-	case filtering.FunctionOr:
-		var firstErr error
-		for _, a := range args {
-			ok, err := f.eval(a, d)
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			if ok {
-				return true, nil
-			}
-		}
-		return false, firstErr
-	case filtering.FunctionNot:
-		if len(args) != 1 {
-			return false, fmt.Errorf("NOT takes one argument")
-		}
-		ok, err := f.eval(args[0], d)
-		return !ok, err
-	case filtering.FunctionEquals, filtering.FunctionNotEquals, filtering.FunctionHas:
-		if len(args) != 2 || args[0].GetIdentExpr() == nil {
-			return false, fmt.Errorf("%s must compare a field with a value", call.GetFunction())
-		}
-		get := ConnectionFilterFields[args[0].GetIdentExpr().GetName()]
-		s, ok := args[1].GetConstExpr().GetConstantKind().(*expr.Constant_StringValue)
-		if get == nil || !ok {
-			return false, fmt.Errorf("%s must compare a field with a quoted text", call.GetFunction())
-		}
-		got := get(d)
-		switch call.GetFunction() {
-		case filtering.FunctionEquals:
-			return got == s.StringValue, nil
-		case filtering.FunctionNotEquals:
-			return got != s.StringValue, nil
-		default:
-			return strings.Contains(strings.ToLower(got), strings.ToLower(s.StringValue)), nil
-		}
-	}
-	return false, fmt.Errorf("operator %s is not supported", call.GetFunction())
+	return connFields.match(f.e, d)
 }

@@ -12,8 +12,7 @@ import (
 	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/store"
-	"github.com/proserun/prose/store/postgres"
-	"github.com/proserun/prose/store/sqlite"
+	"github.com/proserun/prose/store/migratetest"
 )
 
 // TestRowsOfVersion13ReadBack: runs written before migration 00014, when
@@ -22,23 +21,18 @@ import (
 // it: a resolved run goes on with its guidance, a completed run renders its
 // steps, inputs, outputs and invocation, a journal keeps its results.
 func TestRowsOfVersion13ReadBack(t *testing.T) {
-	type backend struct {
-		migrateTo func(ctx context.Context, version int64) error
-		apply     func(ctx context.Context, version int64, up bool) error
-		open      func(ctx context.Context, opts ...store.Option) (store.Store, error)
-	}
-	run := func(t *testing.T, b backend) {
+	migratetest.ForEachBackend(t, func(t *testing.T, b migratetest.Backend) {
 		ctx := context.Background()
 		// The rows are written by today's store code, which writes the
 		// columns later migrations add: the schema is the latest with 00014
 		// taken down, as if the rows were written before it.
-		if err := b.migrateTo(ctx, goose.MaxVersion); err != nil {
+		if err := b.MigrateTo(ctx, goose.MaxVersion); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.apply(ctx, 14, false); err != nil {
+		if err := b.Apply(ctx, 14, false); err != nil {
 			t.Fatal(err)
 		}
-		old, err := b.open(ctx, store.WithoutMigrations())
+		old, err := b.Open(ctx, store.WithoutMigrations())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,10 +100,10 @@ func TestRowsOfVersion13ReadBack(t *testing.T) {
 		}
 
 		// Migrate (00014 up) and read back.
-		if err := b.apply(ctx, 14, true); err != nil {
+		if err := b.Apply(ctx, 14, true); err != nil {
 			t.Fatal(err)
 		}
-		st, err := b.open(ctx)
+		st, err := b.Open(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -149,26 +143,6 @@ func TestRowsOfVersion13ReadBack(t *testing.T) {
 		if err := proto.Unmarshal(j[0].Data, vals); err != nil || vals.GetValues()["price"].GetNumber().GetLo() != 999 {
 			t.Fatalf("journal entry reads back as %v (%v)", vals, err)
 		}
-	}
-	t.Run("sqlite", func(t *testing.T) {
-		dir := t.TempDir()
-		run(t, backend{
-			migrateTo: func(ctx context.Context, v int64) error { return sqlite.MigrateTo(ctx, dir, v) },
-			apply:     func(ctx context.Context, v int64, up bool) error { return sqlite.ApplyMigration(ctx, dir, v, up) },
-			open: func(ctx context.Context, opts ...store.Option) (store.Store, error) {
-				return sqlite.Open(ctx, dir, opts...)
-			},
-		})
-	})
-	t.Run("postgres", func(t *testing.T) {
-		url := tempPostgres(t)
-		run(t, backend{
-			migrateTo: func(ctx context.Context, v int64) error { return postgres.MigrateTo(ctx, url, v) },
-			apply:     func(ctx context.Context, v int64, up bool) error { return postgres.ApplyMigration(ctx, url, v, up) },
-			open: func(ctx context.Context, opts ...store.Option) (store.Store, error) {
-				return postgres.Open(ctx, url, opts...)
-			},
-		})
 	})
 }
 

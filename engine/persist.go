@@ -210,15 +210,21 @@ func toPersist(m map[string]*platformv1.Value) (map[string]*persistv1.Value, err
 }
 
 func valueToPersist(v *platformv1.Value) (*persistv1.Value, error) {
-	b, err := proto.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
 	p := &persistv1.Value{}
-	if err := proto.Unmarshal(b, p); err != nil {
-		return nil, err
+	return p, Mirror(p, v)
+}
+
+// Mirror sets dst to src read as dst's type, for a prose.persist.v1
+// message and the platform message it mirrors field by field, either way
+// (the mirrors are checked by TestPersistValueMirrorsPlatformValue and
+// TestPersistMirrorsPlatform): the one conversion between the stored
+// shapes and the API's where they agree.
+func Mirror(dst, src proto.Message) error {
+	b, err := proto.Marshal(src)
+	if err != nil {
+		return err
 	}
-	return p, nil
+	return proto.Unmarshal(b, dst)
 }
 
 // fromPersist converts stored values back to the platform's messages.
@@ -238,15 +244,8 @@ func fromPersist(m map[string]*persistv1.Value) (map[string]*platformv1.Value, e
 }
 
 func valueFromPersist(p *persistv1.Value) (*platformv1.Value, error) {
-	b, err := proto.Marshal(p)
-	if err != nil {
-		return nil, err
-	}
 	v := &platformv1.Value{}
-	if err := proto.Unmarshal(b, v); err != nil {
-		return nil, err
-	}
-	return v, nil
+	return v, Mirror(v, p)
 }
 
 // encodeValues encodes a map of values as a persist.v1.Values message (nil

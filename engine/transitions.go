@@ -107,24 +107,41 @@ func (e *Engine) Resolve(ctx context.Context, org, ws, id, resolver string, g Gu
 }
 
 // Archive archives a pending exception: its run is abandoned (stopped).
-// ErrFailedPrecondition from other states.
+// ErrFailedPrecondition from other states. The state is checked inside the
+// store's transaction, on the row it locked and read once.
 func (e *Engine) Archive(ctx context.Context, org, ws, id string) (store.Exception, error) {
-	return e.changedException(e.st.ArchiveException(ctx, org, ws, id))
+	return e.changedException(e.st.ArchiveException(ctx, org, ws, id, inState(store.ExceptionPending)))
 }
 
 // Unarchive makes an archived exception pending again and its run, still
-// stopped on it, waits for guidance again (no worker is needed until it is
-// resolved). ErrFailedPrecondition from other states and when the run has
-// moved on since.
+// stopped on it, waits for guidance again: no worker is needed until it is
+// resolved, so what is woken is what shows the run and the exception
+// (Options.Changed). ErrFailedPrecondition from other states and when the
+// run has moved on since.
 func (e *Engine) Unarchive(ctx context.Context, org, ws, id string) (store.Exception, error) {
-	return e.changedException(e.st.UnarchiveException(ctx, org, ws, id))
+	return e.changedException(e.st.UnarchiveException(ctx, org, ws, id, inState(store.ExceptionArchived)))
 }
 
 // Assign assigns an exception to assignee (users/{user}; the caller checks
 // membership), or unassigns it (""). ErrFailedPrecondition for a resolved
-// exception.
+// exception, which is final.
 func (e *Engine) Assign(ctx context.Context, org, ws, id, assignee string) (store.Exception, error) {
-	return e.changedException(e.st.AssignException(ctx, org, ws, id, assignee))
+	return e.changedException(e.st.AssignException(ctx, org, ws, id, assignee, func(x store.Exception) error {
+		if x.State == store.ExceptionResolved {
+			return fmt.Errorf("exception %q is RESOLVED, which is final: %w", x.ID, store.ErrFailedPrecondition)
+		}
+		return nil
+	}))
+}
+
+// inState is the check of a transition from state from.
+func inState(from store.ExceptionState) store.ExceptionCheck {
+	return func(x store.Exception) error {
+		if x.State != from {
+			return fmt.Errorf("exception %q is %s, not %s: %w", x.ID, x.State, from, store.ErrFailedPrecondition)
+		}
+		return nil
+	}
 }
 
 // changedException tells Options.Changed of an exception that changed.

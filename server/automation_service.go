@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/proserun/prose/engine"
+	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
@@ -40,8 +41,9 @@ const (
 //
 // The fields the store has no column for (input_specs, connections,
 // default_inputs, marked_outputs, activation_state) are kept per stage in
-// store.Automation.Details as a marshalled Automation message holding only
-// those fields.
+// store.Automation.Details as a prose.persist.v1.AutomationDetails (the
+// stored shape, private to Prose: a change to the public Automation is
+// never a data migration).
 type AutomationService struct {
 	platformv1.UnimplementedAutomationServiceServer
 	st  store.Store
@@ -53,14 +55,35 @@ func NewAutomationService(st store.Store, eng *engine.Engine) *AutomationService
 	return &AutomationService{st: st, eng: eng}
 }
 
-// detailsOf extracts the fields kept in Details.
+// detailsOf extracts the fields kept in Details, as a
+// prose.persist.v1.AutomationDetails (nil when none is set).
 func detailsOf(a *platformv1.Automation) ([]byte, error) {
-	d := &platformv1.Automation{
-		Connections:     a.GetConnections(),
-		InputSpecs:      a.GetInputSpecs(),
-		ActivationState: a.GetActivationState(),
-		DefaultInputs:   a.GetDefaultInputs(),
+	d := &persistv1.AutomationDetails{
+		ActivationState: persistv1.AutomationActivationState(a.GetActivationState()),
 		MarkedOutputs:   a.GetMarkedOutputs(),
+	}
+	if len(a.GetConnections()) > 0 {
+		d.Connections = make(map[string]*persistv1.BookConnection, len(a.GetConnections()))
+		for k, c := range a.GetConnections() {
+			d.Connections[k] = &persistv1.BookConnection{ConnectionId: c.GetConnectionId(), Endpoint: c.GetEndpoint()}
+		}
+	}
+	for _, spec := range a.GetInputSpecs() {
+		p := &persistv1.AutomationInputSpec{}
+		if err := engine.Mirror(p, spec); err != nil {
+			return nil, err
+		}
+		d.InputSpecs = append(d.InputSpecs, p)
+	}
+	if len(a.GetDefaultInputs()) > 0 {
+		d.DefaultInputs = make(map[string]*persistv1.Value, len(a.GetDefaultInputs()))
+		for k, v := range a.GetDefaultInputs() {
+			p := &persistv1.Value{}
+			if err := engine.Mirror(p, v); err != nil {
+				return nil, err
+			}
+			d.DefaultInputs[k] = p
+		}
 	}
 	if proto.Size(d) == 0 {
 		return nil, nil
@@ -73,15 +96,36 @@ func applyDetails(out *platformv1.Automation, b []byte) error {
 	if len(b) == 0 {
 		return nil
 	}
-	d := &platformv1.Automation{}
+	d := &persistv1.AutomationDetails{}
 	if err := proto.Unmarshal(b, d); err != nil {
 		return fmt.Errorf("decode automation details: %w", err)
 	}
-	out.Connections = d.Connections
-	out.InputSpecs = d.InputSpecs
-	out.ActivationState = d.ActivationState
-	out.DefaultInputs = d.DefaultInputs
-	out.MarkedOutputs = d.MarkedOutputs
+	out.Connections, out.InputSpecs, out.DefaultInputs = nil, nil, nil
+	if len(d.GetConnections()) > 0 {
+		out.Connections = make(map[string]*platformv1.BookConnection, len(d.GetConnections()))
+		for k, c := range d.GetConnections() {
+			out.Connections[k] = &platformv1.BookConnection{ConnectionId: c.GetConnectionId(), Endpoint: c.GetEndpoint()}
+		}
+	}
+	for _, p := range d.GetInputSpecs() {
+		spec := &platformv1.AutomationInputSpec{}
+		if err := engine.Mirror(spec, p); err != nil {
+			return fmt.Errorf("decode automation details: %w", err)
+		}
+		out.InputSpecs = append(out.InputSpecs, spec)
+	}
+	if len(d.GetDefaultInputs()) > 0 {
+		out.DefaultInputs = make(map[string]*platformv1.Value, len(d.GetDefaultInputs()))
+		for k, p := range d.GetDefaultInputs() {
+			v := &platformv1.Value{}
+			if err := engine.Mirror(v, p); err != nil {
+				return fmt.Errorf("decode automation details: %w", err)
+			}
+			out.DefaultInputs[k] = v
+		}
+	}
+	out.ActivationState = platformv1.AutomationActivationState(d.GetActivationState())
+	out.MarkedOutputs = d.GetMarkedOutputs()
 	return nil
 }
 
@@ -91,11 +135,11 @@ func applyDetails(out *platformv1.Automation, b []byte) error {
 // AUTOMATION_ACTIVATION_STATE_DEACTIVATED. "" means it may run; unreadable
 // details do not stop it (they are checked when written).
 func AutomationInactive(a store.Automation) string {
-	d := &platformv1.Automation{}
-	if err := applyDetails(d, a.Details); err != nil {
+	d := &persistv1.AutomationDetails{}
+	if err := proto.Unmarshal(a.Details, d); err != nil {
 		return ""
 	}
-	if d.GetActivationState() == platformv1.AutomationActivationState_AUTOMATION_ACTIVATION_STATE_DEACTIVATED {
+	if d.GetActivationState() == persistv1.AutomationActivationState_AUTOMATION_ACTIVATION_STATE_DEACTIVATED {
 		return ErrAutomationDeactivated
 	}
 	return ""

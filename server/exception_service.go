@@ -451,11 +451,14 @@ func (s *ExceptionService) checkAssignee(ctx context.Context, org, ws, assignee 
 // terminal: FAILED_PRECONDITION.
 func (s *ExceptionService) AssignException(ctx context.Context, req *platformv1.AssignExceptionRequest) (*platformv1.Exception, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetExceptionId()
-	if _, err := s.st.GetException(ctx, org, ws, id); err != nil {
-		return nil, exceptionErr(err, org, ws, id)
-	}
 	assignee, err := s.checkAssignee(ctx, org, ws, req.GetAssignee())
 	if err != nil {
+		// An absent exception is NOT_FOUND whatever the assignee: the row
+		// is read here only when the assignee is refused (the engine reads
+		// it once, in the transaction, otherwise).
+		if _, gerr := s.st.GetException(ctx, org, ws, id); gerr != nil {
+			return nil, exceptionErr(gerr, org, ws, id)
+		}
 		return nil, err
 	}
 	x, err := s.eng.Assign(ctx, org, ws, id, assignee)

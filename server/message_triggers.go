@@ -16,7 +16,6 @@ import (
 	mqtt "github.com/eclipse/paho.mqtt.golang"
 	"github.com/nats-io/nats.go"
 	amqp "github.com/rabbitmq/amqp091-go"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
@@ -176,8 +175,8 @@ func (m *MessageTriggers) Sync(ctx context.Context) error {
 }
 
 func configText(inst store.TriggerInstance) (map[string]string, error) {
-	cfg := &platformv1.TriggerInstance{}
-	if err := proto.Unmarshal(inst.Configuration, cfg); err != nil {
+	cfg, err := decodeTriggerConfig(inst.Configuration)
+	if err != nil {
 		return nil, err
 	}
 	out := map[string]string{"url": messageBooks[inst.BookName].defaultURL}

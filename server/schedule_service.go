@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
@@ -74,7 +73,7 @@ func parseConfig(s *platformv1.AutomationSchedule) (*schedule.Calendar, []byte, 
 		}
 		return nil, nil, err
 	}
-	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(s.GetConfig())
+	b, err := schedule.EncodeConfig(s.GetConfig())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -83,8 +82,8 @@ func parseConfig(s *platformv1.AutomationSchedule) (*schedule.Calendar, []byte, 
 
 // scheduleProto renders a stored schedule as of now.
 func (s *ScheduleService) scheduleProto(sc store.Schedule) (*platformv1.AutomationSchedule, error) {
-	cfg := &platformv1.ScheduleConfig{}
-	if err := proto.Unmarshal(sc.Config, cfg); err != nil {
+	cfg, err := schedule.DecodeConfig(sc.Config)
+	if err != nil {
 		return nil, err
 	}
 	cal, err := schedule.Parse(cfg)
@@ -191,8 +190,8 @@ func (s *ScheduleService) setEnabled(ctx context.Context, req scheduleRef, enabl
 		return nil, scheduleErr(err, req)
 	}
 	if enabled && !cur.Enabled {
-		cfg := &platformv1.ScheduleConfig{}
-		if err := proto.Unmarshal(cur.Config, cfg); err != nil {
+		cfg, err := schedule.DecodeConfig(cur.Config)
+		if err != nil {
 			return nil, err
 		}
 		cal, err := schedule.Parse(cfg)

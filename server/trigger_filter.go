@@ -6,8 +6,6 @@ import (
 	"math"
 	"strings"
 
-	"google.golang.org/protobuf/proto"
-
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
@@ -118,8 +116,8 @@ func filterLiteral(v *platformv1.BdkValue) (any, error) {
 
 // instanceFilter reads a stored instance's filter (nil: none).
 func instanceFilter(inst store.TriggerInstance) (*platformv1.Expression, error) {
-	cfg := &platformv1.TriggerInstance{}
-	if err := proto.Unmarshal(inst.Configuration, cfg); err != nil {
+	cfg, err := decodeTriggerConfig(inst.Configuration)
+	if err != nil {
 		return nil, fmt.Errorf("decode trigger instance %s: %w", inst.ID, err)
 	}
 	return cfg.GetFilterExpression(), nil

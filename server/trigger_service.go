@@ -14,7 +14,9 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/proserun/prose/engine"
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server/transport"
@@ -57,13 +59,65 @@ func NewTriggerService(st store.Store) *TriggerService { return &TriggerService{
 
 func triggerInstanceName(org, ws, id string) string { return names.TriggerInstance(org, ws, id) }
 
+// encodeTriggerConfig encodes what a trigger instance keeps beyond its
+// columns as a prose.persist.v1.TriggerConfig (the stored shape, private to
+// Prose: a change to the public TriggerInstance is never a data migration).
+func encodeTriggerConfig(cfg map[string]*platformv1.BdkValue, filter *platformv1.Expression) ([]byte, error) {
+	out := &persistv1.TriggerConfig{}
+	if len(cfg) > 0 {
+		out.Configuration = make(map[string]*persistv1.BdkValue, len(cfg))
+		for k, v := range cfg {
+			p := &persistv1.BdkValue{}
+			if err := engine.Mirror(p, v); err != nil {
+				return nil, err
+			}
+			out.Configuration[k] = p
+		}
+	}
+	if filter != nil {
+		out.FilterExpression = &persistv1.Expression{}
+		if err := engine.Mirror(out.FilterExpression, filter); err != nil {
+			return nil, err
+		}
+	}
+	return proto.MarshalOptions{Deterministic: true}.Marshal(out)
+}
+
+// decodeTriggerConfig reads what encodeTriggerConfig wrote back as the
+// platform's configuration and filter (in a TriggerInstance holding only
+// those two).
+func decodeTriggerConfig(b []byte) (*platformv1.TriggerInstance, error) {
+	in := &persistv1.TriggerConfig{}
+	if err := proto.Unmarshal(b, in); err != nil {
+		return nil, err
+	}
+	out := &platformv1.TriggerInstance{}
+	if len(in.GetConfiguration()) > 0 {
+		out.Configuration = make(map[string]*platformv1.BdkValue, len(in.GetConfiguration()))
+		for k, p := range in.GetConfiguration() {
+			v := &platformv1.BdkValue{}
+			if err := engine.Mirror(v, p); err != nil {
+				return nil, err
+			}
+			out.Configuration[k] = v
+		}
+	}
+	if in.GetFilterExpression() != nil {
+		out.FilterExpression = &platformv1.Expression{}
+		if err := engine.Mirror(out.FilterExpression, in.GetFilterExpression()); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // WebhookPath is the path that delivers events to a webhook instance.
 func WebhookPath(org, ws, id string) string { return "/hooks/" + org + "/" + ws + "/" + id }
 
 // triggerInstanceProto renders an instance; the secret only when withSecret.
 func (s *TriggerService) triggerInstanceProto(t store.TriggerInstance, withSecret bool) (*platformv1.TriggerInstance, error) {
-	cfg := &platformv1.TriggerInstance{}
-	if err := proto.Unmarshal(t.Configuration, cfg); err != nil {
+	cfg, err := decodeTriggerConfig(t.Configuration)
+	if err != nil {
 		return nil, err
 	}
 	out := &platformv1.TriggerInstance{
@@ -142,7 +196,7 @@ func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.C
 			return nil, err
 		}
 	}
-	enc, err := proto.MarshalOptions{Deterministic: true}.Marshal(&platformv1.TriggerInstance{Configuration: cfg, FilterExpression: req.GetFilterExpression()})
+	enc, err := encodeTriggerConfig(cfg, req.GetFilterExpression())
 	if err != nil {
 		return nil, err
 	}

@@ -19,7 +19,8 @@ func (s Stage) Valid() bool { return s == StageDraft || s == StagePublished }
 
 // Automation is a Prose program with a draft and (once published) a published
 // stage. Details is an opaque blob the server layer owns (input specs,
-// connections, default inputs, …); the store keeps it per stage.
+// connections, default inputs, …: a marshalled
+// prose.persist.v1.AutomationDetails); the store keeps it per stage.
 type Automation struct {
 	OrganizationID string
 	WorkspaceID    string

@@ -30,7 +30,7 @@ type Thread struct {
 func (t Thread) Key() string { return t.RunID + "/" + t.AgentID }
 
 // Event is one event of a thread. Payload is the marshalled
-// prose.platform.v1.Event, opaque to the store; the indexed columns
+// prose.persist.v1.Event (agent.ToStore writes it), opaque to the store; the indexed columns
 // (ExceptionID, State, times) are the store's and win over the payload.
 type Event struct {
 	Thread

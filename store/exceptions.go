@@ -103,6 +103,14 @@ type Resolution struct {
 // how an exception is resolved (see Exceptions.ResolveException).
 type ResolveCheck func(x Exception) (Resolution, error)
 
+// ExceptionCheck decides, inside the transaction of an archive, unarchive
+// or assign, whether the exception may change (see Exceptions): it is
+// called once with the exception as read there, locked against concurrent
+// transitions, in whatever state it is, and its error, returned as is,
+// leaves everything unchanged. The engine (engine/transitions.go) owns the
+// rules and gives the checks; nil accepts.
+type ExceptionCheck func(x Exception) error
+
 // Exceptions stores exceptions and moves their runs along with them.
 type Exceptions interface {
 	// GetException: ErrNotFound if absent.
@@ -131,16 +139,22 @@ type Exceptions interface {
 	// is read once: the one returned is the row check saw, resolved.
 	ResolveException(ctx context.Context, organizationID, workspaceID, id string, check ResolveCheck) (Exception, error)
 	// ArchiveException moves a PENDING exception to ARCHIVED and its run to
-	// stopped. ErrFailedPrecondition from other states.
-	ArchiveException(ctx context.Context, organizationID, workspaceID, id string) (Exception, error)
+	// stopped, if check accepts it. ErrFailedPrecondition from other states
+	// (from check, or from the store when check accepts an exception that is
+	// not PENDING); ErrNotFound if absent (check is not called). Like every
+	// transition below, it reads the exception once, locked, and returns
+	// that row changed.
+	ArchiveException(ctx context.Context, organizationID, workspaceID, id string, check ExceptionCheck) (Exception, error)
 	// UnarchiveException moves an ARCHIVED exception to PENDING and its
-	// stopped run back to awaiting_guidance. ErrFailedPrecondition from other
-	// states, and when the run is no longer stopped on this exception (it
-	// was continued since): nothing would wait on the exception.
-	UnarchiveException(ctx context.Context, organizationID, workspaceID, id string) (Exception, error)
-	// AssignException sets (or clears, with "") the assignee.
-	// ErrFailedPrecondition for a RESOLVED exception.
-	AssignException(ctx context.Context, organizationID, workspaceID, id, assignee string) (Exception, error)
+	// stopped run back to awaiting_guidance, if check accepts it.
+	// ErrFailedPrecondition from other states, and when the run is no longer
+	// stopped on this exception (it was continued since): nothing would
+	// wait on the exception. ErrNotFound if absent.
+	UnarchiveException(ctx context.Context, organizationID, workspaceID, id string, check ExceptionCheck) (Exception, error)
+	// AssignException sets (or clears, with "") the assignee, if check
+	// accepts it. ErrFailedPrecondition for a RESOLVED exception (from check
+	// or the store); ErrNotFound if absent.
+	AssignException(ctx context.Context, organizationID, workspaceID, id, assignee string, check ExceptionCheck) (Exception, error)
 	// ListExceptionIDs returns the ids of every exception matching a filter
 	// (for the batch methods), oldest first, at most max.
 	ListExceptionIDs(ctx context.Context, organizationID, workspaceID string, filter Filter, max int) ([]string, error)

@@ -7,7 +7,8 @@ import (
 
 // TriggerInstance is one configured source of events of a workspace: an
 // inbound webhook (book "webhook"). Configuration is opaque bytes (the
-// server marshals the instance's configuration map); Secret signs the
+// server marshals the instance's configuration map and filter as a
+// prose.persist.v1.TriggerConfig); Secret signs the
 // bodies of inbound deliveries (HMAC-SHA256) and is never listed.
 type TriggerInstance struct {
 	OrganizationID string

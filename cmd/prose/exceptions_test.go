@@ -432,6 +432,9 @@ func TestExceptionArchiveUnarchiveAssign(t *testing.T) {
 			t.Errorf("not a user name: %q", bad.violation)
 		}
 		e.xwant(t, tr, xcall{rpc: "AssignException", id: "nope", body: `{"assignee": ""}`}, codes.NotFound)
+		// An absent exception is NOT_FOUND whatever the assignee.
+		e.xwant(t, tr, xcall{rpc: "AssignException", id: "nope", body: `{"assignee": "users/stranger"}`}, codes.NotFound)
+		e.xwant(t, tr, xcall{rpc: "AssignException", id: "nope", body: `{"assignee": "someone"}`}, codes.NotFound)
 		// Resolve; the run completes; RESOLVED is terminal.
 		e.xwant(t, tr, xcall{rpc: "ResolveException", id: xid,
 			body: `{"provide_values": {"values": {"invoice total": {"number": {"lo": 4}}}}}`}, codes.OK)
@@ -479,7 +482,7 @@ func newExcFixture(t *testing.T, e *testEnv) excFixture {
 func TestExceptionFilters(t *testing.T) {
 	e := newTestEnv(t)
 	f := newExcFixture(t, e)
-	if _, err := e.st.ArchiveException(context.Background(), e.init.orgID, e.init.workspaceID, f.rb.ExceptionID); err != nil {
+	if _, err := e.st.ArchiveException(context.Background(), e.init.orgID, e.init.workspaceID, f.rb.ExceptionID, nil); err != nil {
 		t.Fatal(err)
 	}
 	autoName := func(a store.Automation) string {

@@ -7,10 +7,7 @@ import (
 	"log/slog"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/proserun/prose/engine"
-	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 )
@@ -154,9 +151,8 @@ func (s *Scheduler) Tick(ctx context.Context) (full bool, err error) {
 // fire handles one due schedule.
 func (s *Scheduler) fire(ctx context.Context, sc store.Schedule, now time.Time) error {
 	log := s.opts.Logger.With("schedule", Name(sc.OrganizationID, sc.WorkspaceID, sc.AutomationID))
-	cfg := &platformv1.ScheduleConfig{}
 	var cal *Calendar
-	err := proto.Unmarshal(sc.Config, cfg)
+	cfg, err := DecodeConfig(sc.Config)
 	if err == nil {
 		cal, err = Parse(cfg)
 	}

@@ -9,7 +9,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"sync/atomic"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,7 +22,7 @@ import (
 )
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFiles embed.FS
 
 // Store is the PostgreSQL store.
 type Store struct {
@@ -76,7 +75,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...store.Option) (*Store,
 		return nil, fmt.Errorf("postgres: ping: %w", err)
 	}
 	if !o.SkipMigrations {
-		if _, err := migrate(ctx, db); err != nil {
+		if _, err := migrations("").UpTo(ctx, db, goose.MaxVersion); err != nil {
 			_ = db.Close()
 			return nil, err
 		}
@@ -96,79 +95,33 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts ...store.Option) (*Store,
 
 // Migrate applies the embedded migrations to the database at url and
 // returns the version reached.
-func Migrate(ctx context.Context, url string) (int64, error) {
-	s, err := Open(ctx, url, store.WithoutMigrations())
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = s.Close() }()
-	return migrate(ctx, s.db)
-}
-
-func migrate(ctx context.Context, db *sql.DB) (int64, error) {
-	return migrateTo(ctx, db, goose.MaxVersion)
-}
+func Migrate(ctx context.Context, url string) (int64, error) { return migrations(url).Migrate(ctx) }
 
 // ApplyMigration applies one migration, up or down, to the database at
-// url, whatever the others' state. It is for tests of a migration that
-// rewrites rows: take it down, write rows in the shape it converts, apply
-// it up.
+// url, whatever the others' state (see sqlstore.Migrations).
 func ApplyMigration(ctx context.Context, url string, version int64, up bool) error {
-	s, err := Open(ctx, url, store.WithoutMigrations())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = s.Close() }()
-	p, err := provider(s.db)
-	if err != nil {
-		return err
-	}
-	_, err = p.ApplyVersion(ctx, version, up)
-	return err
+	return migrations(url).ApplyMigration(ctx, version, up)
 }
 
 // MigrateTo applies the embedded migrations up to version (and no
 // further) to the database at url. It is for tests of the migrations: a
 // store opened on it must be opened WithoutMigrations.
 func MigrateTo(ctx context.Context, url string, version int64) error {
-	s, err := Open(ctx, url, store.WithoutMigrations())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = s.Close() }()
-	_, err = migrateTo(ctx, s.db, version)
-	return err
+	return migrations(url).MigrateTo(ctx, version)
 }
 
-func migrateTo(ctx context.Context, db *sql.DB, version int64) (int64, error) {
-	p, err := provider(db)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := p.UpTo(ctx, version); err != nil {
-		return 0, fmt.Errorf("postgres: migrate: %w", err)
-	}
-	return p.GetDBVersion(ctx)
-}
-
-// provider is the goose provider of the migrations: the SQL files, and
-// those written in Go (sqlstore.GoMigrations).
-func provider(db *sql.DB) (*goose.Provider, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		return nil, err
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, sub,
-		goose.WithDisableGlobalRegistry(true), goose.WithSessionLocker(locker),
-		goose.WithGoMigrations(sqlstore.GoMigrations(store.Postgres)...))
-	if err != nil {
-		return nil, fmt.Errorf("postgres: migrations: %w", err)
-	}
-	return p, nil
+// migrations are the migrations of the database at url ("" when only
+// UpTo is used, on a database already open).
+func migrations(url string) sqlstore.Migrations {
+	return sqlstore.Migrations{Name: "postgres", Dialect: store.Postgres, Goose: goose.DialectPostgres, Files: migrationFiles,
+		Locker: func() (lock.SessionLocker, error) { return lock.NewPostgresSessionLocker() },
+		Open: func(ctx context.Context) (*sql.DB, func() error, error) {
+			s, err := Open(ctx, url, store.WithoutMigrations())
+			if err != nil {
+				return nil, nil, err
+			}
+			return s.db, s.Close, nil
+		}}
 }
 
 // Pool is the pgx pool (for bulk loads with CopyFrom in benchmarks and

@@ -10,7 +10,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -26,7 +25,7 @@ import (
 )
 
 //go:embed migrations/*.sql
-var migrations embed.FS
+var migrationFiles embed.FS
 
 // FileName is the database file inside a data directory.
 const FileName = "prose.db"
@@ -85,7 +84,7 @@ func Open(ctx context.Context, dirOrFile string, opts ...store.Option) (*Store, 
 		return nil, fmt.Errorf("sqlite: open %s: %w", path, err)
 	}
 	if !o.SkipMigrations {
-		if err := migrate(ctx, w); err != nil {
+		if _, err := migrations("").UpTo(ctx, w, goose.MaxVersion); err != nil {
 			_ = w.Close()
 			return nil, err
 		}
@@ -108,59 +107,13 @@ func Open(ctx context.Context, dirOrFile string, opts ...store.Option) (*Store, 
 // Migrate applies the embedded migrations to the database in dirOrFile
 // (creating it if missing) and returns the version reached.
 func Migrate(ctx context.Context, dirOrFile string) (int64, error) {
-	s, err := Open(ctx, dirOrFile, store.WithoutMigrations())
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = s.Close() }()
-	if err := migrate(ctx, s.w); err != nil {
-		return 0, err
-	}
-	p, err := provider(s.w)
-	if err != nil {
-		return 0, err
-	}
-	return p.GetDBVersion(ctx)
-}
-
-func provider(db *sql.DB) (*goose.Provider, error) {
-	sub, err := fs.Sub(migrations, "migrations")
-	if err != nil {
-		return nil, err
-	}
-	return goose.NewProvider(goose.DialectSQLite3, db, sub, goose.WithDisableGlobalRegistry(true),
-		goose.WithGoMigrations(sqlstore.GoMigrations(store.SQLite)...))
-}
-
-func migrate(ctx context.Context, db *sql.DB) error { return migrateTo(ctx, db, goose.MaxVersion) }
-
-func migrateTo(ctx context.Context, db *sql.DB, version int64) error {
-	p, err := provider(db)
-	if err != nil {
-		return fmt.Errorf("sqlite: migrations: %w", err)
-	}
-	if _, err := p.UpTo(ctx, version); err != nil {
-		return fmt.Errorf("sqlite: migrate: %w", err)
-	}
-	return nil
+	return migrations(dirOrFile).Migrate(ctx)
 }
 
 // ApplyMigration applies one migration, up or down, to the database in
-// dirOrFile, whatever the others' state. It is for tests of a migration
-// that rewrites rows: take it down, write rows in the shape it converts,
-// apply it up.
+// dirOrFile, whatever the others' state (see sqlstore.Migrations).
 func ApplyMigration(ctx context.Context, dirOrFile string, version int64, up bool) error {
-	s, err := Open(ctx, dirOrFile, store.WithoutMigrations())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = s.Close() }()
-	p, err := provider(s.w)
-	if err != nil {
-		return err
-	}
-	_, err = p.ApplyVersion(ctx, version, up)
-	return err
+	return migrations(dirOrFile).ApplyMigration(ctx, version, up)
 }
 
 // MigrateTo applies the embedded migrations up to version (and no
@@ -168,12 +121,20 @@ func ApplyMigration(ctx context.Context, dirOrFile string, version int64, up boo
 // tests of the migrations: a store opened on it must be opened
 // WithoutMigrations.
 func MigrateTo(ctx context.Context, dirOrFile string, version int64) error {
-	s, err := Open(ctx, dirOrFile, store.WithoutMigrations())
-	if err != nil {
-		return err
-	}
-	defer func() { _ = s.Close() }()
-	return migrateTo(ctx, s.w, version)
+	return migrations(dirOrFile).MigrateTo(ctx, version)
+}
+
+// migrations are the migrations of the database in dirOrFile ("" when
+// only UpTo is used, on a database already open).
+func migrations(dirOrFile string) sqlstore.Migrations {
+	return sqlstore.Migrations{Name: "sqlite", Dialect: store.SQLite, Goose: goose.DialectSQLite3, Files: migrationFiles,
+		Open: func(ctx context.Context) (*sql.DB, func() error, error) {
+			s, err := Open(ctx, dirOrFile, store.WithoutMigrations())
+			if err != nil {
+				return nil, nil, err
+			}
+			return s.w, s.Close, nil
+		}}
 }
 
 // WriteDB is the single-connection write handle (for bulk loads in

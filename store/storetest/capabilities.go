@@ -247,8 +247,8 @@ func testTypedFilters(t *testing.T, s *suite) {
 	_, x1 := s.exception(t, a, "missing_values", "m1")
 	_, x2 := s.exception(t, a, "missing_values", "m2")
 	_, x3 := s.exception(t, a, "", "m3")
-	of(s.st.AssignException(s.ctx, "acme", "ops", x1.ID, "users/u1")).must(t)
-	of(s.st.ArchiveException(s.ctx, "acme", "ops", x2.ID)).must(t)
+	of(s.st.AssignException(s.ctx, "acme", "ops", x1.ID, "users/u1", nil)).must(t)
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x2.ID, nil)).must(t)
 	ids := func(f store.Filter) []string { return of(s.st.ListExceptionIDs(s.ctx, "acme", "ops", f, 10)).must(t) }
 	pending := store.Cond{Field: "state", Op: store.OpEq, Value: string(store.ExceptionPending)}
 	if got := ids(pending); !slices.Equal(got, []string{x1.ID, x3.ID}) {

@@ -103,9 +103,9 @@ func testExceptionCounts(t *testing.T, open Opener) {
 			var err error
 			switch rng.IntN(4) {
 			case 0:
-				e, err = s.st.ArchiveException(s.ctx, "acme", "ops", id)
+				e, err = s.st.ArchiveException(s.ctx, "acme", "ops", id, nil)
 				if err == nil && rng.IntN(2) == 0 {
-					e, err = s.st.UnarchiveException(s.ctx, "acme", "ops", id)
+					e, err = s.st.UnarchiveException(s.ctx, "acme", "ops", id, nil)
 				}
 			case 1:
 				e, err = s.st.ResolveException(s.ctx, "acme", "ops", id, accept(store.Resolution{Resolver: "users/u1", Data: []byte("d")}))

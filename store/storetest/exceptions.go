@@ -31,6 +31,7 @@ func testExceptions(t *testing.T, open Opener) {
 		{"ListExceptionIDs", testListExceptionIDs},
 		{"ResolveRaces", testResolveRaces},
 		{"ResolveCheck", testResolveCheck},
+		{"ExceptionCheck", testExceptionCheck},
 		{"TransitionsReturnTheRow", testTransitionsReturnTheRow},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
@@ -196,7 +197,7 @@ func testCountExceptions(t *testing.T, s *suite) {
 	_, x := s.exception(t, b, "user_system_error", "3")
 	s.exception(t, c, "internal_error", "4")
 	s.exception(t, c, "", "5")
-	_, err := s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)
+	_, err := s.st.ArchiveException(s.ctx, "acme", "ops", x.ID, nil)
 	noErr(t, err)
 
 	req := store.CountRequest{OrganizationID: "acme", WorkspaceID: "ops", PageSize: 2}
@@ -237,27 +238,27 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 	r, x := s.exception(t, a, "missing_values", "m")
 
 	// PENDING → ARCHIVED: the run is abandoned (stopped).
-	ar := of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
+	ar := of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID, nil)).must(t)
 	if ar.State != store.ExceptionArchived || !ar.UpdateTime.After(x.UpdateTime) {
 		t.Fatalf("archive: %+v", ar)
 	}
 	if got := s.runOf(t, r); got.State != store.RunStopped || got.ExceptionID != x.ID {
 		t.Fatalf("run after archive: %+v", got)
 	}
-	_, err := s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)
+	_, err := s.st.ArchiveException(s.ctx, "acme", "ops", x.ID, nil)
 	wantErr(t, err, store.ErrFailedPrecondition, "archive an archived exception")
 	_, err = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, accept(store.Resolution{Resolver: "users/u", Data: []byte("g")}))
 	wantErr(t, err, store.ErrFailedPrecondition, "resolve an archived exception")
 
 	// ARCHIVED → PENDING: the run waits again.
-	un := of(s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
+	un := of(s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID, nil)).must(t)
 	if un.State != store.ExceptionPending {
 		t.Fatalf("unarchive: %+v", un)
 	}
 	if got := s.runOf(t, r); got.State != store.RunAwaitingGuidance || got.ExceptionID != x.ID {
 		t.Fatalf("run after unarchive: %+v", got)
 	}
-	_, err = s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)
+	_, err = s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID, nil)
 	wantErr(t, err, store.ErrFailedPrecondition, "unarchive a pending exception")
 
 	// PENDING → RESOLVED: the run goes on with the guidance.
@@ -271,9 +272,9 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 	// RESOLVED is terminal.
 	_, err = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, accept(store.Resolution{Resolver: "users/v"}))
 	wantErr(t, err, store.ErrFailedPrecondition, "resolve twice")
-	_, err = s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)
+	_, err = s.st.ArchiveException(s.ctx, "acme", "ops", x.ID, nil)
 	wantErr(t, err, store.ErrFailedPrecondition, "archive a resolved exception")
-	_, err = s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)
+	_, err = s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID, nil)
 	wantErr(t, err, store.ErrFailedPrecondition, "unarchive a resolved exception")
 	if got := of(s.st.GetException(s.ctx, "acme", "ops", x.ID)).must(t); got.Resolver != "users/u" || got.State != store.ExceptionResolved {
 		t.Fatalf("after the losers: %+v", got)
@@ -282,8 +283,8 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 	// Absent exceptions.
 	for name, err := range map[string]error{
 		"resolve":   second(s.st.ResolveException(s.ctx, "acme", "ops", "nope", accept(store.Resolution{}))),
-		"archive":   second(s.st.ArchiveException(s.ctx, "acme", "ops", "nope")),
-		"unarchive": second(s.st.UnarchiveException(s.ctx, "acme", "ops", "nope")),
+		"archive":   second(s.st.ArchiveException(s.ctx, "acme", "ops", "nope", nil)),
+		"unarchive": second(s.st.UnarchiveException(s.ctx, "acme", "ops", "nope", nil)),
 	} {
 		wantErr(t, err, store.ErrNotFound, name+" an absent exception")
 	}
@@ -298,11 +299,11 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 
 	// An archived exception whose run was continued since cannot come back.
 	r3, x3 := s.exception(t, a, "missing_values", "m3")
-	of(s.st.ArchiveException(s.ctx, "acme", "ops", x3.ID)).must(t)
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x3.ID, nil)).must(t)
 	if c := of(s.st.ContinueRun(s.ctx, "acme", "ops", "inv", r3.ID)).must(t); c.State != store.RunPending {
 		t.Fatalf("continue an abandoned run: %+v", c)
 	}
-	_, err = s.st.UnarchiveException(s.ctx, "acme", "ops", x3.ID)
+	_, err = s.st.UnarchiveException(s.ctx, "acme", "ops", x3.ID, nil)
 	wantErr(t, err, store.ErrFailedPrecondition, "unarchive when the run moved on")
 	if got := of(s.st.GetException(s.ctx, "acme", "ops", x3.ID)).must(t); got.State != store.ExceptionArchived {
 		t.Fatalf("refused unarchive changed the exception: %+v", got)
@@ -353,7 +354,7 @@ func testResolveCheck(t *testing.T, s *suite) {
 
 	// The check sees an archived exception as it is; accepting it anyway
 	// does not resolve it.
-	of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID, nil)).must(t)
 	var seen store.ExceptionState
 	_, err = s.st.ResolveException(s.ctx, "acme", "ops", x.ID, func(got store.Exception) (store.Resolution, error) {
 		seen = got.State
@@ -362,6 +363,68 @@ func testResolveCheck(t *testing.T, s *suite) {
 	wantErr(t, err, store.ErrFailedPrecondition, "resolve an archived exception its check accepted")
 	if seen != store.ExceptionArchived {
 		t.Fatalf("check saw state %q, want ARCHIVED", seen)
+	}
+}
+
+// testExceptionCheck: archive, unarchive and assign decide with their
+// check, inside the transaction, on the row they read: the check sees the
+// stored exception, is called once, its error leaves the exception and the
+// run unchanged, and it is not called for an absent exception; a check that
+// accepts an exception in the wrong state does not make the change.
+func testExceptionCheck(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	r, x := s.exception(t, a, "missing_values", "m")
+	type change struct {
+		name string
+		do   func(id string, check store.ExceptionCheck) (store.Exception, error)
+	}
+	changes := []change{
+		{"archive", func(id string, c store.ExceptionCheck) (store.Exception, error) {
+			return s.st.ArchiveException(s.ctx, "acme", "ops", id, c)
+		}},
+		{"unarchive", func(id string, c store.ExceptionCheck) (store.Exception, error) {
+			return s.st.UnarchiveException(s.ctx, "acme", "ops", id, c)
+		}},
+		{"assign", func(id string, c store.ExceptionCheck) (store.Exception, error) {
+			return s.st.AssignException(s.ctx, "acme", "ops", id, "users/ana", c)
+		}},
+	}
+	for _, ch := range changes {
+		calls := 0
+		_, err := ch.do(x.ID, func(got store.Exception) error {
+			calls++
+			if got.ID != x.ID || got.State != store.ExceptionPending || got.RunID != r.ID || string(got.Details) != string(x.Details) {
+				t.Errorf("%s: check saw %+v, want %+v", ch.name, got, x)
+			}
+			return fmt.Errorf("no: %w", errRefused)
+		})
+		if !errors.Is(err, errRefused) || calls != 1 {
+			t.Fatalf("refused %s: err %v, %d calls; want the check's error, 1 call", ch.name, err, calls)
+		}
+		if got := of(s.st.GetException(s.ctx, "acme", "ops", x.ID)).must(t); got.State != store.ExceptionPending || got.Assignee != "" || !got.UpdateTime.Equal(x.UpdateTime) {
+			t.Fatalf("exception after a refused %s: %+v", ch.name, got)
+		}
+		if got := s.runOf(t, r); got.State != store.RunAwaitingGuidance {
+			t.Fatalf("run after a refused %s: %+v", ch.name, got)
+		}
+		_, err = ch.do("nope", func(store.Exception) error {
+			t.Errorf("%s: check called for an absent exception", ch.name)
+			return nil
+		})
+		wantErr(t, err, store.ErrNotFound, ch.name+" an absent exception")
+	}
+	// Accepted where the store's own rule refuses: unarchive a pending
+	// exception, then (resolved) archive and assign it.
+	accepted := func(store.Exception) error { return nil }
+	_, err := changes[1].do(x.ID, accepted)
+	wantErr(t, err, store.ErrFailedPrecondition, "unarchive a pending exception its check accepted")
+	of(s.st.ResolveException(s.ctx, "acme", "ops", x.ID, accept(store.Resolution{Resolver: "users/u", Data: []byte("g")}))).must(t)
+	for _, ch := range []change{changes[0], changes[2]} {
+		_, err := ch.do(x.ID, accepted)
+		wantErr(t, err, store.ErrFailedPrecondition, ch.name+" a resolved exception its check accepted")
+	}
+	if got := of(s.st.GetException(s.ctx, "acme", "ops", x.ID)).must(t); got.State != store.ExceptionResolved || got.Assignee != "" {
+		t.Fatalf("resolved exception after accepted changes: %+v", got)
 	}
 }
 
@@ -377,31 +440,31 @@ func testTransitionsReturnTheRow(t *testing.T, s *suite) {
 			t.Fatalf("%s returned\n%+v\nstored\n%+v", what, got, stored)
 		}
 	}
-	same("assign", of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/u1")).must(t))
-	same("archive", of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)).must(t))
-	same("unarchive", of(s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)).must(t))
+	same("assign", of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/u1", nil)).must(t))
+	same("archive", of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID, nil)).must(t))
+	same("unarchive", of(s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID, nil)).must(t))
 	same("resolve", of(s.st.ResolveException(s.ctx, "acme", "ops", x.ID, accept(store.Resolution{Resolver: "users/u1", Data: []byte("g")}))).must(t))
 }
 
 func testAssignException(t *testing.T, s *suite) {
 	a := s.automation(t, "inv")
 	_, x := s.exception(t, a, "missing_values", "m")
-	as := of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/ana")).must(t)
+	as := of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/ana", nil)).must(t)
 	if as.Assignee != "users/ana" || as.State != store.ExceptionPending {
 		t.Fatalf("assign: %+v", as)
 	}
-	if un := of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "")).must(t); un.Assignee != "" {
+	if un := of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "", nil)).must(t); un.Assignee != "" {
 		t.Fatalf("unassign: %+v", un)
 	}
-	of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
-	if as := of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/bo")).must(t); as.Assignee != "users/bo" || as.State != store.ExceptionArchived {
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x.ID, nil)).must(t)
+	if as := of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/bo", nil)).must(t); as.Assignee != "users/bo" || as.State != store.ExceptionArchived {
 		t.Fatalf("assign archived: %+v", as)
 	}
-	of(s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID)).must(t)
+	of(s.st.UnarchiveException(s.ctx, "acme", "ops", x.ID, nil)).must(t)
 	of(s.st.ResolveException(s.ctx, "acme", "ops", x.ID, accept(store.Resolution{Resolver: "users/u"}))).must(t)
-	_, err := s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/ana")
+	_, err := s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/ana", nil)
 	wantErr(t, err, store.ErrFailedPrecondition, "assign a resolved exception")
-	_, err = s.st.AssignException(s.ctx, "acme", "ops", "nope", "users/ana")
+	_, err = s.st.AssignException(s.ctx, "acme", "ops", "nope", "users/ana", nil)
 	wantErr(t, err, store.ErrNotFound, "assign an absent exception")
 }
 
@@ -415,10 +478,10 @@ func testFilterByAssignee(t *testing.T, s *suite) {
 	_, x3 := s.exception(t, a, "missing_values", "3")
 	s.exception(t, a, "missing_values", "4")
 	for _, x := range []store.Exception{x1, x2} {
-		of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/ana")).must(t)
+		of(s.st.AssignException(s.ctx, "acme", "ops", x.ID, "users/ana", nil)).must(t)
 	}
-	of(s.st.AssignException(s.ctx, "acme", "ops", x3.ID, "users/bo")).must(t)
-	of(s.st.ArchiveException(s.ctx, "acme", "ops", x2.ID)).must(t)
+	of(s.st.AssignException(s.ctx, "acme", "ops", x3.ID, "users/bo", nil)).must(t)
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x2.ID, nil)).must(t)
 	for _, tc := range []struct {
 		filter string
 		want   []string // newest first

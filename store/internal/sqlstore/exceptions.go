@@ -315,9 +315,17 @@ func (db *DB) ResolveException(ctx context.Context, org, ws, id string, check st
 		})
 }
 
+// only is a transition's check that changes no other column.
+func only(check store.ExceptionCheck) func(e *store.Exception) (string, []any, error) {
+	if check == nil {
+		return nil
+	}
+	return func(e *store.Exception) (string, []any, error) { return "", nil, check(*e) }
+}
+
 // ArchiveException implements store.Exceptions.
-func (db *DB) ArchiveException(ctx context.Context, org, ws, id string) (store.Exception, error) {
-	return db.transition(ctx, org, ws, id, store.ExceptionPending, store.ExceptionArchived, nil,
+func (db *DB) ArchiveException(ctx context.Context, org, ws, id string, check store.ExceptionCheck) (store.Exception, error) {
+	return db.transition(ctx, org, ws, id, store.ExceptionPending, store.ExceptionArchived, only(check),
 		func(c conn, e store.Exception, now time.Time) error {
 			_, err := c.exec(ctx, `UPDATE runs SET state = 'stopped', reason = ?, state_time = ?, update_time = ?
 				WHERE id = ? AND state = 'awaiting_guidance' AND exception_id = ?`, "exception "+e.ID+" archived", now, now, e.RunID, e.ID)
@@ -326,8 +334,8 @@ func (db *DB) ArchiveException(ctx context.Context, org, ws, id string) (store.E
 }
 
 // UnarchiveException implements store.Exceptions.
-func (db *DB) UnarchiveException(ctx context.Context, org, ws, id string) (store.Exception, error) {
-	return db.transition(ctx, org, ws, id, store.ExceptionArchived, store.ExceptionPending, nil,
+func (db *DB) UnarchiveException(ctx context.Context, org, ws, id string, check store.ExceptionCheck) (store.Exception, error) {
+	return db.transition(ctx, org, ws, id, store.ExceptionArchived, store.ExceptionPending, only(check),
 		func(c conn, e store.Exception, now time.Time) error {
 			// Only a run still stopped on this exception can wait for it
 			// again; a run that was continued (or finished) since has moved
@@ -345,12 +353,17 @@ func (db *DB) UnarchiveException(ctx context.Context, org, ws, id string) (store
 }
 
 // AssignException implements store.Exceptions.
-func (db *DB) AssignException(ctx context.Context, org, ws, id, assignee string) (store.Exception, error) {
+func (db *DB) AssignException(ctx context.Context, org, ws, id, assignee string, check store.ExceptionCheck) (store.Exception, error) {
 	var out store.Exception
 	err := db.tx(ctx, func(c conn) error {
 		e, err := c.getException(ctx, org, ws, id, true)
 		if err != nil {
 			return err
+		}
+		if check != nil {
+			if err := check(e); err != nil {
+				return err
+			}
 		}
 		if e.State == store.ExceptionResolved {
 			return fmt.Errorf("exception %q is RESOLVED, which is final: %w", id, store.ErrFailedPrecondition)

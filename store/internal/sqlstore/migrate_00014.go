@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 
 	"github.com/pressly/goose/v3"
 	"google.golang.org/protobuf/encoding/protowire"
@@ -42,48 +41,13 @@ func GoMigrations(d store.Dialect) []*goose.Migration {
 			&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
 				return rewriteResolutions(ctx, tx, d, GuidanceToV13)
 			}}),
+		migration00022(d),
 	}
 }
 
 // rewriteResolutions rewrites every kept resolution with conv.
 func rewriteResolutions(ctx context.Context, tx *sql.Tx, d store.Dialect, conv func([]byte) ([]byte, error)) error {
-	type row struct {
-		id   string
-		data []byte
-	}
-	var all []row
-	err := func() error {
-		rows, err := tx.QueryContext(ctx, `SELECT id, resolution FROM runs WHERE resolution IS NOT NULL ORDER BY id`)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = rows.Close() }()
-		for rows.Next() {
-			var r row
-			if err := rows.Scan(&r.id, &r.data); err != nil {
-				return err
-			}
-			all = append(all, r)
-		}
-		return rows.Err()
-	}()
-	if err != nil {
-		return err
-	}
-	update := `UPDATE runs SET resolution = ? WHERE id = ?`
-	if d == store.Postgres {
-		update = `UPDATE runs SET resolution = $1 WHERE id = $2`
-	}
-	for _, r := range all {
-		b, err := conv(r.data)
-		if err != nil {
-			return fmt.Errorf("run %s: resolution: %w", r.id, err)
-		}
-		if _, err := tx.ExecContext(ctx, update, b, r.id); err != nil {
-			return fmt.Errorf("run %s: %w", r.id, err)
-		}
-	}
-	return nil
+	return rewriteColumn(ctx, tx, d, "runs", "resolution", []string{"id"}, conv)
 }
 
 // The field numbers of prose.platform.v1.ResolveExceptionRequest and its

@@ -155,6 +155,493 @@ func (InvocationSource) EnumDescriptor() ([]byte, []int) {
 	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{1}
 }
 
+// Whether an automation's schedules and triggers may start runs.
+type AutomationActivationState int32
+
+const (
+	// Not given (active).
+	AutomationActivationState_AUTOMATION_ACTIVATION_STATE_UNSPECIFIED AutomationActivationState = 0
+	// Active.
+	AutomationActivationState_AUTOMATION_ACTIVATION_STATE_ACTIVE AutomationActivationState = 1
+	// Deactivated.
+	AutomationActivationState_AUTOMATION_ACTIVATION_STATE_DEACTIVATED AutomationActivationState = 2
+)
+
+// Enum value maps for AutomationActivationState.
+var (
+	AutomationActivationState_name = map[int32]string{
+		0: "AUTOMATION_ACTIVATION_STATE_UNSPECIFIED",
+		1: "AUTOMATION_ACTIVATION_STATE_ACTIVE",
+		2: "AUTOMATION_ACTIVATION_STATE_DEACTIVATED",
+	}
+	AutomationActivationState_value = map[string]int32{
+		"AUTOMATION_ACTIVATION_STATE_UNSPECIFIED": 0,
+		"AUTOMATION_ACTIVATION_STATE_ACTIVE":      1,
+		"AUTOMATION_ACTIVATION_STATE_DEACTIVATED": 2,
+	}
+)
+
+func (x AutomationActivationState) Enum() *AutomationActivationState {
+	p := new(AutomationActivationState)
+	*p = x
+	return p
+}
+
+func (x AutomationActivationState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AutomationActivationState) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[2].Descriptor()
+}
+
+func (AutomationActivationState) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[2]
+}
+
+func (x AutomationActivationState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AutomationActivationState.Descriptor instead.
+func (AutomationActivationState) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{2}
+}
+
+// Scalar value types.
+type ValueScalarType int32
+
+const (
+	// Not given.
+	ValueScalarType_VALUE_SCALAR_TYPE_UNSPECIFIED ValueScalarType = 0
+	// Text.
+	ValueScalarType_VALUE_SCALAR_TYPE_TEXT ValueScalarType = 1
+	// A number.
+	ValueScalarType_VALUE_SCALAR_TYPE_NUMBER ValueScalarType = 2
+	// A boolean.
+	ValueScalarType_VALUE_SCALAR_TYPE_BOOLEAN ValueScalarType = 3
+	// A date and time.
+	ValueScalarType_VALUE_SCALAR_TYPE_DATETIME ValueScalarType = 4
+	// A date.
+	ValueScalarType_VALUE_SCALAR_TYPE_DATE ValueScalarType = 5
+	// A time of day.
+	ValueScalarType_VALUE_SCALAR_TYPE_TIME ValueScalarType = 6
+	// A file.
+	ValueScalarType_VALUE_SCALAR_TYPE_FILE ValueScalarType = 7
+)
+
+// Enum value maps for ValueScalarType.
+var (
+	ValueScalarType_name = map[int32]string{
+		0: "VALUE_SCALAR_TYPE_UNSPECIFIED",
+		1: "VALUE_SCALAR_TYPE_TEXT",
+		2: "VALUE_SCALAR_TYPE_NUMBER",
+		3: "VALUE_SCALAR_TYPE_BOOLEAN",
+		4: "VALUE_SCALAR_TYPE_DATETIME",
+		5: "VALUE_SCALAR_TYPE_DATE",
+		6: "VALUE_SCALAR_TYPE_TIME",
+		7: "VALUE_SCALAR_TYPE_FILE",
+	}
+	ValueScalarType_value = map[string]int32{
+		"VALUE_SCALAR_TYPE_UNSPECIFIED": 0,
+		"VALUE_SCALAR_TYPE_TEXT":        1,
+		"VALUE_SCALAR_TYPE_NUMBER":      2,
+		"VALUE_SCALAR_TYPE_BOOLEAN":     3,
+		"VALUE_SCALAR_TYPE_DATETIME":    4,
+		"VALUE_SCALAR_TYPE_DATE":        5,
+		"VALUE_SCALAR_TYPE_TIME":        6,
+		"VALUE_SCALAR_TYPE_FILE":        7,
+	}
+)
+
+func (x ValueScalarType) Enum() *ValueScalarType {
+	p := new(ValueScalarType)
+	*p = x
+	return p
+}
+
+func (x ValueScalarType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ValueScalarType) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[3].Descriptor()
+}
+
+func (ValueScalarType) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[3]
+}
+
+func (x ValueScalarType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ValueScalarType.Descriptor instead.
+func (ValueScalarType) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{3}
+}
+
+// How a schedule ends.
+type ScheduleEndType int32
+
+const (
+	// Not given.
+	ScheduleEndType_SCHEDULE_END_TYPE_UNSPECIFIED ScheduleEndType = 0
+	// Never.
+	ScheduleEndType_SCHEDULE_END_TYPE_NEVER ScheduleEndType = 1
+	// On a date.
+	ScheduleEndType_SCHEDULE_END_TYPE_ON_DATE ScheduleEndType = 2
+	// After a number of runs.
+	ScheduleEndType_SCHEDULE_END_TYPE_AFTER_OCCURRENCES ScheduleEndType = 3
+)
+
+// Enum value maps for ScheduleEndType.
+var (
+	ScheduleEndType_name = map[int32]string{
+		0: "SCHEDULE_END_TYPE_UNSPECIFIED",
+		1: "SCHEDULE_END_TYPE_NEVER",
+		2: "SCHEDULE_END_TYPE_ON_DATE",
+		3: "SCHEDULE_END_TYPE_AFTER_OCCURRENCES",
+	}
+	ScheduleEndType_value = map[string]int32{
+		"SCHEDULE_END_TYPE_UNSPECIFIED":       0,
+		"SCHEDULE_END_TYPE_NEVER":             1,
+		"SCHEDULE_END_TYPE_ON_DATE":           2,
+		"SCHEDULE_END_TYPE_AFTER_OCCURRENCES": 3,
+	}
+)
+
+func (x ScheduleEndType) Enum() *ScheduleEndType {
+	p := new(ScheduleEndType)
+	*p = x
+	return p
+}
+
+func (x ScheduleEndType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (ScheduleEndType) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[4].Descriptor()
+}
+
+func (ScheduleEndType) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[4]
+}
+
+func (x ScheduleEndType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use ScheduleEndType.Descriptor instead.
+func (ScheduleEndType) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{4}
+}
+
+// A day of the week.
+type DayOfWeek int32
+
+const (
+	// Not given.
+	DayOfWeek_DAY_OF_WEEK_UNSPECIFIED DayOfWeek = 0
+	// Monday.
+	DayOfWeek_DAY_OF_WEEK_MONDAY DayOfWeek = 1
+	// Tuesday.
+	DayOfWeek_DAY_OF_WEEK_TUESDAY DayOfWeek = 2
+	// Wednesday.
+	DayOfWeek_DAY_OF_WEEK_WEDNESDAY DayOfWeek = 3
+	// Thursday.
+	DayOfWeek_DAY_OF_WEEK_THURSDAY DayOfWeek = 4
+	// Friday.
+	DayOfWeek_DAY_OF_WEEK_FRIDAY DayOfWeek = 5
+	// Saturday.
+	DayOfWeek_DAY_OF_WEEK_SATURDAY DayOfWeek = 6
+	// Sunday.
+	DayOfWeek_DAY_OF_WEEK_SUNDAY DayOfWeek = 7
+)
+
+// Enum value maps for DayOfWeek.
+var (
+	DayOfWeek_name = map[int32]string{
+		0: "DAY_OF_WEEK_UNSPECIFIED",
+		1: "DAY_OF_WEEK_MONDAY",
+		2: "DAY_OF_WEEK_TUESDAY",
+		3: "DAY_OF_WEEK_WEDNESDAY",
+		4: "DAY_OF_WEEK_THURSDAY",
+		5: "DAY_OF_WEEK_FRIDAY",
+		6: "DAY_OF_WEEK_SATURDAY",
+		7: "DAY_OF_WEEK_SUNDAY",
+	}
+	DayOfWeek_value = map[string]int32{
+		"DAY_OF_WEEK_UNSPECIFIED": 0,
+		"DAY_OF_WEEK_MONDAY":      1,
+		"DAY_OF_WEEK_TUESDAY":     2,
+		"DAY_OF_WEEK_WEDNESDAY":   3,
+		"DAY_OF_WEEK_THURSDAY":    4,
+		"DAY_OF_WEEK_FRIDAY":      5,
+		"DAY_OF_WEEK_SATURDAY":    6,
+		"DAY_OF_WEEK_SUNDAY":      7,
+	}
+)
+
+func (x DayOfWeek) Enum() *DayOfWeek {
+	p := new(DayOfWeek)
+	*p = x
+	return p
+}
+
+func (x DayOfWeek) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (DayOfWeek) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[5].Descriptor()
+}
+
+func (DayOfWeek) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[5]
+}
+
+func (x DayOfWeek) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use DayOfWeek.Descriptor instead.
+func (DayOfWeek) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{5}
+}
+
+// An ordinal.
+type Ordinal int32
+
+const (
+	// Not given.
+	Ordinal_ORDINAL_UNSPECIFIED Ordinal = 0
+	// First.
+	Ordinal_ORDINAL_FIRST Ordinal = 1
+	// Second.
+	Ordinal_ORDINAL_SECOND Ordinal = 2
+	// Third.
+	Ordinal_ORDINAL_THIRD Ordinal = 3
+	// Fourth.
+	Ordinal_ORDINAL_FOURTH Ordinal = 4
+	// Fifth.
+	Ordinal_ORDINAL_FIFTH Ordinal = 5
+	// Last.
+	Ordinal_ORDINAL_LAST Ordinal = 6
+)
+
+// Enum value maps for Ordinal.
+var (
+	Ordinal_name = map[int32]string{
+		0: "ORDINAL_UNSPECIFIED",
+		1: "ORDINAL_FIRST",
+		2: "ORDINAL_SECOND",
+		3: "ORDINAL_THIRD",
+		4: "ORDINAL_FOURTH",
+		5: "ORDINAL_FIFTH",
+		6: "ORDINAL_LAST",
+	}
+	Ordinal_value = map[string]int32{
+		"ORDINAL_UNSPECIFIED": 0,
+		"ORDINAL_FIRST":       1,
+		"ORDINAL_SECOND":      2,
+		"ORDINAL_THIRD":       3,
+		"ORDINAL_FOURTH":      4,
+		"ORDINAL_FIFTH":       5,
+		"ORDINAL_LAST":        6,
+	}
+)
+
+func (x Ordinal) Enum() *Ordinal {
+	p := new(Ordinal)
+	*p = x
+	return p
+}
+
+func (x Ordinal) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Ordinal) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[6].Descriptor()
+}
+
+func (Ordinal) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[6]
+}
+
+func (x Ordinal) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Ordinal.Descriptor instead.
+func (Ordinal) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{6}
+}
+
+// A unit of repetition.
+type FrequencyUnit int32
+
+const (
+	// Not given.
+	FrequencyUnit_FREQUENCY_UNIT_UNSPECIFIED FrequencyUnit = 0
+	// Minutes.
+	FrequencyUnit_FREQUENCY_UNIT_MINUTE FrequencyUnit = 1
+	// Hours.
+	FrequencyUnit_FREQUENCY_UNIT_HOUR FrequencyUnit = 2
+	// Days.
+	FrequencyUnit_FREQUENCY_UNIT_DAY FrequencyUnit = 3
+	// Weeks.
+	FrequencyUnit_FREQUENCY_UNIT_WEEK FrequencyUnit = 4
+	// Months.
+	FrequencyUnit_FREQUENCY_UNIT_MONTH FrequencyUnit = 5
+	// Years.
+	FrequencyUnit_FREQUENCY_UNIT_YEAR FrequencyUnit = 6
+)
+
+// Enum value maps for FrequencyUnit.
+var (
+	FrequencyUnit_name = map[int32]string{
+		0: "FREQUENCY_UNIT_UNSPECIFIED",
+		1: "FREQUENCY_UNIT_MINUTE",
+		2: "FREQUENCY_UNIT_HOUR",
+		3: "FREQUENCY_UNIT_DAY",
+		4: "FREQUENCY_UNIT_WEEK",
+		5: "FREQUENCY_UNIT_MONTH",
+		6: "FREQUENCY_UNIT_YEAR",
+	}
+	FrequencyUnit_value = map[string]int32{
+		"FREQUENCY_UNIT_UNSPECIFIED": 0,
+		"FREQUENCY_UNIT_MINUTE":      1,
+		"FREQUENCY_UNIT_HOUR":        2,
+		"FREQUENCY_UNIT_DAY":         3,
+		"FREQUENCY_UNIT_WEEK":        4,
+		"FREQUENCY_UNIT_MONTH":       5,
+		"FREQUENCY_UNIT_YEAR":        6,
+	}
+)
+
+func (x FrequencyUnit) Enum() *FrequencyUnit {
+	p := new(FrequencyUnit)
+	*p = x
+	return p
+}
+
+func (x FrequencyUnit) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FrequencyUnit) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[7].Descriptor()
+}
+
+func (FrequencyUnit) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[7]
+}
+
+func (x FrequencyUnit) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FrequencyUnit.Descriptor instead.
+func (FrequencyUnit) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{7}
+}
+
+// A month.
+type Month int32
+
+const (
+	// Not given.
+	Month_MONTH_UNSPECIFIED Month = 0
+	// January.
+	Month_MONTH_JANUARY Month = 1
+	// February.
+	Month_MONTH_FEBRUARY Month = 2
+	// March.
+	Month_MONTH_MARCH Month = 3
+	// April.
+	Month_MONTH_APRIL Month = 4
+	// May.
+	Month_MONTH_MAY Month = 5
+	// June.
+	Month_MONTH_JUNE Month = 6
+	// July.
+	Month_MONTH_JULY Month = 7
+	// August.
+	Month_MONTH_AUGUST Month = 8
+	// September.
+	Month_MONTH_SEPTEMBER Month = 9
+	// October.
+	Month_MONTH_OCTOBER Month = 10
+	// November.
+	Month_MONTH_NOVEMBER Month = 11
+	// December.
+	Month_MONTH_DECEMBER Month = 12
+)
+
+// Enum value maps for Month.
+var (
+	Month_name = map[int32]string{
+		0:  "MONTH_UNSPECIFIED",
+		1:  "MONTH_JANUARY",
+		2:  "MONTH_FEBRUARY",
+		3:  "MONTH_MARCH",
+		4:  "MONTH_APRIL",
+		5:  "MONTH_MAY",
+		6:  "MONTH_JUNE",
+		7:  "MONTH_JULY",
+		8:  "MONTH_AUGUST",
+		9:  "MONTH_SEPTEMBER",
+		10: "MONTH_OCTOBER",
+		11: "MONTH_NOVEMBER",
+		12: "MONTH_DECEMBER",
+	}
+	Month_value = map[string]int32{
+		"MONTH_UNSPECIFIED": 0,
+		"MONTH_JANUARY":     1,
+		"MONTH_FEBRUARY":    2,
+		"MONTH_MARCH":       3,
+		"MONTH_APRIL":       4,
+		"MONTH_MAY":         5,
+		"MONTH_JUNE":        6,
+		"MONTH_JULY":        7,
+		"MONTH_AUGUST":      8,
+		"MONTH_SEPTEMBER":   9,
+		"MONTH_OCTOBER":     10,
+		"MONTH_NOVEMBER":    11,
+		"MONTH_DECEMBER":    12,
+	}
+)
+
+func (x Month) Enum() *Month {
+	p := new(Month)
+	*p = x
+	return p
+}
+
+func (x Month) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Month) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_persist_v1_persist_proto_enumTypes[8].Descriptor()
+}
+
+func (Month) Type() protoreflect.EnumType {
+	return &file_prose_persist_v1_persist_proto_enumTypes[8]
+}
+
+func (x Month) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Month.Descriptor instead.
+func (Month) EnumDescriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{8}
+}
+
 // Values is a map of named values: a run's user inputs (runs.user_inputs),
 // the inputs of its current step (runs.step_inputs), its outputs
 // (runs.outputs) and the result of a journaled book call (run_journal.data).
@@ -2523,6 +3010,2848 @@ func (x *BdkOffloadableListValue) GetInline() *BdkListValue {
 	return nil
 }
 
+// Event is one event of an agent's conversation (events.payload), without
+// what the store keeps in columns (its name, state and times). The payload
+// messages mirror the platform's member by member (checked by a test), so
+// the service converts by re-reading their encoding; the Event itself does
+// not: its numbers are its own (migration 00022 renumbered the rows kept as
+// prose.platform.v1.Event).
+type Event struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The payload.
+	//
+	// Types that are valid to be assigned to Payload:
+	//
+	//	*Event_UserMessage
+	//	*Event_AgentMessage
+	//	*Event_ToolCallRequest
+	//	*Event_ToolCallResult
+	//	*Event_Thinking
+	//	*Event_SystemMessage
+	//	*Event_CompletionResponse
+	Payload isEvent_Payload `protobuf_oneof:"payload"`
+	// The resource name of the exception the event is about.
+	Exception     string `protobuf:"bytes,8,opt,name=exception,proto3" json:"exception,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *Event) GetPayload() isEvent_Payload {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *Event) GetUserMessage() *UserMessage {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_UserMessage); ok {
+			return x.UserMessage
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetAgentMessage() *AgentMessage {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_AgentMessage); ok {
+			return x.AgentMessage
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolCallRequest() *ToolCallRequest {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolCallRequest); ok {
+			return x.ToolCallRequest
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetToolCallResult() *ToolCallResult {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_ToolCallResult); ok {
+			return x.ToolCallResult
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetThinking() *Thinking {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_Thinking); ok {
+			return x.Thinking
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetSystemMessage() *SystemMessage {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_SystemMessage); ok {
+			return x.SystemMessage
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetCompletionResponse() *CompletionResponse {
+	if x != nil {
+		if x, ok := x.Payload.(*Event_CompletionResponse); ok {
+			return x.CompletionResponse
+		}
+	}
+	return nil
+}
+
+func (x *Event) GetException() string {
+	if x != nil {
+		return x.Exception
+	}
+	return ""
+}
+
+type isEvent_Payload interface {
+	isEvent_Payload()
+}
+
+type Event_UserMessage struct {
+	// A message from a user.
+	UserMessage *UserMessage `protobuf:"bytes,1,opt,name=user_message,json=userMessage,proto3,oneof"`
+}
+
+type Event_AgentMessage struct {
+	// A message from the agent.
+	AgentMessage *AgentMessage `protobuf:"bytes,2,opt,name=agent_message,json=agentMessage,proto3,oneof"`
+}
+
+type Event_ToolCallRequest struct {
+	// The agent calls a tool.
+	ToolCallRequest *ToolCallRequest `protobuf:"bytes,3,opt,name=tool_call_request,json=toolCallRequest,proto3,oneof"`
+}
+
+type Event_ToolCallResult struct {
+	// The result of a tool call.
+	ToolCallResult *ToolCallResult `protobuf:"bytes,4,opt,name=tool_call_result,json=toolCallResult,proto3,oneof"`
+}
+
+type Event_Thinking struct {
+	// The agent's reasoning.
+	Thinking *Thinking `protobuf:"bytes,5,opt,name=thinking,proto3,oneof"`
+}
+
+type Event_SystemMessage struct {
+	// A message from the system.
+	SystemMessage *SystemMessage `protobuf:"bytes,6,opt,name=system_message,json=systemMessage,proto3,oneof"`
+}
+
+type Event_CompletionResponse struct {
+	// The end of a generation.
+	CompletionResponse *CompletionResponse `protobuf:"bytes,7,opt,name=completion_response,json=completionResponse,proto3,oneof"`
+}
+
+func (*Event_UserMessage) isEvent_Payload() {}
+
+func (*Event_AgentMessage) isEvent_Payload() {}
+
+func (*Event_ToolCallRequest) isEvent_Payload() {}
+
+func (*Event_ToolCallResult) isEvent_Payload() {}
+
+func (*Event_Thinking) isEvent_Payload() {}
+
+func (*Event_SystemMessage) isEvent_Payload() {}
+
+func (*Event_CompletionResponse) isEvent_Payload() {}
+
+// A message from a user.
+type UserMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// users/{user}.
+	User string `protobuf:"bytes,1,opt,name=user,proto3" json:"user,omitempty"`
+	// The text.
+	Content string `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// Structured content.
+	ContentList   *InputContentList `protobuf:"bytes,3,opt,name=content_list,json=contentList,proto3" json:"content_list,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UserMessage) Reset() {
+	*x = UserMessage{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UserMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UserMessage) ProtoMessage() {}
+
+func (x *UserMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UserMessage.ProtoReflect.Descriptor instead.
+func (*UserMessage) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *UserMessage) GetUser() string {
+	if x != nil {
+		return x.User
+	}
+	return ""
+}
+
+func (x *UserMessage) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *UserMessage) GetContentList() *InputContentList {
+	if x != nil {
+		return x.ContentList
+	}
+	return nil
+}
+
+// Structured content of a user message.
+type InputContentList struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The items.
+	Items         []*InputContent `protobuf:"bytes,1,rep,name=items,proto3" json:"items,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputContentList) Reset() {
+	*x = InputContentList{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputContentList) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputContentList) ProtoMessage() {}
+
+func (x *InputContentList) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputContentList.ProtoReflect.Descriptor instead.
+func (*InputContentList) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *InputContentList) GetItems() []*InputContent {
+	if x != nil {
+		return x.Items
+	}
+	return nil
+}
+
+// One item of structured content.
+type InputContent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The content.
+	//
+	// Types that are valid to be assigned to Content:
+	//
+	//	*InputContent_Text
+	//	*InputContent_File
+	Content       isInputContent_Content `protobuf_oneof:"content"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *InputContent) Reset() {
+	*x = InputContent{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *InputContent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*InputContent) ProtoMessage() {}
+
+func (x *InputContent) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use InputContent.ProtoReflect.Descriptor instead.
+func (*InputContent) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *InputContent) GetContent() isInputContent_Content {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *InputContent) GetText() string {
+	if x != nil {
+		if x, ok := x.Content.(*InputContent_Text); ok {
+			return x.Text
+		}
+	}
+	return ""
+}
+
+func (x *InputContent) GetFile() *FileInputContent {
+	if x != nil {
+		if x, ok := x.Content.(*InputContent_File); ok {
+			return x.File
+		}
+	}
+	return nil
+}
+
+type isInputContent_Content interface {
+	isInputContent_Content()
+}
+
+type InputContent_Text struct {
+	// Text.
+	Text string `protobuf:"bytes,1,opt,name=text,proto3,oneof"`
+}
+
+type InputContent_File struct {
+	// A file.
+	File *FileInputContent `protobuf:"bytes,2,opt,name=file,proto3,oneof"`
+}
+
+func (*InputContent_Text) isInputContent_Content() {}
+
+func (*InputContent_File) isInputContent_Content() {}
+
+// A file given in a message.
+type FileInputContent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Where the file is.
+	//
+	// Types that are valid to be assigned to Source:
+	//
+	//	*FileInputContent_Remote
+	//	*FileInputContent_Inline
+	Source        isFileInputContent_Source `protobuf_oneof:"source"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileInputContent) Reset() {
+	*x = FileInputContent{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileInputContent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileInputContent) ProtoMessage() {}
+
+func (x *FileInputContent) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileInputContent.ProtoReflect.Descriptor instead.
+func (*FileInputContent) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *FileInputContent) GetSource() isFileInputContent_Source {
+	if x != nil {
+		return x.Source
+	}
+	return nil
+}
+
+func (x *FileInputContent) GetRemote() string {
+	if x != nil {
+		if x, ok := x.Source.(*FileInputContent_Remote); ok {
+			return x.Remote
+		}
+	}
+	return ""
+}
+
+func (x *FileInputContent) GetInline() *FileContent {
+	if x != nil {
+		if x, ok := x.Source.(*FileInputContent_Inline); ok {
+			return x.Inline
+		}
+	}
+	return nil
+}
+
+type isFileInputContent_Source interface {
+	isFileInputContent_Source()
+}
+
+type FileInputContent_Remote struct {
+	// A reference to a stored file.
+	Remote string `protobuf:"bytes,1,opt,name=remote,proto3,oneof"`
+}
+
+type FileInputContent_Inline struct {
+	// The file itself.
+	Inline *FileContent `protobuf:"bytes,2,opt,name=inline,proto3,oneof"`
+}
+
+func (*FileInputContent_Remote) isFileInputContent_Source() {}
+
+func (*FileInputContent_Inline) isFileInputContent_Source() {}
+
+// An inline file of a message.
+type FileContent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The MIME type.
+	MimeType string `protobuf:"bytes,1,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	// The bytes.
+	Content []byte `protobuf:"bytes,2,opt,name=content,proto3" json:"content,omitempty"`
+	// The file name.
+	Filename      string `protobuf:"bytes,3,opt,name=filename,proto3" json:"filename,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FileContent) Reset() {
+	*x = FileContent{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FileContent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FileContent) ProtoMessage() {}
+
+func (x *FileContent) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FileContent.ProtoReflect.Descriptor instead.
+func (*FileContent) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *FileContent) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *FileContent) GetContent() []byte {
+	if x != nil {
+		return x.Content
+	}
+	return nil
+}
+
+func (x *FileContent) GetFilename() string {
+	if x != nil {
+		return x.Filename
+	}
+	return ""
+}
+
+// A message from the agent.
+type AgentMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The text.
+	Content       string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AgentMessage) Reset() {
+	*x = AgentMessage{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AgentMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AgentMessage) ProtoMessage() {}
+
+func (x *AgentMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AgentMessage.ProtoReflect.Descriptor instead.
+func (*AgentMessage) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *AgentMessage) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+// The agent calls a tool.
+type ToolCallRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's id.
+	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// The tool's display name.
+	DisplayName string `protobuf:"bytes,2,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
+	// The input, as JSON.
+	Input         string `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCallRequest) Reset() {
+	*x = ToolCallRequest{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCallRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCallRequest) ProtoMessage() {}
+
+func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCallRequest.ProtoReflect.Descriptor instead.
+func (*ToolCallRequest) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ToolCallRequest) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ToolCallRequest) GetDisplayName() string {
+	if x != nil {
+		return x.DisplayName
+	}
+	return ""
+}
+
+func (x *ToolCallRequest) GetInput() string {
+	if x != nil {
+		return x.Input
+	}
+	return ""
+}
+
+// The result of a tool call.
+type ToolCallResult struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The call's id.
+	ToolCallId string `protobuf:"bytes,1,opt,name=tool_call_id,json=toolCallId,proto3" json:"tool_call_id,omitempty"`
+	// The result.
+	Result        string `protobuf:"bytes,2,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ToolCallResult) Reset() {
+	*x = ToolCallResult{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ToolCallResult) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ToolCallResult) ProtoMessage() {}
+
+func (x *ToolCallResult) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ToolCallResult.ProtoReflect.Descriptor instead.
+func (*ToolCallResult) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *ToolCallResult) GetToolCallId() string {
+	if x != nil {
+		return x.ToolCallId
+	}
+	return ""
+}
+
+func (x *ToolCallResult) GetResult() string {
+	if x != nil {
+		return x.Result
+	}
+	return ""
+}
+
+// The agent's reasoning.
+type Thinking struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The text.
+	Content       string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Thinking) Reset() {
+	*x = Thinking{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Thinking) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Thinking) ProtoMessage() {}
+
+func (x *Thinking) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Thinking.ProtoReflect.Descriptor instead.
+func (*Thinking) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *Thinking) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+// A message from the system.
+type SystemMessage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The text.
+	Content       string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SystemMessage) Reset() {
+	*x = SystemMessage{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SystemMessage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SystemMessage) ProtoMessage() {}
+
+func (x *SystemMessage) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SystemMessage.ProtoReflect.Descriptor instead.
+func (*SystemMessage) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *SystemMessage) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+// The end of a generation.
+type CompletionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The final text.
+	Content string `protobuf:"bytes,1,opt,name=content,proto3" json:"content,omitempty"`
+	// Why the generation failed, if it did.
+	Error         string `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CompletionResponse) Reset() {
+	*x = CompletionResponse{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CompletionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CompletionResponse) ProtoMessage() {}
+
+func (x *CompletionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CompletionResponse.ProtoReflect.Descriptor instead.
+func (*CompletionResponse) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *CompletionResponse) GetContent() string {
+	if x != nil {
+		return x.Content
+	}
+	return ""
+}
+
+func (x *CompletionResponse) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+// AutomationDetails are the settings of an automation the store has no
+// column for (automations.details and automations.published_details). The
+// messages it holds mirror the platform's member by member (checked by a
+// test); its own numbers are its own (migration 00022 renumbered the rows
+// kept as a prose.platform.v1.Automation holding only these fields).
+type AutomationDetails struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The book connections, by book.
+	Connections map[string]*BookConnection `protobuf:"bytes,1,rep,name=connections,proto3" json:"connections,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The declared inputs.
+	InputSpecs []*AutomationInputSpec `protobuf:"bytes,2,rep,name=input_specs,json=inputSpecs,proto3" json:"input_specs,omitempty"`
+	// Whether schedules and triggers may start runs.
+	ActivationState AutomationActivationState `protobuf:"varint,3,opt,name=activation_state,json=activationState,proto3,enum=prose.persist.v1.AutomationActivationState" json:"activation_state,omitempty"`
+	// The inputs given when a run gives none.
+	DefaultInputs map[string]*Value `protobuf:"bytes,4,rep,name=default_inputs,json=defaultInputs,proto3" json:"default_inputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The outputs marked for display.
+	MarkedOutputs []string `protobuf:"bytes,5,rep,name=marked_outputs,json=markedOutputs,proto3" json:"marked_outputs,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutomationDetails) Reset() {
+	*x = AutomationDetails{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutomationDetails) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutomationDetails) ProtoMessage() {}
+
+func (x *AutomationDetails) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutomationDetails.ProtoReflect.Descriptor instead.
+func (*AutomationDetails) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *AutomationDetails) GetConnections() map[string]*BookConnection {
+	if x != nil {
+		return x.Connections
+	}
+	return nil
+}
+
+func (x *AutomationDetails) GetInputSpecs() []*AutomationInputSpec {
+	if x != nil {
+		return x.InputSpecs
+	}
+	return nil
+}
+
+func (x *AutomationDetails) GetActivationState() AutomationActivationState {
+	if x != nil {
+		return x.ActivationState
+	}
+	return AutomationActivationState_AUTOMATION_ACTIVATION_STATE_UNSPECIFIED
+}
+
+func (x *AutomationDetails) GetDefaultInputs() map[string]*Value {
+	if x != nil {
+		return x.DefaultInputs
+	}
+	return nil
+}
+
+func (x *AutomationDetails) GetMarkedOutputs() []string {
+	if x != nil {
+		return x.MarkedOutputs
+	}
+	return nil
+}
+
+// A declared input of an automation.
+type AutomationInputSpec struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The input's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Its type.
+	Type          *ValueType `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutomationInputSpec) Reset() {
+	*x = AutomationInputSpec{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutomationInputSpec) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutomationInputSpec) ProtoMessage() {}
+
+func (x *AutomationInputSpec) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutomationInputSpec.ProtoReflect.Descriptor instead.
+func (*AutomationInputSpec) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *AutomationInputSpec) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AutomationInputSpec) GetType() *ValueType {
+	if x != nil {
+		return x.Type
+	}
+	return nil
+}
+
+// The type of a value. Exactly one member is set.
+type ValueType struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The member that is set.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*ValueType_ScalarType
+	//	*ValueType_OptionalType
+	//	*ValueType_ListType
+	//	*ValueType_DictionaryType
+	//	*ValueType_TableType
+	//	*ValueType_OpaqueType
+	//	*ValueType_AnyType
+	//	*ValueType_UnionType
+	//	*ValueType_SensitiveType
+	//	*ValueType_EnumType
+	//	*ValueType_GenericDictionaryType
+	Kind          isValueType_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueType) Reset() {
+	*x = ValueType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueType) ProtoMessage() {}
+
+func (x *ValueType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueType.ProtoReflect.Descriptor instead.
+func (*ValueType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *ValueType) GetKind() isValueType_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *ValueType) GetScalarType() ValueScalarType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_ScalarType); ok {
+			return x.ScalarType
+		}
+	}
+	return ValueScalarType_VALUE_SCALAR_TYPE_UNSPECIFIED
+}
+
+func (x *ValueType) GetOptionalType() *ValueOptionalType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_OptionalType); ok {
+			return x.OptionalType
+		}
+	}
+	return nil
+}
+
+func (x *ValueType) GetListType() *ValueListType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_ListType); ok {
+			return x.ListType
+		}
+	}
+	return nil
+}
+
+func (x *ValueType) GetDictionaryType() *ValueDictionaryType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_DictionaryType); ok {
+			return x.DictionaryType
+		}
+	}
+	return nil
+}
+
+func (x *ValueType) GetTableType() *ValueTableType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_TableType); ok {
+			return x.TableType
+		}
+	}
+	return nil
+}
+
+func (x *ValueType) GetOpaqueType() *ValueOpaqueType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_OpaqueType); ok {
+			return x.OpaqueType
+		}
+	}
+	return nil
+}
+
+func (x *ValueType) GetAnyType() *ValueAnyType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_AnyType); ok {
+			return x.AnyType
+		}
+	}
+	return nil
+}
+
+func (x *ValueType) GetUnionType() *ValueUnionType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_UnionType); ok {
+			return x.UnionType
+		}
+	}
+	return nil
+}
+
+func (x *ValueType) GetSensitiveType() *ValueSensitiveType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_SensitiveType); ok {
+			return x.SensitiveType
+		}
+	}
+	return nil
+}
+
+func (x *ValueType) GetEnumType() *ValueEnumType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_EnumType); ok {
+			return x.EnumType
+		}
+	}
+	return nil
+}
+
+func (x *ValueType) GetGenericDictionaryType() *ValueGenericDictionaryType {
+	if x != nil {
+		if x, ok := x.Kind.(*ValueType_GenericDictionaryType); ok {
+			return x.GenericDictionaryType
+		}
+	}
+	return nil
+}
+
+type isValueType_Kind interface {
+	isValueType_Kind()
+}
+
+type ValueType_ScalarType struct {
+	// A scalar.
+	ScalarType ValueScalarType `protobuf:"varint,1,opt,name=scalar_type,json=scalarType,proto3,enum=prose.persist.v1.ValueScalarType,oneof"`
+}
+
+type ValueType_OptionalType struct {
+	// An optional value.
+	OptionalType *ValueOptionalType `protobuf:"bytes,2,opt,name=optional_type,json=optionalType,proto3,oneof"`
+}
+
+type ValueType_ListType struct {
+	// A list.
+	ListType *ValueListType `protobuf:"bytes,3,opt,name=list_type,json=listType,proto3,oneof"`
+}
+
+type ValueType_DictionaryType struct {
+	// A dictionary with declared fields.
+	DictionaryType *ValueDictionaryType `protobuf:"bytes,4,opt,name=dictionary_type,json=dictionaryType,proto3,oneof"`
+}
+
+type ValueType_TableType struct {
+	// A table.
+	TableType *ValueTableType `protobuf:"bytes,5,opt,name=table_type,json=tableType,proto3,oneof"`
+}
+
+type ValueType_OpaqueType struct {
+	// Opaque bytes.
+	OpaqueType *ValueOpaqueType `protobuf:"bytes,6,opt,name=opaque_type,json=opaqueType,proto3,oneof"`
+}
+
+type ValueType_AnyType struct {
+	// Anything.
+	AnyType *ValueAnyType `protobuf:"bytes,7,opt,name=any_type,json=anyType,proto3,oneof"`
+}
+
+type ValueType_UnionType struct {
+	// One of several types.
+	UnionType *ValueUnionType `protobuf:"bytes,8,opt,name=union_type,json=unionType,proto3,oneof"`
+}
+
+type ValueType_SensitiveType struct {
+	// A sensitive value.
+	SensitiveType *ValueSensitiveType `protobuf:"bytes,9,opt,name=sensitive_type,json=sensitiveType,proto3,oneof"`
+}
+
+type ValueType_EnumType struct {
+	// One of named members.
+	EnumType *ValueEnumType `protobuf:"bytes,10,opt,name=enum_type,json=enumType,proto3,oneof"`
+}
+
+type ValueType_GenericDictionaryType struct {
+	// A dictionary of one key and one value type.
+	GenericDictionaryType *ValueGenericDictionaryType `protobuf:"bytes,11,opt,name=generic_dictionary_type,json=genericDictionaryType,proto3,oneof"`
+}
+
+func (*ValueType_ScalarType) isValueType_Kind() {}
+
+func (*ValueType_OptionalType) isValueType_Kind() {}
+
+func (*ValueType_ListType) isValueType_Kind() {}
+
+func (*ValueType_DictionaryType) isValueType_Kind() {}
+
+func (*ValueType_TableType) isValueType_Kind() {}
+
+func (*ValueType_OpaqueType) isValueType_Kind() {}
+
+func (*ValueType_AnyType) isValueType_Kind() {}
+
+func (*ValueType_UnionType) isValueType_Kind() {}
+
+func (*ValueType_SensitiveType) isValueType_Kind() {}
+
+func (*ValueType_EnumType) isValueType_Kind() {}
+
+func (*ValueType_GenericDictionaryType) isValueType_Kind() {}
+
+// An optional value.
+type ValueOptionalType struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The type when present.
+	Inner         *ValueType `protobuf:"bytes,1,opt,name=inner,proto3" json:"inner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueOptionalType) Reset() {
+	*x = ValueOptionalType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueOptionalType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueOptionalType) ProtoMessage() {}
+
+func (x *ValueOptionalType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueOptionalType.ProtoReflect.Descriptor instead.
+func (*ValueOptionalType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ValueOptionalType) GetInner() *ValueType {
+	if x != nil {
+		return x.Inner
+	}
+	return nil
+}
+
+// A list.
+type ValueListType struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The type of the items.
+	Inner         *ValueType `protobuf:"bytes,1,opt,name=inner,proto3" json:"inner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueListType) Reset() {
+	*x = ValueListType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueListType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueListType) ProtoMessage() {}
+
+func (x *ValueListType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueListType.ProtoReflect.Descriptor instead.
+func (*ValueListType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *ValueListType) GetInner() *ValueType {
+	if x != nil {
+		return x.Inner
+	}
+	return nil
+}
+
+// A dictionary with declared fields.
+type ValueDictionaryType struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What it is.
+	IsA string `protobuf:"bytes,1,opt,name=is_a,json=isA,proto3" json:"is_a,omitempty"`
+	// The fields.
+	Fields []*ValueDictionaryTypeField `protobuf:"bytes,2,rep,name=fields,proto3" json:"fields,omitempty"`
+	// A description.
+	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueDictionaryType) Reset() {
+	*x = ValueDictionaryType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueDictionaryType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueDictionaryType) ProtoMessage() {}
+
+func (x *ValueDictionaryType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueDictionaryType.ProtoReflect.Descriptor instead.
+func (*ValueDictionaryType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{46}
+}
+
+func (x *ValueDictionaryType) GetIsA() string {
+	if x != nil {
+		return x.IsA
+	}
+	return ""
+}
+
+func (x *ValueDictionaryType) GetFields() []*ValueDictionaryTypeField {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *ValueDictionaryType) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// A field of a dictionary type.
+type ValueDictionaryTypeField struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The type of the value.
+	Value *ValueType `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// A description.
+	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueDictionaryTypeField) Reset() {
+	*x = ValueDictionaryTypeField{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueDictionaryTypeField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueDictionaryTypeField) ProtoMessage() {}
+
+func (x *ValueDictionaryTypeField) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueDictionaryTypeField.ProtoReflect.Descriptor instead.
+func (*ValueDictionaryTypeField) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *ValueDictionaryTypeField) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ValueDictionaryTypeField) GetValue() *ValueType {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *ValueDictionaryTypeField) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// A table.
+type ValueTableType struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What it is.
+	IsA string `protobuf:"bytes,1,opt,name=is_a,json=isA,proto3" json:"is_a,omitempty"`
+	// The columns.
+	Columns []*ValueTableTypeColumn `protobuf:"bytes,2,rep,name=columns,proto3" json:"columns,omitempty"`
+	// A description.
+	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueTableType) Reset() {
+	*x = ValueTableType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueTableType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueTableType) ProtoMessage() {}
+
+func (x *ValueTableType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueTableType.ProtoReflect.Descriptor instead.
+func (*ValueTableType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *ValueTableType) GetIsA() string {
+	if x != nil {
+		return x.IsA
+	}
+	return ""
+}
+
+func (x *ValueTableType) GetColumns() []*ValueTableTypeColumn {
+	if x != nil {
+		return x.Columns
+	}
+	return nil
+}
+
+func (x *ValueTableType) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// A column of a table type.
+type ValueTableTypeColumn struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The column's name.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The type of its cells.
+	Value *ValueType `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	// A description.
+	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueTableTypeColumn) Reset() {
+	*x = ValueTableTypeColumn{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[49]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueTableTypeColumn) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueTableTypeColumn) ProtoMessage() {}
+
+func (x *ValueTableTypeColumn) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[49]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueTableTypeColumn.ProtoReflect.Descriptor instead.
+func (*ValueTableTypeColumn) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{49}
+}
+
+func (x *ValueTableTypeColumn) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ValueTableTypeColumn) GetValue() *ValueType {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *ValueTableTypeColumn) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// Opaque bytes.
+type ValueOpaqueType struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What it is.
+	IsA string `protobuf:"bytes,1,opt,name=is_a,json=isA,proto3" json:"is_a,omitempty"`
+	// A description.
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueOpaqueType) Reset() {
+	*x = ValueOpaqueType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[50]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueOpaqueType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueOpaqueType) ProtoMessage() {}
+
+func (x *ValueOpaqueType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[50]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueOpaqueType.ProtoReflect.Descriptor instead.
+func (*ValueOpaqueType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{50}
+}
+
+func (x *ValueOpaqueType) GetIsA() string {
+	if x != nil {
+		return x.IsA
+	}
+	return ""
+}
+
+func (x *ValueOpaqueType) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// Anything.
+type ValueAnyType struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueAnyType) Reset() {
+	*x = ValueAnyType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[51]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueAnyType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueAnyType) ProtoMessage() {}
+
+func (x *ValueAnyType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[51]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueAnyType.ProtoReflect.Descriptor instead.
+func (*ValueAnyType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{51}
+}
+
+// One of several types.
+type ValueUnionType struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The types.
+	Inners        []*ValueType `protobuf:"bytes,1,rep,name=inners,proto3" json:"inners,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueUnionType) Reset() {
+	*x = ValueUnionType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[52]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueUnionType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueUnionType) ProtoMessage() {}
+
+func (x *ValueUnionType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[52]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueUnionType.ProtoReflect.Descriptor instead.
+func (*ValueUnionType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{52}
+}
+
+func (x *ValueUnionType) GetInners() []*ValueType {
+	if x != nil {
+		return x.Inners
+	}
+	return nil
+}
+
+// A sensitive value.
+type ValueSensitiveType struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The type of the wrapped value.
+	Inner         *ValueType `protobuf:"bytes,1,opt,name=inner,proto3" json:"inner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueSensitiveType) Reset() {
+	*x = ValueSensitiveType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[53]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueSensitiveType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueSensitiveType) ProtoMessage() {}
+
+func (x *ValueSensitiveType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[53]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueSensitiveType.ProtoReflect.Descriptor instead.
+func (*ValueSensitiveType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{53}
+}
+
+func (x *ValueSensitiveType) GetInner() *ValueType {
+	if x != nil {
+		return x.Inner
+	}
+	return nil
+}
+
+// One of named members.
+type ValueEnumType struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What it is.
+	IsA string `protobuf:"bytes,1,opt,name=is_a,json=isA,proto3" json:"is_a,omitempty"`
+	// The members.
+	Members []*ValueEnumTypeMember `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
+	// A description.
+	Description   string `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueEnumType) Reset() {
+	*x = ValueEnumType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[54]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueEnumType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueEnumType) ProtoMessage() {}
+
+func (x *ValueEnumType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[54]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueEnumType.ProtoReflect.Descriptor instead.
+func (*ValueEnumType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{54}
+}
+
+func (x *ValueEnumType) GetIsA() string {
+	if x != nil {
+		return x.IsA
+	}
+	return ""
+}
+
+func (x *ValueEnumType) GetMembers() []*ValueEnumTypeMember {
+	if x != nil {
+		return x.Members
+	}
+	return nil
+}
+
+func (x *ValueEnumType) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// A member of an enum type.
+type ValueEnumTypeMember struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// A description.
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueEnumTypeMember) Reset() {
+	*x = ValueEnumTypeMember{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[55]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueEnumTypeMember) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueEnumTypeMember) ProtoMessage() {}
+
+func (x *ValueEnumTypeMember) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[55]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueEnumTypeMember.ProtoReflect.Descriptor instead.
+func (*ValueEnumTypeMember) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{55}
+}
+
+func (x *ValueEnumTypeMember) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ValueEnumTypeMember) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// A dictionary of one key type and one value type.
+type ValueGenericDictionaryType struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key type.
+	KeyType *ValueType `protobuf:"bytes,1,opt,name=key_type,json=keyType,proto3" json:"key_type,omitempty"`
+	// The value type.
+	ValueType     *ValueType `protobuf:"bytes,2,opt,name=value_type,json=valueType,proto3" json:"value_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ValueGenericDictionaryType) Reset() {
+	*x = ValueGenericDictionaryType{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[56]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ValueGenericDictionaryType) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ValueGenericDictionaryType) ProtoMessage() {}
+
+func (x *ValueGenericDictionaryType) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[56]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ValueGenericDictionaryType.ProtoReflect.Descriptor instead.
+func (*ValueGenericDictionaryType) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{56}
+}
+
+func (x *ValueGenericDictionaryType) GetKeyType() *ValueType {
+	if x != nil {
+		return x.KeyType
+	}
+	return nil
+}
+
+func (x *ValueGenericDictionaryType) GetValueType() *ValueType {
+	if x != nil {
+		return x.ValueType
+	}
+	return nil
+}
+
+// TriggerConfig is what a trigger instance keeps beyond its columns
+// (trigger_instances.configuration): its configuration and the filter its
+// events must pass. The messages it holds mirror the platform's member by
+// member (checked by a test; operators are kept as their numbers); its own
+// numbers are its own (migration 00022 renumbered the rows kept as a
+// prose.platform.v1.TriggerInstance holding only these fields).
+type TriggerConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The configuration values, by name.
+	Configuration map[string]*BdkValue `protobuf:"bytes,1,rep,name=configuration,proto3" json:"configuration,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The filter an event must pass to start runs.
+	FilterExpression *Expression `protobuf:"bytes,2,opt,name=filter_expression,json=filterExpression,proto3" json:"filter_expression,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *TriggerConfig) Reset() {
+	*x = TriggerConfig{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[57]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TriggerConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TriggerConfig) ProtoMessage() {}
+
+func (x *TriggerConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[57]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TriggerConfig.ProtoReflect.Descriptor instead.
+func (*TriggerConfig) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{57}
+}
+
+func (x *TriggerConfig) GetConfiguration() map[string]*BdkValue {
+	if x != nil {
+		return x.Configuration
+	}
+	return nil
+}
+
+func (x *TriggerConfig) GetFilterExpression() *Expression {
+	if x != nil {
+		return x.FilterExpression
+	}
+	return nil
+}
+
+// A filter expression over an event's body. Exactly one member is set.
+type Expression struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The member that is set.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*Expression_BinaryExpression
+	//	*Expression_UnaryExpression
+	//	*Expression_ValueExpression
+	//	*Expression_NounPhrasesExpression
+	Kind          isExpression_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Expression) Reset() {
+	*x = Expression{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[58]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Expression) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Expression) ProtoMessage() {}
+
+func (x *Expression) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[58]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Expression.ProtoReflect.Descriptor instead.
+func (*Expression) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{58}
+}
+
+func (x *Expression) GetKind() isExpression_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *Expression) GetBinaryExpression() *BinaryExpression {
+	if x != nil {
+		if x, ok := x.Kind.(*Expression_BinaryExpression); ok {
+			return x.BinaryExpression
+		}
+	}
+	return nil
+}
+
+func (x *Expression) GetUnaryExpression() *UnaryExpression {
+	if x != nil {
+		if x, ok := x.Kind.(*Expression_UnaryExpression); ok {
+			return x.UnaryExpression
+		}
+	}
+	return nil
+}
+
+func (x *Expression) GetValueExpression() *BdkValue {
+	if x != nil {
+		if x, ok := x.Kind.(*Expression_ValueExpression); ok {
+			return x.ValueExpression
+		}
+	}
+	return nil
+}
+
+func (x *Expression) GetNounPhrasesExpression() *NounPhrases {
+	if x != nil {
+		if x, ok := x.Kind.(*Expression_NounPhrasesExpression); ok {
+			return x.NounPhrasesExpression
+		}
+	}
+	return nil
+}
+
+type isExpression_Kind interface {
+	isExpression_Kind()
+}
+
+type Expression_BinaryExpression struct {
+	// Two operands and an operator.
+	BinaryExpression *BinaryExpression `protobuf:"bytes,1,opt,name=binary_expression,json=binaryExpression,proto3,oneof"`
+}
+
+type Expression_UnaryExpression struct {
+	// One operand and an operator.
+	UnaryExpression *UnaryExpression `protobuf:"bytes,2,opt,name=unary_expression,json=unaryExpression,proto3,oneof"`
+}
+
+type Expression_ValueExpression struct {
+	// A value.
+	ValueExpression *BdkValue `protobuf:"bytes,3,opt,name=value_expression,json=valueExpression,proto3,oneof"`
+}
+
+type Expression_NounPhrasesExpression struct {
+	// A path into the event's body.
+	NounPhrasesExpression *NounPhrases `protobuf:"bytes,4,opt,name=noun_phrases_expression,json=nounPhrasesExpression,proto3,oneof"`
+}
+
+func (*Expression_BinaryExpression) isExpression_Kind() {}
+
+func (*Expression_UnaryExpression) isExpression_Kind() {}
+
+func (*Expression_ValueExpression) isExpression_Kind() {}
+
+func (*Expression_NounPhrasesExpression) isExpression_Kind() {}
+
+// An operator applied to one operand.
+type UnaryExpression struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operator: 0 not, 1 exists (the platform's UnaryOperator numbers).
+	Operator int32 `protobuf:"varint,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// The operand.
+	Inner         *Expression `protobuf:"bytes,2,opt,name=inner,proto3" json:"inner,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnaryExpression) Reset() {
+	*x = UnaryExpression{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[59]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnaryExpression) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnaryExpression) ProtoMessage() {}
+
+func (x *UnaryExpression) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[59]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnaryExpression.ProtoReflect.Descriptor instead.
+func (*UnaryExpression) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{59}
+}
+
+func (x *UnaryExpression) GetOperator() int32 {
+	if x != nil {
+		return x.Operator
+	}
+	return 0
+}
+
+func (x *UnaryExpression) GetInner() *Expression {
+	if x != nil {
+		return x.Inner
+	}
+	return nil
+}
+
+// An operator applied to two operands.
+type BinaryExpression struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The operator: 0 and, 1 or, 2 equals, 3 not equals, 4 in, 5 has, 6 less
+	// than, 7 greater than, 8 at most, 9 at least (the platform's
+	// BinaryOperator numbers).
+	Operator int32 `protobuf:"varint,1,opt,name=operator,proto3" json:"operator,omitempty"`
+	// The left operand.
+	Left *Expression `protobuf:"bytes,2,opt,name=left,proto3" json:"left,omitempty"`
+	// The right operand.
+	Right         *Expression `protobuf:"bytes,3,opt,name=right,proto3" json:"right,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BinaryExpression) Reset() {
+	*x = BinaryExpression{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[60]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BinaryExpression) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BinaryExpression) ProtoMessage() {}
+
+func (x *BinaryExpression) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[60]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BinaryExpression.ProtoReflect.Descriptor instead.
+func (*BinaryExpression) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{60}
+}
+
+func (x *BinaryExpression) GetOperator() int32 {
+	if x != nil {
+		return x.Operator
+	}
+	return 0
+}
+
+func (x *BinaryExpression) GetLeft() *Expression {
+	if x != nil {
+		return x.Left
+	}
+	return nil
+}
+
+func (x *BinaryExpression) GetRight() *Expression {
+	if x != nil {
+		return x.Right
+	}
+	return nil
+}
+
+// A path of noun phrases.
+type NounPhrases struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The phrases, outermost first.
+	NounPhrases   []*NounPhrase `protobuf:"bytes,1,rep,name=noun_phrases,json=nounPhrases,proto3" json:"noun_phrases,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NounPhrases) Reset() {
+	*x = NounPhrases{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[61]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NounPhrases) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NounPhrases) ProtoMessage() {}
+
+func (x *NounPhrases) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[61]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NounPhrases.ProtoReflect.Descriptor instead.
+func (*NounPhrases) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{61}
+}
+
+func (x *NounPhrases) GetNounPhrases() []*NounPhrase {
+	if x != nil {
+		return x.NounPhrases
+	}
+	return nil
+}
+
+// ScheduleConfig is an automation's schedule (schedules.config). It mirrors
+// the platform's ScheduleConfig member by member, with the same numbers
+// (checked by a test), so rows written as the platform's message read back
+// as they are; the scheduler converts by re-reading the encoding.
+type ScheduleConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// When the schedule starts.
+	Start *ScheduleStart `protobuf:"bytes,1,opt,name=start,proto3" json:"start,omitempty"`
+	// How often it repeats.
+	RepeatInterval *RepeatInterval `protobuf:"bytes,2,opt,name=repeat_interval,json=repeatInterval,proto3" json:"repeat_interval,omitempty"`
+	// The days of the week it runs on.
+	WeeklyPattern *DayOfWeekPattern `protobuf:"bytes,3,opt,name=weekly_pattern,json=weeklyPattern,proto3" json:"weekly_pattern,omitempty"`
+	// The day of the month it runs on.
+	MonthlyPattern *DayOfMonthPattern `protobuf:"bytes,4,opt,name=monthly_pattern,json=monthlyPattern,proto3" json:"monthly_pattern,omitempty"`
+	// The day of the year it runs on.
+	YearlyPattern *MonthPattern `protobuf:"bytes,5,opt,name=yearly_pattern,json=yearlyPattern,proto3" json:"yearly_pattern,omitempty"`
+	// When it may run.
+	ActiveWindow *TimeWindow `protobuf:"bytes,6,opt,name=active_window,json=activeWindow,proto3" json:"active_window,omitempty"`
+	// When it ends.
+	End           *ScheduleEnd `protobuf:"bytes,7,opt,name=end,proto3" json:"end,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleConfig) Reset() {
+	*x = ScheduleConfig{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[62]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleConfig) ProtoMessage() {}
+
+func (x *ScheduleConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[62]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleConfig.ProtoReflect.Descriptor instead.
+func (*ScheduleConfig) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{62}
+}
+
+func (x *ScheduleConfig) GetStart() *ScheduleStart {
+	if x != nil {
+		return x.Start
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetRepeatInterval() *RepeatInterval {
+	if x != nil {
+		return x.RepeatInterval
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetWeeklyPattern() *DayOfWeekPattern {
+	if x != nil {
+		return x.WeeklyPattern
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetMonthlyPattern() *DayOfMonthPattern {
+	if x != nil {
+		return x.MonthlyPattern
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetYearlyPattern() *MonthPattern {
+	if x != nil {
+		return x.YearlyPattern
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetActiveWindow() *TimeWindow {
+	if x != nil {
+		return x.ActiveWindow
+	}
+	return nil
+}
+
+func (x *ScheduleConfig) GetEnd() *ScheduleEnd {
+	if x != nil {
+		return x.End
+	}
+	return nil
+}
+
+// When a schedule ends.
+type ScheduleEnd struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// How it ends.
+	EndType ScheduleEndType `protobuf:"varint,1,opt,name=end_type,json=endType,proto3,enum=prose.persist.v1.ScheduleEndType" json:"end_type,omitempty"`
+	// The last day (ON_DATE).
+	EndDate *date.Date `protobuf:"bytes,2,opt,name=end_date,json=endDate,proto3" json:"end_date,omitempty"`
+	// How many runs (AFTER_OCCURRENCES).
+	MaxOccurrences int32 `protobuf:"varint,3,opt,name=max_occurrences,json=maxOccurrences,proto3" json:"max_occurrences,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *ScheduleEnd) Reset() {
+	*x = ScheduleEnd{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[63]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleEnd) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleEnd) ProtoMessage() {}
+
+func (x *ScheduleEnd) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[63]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleEnd.ProtoReflect.Descriptor instead.
+func (*ScheduleEnd) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{63}
+}
+
+func (x *ScheduleEnd) GetEndType() ScheduleEndType {
+	if x != nil {
+		return x.EndType
+	}
+	return ScheduleEndType_SCHEDULE_END_TYPE_UNSPECIFIED
+}
+
+func (x *ScheduleEnd) GetEndDate() *date.Date {
+	if x != nil {
+		return x.EndDate
+	}
+	return nil
+}
+
+func (x *ScheduleEnd) GetMaxOccurrences() int32 {
+	if x != nil {
+		return x.MaxOccurrences
+	}
+	return 0
+}
+
+// Days of the week.
+type DayOfWeekPattern struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The days.
+	Days          []DayOfWeek `protobuf:"varint,1,rep,packed,name=days,proto3,enum=prose.persist.v1.DayOfWeek" json:"days,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DayOfWeekPattern) Reset() {
+	*x = DayOfWeekPattern{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[64]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DayOfWeekPattern) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DayOfWeekPattern) ProtoMessage() {}
+
+func (x *DayOfWeekPattern) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[64]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DayOfWeekPattern.ProtoReflect.Descriptor instead.
+func (*DayOfWeekPattern) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{64}
+}
+
+func (x *DayOfWeekPattern) GetDays() []DayOfWeek {
+	if x != nil {
+		return x.Days
+	}
+	return nil
+}
+
+// A day of the month: a number, or an ordinal weekday.
+type DayOfMonthPattern struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The day's number (1-31).
+	DayNumber int32 `protobuf:"varint,1,opt,name=day_number,json=dayNumber,proto3" json:"day_number,omitempty"`
+	// The first Monday, the last Friday, ….
+	OrdinalDay    *OrdinalDayOfWeek `protobuf:"bytes,2,opt,name=ordinal_day,json=ordinalDay,proto3" json:"ordinal_day,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DayOfMonthPattern) Reset() {
+	*x = DayOfMonthPattern{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[65]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DayOfMonthPattern) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DayOfMonthPattern) ProtoMessage() {}
+
+func (x *DayOfMonthPattern) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[65]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DayOfMonthPattern.ProtoReflect.Descriptor instead.
+func (*DayOfMonthPattern) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{65}
+}
+
+func (x *DayOfMonthPattern) GetDayNumber() int32 {
+	if x != nil {
+		return x.DayNumber
+	}
+	return 0
+}
+
+func (x *DayOfMonthPattern) GetOrdinalDay() *OrdinalDayOfWeek {
+	if x != nil {
+		return x.OrdinalDay
+	}
+	return nil
+}
+
+// An ordinal weekday of a month.
+type OrdinalDayOfWeek struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Which one.
+	Ordinal Ordinal `protobuf:"varint,1,opt,name=ordinal,proto3,enum=prose.persist.v1.Ordinal" json:"ordinal,omitempty"`
+	// The weekday.
+	Day           DayOfWeek `protobuf:"varint,2,opt,name=day,proto3,enum=prose.persist.v1.DayOfWeek" json:"day,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrdinalDayOfWeek) Reset() {
+	*x = OrdinalDayOfWeek{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[66]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrdinalDayOfWeek) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrdinalDayOfWeek) ProtoMessage() {}
+
+func (x *OrdinalDayOfWeek) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[66]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrdinalDayOfWeek.ProtoReflect.Descriptor instead.
+func (*OrdinalDayOfWeek) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{66}
+}
+
+func (x *OrdinalDayOfWeek) GetOrdinal() Ordinal {
+	if x != nil {
+		return x.Ordinal
+	}
+	return Ordinal_ORDINAL_UNSPECIFIED
+}
+
+func (x *OrdinalDayOfWeek) GetDay() DayOfWeek {
+	if x != nil {
+		return x.Day
+	}
+	return DayOfWeek_DAY_OF_WEEK_UNSPECIFIED
+}
+
+// When a schedule starts.
+type ScheduleStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The first day.
+	StartDate *date.Date `protobuf:"bytes,1,opt,name=start_date,json=startDate,proto3" json:"start_date,omitempty"`
+	// The time of day.
+	Time *timeofday.TimeOfDay `protobuf:"bytes,2,opt,name=time,proto3" json:"time,omitempty"`
+	// The IANA time zone.
+	TimeZone      string `protobuf:"bytes,3,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ScheduleStart) Reset() {
+	*x = ScheduleStart{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[67]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ScheduleStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ScheduleStart) ProtoMessage() {}
+
+func (x *ScheduleStart) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[67]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ScheduleStart.ProtoReflect.Descriptor instead.
+func (*ScheduleStart) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{67}
+}
+
+func (x *ScheduleStart) GetStartDate() *date.Date {
+	if x != nil {
+		return x.StartDate
+	}
+	return nil
+}
+
+func (x *ScheduleStart) GetTime() *timeofday.TimeOfDay {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
+func (x *ScheduleStart) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+// A window of time.
+type TimeWindow struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its start.
+	StartTime *timestamppb.Timestamp `protobuf:"bytes,1,opt,name=start_time,json=startTime,proto3" json:"start_time,omitempty"`
+	// Its end.
+	EndTime *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// The IANA time zone.
+	TimeZone      string `protobuf:"bytes,3,opt,name=time_zone,json=timeZone,proto3" json:"time_zone,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimeWindow) Reset() {
+	*x = TimeWindow{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[68]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimeWindow) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimeWindow) ProtoMessage() {}
+
+func (x *TimeWindow) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[68]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimeWindow.ProtoReflect.Descriptor instead.
+func (*TimeWindow) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{68}
+}
+
+func (x *TimeWindow) GetStartTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.StartTime
+	}
+	return nil
+}
+
+func (x *TimeWindow) GetEndTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.EndTime
+	}
+	return nil
+}
+
+func (x *TimeWindow) GetTimeZone() string {
+	if x != nil {
+		return x.TimeZone
+	}
+	return ""
+}
+
+// How often a schedule repeats.
+type RepeatInterval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The unit.
+	Unit FrequencyUnit `protobuf:"varint,1,opt,name=unit,proto3,enum=prose.persist.v1.FrequencyUnit" json:"unit,omitempty"`
+	// Every how many units.
+	Interval      int32 `protobuf:"varint,2,opt,name=interval,proto3" json:"interval,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RepeatInterval) Reset() {
+	*x = RepeatInterval{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[69]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RepeatInterval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RepeatInterval) ProtoMessage() {}
+
+func (x *RepeatInterval) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[69]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RepeatInterval.ProtoReflect.Descriptor instead.
+func (*RepeatInterval) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{69}
+}
+
+func (x *RepeatInterval) GetUnit() FrequencyUnit {
+	if x != nil {
+		return x.Unit
+	}
+	return FrequencyUnit_FREQUENCY_UNIT_UNSPECIFIED
+}
+
+func (x *RepeatInterval) GetInterval() int32 {
+	if x != nil {
+		return x.Interval
+	}
+	return 0
+}
+
+// A day of the year.
+type MonthPattern struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The month.
+	Month Month `protobuf:"varint,1,opt,name=month,proto3,enum=prose.persist.v1.Month" json:"month,omitempty"`
+	// The day of that month.
+	DayPattern    *DayOfMonthPattern `protobuf:"bytes,2,opt,name=day_pattern,json=dayPattern,proto3" json:"day_pattern,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MonthPattern) Reset() {
+	*x = MonthPattern{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[70]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MonthPattern) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MonthPattern) ProtoMessage() {}
+
+func (x *MonthPattern) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[70]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MonthPattern.ProtoReflect.Descriptor instead.
+func (*MonthPattern) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{70}
+}
+
+func (x *MonthPattern) GetMonth() Month {
+	if x != nil {
+		return x.Month
+	}
+	return Month_MONTH_UNSPECIFIED
+}
+
+func (x *MonthPattern) GetDayPattern() *DayOfMonthPattern {
+	if x != nil {
+		return x.DayPattern
+	}
+	return nil
+}
+
 var File_prose_persist_v1_persist_proto protoreflect.FileDescriptor
 
 const file_prose_persist_v1_persist_proto_rawDesc = "" +
@@ -2683,7 +6012,188 @@ const file_prose_persist_v1_persist_proto_rawDesc = "" +
 	"\x06inline\x18\x02 \x01(\v2$.prose.persist.v1.BdkDictionaryValueR\x06inline\"i\n" +
 	"\x17BdkOffloadableListValue\x12\x16\n" +
 	"\x06remote\x18\x01 \x01(\tR\x06remote\x126\n" +
-	"\x06inline\x18\x02 \x01(\v2\x1e.prose.persist.v1.BdkListValueR\x06inline*M\n" +
+	"\x06inline\x18\x02 \x01(\v2\x1e.prose.persist.v1.BdkListValueR\x06inline\"\xb7\x04\n" +
+	"\x05Event\x12B\n" +
+	"\fuser_message\x18\x01 \x01(\v2\x1d.prose.persist.v1.UserMessageH\x00R\vuserMessage\x12E\n" +
+	"\ragent_message\x18\x02 \x01(\v2\x1e.prose.persist.v1.AgentMessageH\x00R\fagentMessage\x12O\n" +
+	"\x11tool_call_request\x18\x03 \x01(\v2!.prose.persist.v1.ToolCallRequestH\x00R\x0ftoolCallRequest\x12L\n" +
+	"\x10tool_call_result\x18\x04 \x01(\v2 .prose.persist.v1.ToolCallResultH\x00R\x0etoolCallResult\x128\n" +
+	"\bthinking\x18\x05 \x01(\v2\x1a.prose.persist.v1.ThinkingH\x00R\bthinking\x12H\n" +
+	"\x0esystem_message\x18\x06 \x01(\v2\x1f.prose.persist.v1.SystemMessageH\x00R\rsystemMessage\x12W\n" +
+	"\x13completion_response\x18\a \x01(\v2$.prose.persist.v1.CompletionResponseH\x00R\x12completionResponse\x12\x1c\n" +
+	"\texception\x18\b \x01(\tR\texceptionB\t\n" +
+	"\apayload\"\x82\x01\n" +
+	"\vUserMessage\x12\x12\n" +
+	"\x04user\x18\x01 \x01(\tR\x04user\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\tR\acontent\x12E\n" +
+	"\fcontent_list\x18\x03 \x01(\v2\".prose.persist.v1.InputContentListR\vcontentList\"H\n" +
+	"\x10InputContentList\x124\n" +
+	"\x05items\x18\x01 \x03(\v2\x1e.prose.persist.v1.InputContentR\x05items\"i\n" +
+	"\fInputContent\x12\x14\n" +
+	"\x04text\x18\x01 \x01(\tH\x00R\x04text\x128\n" +
+	"\x04file\x18\x02 \x01(\v2\".prose.persist.v1.FileInputContentH\x00R\x04fileB\t\n" +
+	"\acontent\"o\n" +
+	"\x10FileInputContent\x12\x18\n" +
+	"\x06remote\x18\x01 \x01(\tH\x00R\x06remote\x127\n" +
+	"\x06inline\x18\x02 \x01(\v2\x1d.prose.persist.v1.FileContentH\x00R\x06inlineB\b\n" +
+	"\x06source\"`\n" +
+	"\vFileContent\x12\x1b\n" +
+	"\tmime_type\x18\x01 \x01(\tR\bmimeType\x12\x18\n" +
+	"\acontent\x18\x02 \x01(\fR\acontent\x12\x1a\n" +
+	"\bfilename\x18\x03 \x01(\tR\bfilename\"(\n" +
+	"\fAgentMessage\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\"l\n" +
+	"\x0fToolCallRequest\x12 \n" +
+	"\ftool_call_id\x18\x01 \x01(\tR\n" +
+	"toolCallId\x12!\n" +
+	"\fdisplay_name\x18\x02 \x01(\tR\vdisplayName\x12\x14\n" +
+	"\x05input\x18\x03 \x01(\tR\x05input\"J\n" +
+	"\x0eToolCallResult\x12 \n" +
+	"\ftool_call_id\x18\x01 \x01(\tR\n" +
+	"toolCallId\x12\x16\n" +
+	"\x06result\x18\x02 \x01(\tR\x06result\"$\n" +
+	"\bThinking\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\")\n" +
+	"\rSystemMessage\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\"D\n" +
+	"\x12CompletionResponse\x12\x18\n" +
+	"\acontent\x18\x01 \x01(\tR\acontent\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xce\x04\n" +
+	"\x11AutomationDetails\x12V\n" +
+	"\vconnections\x18\x01 \x03(\v24.prose.persist.v1.AutomationDetails.ConnectionsEntryR\vconnections\x12F\n" +
+	"\vinput_specs\x18\x02 \x03(\v2%.prose.persist.v1.AutomationInputSpecR\n" +
+	"inputSpecs\x12V\n" +
+	"\x10activation_state\x18\x03 \x01(\x0e2+.prose.persist.v1.AutomationActivationStateR\x0factivationState\x12]\n" +
+	"\x0edefault_inputs\x18\x04 \x03(\v26.prose.persist.v1.AutomationDetails.DefaultInputsEntryR\rdefaultInputs\x12%\n" +
+	"\x0emarked_outputs\x18\x05 \x03(\tR\rmarkedOutputs\x1a`\n" +
+	"\x10ConnectionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x126\n" +
+	"\x05value\x18\x02 \x01(\v2 .prose.persist.v1.BookConnectionR\x05value:\x028\x01\x1aY\n" +
+	"\x12DefaultInputsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.prose.persist.v1.ValueR\x05value:\x028\x01\"Z\n" +
+	"\x13AutomationInputSpec\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12/\n" +
+	"\x04type\x18\x02 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\x04type\"\xb7\x06\n" +
+	"\tValueType\x12D\n" +
+	"\vscalar_type\x18\x01 \x01(\x0e2!.prose.persist.v1.ValueScalarTypeH\x00R\n" +
+	"scalarType\x12J\n" +
+	"\roptional_type\x18\x02 \x01(\v2#.prose.persist.v1.ValueOptionalTypeH\x00R\foptionalType\x12>\n" +
+	"\tlist_type\x18\x03 \x01(\v2\x1f.prose.persist.v1.ValueListTypeH\x00R\blistType\x12P\n" +
+	"\x0fdictionary_type\x18\x04 \x01(\v2%.prose.persist.v1.ValueDictionaryTypeH\x00R\x0edictionaryType\x12A\n" +
+	"\n" +
+	"table_type\x18\x05 \x01(\v2 .prose.persist.v1.ValueTableTypeH\x00R\ttableType\x12D\n" +
+	"\vopaque_type\x18\x06 \x01(\v2!.prose.persist.v1.ValueOpaqueTypeH\x00R\n" +
+	"opaqueType\x12;\n" +
+	"\bany_type\x18\a \x01(\v2\x1e.prose.persist.v1.ValueAnyTypeH\x00R\aanyType\x12A\n" +
+	"\n" +
+	"union_type\x18\b \x01(\v2 .prose.persist.v1.ValueUnionTypeH\x00R\tunionType\x12M\n" +
+	"\x0esensitive_type\x18\t \x01(\v2$.prose.persist.v1.ValueSensitiveTypeH\x00R\rsensitiveType\x12>\n" +
+	"\tenum_type\x18\n" +
+	" \x01(\v2\x1f.prose.persist.v1.ValueEnumTypeH\x00R\benumType\x12f\n" +
+	"\x17generic_dictionary_type\x18\v \x01(\v2,.prose.persist.v1.ValueGenericDictionaryTypeH\x00R\x15genericDictionaryTypeB\x06\n" +
+	"\x04kind\"F\n" +
+	"\x11ValueOptionalType\x121\n" +
+	"\x05inner\x18\x01 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\x05inner\"B\n" +
+	"\rValueListType\x121\n" +
+	"\x05inner\x18\x01 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\x05inner\"\x8e\x01\n" +
+	"\x13ValueDictionaryType\x12\x11\n" +
+	"\x04is_a\x18\x01 \x01(\tR\x03isA\x12B\n" +
+	"\x06fields\x18\x02 \x03(\v2*.prose.persist.v1.ValueDictionaryTypeFieldR\x06fields\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"\x81\x01\n" +
+	"\x18ValueDictionaryTypeField\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
+	"\x05value\x18\x02 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\x05value\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"\x87\x01\n" +
+	"\x0eValueTableType\x12\x11\n" +
+	"\x04is_a\x18\x01 \x01(\tR\x03isA\x12@\n" +
+	"\acolumns\x18\x02 \x03(\v2&.prose.persist.v1.ValueTableTypeColumnR\acolumns\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"}\n" +
+	"\x14ValueTableTypeColumn\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x121\n" +
+	"\x05value\x18\x02 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\x05value\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"F\n" +
+	"\x0fValueOpaqueType\x12\x11\n" +
+	"\x04is_a\x18\x01 \x01(\tR\x03isA\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"\x0e\n" +
+	"\fValueAnyType\"E\n" +
+	"\x0eValueUnionType\x123\n" +
+	"\x06inners\x18\x01 \x03(\v2\x1b.prose.persist.v1.ValueTypeR\x06inners\"G\n" +
+	"\x12ValueSensitiveType\x121\n" +
+	"\x05inner\x18\x01 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\x05inner\"\x85\x01\n" +
+	"\rValueEnumType\x12\x11\n" +
+	"\x04is_a\x18\x01 \x01(\tR\x03isA\x12?\n" +
+	"\amembers\x18\x02 \x03(\v2%.prose.persist.v1.ValueEnumTypeMemberR\amembers\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\"K\n" +
+	"\x13ValueEnumTypeMember\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"\x90\x01\n" +
+	"\x1aValueGenericDictionaryType\x126\n" +
+	"\bkey_type\x18\x01 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\akeyType\x12:\n" +
+	"\n" +
+	"value_type\x18\x02 \x01(\v2\x1b.prose.persist.v1.ValueTypeR\tvalueType\"\x92\x02\n" +
+	"\rTriggerConfig\x12X\n" +
+	"\rconfiguration\x18\x01 \x03(\v22.prose.persist.v1.TriggerConfig.ConfigurationEntryR\rconfiguration\x12I\n" +
+	"\x11filter_expression\x18\x02 \x01(\v2\x1c.prose.persist.v1.ExpressionR\x10filterExpression\x1a\\\n" +
+	"\x12ConfigurationEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.prose.persist.v1.BdkValueR\x05value:\x028\x01\"\xd9\x02\n" +
+	"\n" +
+	"Expression\x12Q\n" +
+	"\x11binary_expression\x18\x01 \x01(\v2\".prose.persist.v1.BinaryExpressionH\x00R\x10binaryExpression\x12N\n" +
+	"\x10unary_expression\x18\x02 \x01(\v2!.prose.persist.v1.UnaryExpressionH\x00R\x0funaryExpression\x12G\n" +
+	"\x10value_expression\x18\x03 \x01(\v2\x1a.prose.persist.v1.BdkValueH\x00R\x0fvalueExpression\x12W\n" +
+	"\x17noun_phrases_expression\x18\x04 \x01(\v2\x1d.prose.persist.v1.NounPhrasesH\x00R\x15nounPhrasesExpressionB\x06\n" +
+	"\x04kind\"a\n" +
+	"\x0fUnaryExpression\x12\x1a\n" +
+	"\boperator\x18\x01 \x01(\x05R\boperator\x122\n" +
+	"\x05inner\x18\x02 \x01(\v2\x1c.prose.persist.v1.ExpressionR\x05inner\"\x94\x01\n" +
+	"\x10BinaryExpression\x12\x1a\n" +
+	"\boperator\x18\x01 \x01(\x05R\boperator\x120\n" +
+	"\x04left\x18\x02 \x01(\v2\x1c.prose.persist.v1.ExpressionR\x04left\x122\n" +
+	"\x05right\x18\x03 \x01(\v2\x1c.prose.persist.v1.ExpressionR\x05right\"N\n" +
+	"\vNounPhrases\x12?\n" +
+	"\fnoun_phrases\x18\x01 \x03(\v2\x1c.prose.persist.v1.NounPhraseR\vnounPhrases\"\xe6\x03\n" +
+	"\x0eScheduleConfig\x125\n" +
+	"\x05start\x18\x01 \x01(\v2\x1f.prose.persist.v1.ScheduleStartR\x05start\x12I\n" +
+	"\x0frepeat_interval\x18\x02 \x01(\v2 .prose.persist.v1.RepeatIntervalR\x0erepeatInterval\x12I\n" +
+	"\x0eweekly_pattern\x18\x03 \x01(\v2\".prose.persist.v1.DayOfWeekPatternR\rweeklyPattern\x12L\n" +
+	"\x0fmonthly_pattern\x18\x04 \x01(\v2#.prose.persist.v1.DayOfMonthPatternR\x0emonthlyPattern\x12E\n" +
+	"\x0eyearly_pattern\x18\x05 \x01(\v2\x1e.prose.persist.v1.MonthPatternR\ryearlyPattern\x12A\n" +
+	"\ractive_window\x18\x06 \x01(\v2\x1c.prose.persist.v1.TimeWindowR\factiveWindow\x12/\n" +
+	"\x03end\x18\a \x01(\v2\x1d.prose.persist.v1.ScheduleEndR\x03end\"\xa2\x01\n" +
+	"\vScheduleEnd\x12<\n" +
+	"\bend_type\x18\x01 \x01(\x0e2!.prose.persist.v1.ScheduleEndTypeR\aendType\x12,\n" +
+	"\bend_date\x18\x02 \x01(\v2\x11.google.type.DateR\aendDate\x12'\n" +
+	"\x0fmax_occurrences\x18\x03 \x01(\x05R\x0emaxOccurrences\"C\n" +
+	"\x10DayOfWeekPattern\x12/\n" +
+	"\x04days\x18\x01 \x03(\x0e2\x1b.prose.persist.v1.DayOfWeekR\x04days\"w\n" +
+	"\x11DayOfMonthPattern\x12\x1d\n" +
+	"\n" +
+	"day_number\x18\x01 \x01(\x05R\tdayNumber\x12C\n" +
+	"\vordinal_day\x18\x02 \x01(\v2\".prose.persist.v1.OrdinalDayOfWeekR\n" +
+	"ordinalDay\"v\n" +
+	"\x10OrdinalDayOfWeek\x123\n" +
+	"\aordinal\x18\x01 \x01(\x0e2\x19.prose.persist.v1.OrdinalR\aordinal\x12-\n" +
+	"\x03day\x18\x02 \x01(\x0e2\x1b.prose.persist.v1.DayOfWeekR\x03day\"\x8a\x01\n" +
+	"\rScheduleStart\x120\n" +
+	"\n" +
+	"start_date\x18\x01 \x01(\v2\x11.google.type.DateR\tstartDate\x12*\n" +
+	"\x04time\x18\x02 \x01(\v2\x16.google.type.TimeOfDayR\x04time\x12\x1b\n" +
+	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\"\x9b\x01\n" +
+	"\n" +
+	"TimeWindow\x129\n" +
+	"\n" +
+	"start_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
+	"\bend_time\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
+	"\ttime_zone\x18\x03 \x01(\tR\btimeZone\"a\n" +
+	"\x0eRepeatInterval\x123\n" +
+	"\x04unit\x18\x01 \x01(\x0e2\x1f.prose.persist.v1.FrequencyUnitR\x04unit\x12\x1a\n" +
+	"\binterval\x18\x02 \x01(\x05R\binterval\"\x83\x01\n" +
+	"\fMonthPattern\x12-\n" +
+	"\x05month\x18\x01 \x01(\x0e2\x17.prose.persist.v1.MonthR\x05month\x12D\n" +
+	"\vday_pattern\x18\x02 \x01(\v2#.prose.persist.v1.DayOfMonthPatternR\n" +
+	"dayPattern*M\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tPHASE_PRE\x10\x01\x12\x0e\n" +
@@ -2695,7 +6205,67 @@ const file_prose_persist_v1_persist_proto_rawDesc = "" +
 	"\x1dINVOCATION_SOURCE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18INVOCATION_SOURCE_MANUAL\x10\x01\x12\x1d\n" +
 	"\x19INVOCATION_SOURCE_TRIGGER\x10\x02\x12\x1e\n" +
-	"\x1aINVOCATION_SOURCE_SCHEDULE\x10\x03B:Z8github.com/proserun/prose/gen/prose/persist/v1;persistv1b\x06proto3"
+	"\x1aINVOCATION_SOURCE_SCHEDULE\x10\x03*\x9d\x01\n" +
+	"\x19AutomationActivationState\x12+\n" +
+	"'AUTOMATION_ACTIVATION_STATE_UNSPECIFIED\x10\x00\x12&\n" +
+	"\"AUTOMATION_ACTIVATION_STATE_ACTIVE\x10\x01\x12+\n" +
+	"'AUTOMATION_ACTIVATION_STATE_DEACTIVATED\x10\x02*\x81\x02\n" +
+	"\x0fValueScalarType\x12!\n" +
+	"\x1dVALUE_SCALAR_TYPE_UNSPECIFIED\x10\x00\x12\x1a\n" +
+	"\x16VALUE_SCALAR_TYPE_TEXT\x10\x01\x12\x1c\n" +
+	"\x18VALUE_SCALAR_TYPE_NUMBER\x10\x02\x12\x1d\n" +
+	"\x19VALUE_SCALAR_TYPE_BOOLEAN\x10\x03\x12\x1e\n" +
+	"\x1aVALUE_SCALAR_TYPE_DATETIME\x10\x04\x12\x1a\n" +
+	"\x16VALUE_SCALAR_TYPE_DATE\x10\x05\x12\x1a\n" +
+	"\x16VALUE_SCALAR_TYPE_TIME\x10\x06\x12\x1a\n" +
+	"\x16VALUE_SCALAR_TYPE_FILE\x10\a*\x99\x01\n" +
+	"\x0fScheduleEndType\x12!\n" +
+	"\x1dSCHEDULE_END_TYPE_UNSPECIFIED\x10\x00\x12\x1b\n" +
+	"\x17SCHEDULE_END_TYPE_NEVER\x10\x01\x12\x1d\n" +
+	"\x19SCHEDULE_END_TYPE_ON_DATE\x10\x02\x12'\n" +
+	"#SCHEDULE_END_TYPE_AFTER_OCCURRENCES\x10\x03*\xd8\x01\n" +
+	"\tDayOfWeek\x12\x1b\n" +
+	"\x17DAY_OF_WEEK_UNSPECIFIED\x10\x00\x12\x16\n" +
+	"\x12DAY_OF_WEEK_MONDAY\x10\x01\x12\x17\n" +
+	"\x13DAY_OF_WEEK_TUESDAY\x10\x02\x12\x19\n" +
+	"\x15DAY_OF_WEEK_WEDNESDAY\x10\x03\x12\x18\n" +
+	"\x14DAY_OF_WEEK_THURSDAY\x10\x04\x12\x16\n" +
+	"\x12DAY_OF_WEEK_FRIDAY\x10\x05\x12\x18\n" +
+	"\x14DAY_OF_WEEK_SATURDAY\x10\x06\x12\x16\n" +
+	"\x12DAY_OF_WEEK_SUNDAY\x10\a*\x95\x01\n" +
+	"\aOrdinal\x12\x17\n" +
+	"\x13ORDINAL_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rORDINAL_FIRST\x10\x01\x12\x12\n" +
+	"\x0eORDINAL_SECOND\x10\x02\x12\x11\n" +
+	"\rORDINAL_THIRD\x10\x03\x12\x12\n" +
+	"\x0eORDINAL_FOURTH\x10\x04\x12\x11\n" +
+	"\rORDINAL_FIFTH\x10\x05\x12\x10\n" +
+	"\fORDINAL_LAST\x10\x06*\xc7\x01\n" +
+	"\rFrequencyUnit\x12\x1e\n" +
+	"\x1aFREQUENCY_UNIT_UNSPECIFIED\x10\x00\x12\x19\n" +
+	"\x15FREQUENCY_UNIT_MINUTE\x10\x01\x12\x17\n" +
+	"\x13FREQUENCY_UNIT_HOUR\x10\x02\x12\x16\n" +
+	"\x12FREQUENCY_UNIT_DAY\x10\x03\x12\x17\n" +
+	"\x13FREQUENCY_UNIT_WEEK\x10\x04\x12\x18\n" +
+	"\x14FREQUENCY_UNIT_MONTH\x10\x05\x12\x17\n" +
+	"\x13FREQUENCY_UNIT_YEAR\x10\x06*\xf8\x01\n" +
+	"\x05Month\x12\x15\n" +
+	"\x11MONTH_UNSPECIFIED\x10\x00\x12\x11\n" +
+	"\rMONTH_JANUARY\x10\x01\x12\x12\n" +
+	"\x0eMONTH_FEBRUARY\x10\x02\x12\x0f\n" +
+	"\vMONTH_MARCH\x10\x03\x12\x0f\n" +
+	"\vMONTH_APRIL\x10\x04\x12\r\n" +
+	"\tMONTH_MAY\x10\x05\x12\x0e\n" +
+	"\n" +
+	"MONTH_JUNE\x10\x06\x12\x0e\n" +
+	"\n" +
+	"MONTH_JULY\x10\a\x12\x10\n" +
+	"\fMONTH_AUGUST\x10\b\x12\x13\n" +
+	"\x0fMONTH_SEPTEMBER\x10\t\x12\x11\n" +
+	"\rMONTH_OCTOBER\x10\n" +
+	"\x12\x12\n" +
+	"\x0eMONTH_NOVEMBER\x10\v\x12\x12\n" +
+	"\x0eMONTH_DECEMBER\x10\fB:Z8github.com/proserun/prose/gen/prose/persist/v1;persistv1b\x06proto3"
 
 var (
 	file_prose_persist_v1_persist_proto_rawDescOnce sync.Once
@@ -2709,119 +6279,242 @@ func file_prose_persist_v1_persist_proto_rawDescGZIP() []byte {
 	return file_prose_persist_v1_persist_proto_rawDescData
 }
 
-var file_prose_persist_v1_persist_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_prose_persist_v1_persist_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
+var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
 var file_prose_persist_v1_persist_proto_goTypes = []any{
 	(Phase)(0),                            // 0: prose.persist.v1.Phase
 	(InvocationSource)(0),                 // 1: prose.persist.v1.InvocationSource
-	(*Values)(nil),                        // 2: prose.persist.v1.Values
-	(*Steps)(nil),                         // 3: prose.persist.v1.Steps
-	(*Step)(nil),                          // 4: prose.persist.v1.Step
-	(*BookConnection)(nil),                // 5: prose.persist.v1.BookConnection
-	(*Invocation)(nil),                    // 6: prose.persist.v1.Invocation
-	(*Guidance)(nil),                      // 7: prose.persist.v1.Guidance
-	(*Expressions)(nil),                   // 8: prose.persist.v1.Expressions
-	(*Value)(nil),                         // 9: prose.persist.v1.Value
-	(*Number)(nil),                        // 10: prose.persist.v1.Number
-	(*HashableValue)(nil),                 // 11: prose.persist.v1.HashableValue
-	(*List)(nil),                          // 12: prose.persist.v1.List
-	(*Dictionary)(nil),                    // 13: prose.persist.v1.Dictionary
-	(*DictionaryEntry)(nil),               // 14: prose.persist.v1.DictionaryEntry
-	(*Set)(nil),                           // 15: prose.persist.v1.Set
-	(*FileValue)(nil),                     // 16: prose.persist.v1.FileValue
-	(*File)(nil),                          // 17: prose.persist.v1.File
-	(*TableValue)(nil),                    // 18: prose.persist.v1.TableValue
-	(*Table)(nil),                         // 19: prose.persist.v1.Table
-	(*Column)(nil),                        // 20: prose.persist.v1.Column
-	(*NounPhrase)(nil),                    // 21: prose.persist.v1.NounPhrase
-	(*BdkValue)(nil),                      // 22: prose.persist.v1.BdkValue
-	(*BdkDictionaryValue)(nil),            // 23: prose.persist.v1.BdkDictionaryValue
-	(*BdkDictionaryValueField)(nil),       // 24: prose.persist.v1.BdkDictionaryValueField
-	(*BdkListValue)(nil),                  // 25: prose.persist.v1.BdkListValue
-	(*BdkOpaqueValue)(nil),                // 26: prose.persist.v1.BdkOpaqueValue
-	(*BdkSensitiveValue)(nil),             // 27: prose.persist.v1.BdkSensitiveValue
-	(*BdkOffloadableTextValue)(nil),       // 28: prose.persist.v1.BdkOffloadableTextValue
-	(*BdkOffloadableDictionaryValue)(nil), // 29: prose.persist.v1.BdkOffloadableDictionaryValue
-	(*BdkOffloadableListValue)(nil),       // 30: prose.persist.v1.BdkOffloadableListValue
-	nil,                                   // 31: prose.persist.v1.Values.ValuesEntry
-	nil,                                   // 32: prose.persist.v1.Steps.InputsEntry
-	nil,                                   // 33: prose.persist.v1.Step.BookConnectionsEntry
-	nil,                                   // 34: prose.persist.v1.Expressions.ExpressionsEntry
-	(structpb.NullValue)(0),               // 35: google.protobuf.NullValue
-	(*date.Date)(nil),                     // 36: google.type.Date
-	(*timeofday.TimeOfDay)(nil),           // 37: google.type.TimeOfDay
-	(*datetime.DateTime)(nil),             // 38: google.type.DateTime
-	(*datetime.TimeZone)(nil),             // 39: google.type.TimeZone
-	(*durationpb.Duration)(nil),           // 40: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 41: google.protobuf.Timestamp
+	(AutomationActivationState)(0),        // 2: prose.persist.v1.AutomationActivationState
+	(ValueScalarType)(0),                  // 3: prose.persist.v1.ValueScalarType
+	(ScheduleEndType)(0),                  // 4: prose.persist.v1.ScheduleEndType
+	(DayOfWeek)(0),                        // 5: prose.persist.v1.DayOfWeek
+	(Ordinal)(0),                          // 6: prose.persist.v1.Ordinal
+	(FrequencyUnit)(0),                    // 7: prose.persist.v1.FrequencyUnit
+	(Month)(0),                            // 8: prose.persist.v1.Month
+	(*Values)(nil),                        // 9: prose.persist.v1.Values
+	(*Steps)(nil),                         // 10: prose.persist.v1.Steps
+	(*Step)(nil),                          // 11: prose.persist.v1.Step
+	(*BookConnection)(nil),                // 12: prose.persist.v1.BookConnection
+	(*Invocation)(nil),                    // 13: prose.persist.v1.Invocation
+	(*Guidance)(nil),                      // 14: prose.persist.v1.Guidance
+	(*Expressions)(nil),                   // 15: prose.persist.v1.Expressions
+	(*Value)(nil),                         // 16: prose.persist.v1.Value
+	(*Number)(nil),                        // 17: prose.persist.v1.Number
+	(*HashableValue)(nil),                 // 18: prose.persist.v1.HashableValue
+	(*List)(nil),                          // 19: prose.persist.v1.List
+	(*Dictionary)(nil),                    // 20: prose.persist.v1.Dictionary
+	(*DictionaryEntry)(nil),               // 21: prose.persist.v1.DictionaryEntry
+	(*Set)(nil),                           // 22: prose.persist.v1.Set
+	(*FileValue)(nil),                     // 23: prose.persist.v1.FileValue
+	(*File)(nil),                          // 24: prose.persist.v1.File
+	(*TableValue)(nil),                    // 25: prose.persist.v1.TableValue
+	(*Table)(nil),                         // 26: prose.persist.v1.Table
+	(*Column)(nil),                        // 27: prose.persist.v1.Column
+	(*NounPhrase)(nil),                    // 28: prose.persist.v1.NounPhrase
+	(*BdkValue)(nil),                      // 29: prose.persist.v1.BdkValue
+	(*BdkDictionaryValue)(nil),            // 30: prose.persist.v1.BdkDictionaryValue
+	(*BdkDictionaryValueField)(nil),       // 31: prose.persist.v1.BdkDictionaryValueField
+	(*BdkListValue)(nil),                  // 32: prose.persist.v1.BdkListValue
+	(*BdkOpaqueValue)(nil),                // 33: prose.persist.v1.BdkOpaqueValue
+	(*BdkSensitiveValue)(nil),             // 34: prose.persist.v1.BdkSensitiveValue
+	(*BdkOffloadableTextValue)(nil),       // 35: prose.persist.v1.BdkOffloadableTextValue
+	(*BdkOffloadableDictionaryValue)(nil), // 36: prose.persist.v1.BdkOffloadableDictionaryValue
+	(*BdkOffloadableListValue)(nil),       // 37: prose.persist.v1.BdkOffloadableListValue
+	(*Event)(nil),                         // 38: prose.persist.v1.Event
+	(*UserMessage)(nil),                   // 39: prose.persist.v1.UserMessage
+	(*InputContentList)(nil),              // 40: prose.persist.v1.InputContentList
+	(*InputContent)(nil),                  // 41: prose.persist.v1.InputContent
+	(*FileInputContent)(nil),              // 42: prose.persist.v1.FileInputContent
+	(*FileContent)(nil),                   // 43: prose.persist.v1.FileContent
+	(*AgentMessage)(nil),                  // 44: prose.persist.v1.AgentMessage
+	(*ToolCallRequest)(nil),               // 45: prose.persist.v1.ToolCallRequest
+	(*ToolCallResult)(nil),                // 46: prose.persist.v1.ToolCallResult
+	(*Thinking)(nil),                      // 47: prose.persist.v1.Thinking
+	(*SystemMessage)(nil),                 // 48: prose.persist.v1.SystemMessage
+	(*CompletionResponse)(nil),            // 49: prose.persist.v1.CompletionResponse
+	(*AutomationDetails)(nil),             // 50: prose.persist.v1.AutomationDetails
+	(*AutomationInputSpec)(nil),           // 51: prose.persist.v1.AutomationInputSpec
+	(*ValueType)(nil),                     // 52: prose.persist.v1.ValueType
+	(*ValueOptionalType)(nil),             // 53: prose.persist.v1.ValueOptionalType
+	(*ValueListType)(nil),                 // 54: prose.persist.v1.ValueListType
+	(*ValueDictionaryType)(nil),           // 55: prose.persist.v1.ValueDictionaryType
+	(*ValueDictionaryTypeField)(nil),      // 56: prose.persist.v1.ValueDictionaryTypeField
+	(*ValueTableType)(nil),                // 57: prose.persist.v1.ValueTableType
+	(*ValueTableTypeColumn)(nil),          // 58: prose.persist.v1.ValueTableTypeColumn
+	(*ValueOpaqueType)(nil),               // 59: prose.persist.v1.ValueOpaqueType
+	(*ValueAnyType)(nil),                  // 60: prose.persist.v1.ValueAnyType
+	(*ValueUnionType)(nil),                // 61: prose.persist.v1.ValueUnionType
+	(*ValueSensitiveType)(nil),            // 62: prose.persist.v1.ValueSensitiveType
+	(*ValueEnumType)(nil),                 // 63: prose.persist.v1.ValueEnumType
+	(*ValueEnumTypeMember)(nil),           // 64: prose.persist.v1.ValueEnumTypeMember
+	(*ValueGenericDictionaryType)(nil),    // 65: prose.persist.v1.ValueGenericDictionaryType
+	(*TriggerConfig)(nil),                 // 66: prose.persist.v1.TriggerConfig
+	(*Expression)(nil),                    // 67: prose.persist.v1.Expression
+	(*UnaryExpression)(nil),               // 68: prose.persist.v1.UnaryExpression
+	(*BinaryExpression)(nil),              // 69: prose.persist.v1.BinaryExpression
+	(*NounPhrases)(nil),                   // 70: prose.persist.v1.NounPhrases
+	(*ScheduleConfig)(nil),                // 71: prose.persist.v1.ScheduleConfig
+	(*ScheduleEnd)(nil),                   // 72: prose.persist.v1.ScheduleEnd
+	(*DayOfWeekPattern)(nil),              // 73: prose.persist.v1.DayOfWeekPattern
+	(*DayOfMonthPattern)(nil),             // 74: prose.persist.v1.DayOfMonthPattern
+	(*OrdinalDayOfWeek)(nil),              // 75: prose.persist.v1.OrdinalDayOfWeek
+	(*ScheduleStart)(nil),                 // 76: prose.persist.v1.ScheduleStart
+	(*TimeWindow)(nil),                    // 77: prose.persist.v1.TimeWindow
+	(*RepeatInterval)(nil),                // 78: prose.persist.v1.RepeatInterval
+	(*MonthPattern)(nil),                  // 79: prose.persist.v1.MonthPattern
+	nil,                                   // 80: prose.persist.v1.Values.ValuesEntry
+	nil,                                   // 81: prose.persist.v1.Steps.InputsEntry
+	nil,                                   // 82: prose.persist.v1.Step.BookConnectionsEntry
+	nil,                                   // 83: prose.persist.v1.Expressions.ExpressionsEntry
+	nil,                                   // 84: prose.persist.v1.AutomationDetails.ConnectionsEntry
+	nil,                                   // 85: prose.persist.v1.AutomationDetails.DefaultInputsEntry
+	nil,                                   // 86: prose.persist.v1.TriggerConfig.ConfigurationEntry
+	(structpb.NullValue)(0),               // 87: google.protobuf.NullValue
+	(*date.Date)(nil),                     // 88: google.type.Date
+	(*timeofday.TimeOfDay)(nil),           // 89: google.type.TimeOfDay
+	(*datetime.DateTime)(nil),             // 90: google.type.DateTime
+	(*datetime.TimeZone)(nil),             // 91: google.type.TimeZone
+	(*durationpb.Duration)(nil),           // 92: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 93: google.protobuf.Timestamp
 }
 var file_prose_persist_v1_persist_proto_depIdxs = []int32{
-	31, // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
-	32, // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
-	4,  // 2: prose.persist.v1.Steps.steps:type_name -> prose.persist.v1.Step
-	33, // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
-	0,  // 4: prose.persist.v1.Step.phase:type_name -> prose.persist.v1.Phase
-	1,  // 5: prose.persist.v1.Invocation.source:type_name -> prose.persist.v1.InvocationSource
-	2,  // 6: prose.persist.v1.Guidance.provide_values:type_name -> prose.persist.v1.Values
-	9,  // 7: prose.persist.v1.Guidance.answer:type_name -> prose.persist.v1.Value
-	8,  // 8: prose.persist.v1.Guidance.provide_expressions:type_name -> prose.persist.v1.Expressions
-	34, // 9: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
-	35, // 10: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
-	10, // 11: prose.persist.v1.Value.number:type_name -> prose.persist.v1.Number
-	36, // 12: prose.persist.v1.Value.date:type_name -> google.type.Date
-	37, // 13: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
-	38, // 14: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
-	39, // 15: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
-	40, // 16: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
-	12, // 17: prose.persist.v1.Value.list:type_name -> prose.persist.v1.List
-	13, // 18: prose.persist.v1.Value.dictionary:type_name -> prose.persist.v1.Dictionary
-	16, // 19: prose.persist.v1.Value.file:type_name -> prose.persist.v1.FileValue
-	18, // 20: prose.persist.v1.Value.table:type_name -> prose.persist.v1.TableValue
-	15, // 21: prose.persist.v1.Value.set:type_name -> prose.persist.v1.Set
-	10, // 22: prose.persist.v1.HashableValue.number:type_name -> prose.persist.v1.Number
-	36, // 23: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
-	37, // 24: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
-	38, // 25: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
-	40, // 26: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
-	9,  // 27: prose.persist.v1.List.items:type_name -> prose.persist.v1.Value
-	14, // 28: prose.persist.v1.Dictionary.entries:type_name -> prose.persist.v1.DictionaryEntry
-	11, // 29: prose.persist.v1.DictionaryEntry.key:type_name -> prose.persist.v1.HashableValue
-	9,  // 30: prose.persist.v1.DictionaryEntry.value:type_name -> prose.persist.v1.Value
-	11, // 31: prose.persist.v1.Set.items:type_name -> prose.persist.v1.HashableValue
-	17, // 32: prose.persist.v1.FileValue.inline:type_name -> prose.persist.v1.File
-	19, // 33: prose.persist.v1.TableValue.inline:type_name -> prose.persist.v1.Table
-	20, // 34: prose.persist.v1.Table.columns:type_name -> prose.persist.v1.Column
-	22, // 35: prose.persist.v1.Column.values:type_name -> prose.persist.v1.BdkValue
-	35, // 36: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
-	21, // 37: prose.persist.v1.BdkValue.conceptual_value:type_name -> prose.persist.v1.NounPhrase
-	41, // 38: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
-	36, // 39: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
-	37, // 40: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
-	16, // 41: prose.persist.v1.BdkValue.file_value:type_name -> prose.persist.v1.FileValue
-	23, // 42: prose.persist.v1.BdkValue.dictionary_value:type_name -> prose.persist.v1.BdkDictionaryValue
-	25, // 43: prose.persist.v1.BdkValue.list_value:type_name -> prose.persist.v1.BdkListValue
-	26, // 44: prose.persist.v1.BdkValue.opaque_value:type_name -> prose.persist.v1.BdkOpaqueValue
-	18, // 45: prose.persist.v1.BdkValue.table_value:type_name -> prose.persist.v1.TableValue
-	27, // 46: prose.persist.v1.BdkValue.sensitive_value:type_name -> prose.persist.v1.BdkSensitiveValue
-	28, // 47: prose.persist.v1.BdkValue.offloadable_text_value:type_name -> prose.persist.v1.BdkOffloadableTextValue
-	29, // 48: prose.persist.v1.BdkValue.offloadable_dictionary_value:type_name -> prose.persist.v1.BdkOffloadableDictionaryValue
-	30, // 49: prose.persist.v1.BdkValue.offloadable_list_value:type_name -> prose.persist.v1.BdkOffloadableListValue
-	24, // 50: prose.persist.v1.BdkDictionaryValue.fields:type_name -> prose.persist.v1.BdkDictionaryValueField
-	21, // 51: prose.persist.v1.BdkDictionaryValue.is_a:type_name -> prose.persist.v1.NounPhrase
-	22, // 52: prose.persist.v1.BdkDictionaryValueField.value:type_name -> prose.persist.v1.BdkValue
-	22, // 53: prose.persist.v1.BdkListValue.values:type_name -> prose.persist.v1.BdkValue
-	21, // 54: prose.persist.v1.BdkOpaqueValue.is_a:type_name -> prose.persist.v1.NounPhrase
-	22, // 55: prose.persist.v1.BdkSensitiveValue.value:type_name -> prose.persist.v1.BdkValue
-	23, // 56: prose.persist.v1.BdkOffloadableDictionaryValue.inline:type_name -> prose.persist.v1.BdkDictionaryValue
-	25, // 57: prose.persist.v1.BdkOffloadableListValue.inline:type_name -> prose.persist.v1.BdkListValue
-	9,  // 58: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
-	9,  // 59: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
-	5,  // 60: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
-	61, // [61:61] is the sub-list for method output_type
-	61, // [61:61] is the sub-list for method input_type
-	61, // [61:61] is the sub-list for extension type_name
-	61, // [61:61] is the sub-list for extension extendee
-	0,  // [0:61] is the sub-list for field type_name
+	80,  // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
+	81,  // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
+	11,  // 2: prose.persist.v1.Steps.steps:type_name -> prose.persist.v1.Step
+	82,  // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
+	0,   // 4: prose.persist.v1.Step.phase:type_name -> prose.persist.v1.Phase
+	1,   // 5: prose.persist.v1.Invocation.source:type_name -> prose.persist.v1.InvocationSource
+	9,   // 6: prose.persist.v1.Guidance.provide_values:type_name -> prose.persist.v1.Values
+	16,  // 7: prose.persist.v1.Guidance.answer:type_name -> prose.persist.v1.Value
+	15,  // 8: prose.persist.v1.Guidance.provide_expressions:type_name -> prose.persist.v1.Expressions
+	83,  // 9: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
+	87,  // 10: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
+	17,  // 11: prose.persist.v1.Value.number:type_name -> prose.persist.v1.Number
+	88,  // 12: prose.persist.v1.Value.date:type_name -> google.type.Date
+	89,  // 13: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
+	90,  // 14: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
+	91,  // 15: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
+	92,  // 16: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
+	19,  // 17: prose.persist.v1.Value.list:type_name -> prose.persist.v1.List
+	20,  // 18: prose.persist.v1.Value.dictionary:type_name -> prose.persist.v1.Dictionary
+	23,  // 19: prose.persist.v1.Value.file:type_name -> prose.persist.v1.FileValue
+	25,  // 20: prose.persist.v1.Value.table:type_name -> prose.persist.v1.TableValue
+	22,  // 21: prose.persist.v1.Value.set:type_name -> prose.persist.v1.Set
+	17,  // 22: prose.persist.v1.HashableValue.number:type_name -> prose.persist.v1.Number
+	88,  // 23: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
+	89,  // 24: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
+	90,  // 25: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
+	92,  // 26: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
+	16,  // 27: prose.persist.v1.List.items:type_name -> prose.persist.v1.Value
+	21,  // 28: prose.persist.v1.Dictionary.entries:type_name -> prose.persist.v1.DictionaryEntry
+	18,  // 29: prose.persist.v1.DictionaryEntry.key:type_name -> prose.persist.v1.HashableValue
+	16,  // 30: prose.persist.v1.DictionaryEntry.value:type_name -> prose.persist.v1.Value
+	18,  // 31: prose.persist.v1.Set.items:type_name -> prose.persist.v1.HashableValue
+	24,  // 32: prose.persist.v1.FileValue.inline:type_name -> prose.persist.v1.File
+	26,  // 33: prose.persist.v1.TableValue.inline:type_name -> prose.persist.v1.Table
+	27,  // 34: prose.persist.v1.Table.columns:type_name -> prose.persist.v1.Column
+	29,  // 35: prose.persist.v1.Column.values:type_name -> prose.persist.v1.BdkValue
+	87,  // 36: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
+	28,  // 37: prose.persist.v1.BdkValue.conceptual_value:type_name -> prose.persist.v1.NounPhrase
+	93,  // 38: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
+	88,  // 39: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
+	89,  // 40: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
+	23,  // 41: prose.persist.v1.BdkValue.file_value:type_name -> prose.persist.v1.FileValue
+	30,  // 42: prose.persist.v1.BdkValue.dictionary_value:type_name -> prose.persist.v1.BdkDictionaryValue
+	32,  // 43: prose.persist.v1.BdkValue.list_value:type_name -> prose.persist.v1.BdkListValue
+	33,  // 44: prose.persist.v1.BdkValue.opaque_value:type_name -> prose.persist.v1.BdkOpaqueValue
+	25,  // 45: prose.persist.v1.BdkValue.table_value:type_name -> prose.persist.v1.TableValue
+	34,  // 46: prose.persist.v1.BdkValue.sensitive_value:type_name -> prose.persist.v1.BdkSensitiveValue
+	35,  // 47: prose.persist.v1.BdkValue.offloadable_text_value:type_name -> prose.persist.v1.BdkOffloadableTextValue
+	36,  // 48: prose.persist.v1.BdkValue.offloadable_dictionary_value:type_name -> prose.persist.v1.BdkOffloadableDictionaryValue
+	37,  // 49: prose.persist.v1.BdkValue.offloadable_list_value:type_name -> prose.persist.v1.BdkOffloadableListValue
+	31,  // 50: prose.persist.v1.BdkDictionaryValue.fields:type_name -> prose.persist.v1.BdkDictionaryValueField
+	28,  // 51: prose.persist.v1.BdkDictionaryValue.is_a:type_name -> prose.persist.v1.NounPhrase
+	29,  // 52: prose.persist.v1.BdkDictionaryValueField.value:type_name -> prose.persist.v1.BdkValue
+	29,  // 53: prose.persist.v1.BdkListValue.values:type_name -> prose.persist.v1.BdkValue
+	28,  // 54: prose.persist.v1.BdkOpaqueValue.is_a:type_name -> prose.persist.v1.NounPhrase
+	29,  // 55: prose.persist.v1.BdkSensitiveValue.value:type_name -> prose.persist.v1.BdkValue
+	30,  // 56: prose.persist.v1.BdkOffloadableDictionaryValue.inline:type_name -> prose.persist.v1.BdkDictionaryValue
+	32,  // 57: prose.persist.v1.BdkOffloadableListValue.inline:type_name -> prose.persist.v1.BdkListValue
+	39,  // 58: prose.persist.v1.Event.user_message:type_name -> prose.persist.v1.UserMessage
+	44,  // 59: prose.persist.v1.Event.agent_message:type_name -> prose.persist.v1.AgentMessage
+	45,  // 60: prose.persist.v1.Event.tool_call_request:type_name -> prose.persist.v1.ToolCallRequest
+	46,  // 61: prose.persist.v1.Event.tool_call_result:type_name -> prose.persist.v1.ToolCallResult
+	47,  // 62: prose.persist.v1.Event.thinking:type_name -> prose.persist.v1.Thinking
+	48,  // 63: prose.persist.v1.Event.system_message:type_name -> prose.persist.v1.SystemMessage
+	49,  // 64: prose.persist.v1.Event.completion_response:type_name -> prose.persist.v1.CompletionResponse
+	40,  // 65: prose.persist.v1.UserMessage.content_list:type_name -> prose.persist.v1.InputContentList
+	41,  // 66: prose.persist.v1.InputContentList.items:type_name -> prose.persist.v1.InputContent
+	42,  // 67: prose.persist.v1.InputContent.file:type_name -> prose.persist.v1.FileInputContent
+	43,  // 68: prose.persist.v1.FileInputContent.inline:type_name -> prose.persist.v1.FileContent
+	84,  // 69: prose.persist.v1.AutomationDetails.connections:type_name -> prose.persist.v1.AutomationDetails.ConnectionsEntry
+	51,  // 70: prose.persist.v1.AutomationDetails.input_specs:type_name -> prose.persist.v1.AutomationInputSpec
+	2,   // 71: prose.persist.v1.AutomationDetails.activation_state:type_name -> prose.persist.v1.AutomationActivationState
+	85,  // 72: prose.persist.v1.AutomationDetails.default_inputs:type_name -> prose.persist.v1.AutomationDetails.DefaultInputsEntry
+	52,  // 73: prose.persist.v1.AutomationInputSpec.type:type_name -> prose.persist.v1.ValueType
+	3,   // 74: prose.persist.v1.ValueType.scalar_type:type_name -> prose.persist.v1.ValueScalarType
+	53,  // 75: prose.persist.v1.ValueType.optional_type:type_name -> prose.persist.v1.ValueOptionalType
+	54,  // 76: prose.persist.v1.ValueType.list_type:type_name -> prose.persist.v1.ValueListType
+	55,  // 77: prose.persist.v1.ValueType.dictionary_type:type_name -> prose.persist.v1.ValueDictionaryType
+	57,  // 78: prose.persist.v1.ValueType.table_type:type_name -> prose.persist.v1.ValueTableType
+	59,  // 79: prose.persist.v1.ValueType.opaque_type:type_name -> prose.persist.v1.ValueOpaqueType
+	60,  // 80: prose.persist.v1.ValueType.any_type:type_name -> prose.persist.v1.ValueAnyType
+	61,  // 81: prose.persist.v1.ValueType.union_type:type_name -> prose.persist.v1.ValueUnionType
+	62,  // 82: prose.persist.v1.ValueType.sensitive_type:type_name -> prose.persist.v1.ValueSensitiveType
+	63,  // 83: prose.persist.v1.ValueType.enum_type:type_name -> prose.persist.v1.ValueEnumType
+	65,  // 84: prose.persist.v1.ValueType.generic_dictionary_type:type_name -> prose.persist.v1.ValueGenericDictionaryType
+	52,  // 85: prose.persist.v1.ValueOptionalType.inner:type_name -> prose.persist.v1.ValueType
+	52,  // 86: prose.persist.v1.ValueListType.inner:type_name -> prose.persist.v1.ValueType
+	56,  // 87: prose.persist.v1.ValueDictionaryType.fields:type_name -> prose.persist.v1.ValueDictionaryTypeField
+	52,  // 88: prose.persist.v1.ValueDictionaryTypeField.value:type_name -> prose.persist.v1.ValueType
+	58,  // 89: prose.persist.v1.ValueTableType.columns:type_name -> prose.persist.v1.ValueTableTypeColumn
+	52,  // 90: prose.persist.v1.ValueTableTypeColumn.value:type_name -> prose.persist.v1.ValueType
+	52,  // 91: prose.persist.v1.ValueUnionType.inners:type_name -> prose.persist.v1.ValueType
+	52,  // 92: prose.persist.v1.ValueSensitiveType.inner:type_name -> prose.persist.v1.ValueType
+	64,  // 93: prose.persist.v1.ValueEnumType.members:type_name -> prose.persist.v1.ValueEnumTypeMember
+	52,  // 94: prose.persist.v1.ValueGenericDictionaryType.key_type:type_name -> prose.persist.v1.ValueType
+	52,  // 95: prose.persist.v1.ValueGenericDictionaryType.value_type:type_name -> prose.persist.v1.ValueType
+	86,  // 96: prose.persist.v1.TriggerConfig.configuration:type_name -> prose.persist.v1.TriggerConfig.ConfigurationEntry
+	67,  // 97: prose.persist.v1.TriggerConfig.filter_expression:type_name -> prose.persist.v1.Expression
+	69,  // 98: prose.persist.v1.Expression.binary_expression:type_name -> prose.persist.v1.BinaryExpression
+	68,  // 99: prose.persist.v1.Expression.unary_expression:type_name -> prose.persist.v1.UnaryExpression
+	29,  // 100: prose.persist.v1.Expression.value_expression:type_name -> prose.persist.v1.BdkValue
+	70,  // 101: prose.persist.v1.Expression.noun_phrases_expression:type_name -> prose.persist.v1.NounPhrases
+	67,  // 102: prose.persist.v1.UnaryExpression.inner:type_name -> prose.persist.v1.Expression
+	67,  // 103: prose.persist.v1.BinaryExpression.left:type_name -> prose.persist.v1.Expression
+	67,  // 104: prose.persist.v1.BinaryExpression.right:type_name -> prose.persist.v1.Expression
+	28,  // 105: prose.persist.v1.NounPhrases.noun_phrases:type_name -> prose.persist.v1.NounPhrase
+	76,  // 106: prose.persist.v1.ScheduleConfig.start:type_name -> prose.persist.v1.ScheduleStart
+	78,  // 107: prose.persist.v1.ScheduleConfig.repeat_interval:type_name -> prose.persist.v1.RepeatInterval
+	73,  // 108: prose.persist.v1.ScheduleConfig.weekly_pattern:type_name -> prose.persist.v1.DayOfWeekPattern
+	74,  // 109: prose.persist.v1.ScheduleConfig.monthly_pattern:type_name -> prose.persist.v1.DayOfMonthPattern
+	79,  // 110: prose.persist.v1.ScheduleConfig.yearly_pattern:type_name -> prose.persist.v1.MonthPattern
+	77,  // 111: prose.persist.v1.ScheduleConfig.active_window:type_name -> prose.persist.v1.TimeWindow
+	72,  // 112: prose.persist.v1.ScheduleConfig.end:type_name -> prose.persist.v1.ScheduleEnd
+	4,   // 113: prose.persist.v1.ScheduleEnd.end_type:type_name -> prose.persist.v1.ScheduleEndType
+	88,  // 114: prose.persist.v1.ScheduleEnd.end_date:type_name -> google.type.Date
+	5,   // 115: prose.persist.v1.DayOfWeekPattern.days:type_name -> prose.persist.v1.DayOfWeek
+	75,  // 116: prose.persist.v1.DayOfMonthPattern.ordinal_day:type_name -> prose.persist.v1.OrdinalDayOfWeek
+	6,   // 117: prose.persist.v1.OrdinalDayOfWeek.ordinal:type_name -> prose.persist.v1.Ordinal
+	5,   // 118: prose.persist.v1.OrdinalDayOfWeek.day:type_name -> prose.persist.v1.DayOfWeek
+	88,  // 119: prose.persist.v1.ScheduleStart.start_date:type_name -> google.type.Date
+	89,  // 120: prose.persist.v1.ScheduleStart.time:type_name -> google.type.TimeOfDay
+	93,  // 121: prose.persist.v1.TimeWindow.start_time:type_name -> google.protobuf.Timestamp
+	93,  // 122: prose.persist.v1.TimeWindow.end_time:type_name -> google.protobuf.Timestamp
+	7,   // 123: prose.persist.v1.RepeatInterval.unit:type_name -> prose.persist.v1.FrequencyUnit
+	8,   // 124: prose.persist.v1.MonthPattern.month:type_name -> prose.persist.v1.Month
+	74,  // 125: prose.persist.v1.MonthPattern.day_pattern:type_name -> prose.persist.v1.DayOfMonthPattern
+	16,  // 126: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
+	16,  // 127: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
+	12,  // 128: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	12,  // 129: prose.persist.v1.AutomationDetails.ConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	16,  // 130: prose.persist.v1.AutomationDetails.DefaultInputsEntry.value:type_name -> prose.persist.v1.Value
+	29,  // 131: prose.persist.v1.TriggerConfig.ConfigurationEntry.value:type_name -> prose.persist.v1.BdkValue
+	132, // [132:132] is the sub-list for method output_type
+	132, // [132:132] is the sub-list for method input_type
+	132, // [132:132] is the sub-list for extension type_name
+	132, // [132:132] is the sub-list for extension extendee
+	0,   // [0:132] is the sub-list for field type_name
 }
 
 func init() { file_prose_persist_v1_persist_proto_init() }
@@ -2889,13 +6582,49 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*BdkValue_OffloadableDictionaryValue)(nil),
 		(*BdkValue_OffloadableListValue)(nil),
 	}
+	file_prose_persist_v1_persist_proto_msgTypes[29].OneofWrappers = []any{
+		(*Event_UserMessage)(nil),
+		(*Event_AgentMessage)(nil),
+		(*Event_ToolCallRequest)(nil),
+		(*Event_ToolCallResult)(nil),
+		(*Event_Thinking)(nil),
+		(*Event_SystemMessage)(nil),
+		(*Event_CompletionResponse)(nil),
+	}
+	file_prose_persist_v1_persist_proto_msgTypes[32].OneofWrappers = []any{
+		(*InputContent_Text)(nil),
+		(*InputContent_File)(nil),
+	}
+	file_prose_persist_v1_persist_proto_msgTypes[33].OneofWrappers = []any{
+		(*FileInputContent_Remote)(nil),
+		(*FileInputContent_Inline)(nil),
+	}
+	file_prose_persist_v1_persist_proto_msgTypes[43].OneofWrappers = []any{
+		(*ValueType_ScalarType)(nil),
+		(*ValueType_OptionalType)(nil),
+		(*ValueType_ListType)(nil),
+		(*ValueType_DictionaryType)(nil),
+		(*ValueType_TableType)(nil),
+		(*ValueType_OpaqueType)(nil),
+		(*ValueType_AnyType)(nil),
+		(*ValueType_UnionType)(nil),
+		(*ValueType_SensitiveType)(nil),
+		(*ValueType_EnumType)(nil),
+		(*ValueType_GenericDictionaryType)(nil),
+	}
+	file_prose_persist_v1_persist_proto_msgTypes[58].OneofWrappers = []any{
+		(*Expression_BinaryExpression)(nil),
+		(*Expression_UnaryExpression)(nil),
+		(*Expression_ValueExpression)(nil),
+		(*Expression_NounPhrasesExpression)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_persist_v1_persist_proto_rawDesc), len(file_prose_persist_v1_persist_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   33,
+			NumEnums:      9,
+			NumMessages:   78,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
