@@ -103,7 +103,7 @@ type headerDoer struct {
 }
 
 func (d *headerDoer) Do(req *http.Request) (*http.Response, error) {
-	resp, err := d.c.Do(req)
+	resp, err := d.c.Do(req) //nolint:gosec // G704: the URL is the operator's --agent-url
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.retryAfter = ""
@@ -214,7 +214,7 @@ func explainJSON(c *Conversation) (string, error) {
 		d = &lang.Exception{}
 	}
 	out := map[string]any{
-		"exception": c.ExceptionName(), "state": string(x.State), "group": string(x.Group), "message": x.Message,
+		"exception": c.ExceptionName(), "state": string(x.State), "group": x.Group, "message": x.Message,
 		"statement": c.Statement, "line": c.Line, "step": x.Step + 1,
 		"span":        map[string]int64{"start": x.Location.Start, "end": x.Location.End},
 		"explanation": explain(c, d),
@@ -524,35 +524,51 @@ func (a toolArgs) guidance() (engine.Guidance, error) {
 // are not JSON, guidance that does not fit) is told to the model, which may
 // try again; only a failure of the thread's store ends the turn.
 func (m *Model) tool(ctx context.Context, c *Conversation, call openai.ToolCall) (string, error) {
-	var args toolArgs
-	if s := strings.TrimSpace(call.Function.Arguments); s != "" {
-		if err := json.Unmarshal([]byte(s), &args); err != nil {
-			return "error: the arguments are not a valid JSON object: " + err.Error(), nil
-		}
+	args, refusal := readArgs(call.Function.Arguments)
+	if refusal != "" {
+		return refusal, nil
 	}
 	switch call.Function.Name {
 	case "explain_exception":
 		out, err := c.Tools.Explain(ctx)
 		return toolResult(ctx, out, err)
 	case "resolve_exception":
-		g, err := args.guidance()
-		if err != nil {
-			return "error: " + err.Error(), nil
+		g, refusal := args.guidanceOrRefusal()
+		if refusal != "" {
+			return refusal, nil
 		}
-		_, err = c.Tools.Resolve(ctx, g)
+		_, err := c.Tools.Resolve(ctx, g)
 		return toolResult(ctx, "resolved; the run continues", err)
 	case "propose_guide_entry":
-		g, err := args.guidance()
-		if err != nil {
-			return "error: " + err.Error(), nil
+		g, refusal := args.guidanceOrRefusal()
+		if refusal != "" {
+			return refusal, nil
 		}
 		en, err := c.Tools.ProposeGuideEntry(ctx, g, engine.GuideEntryText{Title: args.Title, RootCause: args.RootCause, ResolutionNotes: args.ResolutionNotes})
-		if err != nil {
-			return toolResult(ctx, "", err)
-		}
-		return fmt.Sprintf("proposed guide entry %q; it waits for a person's approval", en.ID), nil
+		return toolResult(ctx, fmt.Sprintf("proposed guide entry %q; it waits for a person's approval", en.ID), err)
 	}
 	return fmt.Sprintf("error: there is no tool %q; the tools are explain_exception, resolve_exception and propose_guide_entry", call.Function.Name), nil
+}
+
+// readArgs reads a tool call's arguments; refusal tells the model why they
+// cannot be read.
+func readArgs(s string) (args toolArgs, refusal string) {
+	if s = strings.TrimSpace(s); s == "" {
+		return args, ""
+	}
+	if err := json.Unmarshal([]byte(s), &args); err != nil {
+		return args, "error: the arguments are not a valid JSON object: " + err.Error()
+	}
+	return args, ""
+}
+
+// guidanceOrRefusal is guidance, or what the model is told instead.
+func (a toolArgs) guidanceOrRefusal() (engine.Guidance, string) {
+	g, err := a.guidance()
+	if err != nil {
+		return g, "error: " + err.Error()
+	}
+	return g, ""
 }
 
 // toolResult tells the model a tool's outcome; errors of the store that are
