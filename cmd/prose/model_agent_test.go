@@ -382,6 +382,8 @@ func TestModelAgentProtocol(t *testing.T) {
 	}{
 		{name: "401", steps: []fakeStep{httpStatus(401, nil, `{"error":{"message":"Incorrect API key provided: sk-te***42","type":"invalid_request_error","code":"invalid_api_key"}}`)},
 			wantErr: "answered 401 Unauthorized: Incorrect API key", requests: 1},
+		{name: "401 echoing the key", steps: []fakeStep{httpStatus(401, nil, `{"error":{"message":"Incorrect API key provided: `+fakeKey+`","type":"invalid_request_error"}}`)},
+			wantErr: "Incorrect API key provided: [redacted]", requests: 1},
 		{name: "429 then success", steps: []fakeStep{
 			httpStatus(429, map[string]string{"Retry-After": "1"}, `{"error":{"message":"Rate limit reached","type":"requests"}}`),
 			stream(text("ok"), finish("stop"))}, requests: 2},
@@ -522,5 +524,70 @@ func TestModelAgentCancel(t *testing.T) {
 	e.events().Runner().Wait()
 	if got := kinds(e.thread(t, fx.thread)); got != "user_message,agent_message,completion_response" {
 		t.Errorf("prose thread: %s", got)
+	}
+}
+
+// TestModelAgentActsWithTheWritersAuthority: the agent resolves with the
+// authority of the person who wrote to it, checked at the tool call: a
+// workspace member's request is carried out; once she is removed from the
+// workspace (while the model streams), the same call is refused and the
+// model is told.
+func TestModelAgentActsWithTheWritersAuthority(t *testing.T) {
+	f := newFakeModel(t)
+	e := modelEnv(t, f, nil)
+	ctx := context.Background()
+	ana, err := e.st.CreateUser(ctx, store.User{DisplayName: "Ana", Email: "ana-" + store.NewID() + "@example.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AddOrganizationMember(ctx, e.init.orgID, ana.ID, []string{"member"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.AddWorkspaceMember(ctx, e.init.orgID, e.init.workspaceID, ana.ID, []string{"workspace_member"}); err != nil {
+		t.Fatal(err)
+	}
+	key := map[string]string{"Authorization": "Bearer " + e.newKey(t, keySpec{user: ana.ID})}
+	for _, removed := range []bool{false, true} {
+		fx := e.awaitingRun(t)
+		gate := make(chan struct{})
+		f.script(
+			sse(gate, false, text("Replacing "), text("the step."),
+				toolPiece(0, "c1", "resolve_exception", `{"kind":"replace_step","code":"the invoice total is 10"}`), finish("tool_calls")),
+			stream(text("ok"), finish("stop")))
+		p := strings.Replace(fx.path(e), "/agents/prose/", "/agents/model/", 1)
+		if code, _, raw := e.doHTTP(t, "POST", p, `{"user_message":{"content":"use 10"}}`, key); code != 200 {
+			t.Fatalf("post: %d %s", code, raw)
+		}
+		th := modelThread(fx)
+		e.poll(t, func() (bool, bool, string) {
+			evs := e.thread(t, th)
+			return len(evs) >= 2 && evs[1].GetState() == platformv1.Event_STATE_STREAMING, false, kinds(evs)
+		})
+		if removed {
+			if err := e.st.RemoveWorkspaceMember(ctx, e.init.orgID, e.init.workspaceID, ana.ID); err != nil {
+				t.Fatal(err)
+			}
+		}
+		close(gate)
+		e.events().Runner().Wait()
+		evs := e.thread(t, th)
+		if got := kinds(evs); got != "user_message,agent_message,tool_call_request,tool_call_result,agent_message,completion_response" {
+			t.Fatalf("thread: %s", got)
+		}
+		res := evs[3].GetToolCallResult().GetResult()
+		x, err := e.st.GetException(ctx, e.init.orgID, e.init.workspaceID, fx.exception)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if removed {
+			if !strings.Contains(res, "lacks the permission exceptions.resolve") || x.State != store.ExceptionPending {
+				t.Errorf("after removal: %s, exception %s", res, x.State)
+			}
+			if rs := f.reqs(); len(rs) != 2 || !strings.Contains(rs[1].Raw, "lacks the permission") {
+				t.Errorf("the model was not told")
+			}
+		} else if !strings.Contains(res, "resolved by agents/model") || x.State != store.ExceptionResolved || x.Resolver != "agents/model" {
+			t.Errorf("member: %s, exception %s by %s", res, x.State, x.Resolver)
+		}
 	}
 }
