@@ -350,17 +350,56 @@ func (m *Model) once(ctx context.Context, client *openai.Client, doer *headerDoe
 	if err != nil {
 		return "", nil, fail(err)
 	}
-	defer func() { _ = stream.Close() }()
+	// The stream is read by its own goroutine, so that the chunks that
+	// arrive while a write is in flight are written together with the next
+	// one: each write shows everything received so far, and a fast model
+	// costs one write per store round trip, not one per chunk.
+	type received struct {
+		chunk openai.ChatCompletionStreamResponse
+		err   error
+	}
+	recv := make(chan received, 256)
+	go func() {
+		defer close(recv)
+		for {
+			c, err := stream.Recv()
+			select {
+			case recv <- received{c, err}:
+			case <-rctx.Done():
+				return
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	defer func() {
+		cancel()
+		_ = stream.Close()
+		for range recv { //nolint:revive // drained until the reader has returned
+		}
+	}()
 	var (
 		text     strings.Builder
 		ev       *platformv1.Event
 		calls    []openai.ToolCall
 		byIndex  = map[int]int{}
 		finished bool
+		dirty    bool // text not written yet
+		closed   bool
 	)
+	// closeMsg writes the message complete, as it stands (once).
 	closeMsg := func() error {
-		if ev == nil {
+		if closed {
 			return nil
+		}
+		closed = true
+		if ev == nil {
+			if text.Len() == 0 {
+				return nil
+			}
+			_, err := w.Emit(ctx, agentMessage(text.String()))
+			return err
 		}
 		ev.Payload = agentMessage(text.String()).Payload
 		_, err := w.Complete(ctx, ev)
@@ -368,18 +407,18 @@ func (m *Model) once(ctx context.Context, client *openai.Client, doer *headerDoe
 		return err
 	}
 	defer func() { _ = closeMsg() }()
-	for {
-		chunk, err := stream.Recv()
-		if errors.Is(err, io.EOF) {
+	// take applies one chunk; end is true at the end of the stream.
+	take := func(r received) (end bool, err error) {
+		if errors.Is(r.err, io.EOF) {
 			if !finished {
-				return text.String(), nil, &ModelError{Msg: "the stream ended before the answer did (no finish_reason)"}
+				return true, &ModelError{Msg: "the stream ended before the answer did (no finish_reason)"}
 			}
-			break
+			return true, nil
 		}
-		if err != nil {
-			return text.String(), nil, fail(err)
+		if r.err != nil {
+			return true, fail(r.err)
 		}
-		for _, ch := range chunk.Choices {
+		for _, ch := range r.chunk.Choices {
 			if ch.Index != 0 {
 				continue
 			}
@@ -392,20 +431,11 @@ func (m *Model) once(ctx context.Context, client *openai.Client, doer *headerDoe
 				n += len(tc.Function.Arguments) + len(tc.Function.Name)
 			}
 			if *budget -= n; *budget < 0 {
-				return text.String(), nil, errTooMuch{m.o.MaxStreamBytes}
+				return true, errTooMuch{m.o.MaxStreamBytes}
 			}
 			if d.Content != "" {
 				text.WriteString(d.Content)
-				var err error
-				if ev == nil {
-					ev, err = w.Begin(ctx, agentMessage(text.String()))
-				} else {
-					ev.Payload = agentMessage(text.String()).Payload
-					ev, err = w.Update(ctx, ev)
-				}
-				if err != nil {
-					return text.String(), nil, err
-				}
+				dirty = true
 			}
 			for _, tc := range d.ToolCalls {
 				idx := len(calls)
@@ -423,6 +453,52 @@ func (m *Model) once(ctx context.Context, client *openai.Client, doer *headerDoe
 				}
 				calls[i].Function.Name += tc.Function.Name
 				calls[i].Function.Arguments += tc.Function.Arguments
+			}
+		}
+		return false, nil
+	}
+	write := func() error {
+		if !dirty {
+			return nil
+		}
+		dirty = false
+		var err error
+		if ev == nil {
+			ev, err = w.Begin(ctx, agentMessage(text.String()))
+		} else {
+			ev.Payload = agentMessage(text.String()).Payload
+			ev, err = w.Update(ctx, ev)
+		}
+		return err
+	}
+	for end := false; !end; {
+		r, ok := <-recv
+		if !ok {
+			return text.String(), nil, fail(context.Cause(rctx))
+		}
+		var err error
+		if end, err = take(r); err != nil {
+			return text.String(), nil, err
+		}
+		// What else has arrived meanwhile.
+		for more := !end; more; {
+			select {
+			case r, ok := <-recv:
+				if !ok {
+					more = false
+					break
+				}
+				if end, err = take(r); err != nil {
+					return text.String(), nil, err
+				}
+				more = !end
+			default:
+				more = false
+			}
+		}
+		if !end {
+			if err := write(); err != nil {
+				return text.String(), nil, err
 			}
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -590,4 +591,48 @@ func TestModelAgentActsWithTheWritersAuthority(t *testing.T) {
 			t.Errorf("member: %s, exception %s by %s", res, x.State, x.Resolver)
 		}
 	}
+}
+
+// TestModelAgentStreamCost measures a turn whose answer arrives in n
+// chunks (each one written to the thread as it arrives) against the same
+// text in one chunk: what streaming costs the store. Set
+// PROSE_BENCH_MODEL=1 to run it (BENCHMARKS.md, "The model-backed agent").
+func TestModelAgentStreamCost(t *testing.T) {
+	if os.Getenv("PROSE_BENCH_MODEL") == "" {
+		t.Skip("PROSE_BENCH_MODEL is not set")
+	}
+	f := newFakeModel(t)
+	e := modelEnv(t, f, func(m *modelFlags) { m.maxStreamBytes = 1 << 20; m.requestTimeout = time.Minute })
+	const n, word = 1000, "token "
+	turn := func(chunks []string) time.Duration {
+		fx := e.awaitingRun(t)
+		f.script(stream(append(chunks, finish("stop"))...))
+		start := time.Now()
+		e.postToModel(t, overHTTP, fx, "explain")
+		e.events().Runner().Wait()
+		d := time.Since(start)
+		evs := e.thread(t, modelThread(fx))
+		if got := evs[1].GetAgentMessage().GetContent(); len(got) != n*len(word) {
+			t.Fatalf("content of %d bytes", len(got))
+		}
+		return d
+	}
+	many := make([]string, n)
+	for i := range many {
+		many[i] = text(word)
+	}
+	one := []string{text(strings.Repeat(word, n))}
+	turn(one) // warm up
+	var dm, d1 time.Duration
+	const reps = 3
+	for range reps {
+		dm += turn(many)
+		d1 += turn(one)
+	}
+	backend := "sqlite"
+	if os.Getenv("PROSE_TEST_POSTGRES_URL") != "" {
+		backend = "postgres"
+	}
+	t.Logf("%s: a turn of %d chunks %v (%v per chunk); the same text in 1 chunk %v; ratio %.1f",
+		backend, n, dm/reps, (dm-d1)/reps/n, d1/reps, float64(dm)/float64(d1))
 }
