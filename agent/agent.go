@@ -91,6 +91,15 @@ type Tools interface {
 	// *engine.GuidanceError) when the guidance does not fit the exception,
 	// ErrFailedPrecondition when it is no longer pending.
 	Resolve(ctx context.Context, g engine.Guidance) (store.Exception, error)
+	// Explain returns the exception as JSON: where the run stopped (line,
+	// code, byte span, step), the message, what it needs (fact, question,
+	// choices), the failed checks, the run's facts and what reply resolves
+	// it.
+	Explain(ctx context.Context) (string, error)
+	// ProposeGuideEntry makes a guide entry from the conversation's
+	// exception and guidance g, pending approval (engine.CreateGuideEntry,
+	// the path of GuideEntryService). Errors as Resolve's.
+	ProposeGuideEntry(ctx context.Context, g engine.Guidance, txt engine.GuideEntryText) (store.GuideEntry, error)
 }
 
 // ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -44,6 +45,11 @@ type Options struct {
 	// (INVALID_ARGUMENT), which ends its generation with that error.
 	MaxEventBytes   int
 	MaxMessageBytes int
+	// Authorize is asked before every tool call that changes something
+	// (resolve, propose a guide entry), with the context of the user
+	// message the generation answers (its caller): an agent may do only
+	// what the person who wrote to it may do. nil: everything is allowed.
+	Authorize func(ctx context.Context, t store.Thread) error
 }
 
 // Runner runs the generations of agents: one at a time per thread, in the
@@ -96,8 +102,10 @@ func (r *Runner) Agent(id string) (Agent, bool) {
 }
 
 // Start answers msg (a stored user message of thread t) in the background,
-// after the generations already running in the thread.
-func (r *Runner) Start(t store.Thread, msg *platformv1.Event) {
+// after the generations already running in the thread. The values of ctx
+// (the caller of the request that wrote msg) are kept for Authorize; its
+// cancellation is not.
+func (r *Runner) Start(ctx context.Context, t store.Thread, msg *platformv1.Event) {
 	a, ok := r.agents[t.AgentID]
 	if !ok {
 		return
@@ -107,7 +115,7 @@ func (r *Runner) Start(t store.Thread, msg *platformv1.Event) {
 	if r.closed {
 		return
 	}
-	ctx, cancel := context.WithCancelCause(context.Background())
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	g := &generation{cancel: cancel, done: make(chan struct{})}
 	key := t.Key()
 	var prev *generation
@@ -319,6 +327,37 @@ type tools struct {
 	n int
 }
 
+// call records one tool call: a tool_call_request with input, then what do
+// returns as its tool_call_result ("error: …" when it fails). The result is
+// recorded even when the generation is being cancelled: the call was made.
+func (t *tools) call(ctx context.Context, display, input string, do func() (string, error)) error {
+	t.n++
+	callID := fmt.Sprintf("call-%s-%d", t.c.Message.GetName()[strings.LastIndexByte(t.c.Message.GetName(), '/')+1:], t.n)
+	if _, err := t.w.Emit(ctx, &platformv1.Event{Payload: &platformv1.Event_ToolCallRequest{ToolCallRequest: &platformv1.ToolCallRequest{
+		ToolCallId: callID, DisplayName: display, Input: input}}}); err != nil {
+		return err
+	}
+	result, derr := do()
+	if derr != nil {
+		result = "error: " + derr.Error()
+	}
+	end, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	if _, err := t.w.Emit(end, &platformv1.Event{Payload: &platformv1.Event_ToolCallResult{ToolCallResult: &platformv1.ToolCallResult{
+		ToolCallId: callID, Result: result}}}); err != nil && derr == nil {
+		return err
+	}
+	return derr
+}
+
+// authorize asks Options.Authorize.
+func (t *tools) authorize(ctx context.Context) error {
+	if t.r.opts.Authorize == nil {
+		return nil
+	}
+	return t.r.opts.Authorize(ctx, t.c.Thread)
+}
+
 func (t *tools) Resolve(ctx context.Context, g engine.Guidance) (store.Exception, error) {
 	if t.c.Exception == nil {
 		return store.Exception{}, fmt.Errorf("the run waits on no exception: %w", store.ErrFailedPrecondition)
@@ -330,34 +369,74 @@ func (t *tools) Resolve(ctx context.Context, g engine.Guidance) (store.Exception
 		return store.Exception{}, err
 	}
 	req.OrganizationId, req.WorkspaceId, req.ExceptionId = x.OrganizationID, x.WorkspaceID, x.ID
-	t.n++
-	callID := fmt.Sprintf("call-%s-%d", t.c.Message.GetName()[strings.LastIndexByte(t.c.Message.GetName(), '/')+1:], t.n)
 	input, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(req)
 	if err != nil {
 		return store.Exception{}, err
 	}
-	if _, err := t.w.Emit(ctx, &platformv1.Event{Payload: &platformv1.Event_ToolCallRequest{ToolCallRequest: &platformv1.ToolCallRequest{
-		ToolCallId: callID, DisplayName: "Resolve exception", Input: string(input)}}}); err != nil {
-		return store.Exception{}, err
-	}
-	if t.r.eng == nil {
-		return store.Exception{}, errors.New("no engine is configured")
-	}
-	out, rerr := t.r.eng.Resolve(ctx, x.OrganizationID, x.WorkspaceID, x.ID, "agents/"+t.c.Thread.AgentID, g)
-	result := fmt.Sprintf("resolved by agents/%s; the run continues", t.c.Thread.AgentID)
-	if rerr != nil {
-		result = "error: " + rerr.Error()
-	} else {
+	var out store.Exception
+	err = t.call(ctx, "Resolve exception", string(input), func() (string, error) {
+		if err := t.authorize(ctx); err != nil {
+			return "", err
+		}
+		if t.r.eng == nil {
+			return "", errors.New("no engine is configured")
+		}
+		var err error
+		if out, err = t.r.eng.Resolve(ctx, x.OrganizationID, x.WorkspaceID, x.ID, "agents/"+t.c.Thread.AgentID, g); err != nil {
+			return "", err
+		}
 		t.c.Exception = &out
-	}
-	// Recorded even if the generation is being cancelled: the call was made.
-	end, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	if _, err := t.w.Emit(end, &platformv1.Event{Payload: &platformv1.Event_ToolCallResult{ToolCallResult: &platformv1.ToolCallResult{
-		ToolCallId: callID, Result: result}}}); err != nil && rerr == nil {
+		return fmt.Sprintf("resolved by agents/%s; the run continues", t.c.Thread.AgentID), nil
+	})
+	return out, err
+}
+
+func (t *tools) Explain(ctx context.Context) (string, error) {
+	var out string
+	err := t.call(ctx, "Explain exception", "{}", func() (string, error) {
+		if t.c.Exception == nil {
+			return "", fmt.Errorf("the run waits on no exception: %w", store.ErrFailedPrecondition)
+		}
+		var err error
+		out, err = explainJSON(t.c)
 		return out, err
+	})
+	return out, err
+}
+
+func (t *tools) ProposeGuideEntry(ctx context.Context, g engine.Guidance, txt engine.GuideEntryText) (store.GuideEntry, error) {
+	if t.c.Exception == nil {
+		return store.GuideEntry{}, fmt.Errorf("the run has no exception to learn from: %w", store.ErrFailedPrecondition)
 	}
-	return out, rerr
+	x := t.c.Exception
+	req, err := resolveRequest(g)
+	if err != nil {
+		return store.GuideEntry{}, err
+	}
+	in := map[string]any{"source_exception": names.Exception(x.OrganizationID, x.WorkspaceID, x.ID),
+		"title": txt.Title, "root_cause": txt.RootCause, "resolution_notes": txt.ResolutionNotes}
+	if gj, err := (protojson.MarshalOptions{UseProtoNames: true}).Marshal(req); err == nil {
+		in["guidance"] = json.RawMessage(gj)
+	}
+	input, err := json.Marshal(in)
+	if err != nil {
+		return store.GuideEntry{}, err
+	}
+	var out store.GuideEntry
+	err = t.call(ctx, "Propose guide entry", string(input), func() (string, error) {
+		if err := t.authorize(ctx); err != nil {
+			return "", err
+		}
+		if t.r.eng == nil {
+			return "", errors.New("no engine is configured")
+		}
+		var err error
+		if out, err = t.r.eng.CreateGuideEntry(ctx, *x, g, txt); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("proposed %s; it waits for a person's approval", names.GuideEntry(out.OrganizationID, out.WorkspaceID, out.AutomationID, out.ID)), nil
+	})
+	return out, err
 }
 
 // resolveRequest renders guidance as the platform's resolve request (the

@@ -336,3 +336,29 @@ func (w *guidedWriter) write(ctx context.Context, batch []*guidedReq) {
 		r.x, r.err = xs[i], errs[i]
 	}
 }
+
+// GuideEntryText is what a person (or an agent) writes about an entry.
+type GuideEntryText struct {
+	Title, RootCause, ResolutionSteps, ResolutionNotes string
+}
+
+// CreateGuideEntry makes the entry that remembers guidance g for exception x
+// (NewGuideEntry) with the texts given (the defaults, GuideEntryTitle and
+// GuideEntrySteps, where they are blank) and stores it, pending approval.
+// It is the one path that makes entries: `remember` on :resolve,
+// CreateGuideEntry, and an agent's proposal. Errors are NewGuideEntry's and
+// the store's.
+func (e *Engine) CreateGuideEntry(ctx context.Context, x store.Exception, g Guidance, txt GuideEntryText) (store.GuideEntry, error) {
+	en, err := e.NewGuideEntry(ctx, x, g)
+	if err != nil {
+		return store.GuideEntry{}, err
+	}
+	en.Title, en.RootCause, en.ResolutionSteps, en.ResolutionNotes = txt.Title, txt.RootCause, txt.ResolutionSteps, txt.ResolutionNotes
+	if strings.TrimSpace(en.Title) == "" {
+		en.Title = GuideEntryTitle(en)
+	}
+	if strings.TrimSpace(en.ResolutionSteps) == "" {
+		en.ResolutionSteps = GuideEntrySteps(en)
+	}
+	return e.st.CreateGuideEntry(ctx, en)
+}

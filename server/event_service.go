@@ -111,6 +111,14 @@ func NewEventServiceWith(st store.Store, eng *engine.Engine, o EventOptions) *Ev
 	if ro.MaxEventBytes <= 0 {
 		ro.MaxEventBytes = maxEvent
 	}
+	if ro.Authorize == nil {
+		// The agent acts with the authority of the person who wrote to it:
+		// the permission a person's resolution needs, checked again at each
+		// tool call.
+		ro.Authorize = func(ctx context.Context, t store.Thread) error {
+			return transport.RequireWorkspace(ctx, t.WorkspaceID, store.PermExceptionsResolve)
+		}
+	}
 	s.runner = agent.NewRunner(st, eng, ro, agents...)
 	return s
 }
@@ -280,7 +288,7 @@ func (s *EventService) CreateEvent(ctx context.Context, req *platformv1.CreateEv
 		}
 	}
 	s.broker.notify(t.Key())
-	s.runner.Start(t, out)
+	s.runner.Start(ctx, t, out)
 	return out, nil
 }
 

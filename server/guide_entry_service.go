@@ -188,26 +188,22 @@ func rememberErr(err error, excName, field string) error {
 
 // remember stores the entry made from exception x and guidance g, with the
 // text fields of in (defaults where empty).
-func remember(ctx context.Context, st store.Store, eng *engine.Engine, x store.Exception, g engine.Guidance, in *platformv1.GuideEntry, field string) (store.GuideEntry, error) {
-	en, err := eng.NewGuideEntry(ctx, x, g)
-	if err != nil {
+func remember(ctx context.Context, _ store.Store, eng *engine.Engine, x store.Exception, g engine.Guidance, in *platformv1.GuideEntry, field string) (store.GuideEntry, error) {
+	notes := in.GetResolutionNotes()
+	if notes == "" && in.GetContent() != "" {
+		notes = in.GetContent()
+	}
+	out, err := eng.CreateGuideEntry(ctx, x, g, engine.GuideEntryText{
+		Title: in.GetTitle(), RootCause: in.GetRootCause(), ResolutionSteps: in.GetResolutionSteps(), ResolutionNotes: notes,
+	})
+	var ge *engine.GuidanceError
+	switch {
+	case err == nil:
+		return out, nil
+	case errors.As(err, &ge) || errors.Is(err, store.ErrFailedPrecondition) || errors.Is(err, store.ErrNotFound):
 		return store.GuideEntry{}, rememberErr(err, names.Exception(x.OrganizationID, x.WorkspaceID, x.ID), field)
 	}
-	en.Title, en.RootCause, en.ResolutionSteps, en.ResolutionNotes = in.GetTitle(), in.GetRootCause(), in.GetResolutionSteps(), in.GetResolutionNotes()
-	if en.ResolutionNotes == "" && in.GetContent() != "" {
-		en.ResolutionNotes = in.GetContent()
-	}
-	if strings.TrimSpace(en.Title) == "" {
-		en.Title = engine.GuideEntryTitle(en)
-	}
-	if strings.TrimSpace(en.ResolutionSteps) == "" {
-		en.ResolutionSteps = engine.GuideEntrySteps(en)
-	}
-	out, err := st.CreateGuideEntry(ctx, en)
-	if err != nil {
-		return store.GuideEntry{}, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(x.OrganizationID, x.WorkspaceID))
-	}
-	return out, nil
+	return store.GuideEntry{}, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(x.OrganizationID, x.WorkspaceID))
 }
 
 // sourceExceptionID reads guide_entry.source_exception: an id, or the

@@ -102,6 +102,8 @@ type serveConfig struct {
 	// (base64, separated by commas or new lines; the first seals). Empty:
 	// PROSE_SECRET_KEYS, else the key the store made at its first start.
 	secretKeysFile string
+	// model configures the model-backed agent (URL "": none).
+	model modelFlags
 
 	// outer are interceptor entries before the chain (tests use them to
 	// observe calls, over both transports).
@@ -140,6 +142,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.Float64Var(&cfg.triggerRate.PerSecond, "trigger-rate", server.DefaultTriggerRate, "events a second each trigger instance (webhook or message) starts runs for on this server; a webhook delivery over it is 429 with Retry-After, a message waits for its turn; -1: no bound")
 	fs.IntVar(&cfg.triggerRate.Burst, "trigger-burst", server.DefaultTriggerBurst, "events of one trigger instance taken at once above --trigger-rate")
 	fs.BoolVar(&cfg.allowPrivateNetworks, "allow-private-networks", false, "let the books (http calls, file downloads, mail and database servers) and outbound webhooks reach addresses that are not public: loopback, private networks (10/8, 172.16/12, 192.168/16, fc00::/7), link-local (cloud metadata at 169.254.169.254) and other reserved ranges. Off: such a connection is refused when dialled")
+	cfg.model.register(fs)
 	fs.StringVar(&cfg.secretKeysFile, "secret-keys-file", "", "file of the keys that seal connection credentials (base64 32-byte keys, separated by commas or new lines; the first seals, the others only open: rotation). Default: $PROSE_SECRET_KEYS, else a key the database keeps, made at its first start")
 }
 
@@ -394,7 +397,11 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	legacyV1.PublicURL = cfg.publicURL
 	legacyV2 := server.NewLegacyV2Runs(st, st, a.engine)
 	legacyV2.PublicURL = cfg.publicURL
-	events := server.NewEventServiceWith(st, a.engine, server.EventOptions{MaxMessageBytes: cfg.maxEventMessage, MaxEventBytes: cfg.sizes.WithDefaults().EventBytes, Poll: cfg.eventPoll})
+	agents, err := cfg.model.agents()
+	if err != nil {
+		return nil, err
+	}
+	events := server.NewEventServiceWith(st, a.engine, server.EventOptions{Agents: agents, MaxMessageBytes: cfg.maxEventMessage, MaxEventBytes: cfg.sizes.WithDefaults().EventBytes, Poll: cfg.eventPoll})
 	a.closers = append(a.closers, events.Close)
 	// Replicas sharing a PostgreSQL database wake each other's event
 	// streams: every event write is announced (LISTEN/NOTIFY, carried by

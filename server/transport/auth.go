@@ -442,7 +442,7 @@ type RequestTarget struct {
 }
 
 // TargetOf reads organization_id and workspace_id / workspace_ids /
-// agent_id from the top level of a request.
+// agent_id (the legacy API's workspace) from the top level of a request.
 func TargetOf(req any) RequestTarget {
 	var t RequestTarget
 	m, ok := req.(proto.Message)
@@ -459,10 +459,14 @@ func TargetOf(req any) RequestTarget {
 		return r.Get(f).String()
 	}
 	t.OrganizationID = str("organization_id")
-	for _, n := range []protoreflect.Name{"workspace_id", "agent_id"} {
-		if v := str(n); v != "" {
-			t.WorkspaceIDs = append(t.WorkspaceIDs, v)
-		}
+	if v := str("workspace_id"); v != "" {
+		t.WorkspaceIDs = append(t.WorkspaceIDs, v)
+	}
+	// agent_id names a workspace in the legacy API (an "agent" there); in a
+	// request that also has workspace_id (the conversation threads of
+	// EventService) it is a conversation agent, not a workspace.
+	if v := str("agent_id"); v != "" && fields.ByName("workspace_id") == nil {
+		t.WorkspaceIDs = append(t.WorkspaceIDs, v)
 	}
 	if f := fields.ByName("workspace_ids"); f != nil && f.IsList() && f.Kind() == protoreflect.StringKind {
 		l := r.Get(f).List()
