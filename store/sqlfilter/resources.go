@@ -96,6 +96,18 @@ var Automations = mustResource("automations",
 	Field{Name: "display_name", Kind: String, Ops: textOps},
 )
 
+var stages = map[string]string{
+	"DRAFT": "draft", "PUBLISHED": "published", "draft": "draft", "published": "published",
+	"AUTOMATION_STAGE_DRAFT": "draft", "AUTOMATION_STAGE_PUBLISHED": "published",
+}
+
+// AutomationRevisions is the filter of ListAutomationRevisions: stage
+// (DRAFT or PUBLISHED, also as AUTOMATION_STAGE_… or in lower case; = and
+// !=).
+var AutomationRevisions = mustResource("automation revisions",
+	Field{Name: "stage", Kind: Enum, Ops: exactOps, Values: stages},
+)
+
 var booleans = map[string]string{"true": "true", "false": "false"}
 
 // AutomationTriggers is the filter of ListAutomationTriggers: trigger_id

@@ -312,6 +312,10 @@ var automationFields = fields{
 	"display_name": {col: "a.display_name"},
 }
 
+var revisionFields = fields{
+	"stage": {col: "v.stage"},
+}
+
 var runFields = fields{
 	"state":       {col: "r.state", render: runState},
 	"create_time": {col: "r.create_time", time: true},
