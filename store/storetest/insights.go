@@ -20,7 +20,7 @@ func testRevisions(t *testing.T, open Opener) {
 		s := setup(t, open)
 		a := s.automation(t, "inv") // version 1, draft
 		a.Code, a.UpdateUserID = "the output x is 2\n", "u2"
-		a = of(s.st.UpdateAutomation(s.ctx, a, []string{"code"})).must(t) // 2
+		a = of(s.st.UpdateAutomation(s.ctx, a, []string{"code"})).must(t)         // 2
 		a = of(s.st.PublishAutomation(s.ctx, "acme", "ops", "inv", "u3")).must(t) // 3
 		a.Code, a.DisplayName, a.UpdateUserID = "the output x is 4\n", "Renamed", "u4"
 		a = of(s.st.UpdateAutomation(s.ctx, a, nil)).must(t) // 4
