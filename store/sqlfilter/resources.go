@@ -148,3 +148,16 @@ var GuideEntries = mustResource("guide entries",
 	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
 	Field{Name: "update_time", Kind: Timestamp, Ops: orderedOps},
 ).WithContains()
+// DailyRunAggregates is the filter of QueryDailyRunAggregates:
+// automation_id (an automation id or name), = only, joined with OR (the
+// server refuses other shapes).
+var DailyRunAggregates = mustResource("daily run aggregates",
+	Field{Name: "automation_id", Kind: String, Ops: []store.Op{OpEq}},
+)
+
+// MetricTags is the filter of QueryMetrics: the tags workspace_id and
+// automation_id (ids), = and !=.
+var MetricTags = mustResource("metric tags",
+	Field{Name: "workspace_id", Kind: String, Ops: exactOps},
+	Field{Name: "automation_id", Kind: String, Ops: exactOps},
+)

@@ -314,6 +314,15 @@ var automationFields = fields{
 
 var revisionFields = fields{
 	"stage": {col: "v.stage"},
+	// typed conditions of the server (ListDefaultInputsHistory pages by
+	// version): a version as decimal text.
+	"version": {render: func(a *Args, op store.Op, v any) (string, error) {
+		n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+		if err != nil {
+			return "", badFilter("version %q is not a number", v)
+		}
+		return compare(a, "v.version", op, n)
+	}},
 }
 
 var runFields = fields{
