@@ -45,7 +45,6 @@ func revisionProto(a store.Automation, v store.AutomationRevision) (*platformv1.
 	snap := store.Automation{
 		OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, ID: a.ID,
 		DisplayName: v.DisplayName, Description: v.Description,
-		DraftShareID: a.DraftShareID, PublishedShareID: a.PublishedShareID,
 		AuthorID: a.AuthorID, CreateTime: a.CreateTime, UpdateTime: v.CreateTime, UpdateUserID: v.UserID,
 	}
 	stage := store.StageDraft
@@ -60,6 +59,10 @@ func revisionProto(a store.Automation, v store.AutomationRevision) (*platformv1.
 	if err != nil {
 		return nil, err
 	}
+	// The reference's Automation (v1Automation) has no share ids (they
+	// belong to the automation, not to a revision) and no stage: a
+	// revision's stage is what the list's filter selects on.
+	p.DraftShareId, p.PublishedShareId, p.Stage, p.StageVersion = "", "", platformv1.AutomationStage_AUTOMATION_STAGE_UNSPECIFIED, ""
 	out := &platformv1.AutomationRevision{
 		Name:       names.Automation(a.OrganizationID, a.WorkspaceID, a.ID) + "/revisions/" + strconv.FormatInt(v.Version, 10),
 		Snapshot:   p,
