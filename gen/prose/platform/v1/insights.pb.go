@@ -606,7 +606,7 @@ type AutomationEstimate struct {
 	AutomationId string `protobuf:"bytes,1,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
 	// The cost saved per run in USD: a decimal number ("12.50"), exact.
 	CostUsd string `protobuf:"bytes,2,opt,name=cost_usd,json=costUsd,proto3" json:"cost_usd,omitempty"`
-	// The time saved per run, in seconds.
+	// The time saved per run, in seconds (0 to 604800).
 	TimeSavedSecs int32 `protobuf:"varint,3,opt,name=time_saved_secs,json=timeSavedSecs,proto3" json:"time_saved_secs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2470,11 +2470,11 @@ const file_prose_platform_v1_insights_proto_rawDesc = "" +
 	"\x05stats\x18\x02 \x01(\v2$.prose.platform.v1.DailyRunAggregateR\x05stats\"7\n" +
 	"\x11DailyRunAggregate\x12\"\n" +
 	"\n" +
-	"total_runs\x18\x01 \x01(\x05B\x03\xe0A\x03R\ttotalRuns\"\x8b\x01\n" +
+	"total_runs\x18\x01 \x01(\x05B\x03\xe0A\x03R\ttotalRuns\"\x86\x01\n" +
 	"\x12AutomationEstimate\x12(\n" +
 	"\rautomation_id\x18\x01 \x01(\tB\x03\xe0A\x02R\fautomationId\x12\x1e\n" +
-	"\bcost_usd\x18\x02 \x01(\tB\x03\xe0A\x02R\acostUsd\x12+\n" +
-	"\x0ftime_saved_secs\x18\x03 \x01(\x05B\x03\xe0A\x02R\rtimeSavedSecs\"\xda\x01\n" +
+	"\bcost_usd\x18\x02 \x01(\tB\x03\xe0A\x02R\acostUsd\x12&\n" +
+	"\x0ftime_saved_secs\x18\x03 \x01(\x05R\rtimeSavedSecs\"\xda\x01\n" +
 	"#ConfigureAutomationEstimatesRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12]\n" +
