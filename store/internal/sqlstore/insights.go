@@ -14,8 +14,8 @@ import (
 const (
 	hoursPerDay = 24
 	// hourInf stands for a range without start or end (in hours from the
-	// epoch; far past any time a run is created).
-	hourInf = int64(1) << 50
+	// epoch, a whole number of days; far past any time a run is created).
+	hourInf = int64(hoursPerDay) << 45
 )
 
 // bucketRange is the buckets [lo, hi) of one level.
@@ -34,31 +34,43 @@ func hourOf(t time.Time) int64 {
 	return h
 }
 
-// periodRanges decomposes a period into the fewest level ranges: the whole
-// UTC days inside it, and the hours at its edges.
-func periodRanges(p store.TimeRange) []bucketRange {
-	lo, hi := -hourInf, hourInf
-	if !p.Start.IsZero() {
-		lo = hourOf(p.Start)
-	}
-	if !p.End.IsZero() {
-		hi = hourOf(p.End)
-	}
+// nearestDay is the hour of the UTC midnight nearest to hour h.
+func nearestDay(h int64) int64 {
+	return floorDiv(h+hoursPerDay/2, hoursPerDay) * hoursPerDay
+}
+
+// signedRange is a range of buckets counted into a period with a weight:
+// +1, or −1 for the hours a whole day adds beyond the period's edge.
+type signedRange struct {
+	r bucketRange
+	w int
+}
+
+// periodRanges decomposes the hours [lo, hi) of a period into few rows: the
+// whole UTC days between the midnights nearest its edges, corrected at
+// each edge by the hours between the edge and that midnight, added or
+// taken away (at most 12 hours an edge). A day in New York (midnight at
+// 05:00 UTC) is its UTC day, less 00:00–05:00, plus 00:00–05:00 of the next
+// day; consecutive days share their corrections (SumRunAggregates reads
+// each once). A period shorter than a day is its hours.
+func periodRanges(lo, hi int64) []signedRange {
 	if hi <= lo {
 		return nil
 	}
-	dlo := floorDiv(lo+hoursPerDay-1, hoursPerDay) // first whole day
-	dhi := floorDiv(hi, hoursPerDay)               // past the last whole day
-	if dlo >= dhi {
-		return []bucketRange{{0, lo, hi}}
+	sl, sh := nearestDay(lo), nearestDay(hi)
+	if sl >= sh || hi-lo < hoursPerDay {
+		return []signedRange{{bucketRange{0, lo, hi}, 1}}
 	}
-	var out []bucketRange
-	if lo < dlo*hoursPerDay {
-		out = append(out, bucketRange{0, lo, dlo * hoursPerDay})
+	out := []signedRange{{bucketRange{1, sl / hoursPerDay, sh / hoursPerDay}, 1}}
+	if lo < sl {
+		out = append(out, signedRange{bucketRange{0, lo, sl}, 1})
+	} else if lo > sl {
+		out = append(out, signedRange{bucketRange{0, sl, lo}, -1})
 	}
-	out = append(out, bucketRange{1, dlo, dhi})
-	if dhi*hoursPerDay < hi {
-		out = append(out, bucketRange{0, dhi * hoursPerDay, hi})
+	if hi > sh {
+		out = append(out, signedRange{bucketRange{0, sh, hi}, 1})
+	} else if hi < sh {
+		out = append(out, signedRange{bucketRange{0, hi, sh}, -1})
 	}
 	return out
 }
@@ -98,48 +110,78 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 		}
 	}
 
-	type ranged struct {
-		period int
-		r      bucketRange
-	}
-	var rs []ranged
+	// Each distinct range once (r), and what it adds to which period (m).
+	type target struct{ id, period, w int }
+	ids := map[bucketRange]int{}
+	var ranges []bucketRange
+	var targets []target
 	for i, p := range req.Periods {
-		for _, r := range periodRanges(p) {
-			rs = append(rs, ranged{i, r})
+		lo, hi := -hourInf, hourInf
+		if !p.Start.IsZero() {
+			lo = hourOf(p.Start)
+		}
+		if !p.End.IsZero() {
+			hi = hourOf(p.End)
+		}
+		for _, sr := range periodRanges(lo, hi) {
+			id, ok := ids[sr.r]
+			if !ok {
+				id = len(ranges)
+				ids[sr.r] = id
+				ranges = append(ranges, sr.r)
+			}
+			targets = append(targets, target{id, i, sr.w})
 		}
 	}
-	if len(rs) == 0 {
+	if len(ranges) == 0 {
 		return nil, nil
 	}
-	// The arguments in the order of the text (SQLite's placeholders are
-	// positional); levels are constants of ours, buckets arguments.
+	// The ranges are a table joined with the counts, each range one index
+	// range scan of run_aggregates' primary key (organization, workspace,
+	// level, bucket); their sums are then spread over the periods with
+	// their weights. Arguments in the order of the text (SQLite's
+	// placeholders are positional).
 	a := NewArgs(db.d)
-	cond := func(r bucketRange) string {
-		return fmt.Sprintf("(level = %d AND bucket >= %s AND bucket < %s)", r.level, a.Add(r.lo), a.Add(r.hi))
-	}
 	auto := "''"
 	if req.ByAutomation {
-		auto = "automation_id"
+		auto = "g.automation_id"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "SELECT workspace_id, %s, CASE", auto)
-	for _, r := range rs {
-		fmt.Fprintf(&b, " WHEN %s THEN %d", cond(r.r), r.period)
-	}
-	fmt.Fprintf(&b, ` END AS p, CAST(SUM(runs) AS BIGINT), CAST(SUM(completed) AS BIGINT),
-		CAST(SUM(guided_completed) AS BIGINT), CAST(SUM(failed) AS BIGINT), CAST(SUM(awaiting) AS BIGINT)
-		FROM run_aggregates WHERE organization_id = %s AND workspace_id IN (%s)`, a.Add(req.OrganizationID), argList(a, req.WorkspaceIDs))
-	if len(req.AutomationIDs) > 0 {
-		fmt.Fprintf(&b, " AND automation_id IN (%s)", argList(a, req.AutomationIDs))
-	}
-	b.WriteString(" AND (")
-	for i, r := range rs {
+	b.WriteString("WITH r (id, level, lo, hi) AS (VALUES ")
+	for i, r := range ranges {
 		if i > 0 {
-			b.WriteString(" OR ")
+			b.WriteString(", ")
 		}
-		b.WriteString(cond(r.r))
+		fmt.Fprintf(&b, "(%d, %d, CAST(%s AS BIGINT), CAST(%s AS BIGINT))", i, r.level, a.Add(r.lo), a.Add(r.hi))
 	}
-	b.WriteString(") GROUP BY 1, 2, 3 ORDER BY 1, 2, 3")
+	b.WriteString("), m (id, p, w) AS (VALUES ")
+	for i, t := range targets {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, %d, %d)", t.id, t.period, t.w)
+	}
+	fmt.Fprintf(&b, `), s AS (SELECT g.workspace_id AS ws, %s AS auto, r.id AS id, CAST(SUM(g.runs) AS BIGINT) AS runs,
+		CAST(SUM(g.completed) AS BIGINT) AS completed, CAST(SUM(g.guided_completed) AS BIGINT) AS guided,
+		CAST(SUM(g.failed) AS BIGINT) AS failed, CAST(SUM(g.awaiting) AS BIGINT) AS awaiting FROM r `, auto)
+	cond := fmt.Sprintf("g.organization_id = %s AND g.workspace_id IN (%s) AND g.level = r.level AND g.bucket >= r.lo AND g.bucket < r.hi",
+		a.Add(req.OrganizationID), argList(a, req.WorkspaceIDs))
+	if len(req.AutomationIDs) > 0 {
+		cond += fmt.Sprintf(" AND g.automation_id IN (%s)", argList(a, req.AutomationIDs))
+	}
+	if db.d == store.Postgres {
+		// LATERAL with OFFSET 0 (so that it is not pulled up into a join):
+		// a nested loop over the ranges, each an index range scan (a plain
+		// join is hashed over the whole workspace's rows).
+		b.WriteString("CROSS JOIN LATERAL (SELECT g.* FROM run_aggregates g WHERE " + cond + " OFFSET 0) g")
+	} else {
+		// SQLite loops over the small table r and seeks the index.
+		b.WriteString("JOIN run_aggregates g ON " + cond)
+	}
+	b.WriteString(` GROUP BY 1, 2, 3)
+		SELECT s.ws, s.auto, m.p, CAST(SUM(s.runs * m.w) AS BIGINT), CAST(SUM(s.completed * m.w) AS BIGINT),
+			CAST(SUM(s.guided * m.w) AS BIGINT), CAST(SUM(s.failed * m.w) AS BIGINT), CAST(SUM(s.awaiting * m.w) AS BIGINT)
+		FROM s JOIN m ON m.id = s.id GROUP BY 1, 2, 3`)
 	rows, err := db.reader().queryArgs(ctx, b.String(), a)
 	if err != nil {
 		return nil, db.mapErr(err, "sum run aggregates")
