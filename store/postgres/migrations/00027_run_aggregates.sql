@@ -14,6 +14,13 @@
 --   guided_completed  completed after human guidance (runs.guided > 0)
 --   failed            failed now
 --   awaiting          awaiting guidance now
+--
+-- The triggers only append to run_aggregate_deltas (no key, so concurrent
+-- transactions never wait for each other on a counter row: an upsert of
+-- one hot row held its lock until commit and serialised every create);
+-- run_aggregates_compact() folds the deltas into run_aggregates (the
+-- store calls it once a second with its recovery of expired leases), and
+-- reads add the deltas not folded yet, in the same snapshot.
 ALTER TABLE runs ADD COLUMN guided INTEGER NOT NULL DEFAULT 0;
 
 CREATE TABLE run_aggregates (
@@ -29,6 +36,20 @@ CREATE TABLE run_aggregates (
     awaiting         BIGINT NOT NULL DEFAULT 0,
     PRIMARY KEY (organization_id, workspace_id, level, bucket, automation_id)
 );
+
+CREATE TABLE run_aggregate_deltas (
+    organization_id  TEXT COLLATE "C" NOT NULL,
+    workspace_id     TEXT COLLATE "C" NOT NULL,
+    level            SMALLINT NOT NULL,
+    bucket           BIGINT NOT NULL,
+    automation_id    TEXT COLLATE "C" NOT NULL,
+    runs             BIGINT NOT NULL,
+    completed        BIGINT NOT NULL,
+    guided_completed BIGINT NOT NULL,
+    failed           BIGINT NOT NULL,
+    awaiting         BIGINT NOT NULL
+);
+CREATE INDEX run_aggregate_deltas_bucket ON run_aggregate_deltas (organization_id, workspace_id, level, bucket);
 
 -- Per-automation value estimates (ConfigureAutomationEstimates): cost_usd
 -- is an exact decimal in its text form.
@@ -50,13 +71,9 @@ LANGUAGE plpgsql AS $$
 DECLARE
     s BIGINT := floor(extract(epoch FROM ct))::BIGINT;
 BEGIN
-    INSERT INTO run_aggregates AS g (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
+    INSERT INTO run_aggregate_deltas (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
     VALUES (o, w, 0, floor(s / 3600.0)::BIGINT, a, dr, dc, dg, df, da),
-           (o, w, 1, floor(s / 86400.0)::BIGINT, a, dr, dc, dg, df, da)
-    ON CONFLICT (organization_id, workspace_id, level, bucket, automation_id) DO UPDATE SET
-        runs = g.runs + EXCLUDED.runs, completed = g.completed + EXCLUDED.completed,
-        guided_completed = g.guided_completed + EXCLUDED.guided_completed,
-        failed = g.failed + EXCLUDED.failed, awaiting = g.awaiting + EXCLUDED.awaiting;
+           (o, w, 1, floor(s / 86400.0)::BIGINT, a, dr, dc, dg, df, da);
 END;
 $$;
 -- +goose StatementEnd
@@ -83,35 +100,19 @@ WHEN (OLD.state IS DISTINCT FROM NEW.state
 EXECUTE FUNCTION run_aggregates_update();
 
 -- Inserts and deletes are counted once per statement (a batch of created
--- runs is one upsert), the rows in key order so that concurrent batches
--- lock them in the same order.
+-- runs is one grouped insert).
 -- +goose StatementBegin
 CREATE FUNCTION run_aggregates_rows() RETURNS trigger
 LANGUAGE plpgsql AS $$
+DECLARE
+    k BIGINT := CASE WHEN TG_OP = 'INSERT' THEN 1 ELSE -1 END;
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO run_aggregates AS g (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
-        SELECT r.organization_id, r.workspace_id, l.level, floor(floor(extract(epoch FROM r.create_time)) / l.size)::BIGINT, r.automation_id,
-            count(*), count(*) FILTER (WHERE r.state = 'completed'), count(*) FILTER (WHERE r.state = 'completed' AND r.guided > 0),
-            count(*) FILTER (WHERE r.state = 'failed'), count(*) FILTER (WHERE r.state = 'awaiting_guidance')
-        FROM changed r, (VALUES (0, 3600.0), (1, 86400.0)) AS l (level, size)
-        GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-        ON CONFLICT (organization_id, workspace_id, level, bucket, automation_id) DO UPDATE SET
-            runs = g.runs + EXCLUDED.runs, completed = g.completed + EXCLUDED.completed,
-            guided_completed = g.guided_completed + EXCLUDED.guided_completed,
-            failed = g.failed + EXCLUDED.failed, awaiting = g.awaiting + EXCLUDED.awaiting;
-    ELSE
-        UPDATE run_aggregates g SET runs = g.runs - d.runs, completed = g.completed - d.completed,
-            guided_completed = g.guided_completed - d.guided_completed, failed = g.failed - d.failed, awaiting = g.awaiting - d.awaiting
-        FROM (SELECT r.organization_id, r.workspace_id, l.level, floor(floor(extract(epoch FROM r.create_time)) / l.size)::BIGINT AS bucket,
-                r.automation_id, count(*) AS runs, count(*) FILTER (WHERE r.state = 'completed') AS completed,
-                count(*) FILTER (WHERE r.state = 'completed' AND r.guided > 0) AS guided_completed,
-                count(*) FILTER (WHERE r.state = 'failed') AS failed, count(*) FILTER (WHERE r.state = 'awaiting_guidance') AS awaiting
-            FROM changed r, (VALUES (0, 3600.0), (1, 86400.0)) AS l (level, size)
-            GROUP BY 1, 2, 3, 4, 5) d
-        WHERE g.organization_id = d.organization_id AND g.workspace_id = d.workspace_id AND g.level = d.level
-            AND g.bucket = d.bucket AND g.automation_id = d.automation_id;
-    END IF;
+    INSERT INTO run_aggregate_deltas (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
+    SELECT r.organization_id, r.workspace_id, l.level, floor(floor(extract(epoch FROM r.create_time)) / l.size)::BIGINT, r.automation_id,
+        k * count(*), k * count(*) FILTER (WHERE r.state = 'completed'), k * count(*) FILTER (WHERE r.state = 'completed' AND r.guided > 0),
+        k * count(*) FILTER (WHERE r.state = 'failed'), k * count(*) FILTER (WHERE r.state = 'awaiting_guidance')
+    FROM changed r, (VALUES (0, 3600.0), (1, 86400.0)) AS l (level, size)
+    GROUP BY 1, 2, 3, 4, 5;
     RETURN NULL;
 END;
 $$;
@@ -121,6 +122,32 @@ CREATE TRIGGER run_aggregates_insert AFTER INSERT ON runs REFERENCING NEW TABLE 
 FOR EACH STATEMENT EXECUTE FUNCTION run_aggregates_rows();
 CREATE TRIGGER run_aggregates_delete AFTER DELETE ON runs REFERENCING OLD TABLE AS changed
 FOR EACH STATEMENT EXECUTE FUNCTION run_aggregates_rows();
+
+-- Folds the deltas into run_aggregates, one compaction at a time (another
+-- one running: nothing to do); returns the deltas folded.
+-- +goose StatementBegin
+CREATE FUNCTION run_aggregates_compact() RETURNS BIGINT
+LANGUAGE plpgsql AS $$
+DECLARE
+    n BIGINT;
+BEGIN
+    IF NOT pg_try_advisory_xact_lock(hashtext('prose.run_aggregates_compact')) THEN
+        RETURN 0;
+    END IF;
+    WITH d AS (DELETE FROM run_aggregate_deltas RETURNING *), f AS (
+        INSERT INTO run_aggregates AS g (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
+        SELECT organization_id, workspace_id, level, bucket, automation_id, sum(runs), sum(completed), sum(guided_completed), sum(failed), sum(awaiting)
+        FROM d GROUP BY 1, 2, 3, 4, 5
+        ON CONFLICT (organization_id, workspace_id, level, bucket, automation_id) DO UPDATE SET
+            runs = g.runs + EXCLUDED.runs, completed = g.completed + EXCLUDED.completed,
+            guided_completed = g.guided_completed + EXCLUDED.guided_completed,
+            failed = g.failed + EXCLUDED.failed, awaiting = g.awaiting + EXCLUDED.awaiting
+        RETURNING 1)
+    SELECT count(*) INTO n FROM f;
+    RETURN n;
+END;
+$$;
+-- +goose StatementEnd
 
 -- The runs that exist now: a run was guided when a person or an agent
 -- resolved one of its exceptions (not a guide entry).
@@ -135,6 +162,7 @@ FROM runs r, (VALUES (0, 3600.0), (1, 86400.0)) AS l (level, size)
 GROUP BY 1, 2, 3, 4, 5;
 
 -- +goose Down
+DROP FUNCTION run_aggregates_compact();
 DROP TRIGGER run_aggregates_delete ON runs;
 DROP TRIGGER run_aggregates_insert ON runs;
 DROP TRIGGER run_aggregates_update ON runs;
@@ -142,5 +170,6 @@ DROP FUNCTION run_aggregates_rows();
 DROP FUNCTION run_aggregates_update();
 DROP FUNCTION run_aggregates_add(TEXT, TEXT, TEXT, TIMESTAMPTZ, BIGINT, BIGINT, BIGINT, BIGINT, BIGINT);
 DROP TABLE automation_estimates;
+DROP TABLE run_aggregate_deltas;
 DROP TABLE run_aggregates;
 ALTER TABLE runs DROP COLUMN guided;
