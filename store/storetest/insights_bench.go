@@ -67,4 +67,6 @@ func SeedInsightsParents(tb testing.TB, st store.Store) {
 }
 
 // BenchInsightsWorkspaceOf is the workspace of automation i.
-func BenchInsightsWorkspaceOf(i int) int { return i / (BenchInsightsAutomations / BenchInsightsWorkspaces) }
+func BenchInsightsWorkspaceOf(i int) int {
+	return i / (BenchInsightsAutomations / BenchInsightsWorkspaces)
+}
