@@ -207,8 +207,10 @@ func TestInsights(t *testing.T) {
 		if fmt.Sprint(sums) != fmt.Sprint(want) {
 			t.Errorf("metrics: %v, want %v", sums, want)
 		}
+		// "value" is the last point's: days, the last one today's (it holds the runs).
 		page := e.mustCall(t, tr, insSvc+"QueryMetrics", &platformv1.QueryMetricsRequest{OrganizationId: org, Metrics: []string{"runs"}, GroupBy: []string{"automation_id"},
-			StartTime: timestamppb.New(now.Add(-time.Hour)), EndTime: timestamppb.New(now.Add(time.Hour)), OrderBy: "value desc", PageSize: 1,
+			StartTime: timestamppb.New(now.Add(-time.Hour)), EndTime: timestamppb.New(time.Now().Add(time.Minute)), OrderBy: "value desc", PageSize: 1,
+			Interval: platformv1.MetricInterval_METRIC_INTERVAL_DAY,
 			Filter: fmt.Sprintf(`workspace_id = %q`, ws)})
 		if s := field(page, "results.0.series").([]any); len(s) != 1 || field(s[0], "tags.automation_id") != f.guided.ID || page["next_page_token"] == nil {
 			t.Errorf("top series: %v", page)

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -163,13 +162,4 @@ func TestAutomationRevisions(t *testing.T) {
 			checkSchema(t, c.schema, decodeJSON(t, raw))
 		}
 	})
-}
-
-func decodeJSON(t *testing.T, raw []byte) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
