@@ -422,3 +422,45 @@ func refMissing(t *testing.T, name string, v any) []string {
 	sort.Strings(out)
 	return out
 }
+
+// TestInsightsWithGuideEntries: the learning loop as it runs (main's guide
+// entries): a person resolves a run's gap with "remember", the entry is
+// approved, the next runs complete by themselves (the entry resolves their
+// gap at once). Straight-through processing counts those runs (a guide
+// entry is not human guidance) and not the one the person guided.
+func TestInsightsWithGuideEntries(t *testing.T) {
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
+		e := newTestEnv(t)
+		org, ws := e.init.orgID, e.init.workspaceID
+		a := e.excAutomation(t, guideCode)
+		first := e.guideInvoke(t, tr, a.ID, 100)
+		r := e.waitRunState(t, a.ID, first, store.RunAwaitingGuidance)
+		res := e.mustCall(t, tr, excSvc+"ResolveException", &platformv1.ResolveExceptionRequest{
+			OrganizationId: org, WorkspaceId: ws, ExceptionId: r.ExceptionID, Remember: true,
+			Guidance: &platformv1.ResolveExceptionRequest_ProvideValues{ProvideValues: &platformv1.ProvideValues{
+				Values: map[string]*platformv1.Value{"the grand total": {Kind: &platformv1.Value_Number{Number: &platformv1.Number{Lo: 11000, Flags: 2 << 16}}}},
+			}},
+		})
+		gid := store.LastSegment(fmt.Sprint(field(res, "extra.remembered_guide_entry")))
+		e.waitRunState(t, a.ID, first, store.RunCompleted)
+		e.mustCall(t, tr, guideSvc+"ApproveGuideEntry", &platformv1.ApproveGuideEntryRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: a.ID, GuideEntryId: gid})
+		for i := range 5 {
+			e.waitRunState(t, a.ID, e.guideInvoke(t, tr, a.ID, uint32(i+1)), store.RunCompleted)
+		}
+		now := time.Now()
+		ins := e.mustCall(t, tr, insSvc+"QueryInsights", &platformv1.QueryInsightsRequest{OrganizationId: org, Filter: &platformv1.InsightsFilter{
+			TimeWindow: &platformv1.InsightsTimeWindow{StartTime: timestamppb.New(now.Add(-time.Hour)), EndTime: timestamppb.New(now.Add(time.Hour))}}})
+		if field(ins, "run_insight.total_runs_count") != "6" || field(ins, "completion_insight.total_percent_completions") != 100.0 ||
+			fmt.Sprintf("%.4f", field(ins, "completion_insight.stp")) != "83.3333" {
+			t.Errorf("insights: %v", ins)
+		}
+		var auto, manual float64
+		for _, x := range field(ins, "completion_insight.completions_per_period").([]any) {
+			auto += num(field(x, "auto_completed_count"))
+			manual += num(field(x, "manually_resolved_count"))
+		}
+		if auto != 5 || manual != 1 {
+			t.Errorf("per period: %v straight through, %v guided by a person", auto, manual)
+		}
+	})
+}
