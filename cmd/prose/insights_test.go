@@ -211,7 +211,7 @@ func TestInsights(t *testing.T) {
 		page := e.mustCall(t, tr, insSvc+"QueryMetrics", &platformv1.QueryMetricsRequest{OrganizationId: org, Metrics: []string{"runs"}, GroupBy: []string{"automation_id"},
 			StartTime: timestamppb.New(now.Add(-time.Hour)), EndTime: timestamppb.New(time.Now().Add(time.Minute)), OrderBy: "value desc", PageSize: 1,
 			Interval: platformv1.MetricInterval_METRIC_INTERVAL_DAY,
-			Filter: fmt.Sprintf(`workspace_id = %q`, ws)})
+			Filter:   fmt.Sprintf(`workspace_id = %q`, ws)})
 		if s := field(page, "results.0.series").([]any); len(s) != 1 || field(s[0], "tags.automation_id") != f.guided.ID || page["next_page_token"] == nil {
 			t.Errorf("top series: %v", page)
 		}

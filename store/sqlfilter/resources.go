@@ -148,6 +148,7 @@ var GuideEntries = mustResource("guide entries",
 	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
 	Field{Name: "update_time", Kind: Timestamp, Ops: orderedOps},
 ).WithContains()
+
 // DailyRunAggregates is the filter of QueryDailyRunAggregates:
 // automation_id (an automation id or name), = only, joined with OR (the
 // server refuses other shapes).
