@@ -179,7 +179,7 @@ func testRunAggregates(t *testing.T, open Opener) {
 			case 7: // abandoned: archived exception, run stopped
 				claim(r.ID)
 				w := finish(r.ID, store.RunAwaitingGuidance)
-				of(s.st.ArchiveException(s.ctx, w.OrganizationID, w.WorkspaceID, w.ExceptionID)).must(t)
+				of(s.st.ArchiveException(s.ctx, w.OrganizationID, w.WorkspaceID, w.ExceptionID, nil)).must(t)
 				m.state = store.RunStopped
 			case 8: // paused while waiting, continued (waits again), resolved by a person while stopped, continued, completed
 				claim(r.ID)
