@@ -142,3 +142,10 @@ func ID(name string) string {
 	}
 	return name
 }
+
+// ParseAutomation returns the ids of
+// organizations/{org}/workspaces/{ws}/automations/{automation}.
+func ParseAutomation(name string) (org, ws, automation string, ok bool) {
+	err := resourcename.Sscan(name, AutomationPattern, &org, &ws, &automation)
+	return org, ws, automation, err == nil && automation != ""
+}

@@ -30,6 +30,8 @@ type Services struct {
 	Triggers      platformv1.TriggerServiceServer
 	Webhooks      platformv1.WebhookServiceServer
 	GuideEntries  platformv1.GuideEntryServiceServer
+	Revisions     platformv1.AutomationRevisionServiceServer
+	Insights      platformv1.InsightsServiceServer
 	Connections   bookv1.ConnectionServiceServer
 	LegacyV1      legacyv1.LegacyServiceServer
 	LegacyV2      legacyv2.LegacyServiceServer
@@ -71,6 +73,12 @@ type (
 	}
 	unimplementedGuideEntries struct {
 		platformv1.UnimplementedGuideEntryServiceServer
+	}
+	unimplementedRevisions struct {
+		platformv1.UnimplementedAutomationRevisionServiceServer
+	}
+	unimplementedInsights struct {
+		platformv1.UnimplementedInsightsServiceServer
 	}
 	unimplementedBooks struct {
 		bookv1.UnimplementedBookServiceServer
@@ -124,6 +132,12 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	if sv.GuideEntries == nil {
 		sv.GuideEntries = unimplementedGuideEntries{}
 	}
+	if sv.Revisions == nil {
+		sv.Revisions = unimplementedRevisions{}
+	}
+	if sv.Insights == nil {
+		sv.Insights = unimplementedInsights{}
+	}
 	if sv.Books == nil {
 		sv.Books = unimplementedBooks{}
 	}
@@ -148,6 +162,8 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	platformv1.RegisterTriggerServiceServer(s, sv.Triggers)
 	platformv1.RegisterWebhookServiceServer(s, sv.Webhooks)
 	platformv1.RegisterGuideEntryServiceServer(s, sv.GuideEntries)
+	platformv1.RegisterAutomationRevisionServiceServer(s, sv.Revisions)
+	platformv1.RegisterInsightsServiceServer(s, sv.Insights)
 	bookv1.RegisterBookServiceServer(s, sv.Books)
 	bookv1.RegisterConnectionServiceServer(s, sv.Connections)
 	legacyv1.RegisterLegacyServiceServer(s, sv.LegacyV1)

@@ -98,3 +98,46 @@ type Automations interface {
 	// DeleteAutomation soft-deletes. ErrNotFound if absent or already deleted.
 	DeleteAutomation(ctx context.Context, organizationID, workspaceID, id string) (Automation, error)
 }
+
+// AutomationRevision is an immutable snapshot of one stage of an automation
+// (AIP-162), written in the transaction of every save (CreateAutomation,
+// UpdateAutomation: StageDraft) and publish (PublishAutomation:
+// StagePublished). Version is the automation's version after that change:
+// unique in the automation, larger for newer revisions.
+type AutomationRevision struct {
+	OrganizationID string
+	WorkspaceID    string
+	AutomationID   string
+	Version        int64
+	Stage          Stage
+	DisplayName    string
+	Description    string
+	Code           string
+	Details        []byte
+	UserID         string // who saved or published
+	CreateTime     time.Time
+}
+
+// ListAutomationRevisionsRequest lists the revisions of an automation,
+// newest first.
+//
+// Filter fields (store.Filter): stage (a Stage; = !=).
+type ListAutomationRevisionsRequest struct {
+	OrganizationID string
+	WorkspaceID    string
+	AutomationID   string
+	Filter         Filter
+	PageSize       int
+	PageToken      string
+}
+
+// AutomationRevisions reads the revisions of automations.
+type AutomationRevisions interface {
+	// ListAutomationRevisions pages through an automation's revisions,
+	// newest (largest version) first. ErrNotFound if the automation does not
+	// exist; ErrInvalidArgument for a bad token.
+	ListAutomationRevisions(ctx context.Context, req ListAutomationRevisionsRequest) (Page[AutomationRevision], error)
+	// GetAutomationRevision returns the revision of an automation with that
+	// version; version 0 means the newest. ErrNotFound if absent.
+	GetAutomationRevision(ctx context.Context, organizationID, workspaceID, automationID string, version int64) (AutomationRevision, error)
+}

@@ -32,6 +32,8 @@ type Store interface {
 	APIKeys
 	Idempotency
 	Automations
+	AutomationRevisions
+	RunAggregates
 	Runs
 	Exceptions
 	Events

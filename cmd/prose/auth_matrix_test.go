@@ -147,29 +147,56 @@ func httpRequestFor(t *testing.T, md protoreflect.MethodDescriptor, msg protoref
 		}
 	}
 	q := url.Values{}
+	addQuery(t, q, "", msg, used)
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	return method, path, body
+}
+
+// addQuery adds the fields of msg not bound to the path or body as query
+// parameters the way grpc-gateway reads them: repeated fields repeated,
+// enums by name, fields of nested messages by dotted names
+// (filter.time_window.time_zone), timestamps in RFC 3339.
+func addQuery(t *testing.T, q url.Values, prefix string, msg protoreflect.Message, used map[string]bool) {
+	t.Helper()
+	fields := msg.Descriptor().Fields()
 	for i := 0; i < fields.Len(); i++ {
 		f := fields.Get(i)
-		if used[string(f.Name())] || !msg.Has(f) || f.Kind() == protoreflect.MessageKind || f.IsMap() {
+		name := prefix + string(f.Name())
+		if used[name] || !msg.Has(f) || f.IsMap() {
+			continue
+		}
+		if f.Kind() == protoreflect.MessageKind && !f.IsList() {
+			m := msg.Get(f).Message()
+			if m.Descriptor().FullName() == "google.protobuf.Timestamp" {
+				raw, err := protojson.Marshal(m.Interface())
+				if err != nil {
+					t.Fatal(err)
+				}
+				q.Set(name, strings.Trim(string(raw), `"`))
+				continue
+			}
+			addQuery(t, q, name+".", m, used)
+			continue
+		}
+		if f.Kind() == protoreflect.MessageKind {
 			continue
 		}
 		if f.IsList() {
 			l := msg.Get(f).List()
 			for j := 0; j < l.Len(); j++ {
-				q.Add(string(f.Name()), l.Get(j).String())
+				q.Add(name, l.Get(j).String())
 			}
 			continue
 		}
 		v := msg.Get(f)
 		if f.Kind() == protoreflect.EnumKind {
-			q.Set(string(f.Name()), string(f.Enum().Values().ByNumber(v.Enum()).Name()))
+			q.Set(name, string(f.Enum().Values().ByNumber(v.Enum()).Name()))
 		} else {
-			q.Set(string(f.Name()), v.String())
+			q.Set(name, v.String())
 		}
 	}
-	if len(q) > 0 {
-		path += "?" + q.Encode()
-	}
-	return method, path, body
 }
 
 // TestAuthorizationMatrix calls every RPC of the contract (except the

@@ -426,6 +426,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Triggers:      triggers,
 		Webhooks:      server.NewWebhookService(st),
 		GuideEntries:  server.NewGuideEntryService(st, a.engine),
+		Revisions:     server.NewRevisionService(st),
+		Insights:      server.NewInsightsService(st, cfg.clock),
 	}
 	a.admission = transport.NewAdmission(cfg.maxGRPCUploads)
 	srv := transport.NewServer(transport.Options{

@@ -106,6 +106,20 @@ var MethodAccess = map[string]Access{
 	"/prose.platform.v1.AutomationService/InvokeAutomation":    w(store.PermRunsCreate),
 	"/prose.platform.v1.AutomationService/ParseAutomationCode": w(store.PermAutomationsWrite),
 
+	// Revisions are the automation's history; insights count runs. The
+	// organization-wide insights name no workspace: each handler keeps the
+	// workspaces where the caller's key and roles grant runs.get
+	// (RequireWorkspace), and refuses a named one that is not.
+	"/prose.platform.v1.AutomationRevisionService/ListAutomationRevisions":  r(store.PermAutomationsGet),
+	"/prose.platform.v1.AutomationRevisionService/GetAutomationRevision":    r(store.PermAutomationsGet),
+	"/prose.platform.v1.AutomationRevisionService/ListDefaultInputsHistory": r(store.PermAutomationsGet),
+	"/prose.platform.v1.InsightsService/QueryAutomationRunAggregates":       r(store.PermRunsGet),
+	"/prose.platform.v1.InsightsService/QueryDailyRunAggregates":            r(store.PermRunsGet),
+	"/prose.platform.v1.InsightsService/ConfigureAutomationEstimates":       w(store.PermAutomationsWrite),
+	"/prose.platform.v1.InsightsService/QueryInsights":                      {Permission: store.PermRunsGet, Deferred: true},
+	"/prose.platform.v1.InsightsService/QueryAutomationEstimates":           {Permission: store.PermRunsGet, Deferred: true},
+	"/prose.platform.v1.InsightsService/QueryMetrics":                       {Permission: store.PermRunsGet, Deferred: true},
+
 	// Schedules: reading one is reading its automation; changing one
 	// changes what the automation does.
 	"/prose.platform.v1.ScheduleService/GetAutomationSchedule":     r(store.PermAutomationsGet),

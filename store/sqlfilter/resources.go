@@ -96,6 +96,18 @@ var Automations = mustResource("automations",
 	Field{Name: "display_name", Kind: String, Ops: textOps},
 )
 
+var stages = map[string]string{
+	"DRAFT": "draft", "PUBLISHED": "published", "draft": "draft", "published": "published",
+	"AUTOMATION_STAGE_DRAFT": "draft", "AUTOMATION_STAGE_PUBLISHED": "published",
+}
+
+// AutomationRevisions is the filter of ListAutomationRevisions: stage
+// (DRAFT or PUBLISHED, also as AUTOMATION_STAGE_… or in lower case; = and
+// !=).
+var AutomationRevisions = mustResource("automation revisions",
+	Field{Name: "stage", Kind: Enum, Ops: exactOps, Values: stages},
+)
+
 var booleans = map[string]string{"true": "true", "false": "false"}
 
 // AutomationTriggers is the filter of ListAutomationTriggers: trigger_id
@@ -136,3 +148,17 @@ var GuideEntries = mustResource("guide entries",
 	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
 	Field{Name: "update_time", Kind: Timestamp, Ops: orderedOps},
 ).WithContains()
+
+// DailyRunAggregates is the filter of QueryDailyRunAggregates:
+// automation_id (an automation id or name), = only, joined with OR (the
+// server refuses other shapes).
+var DailyRunAggregates = mustResource("daily run aggregates",
+	Field{Name: "automation_id", Kind: String, Ops: []store.Op{OpEq}},
+)
+
+// MetricTags is the filter of QueryMetrics: the tags workspace_id and
+// automation_id (ids), = and !=.
+var MetricTags = mustResource("metric tags",
+	Field{Name: "workspace_id", Kind: String, Ops: exactOps},
+	Field{Name: "automation_id", Kind: String, Ops: exactOps},
+)

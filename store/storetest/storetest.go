@@ -76,6 +76,8 @@ func Run(t *testing.T, open Opener) {
 	testFiles(t, open)
 	testExceptions(t, open)
 	testExceptionCounts(t, open)
+	testRevisions(t, open)
+	testRunAggregates(t, open)
 	testWorkspaceBooks(t, open)
 	testBookConnections(t, open)
 	testCapabilities(t, open)

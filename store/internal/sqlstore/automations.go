@@ -51,8 +51,10 @@ func (db *DB) CreateAutomation(ctx context.Context, a store.Automation) (store.A
 			return db.mapErr(err, fmt.Sprintf("create automation %q", a.ID))
 		}
 		var err error
-		out, err = c.getAutomation(ctx, a.OrganizationID, a.WorkspaceID, a.ID)
-		return err
+		if out, err = c.getAutomation(ctx, a.OrganizationID, a.WorkspaceID, a.ID); err != nil {
+			return err
+		}
+		return c.addRevision(ctx, out, store.StageDraft, a.AuthorID, now)
 	})
 	return out, err
 }
@@ -120,8 +122,9 @@ func (db *DB) UpdateAutomation(ctx context.Context, a store.Automation, mask []s
 	if len(mask) == 0 {
 		mask = []string{"display_name", "description", "code", "details"}
 	}
+	now := db.now()
 	set := "update_time = ?, version = version + 1, update_user_id = ?"
-	args := []any{db.now(), a.UpdateUserID}
+	args := []any{now, a.UpdateUserID}
 	for _, p := range mask {
 		switch p {
 		case "display_name":
@@ -150,8 +153,10 @@ func (db *DB) UpdateAutomation(ctx context.Context, a store.Automation, mask []s
 		if rowsAffected(res) == 0 {
 			return fmt.Errorf("automation %q in workspace %q: %w", a.ID, a.WorkspaceID, store.ErrNotFound)
 		}
-		out, err = c.getAutomation(ctx, a.OrganizationID, a.WorkspaceID, a.ID)
-		return err
+		if out, err = c.getAutomation(ctx, a.OrganizationID, a.WorkspaceID, a.ID); err != nil {
+			return err
+		}
+		return c.addRevision(ctx, out, store.StageDraft, a.UpdateUserID, now)
 	})
 	return out, err
 }
@@ -170,8 +175,10 @@ func (db *DB) PublishAutomation(ctx context.Context, org, ws, id, userID string)
 		if rowsAffected(res) == 0 {
 			return fmt.Errorf("automation %q in workspace %q: %w", id, ws, store.ErrNotFound)
 		}
-		out, err = c.getAutomation(ctx, org, ws, id)
-		return err
+		if out, err = c.getAutomation(ctx, org, ws, id); err != nil {
+			return err
+		}
+		return c.addRevision(ctx, out, store.StagePublished, userID, now)
 	})
 	return out, err
 }

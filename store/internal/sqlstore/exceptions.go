@@ -305,12 +305,19 @@ func (db *DB) ResolveException(ctx context.Context, org, ws, id string, check st
 		func(c conn, e store.Exception, now time.Time) error {
 			// The run goes on where it stopped; a stopped run keeps the
 			// guidance for when it is continued.
-			if _, err := c.exec(ctx, `UPDATE runs SET state = 'pending', resolution = ?, state_time = ?, update_time = ?
-				WHERE id = ? AND state = 'awaiting_guidance' AND exception_id = ?`, r.Data, now, now, e.RunID, e.ID); err != nil {
+			// guided counts human guidance (store.HumanGuidance): the
+			// insights' straight-through processing reads it when the run
+			// completes (migration 00027).
+			guided := 0
+			if store.HumanGuidance(r.Resolver) {
+				guided = 1
+			}
+			if _, err := c.exec(ctx, `UPDATE runs SET state = 'pending', resolution = ?, guided = guided + ?, state_time = ?, update_time = ?
+				WHERE id = ? AND state = 'awaiting_guidance' AND exception_id = ?`, r.Data, guided, now, now, e.RunID, e.ID); err != nil {
 				return db.mapErr(err, "resume run")
 			}
-			_, err := c.exec(ctx, `UPDATE runs SET resolution = ?, update_time = ? WHERE id = ? AND state = 'stopped' AND exception_id = ?`,
-				r.Data, now, e.RunID, e.ID)
+			_, err := c.exec(ctx, `UPDATE runs SET resolution = ?, guided = guided + ?, update_time = ? WHERE id = ? AND state = 'stopped' AND exception_id = ?`,
+				r.Data, guided, now, e.RunID, e.ID)
 			return db.mapErr(err, "keep guidance")
 		})
 }

@@ -312,6 +312,19 @@ var automationFields = fields{
 	"display_name": {col: "a.display_name"},
 }
 
+var revisionFields = fields{
+	"stage": {col: "v.stage"},
+	// typed conditions of the server (ListDefaultInputsHistory pages by
+	// version): a version as decimal text.
+	"version": {render: func(a *Args, op store.Op, v any) (string, error) {
+		n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+		if err != nil {
+			return "", badFilter("version %q is not a number", v)
+		}
+		return compare(a, "v.version", op, n)
+	}},
+}
+
 var runFields = fields{
 	"state":       {col: "r.state", render: runState},
 	"create_time": {col: "r.create_time", time: true},

@@ -453,6 +453,7 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 	}
 	var err error
 	if db.recoveryDue(now) {
+		db.compactRunAggregates(ctx)
 		err = db.tx(ctx, func(c conn) error {
 			// Recover runs whose worker lost its lease: executing ones go
 			// back to pending, stopping ones to stopped. One statement whose

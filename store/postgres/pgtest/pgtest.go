@@ -168,3 +168,83 @@ func FailBenchRuns(tb testing.TB, s *postgres.Store) {
 		tb.Fatal(err)
 	}
 }
+
+// BenchInsightsDB is the database the insights benchmarks keep between
+// runs on the server of PROSE_TEST_POSTGRES_URL; drop it to reseed.
+const BenchInsightsDB = "prose_bench_insights"
+
+// OpenInsightsBench opens the database of the insights benchmarks
+// (storetest.BenchInsightsRuns runs of storetest.SeedInsightsParents'
+// automations, in BenchInsightsDB; skipped without PROSE_TEST_POSTGRES_URL),
+// creating and seeding it the first time: INSERT … SELECT over
+// generate_series, a million runs per statement, the statement trigger of
+// migration 00027 keeping the run aggregates as they go.
+func OpenInsightsBench(b testing.TB) *postgres.Store {
+	b.Helper()
+	base := os.Getenv(EnvURL)
+	if base == "" {
+		b.Skip("PROSE_TEST_POSTGRES_URL not set")
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = admin.Close(ctx) }()
+	u, err := url.Parse(base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	u.Path = "/" + BenchInsightsDB
+	var exists bool
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, BenchInsightsDB).Scan(&exists); err != nil {
+		b.Fatal(err)
+	}
+	if exists {
+		s, err := postgres.Open(ctx, u.String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		var seeded bool
+		if err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = 'bench_seeded')`).Scan(&seeded); err != nil {
+			b.Fatal(err)
+		}
+		if seeded {
+			b.Cleanup(func() { _ = s.Close() })
+			return s
+		}
+		_ = s.Close()
+		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{BenchInsightsDB}.Sanitize()+" WITH (FORCE)"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{BenchInsightsDB}.Sanitize()); err != nil {
+		b.Fatal(err)
+	}
+	s, err := postgres.Open(ctx, u.String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	storetest.SeedInsightsParents(b, s)
+	const chunk = 1_000_000
+	per := storetest.BenchInsightsAutomations / storetest.BenchInsightsWorkspaces
+	for from := 0; from < storetest.BenchInsightsRuns; from += chunk {
+		if _, err := s.Pool().Exec(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, stage, stage_version, state, state_time, create_time, update_time, guided)
+			SELECT 'r' || lpad(i::text, 8, '0'), $1, 'w' || ((i % $2) / $3), 'a' || lpad((i % $2)::text, 2, '0'), 'draft', 1,
+				CASE WHEN i % 20 < 14 THEN 'completed' WHEN i % 20 < 16 THEN 'failed' WHEN i % 20 = 16 THEN 'awaiting_guidance' ELSE 'stopped' END,
+				$4::timestamptz + i * $5::bigint * interval '1 microsecond', $4::timestamptz + i * $5::bigint * interval '1 microsecond', $4::timestamptz + i * $5::bigint * interval '1 microsecond',
+				CASE WHEN i % 20 < 14 AND i % 5 = 0 THEN 1 ELSE 0 END
+			FROM generate_series($6::bigint, $7::bigint) AS i`,
+			storetest.BenchInsightsOrg, storetest.BenchInsightsAutomations, per, storetest.BenchInsightsStart,
+			storetest.BenchInsightsStep.Microseconds(), from, min(from+chunk, storetest.BenchInsightsRuns)-1); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, q := range []string{`VACUUM ANALYZE`, `CREATE TABLE bench_seeded ()`} {
+		if _, err := s.Pool().Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}

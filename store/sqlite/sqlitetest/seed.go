@@ -42,3 +42,35 @@ func SeedBenchExceptions(tb testing.TB, s *sqlite.Store, failRuns bool) {
 		tb.Fatal(err)
 	}
 }
+
+// SeedBenchInsightsRuns inserts the insights benchmark's runs (see
+// storetest.BenchInsightsRuns) into s in bulk statements of a million
+// runs, the triggers of migration 00027 keeping the run aggregates as
+// they go; the parents must exist (storetest.SeedInsightsParents). It ends
+// with ANALYZE.
+func SeedBenchInsightsRuns(tb testing.TB, s *sqlite.Store) {
+	tb.Helper()
+	ctx := context.Background()
+	w := s.WriteDB()
+	const chunk = 1_000_000
+	per := storetest.BenchInsightsAutomations / storetest.BenchInsightsWorkspaces
+	for from := 0; from < storetest.BenchInsightsRuns; from += chunk {
+		if _, err := w.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+			INSERT INTO runs (id, organization_id, workspace_id, automation_id, stage, stage_version, state, state_time, create_time, update_time, guided)
+			SELECT printf('r%08d', i), ?, printf('w%d', (i % ?) / ?), printf('a%02d', i % ?), 'draft', 1,
+				CASE WHEN i % 20 < 14 THEN 'completed' WHEN i % 20 < 16 THEN 'failed' WHEN i % 20 = 16 THEN 'awaiting_guidance' ELSE 'stopped' END,
+				? + i * ?, ? + i * ?, ? + i * ?, CASE WHEN i % 20 < 14 AND i % 5 = 0 THEN 1 ELSE 0 END
+			FROM n`,
+			from, min(from+chunk, storetest.BenchInsightsRuns)-1, storetest.BenchInsightsOrg,
+			storetest.BenchInsightsAutomations, per, storetest.BenchInsightsAutomations,
+			start(), step(), start(), step(), start(), step()); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if _, err := w.ExecContext(ctx, `ANALYZE`); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+func start() int64 { return storetest.BenchInsightsStart.UnixMicro() }
+func step() int64  { return storetest.BenchInsightsStep.Microseconds() }

@@ -129,6 +129,10 @@ const (
 	// A workspace has as many of a resource as it may (webhooks, trigger
 	// instances); metadata limit.
 	ErrorReason_ERROR_REASON_WORKSPACE_LIMIT_REACHED ErrorReason = 91
+	// Revisions and insights (numbers from 150, clear of the ones other work adds after 90).
+	ErrorReason_ERROR_REASON_REVISION_NOT_FOUND ErrorReason = 150
+	ErrorReason_ERROR_REASON_INVALID_TIME_ZONE  ErrorReason = 151
+	ErrorReason_ERROR_REASON_INVALID_ESTIMATE   ErrorReason = 152
 )
 
 // Enum value maps for ErrorReason.
@@ -229,6 +233,9 @@ var (
 		121: "ERROR_REASON_GUIDE_ENTRY_STATE_CONFLICT",
 		122: "ERROR_REASON_GUIDANCE_NOT_REMEMBERABLE",
 		91:  "ERROR_REASON_WORKSPACE_LIMIT_REACHED",
+		150: "ERROR_REASON_REVISION_NOT_FOUND",
+		151: "ERROR_REASON_INVALID_TIME_ZONE",
+		152: "ERROR_REASON_INVALID_ESTIMATE",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                     0,
@@ -326,6 +333,9 @@ var (
 		"ERROR_REASON_GUIDE_ENTRY_STATE_CONFLICT":      121,
 		"ERROR_REASON_GUIDANCE_NOT_REMEMBERABLE":       122,
 		"ERROR_REASON_WORKSPACE_LIMIT_REACHED":         91,
+		"ERROR_REASON_REVISION_NOT_FOUND":              150,
+		"ERROR_REASON_INVALID_TIME_ZONE":               151,
+		"ERROR_REASON_INVALID_ESTIMATE":                152,
 	}
 )
 
@@ -360,7 +370,7 @@ var File_prose_errors_v1_errors_proto protoreflect.FileDescriptor
 
 const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\x96\x1c\n" +
+	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\x85\x1d\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12%\n" +
 	"!ERROR_REASON_AUTOMATION_NOT_FOUND\x10\x01\x12*\n" +
@@ -457,7 +467,10 @@ const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"\"ERROR_REASON_GUIDE_ENTRY_NOT_FOUND\x10x\x12+\n" +
 	"'ERROR_REASON_GUIDE_ENTRY_STATE_CONFLICT\x10y\x12*\n" +
 	"&ERROR_REASON_GUIDANCE_NOT_REMEMBERABLE\x10z\x12(\n" +
-	"$ERROR_REASON_WORKSPACE_LIMIT_REACHED\x10[B8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
+	"$ERROR_REASON_WORKSPACE_LIMIT_REACHED\x10[\x12$\n" +
+	"\x1fERROR_REASON_REVISION_NOT_FOUND\x10\x96\x01\x12#\n" +
+	"\x1eERROR_REASON_INVALID_TIME_ZONE\x10\x97\x01\x12\"\n" +
+	"\x1dERROR_REASON_INVALID_ESTIMATE\x10\x98\x01B8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
 
 var (
 	file_prose_errors_v1_errors_proto_rawDescOnce sync.Once

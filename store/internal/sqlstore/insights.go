@@ -1,0 +1,271 @@
+package sqlstore
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/proserun/prose/store"
+)
+
+// The levels of run_aggregates (migration 00027): hours and UTC days.
+const (
+	hoursPerDay = 24
+	// hourInf stands for a range without start or end (in hours from the
+	// epoch, a whole number of days; far past any time a run is created).
+	hourInf = int64(hoursPerDay) << 45
+)
+
+// bucketRange is the buckets [lo, hi) of one level.
+type bucketRange struct {
+	level  int
+	lo, hi int64
+}
+
+// hourOf is the index of the first hour bucket starting at or after t.
+func hourOf(t time.Time) int64 {
+	s := t.Unix()
+	h := floorDiv(s, 3600)
+	if h*3600 < s || t.Nanosecond() > 0 && h*3600 == s {
+		h++
+	}
+	return h
+}
+
+// nearestDay is the hour of the UTC midnight nearest to hour h.
+func nearestDay(h int64) int64 {
+	return floorDiv(h+hoursPerDay/2, hoursPerDay) * hoursPerDay
+}
+
+// signedRange is a range of buckets counted into a period with a weight:
+// +1, or −1 for the hours a whole day adds beyond the period's edge.
+type signedRange struct {
+	r bucketRange
+	w int
+}
+
+// periodRanges decomposes the hours [lo, hi) of a period into few rows: the
+// whole UTC days between the midnights nearest its edges, corrected at
+// each edge by the hours between the edge and that midnight, added or
+// taken away (at most 12 hours an edge). A day in New York (midnight at
+// 05:00 UTC) is its UTC day, less 00:00–05:00, plus 00:00–05:00 of the next
+// day; consecutive days share their corrections (SumRunAggregates reads
+// each once). A period shorter than a day is its hours.
+func periodRanges(lo, hi int64) []signedRange {
+	if hi <= lo {
+		return nil
+	}
+	sl, sh := nearestDay(lo), nearestDay(hi)
+	if sl >= sh || hi-lo < hoursPerDay {
+		return []signedRange{{bucketRange{0, lo, hi}, 1}}
+	}
+	out := []signedRange{{bucketRange{1, sl / hoursPerDay, sh / hoursPerDay}, 1}}
+	if lo < sl {
+		out = append(out, signedRange{bucketRange{0, lo, sl}, 1})
+	} else if lo > sl {
+		out = append(out, signedRange{bucketRange{0, sl, lo}, -1})
+	}
+	if hi > sh {
+		out = append(out, signedRange{bucketRange{0, sh, hi}, 1})
+	} else if hi < sh {
+		out = append(out, signedRange{bucketRange{0, hi, sh}, -1})
+	}
+	return out
+}
+
+func argList(a *Args, vals []string) string {
+	ph := make([]string, len(vals))
+	for i, v := range vals {
+		ph[i] = a.Add(v)
+	}
+	return strings.Join(ph, ", ")
+}
+
+// compactRunAggregates folds the run aggregates' deltas (PostgreSQL,
+// migration 00027) into their rows; ClaimRuns calls it with its recovery of
+// expired leases, at most once a second. Best effort: the reads add the
+// deltas not folded, so a compaction that fails loses nothing.
+func (db *DB) compactRunAggregates(ctx context.Context) {
+	if db.d != store.Postgres {
+		return
+	}
+	_, _ = db.writer().exec(ctx, `SELECT run_aggregates_compact()`)
+}
+
+// SumRunAggregates implements store.RunAggregates.
+func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesRequest) ([]store.RunAggregate, error) {
+	if len(req.WorkspaceIDs) == 0 {
+		return nil, fmt.Errorf("%w: run aggregates need at least one workspace", store.ErrInvalidArgument)
+	}
+	if len(req.Periods) == 0 {
+		return nil, nil
+	}
+	if len(req.Periods) > store.MaxAggregatePeriods {
+		return nil, store.InvalidField("periods", "at most %d periods (data points) in one query, not %d", store.MaxAggregatePeriods, len(req.Periods))
+	}
+	// Periods must not overlap (a bucket is counted in one period).
+	order := make([]int, len(req.Periods))
+	for i, p := range req.Periods {
+		if !p.Start.IsZero() && !p.End.IsZero() && p.End.Before(p.Start) {
+			return nil, store.InvalidField("periods", "a period ends (%s) before it starts (%s)", p.End.Format(time.RFC3339), p.Start.Format(time.RFC3339))
+		}
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return req.Periods[x].Start.Compare(req.Periods[y].Start) })
+	for k := 1; k < len(order); k++ {
+		prev, cur := req.Periods[order[k-1]], req.Periods[order[k]]
+		if prev.End.IsZero() || cur.Start.IsZero() || prev.End.After(cur.Start) {
+			return nil, store.InvalidField("periods", "periods overlap")
+		}
+	}
+
+	// Each distinct range once (r), and what it adds to which period (m).
+	type target struct{ id, period, w int }
+	ids := map[bucketRange]int{}
+	var ranges []bucketRange
+	var targets []target
+	for i, p := range req.Periods {
+		lo, hi := -hourInf, hourInf
+		if !p.Start.IsZero() {
+			lo = hourOf(p.Start)
+		}
+		if !p.End.IsZero() {
+			hi = hourOf(p.End)
+		}
+		for _, sr := range periodRanges(lo, hi) {
+			id, ok := ids[sr.r]
+			if !ok {
+				id = len(ranges)
+				ids[sr.r] = id
+				ranges = append(ranges, sr.r)
+			}
+			targets = append(targets, target{id, i, sr.w})
+		}
+	}
+	if len(ranges) == 0 {
+		return nil, nil
+	}
+	// The ranges are a table joined with the counts, each range one index
+	// range scan of run_aggregates' primary key (organization, workspace,
+	// level, bucket); their sums are then spread over the periods with
+	// their weights. Arguments in the order of the text (SQLite's
+	// placeholders are positional).
+	a := NewArgs(db.d)
+	auto := "''"
+	if req.ByAutomation {
+		auto = "g.automation_id"
+	}
+	var b strings.Builder
+	b.WriteString("WITH r (id, level, lo, hi) AS (VALUES ")
+	for i, r := range ranges {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, %d, CAST(%s AS BIGINT), CAST(%s AS BIGINT))", i, r.level, a.Add(r.lo), a.Add(r.hi))
+	}
+	b.WriteString("), m (id, p, w) AS (VALUES ")
+	for i, t := range targets {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, %d, %d)", t.id, t.period, t.w)
+	}
+	fmt.Fprintf(&b, `), s AS (SELECT g.workspace_id AS ws, %s AS auto, r.id AS id, CAST(SUM(g.runs) AS BIGINT) AS runs,
+		CAST(SUM(g.completed) AS BIGINT) AS completed, CAST(SUM(g.guided_completed) AS BIGINT) AS guided,
+		CAST(SUM(g.failed) AS BIGINT) AS failed, CAST(SUM(g.awaiting) AS BIGINT) AS awaiting FROM r `, auto)
+	cond := fmt.Sprintf("g.organization_id = %s AND g.workspace_id IN (%s) AND g.level = r.level AND g.bucket >= r.lo AND g.bucket < r.hi",
+		a.Add(req.OrganizationID), argList(a, req.WorkspaceIDs))
+	if len(req.AutomationIDs) > 0 {
+		cond += fmt.Sprintf(" AND g.automation_id IN (%s)", argList(a, req.AutomationIDs))
+	}
+	if db.d == store.Postgres {
+		// LATERAL with OFFSET 0 (so that it is not pulled up into a join):
+		// a nested loop over the ranges, each an index range scan (a plain
+		// join is hashed over the whole workspace's rows).
+		// The deltas not folded yet are added (migration 00027). The
+		// condition's arguments are written twice: PostgreSQL's are numbered.
+		b.WriteString("CROSS JOIN LATERAL (SELECT g.workspace_id, g.automation_id, g.runs, g.completed, g.guided_completed, g.failed, g.awaiting FROM run_aggregates g WHERE " + cond +
+			" UNION ALL SELECT g.workspace_id, g.automation_id, g.runs, g.completed, g.guided_completed, g.failed, g.awaiting FROM run_aggregate_deltas g WHERE " + cond + " OFFSET 0) g")
+	} else {
+		// SQLite loops over the small table r and seeks the index.
+		b.WriteString("JOIN run_aggregates g ON " + cond)
+	}
+	b.WriteString(` GROUP BY 1, 2, 3)
+		SELECT s.ws, s.auto, m.p, CAST(SUM(s.runs * m.w) AS BIGINT), CAST(SUM(s.completed * m.w) AS BIGINT),
+			CAST(SUM(s.guided * m.w) AS BIGINT), CAST(SUM(s.failed * m.w) AS BIGINT), CAST(SUM(s.awaiting * m.w) AS BIGINT)
+		FROM s JOIN m ON m.id = s.id GROUP BY 1, 2, 3`)
+	rows, err := db.reader().queryArgs(ctx, b.String(), a)
+	if err != nil {
+		return nil, db.mapErr(err, "sum run aggregates")
+	}
+	defer func() { _ = rows.Close() }()
+	var out []store.RunAggregate
+	for rows.Next() {
+		var g store.RunAggregate
+		c := &g.Counts
+		if err := rows.Scan(&g.WorkspaceID, &g.AutomationID, &g.Period, &c.Runs, &c.Completed, &c.GuidedCompleted, &c.Failed, &c.Awaiting); err != nil {
+			return nil, err
+		}
+		if *c != (store.RunCounts{}) {
+			out = append(out, g)
+		}
+	}
+	return out, rows.Err()
+}
+
+// SetAutomationEstimates implements store.RunAggregates.
+func (db *DB) SetAutomationEstimates(ctx context.Context, org, ws string, es []store.AutomationEstimate) ([]store.AutomationEstimate, error) {
+	now := db.now()
+	var out []store.AutomationEstimate
+	err := db.tx(ctx, func(c conn) error {
+		if err := c.workspaceExists(ctx, org, ws); err != nil {
+			return err
+		}
+		for _, e := range es {
+			if _, err := c.getAutomation(ctx, org, ws, e.AutomationID); err != nil {
+				return err
+			}
+			if _, err := c.exec(ctx, `INSERT INTO automation_estimates (organization_id, workspace_id, automation_id, cost_usd, time_saved_secs, update_time)
+				VALUES (?, ?, ?, ?, ?, ?)
+				ON CONFLICT (organization_id, workspace_id, automation_id) DO UPDATE SET cost_usd = excluded.cost_usd,
+					time_saved_secs = excluded.time_saved_secs, update_time = excluded.update_time`,
+				org, ws, e.AutomationID, e.CostUSD, e.TimeSavedSecs, now); err != nil {
+				return db.mapErr(err, "set automation estimate")
+			}
+		}
+		var err error
+		out, err = c.listEstimates(ctx, org, []string{ws})
+		return err
+	})
+	return out, err
+}
+
+// ListAutomationEstimates implements store.RunAggregates.
+func (db *DB) ListAutomationEstimates(ctx context.Context, org string, wss []string) ([]store.AutomationEstimate, error) {
+	return db.reader().listEstimates(ctx, org, wss)
+}
+
+func (c conn) listEstimates(ctx context.Context, org string, wss []string) ([]store.AutomationEstimate, error) {
+	if len(wss) == 0 {
+		return nil, nil
+	}
+	a := NewArgs(c.db.d)
+	q := `SELECT organization_id, workspace_id, automation_id, cost_usd, time_saved_secs, update_time FROM automation_estimates
+		WHERE organization_id = ` + a.Add(org) + ` AND workspace_id IN (` + argList(a, wss) + `) ORDER BY workspace_id, automation_id`
+	rows, err := c.queryArgs(ctx, q, a)
+	if err != nil {
+		return nil, c.db.mapErr(err, "list automation estimates")
+	}
+	defer func() { _ = rows.Close() }()
+	var out []store.AutomationEstimate
+	for rows.Next() {
+		var e store.AutomationEstimate
+		if err := rows.Scan(&e.OrganizationID, &e.WorkspaceID, &e.AutomationID, &e.CostUSD, &e.TimeSavedSecs, ts{&e.UpdateTime}); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
