@@ -176,8 +176,8 @@ func testRunHistory(t *testing.T, open Opener) {
 		_ = of(s.st.ClaimRuns(s.ctx, "w4", 10, lease)).must(t)
 		_ = of(s.st.FinishRun(s.ctx, "w4", x.ID, store.RunOutcome{State: store.RunAwaitingGuidance, Checkpoint: []byte("c"),
 			Exception: &store.Exception{ID: "x2", Message: "m", State: store.ExceptionPending}})).must(t)
-		_ = of(s.st.ArchiveException(s.ctx, "acme", "ops", "x2")).must(t)
-		_ = of(s.st.UnarchiveException(s.ctx, "acme", "ops", "x2")).must(t)
+		_ = of(s.st.ArchiveException(s.ctx, "acme", "ops", "x2", nil)).must(t)
+		_ = of(s.st.UnarchiveException(s.ctx, "acme", "ops", "x2", nil)).must(t)
 		evs = of(s.st.ListRunEvents(s.ctx, store.ListRunEventsRequest{RunID: x.ID, Filter: store.Cond{Field: "node_kind", Op: store.OpEq, Value: store.ExceptionNodeKind}})).must(t)
 		var states []string
 		for _, e := range evs.Items {
