@@ -419,6 +419,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		LegacyV2:      legacyV2,
 		Automations:   server.NewAutomationService(st, a.engine),
 		Runs:          server.NewRunService(st, a.engine),
+		RunHistory:    server.NewRunHistoryService(st, a.engine),
 		LegacyV1:      legacyV1,
 		Events:        events,
 		Exceptions:    server.NewExceptionService(st, a.engine),
