@@ -46,7 +46,7 @@ type HistoryLimits struct {
 	// MaxEventBytes bounds one entry: a longer `say` line is cut there, a
 	// book call whose inputs and outputs are larger is recorded without
 	// them. Default DefaultMaxHistoryEventBytes.
-	MaxEventBytes int
+	MaxEventBytes int64
 }
 
 func (l HistoryLimits) withDefaults() HistoryLimits {
@@ -99,8 +99,8 @@ func (h *history) add(nodeKind string, ev *persistv1.RunEvent, at lang.Span) {
 // say records a line written by `say`, cut at the entry size.
 func (h *history) say(line string, at lang.Span) {
 	s := &persistv1.Said{Text: line}
-	if len(line) > h.lim.MaxEventBytes {
-		cut := h.lim.MaxEventBytes
+	if int64(len(line)) > h.lim.MaxEventBytes {
+		cut := int(h.lim.MaxEventBytes)
 		for cut > 0 && !utf8.RuneStart(line[cut]) {
 			cut--
 		}
@@ -122,7 +122,7 @@ func (h *history) bookCall(proc lang.BookProcedure, callID string, inputs, outpu
 		c.ValuesOmitted = true
 	} else {
 		c.Inputs, c.Outputs = in, out
-		if proto.Size(c) > h.lim.MaxEventBytes {
+		if int64(proto.Size(c)) > h.lim.MaxEventBytes {
 			c.Inputs, c.Outputs, c.ValuesOmitted = nil, nil, true
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -70,6 +71,9 @@ type serveConfig struct {
 	inlineWindow time.Duration
 	// maxGuidedPerRun is engine.Options.MaxGuidedPerRun (zero: the default).
 	maxGuidedPerRun int
+	// history bounds what the engine records of each run's history
+	// (engine.Options.History; zero fields: the defaults).
+	history engine.HistoryLimits
 	// maxEventMessage caps a user message's bytes (0: the server's
 	// default); eventPoll is an idle event stream's safety re-read (0: the
 	// default; negative: never).
@@ -131,6 +135,8 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	cfg.limits.register(fs)
 	fs.IntVar(&cfg.maxGuidedPerRun, "max-guided-per-run", 0, fmt.Sprintf("the most exceptions approved guide entries resolve in one run; past it the run waits for a person (default %d; -1: guide entries never apply)", engine.DefaultMaxGuidedPerRun))
 	fs.DurationVar(&cfg.inlineWindow, "inline-window", 0, fmt.Sprintf("how long an invoke may execute a run itself, on a free worker, before creating it: a run that ends within it without calling a book is created completed or failed (default %s; -1ns: never)", engine.DefaultInlineWindow))
+	fs.IntVar(&cfg.history.MaxEvents, "max-history-events", 0, fmt.Sprintf("entries the engine records in one run's history (says, book calls, runs started; states and exceptions are always recorded); past it one entry says the history stops (default %d; -1: no limit)", engine.DefaultMaxHistoryEvents))
+	fs.Var(sizeFlag{&cfg.history.MaxEventBytes}, "max-history-event-bytes", fmt.Sprintf("size of one entry of a run's history: a longer say line is cut, a book call's larger inputs and outputs are left out (default %s)", humanize.IBytes(engine.DefaultMaxHistoryEventBytes)))
 	fs.DurationVar(&cfg.timeSlice, "time-slice", 0, fmt.Sprintf("how long a run executes before it gives its worker up when every worker is busy and other runs wait (default %s; -1ns: never)", engine.DefaultTimeSlice))
 	fs.IntVar(&cfg.maxLostLeases, "max-lost-leases", 0, fmt.Sprintf("times in a row a run's worker may die while executing it before the run fails with an internal error (default %d)", store.DefaultMaxLostLeases))
 	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", 0, "largest message (a user's content or content_list, an agent's content) an event may carry, in bytes (default and most: the size of an event, --max-event-bytes); larger ones are INVALID_ARGUMENT")
@@ -342,6 +348,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		TimeSlice:       cfg.timeSlice,
 		InlineWindow:    cfg.inlineWindow,
 		MaxGuidedPerRun: cfg.maxGuidedPerRun,
+		History:         cfg.history,
 		Books: func(org, ws string) lang.Books {
 			return callIDBooks{reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})}
 		},
