@@ -84,9 +84,6 @@ type serveConfig struct {
 	// sessionTTL is how long a web console session lasts (0: the console's
 	// default).
 	sessionTTL time.Duration
-	// consoleReplicaRefresh is how often the console's live pages are
-	// woken on a database replicas share (see console.Options.ReplicaRefresh).
-	consoleReplicaRefresh time.Duration
 	// scheduleCatchUp: see schedule.Options.CatchUp (0: the default).
 	scheduleCatchUp time.Duration
 	// clock is the scheduler's and the schedule service's (nil: time.Now;
@@ -143,7 +140,6 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	registerSizeFlags(fs, &cfg.sizes)
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
-	fs.DurationVar(&cfg.consoleReplicaRefresh, "console-replica-refresh", console.DefaultReplicaRefresh, "on PostgreSQL, how often the web console's live pages fetch their changes again, since another replica's changes are not announced to this one (this replica's are sent at once); 0: never")
 	fs.DurationVar(&cfg.scheduleCatchUp, "schedule-catch-up", schedule.DefaultCatchUp, "how late a schedule's occurrence missed while no server ran still starts its run (only the latest missed one does); negative: never")
 	fs.Float64Var(&cfg.triggerRate.PerSecond, "trigger-rate", server.DefaultTriggerRate, "events a second each trigger instance (webhook or message) starts runs for on this server; a webhook delivery over it is 429 with Retry-After, a message waits for its turn; -1: no bound")
 	fs.IntVar(&cfg.triggerRate.Burst, "trigger-burst", server.DefaultTriggerBurst, "events of one trigger instance taken at once above --trigger-rate")
@@ -358,7 +354,11 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// database (SQLite) is served by this process alone: its engine wakes
 	// itself, and notices to itself would only cost claims.
 	if !st.SingleWriter() {
-		engOpts.Wakeups, engOpts.Notify = st.Listen(engCtx), st.Notify
+		// The listener lives as long as the service, not the engine: it
+		// also carries the event streams' and the console's notices.
+		lisCtx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
+		a.closers = append(a.closers, func() error { stopListen(); return nil })
+		engOpts.Wakeups, engOpts.Notify = st.Listen(lisCtx), st.Notify
 	}
 	// The engine tells the console's live pages what changed.
 	hub := console.NewHub()
@@ -482,8 +482,9 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Secure: strings.HasPrefix(cfg.publicURL, "https://"), Logger: logger, Hub: hub,
 	}
 	if !st.SingleWriter() {
-		// Replicas may share the database: another's changes are not told.
-		conOpts.ReplicaRefresh = cfg.consoleReplicaRefresh
+		// Replicas may share the database: they tell each other of their
+		// changes (LISTEN/NOTIFY).
+		conOpts.Replicas = st
 	}
 	con, err := console.New(conOpts)
 	if err != nil {
