@@ -86,6 +86,39 @@ func (c conn) insertRunEvents(ctx context.Context, runID string, evs []store.Run
 	return nil
 }
 
+// insertRunEventsLeased is insertRunEvents for a run that must be leased
+// to owner: the lease is the insert's condition (one statement, no read
+// first), so nothing is written for a run owner lost.
+func (c conn) insertRunEventsLeased(ctx context.Context, runID, owner string, evs []store.RunEvent, now time.Time) error {
+	for len(evs) > 0 {
+		n := min(len(evs), maxEventRows)
+		var b strings.Builder
+		b.WriteString(`INSERT INTO run_events (run_id, create_time, kind, node_kind, state, reason, ref, loc_start, loc_end, data) SELECT * FROM (VALUES `)
+		args := make([]any, 0, 10*n+2)
+		for i, e := range evs[:n] {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			kind, at := e.Kind, e.Time
+			if kind == "" {
+				kind = store.RunEventEngine
+			}
+			if at.IsZero() {
+				at = now
+			}
+			args = append(args, runID, at, string(kind), e.NodeKind, e.State, e.Reason, e.Ref, e.Location.Start, e.Location.End, e.Data)
+		}
+		b.WriteString(`) v WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping'))`)
+		args = append(args, runID, owner)
+		if _, err := c.exec(ctx, b.String(), args...); err != nil {
+			return c.db.mapErr(err, "record the run's history")
+		}
+		evs = evs[n:]
+	}
+	return nil
+}
+
 // insertExceptionEvent records an exception's transition to state in its
 // run's history: resolver and data (the guidance) for a resolution.
 func (c conn) insertExceptionEvent(ctx context.Context, e store.Exception, state store.ExceptionState, resolver string, data []byte, now time.Time) error {

@@ -854,29 +854,22 @@ func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, out
 			var err error
 			if len(o.Events) > 0 {
 				// What the run did since its last progress goes before the
-				// entry of its final state (written by the update below).
-				if _, _, err := c.leased(ctx, owner, id); err != nil {
-					if !errors.Is(err, store.ErrConflict) {
-						return err
-					}
-					errs[at[k]] = err
-					continue
-				}
-				if err := c.insertRunEvents(ctx, id, o.Events, now); err != nil {
+				// entry of its final state (written by the update below);
+				// nothing is written for a run not leased to owner (the
+				// insert's condition, and then the update's).
+				if err := c.insertRunEventsLeased(ctx, id, owner, o.Events, now); err != nil {
 					return err
-				}
-				if _, err := c.exec(ctx, `UPDATE runs SET history_events = history_events + ? WHERE id = ?`, engineEvents(o.Events), id); err != nil {
-					return db.mapErr(err, "finish runs")
 				}
 			}
 			if o.State == store.RunCompleted {
 				res, err = c.exec(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
-				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond,
-					o.Step, o.Outputs, time.Time{}, now, now, id, owner)
+				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?, history_events = history_events + ?`+cond,
+					o.Step, o.Outputs, time.Time{}, now, now, engineEvents(o.Events), id, owner)
 			} else {
 				res, err = c.exec(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
-				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond,
-					o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, id, owner)
+				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?,
+				history_events = history_events + ?`+cond,
+					o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, engineEvents(o.Events), id, owner)
 			}
 			if err != nil {
 				return db.mapErr(err, "finish runs")
