@@ -626,28 +626,49 @@ func (db *DB) SaveProgress(ctx context.Context, owner, runID string, p store.Pro
 // FinishRun implements store.Runs.
 func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOutcome) (store.Run, error) {
 	now := db.now()
-	if (o.State == store.RunCompleted || o.State == store.RunFailed) && len(o.Events) == 0 {
+	if o.State == store.RunCompleted || o.State == store.RunFailed {
 		// One statement, outside a transaction: the lease check is its
-		// condition and RETURNING reads the run back.
-		const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping') RETURNING `
-		var row *sql.Row
-		if o.State == store.RunCompleted {
-			row = db.writer().queryRow(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
-				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond+runReturning,
-				o.Step, o.Outputs, time.Time{}, now, now, runID, owner)
-		} else {
-			row = db.writer().queryRow(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
-				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond+runReturning,
-				o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, runID, owner)
+		// condition and RETURNING reads the run back. With history
+		// entries, two in a transaction: the entries first (the lease is
+		// their insert's condition), then the update (whose state entry
+		// comes after them).
+		finish := func(c conn) (store.Run, error) {
+			if len(o.Events) > 0 {
+				if err := c.insertRunEventsLeased(ctx, runID, owner, o.Events, now); err != nil {
+					return store.Run{}, err
+				}
+			}
+			const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping') RETURNING `
+			var row *sql.Row
+			if o.State == store.RunCompleted {
+				row = c.queryRow(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
+				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?, history_events = history_events + ?`+cond+runReturning,
+					o.Step, o.Outputs, time.Time{}, now, now, engineEvents(o.Events), runID, owner)
+			} else {
+				row = c.queryRow(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
+				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?,
+				history_events = history_events + ?`+cond+runReturning,
+					o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, engineEvents(o.Events), runID, owner)
+			}
+			r, err := scanRun(row)
+			if isNoRows(err) {
+				return store.Run{}, notLeased(runID, owner)
+			}
+			if err == nil && r.ParentRun != "" {
+				err = db.wakeParent(ctx, c, r.ParentRun, now)
+			}
+			return r, db.mapErr(err, "finish run")
 		}
-		r, err := scanRun(row)
-		if isNoRows(err) {
-			return store.Run{}, notLeased(runID, owner)
+		if len(o.Events) == 0 {
+			return finish(db.writer())
 		}
-		if err == nil && r.ParentRun != "" {
-			err = db.wakeParent(ctx, db.writer(), r.ParentRun, now)
-		}
-		return r, db.mapErr(err, "finish run")
+		var out store.Run
+		err := db.tx(ctx, func(c conn) error {
+			var err error
+			out, err = finish(c)
+			return err
+		})
+		return out, err
 	}
 	var out store.Run
 	err := db.tx(ctx, func(c conn) error {
