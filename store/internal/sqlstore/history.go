@@ -95,11 +95,16 @@ func (c conn) insertRunEventsLeased(ctx context.Context, runID, owner string, ev
 		var b strings.Builder
 		b.WriteString(`INSERT INTO run_events (run_id, create_time, kind, node_kind, state, reason, ref, loc_start, loc_end, data) SELECT * FROM (VALUES `)
 		args := make([]any, 0, 10*n+2)
+		row := "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+		if c.db.d == store.Postgres {
+			// A VALUES list's parameters are text unless cast.
+			row = "(?::text, ?::timestamptz, ?::text, ?::text, ?::text, ?::text, ?::text, ?::bigint, ?::bigint, ?::bytea)"
+		}
 		for i, e := range evs[:n] {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			b.WriteString(row)
 			kind, at := e.Kind, e.Time
 			if kind == "" {
 				kind = store.RunEventEngine

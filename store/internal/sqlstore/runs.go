@@ -837,32 +837,11 @@ func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, out
 	}
 	now := db.now()
 	if db.d == store.Postgres {
-		// Runs with history entries to write are finished one by one (a
-		// transaction that locks the run, writes them, then finishes it);
-		// the others in one statement.
-		var bIDs []string
-		var bOuts []store.RunOutcome
-		var bAt []int
-		for k, o := range outs {
-			if len(o.Events) > 0 {
-				if _, err := db.FinishRun(ctx, owner, ids[k], o); err != nil {
-					if !errors.Is(err, store.ErrConflict) {
-						return nil, err
-					}
-					errs[at[k]] = err
-				}
-				continue
-			}
-			bIDs, bOuts, bAt = append(bIDs, ids[k]), append(bOuts, o), append(bAt, at[k])
-		}
-		if len(bIDs) == 0 {
-			return errs, nil
-		}
-		res, err := db.finishRunsPG(ctx, owner, bIDs, bOuts, now)
+		res, err := db.finishRunsPG(ctx, owner, ids, outs, now)
 		if err != nil {
 			return nil, err
 		}
-		for k, i := range bAt {
+		for k, i := range at {
 			errs[i] = res[k]
 		}
 		return errs, nil

@@ -246,7 +246,67 @@ func (db *DB) finishRunsPG(ctx context.Context, owner string, runIDs []string, o
 			AS v(id, state, outputs, error_id, description, loc_start, loc_end, step)
 		WHERE r.id = v.id AND r.lease_owner = ? AND r.state IN ('executing', 'stopping')
 		RETURNING r.id`
-	rows, err := db.writer().query(ctx, q, time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps, owner)
+	// Runs with history entries: the same statement after a CTE that locks
+	// the runs still leased to owner and one that writes their entries (row
+	// triggers, the entries of their final states, fire at the end of the
+	// statement: after them).
+	var evRuns, evKinds, evNodeKinds []string
+	var evTimes []time.Time
+	var evStarts, evEnds []int64
+	var evData [][]byte
+	histories := make([]int64, n)
+	for i, o := range outcomes {
+		histories[i] = int64(engineEvents(o.Events))
+		for _, e := range o.Events {
+			kind, at := e.Kind, e.Time
+			if kind == "" {
+				kind = store.RunEventEngine
+			}
+			if at.IsZero() {
+				at = now
+			}
+			evRuns, evKinds, evNodeKinds = append(evRuns, runIDs[i]), append(evKinds, string(kind)), append(evNodeKinds, e.NodeKind)
+			evTimes, evStarts, evEnds, evData = append(evTimes, at), append(evStarts, e.Location.Start), append(evEnds, e.Location.End), append(evData, e.Data)
+		}
+	}
+	var rows interface {
+		Next() bool
+		Scan(...any) error
+		Err() error
+		Close() error
+	}
+	var err error
+	if len(evRuns) == 0 {
+		rows, err = db.writer().query(ctx, q, time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps, owner)
+	} else {
+		const withHistory = `WITH l AS (
+			SELECT id FROM runs WHERE id = ANY(?::text[]) AND lease_owner = ? AND state IN ('executing', 'stopping') FOR UPDATE
+		), ev AS (
+			INSERT INTO run_events (run_id, create_time, kind, node_kind, loc_start, loc_end, data)
+			SELECT e.run_id, e.create_time, e.kind, e.node_kind, e.loc_start, e.loc_end, e.data
+			FROM unnest(?::text[], ?::timestamptz[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bytea[]) WITH ORDINALITY
+				AS e(run_id, create_time, kind, node_kind, loc_start, loc_end, data, ord)
+			WHERE e.run_id IN (SELECT id FROM l)
+			ORDER BY e.ord
+		), h AS (
+			SELECT * FROM unnest(?::text[], ?::bigint[]) AS h(id, n)
+		)
+		UPDATE runs r SET state = CASE WHEN v.state = 'completed' AND r.state = 'stopping' THEN 'stopped' ELSE v.state END,
+			step = CASE WHEN v.state = 'completed' AND r.state = 'stopping' THEN v.step ELSE r.step END,
+			outputs = CASE WHEN v.state = 'completed' THEN v.outputs ELSE r.outputs END,
+			error_id = CASE WHEN v.state = 'failed' THEN v.error_id ELSE r.error_id END,
+			loc_start = CASE WHEN v.state = 'failed' THEN v.loc_start ELSE r.loc_start END,
+			loc_end = CASE WHEN v.state = 'failed' THEN v.loc_end ELSE r.loc_end END,
+			description = v.description, checkpoint = NULL, resolution = NULL, exception_id = '',
+			lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?,
+			history_events = r.history_events + (SELECT h.n FROM h WHERE h.id = r.id)
+			FROM unnest(?::text[], ?::text[], ?::bytea[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[])
+				AS v(id, state, outputs, error_id, description, loc_start, loc_end, step)
+			WHERE r.id = v.id AND r.id IN (SELECT id FROM l)
+			RETURNING r.id`
+		rows, err = db.writer().query(ctx, withHistory, runIDs, owner, evRuns, evTimes, evKinds, evNodeKinds, evStarts, evEnds, evData, runIDs, histories,
+			time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps)
+	}
 	if err != nil {
 		return nil, db.mapErr(err, "finish runs")
 	}
