@@ -18,7 +18,7 @@
 -- runs.history_events counts the engine's events of the run (bounded by
 -- `prose serve --max-history-events`).
 CREATE TABLE run_events (
-    id          BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    id          BIGINT GENERATED ALWAYS AS IDENTITY,
     run_id      TEXT COLLATE "C" NOT NULL REFERENCES runs (id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
     create_time TIMESTAMPTZ NOT NULL,
     kind        TEXT COLLATE "C" NOT NULL,
@@ -28,9 +28,10 @@ CREATE TABLE run_events (
     ref         TEXT COLLATE "C" NOT NULL DEFAULT '',
     loc_start   BIGINT NOT NULL DEFAULT 0,
     loc_end     BIGINT NOT NULL DEFAULT 0,
-    data        BYTEA
+    data        BYTEA,
+    -- One index: a run's entries in order (what ListRunEvents reads).
+    PRIMARY KEY (run_id, id)
 );
-CREATE INDEX run_events_run ON run_events (run_id, id);
 ALTER TABLE runs ADD COLUMN history_events INTEGER NOT NULL DEFAULT 0;
 
 -- +goose StatementBegin
