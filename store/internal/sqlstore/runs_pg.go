@@ -269,16 +269,8 @@ func (db *DB) finishRunsPG(ctx context.Context, owner string, runIDs []string, o
 			evTimes, evStarts, evEnds, evData = append(evTimes, at), append(evStarts, e.Location.Start), append(evEnds, e.Location.End), append(evData, e.Data)
 		}
 	}
-	var rows interface {
-		Next() bool
-		Scan(...any) error
-		Err() error
-		Close() error
-	}
-	var err error
-	if len(evRuns) == 0 {
-		rows, err = db.writer().query(ctx, q, time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps, owner)
-	} else {
+	query, args := q, []any{time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps, owner}
+	if len(evRuns) > 0 {
 		const withHistory = `WITH l AS (
 			SELECT id FROM runs WHERE id = ANY(?::text[]) AND lease_owner = ? AND state IN ('executing', 'stopping') FOR UPDATE
 		), ev AS (
@@ -304,9 +296,10 @@ func (db *DB) finishRunsPG(ctx context.Context, owner string, runIDs []string, o
 				AS v(id, state, outputs, error_id, description, loc_start, loc_end, step)
 			WHERE r.id = v.id AND r.id IN (SELECT id FROM l)
 			RETURNING r.id`
-		rows, err = db.writer().query(ctx, withHistory, runIDs, owner, evRuns, evTimes, evKinds, evNodeKinds, evStarts, evEnds, evData, runIDs, histories,
-			time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps)
+		query, args = withHistory, []any{runIDs, owner, evRuns, evTimes, evKinds, evNodeKinds, evStarts, evEnds, evData, runIDs, histories,
+			time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps}
 	}
+	rows, err := db.writer().query(ctx, query, args...)
 	if err != nil {
 		return nil, db.mapErr(err, "finish runs")
 	}
