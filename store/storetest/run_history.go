@@ -186,5 +186,32 @@ func testRunHistory(t *testing.T, open Opener) {
 		if fmt.Sprint(states) != "[PENDING ARCHIVED PENDING]" {
 			t.Errorf("exception entries: %v", states)
 		}
+		// Exceptions a guide entry resolved at once: raised, and resolved by
+		// the entry (one, then a batch of two runs).
+		guided := func(run store.Run, entry string) store.GuidedException {
+			return store.GuidedException{Entry: entry, MaxPerRun: 10, Exception: store.Exception{OrganizationID: "acme", WorkspaceID: "ops",
+				RunID: run.ID, AutomationID: a.ID, Stage: store.StageDraft, Message: "m", Group: "missing_values"}}
+		}
+		g1 := of(s.st.RecordGuidedException(s.ctx, guided(x, "g1"))).must(t)
+		gs, gerrs, err := s.st.RecordGuidedExceptions(s.ctx, []store.GuidedException{guided(x, "g2"), guided(b, "g3")})
+		noErr(t, err)
+		noErr(t, gerrs[0])
+		noErr(t, gerrs[1])
+		for _, c := range []struct {
+			run   store.Run
+			id    string
+			entry string
+		}{{x, g1.ID, "g1"}, {x, gs[0].ID, "g2"}, {b, gs[1].ID, "g3"}} {
+			evs := of(s.st.ListRunEvents(s.ctx, store.ListRunEventsRequest{RunID: c.run.ID, PageSize: 100})).must(t)
+			var got []string
+			for _, e := range evs.Items {
+				if e.Ref == c.id {
+					got = append(got, e.State+" "+e.Reason)
+				}
+			}
+			if fmt.Sprint(got) != "[PENDING  RESOLVED guideEntries/"+c.entry+"]" {
+				t.Errorf("guided exception %s in the history: %q", c.entry, got)
+			}
+		}
 	})
 }
