@@ -45,9 +45,6 @@ var templateFS embed.FS
 const (
 	DefaultSessionTTL = 12 * time.Hour
 	DefaultLinkTTL    = 24 * time.Hour
-	// DefaultReplicaRefresh is the default of the serve flag
-	// --console-replica-refresh (Options.ReplicaRefresh on PostgreSQL).
-	DefaultReplicaRefresh = 2 * time.Second
 )
 
 const (
@@ -89,10 +86,11 @@ type Options struct {
 	// Hub wakes the live pages of a workspace (nil: a new one; give the
 	// same Hub to engine.Options.Changed).
 	Hub *Hub
-	// ReplicaRefresh, when positive, wakes every live page that often:
-	// set it when replicas share a database (PostgreSQL), as a replica is
-	// not told of the others' changes (see live.go).
-	ReplicaRefresh time.Duration
+	// Replicas, when set (replicas share a PostgreSQL database), carries
+	// the changes of runs and exceptions between the replicas, so that the
+	// live pages of one show the changes made on another at once (see
+	// live.go).
+	Replicas Replicas
 }
 
 // Console serves the pages.
@@ -107,6 +105,7 @@ type Console struct {
 
 	exceptions  platformv1.ExceptionServiceClient
 	runs        platformv1.RunServiceClient
+	history     platformv1.RunHistoryServiceClient
 	automations platformv1.AutomationServiceClient
 	workspaces  platformv1.WorkspaceServiceClient
 	orgs        platformv1.OrganizationServiceClient
@@ -134,6 +133,7 @@ func New(opts Options) (*Console, error) {
 		hub: opts.Hub, done: done, close: sync.OnceFunc(func() { close(done) }),
 		exceptions:  platformv1.NewExceptionServiceClient(opts.Conn),
 		runs:        platformv1.NewRunServiceClient(opts.Conn),
+		history:     platformv1.NewRunHistoryServiceClient(opts.Conn),
 		automations: platformv1.NewAutomationServiceClient(opts.Conn),
 		workspaces:  platformv1.NewWorkspaceServiceClient(opts.Conn),
 		orgs:        platformv1.NewOrganizationServiceClient(opts.Conn),
@@ -148,9 +148,9 @@ func New(opts Options) (*Console, error) {
 		return nil, err
 	}
 	c.mux.Handle("GET /static/", http.StripPrefix("/static/", cacheStatic(http.FileServerFS(static))))
-	if opts.ReplicaRefresh > 0 {
+	if opts.Replicas != nil {
 		ctx, cancel := context.WithCancel(context.Background())
-		go opts.Hub.refreshLoop(ctx, opts.ReplicaRefresh)
+		opts.Hub.share(ctx, opts.Replicas)
 		go func() { <-done; cancel() }()
 	}
 	c.mux.HandleFunc("GET /signin", c.signinPage)

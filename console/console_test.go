@@ -110,22 +110,48 @@ func TestInboxFilter(t *testing.T) {
 	}
 }
 
-func TestRunHistory(t *testing.T) {
-	at := func(s int64) *timestamppb.Timestamp { return timestamppb.New(time.Unix(1700000000+s, 0)) }
-	run := &platformv1.Run{CreateTime: at(0), UpdateTime: at(30), Stage: platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT}
-	xs := []*platformv1.Exception{ // newest first, as listed
-		{Name: "organizations/o/workspaces/w/exceptions/x2", Message: "again", CreateTime: at(20), UpdateTime: at(25), State: platformv1.ExceptionState_EXCEPTION_STATE_RESOLVED, Resolver: "users/ana"},
-		{Name: "organizations/o/workspaces/w/exceptions/x1", Message: "first", CreateTime: at(10), UpdateTime: at(15), State: platformv1.ExceptionState_EXCEPTION_STATE_RESOLVED, Resolver: "users/bo"},
+// TestHistoryItems: the run page renders each kind of ListRunEvents entry.
+func TestHistoryItems(t *testing.T) {
+	at := timestamppb.New(time.Unix(1700000000, 0))
+	text := func(s string) *platformv1.Value { return &platformv1.Value{Kind: &platformv1.Value_Text{Text: s}} }
+	journal := func(j *platformv1.ExecutionJournal) *platformv1.RunEvent {
+		j.EventTime = at
+		return &platformv1.RunEvent{Event: &platformv1.RunEvent_ExecutionJournal{ExecutionJournal: j}}
+	}
+	x := "organizations/o/workspaces/w/exceptions/x1"
+	evs := []*platformv1.RunEvent{
+		{Event: &platformv1.RunEvent_RunUpdate{RunUpdate: &platformv1.RunUpdate{Run: &platformv1.Run{State: &platformv1.RunState{UpdateTime: at,
+			State: &platformv1.RunState_Stopped{Stopped: &platformv1.StoppedRunState{Reason: "lunch"}}}}}}},
+		journal(&platformv1.ExecutionJournal{Event: &platformv1.ExecutionJournal_NodeExecuted{NodeExecuted: &platformv1.NodeExecuted{
+			NodeKind: "Say", Outputs: map[string]*platformv1.Value{"text": text("hello")}}}}),
+		journal(&platformv1.ExecutionJournal{Event: &platformv1.ExecutionJournal_NodeExecuted{NodeExecuted: &platformv1.NodeExecuted{
+			NodeKind: "FunctionCall", BookFunctionCall: &platformv1.BookFunctionCall{
+				BookFunction: &platformv1.BookFunction{BookName: "crm", FunctionName: "lookup"},
+				Inputs:       map[string]*platformv1.Value{"id": text("7")}, Output: text("Ana")}}}}),
+		journal(&platformv1.ExecutionJournal{ExtraMetadata: map[string]*platformv1.Value{"exception": text(x), "exception_state": text("PENDING")},
+			Event: &platformv1.ExecutionJournal_NodeExecuted{NodeExecuted: &platformv1.NodeExecuted{NodeKind: "Exception",
+				Error: []*platformv1.ExecutionError{{Id: "x1"}}}}}),
+		journal(&platformv1.ExecutionJournal{ExtraMetadata: map[string]*platformv1.Value{"exception": text(x), "exception_state": text("RESOLVED"),
+			"resolver": text("guideEntries/g1"), "guidance": text("provide_values")},
+			Event: &platformv1.ExecutionJournal_NodePatched{NodePatched: &platformv1.NodePatched{NodeKind: "Exception",
+				InputsPatch: map[string]*platformv1.Value{"the total": text("5")}}}}),
+		journal(&platformv1.ExecutionJournal{Event: &platformv1.ExecutionJournal_NodeExecuted{NodeExecuted: &platformv1.NodeExecuted{
+			NodeKind: "StartRun", Outputs: map[string]*platformv1.Value{"run": text("organizations/o/workspaces/w/automations/a/runs/r9")}}}}),
 	}
 	var got []string
-	for _, h := range runHistory(run, "completed", xs) {
-		got = append(got, h.What)
+	for _, h := range historyItems(evs) {
+		s := h.Kind + ":" + h.What
+		for _, d := range h.Detail {
+			s += " [" + d.Name + "=" + d.Value + "]"
+		}
+		if h.Exception != "" {
+			s += " @" + h.Exception
+		}
+		got = append(got, s)
 	}
-	want := []string{"created (draft)", "waited for guidance: first", "guided by bo", "waited for guidance: again", "guided by ana", "completed"}
+	want := []string{"state:stopped: lunch", "say:hello", "call:called lookup of crm [id=7] [→=Ana]", "exception:exception raised @x1",
+		"guidance:resolved (provide values) by guideEntries/g1 [the total=5] @x1", "run:started run r9"}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
-		t.Errorf("history %q, want %q", got, want)
-	}
-	if h := runHistory(&platformv1.Run{CreateTime: at(0), UpdateTime: at(0)}, "pending", nil); len(h) != 1 {
-		t.Errorf("a pending run's history: %v", h)
+		t.Errorf("history\n %q\nwant\n %q", got, want)
 	}
 }

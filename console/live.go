@@ -2,6 +2,8 @@ package console
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,8 +26,12 @@ import (
 //   - topic=exceptions and topic=runs: the Hub, told by the engine
 //     (engine.Options.Changed) after every change of a run or an exception
 //     of the workspace made by this process; with several replicas sharing
-//     a PostgreSQL database, a replica does not see the others' changes,
-//     so the Hub also wakes every open stream every Options.ReplicaRefresh;
+//     a PostgreSQL database (Options.Replicas), the Hub also tells the
+//     other replicas which workspaces changed (store.Notifier.NotifyChanges:
+//     LISTEN/NOTIFY), and wakes its streams on their notices, so a change
+//     made on replica B shows on a page served by replica A as it would on
+//     B (a notice per replica at most every changeSpacing; a reconnected
+//     listener wakes every stream, as notices may have been missed);
 //   - topic=conversation: the run's agent thread (EventService.StreamEvents
 //     on the in-process connection, pushed by the event broker on every
 //     replica).
@@ -50,6 +56,76 @@ type Hub struct {
 	mu     sync.Mutex
 	topics map[string]map[chan struct{}]struct{} // org/ws → streams
 	n      int
+	// pending are the workspaces changed here and not yet told to the
+	// other replicas (nil: no replicas; see share); kick wakes the sender.
+	pending map[string]struct{}
+	kick    chan struct{}
+}
+
+// Replicas carries the changes between the replicas sharing a database
+// (store.Notifier on PostgreSQL).
+type Replicas interface {
+	NotifyChanges(ctx context.Context, origin string, keys []string)
+	OnChanges(fn func(origin string, keys []string))
+}
+
+// changeSpacing is the least time between two notices of changes a
+// replica sends (a burst of changes is one notice; a page takes at most
+// one event per liveSpacing anyway).
+const changeSpacing = 50 * time.Millisecond
+
+// share tells the other replicas of the changes made here and wakes the
+// streams open here on theirs, until ctx ends.
+func (h *Hub) share(ctx context.Context, r Replicas) {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	origin := hex.EncodeToString(b)
+	h.mu.Lock()
+	h.pending, h.kick = map[string]struct{}{}, make(chan struct{}, 1)
+	kick := h.kick
+	h.mu.Unlock()
+	r.OnChanges(func(from string, keys []string) {
+		switch {
+		case from == "" && keys == nil:
+			h.ChangedAll() // the listener (re)connected: notices may have been missed
+		case from != origin:
+			h.mu.Lock()
+			for _, k := range keys {
+				for ch := range h.topics[k] {
+					wake(ch)
+				}
+			}
+			h.mu.Unlock()
+		}
+	})
+	go func() {
+		var last time.Time
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-kick:
+			}
+			if wait := changeSpacing - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+			h.mu.Lock()
+			keys := make([]string, 0, len(h.pending))
+			for k := range h.pending {
+				keys = append(keys, k)
+			}
+			clear(h.pending)
+			h.mu.Unlock()
+			if len(keys) > 0 {
+				r.NotifyChanges(ctx, origin, keys)
+				last = time.Now()
+			}
+		}
+	}()
 }
 
 // NewHub returns an empty hub.
@@ -62,8 +138,16 @@ func hubKey(org, ws string) string { return org + "/" + ws }
 func (h *Hub) Changed(org, ws string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	for ch := range h.topics[hubKey(org, ws)] {
+	k := hubKey(org, ws)
+	for ch := range h.topics[k] {
 		wake(ch)
+	}
+	if h.pending != nil {
+		h.pending[k] = struct{}{}
+		select {
+		case h.kick <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -119,21 +203,6 @@ func (h *Hub) Streams() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.n
-}
-
-// refreshLoop wakes every stream every d until ctx ends (replicas: see the
-// package comment).
-func (h *Hub) refreshLoop(ctx context.Context, d time.Duration) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			h.ChangedAll()
-		}
-	}
 }
 
 // live serves GET /w/{ws}/live?topic=exceptions|runs|conversation

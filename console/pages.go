@@ -635,41 +635,101 @@ type runData struct {
 	Exceptions []*platformv1.Exception
 	SelfURL    string
 	LiveURL    string
-	// History is what the run went through, oldest first, from what the API
-	// keeps: its creation, its exceptions and their resolutions, its state.
-	History []historyItem
+	// History is what the run went through, oldest first (ListRunEvents):
+	// its states, what it said, its book calls, its exceptions and who
+	// resolved them; a page of it (?history= is the page token).
+	// HistoryMore links the next page when there is one.
+	History     []historyItem
+	HistoryMore string
 }
+
+// historyPage is how many entries of a run's history its page shows.
+const historyPage = 200
 
 type historyItem struct {
 	Time *timestamppb.Timestamp
+	// Kind is state, say, call, run, exception or guidance (the CSS class).
+	Kind string
 	What string
+	// Detail is shown under What (a book call's inputs and output, the
+	// values given as guidance).
+	Detail []factView
 	// Exception links the exception an item is about.
 	Exception string
+	// By is who resolved an exception (users/…, agents/…, guideEntries/…).
+	By string
 }
 
-// runHistory orders the run's creation, its exceptions (raised, resolved
-// or archived) and its current state by time.
-func runHistory(run *platformv1.Run, state string, xs []*platformv1.Exception) []historyItem {
-	h := []historyItem{{Time: run.GetCreateTime(), What: "created (" + strings.ToLower(strings.TrimPrefix(run.GetStage().String(), "AUTOMATION_STAGE_")) + ")"}}
-	for _, x := range xs {
-		id := names.ID(x.GetName())
-		h = append(h, historyItem{Time: x.GetCreateTime(), What: "waited for guidance: " + x.GetMessage(), Exception: id})
-		switch x.GetState() {
-		case platformv1.ExceptionState_EXCEPTION_STATE_RESOLVED:
-			by := ""
-			if x.GetResolver() != "" {
-				by = " by " + names.ID(x.GetResolver())
+// historyItems renders a page of a run's history.
+func historyItems(evs []*platformv1.RunEvent) []historyItem {
+	var out []historyItem
+	for _, ev := range evs {
+		if u := ev.GetRunUpdate(); u != nil {
+			st, _ := runState(u.GetRun().GetState())
+			what := st
+			switch {
+			case u.GetRun().GetState().GetStopped() != nil:
+				what += ": " + u.GetRun().GetState().GetStopped().GetReason()
+			case u.GetRun().GetState().GetStopping() != nil:
+				what += ": " + u.GetRun().GetState().GetStopping().GetReason()
 			}
-			h = append(h, historyItem{Time: x.GetUpdateTime(), What: "guided" + by, Exception: id})
-		case platformv1.ExceptionState_EXCEPTION_STATE_ARCHIVED:
-			h = append(h, historyItem{Time: x.GetUpdateTime(), What: "exception archived (the run was abandoned)", Exception: id})
+			out = append(out, historyItem{Time: u.GetRun().GetState().GetUpdateTime(), Kind: "state", What: what})
+			continue
 		}
+		j := ev.GetExecutionJournal()
+		meta := func(k string) string { return j.GetExtraMetadata()[k].GetText() }
+		it := historyItem{Time: j.GetEventTime()}
+		if p := j.GetNodePatched(); p != nil {
+			it.Kind, it.Exception, it.By = "guidance", names.ID(meta("exception")), meta("resolver")
+			it.What = "resolved (" + strings.ReplaceAll(meta("guidance"), "_", " ") + ")"
+			if it.By != "" {
+				it.What += " by " + it.By
+			}
+			for k, v := range p.GetInputsPatch() {
+				it.Detail = append(it.Detail, factView{k, valueText(v)})
+			}
+			if p.GetCodePatch() != "" {
+				it.Detail = append(it.Detail, factView{"code", p.GetCodePatch()})
+			}
+			sort.Slice(it.Detail, func(a, b int) bool { return it.Detail[a].Name < it.Detail[b].Name })
+			out = append(out, it)
+			continue
+		}
+		n := j.GetNodeExecuted()
+		switch n.GetNodeKind() {
+		case "Say":
+			it.Kind, it.What = "say", n.GetOutputs()["text"].GetText()
+		case "FunctionCall":
+			c := n.GetBookFunctionCall()
+			it.Kind, it.What = "call", "called "+c.GetBookFunction().GetFunctionName()+" of "+c.GetBookFunction().GetBookName()
+			for k, v := range c.GetInputs() {
+				it.Detail = append(it.Detail, factView{k, valueText(v)})
+			}
+			sort.Slice(it.Detail, func(a, b int) bool { return it.Detail[a].Name < it.Detail[b].Name })
+			if c.GetOutput() != nil {
+				it.Detail = append(it.Detail, factView{"→", valueText(c.GetOutput())})
+			}
+		case "StartRun":
+			it.Kind, it.What = "run", "started run "+names.ID(n.GetOutputs()["run"].GetText())
+		case "Exception":
+			it.Kind, it.Exception = "exception", names.ID(meta("exception"))
+			switch meta("exception_state") {
+			case "ARCHIVED":
+				it.What = "exception archived"
+			case "PENDING":
+				it.What = "exception raised"
+				if len(n.GetError()) == 0 {
+					it.What = "exception brought back"
+				}
+			}
+		case "HistoryTruncated":
+			it.Kind, it.What = "state", "the history stops here (the run reached its limit of "+meta("history_limit")+" entries)"
+		default:
+			it.Kind, it.What = "state", n.GetNodeKind()
+		}
+		out = append(out, it)
 	}
-	if state != "pending" {
-		h = append(h, historyItem{Time: run.GetUpdateTime(), What: state})
-	}
-	sort.SliceStable(h, func(i, j int) bool { return h[i].Time.AsTime().Before(h[j].Time.AsTime()) })
-	return h
+	return out
 }
 
 func (c *Console) run(w http.ResponseWriter, r *http.Request, s *sess) {
@@ -704,7 +764,27 @@ func (c *Console) run(w http.ResponseWriter, r *http.Request, s *sess) {
 		return
 	}
 	d.Exceptions = xs.GetExceptions()
-	d.History = runHistory(run, d.State, d.Exceptions)
+	h, err := c.history.ListRunEvents(s.ctx, &platformv1.ListRunEventsRequest{
+		OrganizationId: org, WorkspaceId: ws, AutomationId: a, RunId: id, PageSize: historyPage, PageToken: r.URL.Query().Get("history"),
+	})
+	if err != nil {
+		c.grpcFail(w, r, s, err)
+		return
+	}
+	d.History = historyItems(h.GetRunEvents())
+	for i, it := range d.History {
+		if it.Kind != "exception" || it.What != "exception raised" {
+			continue
+		}
+		for _, x := range d.Exceptions {
+			if names.ID(x.GetName()) == it.Exception {
+				d.History[i].What += ": " + x.GetMessage()
+			}
+		}
+	}
+	if h.GetNextPageToken() != "" {
+		d.HistoryMore = r.URL.Path + "?history=" + url.QueryEscape(h.GetNextPageToken())
+	}
 	c.render(w, r, http.StatusOK, "run", d)
 }
 

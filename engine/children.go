@@ -25,6 +25,8 @@ type childRuns struct {
 	// looked up).
 	maxDepth int
 	depth    int
+	// hist records the runs started in the parent's history.
+	hist *history
 }
 
 // parentDepth is how many runs up the parent's chain of parents goes (0: no
@@ -90,6 +92,8 @@ func (c *childRuns) Start(ctx context.Context, req lang.RunRequest) (string, err
 	if r.ParentRun != p.ID {
 		return "", fmt.Errorf("request id of the child run is taken by run %s", r.ID)
 	}
+	at, _ := lang.CallSpan(ctx)
+	c.hist.childRun(r.ID, at)
 	c.e.announce(c.ctx) // any replica may run it
 	return childName(r), nil
 }

@@ -82,6 +82,9 @@ type Options struct {
 	// not go on unseen for ever). Default: DefaultMaxGuidedPerRun;
 	// negative: guide entries never apply.
 	MaxGuidedPerRun int
+	// History bounds what the engine records in each run's history (see
+	// HistoryLimits).
+	History HistoryLimits
 }
 
 // DefaultTimeSlice is the default of Options.TimeSlice.

@@ -79,7 +79,8 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 	if soft == nil {
 		soft = ctx
 	}
-	bk := &journalBooks{e: e, run: r.ID, ctx: ctx}
+	h := newHistory(e.opts.History, r.HistoryEvents)
+	bk := &journalBooks{e: e, run: r.ID, ctx: ctx, hist: h}
 	if e.opts.Books != nil {
 		bk.inner = e.opts.Books(r.OrganizationID, r.WorkspaceID)
 	}
@@ -98,17 +99,18 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				State: store.RunFailed, ErrorID: store.NewID(), Description: "Could not parse step " + strconv.Itoa(step+1) + ": " + desc, Location: loc,
 			})
 		}
-		bk.step = step
+		bk.step, h.step = step, step
 		inBytes := stepInputs
 		opts := lang.Options{
 			Clock:  e.opts.Clock,
 			Books:  bk,
 			Limits: e.opts.Limits,
 			Yield:  func() bool { return e.yield(f, start) },
-			Runs:   &childRuns{e: e, parent: r, step: step, ctx: ctx, maxDepth: e.opts.Limits.Effective().MaxRunDepth, depth: -1},
+			Runs:   &childRuns{e: e, parent: r, step: step, ctx: ctx, maxDepth: e.opts.Limits.Effective().MaxRunDepth, depth: -1, hist: h},
+			SayAt:  h.say,
 			Checkpoint: func(state []byte) error {
 				return e.st.SaveProgress(ctx, e.opts.Owner, r.ID, store.Progress{
-					Step: step, StepInputs: inBytes, Checkpoint: state, Journal: bk.flush(),
+					Step: step, StepInputs: inBytes, Checkpoint: state, Journal: bk.flush(), Events: h.flush(),
 				})
 			},
 		}
@@ -161,7 +163,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				}
 				// Step is past the last one: if the run is being paused, the
 				// store keeps it stopped there with its outputs.
-				return e.finishRun(ctx, r, store.RunOutcome{State: store.RunCompleted, Outputs: b, Step: step + 1})
+				return e.finishRun(ctx, r, store.RunOutcome{State: store.RunCompleted, Outputs: b, Step: step + 1, Events: h.flush()})
 			}
 			if stepInputs, err = encodeValues(out); err != nil {
 				return err
@@ -169,7 +171,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if stepInputs == nil {
 				stepInputs = []byte{}
 			}
-			if err := e.st.SaveProgress(ctx, e.opts.Owner, r.ID, store.Progress{Step: step + 1, StepInputs: stepInputs, Journal: bk.flush()}); err != nil {
+			if err := e.st.SaveProgress(ctx, e.opts.Owner, r.ID, store.Progress{Step: step + 1, StepInputs: stepInputs, Journal: bk.flush(), Events: h.flush()}); err != nil {
 				return err
 			}
 		case lang.Suspended:
@@ -185,14 +187,14 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 					Location: store.Location{Start: int64(x.Span.Start), End: int64(x.Span.End)},
 					State:    store.ExceptionPending, Description: strings.TrimSpace(describe(x) + " " + note),
 				},
-				Checkpoint: res.State, Step: step, StepInputs: inBytes,
+				Checkpoint: res.State, Step: step, StepInputs: inBytes, Events: h.flush(),
 			})
 			return err
 		case lang.Waiting:
 			// Waits for its child runs without a worker: waiting, or
 			// pending at once when they have all settled meanwhile.
 			w, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
-				State: store.RunWaiting, Checkpoint: res.State, Step: step, StepInputs: inBytes,
+				State: store.RunWaiting, Checkpoint: res.State, Step: step, StepInputs: inBytes, Events: h.flush(),
 			})
 			if err == nil && w.State == store.RunPending {
 				e.Wake()
@@ -202,13 +204,13 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			fl := res.Failure
 			return e.finishRun(ctx, r, store.RunOutcome{
 				State: store.RunFailed, ErrorID: store.NewID(), Description: fl.Description,
-				Location: store.Location{Start: int64(fl.Span.Start), End: int64(fl.Span.End)},
+				Location: store.Location{Start: int64(fl.Span.Start), End: int64(fl.Span.End)}, Events: h.flush(),
 			})
 		case lang.Stopped:
 			if f.yielded && soft.Err() == nil {
 				// Gave its worker up for a turn: back to the queue.
 				_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
-					State: store.RunPending, Checkpoint: res.State, Step: step, StepInputs: inBytes,
+					State: store.RunPending, Checkpoint: res.State, Step: step, StepInputs: inBytes, Events: h.flush(),
 				})
 				e.Wake()
 				return err
@@ -223,7 +225,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				return nil
 			}
 			_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
-				State: store.RunStopped, Checkpoint: res.State, Step: step, StepInputs: inBytes,
+				State: store.RunStopped, Checkpoint: res.State, Step: step, StepInputs: inBytes, Events: h.flush(),
 			})
 			return err
 		default:
@@ -302,6 +304,8 @@ type journalBooks struct {
 	// ctx is the flight's context: a call (and the journal read) is
 	// cancelled by a lost lease or a shutdown, never by a pause.
 	ctx context.Context
+	// hist records the calls made in the run's history.
+	hist *history
 
 	once    sync.Once
 	loadErr error
@@ -358,6 +362,8 @@ func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs
 	if err != nil {
 		return nil, err
 	}
+	at, _ := lang.CallSpan(ctx)
+	b.hist.bookCall(proc, CallID(withCallID(ctx, b.run, b.step, idx)), inputs, out, at)
 	e := store.JournalEntry{Step: b.step, Seq: idx, Kind: "book", Key: key, Data: data}
 	b.pending = append(b.pending, e)
 	b.known[[2]int{b.step, idx}] = e

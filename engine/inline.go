@@ -102,11 +102,13 @@ func (e *Engine) executeInline(ctx context.Context, r store.Run, code string) (s
 	wctx, cancel := context.WithTimeout(ctx, e.opts.InlineWindow)
 	defer cancel()
 	books := &inlineBooks{}
+	h := newHistory(e.opts.History, 0)
 	res := lang.Start(wctx, prog, inputs, lang.Options{
 		Clock:      e.opts.Clock,
 		Books:      books,
 		Runs:       books,
 		Limits:     e.opts.Limits,
+		SayAt:      h.say,
 		Checkpoint: func([]byte) error { books.touched.Store(true); return errInline },
 	})
 	if books.touched.Load() || wctx.Err() != nil {
@@ -123,12 +125,13 @@ func (e *Engine) executeInline(ctx context.Context, r store.Run, code string) (s
 			return r, false
 		}
 		// Step stays where it is, as a worker's completion leaves it.
-		r.State, r.Outputs = store.RunCompleted, b
+		r.State, r.Outputs, r.Events = store.RunCompleted, b, h.flush()
 		return r, true
 	case lang.Failed:
 		fl := res.Failure
 		r.State, r.ErrorID, r.Description = store.RunFailed, store.NewID(), fl.Description
 		r.Location = store.Location{Start: int64(fl.Span.Start), End: int64(fl.Span.End)}
+		r.Events = h.flush()
 		return r, true
 	}
 	return r, false // an exception, a stop: a worker executes it
@@ -142,6 +145,7 @@ func asCreated(r store.Run) store.Run {
 	r.State, r.StateTime, r.UpdateTime = store.RunPending, r.CreateTime, r.CreateTime
 	r.Outputs, r.Step, r.ErrorID, r.Description, r.Location = nil, 0, "", "", store.Location{}
 	r.LeaseOwner, r.LeaseExpireTime = "", time.Unix(0, 0).UTC()
+	r.HistoryEvents, r.Events = 0, nil
 	return r
 }
 

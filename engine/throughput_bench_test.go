@@ -2,6 +2,8 @@ package engine_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -28,7 +30,20 @@ the output result is the i
 // BenchmarkInvokeComplete measures in-process throughput on SQLite: b.N
 // runs invoked from 8 goroutines through Engine.Invoke and executed by the
 // engine's workers until all completed. It reports completed runs/s.
-func BenchmarkInvokeComplete(b *testing.B) {
+func BenchmarkInvokeComplete(b *testing.B) { benchInvokeComplete(b, benchCode) }
+
+// BenchmarkInvokeCompleteSay is BenchmarkInvokeComplete with an automation
+// that says 0 or 5 lines before its ten statements (the cost of the run's
+// history: each line is an entry written with the run's outcome).
+func BenchmarkInvokeCompleteSay(b *testing.B) {
+	for _, n := range []int{0, 5} {
+		b.Run(fmt.Sprintf("say=%d", n), func(b *testing.B) {
+			benchInvokeComplete(b, strings.Repeat("say \"a line of the run\"\n", n)+benchCode)
+		})
+	}
+}
+
+func benchInvokeComplete(b *testing.B, code string) {
 	ctx := context.Background()
 	st, err := sqlite.Open(ctx, b.TempDir())
 	if err != nil {
@@ -43,7 +58,7 @@ func BenchmarkInvokeComplete(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	a, err := st.CreateAutomation(ctx, store.Automation{OrganizationID: org.ID, WorkspaceID: ws.ID, DisplayName: "bench", Code: benchCode})
+	a, err := st.CreateAutomation(ctx, store.Automation{OrganizationID: org.ID, WorkspaceID: ws.ID, DisplayName: "bench", Code: code})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -19,6 +19,7 @@ import (
 func Handlers() []RegisterFunc {
 	return []RegisterFunc{
 		Register(platformv1.NewRunServiceClient, platformv1.RegisterRunServiceHandlerClient),
+		Register(platformv1.NewRunHistoryServiceClient, platformv1.RegisterRunHistoryServiceHandlerClient),
 		Register(platformv1.NewAutomationServiceClient, platformv1.RegisterAutomationServiceHandlerClient),
 		Register(platformv1.NewWorkspaceServiceClient, platformv1.RegisterWorkspaceServiceHandlerClient),
 		Register(platformv1.NewOrganizationServiceClient, platformv1.RegisterOrganizationServiceHandlerClient),

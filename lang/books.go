@@ -226,7 +226,7 @@ func (m *machine) journaled(key string, do func(ctx context.Context) (map[string
 	if err := m.journalOK(); err != nil {
 		return nil, err
 	}
-	outputs, err := do(context.WithValue(m.ctx, journalIndexKey{}, len(m.journal)))
+	outputs, err := do(context.WithValue(context.WithValue(m.ctx, journalIndexKey{}, len(m.journal)), callSpanKey{}, m.currentSpan()))
 	if err != nil {
 		return nil, userErr("Could not %s: %v", sentence, err)
 	}
@@ -260,6 +260,15 @@ func (m *machine) journaled(key string, do func(ctx context.Context) (map[string
 }
 
 type journalIndexKey struct{}
+
+type callSpanKey struct{}
+
+// CallSpan returns, inside Books.Call (and Runs.Start), the span of the
+// statement that makes the call, in the step's code (see Options.SayAt).
+func CallSpan(ctx context.Context) (Span, bool) {
+	s, ok := ctx.Value(callSpanKey{}).(Span)
+	return s, ok
+}
 
 // JournalIndex returns, inside Books.Call, the position of the call in the
 // run's journal. It is the same when a recovered run repeats a call whose

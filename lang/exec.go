@@ -246,6 +246,9 @@ func (m *machine) exec(f *frame, s *stmt) error {
 		if m.opts.Say != nil {
 			m.opts.Say(line)
 		}
+		if m.opts.SayAt != nil {
+			m.opts.SayAt(line, m.currentSpan())
+		}
 	case opStop:
 		return errStop
 	case opRemove:

@@ -29,6 +29,10 @@ type Options struct {
 	Checkpoint func(state []byte) error
 	// Say, when set, receives each line written by `say` as it is written.
 	Say func(line string)
+	// SayAt, when set, receives each line written by `say` with the span of
+	// the statement that wrote it (in the step's code: a statement of a
+	// replacement has the span of the statement it replaced).
+	SayAt func(line string, at Span)
 	// MaxCallDepth bounds nested procedure calls (default 200).
 	MaxCallDepth int
 	// Limits bound the memory, steps and time of the run (zero fields:

@@ -323,6 +323,19 @@ func TestSayCallback(t *testing.T) {
 	}
 }
 
+// TestSayAtAndCallSpan: SayAt has each line with its statement's span,
+// and a book call knows the span of the statement that makes it.
+func TestSayAtAndCallSpan(t *testing.T) {
+	src := "say \"hi\"\nthe x is 2\nsay the x\n"
+	var got []string
+	res := lang.Start(context.Background(), parse(t, src), nil, lang.Options{SayAt: func(s string, at lang.Span) {
+		got = append(got, s+"@"+src[at.Start:at.End])
+	}})
+	if res.Status != lang.Completed || strings.Join(got, ",") != `hi@say "hi",2@say the x` {
+		t.Fatalf("%v %q", res.Status, got)
+	}
+}
+
 // TestProgramSharedByRuns: one parsed program serves many runs at once,
 // including replacement code and book matching at run time.
 func TestProgramSharedByRuns(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 // built. README.md keeps the table of what is implemented.
 type Services struct {
 	Runs          platformv1.RunServiceServer
+	RunHistory    platformv1.RunHistoryServiceServer
 	Automations   platformv1.AutomationServiceServer
 	Workspaces    platformv1.WorkspaceServiceServer
 	Organizations platformv1.OrganizationServiceServer
@@ -40,6 +41,9 @@ type Services struct {
 type (
 	unimplementedRuns struct {
 		platformv1.UnimplementedRunServiceServer
+	}
+	unimplementedRunHistory struct {
+		platformv1.UnimplementedRunHistoryServiceServer
 	}
 	unimplementedAutomations struct {
 		platformv1.UnimplementedAutomationServiceServer
@@ -99,6 +103,9 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	if sv.Runs == nil {
 		sv.Runs = unimplementedRuns{}
 	}
+	if sv.RunHistory == nil {
+		sv.RunHistory = unimplementedRunHistory{}
+	}
 	if sv.Automations == nil {
 		sv.Automations = unimplementedAutomations{}
 	}
@@ -151,6 +158,7 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 		sv.LegacyV2 = unimplementedLegacyV2{}
 	}
 	platformv1.RegisterRunServiceServer(s, sv.Runs)
+	platformv1.RegisterRunHistoryServiceServer(s, sv.RunHistory)
 	platformv1.RegisterAutomationServiceServer(s, sv.Automations)
 	platformv1.RegisterWorkspaceServiceServer(s, sv.Workspaces)
 	platformv1.RegisterOrganizationServiceServer(s, sv.Organizations)

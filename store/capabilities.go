@@ -65,6 +65,18 @@ type Notifier interface {
 	// runs. A single-process database (SQLite) has no other replica: fn is
 	// not called (the engine that pauses the run executes it).
 	OnRunPause(fn func(runID string))
+	// NotifyChanges tells the other replicas that runs or exceptions of
+	// the workspaces keys ("{organization}/{workspace}") changed, on behalf
+	// of origin (an id of the sender, so that it can ignore its own
+	// notice). Best effort; it does not fail. A single-process database
+	// (SQLite) has no other replica: it does nothing.
+	NotifyChanges(ctx context.Context, origin string, keys []string)
+	// OnChanges makes the listener of Listen call fn (on its goroutine: fn
+	// must not block) for every NotifyChanges of any replica, and with
+	// ("", nil) whenever it (re)connects, since notices may have been
+	// missed. It takes effect while Listen runs. A single-process database
+	// (SQLite): fn is not called.
+	OnChanges(fn func(origin string, keys []string))
 }
 
 // AuthGenerations lets a cache of what authentication reads (API keys and

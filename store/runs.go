@@ -113,6 +113,14 @@ type Run struct {
 	LeaseExpireTime time.Time
 	CreateTime      time.Time
 	UpdateTime      time.Time
+
+	// HistoryEvents is how many entries of the run's history the engine
+	// has recorded (RunEventEngine; the engine bounds them).
+	HistoryEvents int
+	// Events (input to CreateRun(s) only) are the engine's history entries
+	// of a run created completed or failed (what it said); they are dropped
+	// with the rest of its execution when it is created pending instead.
+	Events []RunEvent
 }
 
 // JournalEntry records one observation of a run that must not be repeated
@@ -171,6 +179,10 @@ type RunOutcome struct {
 	Checkpoint []byte
 	Step       int
 	StepInputs []byte
+	// Events are the engine's history entries since the run's last
+	// progress, written with the outcome (also when a pause leaves the run
+	// in another state than the outcome's).
+	Events []RunEvent
 }
 
 // FairClaimer claims runs shared fairly between organizations, and
@@ -193,6 +205,8 @@ type Progress struct {
 	StepInputs []byte
 	Checkpoint []byte
 	Journal    []JournalEntry
+	// Events are the engine's history entries since the last progress.
+	Events []RunEvent
 }
 
 // Runs stores runs, their journals and their leases.
@@ -262,4 +276,74 @@ type Runs interface {
 	// exceptions is pending, pending otherwise. ErrFailedPrecondition from
 	// other states.
 	ContinueRun(ctx context.Context, organizationID, workspaceID, automationID, id string) (Run, error)
+}
+
+// RunEventKind is what wrote an entry of a run's history.
+type RunEventKind string
+
+// The kinds of history entries.
+const (
+	// RunEventState: the run entered State (written by the store with every
+	// change of a run's state, and with the state a run is created in).
+	// Reason is the pause reason (stopping, stopped) or a failure's
+	// description; Ref the exception waited on (awaiting_guidance) or the
+	// failure's id; Location where.
+	RunEventState RunEventKind = "state"
+	// RunEventException: an exception of the run was raised (State
+	// PENDING, when the run began to wait on it), resolved (RESOLVED; Reason
+	// the resolver, Data the guidance as encoded by the engine), archived
+	// (ARCHIVED) or unarchived (PENDING again). Ref is the exception's id.
+	// Written by the store's exception transitions.
+	RunEventException RunEventKind = "exception"
+	// RunEventEngine: something the run did (a `say`, a book call, a child
+	// run started, …), recorded by the engine: NodeKind names it, Data
+	// (opaque to the store) describes it.
+	RunEventEngine RunEventKind = "engine"
+)
+
+// ExceptionNodeKind is the node kind of the history entries about
+// exceptions (RunEventException).
+const ExceptionNodeKind = "Exception"
+
+// RunEvent is one entry of a run's history (Runs.ListRunEvents). As input
+// (Progress.Events, RunOutcome.Events, Run.Events) only the engine's
+// entries are given: Kind is then RunEventEngine (or empty) and Time, when
+// zero, is the time of the write.
+type RunEvent struct {
+	ID       int64 // orders a run's events; set by the store
+	RunID    string
+	Time     time.Time
+	Kind     RunEventKind
+	NodeKind string
+	State    string
+	Reason   string
+	Ref      string
+	Location Location
+	Data     []byte
+}
+
+// WireBytes is the event's size in a page (store.Sized).
+func (e RunEvent) WireBytes() int {
+	return 64 + len(e.RunID) + len(e.NodeKind) + len(e.State) + len(e.Reason) + len(e.Ref) + len(e.Data)
+}
+
+// ListRunEventsRequest pages through a run's history, oldest first.
+//
+// Filter fields (store.Filter): node_kind (= !=; state entries have the
+// node kind "", exception entries ExceptionNodeKind).
+type ListRunEventsRequest struct {
+	RunID     string
+	Filter    Filter
+	PageSize  int
+	PageToken string
+}
+
+// RunHistory reads a run's history. Its entries are written by the
+// transitions of Runs and Exceptions (see RunEvent) in their own
+// transactions.
+type RunHistory interface {
+	// ListRunEvents pages through the run's history, oldest first (a run
+	// that does not exist has none: the caller checks the run).
+	// ErrInvalidArgument (a FieldError) for a bad token or filter.
+	ListRunEvents(ctx context.Context, req ListRunEventsRequest) (Page[RunEvent], error)
 }

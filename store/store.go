@@ -35,6 +35,7 @@ type Store interface {
 	AutomationRevisions
 	RunAggregates
 	Runs
+	RunHistory
 	Exceptions
 	Events
 	Files

@@ -52,6 +52,7 @@ func main() {
 	rate := flag.Float64("rate", 0, "invokes per second (0: as fast as the server takes them)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
 	guided := flag.Bool("guided", false, "add a statement that needs a fact nobody gives (`the output total is the grand total`) and an approved guide entry that provides it: every run raises an exception the entry resolves")
+	say := flag.Int("say", 0, "lines the automation says (say statements before its ten statements)")
 	flag.Parse()
 	if *initFile != "" {
 		data, err := os.ReadFile(*initFile)
@@ -79,7 +80,7 @@ func main() {
 	defer cancel()
 	c := &client{base: "http://" + *addr, key: *key, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc + 4}}}
 
-	src := code
+	src := strings.Repeat("say \"a line of the run\"\n", *say) + code
 	if *guided {
 		src += "the output total is the grand total\n"
 	}

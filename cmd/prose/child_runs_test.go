@@ -110,6 +110,13 @@ func TestChildRunsThroughTheAPI(t *testing.T) {
 	if got := field(done, "state.completed.outputs.output child.text"); got != "organizations/"+e.init.orgID+"/workspaces/"+e.init.workspaceID+"/automations/"+a.id+"/runs/"+asking {
 		t.Errorf("the first record's run %v, want the child's name", got)
 	}
+	// The parent's history names the runs it started, where it started them.
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
+		started := e.listAllRunEvents(t, tr, a.id, parent, `node_kind = "StartRun"`, 0)
+		if len(started) != 2 || fmt.Sprint(field(started[0]["execution_journal"], "node_executed.outputs.run.text")) != field(done, "state.completed.outputs.output child.text") {
+			t.Errorf("the runs started in the parent's history: %v", started)
+		}
+	})
 	md := metadata.Pairs("x-api-key", e.init.APIKey)
 	if g, err := e.doGRPC(t, v1Svc+"GetRunStatus", &legacyv1.GetRunStatusRequest{WorkerId: parent}, md); err != nil || g["state"] != "done" {
 		t.Errorf("gRPC v1 state %v %v", err, g["state"])

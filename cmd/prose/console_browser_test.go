@@ -197,6 +197,10 @@ func (b *browser) screenshot(ctx context.Context, name string) {
 // automation that asks for a value, invoke it, the exception appears in
 // the inbox (open in another tab, never reloaded) within 2 s, provide the
 // value in the form, and the run shows completed with its outputs.
+// e2eCode says a line, calls a book (the standard book's word count) and
+// waits for a value.
+const e2eCode = "say \"Checking the invoice\"\ncount the words of \"pay the invoice\"\n" + excMissingCode
+
 func TestConsoleBrowserEndToEnd(t *testing.T) {
 	b := newBrowser(t)
 	e := newTestEnv(t)
@@ -236,7 +240,7 @@ func TestConsoleBrowserEndToEnd(t *testing.T) {
 	b.do(main, "create an automation",
 		chromedp.Navigate(ws+"/automations"),
 		chromedp.SetValue(chromedp.ID("display_name"), "Double the invoice"),
-		chromedp.SetValue(chromedp.ID("code"), excMissingCode))
+		chromedp.SetValue(chromedp.ID("code"), e2eCode))
 	b.screenshot(main, "automations")
 	if _, err := chromedp.RunResponse(main, chromedp.Submit(chromedp.ID("code"))); err != nil {
 		t.Fatal(err)
@@ -312,6 +316,17 @@ func TestConsoleBrowserEndToEnd(t *testing.T) {
 	b.do(inbox, "the run completes", chromedp.WaitVisible(chromedp.CSS("#run-state.state-completed")))
 	if got := b.text(inbox, "#outputs"); !strings.Contains(got, "output total") || !strings.Contains(got, "25") {
 		t.Errorf("outputs %q", got)
+	}
+	// The run's history: what it said, its book call, its exception and
+	// who resolved it.
+	if got := b.text(inbox, "#history li.h-say"); got == "" || !strings.Contains(got, "Checking the invoice") {
+		t.Errorf("the run page does not show what the run said: %q", got)
+	}
+	if got := b.text(inbox, "#history li.h-call"); !strings.Contains(got, "called count_words") || !strings.Contains(got, "pay the invoice") {
+		t.Errorf("the run page does not show the book call with its input: %q", got)
+	}
+	if got := b.text(inbox, "#history li.h-guidance"); !strings.Contains(got, "by users/"+e.init.userID) || !strings.Contains(got, "12.50") {
+		t.Errorf("the run page does not show who resolved the exception and how: %q", got)
 	}
 	b.screenshot(inbox, "run")
 	for _, p := range []struct{ name, path, sel string }{

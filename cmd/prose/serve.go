@@ -17,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/encoding/protojson"
 
@@ -70,6 +71,9 @@ type serveConfig struct {
 	inlineWindow time.Duration
 	// maxGuidedPerRun is engine.Options.MaxGuidedPerRun (zero: the default).
 	maxGuidedPerRun int
+	// history bounds what the engine records of each run's history
+	// (engine.Options.History; zero fields: the defaults).
+	history engine.HistoryLimits
 	// maxEventMessage caps a user message's bytes (0: the server's
 	// default); eventPoll is an idle event stream's safety re-read (0: the
 	// default; negative: never).
@@ -80,9 +84,6 @@ type serveConfig struct {
 	// sessionTTL is how long a web console session lasts (0: the console's
 	// default).
 	sessionTTL time.Duration
-	// consoleReplicaRefresh is how often the console's live pages are
-	// woken on a database replicas share (see console.Options.ReplicaRefresh).
-	consoleReplicaRefresh time.Duration
 	// scheduleCatchUp: see schedule.Options.CatchUp (0: the default).
 	scheduleCatchUp time.Duration
 	// clock is the scheduler's and the schedule service's (nil: time.Now;
@@ -131,13 +132,14 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	cfg.limits.register(fs)
 	fs.IntVar(&cfg.maxGuidedPerRun, "max-guided-per-run", 0, fmt.Sprintf("the most exceptions approved guide entries resolve in one run; past it the run waits for a person (default %d; -1: guide entries never apply)", engine.DefaultMaxGuidedPerRun))
 	fs.DurationVar(&cfg.inlineWindow, "inline-window", 0, fmt.Sprintf("how long an invoke may execute a run itself, on a free worker, before creating it: a run that ends within it without calling a book is created completed or failed (default %s; -1ns: never)", engine.DefaultInlineWindow))
+	fs.IntVar(&cfg.history.MaxEvents, "max-history-events", 0, fmt.Sprintf("entries the engine records in one run's history (says, book calls, runs started; states and exceptions are always recorded); past it one entry says the history stops (default %d; -1: no limit)", engine.DefaultMaxHistoryEvents))
+	fs.Var(sizeFlag{&cfg.history.MaxEventBytes}, "max-history-event-bytes", fmt.Sprintf("size of one entry of a run's history: a longer say line is cut, a book call's larger inputs and outputs are left out (default %s)", humanize.IBytes(engine.DefaultMaxHistoryEventBytes)))
 	fs.DurationVar(&cfg.timeSlice, "time-slice", 0, fmt.Sprintf("how long a run executes before it gives its worker up when every worker is busy and other runs wait (default %s; -1ns: never)", engine.DefaultTimeSlice))
 	fs.IntVar(&cfg.maxLostLeases, "max-lost-leases", 0, fmt.Sprintf("times in a row a run's worker may die while executing it before the run fails with an internal error (default %d)", store.DefaultMaxLostLeases))
 	fs.IntVar(&cfg.maxEventMessage, "max-event-message-bytes", 0, "largest message (a user's content or content_list, an agent's content) an event may carry, in bytes (default and most: the size of an event, --max-event-bytes); larger ones are INVALID_ARGUMENT")
 	registerSizeFlags(fs, &cfg.sizes)
 	fs.DurationVar(&cfg.eventPoll, "event-stream-poll", server.DefaultEventStreamPoll, "how often an idle event stream re-reads its thread after its last offset, in case a wake-up was lost (new events are pushed at once; negative: never)")
 	fs.DurationVar(&cfg.sessionTTL, "session-ttl", console.DefaultSessionTTL, "how long a web console session lasts after sign-in")
-	fs.DurationVar(&cfg.consoleReplicaRefresh, "console-replica-refresh", console.DefaultReplicaRefresh, "on PostgreSQL, how often the web console's live pages fetch their changes again, since another replica's changes are not announced to this one (this replica's are sent at once); 0: never")
 	fs.DurationVar(&cfg.scheduleCatchUp, "schedule-catch-up", schedule.DefaultCatchUp, "how late a schedule's occurrence missed while no server ran still starts its run (only the latest missed one does); negative: never")
 	fs.Float64Var(&cfg.triggerRate.PerSecond, "trigger-rate", server.DefaultTriggerRate, "events a second each trigger instance (webhook or message) starts runs for on this server; a webhook delivery over it is 429 with Retry-After, a message waits for its turn; -1: no bound")
 	fs.IntVar(&cfg.triggerRate.Burst, "trigger-burst", server.DefaultTriggerBurst, "events of one trigger instance taken at once above --trigger-rate")
@@ -342,6 +344,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		TimeSlice:       cfg.timeSlice,
 		InlineWindow:    cfg.inlineWindow,
 		MaxGuidedPerRun: cfg.maxGuidedPerRun,
+		History:         cfg.history,
 		Books: func(org, ws string) lang.Books {
 			return callIDBooks{reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})}
 		},
@@ -351,7 +354,11 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// database (SQLite) is served by this process alone: its engine wakes
 	// itself, and notices to itself would only cost claims.
 	if !st.SingleWriter() {
-		engOpts.Wakeups, engOpts.Notify = st.Listen(engCtx), st.Notify
+		// The listener lives as long as the service, not the engine: it
+		// also carries the event streams' and the console's notices.
+		lisCtx, stopListen := context.WithCancel(context.WithoutCancel(ctx))
+		a.closers = append(a.closers, func() error { stopListen(); return nil })
+		engOpts.Wakeups, engOpts.Notify = st.Listen(lisCtx), st.Notify
 	}
 	// The engine tells the console's live pages what changed.
 	hub := console.NewHub()
@@ -419,6 +426,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		LegacyV2:      legacyV2,
 		Automations:   server.NewAutomationService(st, a.engine),
 		Runs:          server.NewRunService(st, a.engine),
+		RunHistory:    server.NewRunHistoryService(st, a.engine),
 		LegacyV1:      legacyV1,
 		Events:        events,
 		Exceptions:    server.NewExceptionService(st, a.engine),
@@ -474,8 +482,9 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Secure: strings.HasPrefix(cfg.publicURL, "https://"), Logger: logger, Hub: hub,
 	}
 	if !st.SingleWriter() {
-		// Replicas may share the database: another's changes are not told.
-		conOpts.ReplicaRefresh = cfg.consoleReplicaRefresh
+		// Replicas may share the database: they tell each other of their
+		// changes (LISTEN/NOTIFY).
+		conOpts.Replicas = st
 	}
 	con, err := console.New(conOpts)
 	if err != nil {

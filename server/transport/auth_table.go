@@ -95,6 +95,9 @@ var MethodAccess = map[string]Access{
 	"/prose.platform.v1.RunService/PauseRun":    w(store.PermRunsManage),
 	"/prose.platform.v1.RunService/ContinueRun": w(store.PermRunsManage),
 
+	"/prose.platform.v1.RunHistoryService/ListRunEvents":       r(store.PermRunsGet),
+	"/prose.platform.v1.RunHistoryService/GetExecutionOutputs": r(store.PermRunsGet),
+
 	// Automations.
 	"/prose.platform.v1.AutomationService/CreateAutomation":    w(store.PermAutomationsWrite),
 	"/prose.platform.v1.AutomationService/GetAutomation":       r(store.PermAutomationsGet),

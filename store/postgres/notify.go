@@ -71,6 +71,37 @@ func (s *Store) OnRunPause(fn func(runID string)) {
 	s.onPause.Store(&fn)
 }
 
+// maxChangePayload keeps a NotifyChanges payload under PostgreSQL's 8000
+// bytes: more keys are sent in several notices.
+const maxChangePayload = 7000
+
+// NotifyChanges tells every replica listening on the database that runs or
+// exceptions of the workspaces keys changed (sqlstore.ChangeChannel). Best
+// effort.
+func (s *Store) NotifyChanges(ctx context.Context, origin string, keys []string) {
+	for len(keys) > 0 {
+		payload, n := origin+" ", 0
+		for n < len(keys) && (n == 0 || len(payload)+len(keys[n])+1 <= maxChangePayload) {
+			if n > 0 {
+				payload += ","
+			}
+			payload += keys[n]
+			n++
+		}
+		keys = keys[n:]
+		if _, err := s.pool.Exec(ctx, "SELECT pg_notify($1, $2)", sqlstore.ChangeChannel, payload); err != nil && ctx.Err() == nil {
+			slog.Debug("postgres: notify changes", "err", err)
+		}
+	}
+}
+
+// OnChanges makes the listener of Listen call fn (on its goroutine: fn
+// must not block) for every NotifyChanges of any replica, with ("", nil)
+// whenever it (re)connects. It takes effect while Listen runs.
+func (s *Store) OnChanges(fn func(origin string, keys []string)) {
+	s.onChanges.Store(&fn)
+}
+
 func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 	// A connection of its own, not one of the pool's: a listener holds its
 	// connection for good, and the pool is small (see Open).
@@ -79,7 +110,7 @@ func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 		return err
 	}
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel+"; LISTEN "+sqlstore.AuthChannel+"; LISTEN "+sqlstore.EventChannel+"; LISTEN "+sqlstore.PauseChannel); err != nil {
+	if _, err := conn.Exec(ctx, "LISTEN "+wakeChannel+"; LISTEN "+sqlstore.AuthChannel+"; LISTEN "+sqlstore.EventChannel+"; LISTEN "+sqlstore.PauseChannel+"; LISTEN "+sqlstore.ChangeChannel); err != nil {
 		return err
 	}
 	s.InvalidateAuth()
@@ -88,6 +119,9 @@ func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 	}
 	if fn := s.onPause.Load(); fn != nil {
 		(*fn)("") // a pause may have been missed
+	}
+	if fn := s.onChanges.Load(); fn != nil {
+		(*fn)("", nil) // changes may have been missed
 	}
 	for {
 		n, err := conn.WaitForNotification(ctx)
@@ -101,6 +135,13 @@ func (s *Store) listenOnce(ctx context.Context, out chan<- struct{}) error {
 		if n.Channel == sqlstore.PauseChannel {
 			if fn := s.onPause.Load(); fn != nil {
 				(*fn)(n.Payload)
+			}
+			continue
+		}
+		if n.Channel == sqlstore.ChangeChannel {
+			if fn := s.onChanges.Load(); fn != nil {
+				origin, keys, _ := strings.Cut(n.Payload, " ")
+				(*fn)(origin, strings.Split(keys, ","))
 			}
 			continue
 		}

@@ -36,6 +36,9 @@ type Store struct {
 	// onPause receives the pauses announced on sqlstore.PauseChannel (see
 	// OnRunPause).
 	onPause atomic.Pointer[func(runID string)]
+	// onChanges receives the changes announced on sqlstore.ChangeChannel
+	// (see OnChanges).
+	onChanges atomic.Pointer[func(origin string, keys []string)]
 }
 
 var _ store.Store = (*Store)(nil)

@@ -72,6 +72,12 @@ var Events = mustResource("events",
 	Field{Name: "exception", Kind: String, Ops: exactOps, Names: EventExceptionName},
 )
 
+// RunEvents is the filter of ListRunEvents: node_kind (= and !=; the
+// entries of the run's states have none, those of exceptions "Exception").
+var RunEvents = mustResource("run events",
+	Field{Name: "node_kind", Kind: String, Ops: exactOps},
+)
+
 var runStates = map[string]string{
 	"pending": "pending", "executing": "executing", "stopping": "stopping", "stopped": "stopped",
 	"awaiting_guidance": "awaiting_guidance", "completed": "completed", "failed": "failed",

@@ -72,6 +72,7 @@ func Run(t *testing.T, open Opener) {
 	testAutomationsAndRuns(t, open)
 	testRunBudgets(t, open)
 	testChildRuns(t, open)
+	testRunHistory(t, open)
 	testEvents(t, open)
 	testFiles(t, open)
 	testExceptions(t, open)

@@ -303,6 +303,9 @@ func (db *DB) ResolveException(ctx context.Context, org, ws, id string, check st
 			return ", resolver = ?", []any{r.Resolver}, nil
 		},
 		func(c conn, e store.Exception, now time.Time) error {
+			if err := c.insertExceptionEvent(ctx, e, store.ExceptionResolved, r.Resolver, r.Data, now); err != nil {
+				return err
+			}
 			// The run goes on where it stopped; a stopped run keeps the
 			// guidance for when it is continued.
 			// guided counts human guidance (store.HumanGuidance): the
@@ -334,6 +337,9 @@ func only(check store.ExceptionCheck) func(e *store.Exception) (string, []any, e
 func (db *DB) ArchiveException(ctx context.Context, org, ws, id string, check store.ExceptionCheck) (store.Exception, error) {
 	return db.transition(ctx, org, ws, id, store.ExceptionPending, store.ExceptionArchived, only(check),
 		func(c conn, e store.Exception, now time.Time) error {
+			if err := c.insertExceptionEvent(ctx, e, store.ExceptionArchived, "", nil, now); err != nil {
+				return err
+			}
 			_, err := c.exec(ctx, `UPDATE runs SET state = 'stopped', reason = ?, state_time = ?, update_time = ?
 				WHERE id = ? AND state = 'awaiting_guidance' AND exception_id = ?`, "exception "+e.ID+" archived", now, now, e.RunID, e.ID)
 			return db.mapErr(err, "abandon run")
@@ -347,6 +353,9 @@ func (db *DB) UnarchiveException(ctx context.Context, org, ws, id string, check 
 			// Only a run still stopped on this exception can wait for it
 			// again; a run that was continued (or finished) since has moved
 			// on, and the exception stays archived.
+			if err := c.insertExceptionEvent(ctx, e, store.ExceptionPending, "", nil, now); err != nil {
+				return err
+			}
 			res, err := c.exec(ctx, `UPDATE runs SET state = 'awaiting_guidance', reason = '', state_time = ?, update_time = ?
 				WHERE id = ? AND state = 'stopped' AND exception_id = ?`, now, now, e.RunID, e.ID)
 			if err != nil {

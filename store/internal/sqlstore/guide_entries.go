@@ -217,6 +217,13 @@ func (c conn) recordGuided(ctx context.Context, g store.GuidedException, now tim
 	if rowsAffected(res) == 0 {
 		return store.Exception{}, fmt.Errorf("run %q: guide entries have resolved %d exceptions of it, the most they may: %w", x.RunID, g.MaxPerRun, store.ErrResourceExhausted)
 	}
+	// The run's history: the exception raised, and resolved by the entry.
+	if err := c.insertExceptionEvent(ctx, x, store.ExceptionPending, "", nil, now); err != nil {
+		return store.Exception{}, err
+	}
+	if err := c.insertExceptionEvent(ctx, x, store.ExceptionResolved, x.Resolver, nil, now); err != nil {
+		return store.Exception{}, err
+	}
 	x.CreateTime, x.UpdateTime = now, now
 	return x, nil
 }
@@ -224,7 +231,13 @@ func (c conn) recordGuided(ctx context.Context, g store.GuidedException, now tim
 // RecordGuidedException implements store.GuideEntries: one statement (one
 // round trip), the bound checked in it.
 func (db *DB) RecordGuidedException(ctx context.Context, g store.GuidedException) (store.Exception, error) {
-	return db.writer().recordGuided(ctx, g, db.now())
+	var out store.Exception
+	err := db.tx(ctx, func(c conn) error {
+		var err error
+		out, err = c.recordGuided(ctx, g, db.now())
+		return err
+	})
+	return out, err
 }
 
 // RecordGuidedExceptions implements store.GuideEntries: one transaction;
@@ -299,7 +312,14 @@ func (db *DB) recordGuidedPG(ctx context.Context, gs []store.GuidedException) ([
 		SELECT v.o, v.w, v.id, v.r, v.a, v.stage, v.step, v.g, v.msg, v.descr, v.ls, v.le, v.det, v.st, v.asg, v.res, v.rge, v.extra, v.t, v.t
 		FROM (VALUES ` + strings.Join(rows, ", ") + `) AS v(o, w, id, r, a, stage, step, g, msg, descr, ls, le, det, st, asg, res, rge, extra, t, mx)
 		WHERE (SELECT count(*) FROM exceptions e WHERE e.run_id = v.r AND e.resolution_guide_entry <> '') < v.mx
-		RETURNING id`
+		RETURNING id, run_id, resolver, loc_start, loc_end, create_time`
+	// The runs' history: each exception raised, and resolved by its entry.
+	q = `WITH ins AS (` + q + `), ev AS (
+		INSERT INTO run_events (run_id, create_time, kind, node_kind, state, reason, ref, loc_start, loc_end)
+		SELECT ins.run_id, ins.create_time, 'exception', '` + store.ExceptionNodeKind + `', s.st, CASE WHEN s.st = 'RESOLVED' THEN ins.resolver ELSE '' END,
+			ins.id, ins.loc_start, ins.loc_end
+		FROM ins CROSS JOIN (VALUES (1, 'PENDING'), (2, 'RESOLVED')) AS s(ord, st) ORDER BY ins.id, s.ord
+	) SELECT id FROM ins`
 	res, err := db.w.QueryContext(ctx, q, a.Values...)
 	if err != nil {
 		return nil, nil, db.mapErr(err, "record guided exceptions")

@@ -36,6 +36,20 @@ func (db *DB) OnEventChange(func(threadKey string, offset int64)) {}
 // called.
 func (db *DB) OnRunPause(func(runID string)) {}
 
+// NotifyChanges implements store.Notifier for a single-process database:
+// there is no other replica to tell.
+func (db *DB) NotifyChanges(context.Context, string, []string) {}
+
+// OnChanges implements store.Notifier for a single-process database: fn
+// is not called.
+func (db *DB) OnChanges(func(origin string, keys []string)) {}
+
+// ChangeChannel is the PostgreSQL LISTEN/NOTIFY channel on which a replica
+// tells the others which workspaces' runs or exceptions it changed
+// (store.Notifier.NotifyChanges): the payload is the origin, a space, and
+// the workspace keys separated by commas.
+const ChangeChannel = "prose_changes"
+
 // PauseChannel is the PostgreSQL LISTEN/NOTIFY channel on which the pause
 // of an executing run is announced, in the transaction that makes it
 // stopping (so at its commit), with the run's id as the payload.

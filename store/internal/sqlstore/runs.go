@@ -16,7 +16,7 @@ import (
 const runCols = `r.id, r.organization_id, r.workspace_id, r.automation_id, r.name, r.stage, r.stage_version, r.steps, r.user_inputs,
 	r.invocation_details, r.file_ids, r.previous_run, r.request_id, r.state, r.state_time, r.reason, r.exception_id, r.description,
 	r.loc_start, r.loc_end, r.error_id, r.outputs, r.step, r.step_inputs, r.checkpoint, r.resolution, r.lease_owner,
-	r.lease_expire_time, r.create_time, r.update_time, r.parent_run`
+	r.lease_expire_time, r.create_time, r.update_time, r.parent_run, r.history_events`
 
 const runSelect = `SELECT ` + runCols + ` FROM runs r`
 
@@ -29,7 +29,7 @@ func scanRun(s interface{ Scan(...any) error }) (store.Run, error) {
 	err := s.Scan(&r.ID, &r.OrganizationID, &r.WorkspaceID, &r.AutomationID, &r.Name, &stage, &r.StageVersion, &r.Steps, &r.UserInputs,
 		&r.InvocationDetails, jsonCol{&r.FileIDs}, &r.PreviousRun, &r.RequestID, &state, ts{&r.StateTime}, &r.Reason, &r.ExceptionID, &r.Description,
 		&r.Location.Start, &r.Location.End, &r.ErrorID, &r.Outputs, &r.Step, &r.StepInputs, &r.Checkpoint, &r.Resolution, &r.LeaseOwner,
-		ts{&r.LeaseExpireTime}, ts{&r.CreateTime}, ts{&r.UpdateTime}, &r.ParentRun)
+		ts{&r.LeaseExpireTime}, ts{&r.CreateTime}, ts{&r.UpdateTime}, &r.ParentRun, &r.HistoryEvents)
 	r.Stage, r.State = store.Stage(stage), store.RunState(state)
 	if r.FileIDs == nil {
 		r.FileIDs = []string{}
@@ -105,15 +105,23 @@ func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out st
 		r = asPending(r)
 	}
 	ci := createInsert(r)
+	if ci.events > 0 {
+		// What the run said before it was created completed or failed,
+		// before the row (the foreign key is deferred): the state entry its
+		// insert writes comes last, as on a worker.
+		if err := c.insertRunEvents(ctx, r.ID, r.Events, now); err != nil {
+			return store.Run{}, false, nil, err
+		}
+	}
 	// Not read back (RETURNING and its scan were a sixth of a create's
 	// cost on SQLite): the run is what was written (created, below).
 	if _, err := c.exec(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
 		user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time,
-		outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, parent_run)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, parent_run, history_events)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		r.ID, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.Name, string(r.Stage), r.StageVersion, r.Steps,
 		r.UserInputs, r.InvocationDetails, jsonArg(r.FileIDs), r.PreviousRun, r.RequestID, ci.state, now, r.StepInputs, now, now,
-		ci.outputs, ci.step, ci.errorID, ci.description, ci.locStart, ci.locEnd, ci.leaseOwner, ci.leaseExpire, r.ParentRun); err != nil {
+		ci.outputs, ci.step, ci.errorID, ci.description, ci.locStart, ci.locEnd, ci.leaseOwner, ci.leaseExpire, r.ParentRun, ci.events); err != nil {
 		return store.Run{}, false, nil, c.db.mapErr(err, fmt.Sprintf("create run %q", r.ID))
 	}
 	return createdRun(r, ci, now, c.db.d), true, nil, nil
@@ -128,6 +136,7 @@ func createdRun(r store.Run, ci createCols, now time.Time, d store.Dialect) stor
 	r.Outputs, r.Step, r.ErrorID, r.Description = ci.outputs, ci.step, ci.errorID, ci.description
 	r.Location = store.Location{Start: ci.locStart, End: ci.locEnd}
 	r.LeaseOwner, r.LeaseExpireTime = ci.leaseOwner, store.Time(ci.leaseExpire)
+	r.HistoryEvents, r.Events = ci.events, nil
 	if d == store.SQLite {
 		// SQLite reads an empty blob back as NULL.
 		for _, b := range []*[]byte{&r.Steps, &r.UserInputs, &r.InvocationDetails, &r.StepInputs, &r.Outputs} {
@@ -159,6 +168,7 @@ func checkCreateState(r store.Run) error {
 func asPending(r store.Run) store.Run {
 	r.State, r.Outputs, r.Step, r.ErrorID, r.Description, r.Location = store.RunPending, nil, 0, "", "", store.Location{}
 	r.LeaseOwner, r.LeaseExpireTime = "", time.Time{}
+	r.Events = nil
 	return r
 }
 
@@ -173,6 +183,9 @@ type createCols struct {
 	locStart, locEnd     int64
 	leaseOwner           string
 	leaseExpire          time.Time
+	// events: the engine's history entries written with a run created
+	// completed or failed (store.Run.Events).
+	events int
 }
 
 func createInsert(r store.Run) createCols {
@@ -180,9 +193,10 @@ func createInsert(r store.Run) createCols {
 	// leased, the zero time for a finished run (as FinishRun leaves it).
 	switch r.State {
 	case store.RunCompleted:
-		return createCols{state: string(r.State), outputs: r.Outputs, step: r.Step}
+		return createCols{state: string(r.State), outputs: r.Outputs, step: r.Step, events: engineEvents(r.Events)}
 	case store.RunFailed:
-		return createCols{state: string(r.State), errorID: r.ErrorID, description: r.Description, locStart: r.Location.Start, locEnd: r.Location.End}
+		return createCols{state: string(r.State), errorID: r.ErrorID, description: r.Description, locStart: r.Location.Start, locEnd: r.Location.End,
+			events: engineEvents(r.Events)}
 	case store.RunExecuting:
 		return createCols{state: string(r.State), leaseOwner: r.LeaseOwner, leaseExpire: r.LeaseExpireTime}
 	}
@@ -586,13 +600,18 @@ func (db *DB) AppendJournal(ctx context.Context, owner, runID string, entries []
 // SaveProgress implements store.Runs.
 func (db *DB) SaveProgress(ctx context.Context, owner, runID string, p store.Progress) error {
 	return db.tx(ctx, func(c conn) error {
-		res, err := c.exec(ctx, `UPDATE runs SET step = ?, step_inputs = ?, checkpoint = ?, resolution = NULL, lost_leases = 0, update_time = ?
-			WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`, p.Step, p.StepInputs, p.Checkpoint, db.now(), runID, owner)
+		now := db.now()
+		res, err := c.exec(ctx, `UPDATE runs SET step = ?, step_inputs = ?, checkpoint = ?, resolution = NULL, lost_leases = 0, update_time = ?,
+			history_events = history_events + ?
+			WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`, p.Step, p.StepInputs, p.Checkpoint, now, engineEvents(p.Events), runID, owner)
 		if err != nil {
 			return db.mapErr(err, "save progress")
 		}
 		if rowsAffected(res) == 0 {
 			return notLeased(runID, owner)
+		}
+		if err := c.insertRunEvents(ctx, runID, p.Events, now); err != nil {
+			return err
 		}
 		for _, e := range p.Journal {
 			if _, err := c.exec(ctx, `INSERT INTO run_journal (run_id, step, seq, kind, key, data) VALUES (?, ?, ?, ?, ?, ?)
@@ -609,32 +628,63 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 	now := db.now()
 	if o.State == store.RunCompleted || o.State == store.RunFailed {
 		// One statement, outside a transaction: the lease check is its
-		// condition and RETURNING reads the run back.
-		const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping') RETURNING `
-		var row *sql.Row
-		if o.State == store.RunCompleted {
-			row = db.writer().queryRow(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
-				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond+runReturning,
-				o.Step, o.Outputs, time.Time{}, now, now, runID, owner)
-		} else {
-			row = db.writer().queryRow(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
-				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond+runReturning,
-				o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, runID, owner)
+		// condition and RETURNING reads the run back. With history
+		// entries, two in a transaction: the entries first (the lease is
+		// their insert's condition), then the update (whose state entry
+		// comes after them).
+		finish := func(c conn) (store.Run, error) {
+			if len(o.Events) > 0 {
+				if err := c.insertRunEventsLeased(ctx, runID, owner, o.Events, now); err != nil {
+					return store.Run{}, err
+				}
+			}
+			const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping') RETURNING `
+			var row *sql.Row
+			if o.State == store.RunCompleted {
+				row = c.queryRow(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
+				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?, history_events = history_events + ?`+cond+runReturning,
+					o.Step, o.Outputs, time.Time{}, now, now, engineEvents(o.Events), runID, owner)
+			} else {
+				row = c.queryRow(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
+				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?,
+				history_events = history_events + ?`+cond+runReturning,
+					o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, engineEvents(o.Events), runID, owner)
+			}
+			r, err := scanRun(row)
+			if isNoRows(err) {
+				return store.Run{}, notLeased(runID, owner)
+			}
+			if err == nil && r.ParentRun != "" {
+				err = db.wakeParent(ctx, c, r.ParentRun, now)
+			}
+			return r, db.mapErr(err, "finish run")
 		}
-		r, err := scanRun(row)
-		if isNoRows(err) {
-			return store.Run{}, notLeased(runID, owner)
+		if len(o.Events) == 0 {
+			return finish(db.writer())
 		}
-		if err == nil && r.ParentRun != "" {
-			err = db.wakeParent(ctx, db.writer(), r.ParentRun, now)
-		}
-		return r, db.mapErr(err, "finish run")
+		var out store.Run
+		err := db.tx(ctx, func(c conn) error {
+			var err error
+			out, err = finish(c)
+			return err
+		})
+		return out, err
 	}
 	var out store.Run
 	err := db.tx(ctx, func(c conn) error {
 		state, _, err := c.leased(ctx, owner, runID)
 		if err != nil {
 			return err
+		}
+		if len(o.Events) > 0 {
+			// What the run did since its last progress, before the entry of
+			// the state it now enters (written by the update below).
+			if err := c.insertRunEvents(ctx, runID, o.Events, now); err != nil {
+				return err
+			}
+			if _, err := c.exec(ctx, `UPDATE runs SET history_events = history_events + ? WHERE id = ?`, engineEvents(o.Events), runID); err != nil {
+				return db.mapErr(err, "finish run")
+			}
 		}
 		const release = `lease_owner = '', lease_expire_time = ?, lost_leases = 0, state_time = ?, update_time = ?`
 		var res error
@@ -660,6 +710,9 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 			}
 			e.OrganizationID, e.WorkspaceID, e.RunID, e.AutomationID, e.Stage = run.OrganizationID, run.WorkspaceID, run.ID, run.AutomationID, run.Stage
 			if err := c.insertException(ctx, e, now); err != nil {
+				return err
+			}
+			if err := c.insertExceptionEvent(ctx, e, store.ExceptionPending, "", nil, now); err != nil {
 				return err
 			}
 			next := finishState(state, o.State)
@@ -706,8 +759,14 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 		if res != nil {
 			return db.mapErr(res, "finish run")
 		}
-		out, err = c.getRunByID(ctx, runID)
-		return err
+		if out, err = c.getRunByID(ctx, runID); err != nil {
+			return err
+		}
+		if out.ParentRun != "" && out.State.Settled() {
+			// As the one-statement path does.
+			return db.mapErr(db.wakeParent(ctx, c, out.ParentRun, now), "finish run")
+		}
+		return nil
 	})
 	return out, err
 }
@@ -793,14 +852,24 @@ func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, out
 			o := outs[k]
 			var res sql.Result
 			var err error
+			if len(o.Events) > 0 {
+				// What the run did since its last progress goes before the
+				// entry of its final state (written by the update below);
+				// nothing is written for a run not leased to owner (the
+				// insert's condition, and then the update's).
+				if err := c.insertRunEventsLeased(ctx, id, owner, o.Events, now); err != nil {
+					return err
+				}
+			}
 			if o.State == store.RunCompleted {
 				res, err = c.exec(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
-				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond,
-					o.Step, o.Outputs, time.Time{}, now, now, id, owner)
+				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?, history_events = history_events + ?`+cond,
+					o.Step, o.Outputs, time.Time{}, now, now, engineEvents(o.Events), id, owner)
 			} else {
 				res, err = c.exec(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
-				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?`+cond,
-					o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, id, owner)
+				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?,
+				history_events = history_events + ?`+cond,
+					o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, engineEvents(o.Events), id, owner)
 			}
 			if err != nil {
 				return db.mapErr(err, "finish runs")

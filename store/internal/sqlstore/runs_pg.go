@@ -47,6 +47,13 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 		stepNs, locStarts, locEnds             = make([]int64, 0, n), make([]int64, 0, n), make([]int64, 0, n)
 		expires                                = make([]time.Time, 0, n)
 		parents                                = make([]string, 0, n)
+		histories                              = make([]int64, 0, n)
+		// The engine's history entries of runs created completed or
+		// failed (store.Run.Events), written by the same statement.
+		evRuns, evKinds, evNodeKinds []string
+		evTimes                      []time.Time
+		evStarts, evEnds             []int64
+		evData                       [][]byte
 	)
 	bad := make([]bool, n) // a state a run cannot be created in: errs[i]
 	for i, r := range in {
@@ -78,7 +85,20 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 		ci := createInsert(r)
 		states, outputs, errIDs, descs, owners = append(states, ci.state), append(outputs, ci.outputs), append(errIDs, ci.errorID), append(descs, ci.description), append(owners, ci.leaseOwner)
 		stepNs, locStarts, locEnds, expires = append(stepNs, int64(ci.step)), append(locStarts, ci.locStart), append(locEnds, ci.locEnd), append(expires, ci.leaseExpire)
-		parents = append(parents, r.ParentRun)
+		parents, histories = append(parents, r.ParentRun), append(histories, int64(ci.events))
+		if ci.events > 0 {
+			for _, e := range r.Events {
+				kind, at := e.Kind, e.Time
+				if kind == "" {
+					kind = store.RunEventEngine
+				}
+				if at.IsZero() {
+					at = now
+				}
+				evRuns, evKinds, evNodeKinds = append(evRuns, r.ID), append(evKinds, string(kind)), append(evNodeKinds, e.NodeKind)
+				evTimes, evStarts, evEnds, evData = append(evTimes, at), append(evStarts, e.Location.Start), append(evEnds, e.Location.End), append(evData, e.Data)
+			}
+		}
 	}
 	// A run to be created in another state than pending (executed or
 	// leased at creation) is created pending when a run waits in the queue
@@ -87,10 +107,11 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 	const q = `WITH u AS (
 		SELECT * FROM unnest(?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::text[], ?::bigint[], ?::bytea[], ?::bytea[],
 			?::bytea[], ?::text[], ?::text[], ?::text[], ?::bytea[], ?::boolean[],
-			?::text[], ?::bytea[], ?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::timestamptz[], ?::text[]) WITH ORDINALITY
+			?::text[], ?::bytea[], ?::bigint[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::text[], ?::timestamptz[], ?::text[],
+			?::bigint[]) WITH ORDINALITY
 		AS u(id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps, user_inputs,
 			invocation_details, file_ids, previous_run, request_id, step_inputs, current_stage,
-			state, outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, parent_run, ord)
+			state, outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, parent_run, history_events, ord)
 	), queued AS (
 		SELECT EXISTS (SELECT 1 FROM runs WHERE state = 'pending') AS any
 	), v AS (
@@ -99,7 +120,7 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 	), ins AS (
 		INSERT INTO runs AS r (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
 			user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time,
-			outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, parent_run)
+			outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, parent_run, history_events)
 		SELECT v.id, v.organization_id, v.workspace_id, v.automation_id, v.name, v.stage, v.stage_version, v.steps,
 			v.user_inputs, v.invocation_details, v.file_ids, v.previous_run, v.request_id,
 			CASE WHEN v.as_pending THEN 'pending' ELSE v.state END, ?, v.step_inputs, ?, ?,
@@ -107,13 +128,23 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 			CASE WHEN v.as_pending THEN '' ELSE v.error_id END, CASE WHEN v.as_pending THEN '' ELSE v.description END,
 			CASE WHEN v.as_pending THEN 0 ELSE v.loc_start END, CASE WHEN v.as_pending THEN 0 ELSE v.loc_end END,
 			CASE WHEN v.as_pending THEN '' ELSE v.lease_owner END, CASE WHEN v.as_pending THEN 'epoch' ELSE v.lease_expire_time END,
-			v.parent_run
+			v.parent_run, CASE WHEN v.as_pending THEN 0 ELSE v.history_events END
 		FROM v
 		WHERE EXISTS (SELECT 1 FROM automations a WHERE a.organization_id = v.organization_id AND a.workspace_id = v.workspace_id AND a.id = v.automation_id
 			AND (NOT v.current_stage OR a.delete_time IS NULL
 				AND CASE WHEN v.stage = 'published' THEN a.published_version ELSE a.version END = v.stage_version))
 		ON CONFLICT (organization_id, request_id) WHERE request_id != '' DO NOTHING
 		RETURNING ` + runCols + `
+	), history AS (
+		-- What a run created completed or failed said. Row triggers (the
+		-- entry of the state the run is created in) fire at the end of the
+		-- statement, so these entries come first.
+		INSERT INTO run_events (run_id, create_time, kind, node_kind, loc_start, loc_end, data)
+		SELECT e.run_id, e.create_time, e.kind, e.node_kind, e.loc_start, e.loc_end, e.data
+		FROM unnest(?::text[], ?::timestamptz[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bytea[]) WITH ORDINALITY
+			AS e(run_id, create_time, kind, node_kind, loc_start, loc_end, data, ord)
+		JOIN ins ON ins.id = e.run_id AND ins.state IN ('completed', 'failed')
+		ORDER BY e.ord
 	)
 	SELECT true, ` + runCols + ` FROM ins r
 	UNION ALL
@@ -121,7 +152,8 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 		SELECT * FROM runs x WHERE x.organization_id = v.organization_id AND x.request_id = v.request_id AND x.request_id != '' LIMIT 1
 	) r WHERE v.request_id != ''`
 	rows, err := db.writer().query(ctx, q, ids, orgs, wss, autos, names, stages, versions, steps, userIn,
-		inv, files, prevs, reqs, stepInputs, current, states, outputs, stepNs, errIDs, descs, locStarts, locEnds, owners, expires, parents, now, now, now)
+		inv, files, prevs, reqs, stepInputs, current, states, outputs, stepNs, errIDs, descs, locStarts, locEnds, owners, expires, parents, histories,
+		now, now, now, evRuns, evTimes, evKinds, evNodeKinds, evStarts, evEnds, evData)
 	if err != nil {
 		return nil, nil, nil, db.mapErr(err, "create runs")
 	}
@@ -214,7 +246,60 @@ func (db *DB) finishRunsPG(ctx context.Context, owner string, runIDs []string, o
 			AS v(id, state, outputs, error_id, description, loc_start, loc_end, step)
 		WHERE r.id = v.id AND r.lease_owner = ? AND r.state IN ('executing', 'stopping')
 		RETURNING r.id`
-	rows, err := db.writer().query(ctx, q, time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps, owner)
+	// Runs with history entries: the same statement after a CTE that locks
+	// the runs still leased to owner and one that writes their entries (row
+	// triggers, the entries of their final states, fire at the end of the
+	// statement: after them).
+	var evRuns, evKinds, evNodeKinds []string
+	var evTimes []time.Time
+	var evStarts, evEnds []int64
+	var evData [][]byte
+	histories := make([]int64, n)
+	for i, o := range outcomes {
+		histories[i] = int64(engineEvents(o.Events))
+		for _, e := range o.Events {
+			kind, at := e.Kind, e.Time
+			if kind == "" {
+				kind = store.RunEventEngine
+			}
+			if at.IsZero() {
+				at = now
+			}
+			evRuns, evKinds, evNodeKinds = append(evRuns, runIDs[i]), append(evKinds, string(kind)), append(evNodeKinds, e.NodeKind)
+			evTimes, evStarts, evEnds, evData = append(evTimes, at), append(evStarts, e.Location.Start), append(evEnds, e.Location.End), append(evData, e.Data)
+		}
+	}
+	query, args := q, []any{time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps, owner}
+	if len(evRuns) > 0 {
+		const withHistory = `WITH l AS (
+			SELECT id FROM runs WHERE id = ANY(?::text[]) AND lease_owner = ? AND state IN ('executing', 'stopping') FOR UPDATE
+		), ev AS (
+			INSERT INTO run_events (run_id, create_time, kind, node_kind, loc_start, loc_end, data)
+			SELECT e.run_id, e.create_time, e.kind, e.node_kind, e.loc_start, e.loc_end, e.data
+			FROM unnest(?::text[], ?::timestamptz[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bytea[]) WITH ORDINALITY
+				AS e(run_id, create_time, kind, node_kind, loc_start, loc_end, data, ord)
+			WHERE e.run_id IN (SELECT id FROM l)
+			ORDER BY e.ord
+		), h AS (
+			SELECT * FROM unnest(?::text[], ?::bigint[]) AS h(id, n)
+		)
+		UPDATE runs r SET state = CASE WHEN v.state = 'completed' AND r.state = 'stopping' THEN 'stopped' ELSE v.state END,
+			step = CASE WHEN v.state = 'completed' AND r.state = 'stopping' THEN v.step ELSE r.step END,
+			outputs = CASE WHEN v.state = 'completed' THEN v.outputs ELSE r.outputs END,
+			error_id = CASE WHEN v.state = 'failed' THEN v.error_id ELSE r.error_id END,
+			loc_start = CASE WHEN v.state = 'failed' THEN v.loc_start ELSE r.loc_start END,
+			loc_end = CASE WHEN v.state = 'failed' THEN v.loc_end ELSE r.loc_end END,
+			description = v.description, checkpoint = NULL, resolution = NULL, exception_id = '',
+			lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?,
+			history_events = r.history_events + (SELECT h.n FROM h WHERE h.id = r.id)
+			FROM unnest(?::text[], ?::text[], ?::bytea[], ?::text[], ?::text[], ?::bigint[], ?::bigint[], ?::bigint[])
+				AS v(id, state, outputs, error_id, description, loc_start, loc_end, step)
+			WHERE r.id = v.id AND r.id IN (SELECT id FROM l)
+			RETURNING r.id`
+		query, args = withHistory, []any{runIDs, owner, evRuns, evTimes, evKinds, evNodeKinds, evStarts, evEnds, evData, runIDs, histories,
+			time.Time{}, now, now, runIDs, states, outputs, errIDs, descs, starts, ends, steps}
+	}
+	rows, err := db.writer().query(ctx, query, args...)
 	if err != nil {
 		return nil, db.mapErr(err, "finish runs")
 	}

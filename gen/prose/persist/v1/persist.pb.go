@@ -5852,6 +5852,377 @@ func (x *MonthPattern) GetDayPattern() *DayOfMonthPattern {
 	return nil
 }
 
+// RunEvent is an entry of a run's history that the engine records
+// (run_events.data of the entries of kind 'engine'): what the run did.
+// Exactly one member is set.
+type RunEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What the run did.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*RunEvent_Said
+	//	*RunEvent_BookCall
+	//	*RunEvent_ChildRun
+	//	*RunEvent_Truncated
+	Kind isRunEvent_Kind `protobuf_oneof:"kind"`
+	// The step of the run (its index in the run's steps).
+	Step          int32 `protobuf:"varint,10,opt,name=step,proto3" json:"step,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RunEvent) Reset() {
+	*x = RunEvent{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[71]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RunEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RunEvent) ProtoMessage() {}
+
+func (x *RunEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[71]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
+func (*RunEvent) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{71}
+}
+
+func (x *RunEvent) GetKind() isRunEvent_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *RunEvent) GetSaid() *Said {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEvent_Said); ok {
+			return x.Said
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetBookCall() *BookCall {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEvent_BookCall); ok {
+			return x.BookCall
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetChildRun() *ChildRunStarted {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEvent_ChildRun); ok {
+			return x.ChildRun
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetTruncated() *HistoryTruncated {
+	if x != nil {
+		if x, ok := x.Kind.(*RunEvent_Truncated); ok {
+			return x.Truncated
+		}
+	}
+	return nil
+}
+
+func (x *RunEvent) GetStep() int32 {
+	if x != nil {
+		return x.Step
+	}
+	return 0
+}
+
+type isRunEvent_Kind interface {
+	isRunEvent_Kind()
+}
+
+type RunEvent_Said struct {
+	// A line written by `say`.
+	Said *Said `protobuf:"bytes,1,opt,name=said,proto3,oneof"`
+}
+
+type RunEvent_BookCall struct {
+	// A book call with its inputs and outputs.
+	BookCall *BookCall `protobuf:"bytes,2,opt,name=book_call,json=bookCall,proto3,oneof"`
+}
+
+type RunEvent_ChildRun struct {
+	// A child run started by `start a run`.
+	ChildRun *ChildRunStarted `protobuf:"bytes,3,opt,name=child_run,json=childRun,proto3,oneof"`
+}
+
+type RunEvent_Truncated struct {
+	// The history reached its limit: what the run does next is not recorded.
+	Truncated *HistoryTruncated `protobuf:"bytes,4,opt,name=truncated,proto3,oneof"`
+}
+
+func (*RunEvent_Said) isRunEvent_Kind() {}
+
+func (*RunEvent_BookCall) isRunEvent_Kind() {}
+
+func (*RunEvent_ChildRun) isRunEvent_Kind() {}
+
+func (*RunEvent_Truncated) isRunEvent_Kind() {}
+
+// Said is a line written by `say`.
+type Said struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The line, cut at the history's entry size (bytes tells the length).
+	Text string `protobuf:"bytes,1,opt,name=text,proto3" json:"text,omitempty"`
+	// The length of the line in bytes when it was cut (0: not cut).
+	Bytes         int64 `protobuf:"varint,2,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Said) Reset() {
+	*x = Said{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[72]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Said) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Said) ProtoMessage() {}
+
+func (x *Said) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[72]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Said.ProtoReflect.Descriptor instead.
+func (*Said) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{72}
+}
+
+func (x *Said) GetText() string {
+	if x != nil {
+		return x.Text
+	}
+	return ""
+}
+
+func (x *Said) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+// BookCall is a call of a book's procedure.
+type BookCall struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The book.
+	Book string `protobuf:"bytes,1,opt,name=book,proto3" json:"book,omitempty"`
+	// The procedure.
+	Procedure string `protobuf:"bytes,2,opt,name=procedure,proto3" json:"procedure,omitempty"`
+	// The inputs by name (absent when they were over the entry size).
+	Inputs map[string]*Value `protobuf:"bytes,3,rep,name=inputs,proto3" json:"inputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// The outputs by name (absent when they were over the entry size).
+	Outputs map[string]*Value `protobuf:"bytes,4,rep,name=outputs,proto3" json:"outputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Whether inputs and outputs were left out for their size.
+	ValuesOmitted bool `protobuf:"varint,5,opt,name=values_omitted,json=valuesOmitted,proto3" json:"values_omitted,omitempty"`
+	// The call's id (what an external book deduplicates on).
+	CallId        string `protobuf:"bytes,6,opt,name=call_id,json=callId,proto3" json:"call_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BookCall) Reset() {
+	*x = BookCall{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[73]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BookCall) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BookCall) ProtoMessage() {}
+
+func (x *BookCall) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[73]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BookCall.ProtoReflect.Descriptor instead.
+func (*BookCall) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{73}
+}
+
+func (x *BookCall) GetBook() string {
+	if x != nil {
+		return x.Book
+	}
+	return ""
+}
+
+func (x *BookCall) GetProcedure() string {
+	if x != nil {
+		return x.Procedure
+	}
+	return ""
+}
+
+func (x *BookCall) GetInputs() map[string]*Value {
+	if x != nil {
+		return x.Inputs
+	}
+	return nil
+}
+
+func (x *BookCall) GetOutputs() map[string]*Value {
+	if x != nil {
+		return x.Outputs
+	}
+	return nil
+}
+
+func (x *BookCall) GetValuesOmitted() bool {
+	if x != nil {
+		return x.ValuesOmitted
+	}
+	return false
+}
+
+func (x *BookCall) GetCallId() string {
+	if x != nil {
+		return x.CallId
+	}
+	return ""
+}
+
+// ChildRunStarted is a run started by `start a run`.
+type ChildRunStarted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The child run's id.
+	RunId         string `protobuf:"bytes,1,opt,name=run_id,json=runId,proto3" json:"run_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ChildRunStarted) Reset() {
+	*x = ChildRunStarted{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[74]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ChildRunStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ChildRunStarted) ProtoMessage() {}
+
+func (x *ChildRunStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[74]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ChildRunStarted.ProtoReflect.Descriptor instead.
+func (*ChildRunStarted) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{74}
+}
+
+func (x *ChildRunStarted) GetRunId() string {
+	if x != nil {
+		return x.RunId
+	}
+	return ""
+}
+
+// HistoryTruncated marks the end of what the history records of the run's
+// doings: the run reached the limit of entries.
+type HistoryTruncated struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The limit.
+	Limit         int64 `protobuf:"varint,1,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryTruncated) Reset() {
+	*x = HistoryTruncated{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[75]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryTruncated) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryTruncated) ProtoMessage() {}
+
+func (x *HistoryTruncated) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[75]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryTruncated.ProtoReflect.Descriptor instead.
+func (*HistoryTruncated) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{75}
+}
+
+func (x *HistoryTruncated) GetLimit() int64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
 var File_prose_persist_v1_persist_proto protoreflect.FileDescriptor
 
 const file_prose_persist_v1_persist_proto_rawDesc = "" +
@@ -6193,7 +6564,35 @@ const file_prose_persist_v1_persist_proto_rawDesc = "" +
 	"\fMonthPattern\x12-\n" +
 	"\x05month\x18\x01 \x01(\x0e2\x17.prose.persist.v1.MonthR\x05month\x12D\n" +
 	"\vday_pattern\x18\x02 \x01(\v2#.prose.persist.v1.DayOfMonthPatternR\n" +
-	"dayPattern*M\n" +
+	"dayPattern\"\x95\x02\n" +
+	"\bRunEvent\x12,\n" +
+	"\x04said\x18\x01 \x01(\v2\x16.prose.persist.v1.SaidH\x00R\x04said\x129\n" +
+	"\tbook_call\x18\x02 \x01(\v2\x1a.prose.persist.v1.BookCallH\x00R\bbookCall\x12@\n" +
+	"\tchild_run\x18\x03 \x01(\v2!.prose.persist.v1.ChildRunStartedH\x00R\bchildRun\x12B\n" +
+	"\ttruncated\x18\x04 \x01(\v2\".prose.persist.v1.HistoryTruncatedH\x00R\ttruncated\x12\x12\n" +
+	"\x04step\x18\n" +
+	" \x01(\x05R\x04stepB\x06\n" +
+	"\x04kind\"0\n" +
+	"\x04Said\x12\x12\n" +
+	"\x04text\x18\x01 \x01(\tR\x04text\x12\x14\n" +
+	"\x05bytes\x18\x02 \x01(\x03R\x05bytes\"\xa8\x03\n" +
+	"\bBookCall\x12\x12\n" +
+	"\x04book\x18\x01 \x01(\tR\x04book\x12\x1c\n" +
+	"\tprocedure\x18\x02 \x01(\tR\tprocedure\x12>\n" +
+	"\x06inputs\x18\x03 \x03(\v2&.prose.persist.v1.BookCall.InputsEntryR\x06inputs\x12A\n" +
+	"\aoutputs\x18\x04 \x03(\v2'.prose.persist.v1.BookCall.OutputsEntryR\aoutputs\x12%\n" +
+	"\x0evalues_omitted\x18\x05 \x01(\bR\rvaluesOmitted\x12\x17\n" +
+	"\acall_id\x18\x06 \x01(\tR\x06callId\x1aR\n" +
+	"\vInputsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.prose.persist.v1.ValueR\x05value:\x028\x01\x1aS\n" +
+	"\fOutputsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.prose.persist.v1.ValueR\x05value:\x028\x01\"(\n" +
+	"\x0fChildRunStarted\x12\x15\n" +
+	"\x06run_id\x18\x01 \x01(\tR\x05runId\"(\n" +
+	"\x10HistoryTruncated\x12\x14\n" +
+	"\x05limit\x18\x01 \x01(\x03R\x05limit*M\n" +
 	"\x05Phase\x12\x15\n" +
 	"\x11PHASE_UNSPECIFIED\x10\x00\x12\r\n" +
 	"\tPHASE_PRE\x10\x01\x12\x0e\n" +
@@ -6280,7 +6679,7 @@ func file_prose_persist_v1_persist_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_persist_v1_persist_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 78)
+var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
 var file_prose_persist_v1_persist_proto_goTypes = []any{
 	(Phase)(0),                            // 0: prose.persist.v1.Phase
 	(InvocationSource)(0),                 // 1: prose.persist.v1.InvocationSource
@@ -6362,49 +6761,56 @@ var file_prose_persist_v1_persist_proto_goTypes = []any{
 	(*TimeWindow)(nil),                    // 77: prose.persist.v1.TimeWindow
 	(*RepeatInterval)(nil),                // 78: prose.persist.v1.RepeatInterval
 	(*MonthPattern)(nil),                  // 79: prose.persist.v1.MonthPattern
-	nil,                                   // 80: prose.persist.v1.Values.ValuesEntry
-	nil,                                   // 81: prose.persist.v1.Steps.InputsEntry
-	nil,                                   // 82: prose.persist.v1.Step.BookConnectionsEntry
-	nil,                                   // 83: prose.persist.v1.Expressions.ExpressionsEntry
-	nil,                                   // 84: prose.persist.v1.AutomationDetails.ConnectionsEntry
-	nil,                                   // 85: prose.persist.v1.AutomationDetails.DefaultInputsEntry
-	nil,                                   // 86: prose.persist.v1.TriggerConfig.ConfigurationEntry
-	(structpb.NullValue)(0),               // 87: google.protobuf.NullValue
-	(*date.Date)(nil),                     // 88: google.type.Date
-	(*timeofday.TimeOfDay)(nil),           // 89: google.type.TimeOfDay
-	(*datetime.DateTime)(nil),             // 90: google.type.DateTime
-	(*datetime.TimeZone)(nil),             // 91: google.type.TimeZone
-	(*durationpb.Duration)(nil),           // 92: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 93: google.protobuf.Timestamp
+	(*RunEvent)(nil),                      // 80: prose.persist.v1.RunEvent
+	(*Said)(nil),                          // 81: prose.persist.v1.Said
+	(*BookCall)(nil),                      // 82: prose.persist.v1.BookCall
+	(*ChildRunStarted)(nil),               // 83: prose.persist.v1.ChildRunStarted
+	(*HistoryTruncated)(nil),              // 84: prose.persist.v1.HistoryTruncated
+	nil,                                   // 85: prose.persist.v1.Values.ValuesEntry
+	nil,                                   // 86: prose.persist.v1.Steps.InputsEntry
+	nil,                                   // 87: prose.persist.v1.Step.BookConnectionsEntry
+	nil,                                   // 88: prose.persist.v1.Expressions.ExpressionsEntry
+	nil,                                   // 89: prose.persist.v1.AutomationDetails.ConnectionsEntry
+	nil,                                   // 90: prose.persist.v1.AutomationDetails.DefaultInputsEntry
+	nil,                                   // 91: prose.persist.v1.TriggerConfig.ConfigurationEntry
+	nil,                                   // 92: prose.persist.v1.BookCall.InputsEntry
+	nil,                                   // 93: prose.persist.v1.BookCall.OutputsEntry
+	(structpb.NullValue)(0),               // 94: google.protobuf.NullValue
+	(*date.Date)(nil),                     // 95: google.type.Date
+	(*timeofday.TimeOfDay)(nil),           // 96: google.type.TimeOfDay
+	(*datetime.DateTime)(nil),             // 97: google.type.DateTime
+	(*datetime.TimeZone)(nil),             // 98: google.type.TimeZone
+	(*durationpb.Duration)(nil),           // 99: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 100: google.protobuf.Timestamp
 }
 var file_prose_persist_v1_persist_proto_depIdxs = []int32{
-	80,  // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
-	81,  // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
+	85,  // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
+	86,  // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
 	11,  // 2: prose.persist.v1.Steps.steps:type_name -> prose.persist.v1.Step
-	82,  // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
+	87,  // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
 	0,   // 4: prose.persist.v1.Step.phase:type_name -> prose.persist.v1.Phase
 	1,   // 5: prose.persist.v1.Invocation.source:type_name -> prose.persist.v1.InvocationSource
 	9,   // 6: prose.persist.v1.Guidance.provide_values:type_name -> prose.persist.v1.Values
 	16,  // 7: prose.persist.v1.Guidance.answer:type_name -> prose.persist.v1.Value
 	15,  // 8: prose.persist.v1.Guidance.provide_expressions:type_name -> prose.persist.v1.Expressions
-	83,  // 9: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
-	87,  // 10: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
+	88,  // 9: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
+	94,  // 10: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
 	17,  // 11: prose.persist.v1.Value.number:type_name -> prose.persist.v1.Number
-	88,  // 12: prose.persist.v1.Value.date:type_name -> google.type.Date
-	89,  // 13: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
-	90,  // 14: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
-	91,  // 15: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
-	92,  // 16: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
+	95,  // 12: prose.persist.v1.Value.date:type_name -> google.type.Date
+	96,  // 13: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
+	97,  // 14: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
+	98,  // 15: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
+	99,  // 16: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
 	19,  // 17: prose.persist.v1.Value.list:type_name -> prose.persist.v1.List
 	20,  // 18: prose.persist.v1.Value.dictionary:type_name -> prose.persist.v1.Dictionary
 	23,  // 19: prose.persist.v1.Value.file:type_name -> prose.persist.v1.FileValue
 	25,  // 20: prose.persist.v1.Value.table:type_name -> prose.persist.v1.TableValue
 	22,  // 21: prose.persist.v1.Value.set:type_name -> prose.persist.v1.Set
 	17,  // 22: prose.persist.v1.HashableValue.number:type_name -> prose.persist.v1.Number
-	88,  // 23: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
-	89,  // 24: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
-	90,  // 25: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
-	92,  // 26: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
+	95,  // 23: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
+	96,  // 24: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
+	97,  // 25: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
+	99,  // 26: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
 	16,  // 27: prose.persist.v1.List.items:type_name -> prose.persist.v1.Value
 	21,  // 28: prose.persist.v1.Dictionary.entries:type_name -> prose.persist.v1.DictionaryEntry
 	18,  // 29: prose.persist.v1.DictionaryEntry.key:type_name -> prose.persist.v1.HashableValue
@@ -6414,11 +6820,11 @@ var file_prose_persist_v1_persist_proto_depIdxs = []int32{
 	26,  // 33: prose.persist.v1.TableValue.inline:type_name -> prose.persist.v1.Table
 	27,  // 34: prose.persist.v1.Table.columns:type_name -> prose.persist.v1.Column
 	29,  // 35: prose.persist.v1.Column.values:type_name -> prose.persist.v1.BdkValue
-	87,  // 36: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
+	94,  // 36: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
 	28,  // 37: prose.persist.v1.BdkValue.conceptual_value:type_name -> prose.persist.v1.NounPhrase
-	93,  // 38: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
-	88,  // 39: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
-	89,  // 40: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
+	100, // 38: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
+	95,  // 39: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
+	96,  // 40: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
 	23,  // 41: prose.persist.v1.BdkValue.file_value:type_name -> prose.persist.v1.FileValue
 	30,  // 42: prose.persist.v1.BdkValue.dictionary_value:type_name -> prose.persist.v1.BdkDictionaryValue
 	32,  // 43: prose.persist.v1.BdkValue.list_value:type_name -> prose.persist.v1.BdkListValue
@@ -6447,10 +6853,10 @@ var file_prose_persist_v1_persist_proto_depIdxs = []int32{
 	41,  // 66: prose.persist.v1.InputContentList.items:type_name -> prose.persist.v1.InputContent
 	42,  // 67: prose.persist.v1.InputContent.file:type_name -> prose.persist.v1.FileInputContent
 	43,  // 68: prose.persist.v1.FileInputContent.inline:type_name -> prose.persist.v1.FileContent
-	84,  // 69: prose.persist.v1.AutomationDetails.connections:type_name -> prose.persist.v1.AutomationDetails.ConnectionsEntry
+	89,  // 69: prose.persist.v1.AutomationDetails.connections:type_name -> prose.persist.v1.AutomationDetails.ConnectionsEntry
 	51,  // 70: prose.persist.v1.AutomationDetails.input_specs:type_name -> prose.persist.v1.AutomationInputSpec
 	2,   // 71: prose.persist.v1.AutomationDetails.activation_state:type_name -> prose.persist.v1.AutomationActivationState
-	85,  // 72: prose.persist.v1.AutomationDetails.default_inputs:type_name -> prose.persist.v1.AutomationDetails.DefaultInputsEntry
+	90,  // 72: prose.persist.v1.AutomationDetails.default_inputs:type_name -> prose.persist.v1.AutomationDetails.DefaultInputsEntry
 	52,  // 73: prose.persist.v1.AutomationInputSpec.type:type_name -> prose.persist.v1.ValueType
 	3,   // 74: prose.persist.v1.ValueType.scalar_type:type_name -> prose.persist.v1.ValueScalarType
 	53,  // 75: prose.persist.v1.ValueType.optional_type:type_name -> prose.persist.v1.ValueOptionalType
@@ -6474,7 +6880,7 @@ var file_prose_persist_v1_persist_proto_depIdxs = []int32{
 	64,  // 93: prose.persist.v1.ValueEnumType.members:type_name -> prose.persist.v1.ValueEnumTypeMember
 	52,  // 94: prose.persist.v1.ValueGenericDictionaryType.key_type:type_name -> prose.persist.v1.ValueType
 	52,  // 95: prose.persist.v1.ValueGenericDictionaryType.value_type:type_name -> prose.persist.v1.ValueType
-	86,  // 96: prose.persist.v1.TriggerConfig.configuration:type_name -> prose.persist.v1.TriggerConfig.ConfigurationEntry
+	91,  // 96: prose.persist.v1.TriggerConfig.configuration:type_name -> prose.persist.v1.TriggerConfig.ConfigurationEntry
 	67,  // 97: prose.persist.v1.TriggerConfig.filter_expression:type_name -> prose.persist.v1.Expression
 	69,  // 98: prose.persist.v1.Expression.binary_expression:type_name -> prose.persist.v1.BinaryExpression
 	68,  // 99: prose.persist.v1.Expression.unary_expression:type_name -> prose.persist.v1.UnaryExpression
@@ -6492,29 +6898,37 @@ var file_prose_persist_v1_persist_proto_depIdxs = []int32{
 	77,  // 111: prose.persist.v1.ScheduleConfig.active_window:type_name -> prose.persist.v1.TimeWindow
 	72,  // 112: prose.persist.v1.ScheduleConfig.end:type_name -> prose.persist.v1.ScheduleEnd
 	4,   // 113: prose.persist.v1.ScheduleEnd.end_type:type_name -> prose.persist.v1.ScheduleEndType
-	88,  // 114: prose.persist.v1.ScheduleEnd.end_date:type_name -> google.type.Date
+	95,  // 114: prose.persist.v1.ScheduleEnd.end_date:type_name -> google.type.Date
 	5,   // 115: prose.persist.v1.DayOfWeekPattern.days:type_name -> prose.persist.v1.DayOfWeek
 	75,  // 116: prose.persist.v1.DayOfMonthPattern.ordinal_day:type_name -> prose.persist.v1.OrdinalDayOfWeek
 	6,   // 117: prose.persist.v1.OrdinalDayOfWeek.ordinal:type_name -> prose.persist.v1.Ordinal
 	5,   // 118: prose.persist.v1.OrdinalDayOfWeek.day:type_name -> prose.persist.v1.DayOfWeek
-	88,  // 119: prose.persist.v1.ScheduleStart.start_date:type_name -> google.type.Date
-	89,  // 120: prose.persist.v1.ScheduleStart.time:type_name -> google.type.TimeOfDay
-	93,  // 121: prose.persist.v1.TimeWindow.start_time:type_name -> google.protobuf.Timestamp
-	93,  // 122: prose.persist.v1.TimeWindow.end_time:type_name -> google.protobuf.Timestamp
+	95,  // 119: prose.persist.v1.ScheduleStart.start_date:type_name -> google.type.Date
+	96,  // 120: prose.persist.v1.ScheduleStart.time:type_name -> google.type.TimeOfDay
+	100, // 121: prose.persist.v1.TimeWindow.start_time:type_name -> google.protobuf.Timestamp
+	100, // 122: prose.persist.v1.TimeWindow.end_time:type_name -> google.protobuf.Timestamp
 	7,   // 123: prose.persist.v1.RepeatInterval.unit:type_name -> prose.persist.v1.FrequencyUnit
 	8,   // 124: prose.persist.v1.MonthPattern.month:type_name -> prose.persist.v1.Month
 	74,  // 125: prose.persist.v1.MonthPattern.day_pattern:type_name -> prose.persist.v1.DayOfMonthPattern
-	16,  // 126: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
-	16,  // 127: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
-	12,  // 128: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
-	12,  // 129: prose.persist.v1.AutomationDetails.ConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
-	16,  // 130: prose.persist.v1.AutomationDetails.DefaultInputsEntry.value:type_name -> prose.persist.v1.Value
-	29,  // 131: prose.persist.v1.TriggerConfig.ConfigurationEntry.value:type_name -> prose.persist.v1.BdkValue
-	132, // [132:132] is the sub-list for method output_type
-	132, // [132:132] is the sub-list for method input_type
-	132, // [132:132] is the sub-list for extension type_name
-	132, // [132:132] is the sub-list for extension extendee
-	0,   // [0:132] is the sub-list for field type_name
+	81,  // 126: prose.persist.v1.RunEvent.said:type_name -> prose.persist.v1.Said
+	82,  // 127: prose.persist.v1.RunEvent.book_call:type_name -> prose.persist.v1.BookCall
+	83,  // 128: prose.persist.v1.RunEvent.child_run:type_name -> prose.persist.v1.ChildRunStarted
+	84,  // 129: prose.persist.v1.RunEvent.truncated:type_name -> prose.persist.v1.HistoryTruncated
+	92,  // 130: prose.persist.v1.BookCall.inputs:type_name -> prose.persist.v1.BookCall.InputsEntry
+	93,  // 131: prose.persist.v1.BookCall.outputs:type_name -> prose.persist.v1.BookCall.OutputsEntry
+	16,  // 132: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
+	16,  // 133: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
+	12,  // 134: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	12,  // 135: prose.persist.v1.AutomationDetails.ConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	16,  // 136: prose.persist.v1.AutomationDetails.DefaultInputsEntry.value:type_name -> prose.persist.v1.Value
+	29,  // 137: prose.persist.v1.TriggerConfig.ConfigurationEntry.value:type_name -> prose.persist.v1.BdkValue
+	16,  // 138: prose.persist.v1.BookCall.InputsEntry.value:type_name -> prose.persist.v1.Value
+	16,  // 139: prose.persist.v1.BookCall.OutputsEntry.value:type_name -> prose.persist.v1.Value
+	140, // [140:140] is the sub-list for method output_type
+	140, // [140:140] is the sub-list for method input_type
+	140, // [140:140] is the sub-list for extension type_name
+	140, // [140:140] is the sub-list for extension extendee
+	0,   // [0:140] is the sub-list for field type_name
 }
 
 func init() { file_prose_persist_v1_persist_proto_init() }
@@ -6618,13 +7032,19 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*Expression_ValueExpression)(nil),
 		(*Expression_NounPhrasesExpression)(nil),
 	}
+	file_prose_persist_v1_persist_proto_msgTypes[71].OneofWrappers = []any{
+		(*RunEvent_Said)(nil),
+		(*RunEvent_BookCall)(nil),
+		(*RunEvent_ChildRun)(nil),
+		(*RunEvent_Truncated)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_persist_v1_persist_proto_rawDesc), len(file_prose_persist_v1_persist_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   78,
+			NumMessages:   85,
 			NumExtensions: 0,
 			NumServices:   0,
 		},
