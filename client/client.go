@@ -67,6 +67,8 @@ type Client struct {
 	Organizations platformv1.OrganizationServiceClient
 	Workspaces    platformv1.WorkspaceServiceClient
 	Files         platformv1.FileServiceClient
+	History       platformv1.RunHistoryServiceClient
+	GuideEntries  platformv1.GuideEntryServiceClient
 }
 
 type options struct {
@@ -149,6 +151,8 @@ func New(conn *grpc.ClientConn) *Client {
 		Organizations: platformv1.NewOrganizationServiceClient(conn),
 		Workspaces:    platformv1.NewWorkspaceServiceClient(conn),
 		Files:         platformv1.NewFileServiceClient(conn),
+		History:       platformv1.NewRunHistoryServiceClient(conn),
+		GuideEntries:  platformv1.NewGuideEntryServiceClient(conn),
 	}
 }
 

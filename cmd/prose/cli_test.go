@@ -200,7 +200,8 @@ func TestCLIDailyWork(t *testing.T) {
 	if m := c.json(0, "runs", "list", "--filter", `state = "completed"`); len(m["runs"].([]any)) != 2 {
 		t.Fatalf("completed runs: %v", m)
 	}
-	if out := c.must(0, "runs", "events", runID); !strings.Contains(out, "exception "+excID) || !strings.Contains(out, "resolved") {
+	if out := c.must(0, "runs", "events", runID); !strings.Contains(out, "exception "+excID) || !strings.Contains(out, "resolved by users/") ||
+		!strings.Contains(out, "Say") || !strings.Contains(out, "awaiting_guidance") {
 		t.Fatalf("runs events:\n%s", out)
 	}
 	if out := c.must(0, "runs", "watch", runID); !strings.Contains(out, "completed") {

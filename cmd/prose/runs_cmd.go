@@ -210,13 +210,17 @@ state it goes through (with -o json: the run as JSON at the end), then exit as
 
 func runsEvents(f *clientFlags) *cobra.Command {
 	var agent string
+	var filter string
 	cmd := &cobra.Command{
 		Use:               "events RUN",
 		ValidArgsFunction: completeIDs(f, "run"),
-		Short:             "Show what happened to a run: its exceptions and its conversation with the agent",
-		Long: `Show the exceptions a run raised (pending, resolved or archived, oldest first)
-and the events of its conversation with an agent (--agent, default prose).`,
-		Example: "  prose runs events RUN\n  prose runs events RUN -o json",
+		Short:             "Show a run's history: its states, what it said, its book calls, its exceptions",
+		Long: `Show a run's history, oldest first (ListRunEvents): the states it entered,
+what it said, the books it called with their inputs and outputs, the runs it
+started, the exceptions it raised and who resolved them. --filter narrows it
+by node_kind (for example 'node_kind = "Say"'). With --agent, the events of
+its conversation with that agent follow.`,
+		Example: "  prose runs events RUN\n  prose runs events RUN --filter 'node_kind = \"FunctionCall\"' -o json\n  prose runs events RUN --agent prose",
 		Args:    exactArgs(1, "RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := f.connect(cmd, true)
@@ -228,40 +232,104 @@ and the events of its conversation with an agent (--agent, default prose).`,
 			if err != nil {
 				return err
 			}
-			exc, err := s.c.Exceptions.ListExceptions(cmd.Context(), &platformv1.ListExceptionsRequest{
-				OrganizationId: s.org, WorkspaceId: s.ws, PageSize: 1000, Filter: fmt.Sprintf("run = %q", r.GetName()),
-			})
-			if err != nil {
-				return apiErr(err)
-			}
 			_, _, a, id, _ := names.ParseRun(r.GetName())
-			evs, err := s.c.Events.ListEvents(cmd.Context(), &platformv1.ListEventsRequest{
-				OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, RunId: id, AgentId: agent, PageSize: 1000,
-			})
-			if err != nil {
-				return apiErr(err)
+			history := &platformv1.ListRunEventsResponse{}
+			req := &platformv1.ListRunEventsRequest{
+				OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, RunId: id, PageSize: 1000, Filter: filter,
+			}
+			for {
+				page, err := s.c.History.ListRunEvents(cmd.Context(), req)
+				if err != nil {
+					return apiErr(err)
+				}
+				history.RunEvents = append(history.RunEvents, page.GetRunEvents()...)
+				if page.GetNextPageToken() == "" {
+					break
+				}
+				req.PageToken = page.GetNextPageToken()
+			}
+			var evs *platformv1.ListEventsResponse
+			if agent != "" {
+				evs, err = s.c.Events.ListEvents(cmd.Context(), &platformv1.ListEventsRequest{
+					OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, RunId: id, AgentId: agent, PageSize: 1000,
+				})
+				if err != nil {
+					return apiErr(err)
+				}
 			}
 			if s.json {
-				if err := s.printJSON(exc); err != nil {
+				if err := s.printJSON(history); err != nil {
 					return err
 				}
-				return s.printJSON(evs)
+				if evs != nil {
+					return s.printJSON(evs)
+				}
+				return nil
 			}
 			fmt.Fprintf(s.out, "run %s is %s\n", r.GetName(), client.StateName(r))
 			rows := [][]string{}
-			for _, e := range exc.GetExceptions() {
-				rows = append(rows, []string{timeText(e.GetCreateTime()), "exception " + names.ID(e.GetName()), excState(e), e.GetMessage()})
+			for _, e := range history.GetRunEvents() {
+				rows = append(rows, historyRow(e))
 			}
-			for _, e := range evs.GetEvents() {
-				rows = append(rows, []string{timeText(e.GetCreateTime()), "event " + names.ID(e.GetName()), eventKind(e), eventText(e)})
-			}
-			sort.SliceStable(rows, func(i, j int) bool { return rows[i][0] < rows[j][0] })
 			s.table([]string{"TIME", "WHAT", "KIND", "TEXT"}, rows)
+			if evs != nil {
+				rows = rows[:0]
+				for _, e := range evs.GetEvents() {
+					rows = append(rows, []string{timeText(e.GetCreateTime()), "event " + names.ID(e.GetName()), eventKind(e), eventText(e)})
+				}
+				fmt.Fprintf(s.out, "\nconversation with %s\n", agent)
+				s.table([]string{"TIME", "WHAT", "KIND", "TEXT"}, rows)
+			}
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&agent, "agent", "prose", "the agent whose conversation to show")
+	cmd.Flags().StringVar(&filter, "filter", "", "AIP-160 filter on node_kind")
+	cmd.Flags().StringVar(&agent, "agent", "", "also show the run's conversation with this agent (prose: the built-in one)")
 	return cmd
+}
+
+// historyRow is a table row of one entry of a run's history.
+func historyRow(e *platformv1.RunEvent) []string {
+	if u := e.GetRunUpdate(); u != nil {
+		return []string{timeText(u.GetRun().GetUpdateTime()), "state", client.StateName(u.GetRun()), ""}
+	}
+	j := e.GetExecutionJournal()
+	when := timeText(j.GetEventTime())
+	switch {
+	case j.GetNodeExecuted() != nil:
+		n := j.GetNodeExecuted()
+		var text string
+		switch n.GetNodeKind() {
+		case "Say":
+			text = n.GetOutputs()["text"].GetText()
+		case "FunctionCall":
+			c := n.GetBookFunctionCall()
+			text = c.GetBookFunction().GetFunctionName() + " of " + c.GetBookFunction().GetBookName()
+			if out, err := client.PlainJSON(c.GetOutput()); err == nil && c.GetOutput() != nil {
+				text += " → " + string(out)
+			}
+		case "StartRun":
+			text = "started run " + names.ID(n.GetOutputs()["run"].GetText())
+		case "Exception":
+			text = "exception " + names.ID(j.GetExtraMetadata()["exception"].GetText()) + " " + strings.ToLower(j.GetExtraMetadata()["exception_state"].GetText())
+		}
+		return []string{when, "node", n.GetNodeKind(), oneLine(text, 80)}
+	case j.GetNodePatched() != nil:
+		text := "resolved"
+		if r := j.GetExtraMetadata()["resolver"]; r != nil {
+			text += " by " + r.GetText()
+		}
+		return []string{when, "guidance", j.GetNodePatched().GetNodeKind(), oneLine(text, 80)}
+	case j.GetStopped() != nil:
+		return []string{when, "execution", "stopped", ""}
+	case j.GetCompleted() != nil:
+		return []string{when, "execution", "completed", ""}
+	case j.GetFailed() != nil:
+		return []string{when, "execution", "failed", ""}
+	case j.GetStarted() != nil:
+		return []string{when, "execution", "started", ""}
+	}
+	return []string{when, "journal", "", ""}
 }
 
 func eventKind(e *platformv1.Event) string {
