@@ -114,7 +114,10 @@ type serveConfig struct {
 }
 
 // serveFlags defines serve's flags on fs, into cfg.
+// Their values may also come from the environment and a config file
+// (applyEnvAndConfig).
 func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
+	fs.String(ConfigFlag, "", "config file of flag values (YAML, or TOML if it ends in .toml; the flag names as keys)")
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "address to listen on (gRPC and HTTP)")
 	fs.StringVar(&cfg.data, "data", "./prose-data", "data directory of the embedded SQLite database")
 	fs.StringVar(&cfg.database, "database", "", "a postgres://… URL; overrides --data")
@@ -151,11 +154,16 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.SetOutput(stderr)
 	var cfg serveConfig
 	serveFlags(fs, &cfg)
+	fs.Usage = flagUsageWithEnv(fs, "serve")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "serve: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	if err := applyEnvAndConfig(fs, nil, os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "serve: %v\n", err)
 		return 2
 	}
 	var level slog.Level
