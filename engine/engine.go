@@ -137,6 +137,9 @@ type Engine struct {
 	// the runs Invoke executes (see inlineSlot).
 	running atomic.Bool
 	inline  atomic.Int64
+	// draining is set (under mu) when Run's context ended: the runs in
+	// flight, and any started after, are handed back (errHandBack).
+	draining bool
 
 	// pool is Run's worker pool while it runs (nil otherwise): Invoke
 	// starts runs it created leased on it (see launch).
@@ -190,6 +193,10 @@ var (
 	errPaused    = errors.New("the run is being paused")
 	errLeaseLost = errors.New("the lease on the run was lost")
 	errShutdown  = errors.New("the engine is shutting down")
+	// errHandBack stops the interpreter of a run in flight when Run's
+	// context ends: the run goes back to the queue with its state, for
+	// another worker (another replica) at once.
+	errHandBack = errors.New("the engine is shutting down: the run goes back to the queue")
 )
 
 // New returns an engine over st. Call Run to start it.
@@ -280,8 +287,11 @@ func (e *Engine) announce(ctx context.Context) {
 	e.notes.Announce(ctx)
 }
 
-// Run executes runs until ctx is cancelled, then waits for the runs in
-// flight to reach their next checkpoint (at most the grace period) and
+// Run executes runs until ctx is cancelled, then hands the runs in flight
+// back: each stops at its next statement (a book call in flight completes
+// and is journaled first) and goes back to the queue, pending with its
+// state and no lease, so that another replica continues it at once (the
+// replicas are told). Run waits for that at most the grace period and
 // returns. Runs still executing then are abandoned: their leases expire and
 // another worker continues them. The shutdown stops, in order: the workers,
 // the completer (it writes their last outcomes), the notifier, the renewal
@@ -359,6 +369,12 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	e.poolMu.Lock()
 	e.pool = nil // no worker starts from now on (launch)
 	e.poolMu.Unlock()
+	e.mu.Lock()
+	e.draining = true
+	for _, f := range e.inflight {
+		f.pause(errHandBack)
+	}
+	e.mu.Unlock()
 	done := make(chan struct{})
 	go func() { pool.wg.Wait(); close(done) }()
 	select {
@@ -383,6 +399,9 @@ func (e *Engine) startFlight(pool *workerPool, r store.Run) {
 	f := &flight{cancel: cancel, pause: pause, soft: soft}
 	e.mu.Lock()
 	e.inflight[r.ID] = f
+	if e.draining {
+		pause(errHandBack)
+	}
 	e.mu.Unlock()
 	pool.wg.Add(1)
 	e.busy.Add(1)

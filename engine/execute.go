@@ -217,6 +217,18 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if f.lost.Load() || errors.Is(cause, errLeaseLost) {
 				return store.ErrConflict
 			}
+			if errors.Is(cause, errHandBack) {
+				// This replica shuts down: back to the queue, for another
+				// replica at once.
+				_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
+					State: store.RunPending, Checkpoint: res.State, Step: step, StepInputs: inBytes,
+				})
+				if err == nil {
+					e.log.Info("run handed back", "run", r.ID)
+					e.announce(ctx)
+				}
+				return err
+			}
 			if errors.Is(cause, errShutdown) {
 				// Leave the run leased: its lease expires and a worker goes on
 				// from its last checkpoint.
