@@ -551,8 +551,13 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		a.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	local := srv.Local
+	doc, err := openapi.WithVersion(openapi.JSON, server.Version)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
 	mux, h, err := gateway.Mux(ctx, local, gateway.Options{
-		OpenAPI: openapi.JSON, Logger: logger, MaxUploads: cfg.maxUploads, UploadWait: cfg.uploadWait,
+		OpenAPI: doc, Logger: logger, MaxUploads: cfg.maxUploads, UploadWait: cfg.uploadWait,
 		BodyReadTimeout: cfg.bodyReadTimeout, ValueExample: plainValueJSON,
 	}, gateway.Handlers()...)
 	if err != nil {
