@@ -69,7 +69,7 @@ func (c *childRuns) Start(ctx context.Context, req lang.RunRequest) (string, err
 	if err != nil {
 		return "", err
 	}
-	steps, err := encodeSteps(stored, []Step{{Code: req.Code, Phase: PhaseMain}})
+	steps, err := encodeSteps(c.ctx, stored, []Step{{Code: req.Code, Phase: PhaseMain}})
 	if err != nil {
 		return "", err
 	}

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/logctx"
 	"github.com/proserun/prose/store"
 )
 
@@ -389,6 +390,12 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	<-renewDone
 	<-fairDone
 	return nil
+}
+
+// runLogContext is ctx with the run's fields for the log lines made while
+// it executes (organization, workspace, run).
+func runLogContext(ctx context.Context, r store.Run) context.Context {
+	return logctx.With(ctx, logctx.Organization, r.OrganizationID, logctx.Workspace, r.WorkspaceID, logctx.Run, r.ID)
 }
 
 // startFlight executes r, leased to this engine, on a worker of pool

@@ -17,32 +17,37 @@ import (
 	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/logctx"
 	"github.com/proserun/prose/store"
 )
 
 // execute runs r, leased to this engine, until it completes, fails, waits
 // for guidance or stops.
 func (e *Engine) execute(ctx context.Context, f *flight, r store.Run) {
-	if err := e.executeSteps(ctx, f, r); err != nil {
+	ctx = runLogContext(ctx, r)
+	start := time.Now()
+	err := e.executeSteps(ctx, f, r)
+	e.log.DebugContext(ctx, "run executed", "duration", time.Since(start), "err", err)
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) || f.lost.Load() {
-			e.log.Info("run dropped: lease lost", "run", r.ID)
+			e.log.InfoContext(ctx, "run dropped: lease lost", "run", r.ID)
 			return
 		}
 		if ctx.Err() != nil {
 			// The engine is shutting down (or the lease was lost): the run
 			// is not at fault. Its lease expires and a worker goes on from
 			// its last checkpoint.
-			e.log.Info("run left to its lease", "run", r.ID, "cause", context.Cause(ctx))
+			e.log.InfoContext(ctx, "run left to its lease", "run", r.ID, "cause", context.Cause(ctx))
 			return
 		}
-		e.log.Error("run failed internally", "run", r.ID, "err", err)
+		e.log.ErrorContext(ctx, "run failed internally", "run", r.ID, "err", err)
 		// A fault of the platform: the run fails with an internal error, so
 		// it is not retried forever.
-		_, ferr := e.st.FinishRun(context.Background(), e.opts.Owner, r.ID, store.RunOutcome{
+		_, ferr := e.st.FinishRun(context.WithoutCancel(ctx), e.opts.Owner, r.ID, store.RunOutcome{
 			State: store.RunFailed, ErrorID: store.NewID(), Description: "Internal error: " + err.Error(),
 		})
 		if ferr != nil && !errors.Is(ferr, store.ErrConflict) {
-			e.log.Error("fail run", "run", r.ID, "err", ferr)
+			e.log.ErrorContext(ctx, "fail run", "run", r.ID, "err", ferr)
 		}
 	}
 }
@@ -52,6 +57,8 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 	if err != nil {
 		return err
 	}
+	// The run's log lines name the request that started it.
+	logctx.Set(ctx, logctx.RequestID, steps.GetOrigin().GetRequestId())
 	if len(steps.GetSteps()) == 0 {
 		return fmt.Errorf("run has no steps")
 	}
@@ -66,7 +73,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 	}
 	if r.PreviousRun != "" && r.Step == 0 && r.Checkpoint == nil {
 		if err := e.reusePrevious(ctx, r, steps.GetSteps()[0].GetCode(), stepInputs); err != nil {
-			e.log.Warn("reuse previous run", "run", r.ID, "previous", r.PreviousRun, "err", err)
+			e.log.WarnContext(ctx, "reuse previous run", "run", r.ID, "previous", r.PreviousRun, "err", err)
 		}
 	}
 	if r.Step >= len(steps.GetSteps()) {
@@ -224,7 +231,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 					State: store.RunPending, Checkpoint: res.State, Step: step, StepInputs: inBytes,
 				})
 				if err == nil {
-					e.log.Info("run handed back", "run", r.ID)
+					e.log.InfoContext(ctx, "run handed back", "run", r.ID)
 					e.announce(ctx)
 				}
 				return err

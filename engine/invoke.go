@@ -81,7 +81,7 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 	var r store.Run
 	var created bool
 	for attempt := 1; ; attempt++ {
-		stepsB, err := encodeSteps(inputs, []Step{{Code: code, Phase: PhaseMain}})
+		stepsB, err := encodeSteps(ctx, inputs, []Step{{Code: code, Phase: PhaseMain}})
 		if err != nil {
 			return store.Run{}, false, err
 		}

@@ -32,6 +32,7 @@ import (
 	"github.com/proserun/prose/gen/openapi"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/logctx"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/netguard"
 	"github.com/proserun/prose/server"
@@ -40,10 +41,11 @@ import (
 )
 
 type serveConfig struct {
-	addr     string
-	data     string
-	database string
-	logLevel string
+	addr      string
+	data      string
+	database  string
+	logLevel  string
+	logFormat string
 	// publicURL is the public origin for signed file URLs ("": the request's).
 	publicURL string
 	// lease is the engine's run lease (0: engine default); books is a JSON
@@ -143,6 +145,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS and gRPC over TLS on --addr (with --tls-key); read again when the file changes. Default: plain HTTP and h2c, for loopback")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "on SIGTERM or SIGINT, how long requests in flight may take to finish, and runs in flight to reach their next statement and go back to the queue (for another replica at once), before the rest is cut")
+	fs.StringVar(&cfg.logFormat, "log-format", logctx.FormatAuto, "auto (text on a terminal, JSON lines otherwise), text or json")
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
 	cfg.limits.register(fs)
 	fs.IntVar(&cfg.maxGuidedPerRun, "max-guided-per-run", 0, fmt.Sprintf("the most exceptions approved guide entries resolve in one run; past it the run waits for a person (default %d; -1: guide entries never apply)", engine.DefaultMaxGuidedPerRun))
@@ -188,7 +191,11 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		fmt.Fprintf(stderr, "serve: bad --log-level: %v\n", err)
 		return 2
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if !logctx.ValidFormat(cfg.logFormat) {
+		fmt.Fprintf(stderr, "serve: bad --log-format %q: auto, text or json\n", cfg.logFormat)
+		return 2
+	}
+	logger := logctx.New(stderr, cfg.logFormat, level)
 
 	app, err := newApp(ctx, cfg, logger, stderr)
 	if err != nil {

@@ -3,6 +3,7 @@ package transport
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	"github.com/proserun/prose/ids"
+	"github.com/proserun/prose/logctx"
 
 	"context"
 	"fmt"
@@ -118,7 +119,7 @@ func incomingRequestID(ctx context.Context) string {
 func requestIDUnary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		id := incomingRequestID(ctx)
-		ctx = ContextWithRequestID(ctx, id)
+		ctx = ContextWithRequestID(logctx.With(ctx, logctx.RequestID, id, logctx.Method, info.FullMethod), id)
 		// Header for callers that read headers; trailer too, because an
 		// error without a message is sent as a trailers-only response.
 		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, id))
@@ -132,7 +133,8 @@ func requestIDStream() grpc.StreamServerInterceptor {
 		id := incomingRequestID(ss.Context())
 		_ = ss.SetHeader(metadata.Pairs(RequestIDHeader, id))
 		ss.SetTrailer(metadata.Pairs(RequestIDHeader, id))
-		return handler(srv, withStreamContext(ss, ContextWithRequestID(ss.Context(), id)))
+		ctx := logctx.With(ss.Context(), logctx.RequestID, id, logctx.Method, info.FullMethod)
+		return handler(srv, withStreamContext(ss, ContextWithRequestID(ctx, id)))
 	}
 }
 
@@ -148,7 +150,7 @@ func logCall(ctx context.Context, log *slog.Logger, method string, start time.Ti
 	attrs := []slog.Attr{
 		slog.String("method", method),
 		slog.String("code", code.String()),
-		slog.Duration("duration", time.Since(start)),
+		slog.Float64("duration_ms", float64(time.Since(start))/float64(time.Millisecond)),
 		slog.String("request_id", RequestID(ctx)),
 	}
 	if err != nil {
