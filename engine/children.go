@@ -78,7 +78,7 @@ func (c *childRuns) Start(ctx context.Context, req lang.RunRequest) (string, err
 		return "", err
 	}
 	p := c.parent
-	r, _, err := c.e.st.CreateRun(c.ctx, store.Run{
+	r, created, err := c.e.st.CreateRun(c.ctx, store.Run{
 		OrganizationID: p.OrganizationID, WorkspaceID: p.WorkspaceID, AutomationID: p.AutomationID,
 		Stage: p.Stage, StageVersion: p.StageVersion, Steps: steps, UserInputs: userIn,
 		InvocationDetails: p.InvocationDetails, ParentRun: p.ID,
@@ -89,6 +89,9 @@ func (c *childRuns) Start(ctx context.Context, req lang.RunRequest) (string, err
 	}
 	if r.ParentRun != p.ID {
 		return "", fmt.Errorf("request id of the child run is taken by run %s", r.ID)
+	}
+	if created {
+		c.e.opts.Metrics.RunStarted(r.AutomationID)
 	}
 	c.e.announce(c.ctx) // any replica may run it
 	return childName(r), nil

@@ -25,6 +25,7 @@ import (
 
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/logctx"
+	"github.com/proserun/prose/metrics"
 	"github.com/proserun/prose/store"
 )
 
@@ -83,6 +84,9 @@ type Options struct {
 	// not go on unseen for ever). Default: DefaultMaxGuidedPerRun;
 	// negative: guide entries never apply.
 	MaxGuidedPerRun int
+	// Metrics, when set, counts the work (runs started and ended, queue
+	// wait, exceptions, book calls); nil counts nothing.
+	Metrics *metrics.Work
 }
 
 // DefaultTimeSlice is the default of Options.TimeSlice.
@@ -261,6 +265,12 @@ func New(st store.Store, opts Options) *Engine {
 	return e
 }
 
+// Busy is the number of runs this engine executes now.
+func (e *Engine) Busy() int64 { return e.busy.Load() }
+
+// Workers is the number of runs this engine executes at most at once.
+func (e *Engine) Workers() int { return e.opts.Workers }
+
 // Owner is the name this engine leases runs under.
 func (e *Engine) Owner() string { return e.opts.Owner }
 
@@ -410,6 +420,10 @@ func (e *Engine) startFlight(pool *workerPool, r store.Run) {
 		pause(errHandBack)
 	}
 	e.mu.Unlock()
+	if r.Step == 0 && r.Checkpoint == nil {
+		// Its first execution: the wait since its creation.
+		e.opts.Metrics.QueueWait(e.opts.Clock().Sub(r.CreateTime))
+	}
 	pool.wg.Add(1)
 	e.busy.Add(1)
 	go func() {

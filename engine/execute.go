@@ -18,6 +18,7 @@ import (
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/logctx"
+	"github.com/proserun/prose/metrics"
 	"github.com/proserun/prose/store"
 )
 
@@ -194,6 +195,10 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				},
 				Checkpoint: res.State, Step: step, StepInputs: inBytes,
 			})
+			if err == nil {
+				e.opts.Metrics.ExceptionRaised(string(x.Group))
+				e.countEnded(r, store.RunAwaitingGuidance)
+			}
 			return err
 		case lang.Waiting:
 			// Waits for its child runs without a worker: waiting, or
@@ -369,7 +374,9 @@ func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs
 	if b.inner == nil {
 		return nil, fmt.Errorf("no book offers %s", proc.Name)
 	}
+	start := time.Now()
 	out, err := b.inner.Call(withCallID(ctx, b.run, b.step, idx), proc, inputs)
+	b.e.opts.Metrics.BookCall(proc.Book, time.Since(start), err)
 	if err != nil {
 		return nil, err
 	}
@@ -451,12 +458,33 @@ func (c *programCache) parse(code string) (*lang.Program, error) {
 // at once (not in a batch), so that its parent, waiting for it, is woken in
 // the same call (see store.Runs.FinishRun).
 func (e *Engine) finishRun(ctx context.Context, r store.Run, o store.RunOutcome) error {
+	var err error
 	if r.ParentRun == "" {
-		return e.finish(ctx, r.ID, o)
-	}
-	_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, o)
-	if err == nil {
+		err = e.finish(ctx, r.ID, o)
+	} else if _, err = e.st.FinishRun(ctx, e.opts.Owner, r.ID, o); err == nil {
 		e.Wake()
 	}
+	if err == nil {
+		e.countEnded(r, o.State)
+	}
 	return err
+}
+
+// countEnded counts a run's outcome in the metrics.
+func (e *Engine) countEnded(r store.Run, s store.RunState) {
+	if e.opts.Metrics == nil {
+		return
+	}
+	outcome := ""
+	switch s {
+	case store.RunCompleted:
+		outcome = metrics.OutcomeCompleted
+	case store.RunFailed:
+		outcome = metrics.OutcomeFailed
+	case store.RunAwaitingGuidance:
+		outcome = metrics.OutcomeAwaitingGuidance
+	default:
+		return
+	}
+	e.opts.Metrics.RunEnded(r.AutomationID, outcome, e.opts.Clock().Sub(r.CreateTime))
 }

@@ -49,6 +49,7 @@ type Store interface {
 
 	RunBatches
 	FairClaimer
+	QueueStats
 	Notifier
 	AuthGenerations
 

@@ -18,6 +18,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -33,6 +35,7 @@ import (
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/logctx"
+	"github.com/proserun/prose/metrics"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/netguard"
 	"github.com/proserun/prose/server"
@@ -112,6 +115,8 @@ type serveConfig struct {
 	// tlsCert and tlsKey serve TLS on addr (both or neither); read again
 	// when the files change.
 	tlsCert, tlsKey string
+	// metricsAutomations: see metrics.Options.MaxAutomations.
+	metricsAutomations int
 	// shutdownTimeout bounds the drain of a shutdown (SIGTERM): requests in
 	// flight, and runs in flight reaching their next statement to be
 	// handed back.
@@ -146,6 +151,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "on SIGTERM or SIGINT, how long requests in flight may take to finish, and runs in flight to reach their next statement and go back to the queue (for another replica at once), before the rest is cut")
 	fs.StringVar(&cfg.logFormat, "log-format", logctx.FormatAuto, "auto (text on a terminal, JSON lines otherwise), text or json")
+	fs.IntVar(&cfg.metricsAutomations, "metrics-automations", metrics.DefaultMaxAutomations, "automations named (by id) in the automation label of the run metrics, the first ones this process sees; later ones count under \"other\" (bounds the series /metrics exports); -1: none")
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
 	cfg.limits.register(fs)
 	fs.IntVar(&cfg.maxGuidedPerRun, "max-guided-per-run", 0, fmt.Sprintf("the most exceptions approved guide entries resolve in one run; past it the run waits for a person (default %d; -1: guide entries never apply)", engine.DefaultMaxGuidedPerRun))
@@ -292,7 +298,10 @@ type app struct {
 	shuttingDown    atomic.Bool
 	shutdownTimeout time.Duration
 	logger          *slog.Logger
-	closers         []func() error
+	// registry holds the work's metrics (work).
+	registry *prometheus.Registry
+	work     *metrics.Work
+	closers  []func() error
 }
 
 // serveOptions are gateway.Serve's options for the app: the gRPC calls of
@@ -440,6 +449,22 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 			return nil, fmt.Errorf("--books: %w", err)
 		}
 	}
+	// The work's metrics, on a registry of the app's own (tests run
+	// several apps in one process), served at /metrics with the default
+	// registry's (the per-RPC metrics, the Go runtime's).
+	a.registry = prometheus.NewRegistry()
+	work, err := metrics.New(a.registry, metrics.Options{
+		MaxAutomations: cfg.metricsAutomations,
+		PendingRuns:    st.CountPendingRuns,
+		BusyWorkers:    func() int64 { return a.engine.Busy() },
+		Workers:        func() int { return a.engine.Workers() },
+	})
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	a.work = work
+	st.OnLeasesRecovered(work.LeaseTakeovers)
 	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	engOpts := engine.Options{
 		Logger:          logger,
@@ -449,6 +474,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		TimeSlice:       cfg.timeSlice,
 		InlineWindow:    cfg.inlineWindow,
 		MaxGuidedPerRun: cfg.maxGuidedPerRun,
+		Metrics:         work,
 		Books: func(org, ws string) lang.Books {
 			return callIDBooks{reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})}
 		},
@@ -566,6 +592,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	mux, h, err := gateway.Mux(ctx, local, gateway.Options{
 		OpenAPI: doc, Logger: logger, MaxUploads: cfg.maxUploads, UploadWait: cfg.uploadWait,
 		BodyReadTimeout: cfg.bodyReadTimeout, ValueExample: plainValueJSON,
+		Metrics: promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, a.registry}, promhttp.HandlerOpts{}),
 	}, gateway.Handlers()...)
 	if err != nil {
 		a.Close()
