@@ -27,6 +27,7 @@ import (
 	"github.com/proserun/prose/logctx"
 	"github.com/proserun/prose/metrics"
 	"github.com/proserun/prose/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure an Engine.
@@ -87,6 +88,10 @@ type Options struct {
 	// Metrics, when set, counts the work (runs started and ended, queue
 	// wait, exceptions, book calls); nil counts nothing.
 	Metrics *metrics.Work
+	// Tracer, when set, makes a span per execution of a run (linked to the
+	// span of the request that started it), per step and per book call.
+	// Nil: tracing off, nothing made.
+	Tracer trace.Tracer
 }
 
 // DefaultTimeSlice is the default of Options.TimeSlice.

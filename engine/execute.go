@@ -20,6 +20,8 @@ import (
 	"github.com/proserun/prose/logctx"
 	"github.com/proserun/prose/metrics"
 	"github.com/proserun/prose/store"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // execute runs r, leased to this engine, until it completes, fails, waits
@@ -53,13 +55,18 @@ func (e *Engine) execute(ctx context.Context, f *flight, r store.Run) {
 	}
 }
 
-func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error {
+func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) (err error) {
 	steps, err := decodeSteps(r.Steps)
 	if err != nil {
 		return err
 	}
-	// The run's log lines name the request that started it.
-	logctx.Set(ctx, logctx.RequestID, steps.GetOrigin().GetRequestId())
+	// The run's log lines name the request that started it; its span links
+	// to the request's.
+	origin := steps.GetOrigin()
+	logctx.Set(ctx, logctx.RequestID, origin.GetRequestId())
+	var runSpan trace.Span
+	ctx, runSpan = e.startRunSpan(ctx, r, origin.GetTraceparent(), origin.GetTracestate())
+	defer func() { endSpan(runSpan, err) }()
 	if len(steps.GetSteps()) == 0 {
 		return fmt.Errorf("run has no steps")
 	}
@@ -108,6 +115,14 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 		}
 		bk.step = step
 		inBytes := stepInputs
+		// The step's span, in the interpreter's context: the book calls'
+		// spans are its children.
+		stepCtx := soft
+		var stepSpan trace.Span
+		if runSpan != nil {
+			stepCtx, stepSpan = e.opts.Tracer.Start(trace.ContextWithSpan(soft, runSpan), "prose.run.step",
+				trace.WithAttributes(attribute.Int("prose.step", step+1)))
+		}
 		opts := lang.Options{
 			Clock:  e.opts.Clock,
 			Books:  bk,
@@ -126,7 +141,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if err != nil {
 				return err
 			}
-			res, err = lang.Resume(soft, prog, checkpoint, g, opts)
+			res, err = lang.Resume(stepCtx, prog, checkpoint, g, opts)
 			if err != nil {
 				return fmt.Errorf("resume step %d: %w", step+1, err)
 			}
@@ -138,7 +153,11 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if inputs == nil {
 				inputs = map[string]lang.Value{}
 			}
-			res = lang.Start(soft, prog, inputs, opts)
+			res = lang.Start(stepCtx, prog, inputs, opts)
+		}
+		if stepSpan != nil {
+			stepSpan.SetAttributes(attribute.String("prose.status", res.Status.String()))
+			stepSpan.End()
 		}
 		checkpoint, guidance = nil, nil
 		// An approved guide entry that matches the exception resolves it
@@ -374,9 +393,15 @@ func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs
 	if b.inner == nil {
 		return nil, fmt.Errorf("no book offers %s", proc.Name)
 	}
+	var span trace.Span
+	if b.e.opts.Tracer != nil {
+		ctx, span = b.e.opts.Tracer.Start(ctx, "prose.book.call", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("prose.book", proc.Book), attribute.String("prose.procedure", proc.Name)))
+	}
 	start := time.Now()
 	out, err := b.inner.Call(withCallID(ctx, b.run, b.step, idx), proc, inputs)
 	b.e.opts.Metrics.BookCall(proc.Book, time.Since(start), err)
+	endSpan(span, err)
 	if err != nil {
 		return nil, err
 	}

@@ -20,6 +20,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -41,6 +44,7 @@ import (
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/tracing"
 )
 
 type serveConfig struct {
@@ -115,6 +119,10 @@ type serveConfig struct {
 	// tlsCert and tlsKey serve TLS on addr (both or neither); read again
 	// when the files change.
 	tlsCert, tlsKey string
+	// tracerProvider, when set, traces requests (otelgrpc, otelhttp) and
+	// runs (the engine's spans); nil: tracing off. serveCmd sets it from
+	// the OTEL_ variables (tracing.Setup); tests pass an in-memory one.
+	tracerProvider trace.TracerProvider
 	// metricsAutomations: see metrics.Options.MaxAutomations.
 	metricsAutomations int
 	// shutdownTimeout bounds the drain of a shutdown (SIGTERM): requests in
@@ -203,6 +211,22 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	}
 	logger := logctx.New(stderr, cfg.logFormat, level)
 
+	tp, err := tracing.Setup(ctx, os.Getenv, server.Version)
+	if err != nil {
+		logger.Error("tracing", "err", err)
+		return 1
+	}
+	if tp != nil {
+		cfg.tracerProvider = tp
+		logger.Info("tracing: exporting spans by OTLP")
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				logger.Warn("tracing: flush", "err", err)
+			}
+		}()
+	}
 	app, err := newApp(ctx, cfg, logger, stderr)
 	if err != nil {
 		logger.Error("start", "err", err)
@@ -475,6 +499,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		InlineWindow:    cfg.inlineWindow,
 		MaxGuidedPerRun: cfg.maxGuidedPerRun,
 		Metrics:         work,
+		Tracer:          tracerOf(cfg.tracerProvider),
 		Books: func(org, ws string) lang.Books {
 			return callIDBooks{reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})}
 		},
@@ -563,10 +588,15 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Insights:      server.NewInsightsService(st, cfg.clock),
 	}
 	a.admission = transport.NewAdmission(cfg.maxGRPCUploads)
+	grpcOpts := transport.MessageSizeOptions()
+	if tp := cfg.tracerProvider; tp != nil {
+		// A span per native gRPC call (HTTP requests get theirs below).
+		grpcOpts = append(grpcOpts, grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(tracing.Propagator))))
+	}
 	srv := transport.NewServer(transport.Options{
 		Logger:        logger,
 		Authenticator: auth,
-		ServerOptions: transport.MessageSizeOptions(),
+		ServerOptions: grpcOpts,
 		Outer:         cfg.outer,
 		// Native gRPC uploads are bounded like the HTTP ones; the gateway
 		// calls the services in process and bounds its own (--max-uploads).
@@ -643,7 +673,20 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// The live pages' streams end with the service (before it drains).
 	go func() { <-ctx.Done(); con.Close() }()
 	a.http = con.Mount(h)
+	if tp := cfg.tracerProvider; tp != nil {
+		// A span per HTTP request, continuing the caller's traceparent.
+		a.http = otelhttp.NewHandler(a.http, "prose", otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(tracing.Propagator),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method }))
+	}
 	return a, nil
+}
+
+// tracerOf is the engine's tracer of tp (nil: tracing off).
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return nil
+	}
+	return tp.Tracer("github.com/proserun/prose/engine")
 }
 
 // callIDBooks gives each external book call the engine's call id (see
