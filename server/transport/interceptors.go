@@ -359,6 +359,9 @@ func (ls *limitSet) validate(req any) error {
 	if err := ls.checkLimits(m.ProtoReflect()); err != nil {
 		return err
 	}
+	if err := validateConstraints(m); err != nil {
+		return err
+	}
 	if err := fieldbehavior.ValidateRequiredFields(m); err != nil {
 		var missing []*FieldViolation
 		collectMissing(m.ProtoReflect(), "", &missing)
