@@ -18,9 +18,12 @@ import (
 // PROSE_MAX_UPLOADS is --max-uploads.
 const EnvPrefix = "PROSE_"
 
-// ConfigFlag names the flag (and, as PROSE_CONFIG, the variable) of the
-// optional config file.
-const ConfigFlag = "config"
+// ConfigFlag names the flag of the optional config file; ConfigEnv is its
+// variable (not PROSE_CONFIG, which names the client's profile file).
+const (
+	ConfigFlag = "config"
+	ConfigEnv  = "PROSE_SERVE_CONFIG"
+)
 
 // EnvName is the environment variable of the flag name: PROSE_ and the
 // name in upper case, dashes as underscores.
@@ -30,7 +33,7 @@ func EnvName(flagName string) string {
 
 // applyEnvAndConfig gives every flag of fs that the command line did not
 // set a value from the environment (EnvName), else from the config file
-// (--config, else $PROSE_CONFIG; YAML, or TOML by its .toml extension,
+// (--config, else $PROSE_SERVE_CONFIG; YAML, or TOML by its .toml extension,
 // keyed by the flag names), else leaves its default: a flag on the command
 // line wins over the environment, which wins over the file. Call it after
 // fs.Parse; changed tells whether the command line set a flag (nil: fs's
@@ -51,7 +54,7 @@ func applyEnvAndConfig(fs *flag.FlagSet, changed func(name string) bool, getenv 
 		path = f.Value.String()
 	}
 	if path == "" && !set[ConfigFlag] {
-		path = getenv(EnvName(ConfigFlag))
+		path = getenv(ConfigEnv)
 	}
 	file := map[string]string{}
 	if path != "" {
@@ -137,7 +140,7 @@ func flagUsageWithEnv(fs *flag.FlagSet, cmd string) func() {
 		fmt.Fprintf(w, "usage: prose %s [flags]\n\n", cmd)
 		fmt.Fprintf(w, "Every flag may also be given by the environment (PROSE_ and the flag's name in upper case,\n"+
 			"dashes as underscores: --max-uploads is PROSE_MAX_UPLOADS) or by a config file (--config F or\n"+
-			"PROSE_CONFIG; YAML, or TOML if it ends in .toml; the flag names as keys). A flag on the command\n"+
+			"PROSE_SERVE_CONFIG; YAML, or TOML if it ends in .toml; the flag names as keys). A flag on the command\n"+
 			"line wins over the environment, which wins over the file.\n\nFlags:\n")
 		fs.VisitAll(func(f *flag.Flag) {
 			name, usage := flag.UnquoteUsage(f)

@@ -47,8 +47,10 @@ func TestServeFlagsPrecedence(t *testing.T) {
 		level   string
 	}{
 		{name: "defaults", uploads: 8, addr: "127.0.0.1:8080", level: "info"},
+		// PROSE_CONFIG is the client's profile file, never serve's config.
+		{name: "PROSE_CONFIG ignored", env: map[string]string{"PROSE_CONFIG": yml}, uploads: 8, addr: "127.0.0.1:8080", level: "info"},
 		{name: "file", args: []string{"--config", yml}, uploads: 3, lease: 45 * time.Second, addr: "127.0.0.1:9001", level: "debug"},
-		{name: "file from env", env: map[string]string{"PROSE_CONFIG": yml}, uploads: 3, lease: 45 * time.Second, addr: "127.0.0.1:9001", level: "debug"},
+		{name: "file from env", env: map[string]string{"PROSE_SERVE_CONFIG": yml}, uploads: 3, lease: 45 * time.Second, addr: "127.0.0.1:9001", level: "debug"},
 		{name: "env over file", args: []string{"--config", yml}, env: map[string]string{"PROSE_MAX_UPLOADS": "7", "PROSE_LEASE": "1m"},
 			uploads: 7, lease: time.Minute, addr: "127.0.0.1:9001", level: "debug"},
 		{name: "flag over env over file", args: []string{"--config", yml, "--max-uploads", "9", "--addr", ":1"}, env: map[string]string{"PROSE_MAX_UPLOADS": "7", "PROSE_ADDR": ":2"},
@@ -91,7 +93,7 @@ func TestServeFlagsErrors(t *testing.T) {
 		{name: "nested value", file: "addr:\n  host: x\n", want: "want a string, number or boolean"},
 		{name: "bad env", env: map[string]string{"PROSE_LEASE": "soon"}, want: "$PROSE_LEASE"},
 		{name: "bad yaml", file: "addr: [\n", want: "config file"},
-		{name: "missing file", env: map[string]string{"PROSE_CONFIG": "/nonexistent/prose.yaml"}, want: "no such file"},
+		{name: "missing file", env: map[string]string{"PROSE_SERVE_CONFIG": "/nonexistent/prose.yaml"}, want: "no such file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var args []string
@@ -112,7 +114,7 @@ func TestServeHelpShowsDefaultsAndEnv(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 	help := out.String() + errb.String()
-	for _, want := range []string{"--max-uploads", "PROSE_MAX_UPLOADS", "(default 8)", "--addr", `(default "127.0.0.1:8080")`, "PROSE_CONFIG", "--config"} {
+	for _, want := range []string{"--max-uploads", "PROSE_MAX_UPLOADS", "(default 8)", "--addr", `(default "127.0.0.1:8080")`, "PROSE_SERVE_CONFIG", "--config"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("serve --help lacks %q:\n%s", want, help)
 		}

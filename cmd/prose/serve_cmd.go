@@ -20,7 +20,7 @@ Every flag's default is shown below.
 
 Every flag may also be given by the environment, PROSE_ and the flag's name in
 upper case with dashes as underscores (--max-uploads is PROSE_MAX_UPLOADS), or
-by a config file, --config F or PROSE_CONFIG (YAML, or TOML if it ends in
+by a config file, --config F or PROSE_SERVE_CONFIG (YAML, or TOML if it ends in
 .toml; the flag names as keys). A flag on the command line wins over the
 environment, which wins over the file.`
 
