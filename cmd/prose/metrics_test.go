@@ -89,12 +89,15 @@ func TestWorkMetricsMove(t *testing.T) {
 	r3 := e.invokeAPI(t, stamped.id)
 	e.waitRun(t, stamped.id, r3, "completed")
 
-	after := e.scrape(t)
-	for _, c := range []struct {
+	// A run's outcome is counted just after it is committed, so the API
+	// may show it completed a moment before: scrape until every metric
+	// moved (or the harness's poll gives up).
+	type want struct {
 		name   string
 		labels []string
 		min    float64
-	}{
+	}
+	wants := []want{
 		{"prose_runs_started_total", []string{"automation", done.id}, 1},
 		{"prose_runs_started_total", []string{"automation", guided.id}, 1},
 		{"prose_runs_ended_total", []string{"automation", done.id, "outcome", "completed"}, 1},
@@ -105,13 +108,19 @@ func TestWorkMetricsMove(t *testing.T) {
 		{"prose_exceptions_raised_total", nil, 1},
 		{"prose_exceptions_resolved_total", []string{"resolver", "user"}, 1},
 		{"prose_book_call_duration_seconds_count", []string{"book", "test.stamps@1.0.0", "outcome", "ok"}, 1},
-	} {
-		got, _ := metricSum(after, c.name, c.labels...)
-		was, _ := metricSum(before, c.name, c.labels...)
-		if got-was < c.min {
-			t.Errorf("%s%v moved by %v, want at least %v", c.name, c.labels, got-was, c.min)
-		}
 	}
+	var after string
+	e.poll(t, func() (bool, bool, string) {
+		after = e.scrape(t)
+		for _, c := range wants {
+			got, _ := metricSum(after, c.name, c.labels...)
+			was, _ := metricSum(before, c.name, c.labels...)
+			if got-was < c.min {
+				return false, false, fmt.Sprintf("%s%v moved by %v, want at least %v:\n%s", c.name, c.labels, got-was, c.min, after)
+			}
+		}
+		return true, false, ""
+	})
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", after)
 	}
