@@ -71,7 +71,7 @@ func (c *childRuns) Start(ctx context.Context, req lang.RunRequest) (string, err
 	if err != nil {
 		return "", err
 	}
-	steps, err := encodeSteps(stored, []Step{{Code: req.Code, Phase: PhaseMain}})
+	steps, err := encodeSteps(c.ctx, stored, []Step{{Code: req.Code, Phase: PhaseMain}})
 	if err != nil {
 		return "", err
 	}
@@ -80,7 +80,7 @@ func (c *childRuns) Start(ctx context.Context, req lang.RunRequest) (string, err
 		return "", err
 	}
 	p := c.parent
-	r, _, err := c.e.st.CreateRun(c.ctx, store.Run{
+	r, created, err := c.e.st.CreateRun(c.ctx, store.Run{
 		OrganizationID: p.OrganizationID, WorkspaceID: p.WorkspaceID, AutomationID: p.AutomationID,
 		Stage: p.Stage, StageVersion: p.StageVersion, Steps: steps, UserInputs: userIn,
 		InvocationDetails: p.InvocationDetails, ParentRun: p.ID,
@@ -94,6 +94,9 @@ func (c *childRuns) Start(ctx context.Context, req lang.RunRequest) (string, err
 	}
 	at, _ := lang.CallSpan(ctx)
 	c.hist.childRun(r.ID, at)
+	if created {
+		c.e.opts.Metrics.RunStarted(r.AutomationID)
+	}
 	c.e.announce(c.ctx) // any replica may run it
 	return childName(r), nil
 }

@@ -24,7 +24,10 @@ import (
 	"time"
 
 	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/logctx"
+	"github.com/proserun/prose/metrics"
 	"github.com/proserun/prose/store"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Options configure an Engine.
@@ -85,6 +88,13 @@ type Options struct {
 	// History bounds what the engine records in each run's history (see
 	// HistoryLimits).
 	History HistoryLimits
+	// Metrics, when set, counts the work (runs started and ended, queue
+	// wait, exceptions, book calls); nil counts nothing.
+	Metrics *metrics.Work
+	// Tracer, when set, makes a span per execution of a run (linked to the
+	// span of the request that started it), per step and per book call.
+	// Nil: tracing off, nothing made.
+	Tracer trace.Tracer
 }
 
 // DefaultTimeSlice is the default of Options.TimeSlice.
@@ -140,6 +150,9 @@ type Engine struct {
 	// the runs Invoke executes (see inlineSlot).
 	running atomic.Bool
 	inline  atomic.Int64
+	// draining is set (under mu) when Run's context ended: the runs in
+	// flight, and any started after, are handed back (errHandBack).
+	draining bool
 
 	// pool is Run's worker pool while it runs (nil otherwise): Invoke
 	// starts runs it created leased on it (see launch).
@@ -193,6 +206,10 @@ var (
 	errPaused    = errors.New("the run is being paused")
 	errLeaseLost = errors.New("the lease on the run was lost")
 	errShutdown  = errors.New("the engine is shutting down")
+	// errHandBack stops the interpreter of a run in flight when Run's
+	// context ends: the run goes back to the queue with its state, for
+	// another worker (another replica) at once.
+	errHandBack = errors.New("the engine is shutting down: the run goes back to the queue")
 )
 
 // New returns an engine over st. Call Run to start it.
@@ -256,6 +273,12 @@ func New(st store.Store, opts Options) *Engine {
 	return e
 }
 
+// Busy is the number of runs this engine executes now.
+func (e *Engine) Busy() int64 { return e.busy.Load() }
+
+// Workers is the number of runs this engine executes at most at once.
+func (e *Engine) Workers() int { return e.opts.Workers }
+
 // Owner is the name this engine leases runs under.
 func (e *Engine) Owner() string { return e.opts.Owner }
 
@@ -283,8 +306,11 @@ func (e *Engine) announce(ctx context.Context) {
 	e.notes.Announce(ctx)
 }
 
-// Run executes runs until ctx is cancelled, then waits for the runs in
-// flight to reach their next checkpoint (at most the grace period) and
+// Run executes runs until ctx is cancelled, then hands the runs in flight
+// back: each stops at its next statement (a book call in flight completes
+// and is journaled first) and goes back to the queue, pending with its
+// state and no lease, so that another replica continues it at once (the
+// replicas are told). Run waits for that at most the grace period and
 // returns. Runs still executing then are abandoned: their leases expire and
 // another worker continues them. The shutdown stops, in order: the workers,
 // the completer (it writes their last outcomes), the notifier, the renewal
@@ -362,6 +388,12 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	e.poolMu.Lock()
 	e.pool = nil // no worker starts from now on (launch)
 	e.poolMu.Unlock()
+	e.mu.Lock()
+	e.draining = true
+	for _, f := range e.inflight {
+		f.pause(errHandBack)
+	}
+	e.mu.Unlock()
 	done := make(chan struct{})
 	go func() { pool.wg.Wait(); close(done) }()
 	select {
@@ -378,6 +410,12 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 	return nil
 }
 
+// runLogContext is ctx with the run's fields for the log lines made while
+// it executes (organization, workspace, run).
+func runLogContext(ctx context.Context, r store.Run) context.Context {
+	return logctx.With(ctx, logctx.Organization, r.OrganizationID, logctx.Workspace, r.WorkspaceID, logctx.Run, r.ID)
+}
+
 // startFlight executes r, leased to this engine, on a worker of pool
 // whose slot the caller took.
 func (e *Engine) startFlight(pool *workerPool, r store.Run) {
@@ -386,7 +424,14 @@ func (e *Engine) startFlight(pool *workerPool, r store.Run) {
 	f := &flight{cancel: cancel, pause: pause, soft: soft}
 	e.mu.Lock()
 	e.inflight[r.ID] = f
+	if e.draining {
+		pause(errHandBack)
+	}
 	e.mu.Unlock()
+	if r.Step == 0 && r.Checkpoint == nil {
+		// Its first execution: the wait since its creation.
+		e.opts.Metrics.QueueWait(e.opts.Clock().Sub(r.CreateTime))
+	}
 	pool.wg.Add(1)
 	e.busy.Add(1)
 	go func() {

@@ -17,41 +17,56 @@ import (
 	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/logctx"
+	"github.com/proserun/prose/metrics"
 	"github.com/proserun/prose/store"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // execute runs r, leased to this engine, until it completes, fails, waits
 // for guidance or stops.
 func (e *Engine) execute(ctx context.Context, f *flight, r store.Run) {
-	if err := e.executeSteps(ctx, f, r); err != nil {
+	ctx = runLogContext(ctx, r)
+	start := time.Now()
+	err := e.executeSteps(ctx, f, r)
+	e.log.DebugContext(ctx, "run executed", "duration", time.Since(start), "err", err)
+	if err != nil {
 		if errors.Is(err, store.ErrConflict) || f.lost.Load() {
-			e.log.Info("run dropped: lease lost", "run", r.ID)
+			e.log.InfoContext(ctx, "run dropped: lease lost", "run", r.ID)
 			return
 		}
 		if ctx.Err() != nil {
 			// The engine is shutting down (or the lease was lost): the run
 			// is not at fault. Its lease expires and a worker goes on from
 			// its last checkpoint.
-			e.log.Info("run left to its lease", "run", r.ID, "cause", context.Cause(ctx))
+			e.log.InfoContext(ctx, "run left to its lease", "run", r.ID, "cause", context.Cause(ctx))
 			return
 		}
-		e.log.Error("run failed internally", "run", r.ID, "err", err)
+		e.log.ErrorContext(ctx, "run failed internally", "run", r.ID, "err", err)
 		// A fault of the platform: the run fails with an internal error, so
 		// it is not retried forever.
-		_, ferr := e.st.FinishRun(context.Background(), e.opts.Owner, r.ID, store.RunOutcome{
+		_, ferr := e.st.FinishRun(context.WithoutCancel(ctx), e.opts.Owner, r.ID, store.RunOutcome{
 			State: store.RunFailed, ErrorID: store.NewID(), Description: "Internal error: " + err.Error(),
 		})
 		if ferr != nil && !errors.Is(ferr, store.ErrConflict) {
-			e.log.Error("fail run", "run", r.ID, "err", ferr)
+			e.log.ErrorContext(ctx, "fail run", "run", r.ID, "err", ferr)
 		}
 	}
 }
 
-func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error {
+func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) (err error) {
 	steps, err := decodeSteps(r.Steps)
 	if err != nil {
 		return err
 	}
+	// The run's log lines name the request that started it; its span links
+	// to the request's.
+	origin := steps.GetOrigin()
+	logctx.Set(ctx, logctx.RequestID, origin.GetRequestId())
+	var runSpan trace.Span
+	ctx, runSpan = e.startRunSpan(ctx, r, origin.GetTraceparent(), origin.GetTracestate())
+	defer func() { endSpan(runSpan, err) }()
 	if len(steps.GetSteps()) == 0 {
 		return fmt.Errorf("run has no steps")
 	}
@@ -66,7 +81,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 	}
 	if r.PreviousRun != "" && r.Step == 0 && r.Checkpoint == nil {
 		if err := e.reusePrevious(ctx, r, steps.GetSteps()[0].GetCode(), stepInputs); err != nil {
-			e.log.Warn("reuse previous run", "run", r.ID, "previous", r.PreviousRun, "err", err)
+			e.log.WarnContext(ctx, "reuse previous run", "run", r.ID, "previous", r.PreviousRun, "err", err)
 		}
 	}
 	if r.Step >= len(steps.GetSteps()) {
@@ -101,6 +116,14 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 		}
 		bk.step, h.step = step, step
 		inBytes := stepInputs
+		// The step's span, in the interpreter's context: the book calls'
+		// spans are its children.
+		stepCtx := soft
+		var stepSpan trace.Span
+		if runSpan != nil {
+			stepCtx, stepSpan = e.opts.Tracer.Start(trace.ContextWithSpan(soft, runSpan), "prose.run.step",
+				trace.WithAttributes(attribute.Int("prose.step", step+1)))
+		}
 		opts := lang.Options{
 			Clock:  e.opts.Clock,
 			Books:  bk,
@@ -120,7 +143,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if err != nil {
 				return err
 			}
-			res, err = lang.Resume(soft, prog, checkpoint, g, opts)
+			res, err = lang.Resume(stepCtx, prog, checkpoint, g, opts)
 			if err != nil {
 				return fmt.Errorf("resume step %d: %w", step+1, err)
 			}
@@ -132,7 +155,11 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			if inputs == nil {
 				inputs = map[string]lang.Value{}
 			}
-			res = lang.Start(soft, prog, inputs, opts)
+			res = lang.Start(stepCtx, prog, inputs, opts)
+		}
+		if stepSpan != nil {
+			stepSpan.SetAttributes(attribute.String("prose.status", res.Status.String()))
+			stepSpan.End()
 		}
 		checkpoint, guidance = nil, nil
 		// An approved guide entry that matches the exception resolves it
@@ -189,6 +216,10 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 				},
 				Checkpoint: res.State, Step: step, StepInputs: inBytes, Events: h.flush(),
 			})
+			if err == nil {
+				e.opts.Metrics.ExceptionRaised(string(x.Group))
+				e.countEnded(r, store.RunAwaitingGuidance)
+			}
 			return err
 		case lang.Waiting:
 			// Waits for its child runs without a worker: waiting, or
@@ -218,6 +249,18 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) error
 			cause := context.Cause(soft)
 			if f.lost.Load() || errors.Is(cause, errLeaseLost) {
 				return store.ErrConflict
+			}
+			if errors.Is(cause, errHandBack) {
+				// This replica shuts down: back to the queue, for another
+				// replica at once.
+				_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, store.RunOutcome{
+					State: store.RunPending, Checkpoint: res.State, Step: step, StepInputs: inBytes,
+				})
+				if err == nil {
+					e.log.InfoContext(ctx, "run handed back", "run", r.ID)
+					e.announce(ctx)
+				}
+				return err
 			}
 			if errors.Is(cause, errShutdown) {
 				// Leave the run leased: its lease expires and a worker goes on
@@ -354,7 +397,15 @@ func (b *journalBooks) Call(ctx context.Context, proc lang.BookProcedure, inputs
 	if b.inner == nil {
 		return nil, fmt.Errorf("no book offers %s", proc.Name)
 	}
+	var span trace.Span
+	if b.e.opts.Tracer != nil {
+		ctx, span = b.e.opts.Tracer.Start(ctx, "prose.book.call", trace.WithSpanKind(trace.SpanKindClient),
+			trace.WithAttributes(attribute.String("prose.book", proc.Book), attribute.String("prose.procedure", proc.Name)))
+	}
+	start := time.Now()
 	out, err := b.inner.Call(withCallID(ctx, b.run, b.step, idx), proc, inputs)
+	b.e.opts.Metrics.BookCall(proc.Book, time.Since(start), err)
+	endSpan(span, err)
 	if err != nil {
 		return nil, err
 	}
@@ -438,12 +489,33 @@ func (c *programCache) parse(code string) (*lang.Program, error) {
 // at once (not in a batch), so that its parent, waiting for it, is woken in
 // the same call (see store.Runs.FinishRun).
 func (e *Engine) finishRun(ctx context.Context, r store.Run, o store.RunOutcome) error {
+	var err error
 	if r.ParentRun == "" {
-		return e.finish(ctx, r.ID, o)
-	}
-	_, err := e.st.FinishRun(ctx, e.opts.Owner, r.ID, o)
-	if err == nil {
+		err = e.finish(ctx, r.ID, o)
+	} else if _, err = e.st.FinishRun(ctx, e.opts.Owner, r.ID, o); err == nil {
 		e.Wake()
 	}
+	if err == nil {
+		e.countEnded(r, o.State)
+	}
 	return err
+}
+
+// countEnded counts a run's outcome in the metrics.
+func (e *Engine) countEnded(r store.Run, s store.RunState) {
+	if e.opts.Metrics == nil {
+		return
+	}
+	outcome := ""
+	switch s {
+	case store.RunCompleted:
+		outcome = metrics.OutcomeCompleted
+	case store.RunFailed:
+		outcome = metrics.OutcomeFailed
+	case store.RunAwaitingGuidance:
+		outcome = metrics.OutcomeAwaitingGuidance
+	default:
+		return
+	}
+	e.opts.Metrics.RunEnded(r.AutomationID, outcome, e.opts.Clock().Sub(r.CreateTime))
 }

@@ -81,7 +81,7 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 	var r store.Run
 	var created bool
 	for attempt := 1; ; attempt++ {
-		stepsB, err := encodeSteps(inputs, []Step{{Code: code, Phase: PhaseMain}})
+		stepsB, err := encodeSteps(ctx, inputs, []Step{{Code: code, Phase: PhaseMain}})
 		if err != nil {
 			return store.Run{}, false, err
 		}
@@ -129,6 +129,11 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 	}
 	if created {
 		e.Changed(r.OrganizationID, r.WorkspaceID)
+		e.opts.Metrics.RunStarted(r.AutomationID)
+		if r.State.Terminal() {
+			// Executed at its creation (inline.go).
+			e.countEnded(r, r.State)
+		}
 	}
 	if created && (r.State.Terminal() || r.State == store.RunExecuting) {
 		// Executed at its creation, or created leased to this engine

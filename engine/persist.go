@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/logctx"
 	"github.com/proserun/prose/store"
 )
 
@@ -168,8 +170,20 @@ func encodeInvocation(inv *Invocation) ([]byte, error) {
 	return marshal.Marshal(&persistv1.Invocation{TriggerId: inv.TriggerID, UserId: inv.UserID, Source: persistv1.InvocationSource(inv.Source)})
 }
 
-func encodeSteps(inputs map[string]*persistv1.Value, steps []Step) ([]byte, error) {
-	p := &persistv1.Steps{Inputs: inputs}
+// originOf is the origin of a run made under ctx: the request's id (from
+// the log fields of a request, or of the parent run executing) and its
+// trace context.
+func originOf(ctx context.Context) *persistv1.Origin {
+	o := &persistv1.Origin{RequestId: logctx.Get(ctx, logctx.RequestID)}
+	o.Traceparent, o.Tracestate = traceContextOf(ctx)
+	if o.RequestId == "" && o.Traceparent == "" {
+		return nil
+	}
+	return o
+}
+
+func encodeSteps(ctx context.Context, inputs map[string]*persistv1.Value, steps []Step) ([]byte, error) {
+	p := &persistv1.Steps{Inputs: inputs, Origin: originOf(ctx)}
 	for _, s := range steps {
 		ps := &persistv1.Step{Code: s.Code, Phase: persistv1.Phase(s.Phase)}
 		for k, c := range s.BookConnections {

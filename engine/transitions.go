@@ -101,6 +101,7 @@ func (e *Engine) Resolve(ctx context.Context, org, ws, id, resolver string, g Gu
 	if err != nil {
 		return out, err
 	}
+	e.opts.Metrics.ExceptionResolved(out.Group, resolver)
 	e.announce(ctx)
 	e.Changed(org, ws)
 	return out, nil

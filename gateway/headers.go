@@ -3,6 +3,7 @@ package gateway
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	"github.com/proserun/prose/ids"
+	"github.com/proserun/prose/logctx"
 
 	"context"
 	"errors"
@@ -110,7 +111,9 @@ func withRequestID(next http.Handler) http.Handler {
 		}
 		r.Header.Set(requestIDHTTPHeader, id)
 		w.Header().Set(requestIDHTTPHeader, id)
-		next.ServeHTTP(w, r)
+		// Lines logged by HTTP-only routes (inbound webhooks, signed
+		// files) name the request too.
+		next.ServeHTTP(w, r.WithContext(logctx.With(r.Context(), logctx.RequestID, id)))
 	})
 }
 
@@ -127,7 +130,7 @@ func (g *gw) recoverHTTP(next http.Handler) http.Handler {
 			if err, ok := p.(error); ok && errors.Is(err, http.ErrAbortHandler) {
 				panic(p)
 			}
-			g.log.Error("panic in http handler",
+			g.log.ErrorContext(r.Context(), "panic in http handler",
 				slog.String("path", r.URL.Path),
 				slog.String("request_id", w.Header().Get(requestIDHTTPHeader)),
 				slog.String("panic", fmt.Sprint(p)),

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
@@ -116,6 +117,7 @@ type serveConfig struct {
 	grpcListener    net.Listener
 	admit           tap.ServerInHandle
 	limit           func(method string, size uint32) error
+	tls             *tls.Config
 }
 
 // WithGRPCMessageLimit checks the declared length of the first message of
@@ -124,6 +126,12 @@ type serveConfig struct {
 // call's answer, and the message is never read.
 func WithGRPCMessageLimit(limit func(method string, size uint32) error) ServeOption {
 	return func(c *serveConfig) { c.limit = limit }
+}
+
+// WithTLS serves HTTPS and gRPC over TLS (HTTP/2 by ALPN, HTTP/1.1) on the
+// port instead of plain HTTP/1.1 and h2c; see CertReloader.
+func WithTLS(c *tls.Config) ServeOption {
+	return func(s *serveConfig) { s.tls = c }
 }
 
 // WithGRPCAdmission asks admit about every gRPC call of the shared port
@@ -160,8 +168,8 @@ func ListenAndServe(ctx context.Context, addr string, grpcServer *grpc.Server, h
 	return Serve(ctx, lis, grpcServer, httpHandler, logger, opts...)
 }
 
-// Serve answers gRPC (by content type, over h2c with prior knowledge) and
-// HTTP/1.1 and h2c (the gateway) on lis until ctx is cancelled, then shuts
+// Serve answers gRPC (by content type, over h2c with prior knowledge, or
+// over TLS with WithTLS) and HTTP/1.1 and HTTP/2 (the gateway) on lis until ctx is cancelled, then shuts
 // down gracefully: stop accepting, drain HTTP (which includes gRPC calls on
 // this port and on WithGRPCListener's) within the shutdown timeout, then
 // GracefulStop the gRPC server, forcing Stop past the timeout. It
@@ -176,8 +184,12 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 	}
 	var protocols http.Protocols
 	protocols.SetHTTP1(true)
-	protocols.SetUnencryptedHTTP2(true)
 	h := handler(grpcServer, httpHandler, cfg)
+	if cfg.tls != nil {
+		protocols.SetHTTP2(true)
+	} else {
+		protocols.SetUnencryptedHTTP2(true)
+	}
 	srv := &http.Server{
 		Handler:           h,
 		Protocols:         &protocols,
@@ -185,6 +197,7 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		TLSConfig:         cfg.tls,
 	}
 	var grpcSrv *http.Server
 	if cfg.grpcListener != nil {
@@ -207,7 +220,11 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		serve := func() error { return srv.Serve(lis) }
+		if cfg.tls != nil {
+			serve = func() error { return srv.ServeTLS(lis, "", "") }
+		}
+		if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("gateway: serve http: %w", err)
 		}
 	}()

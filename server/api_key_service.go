@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"go.einride.tech/aip/fieldmask"
 	"google.golang.org/grpc/codes"
 	"regexp"
 	"slices"
@@ -320,8 +321,11 @@ func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.Update
 	if err != nil {
 		return nil, err
 	}
+	if err := checkUpdateMask(req.GetUpdateMask(), &platformv1.ApiKey{}); err != nil {
+		return nil, err
+	}
 	paths := req.GetUpdateMask().GetPaths()
-	if len(paths) == 0 {
+	if len(paths) == 0 || fieldmask.IsFullReplacement(req.GetUpdateMask()) {
 		paths = []string{"display_name", "workspace_ids", "permission_level", "restricted_permissions"}
 	}
 	in := req.GetApiKey()

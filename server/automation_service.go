@@ -3,6 +3,7 @@ package server
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	"github.com/proserun/prose/names"
+	"go.einride.tech/aip/fieldmask"
 
 	"context"
 	"errors"
@@ -378,12 +379,17 @@ func (s *AutomationService) UpdateAutomation(ctx context.Context, req *platformv
 	if in == nil {
 		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "automation is required", transport.Violation("automation", "required"))
 	}
+	if err := checkUpdateMask(req.GetUpdateMask(), &platformv1.Automation{}); err != nil {
+		return nil, err
+	}
 	paths := map[string]bool{}
+	if fieldmask.IsFullReplacement(req.GetUpdateMask()) {
+		for k := range automationMask {
+			paths[k] = true
+		}
+	}
 	for _, p := range req.GetUpdateMask().GetPaths() {
-		if p == "*" {
-			for k := range automationMask {
-				paths[k] = true
-			}
+		if p == fieldmask.WildcardPath {
 			continue
 		}
 		if !automationMask[p] {

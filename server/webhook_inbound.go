@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/proserun/prose/logctx"
 	"io"
 	"log/slog"
 	"net/http"
@@ -95,6 +96,7 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	org, ws, id := parts[0], parts[1], parts[2]
+	r = r.WithContext(logctx.Set(r.Context(), logctx.Organization, org, logctx.Workspace, ws))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -108,7 +110,7 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	inst, err := h.st.GetTriggerInstance(r.Context(), org, ws, id)
 	if err != nil || inst.BookName != WebhookBook {
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			h.logger.Error("webhook", "err", err)
+			h.logger.ErrorContext(r.Context(), "webhook", "err", err)
 			webhookError(w, http.StatusServiceUnavailable, 14, "the store is unavailable; deliver again")
 			return
 		}
@@ -142,7 +144,7 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	filter, err := instanceFilter(inst)
 	if err != nil {
-		h.logger.Error("webhook", "err", err)
+		h.logger.ErrorContext(r.Context(), "webhook", "err", err)
 		webhookError(w, http.StatusServiceUnavailable, 14, "the trigger instance is unreadable; deliver again")
 		return
 	}
@@ -190,7 +192,7 @@ func (h *triggerStarter) start(ctx context.Context, inst store.TriggerInstance, 
 		return out
 	}
 	if err != nil {
-		h.logger.Error("webhook", "err", err)
+		h.logger.ErrorContext(ctx, "webhook", "err", err)
 		out.Error = errRetry
 		return out
 	}
@@ -207,7 +209,7 @@ func (h *triggerStarter) start(ctx context.Context, inst store.TriggerInstance, 
 	case err == nil:
 		mapping = at.InputMapping
 	case !errors.Is(err, store.ErrNotFound):
-		h.logger.Error("webhook", "err", err)
+		h.logger.ErrorContext(ctx, "webhook", "err", err)
 		out.Error = errRetry
 		return out
 	}
@@ -232,7 +234,7 @@ func (h *triggerStarter) start(ctx context.Context, inst store.TriggerInstance, 
 		out.Error = withoutSentinel(err, store.ErrInvalidArgument)
 		return out
 	case err != nil:
-		h.logger.Error("webhook", "err", err)
+		h.logger.ErrorContext(ctx, "webhook", "err", err)
 		out.Error = errRetry
 		return out
 	}

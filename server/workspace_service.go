@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.einride.tech/aip/fieldmask"
 	"net/mail"
 	"slices"
 	"strings"
@@ -159,8 +160,15 @@ var idWorkspaceMask = map[string]string{
 // those named in update_mask).
 func (s *WorkspaceService) UpdateWorkspace(ctx context.Context, req *platformv1.UpdateWorkspaceRequest) (*platformv1.Workspace, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
+	if err := checkUpdateMask(req.GetUpdateMask(), &platformv1.Workspace{}); err != nil {
+		return nil, err
+	}
 	var mask []string
 	for _, p := range req.GetUpdateMask().GetPaths() {
+		if p == fieldmask.WildcardPath {
+			mask = nil // every writable field
+			break
+		}
 		m, ok := idWorkspaceMask[p]
 		if !ok {
 			return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("update_mask: %q cannot be updated (title, workspace_icon, workspace_icon_color)", p),

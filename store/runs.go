@@ -199,6 +199,19 @@ type FairClaimer interface {
 	HasPendingRuns(ctx context.Context) (bool, error)
 }
 
+// QueueStats tells how the run queue fares, for metrics (every backend:
+// store.Store embeds it).
+type QueueStats interface {
+	// CountPendingRuns counts the runs waiting in the queue (one count over
+	// the index runs_pending).
+	CountPendingRuns(ctx context.Context) (int64, error)
+	// OnLeasesRecovered makes ClaimRuns and ClaimRunsFair call fn with the
+	// number of executing runs they gave back to the queue (or failed as
+	// poison) because their worker's lease expired: runs taken over from a
+	// worker presumed dead. fn must return at once.
+	OnLeasesRecovered(fn func(n int64))
+}
+
 // Progress is where a leased run is; see Runs.SaveProgress.
 type Progress struct {
 	Step       int

@@ -50,6 +50,7 @@ type Store interface {
 
 	RunBatches
 	FairClaimer
+	QueueStats
 	Notifier
 	AuthGenerations
 

@@ -15,10 +15,18 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dustin/go-humanize"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/proserun/prose/books"
@@ -30,18 +38,22 @@ import (
 	"github.com/proserun/prose/gen/openapi"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/logctx"
+	"github.com/proserun/prose/metrics"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/netguard"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/tracing"
 )
 
 type serveConfig struct {
-	addr     string
-	data     string
-	database string
-	logLevel string
+	addr      string
+	data      string
+	database  string
+	logLevel  string
+	logFormat string
 	// publicURL is the public origin for signed file URLs ("": the request's).
 	publicURL string
 	// lease is the engine's run lease (0: engine default); books is a JSON
@@ -105,6 +117,19 @@ type serveConfig struct {
 	secretKeysFile string
 	// model configures the model-backed agent (URL "": none).
 	model modelFlags
+	// tlsCert and tlsKey serve TLS on addr (both or neither); read again
+	// when the files change.
+	tlsCert, tlsKey string
+	// tracerProvider, when set, traces requests (otelgrpc, otelhttp) and
+	// runs (the engine's spans); nil: tracing off. serveCmd sets it from
+	// the OTEL_ variables (tracing.Setup); tests pass an in-memory one.
+	tracerProvider trace.TracerProvider
+	// metricsAutomations: see metrics.Options.MaxAutomations.
+	metricsAutomations int
+	// shutdownTimeout bounds the drain of a shutdown (SIGTERM): requests in
+	// flight, and runs in flight reaching their next statement to be
+	// handed back.
+	shutdownTimeout time.Duration
 
 	// outer are interceptor entries before the chain (tests use them to
 	// observe calls, over both transports).
@@ -115,7 +140,10 @@ type serveConfig struct {
 }
 
 // serveFlags defines serve's flags on fs, into cfg.
+// Their values may also come from the environment and a config file
+// (applyEnvAndConfig).
 func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
+	fs.String(ConfigFlag, "", "config file of flag values (YAML, or TOML if it ends in .toml; the flag names as keys)")
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "address to listen on (gRPC and HTTP)")
 	fs.StringVar(&cfg.data, "data", "./prose-data", "data directory of the embedded SQLite database")
 	fs.StringVar(&cfg.database, "database", "", "a postgres://… URL; overrides --data")
@@ -128,6 +156,11 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.IntVar(&cfg.maxGRPCUploads, "max-grpc-uploads", transport.DefaultMaxLargeRequests, "native gRPC file uploads (UploadFile, up to 64 MiB each) received at once; more are refused at once with RESOURCE_EXHAUSTED UPLOADS_BUSY before their message is read; -1: no bound")
 	fs.DurationVar(&cfg.uploadWait, "upload-wait", gateway.DefaultUploadWait, "how long an upload waits for a slot when --max-uploads are in flight (its body unread) before 503; -1ns: no wait")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS and gRPC over TLS on --addr (with --tls-key); read again when the file changes. Default: plain HTTP and h2c, for loopback")
+	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
+	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "on SIGTERM or SIGINT, how long requests in flight may take to finish, and runs in flight to reach their next statement and go back to the queue (for another replica at once), before the rest is cut")
+	fs.StringVar(&cfg.logFormat, "log-format", logctx.FormatAuto, "auto (text on a terminal, JSON lines otherwise), text or json")
+	fs.IntVar(&cfg.metricsAutomations, "metrics-automations", metrics.DefaultMaxAutomations, "automations named (by id) in the automation label of the run metrics, the first ones this process sees; later ones count under \"other\" (bounds the series /metrics exports); -1: none")
 	fs.StringVar(&cfg.pprof, "pprof", "", "serve net/http/pprof on this address (127.0.0.1:6060), for profiling; off by default")
 	cfg.limits.register(fs)
 	fs.IntVar(&cfg.maxGuidedPerRun, "max-guided-per-run", 0, fmt.Sprintf("the most exceptions approved guide entries resolve in one run; past it the run waits for a person (default %d; -1: guide entries never apply)", engine.DefaultMaxGuidedPerRun))
@@ -153,6 +186,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	fs.SetOutput(stderr)
 	var cfg serveConfig
 	serveFlags(fs, &cfg)
+	fs.Usage = flagUsageWithEnv(fs, "serve")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -160,13 +194,41 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		fmt.Fprintf(stderr, "serve: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
+	if err := applyEnvAndConfig(fs, nil, os.Getenv); err != nil {
+		fmt.Fprintf(stderr, "serve: %v\n", err)
+		return 2
+	}
+	if (cfg.tlsCert == "") != (cfg.tlsKey == "") {
+		fmt.Fprintln(stderr, "serve: --tls-cert and --tls-key go together")
+		return 2
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
 		fmt.Fprintf(stderr, "serve: bad --log-level: %v\n", err)
 		return 2
 	}
-	logger := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if !logctx.ValidFormat(cfg.logFormat) {
+		fmt.Fprintf(stderr, "serve: bad --log-format %q: auto, text or json\n", cfg.logFormat)
+		return 2
+	}
+	logger := logctx.New(stderr, cfg.logFormat, level)
 
+	tp, err := tracing.Setup(ctx, os.Getenv, server.Version)
+	if err != nil {
+		logger.Error("tracing", "err", err)
+		return 1
+	}
+	if tp != nil {
+		cfg.tracerProvider = tp
+		logger.Info("tracing: exporting spans by OTLP")
+		defer func() {
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := tp.Shutdown(sctx); err != nil {
+				logger.Warn("tracing: flush", "err", err)
+			}
+		}()
+	}
 	app, err := newApp(ctx, cfg, logger, stderr)
 	if err != nil {
 		logger.Error("start", "err", err)
@@ -174,11 +236,33 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	}
 	defer app.Close()
 
+	opts := app.serveOptions()
+	scheme := "http"
+	if cfg.tlsCert != "" {
+		certs, err := gateway.NewCertReloader(cfg.tlsCert, cfg.tlsKey, logger)
+		if err != nil {
+			logger.Error("tls", "err", err)
+			return 1
+		}
+		opts = append(opts, gateway.WithTLS(certs.TLSConfig()))
+		scheme = "https"
+	}
 	lis, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		logger.Error("listen", "addr", cfg.addr, "err", err)
 		return 1
 	}
+	if scheme == "http" && !isLoopback(lis.Addr()) {
+		logger.Warn("serving plain HTTP and h2c on a non-loopback address: API keys cross the network in clear; give --tls-cert and --tls-key, or terminate TLS in front", "addr", lis.Addr().String())
+	}
+	// SIGTERM: this replica stops taking work at once (health NOT_SERVING,
+	// /readyz 503, the engine hands its runs back) while gateway.Serve
+	// drains the requests in flight.
+	go func() {
+		<-ctx.Done()
+		logger.Info("shutting down", "timeout_ms", cfg.shutdownTimeout.Milliseconds())
+		app.beginShutdown()
+	}()
 	if cfg.pprof != "" {
 		if err := servePprof(ctx, cfg.pprof, logger); err != nil {
 			logger.Error("pprof", "addr", cfg.pprof, "err", err)
@@ -189,7 +273,7 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		// The owner's first way into the web console.
 		base := cfg.publicURL
 		if base == "" {
-			base = "http://" + lis.Addr().String()
+			base = scheme + "://" + lis.Addr().String()
 		}
 		token, err := console.CreateLink(ctx, app.store, app.bootstrap.orgID, app.bootstrap.userID, 0, time.Now())
 		if err != nil {
@@ -198,8 +282,8 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		}
 		fmt.Fprintf(stderr, "Open the web console and sign in with this one-time link (or later: prose login-link):\n%s\n", console.LinkURL(base, token))
 	}
-	logger.Info("serving", "addr", lis.Addr().String(), "version", server.Version)
-	if err := gateway.Serve(ctx, lis, app.grpc, app.http, logger, app.serveOptions()...); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	logger.Info("serving", "addr", lis.Addr().String(), "version", server.Version, "tls", scheme == "https")
+	if err := gateway.Serve(ctx, lis, app.grpc, app.http, logger, opts...); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		logger.Error("serve", "err", err)
 		return 1
 	}
@@ -234,7 +318,16 @@ type app struct {
 	files *server.FileService
 	// admission bounds the native gRPC uploads in flight (--max-grpc-uploads).
 	admission *transport.Admission
-	closers   []func() error
+	// health is the gRPC health service: SERVING for "" and every service
+	// until beginShutdown.
+	health          *health.Server
+	shuttingDown    atomic.Bool
+	shutdownTimeout time.Duration
+	logger          *slog.Logger
+	// registry holds the work's metrics (work).
+	registry *prometheus.Registry
+	work     *metrics.Work
+	closers  []func() error
 }
 
 // serveOptions are gateway.Serve's options for the app: the gRPC calls of
@@ -242,7 +335,7 @@ type app struct {
 // and the first message of each is refused before it is read when it is
 // over its method's bound (transport.RequestSizeError).
 func (a *app) serveOptions() []gateway.ServeOption {
-	return []gateway.ServeOption{gateway.WithShutdownTimeout(15 * time.Second), gateway.WithGRPCAdmission(a.admission.Tap),
+	return []gateway.ServeOption{gateway.WithShutdownTimeout(a.shutdownTimeout), gateway.WithGRPCAdmission(a.admission.Tap),
 		gateway.WithGRPCMessageLimit(transport.RequestSizeError)}
 }
 
@@ -264,6 +357,50 @@ func (a *app) ownFile(ctx context.Context, rawURL string) ([]byte, bool, error) 
 	return data, true, nil
 }
 
+// beginShutdown stops this replica taking work: every gRPC health status
+// NOT_SERVING, /readyz 503, and the engine handing its runs in flight back
+// (in the background; Close waits for it). Requests in flight go on.
+func (a *app) beginShutdown() {
+	a.shuttingDown.Store(true)
+	a.health.Shutdown()
+	go a.stopEngine()
+}
+
+// isLoopback reports whether addr is a loopback address.
+func isLoopback(addr net.Addr) bool {
+	ta, ok := addr.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// readyz answers 200 when this replica takes work: not shutting down and
+// its store answers (within 2s); 503 with the reason otherwise.
+func (a *app) readyz(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	if a.shuttingDown.Load() {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = io.WriteString(w, `{"status":"shutting_down"}`+"\n")
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := a.store.Ping(ctx); err != nil {
+		a.logger.Warn("readyz: the store does not answer", "err", err)
+		w.WriteHeader(http.StatusServiceUnavailable)
+		b, _ := json.Marshal(map[string]string{"status": "unavailable", "store": err.Error()})
+		_, _ = w.Write(append(b, '\n'))
+		return
+	}
+	_, _ = io.WriteString(w, `{"status":"ok","store":"ok"}`+"\n")
+}
+
+// livez answers 200 while the process serves HTTP at all.
+func livez(w http.ResponseWriter, _ *http.Request, _ map[string]string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	_, _ = io.WriteString(w, `{"status":"ok"}`+"\n")
+}
+
 func (a *app) Close() {
 	for i := len(a.closers) - 1; i >= 0; i-- {
 		if err := a.closers[i](); err != nil {
@@ -276,7 +413,10 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	if err := cfg.sizes.Validate(); err != nil {
 		return nil, err
 	}
-	a := &app{}
+	a := &app{shutdownTimeout: cfg.shutdownTimeout, logger: logger, health: health.NewServer()}
+	if a.shutdownTimeout <= 0 {
+		a.shutdownTimeout = 15 * time.Second
+	}
 	st := cfg.store
 	if st == nil {
 		var err error
@@ -335,6 +475,22 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 			return nil, fmt.Errorf("--books: %w", err)
 		}
 	}
+	// The work's metrics, on a registry of the app's own (tests run
+	// several apps in one process), served at /metrics with the default
+	// registry's (the per-RPC metrics, the Go runtime's).
+	a.registry = prometheus.NewRegistry()
+	work, err := metrics.New(a.registry, metrics.Options{
+		MaxAutomations: cfg.metricsAutomations,
+		PendingRuns:    st.CountPendingRuns,
+		BusyWorkers:    func() int64 { return a.engine.Busy() },
+		Workers:        func() int { return a.engine.Workers() },
+	})
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("metrics: %w", err)
+	}
+	a.work = work
+	st.OnLeasesRecovered(work.LeaseTakeovers)
 	engCtx, stopEngine := context.WithCancel(context.WithoutCancel(ctx))
 	engOpts := engine.Options{
 		Logger:          logger,
@@ -345,6 +501,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		InlineWindow:    cfg.inlineWindow,
 		MaxGuidedPerRun: cfg.maxGuidedPerRun,
 		History:         cfg.history,
+		Metrics:         work,
+		Tracer:          tracerOf(cfg.tracerProvider),
 		Books: func(org, ws string) lang.Books {
 			return callIDBooks{reg.ForWorkspace(books.Workspace{OrganizationID: org, WorkspaceID: ws})}
 		},
@@ -372,7 +530,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	engDone := make(chan struct{})
 	go func() {
 		defer close(engDone)
-		_ = a.engine.Run(engCtx, 10*time.Second)
+		_ = a.engine.Run(engCtx, a.shutdownTimeout)
 	}()
 	a.scheduler = schedule.NewScheduler(st, a.engine, schedule.Options{Now: cfg.clock, CatchUp: cfg.scheduleCatchUp, Logger: logger, Inactive: server.AutomationInactive})
 	schedDone := make(chan struct{})
@@ -438,24 +596,41 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Insights:      server.NewInsightsService(st, cfg.clock),
 	}
 	a.admission = transport.NewAdmission(cfg.maxGRPCUploads)
+	grpcOpts := transport.MessageSizeOptions()
+	if tp := cfg.tracerProvider; tp != nil {
+		// A span per native gRPC call (HTTP requests get theirs below).
+		grpcOpts = append(grpcOpts, grpc.StatsHandler(otelgrpc.NewServerHandler(otelgrpc.WithTracerProvider(tp), otelgrpc.WithPropagators(tracing.Propagator))))
+	}
 	srv := transport.NewServer(transport.Options{
 		Logger:        logger,
 		Authenticator: auth,
-		ServerOptions: transport.MessageSizeOptions(),
+		ServerOptions: grpcOpts,
 		Outer:         cfg.outer,
 		// Native gRPC uploads are bounded like the HTTP ones; the gateway
 		// calls the services in process and bounds its own (--max-uploads).
 		Admission: a.admission,
 		Sizes:     cfg.sizes,
+		Health:    a.health,
 	})
 	a.grpc = srv.GRPC
 	// Every service on the gRPC server and on the in-process channel the
 	// gateway and the console call (one interceptor chain for both).
 	a.services.Register(srv)
+	// gRPC health: the server ("") and each service by its full name.
+	a.health.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
+	for name := range srv.GRPC.GetServiceInfo() {
+		a.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+	}
 	local := srv.Local
+	doc, err := openapi.WithVersion(openapi.JSON, server.Version)
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("openapi: %w", err)
+	}
 	mux, h, err := gateway.Mux(ctx, local, gateway.Options{
-		OpenAPI: openapi.JSON, Logger: logger, MaxUploads: cfg.maxUploads, UploadWait: cfg.uploadWait,
+		OpenAPI: doc, Logger: logger, MaxUploads: cfg.maxUploads, UploadWait: cfg.uploadWait,
 		BodyReadTimeout: cfg.bodyReadTimeout, ValueExample: plainValueJSON,
+		Metrics: promhttp.HandlerFor(prometheus.Gatherers{prometheus.DefaultGatherer, a.registry}, promhttp.HandlerOpts{}),
 	}, gateway.Handlers()...)
 	if err != nil {
 		a.Close()
@@ -463,6 +638,17 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	// Files: signed upload and download URLs (no API key), large downloads.
 	if err := gateway.HandleSignedFiles(mux, local, files, server.MaxFileBytes); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	// Probes: /readyz (takes work: not shutting down, the store answers)
+	// and /livez (the process serves); /healthz is the gateway's (gRPC
+	// health of "").
+	if err := mux.HandlePath(http.MethodGet, "/readyz", a.readyz); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if err := mux.HandlePath(http.MethodGet, "/livez", livez); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
@@ -496,7 +682,20 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// The live pages' streams end with the service (before it drains).
 	go func() { <-ctx.Done(); con.Close() }()
 	a.http = con.Mount(h)
+	if tp := cfg.tracerProvider; tp != nil {
+		// A span per HTTP request, continuing the caller's traceparent.
+		a.http = otelhttp.NewHandler(a.http, "prose", otelhttp.WithTracerProvider(tp), otelhttp.WithPropagators(tracing.Propagator),
+			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method }))
+	}
 	return a, nil
+}
+
+// tracerOf is the engine's tracer of tp (nil: tracing off).
+func tracerOf(tp trace.TracerProvider) trace.Tracer {
+	if tp == nil {
+		return nil
+	}
+	return tp.Tracer("github.com/proserun/prose/engine")
 }
 
 // callIDBooks gives each external book call the engine's call id (see

@@ -16,7 +16,13 @@ PostgreSQL database of --database (replicas may share one).
 
 On an empty store, serve creates an organization, its owner, a workspace and an
 API key, and prints the key once to stderr with a sign-in link for the console.
-Every flag's default is shown below.`
+Every flag's default is shown below.
+
+Every flag may also be given by the environment, PROSE_ and the flag's name in
+upper case with dashes as underscores (--max-uploads is PROSE_MAX_UPLOADS), or
+by a config file, --config F or PROSE_SERVE_CONFIG (YAML, or TOML if it ends in
+.toml; the flag names as keys). A flag on the command line wins over the
+environment, which wins over the file.`
 
 // newServeCmd is `prose serve`. Its flags are serve.go's Go flag set
 // (serveFlags), shown by cobra's help and completion, and parsed by serveCmd

@@ -4,9 +4,32 @@
 // `go generate ./...` (buf with protoc-gen-openapiv2) and must not be edited.
 package openapi
 
-import _ "embed"
+import (
+	_ "embed"
+	"encoding/json"
+)
 
 // JSON is the merged OpenAPI v2 description of every Prose service.
 //
 //go:embed prose.swagger.json
 var JSON []byte
+
+// WithVersion returns doc (an OpenAPI JSON document) with info.version set
+// to version: the served document names the running build.
+func WithVersion(doc []byte, version string) ([]byte, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(doc, &top); err != nil {
+		return nil, err
+	}
+	var info map[string]any
+	if err := json.Unmarshal(top["info"], &info); err != nil {
+		return nil, err
+	}
+	info["version"] = version
+	b, err := json.Marshal(info)
+	if err != nil {
+		return nil, err
+	}
+	top["info"] = b
+	return json.MarshalIndent(top, "", "  ")
+}

@@ -2,6 +2,7 @@ package transport
 
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"github.com/proserun/prose/logctx"
 
 	"context"
 	"errors"
@@ -121,8 +122,13 @@ func PrincipalFrom(ctx context.Context) (*Principal, bool) {
 	return p, ok && p != nil
 }
 
-// ContextWithPrincipal returns ctx carrying p.
+// ContextWithPrincipal returns ctx carrying p. The call's log lines name
+// p's organization from now on (also the lines of the entries outside,
+// through logctx.Set).
 func ContextWithPrincipal(ctx context.Context, p *Principal) context.Context {
+	if p != nil {
+		ctx = logctx.Set(ctx, logctx.Organization, p.OrganizationID)
+	}
 	return context.WithValue(ctx, principalKey{}, p)
 }
 

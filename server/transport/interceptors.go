@@ -3,6 +3,7 @@ package transport
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	"github.com/proserun/prose/ids"
+	"github.com/proserun/prose/logctx"
 
 	"context"
 	"fmt"
@@ -12,6 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"go.einride.tech/aip/fieldbehavior"
 	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/grpc"
@@ -31,7 +36,7 @@ type requestIDKey struct{}
 
 // callInfo is placed in the context by the outermost interceptor so that
 // entries outside the request id one (recovery) can still log the id.
-type callInfo struct{ requestID string }
+type callInfo struct{ requestID, method string }
 
 type callInfoKey struct{}
 
@@ -66,30 +71,33 @@ func withStreamContext(ss grpc.ServerStream, ctx context.Context) grpc.ServerStr
 
 // --- recovery -------------------------------------------------------------
 
+// The recovery entry is go-grpc-middleware's recovery interceptor; ours
+// around it only places the callInfo its handler reads (the request id the
+// entry inside it finds, the method) for the log line of the panic.
+
+func recoveryHandler(log *slog.Logger) recovery.Option {
+	return recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+		ci, _ := ctx.Value(callInfoKey{}).(*callInfo)
+		if ci == nil {
+			ci = &callInfo{}
+		}
+		return recovered(log, ci.requestID, ci.method, p)
+	})
+}
+
 func recoveryUnary(log *slog.Logger) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
-		ci := &callInfo{}
-		ctx = context.WithValue(ctx, callInfoKey{}, ci)
-		defer func() {
-			if p := recover(); p != nil {
-				err = recovered(log, ci.requestID, info.FullMethod, p)
-				resp = nil
-			}
-		}()
-		return handler(ctx, req)
+	rec := recovery.UnaryServerInterceptor(recoveryHandler(log))
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		ctx = context.WithValue(ctx, callInfoKey{}, &callInfo{method: info.FullMethod})
+		return rec(ctx, req, info, handler)
 	}
 }
 
 func recoveryStream(log *slog.Logger) grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
-		ci := &callInfo{}
-		ss = withStreamContext(ss, context.WithValue(ss.Context(), callInfoKey{}, ci))
-		defer func() {
-			if p := recover(); p != nil {
-				err = recovered(log, ci.requestID, info.FullMethod, p)
-			}
-		}()
-		return handler(srv, ss)
+	rec := recovery.StreamServerInterceptor(recoveryHandler(log))
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		ss = withStreamContext(ss, context.WithValue(ss.Context(), callInfoKey{}, &callInfo{method: info.FullMethod}))
+		return rec(srv, ss, info, handler)
 	}
 }
 
@@ -118,7 +126,7 @@ func incomingRequestID(ctx context.Context) string {
 func requestIDUnary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		id := incomingRequestID(ctx)
-		ctx = ContextWithRequestID(ctx, id)
+		ctx = ContextWithRequestID(logctx.With(ctx, logctx.RequestID, id, logctx.Method, info.FullMethod), id)
 		// Header for callers that read headers; trailer too, because an
 		// error without a message is sent as a trailers-only response.
 		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, id))
@@ -132,7 +140,8 @@ func requestIDStream() grpc.StreamServerInterceptor {
 		id := incomingRequestID(ss.Context())
 		_ = ss.SetHeader(metadata.Pairs(RequestIDHeader, id))
 		ss.SetTrailer(metadata.Pairs(RequestIDHeader, id))
-		return handler(srv, withStreamContext(ss, ContextWithRequestID(ss.Context(), id)))
+		ctx := logctx.With(ss.Context(), logctx.RequestID, id, logctx.Method, info.FullMethod)
+		return handler(srv, withStreamContext(ss, ContextWithRequestID(ctx, id)))
 	}
 }
 
@@ -148,7 +157,7 @@ func logCall(ctx context.Context, log *slog.Logger, method string, start time.Ti
 	attrs := []slog.Attr{
 		slog.String("method", method),
 		slog.String("code", code.String()),
-		slog.Duration("duration", time.Since(start)),
+		slog.Float64("duration_ms", float64(time.Since(start))/float64(time.Millisecond)),
 		slog.String("request_id", RequestID(ctx)),
 	}
 	if err != nil {
@@ -303,29 +312,31 @@ func (p publicSet) has(method string) bool {
 	return false
 }
 
-func authUnary(a Authenticator, public publicSet) grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if !public.has(info.FullMethod) {
-			var err error
-			if ctx, err = a.Authenticate(ctx, info.FullMethod); err != nil {
-				return nil, err
-			}
+// The auth entry is go-grpc-middleware's auth interceptor behind its
+// selector: every method but the public ones is authenticated. The
+// Authenticator learns the method from the call's context (grpc.Method:
+// the gRPC server's stream, or Local's).
+
+func authFunc(a Authenticator) auth.AuthFunc {
+	return func(ctx context.Context) (context.Context, error) {
+		method, ok := grpc.Method(ctx)
+		if !ok {
+			return nil, NewError(codes.Internal, ReasonInternal, internalMessage).Err()
 		}
-		return handler(ctx, req)
+		return a.Authenticate(ctx, method)
 	}
 }
 
+func notPublic(public publicSet) selector.Matcher {
+	return selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool { return !public.has(c.FullMethod()) })
+}
+
+func authUnary(a Authenticator, public publicSet) grpc.UnaryServerInterceptor {
+	return selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFunc(a)), notPublic(public))
+}
+
 func authStream(a Authenticator, public publicSet) grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if !public.has(info.FullMethod) {
-			ctx, err := a.Authenticate(ss.Context(), info.FullMethod)
-			if err != nil {
-				return err
-			}
-			ss = withStreamContext(ss, ctx)
-		}
-		return handler(srv, ss)
-	}
+	return selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFunc(a)), notPublic(public))
 }
 
 // --- validation -----------------------------------------------------------
@@ -346,6 +357,9 @@ func (ls *limitSet) validate(req any) error {
 		return nil
 	}
 	if err := ls.checkLimits(m.ProtoReflect()); err != nil {
+		return err
+	}
+	if err := validateConstraints(m); err != nil {
 		return err
 	}
 	if err := fieldbehavior.ValidateRequiredFields(m); err != nil {

@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"go.opentelemetry.io/otel/trace"
 	"io"
 	"sync"
 
@@ -148,11 +149,16 @@ func (l *Local) NewStream(ctx context.Context, _ *grpc.StreamDesc, method string
 const localStreamBuffer = 16
 
 // serverContext is the context a method sees: ctx's deadline and
-// cancellation, its outgoing metadata as incoming, none of its values.
+// cancellation, its outgoing metadata as incoming, none of its values but
+// its trace span (the HTTP request's, when tracing is on), as the trace
+// context a gRPC call carries in its metadata.
 func serverContext(ctx context.Context) context.Context {
 	sctx := context.Context(valuesHidden{ctx})
 	if md, ok := metadata.FromOutgoingContext(ctx); ok {
 		sctx = metadata.NewIncomingContext(sctx, md)
+	}
+	if span := trace.SpanFromContext(ctx); span.SpanContext().IsValid() {
+		sctx = trace.ContextWithSpan(sctx, span)
 	}
 	return sctx
 }

@@ -203,7 +203,7 @@ func TestLogLine(t *testing.T) {
 	e := start(t, transport.Options{}, &fakeLegacy{})
 	_, _ = legacyv2.NewLegacyServiceClient(e.conn).GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "nope"})
 	logs := e.logs.String()
-	for _, want := range []string{`"msg":"rpc"`, `"method":"/prose.legacy.v2.LegacyService/GetRun"`, `"code":"NotFound"`, `"duration":`, `"request_id":`} {
+	for _, want := range []string{`"msg":"rpc"`, `"method":"/prose.legacy.v2.LegacyService/GetRun"`, `"code":"NotFound"`, `"duration_ms":`, `"request_id":`} {
 		if !strings.Contains(logs, want) {
 			t.Errorf("log lacks %s:\n%s", want, logs)
 		}

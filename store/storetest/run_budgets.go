@@ -3,6 +3,7 @@ package storetest
 import (
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ func testRunBudgets(t *testing.T, open Opener) {
 		{"RunYield", testRunYield},
 		{"RunFairClaims", testRunFairClaims},
 		{"RunFairClaimsWorkspaces", testRunFairClaimsWorkspaces},
+		{"RunQueueStats", testRunQueueStats},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
@@ -223,4 +225,41 @@ func runIDs(rs []store.Run) []string {
 		out[i] = r.OrganizationID + "/" + r.ID
 	}
 	return out
+}
+
+// testRunQueueStats: CountPendingRuns counts the queue; OnLeasesRecovered
+// hears of the runs a claim took back from a worker whose lease expired.
+func testRunQueueStats(t *testing.T, s *suite) {
+	if n := of(s.st.CountPendingRuns(s.ctx)).must(t); n != 0 {
+		t.Fatalf("CountPendingRuns on an empty store: %d", n)
+	}
+	var recovered atomic.Int64
+	s.st.OnLeasesRecovered(func(n int64) { recovered.Add(n) })
+	t.Cleanup(func() { s.st.OnLeasesRecovered(nil) })
+	a := s.automation(t, "a1")
+	r := s.run(t, a, "")
+	s.run(t, a, "")
+	s.run(t, a, "")
+	if n := of(s.st.CountPendingRuns(s.ctx)).must(t); n != 3 {
+		t.Fatalf("CountPendingRuns with three pending runs: %d", n)
+	}
+	// Claimed with a lease that has expired at the next claim, which takes
+	// it back (one recovery) and claims it again.
+	s.loseLease(t, r.ID, 2)
+	if n := recovered.Load(); n != 1 {
+		t.Fatalf("OnLeasesRecovered heard of %d runs, want 1", n)
+	}
+	if n := of(s.st.CountPendingRuns(s.ctx)).must(t); n != 2 {
+		t.Fatalf("CountPendingRuns with one of three claimed: %d", n)
+	}
+	// A claim that recovers nothing calls nobody.
+	far := s.clock.Peek().Add(time.Hour)
+	for range 2 {
+		of(s.st.ClaimRuns(s.ctx, "w", 1, far)).must(t)
+	}
+	if n := recovered.Load(); n != 2 {
+		// The first of these two claims took r back again (its lease
+		// expired at the clock's next second); the second nothing.
+		t.Fatalf("OnLeasesRecovered heard of %d runs, want 2", n)
+	}
 }

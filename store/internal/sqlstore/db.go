@@ -56,6 +56,8 @@ type DB struct {
 	classify func(error) ErrorKind
 	clock    func() time.Time
 	onClose  func() error
+	// onRecovered is OnLeasesRecovered's func(int64).
+	onRecovered atomic.Value
 	// maxLostLeases: see store.Options.MaxLostLeases.
 	maxLostLeases int
 	// pageBytes is a list page's byte budget (store.Options.PageBytes,

@@ -466,6 +466,7 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 		return rows.Err()
 	}
 	var err error
+	var recovered int64 // runs whose lease expired, taken back
 	if db.recoveryDue(now) {
 		db.compactRunAggregates(ctx)
 		err = db.tx(ctx, func(c conn) error {
@@ -478,7 +479,7 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 			// times in a row fails (all right-hand sides read the row as it
 			// was).
 			poison := `state = 'executing' AND lost_leases >= ` + strconv.Itoa(db.maxLostLeases)
-			if _, err := c.exec(ctx, `UPDATE runs SET
+			res, err := c.exec(ctx, `UPDATE runs SET
 				state = CASE WHEN state = 'stopping' THEN 'stopped' WHEN `+poison+` THEN 'failed' ELSE 'pending' END,
 				lost_leases = CASE WHEN state = 'executing' THEN lost_leases + 1 ELSE lost_leases END,
 				error_id = CASE WHEN `+poison+` THEN 'poison-' || id ELSE error_id END,
@@ -486,8 +487,12 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 				checkpoint = CASE WHEN `+poison+` THEN NULL ELSE checkpoint END,
 				resolution = CASE WHEN `+poison+` THEN NULL ELSE resolution END,
 				state_time = ?, update_time = ?, lease_owner = ''
-				WHERE state IN ('executing', 'stopping') AND lease_expire_time < ?`, poisonDescription(db.maxLostLeases), now, now, now); err != nil {
+				WHERE state IN ('executing', 'stopping') AND lease_expire_time < ?`, poisonDescription(db.maxLostLeases), now, now, now)
+			if err != nil {
 				return db.mapErr(err, "recover leased runs")
+			}
+			if n, err := res.RowsAffected(); err == nil && n > 0 {
+				recovered = n
 			}
 			// Parents whose children all settled without waking them (a
 			// child finished in a batch, or its worker died between the
@@ -505,6 +510,11 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 	if err != nil {
 		return nil, err
 	}
+	if recovered > 0 {
+		if fn, _ := db.onRecovered.Load().(func(int64)); fn != nil {
+			fn(recovered)
+		}
+	}
 	slices.SortFunc(out, func(a, b store.Run) int {
 		if c := a.CreateTime.Compare(b.CreateTime); c != 0 {
 			return c
@@ -513,6 +523,16 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 	})
 	return out, nil
 }
+
+// CountPendingRuns implements store.QueueStats.
+func (db *DB) CountPendingRuns(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.reader().queryRow(ctx, `SELECT COUNT(*) FROM runs WHERE state = 'pending'`).Scan(&n)
+	return n, db.mapErr(err, "count pending runs")
+}
+
+// OnLeasesRecovered implements store.QueueStats.
+func (db *DB) OnLeasesRecovered(fn func(n int64)) { db.onRecovered.Store(fn) }
 
 // HasPendingRuns reports whether runs wait in the queue (one lookup in the
 // index runs_pending). The engine asks it when every worker is busy, to

@@ -696,7 +696,9 @@ type Steps struct {
 	// The inputs of the first step (the run's user inputs).
 	Inputs map[string]*Value `protobuf:"bytes,1,rep,name=inputs,proto3" json:"inputs,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	// The steps, in order.
-	Steps         []*Step `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
+	Steps []*Step `protobuf:"bytes,2,rep,name=steps,proto3" json:"steps,omitempty"`
+	// Where the run came from.
+	Origin        *Origin `protobuf:"bytes,3,opt,name=origin,proto3" json:"origin,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -745,6 +747,78 @@ func (x *Steps) GetSteps() []*Step {
 	return nil
 }
 
+func (x *Steps) GetOrigin() *Origin {
+	if x != nil {
+		return x.Origin
+	}
+	return nil
+}
+
+// Origin is the request that started a run (directly, or through its
+// parent run): its log lines name the request id, and its spans link to the
+// request's trace, also when it executes later or on another replica.
+type Origin struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The request id (x-request-id) of the request.
+	RequestId string `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// The W3C trace context of the request's span: traceparent, tracestate.
+	Traceparent   string `protobuf:"bytes,2,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	Tracestate    string `protobuf:"bytes,3,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Origin) Reset() {
+	*x = Origin{}
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Origin) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Origin) ProtoMessage() {}
+
+func (x *Origin) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Origin.ProtoReflect.Descriptor instead.
+func (*Origin) Descriptor() ([]byte, []int) {
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *Origin) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *Origin) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *Origin) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
+
 // Step is one executable step.
 type Step struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -760,7 +834,7 @@ type Step struct {
 
 func (x *Step) Reset() {
 	*x = Step{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[2]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -772,7 +846,7 @@ func (x *Step) String() string {
 func (*Step) ProtoMessage() {}
 
 func (x *Step) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[2]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -785,7 +859,7 @@ func (x *Step) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Step.ProtoReflect.Descriptor instead.
 func (*Step) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{2}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Step) GetCode() string {
@@ -822,7 +896,7 @@ type BookConnection struct {
 
 func (x *BookConnection) Reset() {
 	*x = BookConnection{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[3]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +908,7 @@ func (x *BookConnection) String() string {
 func (*BookConnection) ProtoMessage() {}
 
 func (x *BookConnection) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[3]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -847,7 +921,7 @@ func (x *BookConnection) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BookConnection.ProtoReflect.Descriptor instead.
 func (*BookConnection) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{3}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *BookConnection) GetConnectionId() string {
@@ -879,7 +953,7 @@ type Invocation struct {
 
 func (x *Invocation) Reset() {
 	*x = Invocation{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[4]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +965,7 @@ func (x *Invocation) String() string {
 func (*Invocation) ProtoMessage() {}
 
 func (x *Invocation) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[4]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +978,7 @@ func (x *Invocation) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Invocation.ProtoReflect.Descriptor instead.
 func (*Invocation) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{4}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Invocation) GetTriggerId() string {
@@ -949,7 +1023,7 @@ type Guidance struct {
 
 func (x *Guidance) Reset() {
 	*x = Guidance{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[5]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -961,7 +1035,7 @@ func (x *Guidance) String() string {
 func (*Guidance) ProtoMessage() {}
 
 func (x *Guidance) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[5]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -974,7 +1048,7 @@ func (x *Guidance) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Guidance.ProtoReflect.Descriptor instead.
 func (*Guidance) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{5}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Guidance) GetKind() isGuidance_Kind {
@@ -1096,7 +1170,7 @@ type Expressions struct {
 
 func (x *Expressions) Reset() {
 	*x = Expressions{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[6]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1108,7 +1182,7 @@ func (x *Expressions) String() string {
 func (*Expressions) ProtoMessage() {}
 
 func (x *Expressions) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[6]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1121,7 +1195,7 @@ func (x *Expressions) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expressions.ProtoReflect.Descriptor instead.
 func (*Expressions) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{6}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *Expressions) GetExpressions() map[string]string {
@@ -1159,7 +1233,7 @@ type Value struct {
 
 func (x *Value) Reset() {
 	*x = Value{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[7]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1171,7 +1245,7 @@ func (x *Value) String() string {
 func (*Value) ProtoMessage() {}
 
 func (x *Value) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[7]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1184,7 +1258,7 @@ func (x *Value) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Value.ProtoReflect.Descriptor instead.
 func (*Value) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{7}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *Value) GetKind() isValue_Kind {
@@ -1440,7 +1514,7 @@ type Number struct {
 
 func (x *Number) Reset() {
 	*x = Number{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[8]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1452,7 +1526,7 @@ func (x *Number) String() string {
 func (*Number) ProtoMessage() {}
 
 func (x *Number) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[8]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1465,7 +1539,7 @@ func (x *Number) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Number.ProtoReflect.Descriptor instead.
 func (*Number) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{8}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Number) GetLo() uint32 {
@@ -1517,7 +1591,7 @@ type HashableValue struct {
 
 func (x *HashableValue) Reset() {
 	*x = HashableValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[9]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1529,7 +1603,7 @@ func (x *HashableValue) String() string {
 func (*HashableValue) ProtoMessage() {}
 
 func (x *HashableValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[9]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1542,7 +1616,7 @@ func (x *HashableValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HashableValue.ProtoReflect.Descriptor instead.
 func (*HashableValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{9}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HashableValue) GetKind() isHashableValue_Kind {
@@ -1679,7 +1753,7 @@ type List struct {
 
 func (x *List) Reset() {
 	*x = List{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[10]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1691,7 +1765,7 @@ func (x *List) String() string {
 func (*List) ProtoMessage() {}
 
 func (x *List) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[10]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1704,7 +1778,7 @@ func (x *List) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use List.ProtoReflect.Descriptor instead.
 func (*List) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{10}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *List) GetItems() []*Value {
@@ -1725,7 +1799,7 @@ type Dictionary struct {
 
 func (x *Dictionary) Reset() {
 	*x = Dictionary{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[11]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1737,7 +1811,7 @@ func (x *Dictionary) String() string {
 func (*Dictionary) ProtoMessage() {}
 
 func (x *Dictionary) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[11]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1750,7 +1824,7 @@ func (x *Dictionary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Dictionary.ProtoReflect.Descriptor instead.
 func (*Dictionary) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{11}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Dictionary) GetEntries() []*DictionaryEntry {
@@ -1773,7 +1847,7 @@ type DictionaryEntry struct {
 
 func (x *DictionaryEntry) Reset() {
 	*x = DictionaryEntry{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[12]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1785,7 +1859,7 @@ func (x *DictionaryEntry) String() string {
 func (*DictionaryEntry) ProtoMessage() {}
 
 func (x *DictionaryEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[12]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1798,7 +1872,7 @@ func (x *DictionaryEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DictionaryEntry.ProtoReflect.Descriptor instead.
 func (*DictionaryEntry) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{12}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *DictionaryEntry) GetKey() *HashableValue {
@@ -1826,7 +1900,7 @@ type Set struct {
 
 func (x *Set) Reset() {
 	*x = Set{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[13]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1838,7 +1912,7 @@ func (x *Set) String() string {
 func (*Set) ProtoMessage() {}
 
 func (x *Set) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[13]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1851,7 +1925,7 @@ func (x *Set) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Set.ProtoReflect.Descriptor instead.
 func (*Set) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{13}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *Set) GetItems() []*HashableValue {
@@ -1877,7 +1951,7 @@ type FileValue struct {
 
 func (x *FileValue) Reset() {
 	*x = FileValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[14]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1889,7 +1963,7 @@ func (x *FileValue) String() string {
 func (*FileValue) ProtoMessage() {}
 
 func (x *FileValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[14]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1902,7 +1976,7 @@ func (x *FileValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileValue.ProtoReflect.Descriptor instead.
 func (*FileValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{14}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *FileValue) GetKind() isFileValue_Kind {
@@ -1961,7 +2035,7 @@ type File struct {
 
 func (x *File) Reset() {
 	*x = File{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[15]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1973,7 +2047,7 @@ func (x *File) String() string {
 func (*File) ProtoMessage() {}
 
 func (x *File) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[15]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1986,7 +2060,7 @@ func (x *File) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use File.ProtoReflect.Descriptor instead.
 func (*File) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{15}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *File) GetFileName() string {
@@ -2019,7 +2093,7 @@ type TableValue struct {
 
 func (x *TableValue) Reset() {
 	*x = TableValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[16]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2031,7 +2105,7 @@ func (x *TableValue) String() string {
 func (*TableValue) ProtoMessage() {}
 
 func (x *TableValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[16]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2044,7 +2118,7 @@ func (x *TableValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TableValue.ProtoReflect.Descriptor instead.
 func (*TableValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{16}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *TableValue) GetKind() isTableValue_Kind {
@@ -2101,7 +2175,7 @@ type Table struct {
 
 func (x *Table) Reset() {
 	*x = Table{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[17]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2113,7 +2187,7 @@ func (x *Table) String() string {
 func (*Table) ProtoMessage() {}
 
 func (x *Table) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[17]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2126,7 +2200,7 @@ func (x *Table) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Table.ProtoReflect.Descriptor instead.
 func (*Table) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{17}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *Table) GetColumns() []*Column {
@@ -2149,7 +2223,7 @@ type Column struct {
 
 func (x *Column) Reset() {
 	*x = Column{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[18]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2161,7 +2235,7 @@ func (x *Column) String() string {
 func (*Column) ProtoMessage() {}
 
 func (x *Column) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[18]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2174,7 +2248,7 @@ func (x *Column) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Column.ProtoReflect.Descriptor instead.
 func (*Column) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{18}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *Column) GetValues() []*BdkValue {
@@ -2204,7 +2278,7 @@ type NounPhrase struct {
 
 func (x *NounPhrase) Reset() {
 	*x = NounPhrase{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[19]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2216,7 +2290,7 @@ func (x *NounPhrase) String() string {
 func (*NounPhrase) ProtoMessage() {}
 
 func (x *NounPhrase) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[19]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2229,7 +2303,7 @@ func (x *NounPhrase) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NounPhrase.ProtoReflect.Descriptor instead.
 func (*NounPhrase) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{19}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *NounPhrase) GetModifiers() []string {
@@ -2277,7 +2351,7 @@ type BdkValue struct {
 
 func (x *BdkValue) Reset() {
 	*x = BdkValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[20]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2289,7 +2363,7 @@ func (x *BdkValue) String() string {
 func (*BdkValue) ProtoMessage() {}
 
 func (x *BdkValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[20]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2302,7 +2376,7 @@ func (x *BdkValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkValue.ProtoReflect.Descriptor instead.
 func (*BdkValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{20}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *BdkValue) GetKind() isBdkValue_Kind {
@@ -2601,7 +2675,7 @@ type BdkDictionaryValue struct {
 
 func (x *BdkDictionaryValue) Reset() {
 	*x = BdkDictionaryValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[21]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2613,7 +2687,7 @@ func (x *BdkDictionaryValue) String() string {
 func (*BdkDictionaryValue) ProtoMessage() {}
 
 func (x *BdkDictionaryValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[21]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2626,7 +2700,7 @@ func (x *BdkDictionaryValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkDictionaryValue.ProtoReflect.Descriptor instead.
 func (*BdkDictionaryValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{21}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *BdkDictionaryValue) GetFields() []*BdkDictionaryValueField {
@@ -2656,7 +2730,7 @@ type BdkDictionaryValueField struct {
 
 func (x *BdkDictionaryValueField) Reset() {
 	*x = BdkDictionaryValueField{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[22]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2668,7 +2742,7 @@ func (x *BdkDictionaryValueField) String() string {
 func (*BdkDictionaryValueField) ProtoMessage() {}
 
 func (x *BdkDictionaryValueField) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[22]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2681,7 +2755,7 @@ func (x *BdkDictionaryValueField) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkDictionaryValueField.ProtoReflect.Descriptor instead.
 func (*BdkDictionaryValueField) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{22}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *BdkDictionaryValueField) GetKey() string {
@@ -2709,7 +2783,7 @@ type BdkListValue struct {
 
 func (x *BdkListValue) Reset() {
 	*x = BdkListValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[23]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2721,7 +2795,7 @@ func (x *BdkListValue) String() string {
 func (*BdkListValue) ProtoMessage() {}
 
 func (x *BdkListValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[23]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2734,7 +2808,7 @@ func (x *BdkListValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkListValue.ProtoReflect.Descriptor instead.
 func (*BdkListValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{23}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *BdkListValue) GetValues() []*BdkValue {
@@ -2757,7 +2831,7 @@ type BdkOpaqueValue struct {
 
 func (x *BdkOpaqueValue) Reset() {
 	*x = BdkOpaqueValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[24]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2769,7 +2843,7 @@ func (x *BdkOpaqueValue) String() string {
 func (*BdkOpaqueValue) ProtoMessage() {}
 
 func (x *BdkOpaqueValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[24]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2782,7 +2856,7 @@ func (x *BdkOpaqueValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkOpaqueValue.ProtoReflect.Descriptor instead.
 func (*BdkOpaqueValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{24}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *BdkOpaqueValue) GetContent() []byte {
@@ -2810,7 +2884,7 @@ type BdkSensitiveValue struct {
 
 func (x *BdkSensitiveValue) Reset() {
 	*x = BdkSensitiveValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[25]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2822,7 +2896,7 @@ func (x *BdkSensitiveValue) String() string {
 func (*BdkSensitiveValue) ProtoMessage() {}
 
 func (x *BdkSensitiveValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[25]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2835,7 +2909,7 @@ func (x *BdkSensitiveValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkSensitiveValue.ProtoReflect.Descriptor instead.
 func (*BdkSensitiveValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{25}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *BdkSensitiveValue) GetValue() *BdkValue {
@@ -2858,7 +2932,7 @@ type BdkOffloadableTextValue struct {
 
 func (x *BdkOffloadableTextValue) Reset() {
 	*x = BdkOffloadableTextValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[26]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2870,7 +2944,7 @@ func (x *BdkOffloadableTextValue) String() string {
 func (*BdkOffloadableTextValue) ProtoMessage() {}
 
 func (x *BdkOffloadableTextValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[26]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2883,7 +2957,7 @@ func (x *BdkOffloadableTextValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkOffloadableTextValue.ProtoReflect.Descriptor instead.
 func (*BdkOffloadableTextValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{26}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *BdkOffloadableTextValue) GetRemote() string {
@@ -2913,7 +2987,7 @@ type BdkOffloadableDictionaryValue struct {
 
 func (x *BdkOffloadableDictionaryValue) Reset() {
 	*x = BdkOffloadableDictionaryValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[27]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2925,7 +2999,7 @@ func (x *BdkOffloadableDictionaryValue) String() string {
 func (*BdkOffloadableDictionaryValue) ProtoMessage() {}
 
 func (x *BdkOffloadableDictionaryValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[27]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2938,7 +3012,7 @@ func (x *BdkOffloadableDictionaryValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkOffloadableDictionaryValue.ProtoReflect.Descriptor instead.
 func (*BdkOffloadableDictionaryValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{27}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *BdkOffloadableDictionaryValue) GetRemote() string {
@@ -2968,7 +3042,7 @@ type BdkOffloadableListValue struct {
 
 func (x *BdkOffloadableListValue) Reset() {
 	*x = BdkOffloadableListValue{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[28]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2980,7 +3054,7 @@ func (x *BdkOffloadableListValue) String() string {
 func (*BdkOffloadableListValue) ProtoMessage() {}
 
 func (x *BdkOffloadableListValue) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[28]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2993,7 +3067,7 @@ func (x *BdkOffloadableListValue) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BdkOffloadableListValue.ProtoReflect.Descriptor instead.
 func (*BdkOffloadableListValue) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{28}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *BdkOffloadableListValue) GetRemote() string {
@@ -3038,7 +3112,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[29]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3050,7 +3124,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[29]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3063,7 +3137,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{29}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *Event) GetPayload() isEvent_Payload {
@@ -3211,7 +3285,7 @@ type UserMessage struct {
 
 func (x *UserMessage) Reset() {
 	*x = UserMessage{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[30]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3223,7 +3297,7 @@ func (x *UserMessage) String() string {
 func (*UserMessage) ProtoMessage() {}
 
 func (x *UserMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[30]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3236,7 +3310,7 @@ func (x *UserMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UserMessage.ProtoReflect.Descriptor instead.
 func (*UserMessage) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{30}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *UserMessage) GetUser() string {
@@ -3271,7 +3345,7 @@ type InputContentList struct {
 
 func (x *InputContentList) Reset() {
 	*x = InputContentList{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[31]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3283,7 +3357,7 @@ func (x *InputContentList) String() string {
 func (*InputContentList) ProtoMessage() {}
 
 func (x *InputContentList) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[31]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3296,7 +3370,7 @@ func (x *InputContentList) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputContentList.ProtoReflect.Descriptor instead.
 func (*InputContentList) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{31}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *InputContentList) GetItems() []*InputContent {
@@ -3322,7 +3396,7 @@ type InputContent struct {
 
 func (x *InputContent) Reset() {
 	*x = InputContent{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[32]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3334,7 +3408,7 @@ func (x *InputContent) String() string {
 func (*InputContent) ProtoMessage() {}
 
 func (x *InputContent) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[32]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3347,7 +3421,7 @@ func (x *InputContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InputContent.ProtoReflect.Descriptor instead.
 func (*InputContent) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{32}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *InputContent) GetContent() isInputContent_Content {
@@ -3409,7 +3483,7 @@ type FileInputContent struct {
 
 func (x *FileInputContent) Reset() {
 	*x = FileInputContent{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[33]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3421,7 +3495,7 @@ func (x *FileInputContent) String() string {
 func (*FileInputContent) ProtoMessage() {}
 
 func (x *FileInputContent) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[33]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3434,7 +3508,7 @@ func (x *FileInputContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileInputContent.ProtoReflect.Descriptor instead.
 func (*FileInputContent) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{33}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *FileInputContent) GetSource() isFileInputContent_Source {
@@ -3495,7 +3569,7 @@ type FileContent struct {
 
 func (x *FileContent) Reset() {
 	*x = FileContent{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[34]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3507,7 +3581,7 @@ func (x *FileContent) String() string {
 func (*FileContent) ProtoMessage() {}
 
 func (x *FileContent) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[34]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3520,7 +3594,7 @@ func (x *FileContent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FileContent.ProtoReflect.Descriptor instead.
 func (*FileContent) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{34}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *FileContent) GetMimeType() string {
@@ -3555,7 +3629,7 @@ type AgentMessage struct {
 
 func (x *AgentMessage) Reset() {
 	*x = AgentMessage{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[35]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3567,7 +3641,7 @@ func (x *AgentMessage) String() string {
 func (*AgentMessage) ProtoMessage() {}
 
 func (x *AgentMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[35]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3580,7 +3654,7 @@ func (x *AgentMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AgentMessage.ProtoReflect.Descriptor instead.
 func (*AgentMessage) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{35}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *AgentMessage) GetContent() string {
@@ -3605,7 +3679,7 @@ type ToolCallRequest struct {
 
 func (x *ToolCallRequest) Reset() {
 	*x = ToolCallRequest{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[36]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3617,7 +3691,7 @@ func (x *ToolCallRequest) String() string {
 func (*ToolCallRequest) ProtoMessage() {}
 
 func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[36]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3630,7 +3704,7 @@ func (x *ToolCallRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallRequest.ProtoReflect.Descriptor instead.
 func (*ToolCallRequest) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{36}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *ToolCallRequest) GetToolCallId() string {
@@ -3667,7 +3741,7 @@ type ToolCallResult struct {
 
 func (x *ToolCallResult) Reset() {
 	*x = ToolCallResult{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[37]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3679,7 +3753,7 @@ func (x *ToolCallResult) String() string {
 func (*ToolCallResult) ProtoMessage() {}
 
 func (x *ToolCallResult) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[37]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3692,7 +3766,7 @@ func (x *ToolCallResult) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ToolCallResult.ProtoReflect.Descriptor instead.
 func (*ToolCallResult) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{37}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *ToolCallResult) GetToolCallId() string {
@@ -3720,7 +3794,7 @@ type Thinking struct {
 
 func (x *Thinking) Reset() {
 	*x = Thinking{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[38]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3732,7 +3806,7 @@ func (x *Thinking) String() string {
 func (*Thinking) ProtoMessage() {}
 
 func (x *Thinking) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[38]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3745,7 +3819,7 @@ func (x *Thinking) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Thinking.ProtoReflect.Descriptor instead.
 func (*Thinking) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{38}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *Thinking) GetContent() string {
@@ -3766,7 +3840,7 @@ type SystemMessage struct {
 
 func (x *SystemMessage) Reset() {
 	*x = SystemMessage{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[39]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3778,7 +3852,7 @@ func (x *SystemMessage) String() string {
 func (*SystemMessage) ProtoMessage() {}
 
 func (x *SystemMessage) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[39]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3791,7 +3865,7 @@ func (x *SystemMessage) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SystemMessage.ProtoReflect.Descriptor instead.
 func (*SystemMessage) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{39}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *SystemMessage) GetContent() string {
@@ -3814,7 +3888,7 @@ type CompletionResponse struct {
 
 func (x *CompletionResponse) Reset() {
 	*x = CompletionResponse{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[40]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3826,7 +3900,7 @@ func (x *CompletionResponse) String() string {
 func (*CompletionResponse) ProtoMessage() {}
 
 func (x *CompletionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[40]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3839,7 +3913,7 @@ func (x *CompletionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CompletionResponse.ProtoReflect.Descriptor instead.
 func (*CompletionResponse) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{40}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *CompletionResponse) GetContent() string {
@@ -3879,7 +3953,7 @@ type AutomationDetails struct {
 
 func (x *AutomationDetails) Reset() {
 	*x = AutomationDetails{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[41]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3891,7 +3965,7 @@ func (x *AutomationDetails) String() string {
 func (*AutomationDetails) ProtoMessage() {}
 
 func (x *AutomationDetails) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[41]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3904,7 +3978,7 @@ func (x *AutomationDetails) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutomationDetails.ProtoReflect.Descriptor instead.
 func (*AutomationDetails) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{41}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *AutomationDetails) GetConnections() map[string]*BookConnection {
@@ -3955,7 +4029,7 @@ type AutomationInputSpec struct {
 
 func (x *AutomationInputSpec) Reset() {
 	*x = AutomationInputSpec{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[42]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3967,7 +4041,7 @@ func (x *AutomationInputSpec) String() string {
 func (*AutomationInputSpec) ProtoMessage() {}
 
 func (x *AutomationInputSpec) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[42]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3980,7 +4054,7 @@ func (x *AutomationInputSpec) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AutomationInputSpec.ProtoReflect.Descriptor instead.
 func (*AutomationInputSpec) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{42}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *AutomationInputSpec) GetName() string {
@@ -4022,7 +4096,7 @@ type ValueType struct {
 
 func (x *ValueType) Reset() {
 	*x = ValueType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[43]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4034,7 +4108,7 @@ func (x *ValueType) String() string {
 func (*ValueType) ProtoMessage() {}
 
 func (x *ValueType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[43]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4047,7 +4121,7 @@ func (x *ValueType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueType.ProtoReflect.Descriptor instead.
 func (*ValueType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{43}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ValueType) GetKind() isValueType_Kind {
@@ -4248,7 +4322,7 @@ type ValueOptionalType struct {
 
 func (x *ValueOptionalType) Reset() {
 	*x = ValueOptionalType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[44]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4260,7 +4334,7 @@ func (x *ValueOptionalType) String() string {
 func (*ValueOptionalType) ProtoMessage() {}
 
 func (x *ValueOptionalType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[44]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4273,7 +4347,7 @@ func (x *ValueOptionalType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueOptionalType.ProtoReflect.Descriptor instead.
 func (*ValueOptionalType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{44}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *ValueOptionalType) GetInner() *ValueType {
@@ -4294,7 +4368,7 @@ type ValueListType struct {
 
 func (x *ValueListType) Reset() {
 	*x = ValueListType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[45]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4306,7 +4380,7 @@ func (x *ValueListType) String() string {
 func (*ValueListType) ProtoMessage() {}
 
 func (x *ValueListType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[45]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4319,7 +4393,7 @@ func (x *ValueListType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueListType.ProtoReflect.Descriptor instead.
 func (*ValueListType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{45}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ValueListType) GetInner() *ValueType {
@@ -4344,7 +4418,7 @@ type ValueDictionaryType struct {
 
 func (x *ValueDictionaryType) Reset() {
 	*x = ValueDictionaryType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[46]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4356,7 +4430,7 @@ func (x *ValueDictionaryType) String() string {
 func (*ValueDictionaryType) ProtoMessage() {}
 
 func (x *ValueDictionaryType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[46]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4369,7 +4443,7 @@ func (x *ValueDictionaryType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueDictionaryType.ProtoReflect.Descriptor instead.
 func (*ValueDictionaryType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{46}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *ValueDictionaryType) GetIsA() string {
@@ -4408,7 +4482,7 @@ type ValueDictionaryTypeField struct {
 
 func (x *ValueDictionaryTypeField) Reset() {
 	*x = ValueDictionaryTypeField{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[47]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4420,7 +4494,7 @@ func (x *ValueDictionaryTypeField) String() string {
 func (*ValueDictionaryTypeField) ProtoMessage() {}
 
 func (x *ValueDictionaryTypeField) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[47]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4433,7 +4507,7 @@ func (x *ValueDictionaryTypeField) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueDictionaryTypeField.ProtoReflect.Descriptor instead.
 func (*ValueDictionaryTypeField) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{47}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *ValueDictionaryTypeField) GetKey() string {
@@ -4472,7 +4546,7 @@ type ValueTableType struct {
 
 func (x *ValueTableType) Reset() {
 	*x = ValueTableType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[48]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4484,7 +4558,7 @@ func (x *ValueTableType) String() string {
 func (*ValueTableType) ProtoMessage() {}
 
 func (x *ValueTableType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[48]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4497,7 +4571,7 @@ func (x *ValueTableType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueTableType.ProtoReflect.Descriptor instead.
 func (*ValueTableType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{48}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *ValueTableType) GetIsA() string {
@@ -4536,7 +4610,7 @@ type ValueTableTypeColumn struct {
 
 func (x *ValueTableTypeColumn) Reset() {
 	*x = ValueTableTypeColumn{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[49]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4548,7 +4622,7 @@ func (x *ValueTableTypeColumn) String() string {
 func (*ValueTableTypeColumn) ProtoMessage() {}
 
 func (x *ValueTableTypeColumn) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[49]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4561,7 +4635,7 @@ func (x *ValueTableTypeColumn) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueTableTypeColumn.ProtoReflect.Descriptor instead.
 func (*ValueTableTypeColumn) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{49}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ValueTableTypeColumn) GetKey() string {
@@ -4598,7 +4672,7 @@ type ValueOpaqueType struct {
 
 func (x *ValueOpaqueType) Reset() {
 	*x = ValueOpaqueType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[50]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4610,7 +4684,7 @@ func (x *ValueOpaqueType) String() string {
 func (*ValueOpaqueType) ProtoMessage() {}
 
 func (x *ValueOpaqueType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[50]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4623,7 +4697,7 @@ func (x *ValueOpaqueType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueOpaqueType.ProtoReflect.Descriptor instead.
 func (*ValueOpaqueType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{50}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *ValueOpaqueType) GetIsA() string {
@@ -4649,7 +4723,7 @@ type ValueAnyType struct {
 
 func (x *ValueAnyType) Reset() {
 	*x = ValueAnyType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[51]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4661,7 +4735,7 @@ func (x *ValueAnyType) String() string {
 func (*ValueAnyType) ProtoMessage() {}
 
 func (x *ValueAnyType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[51]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4674,7 +4748,7 @@ func (x *ValueAnyType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueAnyType.ProtoReflect.Descriptor instead.
 func (*ValueAnyType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{51}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{52}
 }
 
 // One of several types.
@@ -4688,7 +4762,7 @@ type ValueUnionType struct {
 
 func (x *ValueUnionType) Reset() {
 	*x = ValueUnionType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[52]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4700,7 +4774,7 @@ func (x *ValueUnionType) String() string {
 func (*ValueUnionType) ProtoMessage() {}
 
 func (x *ValueUnionType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[52]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4713,7 +4787,7 @@ func (x *ValueUnionType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueUnionType.ProtoReflect.Descriptor instead.
 func (*ValueUnionType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{52}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ValueUnionType) GetInners() []*ValueType {
@@ -4734,7 +4808,7 @@ type ValueSensitiveType struct {
 
 func (x *ValueSensitiveType) Reset() {
 	*x = ValueSensitiveType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[53]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4746,7 +4820,7 @@ func (x *ValueSensitiveType) String() string {
 func (*ValueSensitiveType) ProtoMessage() {}
 
 func (x *ValueSensitiveType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[53]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4759,7 +4833,7 @@ func (x *ValueSensitiveType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueSensitiveType.ProtoReflect.Descriptor instead.
 func (*ValueSensitiveType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{53}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{54}
 }
 
 func (x *ValueSensitiveType) GetInner() *ValueType {
@@ -4784,7 +4858,7 @@ type ValueEnumType struct {
 
 func (x *ValueEnumType) Reset() {
 	*x = ValueEnumType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[54]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4796,7 +4870,7 @@ func (x *ValueEnumType) String() string {
 func (*ValueEnumType) ProtoMessage() {}
 
 func (x *ValueEnumType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[54]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4809,7 +4883,7 @@ func (x *ValueEnumType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueEnumType.ProtoReflect.Descriptor instead.
 func (*ValueEnumType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{54}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *ValueEnumType) GetIsA() string {
@@ -4846,7 +4920,7 @@ type ValueEnumTypeMember struct {
 
 func (x *ValueEnumTypeMember) Reset() {
 	*x = ValueEnumTypeMember{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[55]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4858,7 +4932,7 @@ func (x *ValueEnumTypeMember) String() string {
 func (*ValueEnumTypeMember) ProtoMessage() {}
 
 func (x *ValueEnumTypeMember) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[55]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4871,7 +4945,7 @@ func (x *ValueEnumTypeMember) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueEnumTypeMember.ProtoReflect.Descriptor instead.
 func (*ValueEnumTypeMember) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{55}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *ValueEnumTypeMember) GetName() string {
@@ -4901,7 +4975,7 @@ type ValueGenericDictionaryType struct {
 
 func (x *ValueGenericDictionaryType) Reset() {
 	*x = ValueGenericDictionaryType{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[56]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4913,7 +4987,7 @@ func (x *ValueGenericDictionaryType) String() string {
 func (*ValueGenericDictionaryType) ProtoMessage() {}
 
 func (x *ValueGenericDictionaryType) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[56]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4926,7 +5000,7 @@ func (x *ValueGenericDictionaryType) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ValueGenericDictionaryType.ProtoReflect.Descriptor instead.
 func (*ValueGenericDictionaryType) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{56}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ValueGenericDictionaryType) GetKeyType() *ValueType {
@@ -4961,7 +5035,7 @@ type TriggerConfig struct {
 
 func (x *TriggerConfig) Reset() {
 	*x = TriggerConfig{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[57]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -4973,7 +5047,7 @@ func (x *TriggerConfig) String() string {
 func (*TriggerConfig) ProtoMessage() {}
 
 func (x *TriggerConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[57]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -4986,7 +5060,7 @@ func (x *TriggerConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerConfig.ProtoReflect.Descriptor instead.
 func (*TriggerConfig) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{57}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *TriggerConfig) GetConfiguration() map[string]*BdkValue {
@@ -5021,7 +5095,7 @@ type Expression struct {
 
 func (x *Expression) Reset() {
 	*x = Expression{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[58]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5033,7 +5107,7 @@ func (x *Expression) String() string {
 func (*Expression) ProtoMessage() {}
 
 func (x *Expression) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[58]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5046,7 +5120,7 @@ func (x *Expression) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Expression.ProtoReflect.Descriptor instead.
 func (*Expression) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{58}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *Expression) GetKind() isExpression_Kind {
@@ -5137,7 +5211,7 @@ type UnaryExpression struct {
 
 func (x *UnaryExpression) Reset() {
 	*x = UnaryExpression{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[59]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5149,7 +5223,7 @@ func (x *UnaryExpression) String() string {
 func (*UnaryExpression) ProtoMessage() {}
 
 func (x *UnaryExpression) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[59]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5162,7 +5236,7 @@ func (x *UnaryExpression) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UnaryExpression.ProtoReflect.Descriptor instead.
 func (*UnaryExpression) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{59}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *UnaryExpression) GetOperator() int32 {
@@ -5196,7 +5270,7 @@ type BinaryExpression struct {
 
 func (x *BinaryExpression) Reset() {
 	*x = BinaryExpression{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[60]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[61]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5208,7 +5282,7 @@ func (x *BinaryExpression) String() string {
 func (*BinaryExpression) ProtoMessage() {}
 
 func (x *BinaryExpression) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[60]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[61]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5221,7 +5295,7 @@ func (x *BinaryExpression) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BinaryExpression.ProtoReflect.Descriptor instead.
 func (*BinaryExpression) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{60}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{61}
 }
 
 func (x *BinaryExpression) GetOperator() int32 {
@@ -5256,7 +5330,7 @@ type NounPhrases struct {
 
 func (x *NounPhrases) Reset() {
 	*x = NounPhrases{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[61]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[62]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5268,7 +5342,7 @@ func (x *NounPhrases) String() string {
 func (*NounPhrases) ProtoMessage() {}
 
 func (x *NounPhrases) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[61]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[62]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5281,7 +5355,7 @@ func (x *NounPhrases) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NounPhrases.ProtoReflect.Descriptor instead.
 func (*NounPhrases) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{61}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{62}
 }
 
 func (x *NounPhrases) GetNounPhrases() []*NounPhrase {
@@ -5317,7 +5391,7 @@ type ScheduleConfig struct {
 
 func (x *ScheduleConfig) Reset() {
 	*x = ScheduleConfig{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[62]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[63]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5329,7 +5403,7 @@ func (x *ScheduleConfig) String() string {
 func (*ScheduleConfig) ProtoMessage() {}
 
 func (x *ScheduleConfig) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[62]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[63]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5342,7 +5416,7 @@ func (x *ScheduleConfig) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleConfig.ProtoReflect.Descriptor instead.
 func (*ScheduleConfig) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{62}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{63}
 }
 
 func (x *ScheduleConfig) GetStart() *ScheduleStart {
@@ -5409,7 +5483,7 @@ type ScheduleEnd struct {
 
 func (x *ScheduleEnd) Reset() {
 	*x = ScheduleEnd{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[63]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[64]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5421,7 +5495,7 @@ func (x *ScheduleEnd) String() string {
 func (*ScheduleEnd) ProtoMessage() {}
 
 func (x *ScheduleEnd) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[63]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[64]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5434,7 +5508,7 @@ func (x *ScheduleEnd) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleEnd.ProtoReflect.Descriptor instead.
 func (*ScheduleEnd) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{63}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{64}
 }
 
 func (x *ScheduleEnd) GetEndType() ScheduleEndType {
@@ -5469,7 +5543,7 @@ type DayOfWeekPattern struct {
 
 func (x *DayOfWeekPattern) Reset() {
 	*x = DayOfWeekPattern{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[64]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[65]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5481,7 +5555,7 @@ func (x *DayOfWeekPattern) String() string {
 func (*DayOfWeekPattern) ProtoMessage() {}
 
 func (x *DayOfWeekPattern) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[64]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[65]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5494,7 +5568,7 @@ func (x *DayOfWeekPattern) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DayOfWeekPattern.ProtoReflect.Descriptor instead.
 func (*DayOfWeekPattern) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{64}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{65}
 }
 
 func (x *DayOfWeekPattern) GetDays() []DayOfWeek {
@@ -5517,7 +5591,7 @@ type DayOfMonthPattern struct {
 
 func (x *DayOfMonthPattern) Reset() {
 	*x = DayOfMonthPattern{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[65]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[66]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5529,7 +5603,7 @@ func (x *DayOfMonthPattern) String() string {
 func (*DayOfMonthPattern) ProtoMessage() {}
 
 func (x *DayOfMonthPattern) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[65]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[66]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5542,7 +5616,7 @@ func (x *DayOfMonthPattern) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DayOfMonthPattern.ProtoReflect.Descriptor instead.
 func (*DayOfMonthPattern) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{65}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{66}
 }
 
 func (x *DayOfMonthPattern) GetDayNumber() int32 {
@@ -5572,7 +5646,7 @@ type OrdinalDayOfWeek struct {
 
 func (x *OrdinalDayOfWeek) Reset() {
 	*x = OrdinalDayOfWeek{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[66]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[67]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5584,7 +5658,7 @@ func (x *OrdinalDayOfWeek) String() string {
 func (*OrdinalDayOfWeek) ProtoMessage() {}
 
 func (x *OrdinalDayOfWeek) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[66]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[67]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5597,7 +5671,7 @@ func (x *OrdinalDayOfWeek) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OrdinalDayOfWeek.ProtoReflect.Descriptor instead.
 func (*OrdinalDayOfWeek) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{66}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{67}
 }
 
 func (x *OrdinalDayOfWeek) GetOrdinal() Ordinal {
@@ -5629,7 +5703,7 @@ type ScheduleStart struct {
 
 func (x *ScheduleStart) Reset() {
 	*x = ScheduleStart{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[67]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[68]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5641,7 +5715,7 @@ func (x *ScheduleStart) String() string {
 func (*ScheduleStart) ProtoMessage() {}
 
 func (x *ScheduleStart) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[67]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[68]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5654,7 +5728,7 @@ func (x *ScheduleStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ScheduleStart.ProtoReflect.Descriptor instead.
 func (*ScheduleStart) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{67}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{68}
 }
 
 func (x *ScheduleStart) GetStartDate() *date.Date {
@@ -5693,7 +5767,7 @@ type TimeWindow struct {
 
 func (x *TimeWindow) Reset() {
 	*x = TimeWindow{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[68]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[69]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5705,7 +5779,7 @@ func (x *TimeWindow) String() string {
 func (*TimeWindow) ProtoMessage() {}
 
 func (x *TimeWindow) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[68]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[69]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5718,7 +5792,7 @@ func (x *TimeWindow) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TimeWindow.ProtoReflect.Descriptor instead.
 func (*TimeWindow) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{68}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{69}
 }
 
 func (x *TimeWindow) GetStartTime() *timestamppb.Timestamp {
@@ -5755,7 +5829,7 @@ type RepeatInterval struct {
 
 func (x *RepeatInterval) Reset() {
 	*x = RepeatInterval{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[69]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[70]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5767,7 +5841,7 @@ func (x *RepeatInterval) String() string {
 func (*RepeatInterval) ProtoMessage() {}
 
 func (x *RepeatInterval) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[69]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[70]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5780,7 +5854,7 @@ func (x *RepeatInterval) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RepeatInterval.ProtoReflect.Descriptor instead.
 func (*RepeatInterval) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{69}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{70}
 }
 
 func (x *RepeatInterval) GetUnit() FrequencyUnit {
@@ -5810,7 +5884,7 @@ type MonthPattern struct {
 
 func (x *MonthPattern) Reset() {
 	*x = MonthPattern{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[70]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[71]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5822,7 +5896,7 @@ func (x *MonthPattern) String() string {
 func (*MonthPattern) ProtoMessage() {}
 
 func (x *MonthPattern) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[70]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[71]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5835,7 +5909,7 @@ func (x *MonthPattern) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MonthPattern.ProtoReflect.Descriptor instead.
 func (*MonthPattern) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{70}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{71}
 }
 
 func (x *MonthPattern) GetMonth() Month {
@@ -5874,7 +5948,7 @@ type RunEvent struct {
 
 func (x *RunEvent) Reset() {
 	*x = RunEvent{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[71]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[72]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -5886,7 +5960,7 @@ func (x *RunEvent) String() string {
 func (*RunEvent) ProtoMessage() {}
 
 func (x *RunEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[71]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[72]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -5899,7 +5973,7 @@ func (x *RunEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RunEvent.ProtoReflect.Descriptor instead.
 func (*RunEvent) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{71}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{72}
 }
 
 func (x *RunEvent) GetKind() isRunEvent_Kind {
@@ -5997,7 +6071,7 @@ type Said struct {
 
 func (x *Said) Reset() {
 	*x = Said{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[72]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[73]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6009,7 +6083,7 @@ func (x *Said) String() string {
 func (*Said) ProtoMessage() {}
 
 func (x *Said) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[72]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[73]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6022,7 +6096,7 @@ func (x *Said) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Said.ProtoReflect.Descriptor instead.
 func (*Said) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{72}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{73}
 }
 
 func (x *Said) GetText() string {
@@ -6060,7 +6134,7 @@ type BookCall struct {
 
 func (x *BookCall) Reset() {
 	*x = BookCall{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[73]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[74]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6072,7 +6146,7 @@ func (x *BookCall) String() string {
 func (*BookCall) ProtoMessage() {}
 
 func (x *BookCall) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[73]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[74]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6085,7 +6159,7 @@ func (x *BookCall) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BookCall.ProtoReflect.Descriptor instead.
 func (*BookCall) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{73}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{74}
 }
 
 func (x *BookCall) GetBook() string {
@@ -6141,7 +6215,7 @@ type ChildRunStarted struct {
 
 func (x *ChildRunStarted) Reset() {
 	*x = ChildRunStarted{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[74]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[75]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6153,7 +6227,7 @@ func (x *ChildRunStarted) String() string {
 func (*ChildRunStarted) ProtoMessage() {}
 
 func (x *ChildRunStarted) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[74]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[75]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6166,7 +6240,7 @@ func (x *ChildRunStarted) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ChildRunStarted.ProtoReflect.Descriptor instead.
 func (*ChildRunStarted) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{74}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{75}
 }
 
 func (x *ChildRunStarted) GetRunId() string {
@@ -6188,7 +6262,7 @@ type HistoryTruncated struct {
 
 func (x *HistoryTruncated) Reset() {
 	*x = HistoryTruncated{}
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[75]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[76]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -6200,7 +6274,7 @@ func (x *HistoryTruncated) String() string {
 func (*HistoryTruncated) ProtoMessage() {}
 
 func (x *HistoryTruncated) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_persist_v1_persist_proto_msgTypes[75]
+	mi := &file_prose_persist_v1_persist_proto_msgTypes[76]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -6213,7 +6287,7 @@ func (x *HistoryTruncated) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryTruncated.ProtoReflect.Descriptor instead.
 func (*HistoryTruncated) Descriptor() ([]byte, []int) {
-	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{75}
+	return file_prose_persist_v1_persist_proto_rawDescGZIP(), []int{76}
 }
 
 func (x *HistoryTruncated) GetLimit() int64 {
@@ -6232,13 +6306,21 @@ const file_prose_persist_v1_persist_proto_rawDesc = "" +
 	"\x06values\x18\x01 \x03(\v2$.prose.persist.v1.Values.ValuesEntryR\x06values\x1aR\n" +
 	"\vValuesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
-	"\x05value\x18\x02 \x01(\v2\x17.prose.persist.v1.ValueR\x05value:\x028\x01\"\xc6\x01\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.prose.persist.v1.ValueR\x05value:\x028\x01\"\xf8\x01\n" +
 	"\x05Steps\x12;\n" +
 	"\x06inputs\x18\x01 \x03(\v2#.prose.persist.v1.Steps.InputsEntryR\x06inputs\x12,\n" +
-	"\x05steps\x18\x02 \x03(\v2\x16.prose.persist.v1.StepR\x05steps\x1aR\n" +
+	"\x05steps\x18\x02 \x03(\v2\x16.prose.persist.v1.StepR\x05steps\x120\n" +
+	"\x06origin\x18\x03 \x01(\v2\x18.prose.persist.v1.OriginR\x06origin\x1aR\n" +
 	"\vInputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12-\n" +
-	"\x05value\x18\x02 \x01(\v2\x17.prose.persist.v1.ValueR\x05value:\x028\x01\"\x87\x02\n" +
+	"\x05value\x18\x02 \x01(\v2\x17.prose.persist.v1.ValueR\x05value:\x028\x01\"i\n" +
+	"\x06Origin\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\tR\trequestId\x12 \n" +
+	"\vtraceparent\x18\x02 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x03 \x01(\tR\n" +
+	"tracestate\"\x87\x02\n" +
 	"\x04Step\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12V\n" +
 	"\x10book_connections\x18\x02 \x03(\v2+.prose.persist.v1.Step.BookConnectionsEntryR\x0fbookConnections\x12-\n" +
@@ -6679,7 +6761,7 @@ func file_prose_persist_v1_persist_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_persist_v1_persist_proto_enumTypes = make([]protoimpl.EnumInfo, 9)
-var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 85)
+var file_prose_persist_v1_persist_proto_msgTypes = make([]protoimpl.MessageInfo, 86)
 var file_prose_persist_v1_persist_proto_goTypes = []any{
 	(Phase)(0),                            // 0: prose.persist.v1.Phase
 	(InvocationSource)(0),                 // 1: prose.persist.v1.InvocationSource
@@ -6692,243 +6774,245 @@ var file_prose_persist_v1_persist_proto_goTypes = []any{
 	(Month)(0),                            // 8: prose.persist.v1.Month
 	(*Values)(nil),                        // 9: prose.persist.v1.Values
 	(*Steps)(nil),                         // 10: prose.persist.v1.Steps
-	(*Step)(nil),                          // 11: prose.persist.v1.Step
-	(*BookConnection)(nil),                // 12: prose.persist.v1.BookConnection
-	(*Invocation)(nil),                    // 13: prose.persist.v1.Invocation
-	(*Guidance)(nil),                      // 14: prose.persist.v1.Guidance
-	(*Expressions)(nil),                   // 15: prose.persist.v1.Expressions
-	(*Value)(nil),                         // 16: prose.persist.v1.Value
-	(*Number)(nil),                        // 17: prose.persist.v1.Number
-	(*HashableValue)(nil),                 // 18: prose.persist.v1.HashableValue
-	(*List)(nil),                          // 19: prose.persist.v1.List
-	(*Dictionary)(nil),                    // 20: prose.persist.v1.Dictionary
-	(*DictionaryEntry)(nil),               // 21: prose.persist.v1.DictionaryEntry
-	(*Set)(nil),                           // 22: prose.persist.v1.Set
-	(*FileValue)(nil),                     // 23: prose.persist.v1.FileValue
-	(*File)(nil),                          // 24: prose.persist.v1.File
-	(*TableValue)(nil),                    // 25: prose.persist.v1.TableValue
-	(*Table)(nil),                         // 26: prose.persist.v1.Table
-	(*Column)(nil),                        // 27: prose.persist.v1.Column
-	(*NounPhrase)(nil),                    // 28: prose.persist.v1.NounPhrase
-	(*BdkValue)(nil),                      // 29: prose.persist.v1.BdkValue
-	(*BdkDictionaryValue)(nil),            // 30: prose.persist.v1.BdkDictionaryValue
-	(*BdkDictionaryValueField)(nil),       // 31: prose.persist.v1.BdkDictionaryValueField
-	(*BdkListValue)(nil),                  // 32: prose.persist.v1.BdkListValue
-	(*BdkOpaqueValue)(nil),                // 33: prose.persist.v1.BdkOpaqueValue
-	(*BdkSensitiveValue)(nil),             // 34: prose.persist.v1.BdkSensitiveValue
-	(*BdkOffloadableTextValue)(nil),       // 35: prose.persist.v1.BdkOffloadableTextValue
-	(*BdkOffloadableDictionaryValue)(nil), // 36: prose.persist.v1.BdkOffloadableDictionaryValue
-	(*BdkOffloadableListValue)(nil),       // 37: prose.persist.v1.BdkOffloadableListValue
-	(*Event)(nil),                         // 38: prose.persist.v1.Event
-	(*UserMessage)(nil),                   // 39: prose.persist.v1.UserMessage
-	(*InputContentList)(nil),              // 40: prose.persist.v1.InputContentList
-	(*InputContent)(nil),                  // 41: prose.persist.v1.InputContent
-	(*FileInputContent)(nil),              // 42: prose.persist.v1.FileInputContent
-	(*FileContent)(nil),                   // 43: prose.persist.v1.FileContent
-	(*AgentMessage)(nil),                  // 44: prose.persist.v1.AgentMessage
-	(*ToolCallRequest)(nil),               // 45: prose.persist.v1.ToolCallRequest
-	(*ToolCallResult)(nil),                // 46: prose.persist.v1.ToolCallResult
-	(*Thinking)(nil),                      // 47: prose.persist.v1.Thinking
-	(*SystemMessage)(nil),                 // 48: prose.persist.v1.SystemMessage
-	(*CompletionResponse)(nil),            // 49: prose.persist.v1.CompletionResponse
-	(*AutomationDetails)(nil),             // 50: prose.persist.v1.AutomationDetails
-	(*AutomationInputSpec)(nil),           // 51: prose.persist.v1.AutomationInputSpec
-	(*ValueType)(nil),                     // 52: prose.persist.v1.ValueType
-	(*ValueOptionalType)(nil),             // 53: prose.persist.v1.ValueOptionalType
-	(*ValueListType)(nil),                 // 54: prose.persist.v1.ValueListType
-	(*ValueDictionaryType)(nil),           // 55: prose.persist.v1.ValueDictionaryType
-	(*ValueDictionaryTypeField)(nil),      // 56: prose.persist.v1.ValueDictionaryTypeField
-	(*ValueTableType)(nil),                // 57: prose.persist.v1.ValueTableType
-	(*ValueTableTypeColumn)(nil),          // 58: prose.persist.v1.ValueTableTypeColumn
-	(*ValueOpaqueType)(nil),               // 59: prose.persist.v1.ValueOpaqueType
-	(*ValueAnyType)(nil),                  // 60: prose.persist.v1.ValueAnyType
-	(*ValueUnionType)(nil),                // 61: prose.persist.v1.ValueUnionType
-	(*ValueSensitiveType)(nil),            // 62: prose.persist.v1.ValueSensitiveType
-	(*ValueEnumType)(nil),                 // 63: prose.persist.v1.ValueEnumType
-	(*ValueEnumTypeMember)(nil),           // 64: prose.persist.v1.ValueEnumTypeMember
-	(*ValueGenericDictionaryType)(nil),    // 65: prose.persist.v1.ValueGenericDictionaryType
-	(*TriggerConfig)(nil),                 // 66: prose.persist.v1.TriggerConfig
-	(*Expression)(nil),                    // 67: prose.persist.v1.Expression
-	(*UnaryExpression)(nil),               // 68: prose.persist.v1.UnaryExpression
-	(*BinaryExpression)(nil),              // 69: prose.persist.v1.BinaryExpression
-	(*NounPhrases)(nil),                   // 70: prose.persist.v1.NounPhrases
-	(*ScheduleConfig)(nil),                // 71: prose.persist.v1.ScheduleConfig
-	(*ScheduleEnd)(nil),                   // 72: prose.persist.v1.ScheduleEnd
-	(*DayOfWeekPattern)(nil),              // 73: prose.persist.v1.DayOfWeekPattern
-	(*DayOfMonthPattern)(nil),             // 74: prose.persist.v1.DayOfMonthPattern
-	(*OrdinalDayOfWeek)(nil),              // 75: prose.persist.v1.OrdinalDayOfWeek
-	(*ScheduleStart)(nil),                 // 76: prose.persist.v1.ScheduleStart
-	(*TimeWindow)(nil),                    // 77: prose.persist.v1.TimeWindow
-	(*RepeatInterval)(nil),                // 78: prose.persist.v1.RepeatInterval
-	(*MonthPattern)(nil),                  // 79: prose.persist.v1.MonthPattern
-	(*RunEvent)(nil),                      // 80: prose.persist.v1.RunEvent
-	(*Said)(nil),                          // 81: prose.persist.v1.Said
-	(*BookCall)(nil),                      // 82: prose.persist.v1.BookCall
-	(*ChildRunStarted)(nil),               // 83: prose.persist.v1.ChildRunStarted
-	(*HistoryTruncated)(nil),              // 84: prose.persist.v1.HistoryTruncated
-	nil,                                   // 85: prose.persist.v1.Values.ValuesEntry
-	nil,                                   // 86: prose.persist.v1.Steps.InputsEntry
-	nil,                                   // 87: prose.persist.v1.Step.BookConnectionsEntry
-	nil,                                   // 88: prose.persist.v1.Expressions.ExpressionsEntry
-	nil,                                   // 89: prose.persist.v1.AutomationDetails.ConnectionsEntry
-	nil,                                   // 90: prose.persist.v1.AutomationDetails.DefaultInputsEntry
-	nil,                                   // 91: prose.persist.v1.TriggerConfig.ConfigurationEntry
-	nil,                                   // 92: prose.persist.v1.BookCall.InputsEntry
-	nil,                                   // 93: prose.persist.v1.BookCall.OutputsEntry
-	(structpb.NullValue)(0),               // 94: google.protobuf.NullValue
-	(*date.Date)(nil),                     // 95: google.type.Date
-	(*timeofday.TimeOfDay)(nil),           // 96: google.type.TimeOfDay
-	(*datetime.DateTime)(nil),             // 97: google.type.DateTime
-	(*datetime.TimeZone)(nil),             // 98: google.type.TimeZone
-	(*durationpb.Duration)(nil),           // 99: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 100: google.protobuf.Timestamp
+	(*Origin)(nil),                        // 11: prose.persist.v1.Origin
+	(*Step)(nil),                          // 12: prose.persist.v1.Step
+	(*BookConnection)(nil),                // 13: prose.persist.v1.BookConnection
+	(*Invocation)(nil),                    // 14: prose.persist.v1.Invocation
+	(*Guidance)(nil),                      // 15: prose.persist.v1.Guidance
+	(*Expressions)(nil),                   // 16: prose.persist.v1.Expressions
+	(*Value)(nil),                         // 17: prose.persist.v1.Value
+	(*Number)(nil),                        // 18: prose.persist.v1.Number
+	(*HashableValue)(nil),                 // 19: prose.persist.v1.HashableValue
+	(*List)(nil),                          // 20: prose.persist.v1.List
+	(*Dictionary)(nil),                    // 21: prose.persist.v1.Dictionary
+	(*DictionaryEntry)(nil),               // 22: prose.persist.v1.DictionaryEntry
+	(*Set)(nil),                           // 23: prose.persist.v1.Set
+	(*FileValue)(nil),                     // 24: prose.persist.v1.FileValue
+	(*File)(nil),                          // 25: prose.persist.v1.File
+	(*TableValue)(nil),                    // 26: prose.persist.v1.TableValue
+	(*Table)(nil),                         // 27: prose.persist.v1.Table
+	(*Column)(nil),                        // 28: prose.persist.v1.Column
+	(*NounPhrase)(nil),                    // 29: prose.persist.v1.NounPhrase
+	(*BdkValue)(nil),                      // 30: prose.persist.v1.BdkValue
+	(*BdkDictionaryValue)(nil),            // 31: prose.persist.v1.BdkDictionaryValue
+	(*BdkDictionaryValueField)(nil),       // 32: prose.persist.v1.BdkDictionaryValueField
+	(*BdkListValue)(nil),                  // 33: prose.persist.v1.BdkListValue
+	(*BdkOpaqueValue)(nil),                // 34: prose.persist.v1.BdkOpaqueValue
+	(*BdkSensitiveValue)(nil),             // 35: prose.persist.v1.BdkSensitiveValue
+	(*BdkOffloadableTextValue)(nil),       // 36: prose.persist.v1.BdkOffloadableTextValue
+	(*BdkOffloadableDictionaryValue)(nil), // 37: prose.persist.v1.BdkOffloadableDictionaryValue
+	(*BdkOffloadableListValue)(nil),       // 38: prose.persist.v1.BdkOffloadableListValue
+	(*Event)(nil),                         // 39: prose.persist.v1.Event
+	(*UserMessage)(nil),                   // 40: prose.persist.v1.UserMessage
+	(*InputContentList)(nil),              // 41: prose.persist.v1.InputContentList
+	(*InputContent)(nil),                  // 42: prose.persist.v1.InputContent
+	(*FileInputContent)(nil),              // 43: prose.persist.v1.FileInputContent
+	(*FileContent)(nil),                   // 44: prose.persist.v1.FileContent
+	(*AgentMessage)(nil),                  // 45: prose.persist.v1.AgentMessage
+	(*ToolCallRequest)(nil),               // 46: prose.persist.v1.ToolCallRequest
+	(*ToolCallResult)(nil),                // 47: prose.persist.v1.ToolCallResult
+	(*Thinking)(nil),                      // 48: prose.persist.v1.Thinking
+	(*SystemMessage)(nil),                 // 49: prose.persist.v1.SystemMessage
+	(*CompletionResponse)(nil),            // 50: prose.persist.v1.CompletionResponse
+	(*AutomationDetails)(nil),             // 51: prose.persist.v1.AutomationDetails
+	(*AutomationInputSpec)(nil),           // 52: prose.persist.v1.AutomationInputSpec
+	(*ValueType)(nil),                     // 53: prose.persist.v1.ValueType
+	(*ValueOptionalType)(nil),             // 54: prose.persist.v1.ValueOptionalType
+	(*ValueListType)(nil),                 // 55: prose.persist.v1.ValueListType
+	(*ValueDictionaryType)(nil),           // 56: prose.persist.v1.ValueDictionaryType
+	(*ValueDictionaryTypeField)(nil),      // 57: prose.persist.v1.ValueDictionaryTypeField
+	(*ValueTableType)(nil),                // 58: prose.persist.v1.ValueTableType
+	(*ValueTableTypeColumn)(nil),          // 59: prose.persist.v1.ValueTableTypeColumn
+	(*ValueOpaqueType)(nil),               // 60: prose.persist.v1.ValueOpaqueType
+	(*ValueAnyType)(nil),                  // 61: prose.persist.v1.ValueAnyType
+	(*ValueUnionType)(nil),                // 62: prose.persist.v1.ValueUnionType
+	(*ValueSensitiveType)(nil),            // 63: prose.persist.v1.ValueSensitiveType
+	(*ValueEnumType)(nil),                 // 64: prose.persist.v1.ValueEnumType
+	(*ValueEnumTypeMember)(nil),           // 65: prose.persist.v1.ValueEnumTypeMember
+	(*ValueGenericDictionaryType)(nil),    // 66: prose.persist.v1.ValueGenericDictionaryType
+	(*TriggerConfig)(nil),                 // 67: prose.persist.v1.TriggerConfig
+	(*Expression)(nil),                    // 68: prose.persist.v1.Expression
+	(*UnaryExpression)(nil),               // 69: prose.persist.v1.UnaryExpression
+	(*BinaryExpression)(nil),              // 70: prose.persist.v1.BinaryExpression
+	(*NounPhrases)(nil),                   // 71: prose.persist.v1.NounPhrases
+	(*ScheduleConfig)(nil),                // 72: prose.persist.v1.ScheduleConfig
+	(*ScheduleEnd)(nil),                   // 73: prose.persist.v1.ScheduleEnd
+	(*DayOfWeekPattern)(nil),              // 74: prose.persist.v1.DayOfWeekPattern
+	(*DayOfMonthPattern)(nil),             // 75: prose.persist.v1.DayOfMonthPattern
+	(*OrdinalDayOfWeek)(nil),              // 76: prose.persist.v1.OrdinalDayOfWeek
+	(*ScheduleStart)(nil),                 // 77: prose.persist.v1.ScheduleStart
+	(*TimeWindow)(nil),                    // 78: prose.persist.v1.TimeWindow
+	(*RepeatInterval)(nil),                // 79: prose.persist.v1.RepeatInterval
+	(*MonthPattern)(nil),                  // 80: prose.persist.v1.MonthPattern
+	(*RunEvent)(nil),                      // 81: prose.persist.v1.RunEvent
+	(*Said)(nil),                          // 82: prose.persist.v1.Said
+	(*BookCall)(nil),                      // 83: prose.persist.v1.BookCall
+	(*ChildRunStarted)(nil),               // 84: prose.persist.v1.ChildRunStarted
+	(*HistoryTruncated)(nil),              // 85: prose.persist.v1.HistoryTruncated
+	nil,                                   // 86: prose.persist.v1.Values.ValuesEntry
+	nil,                                   // 87: prose.persist.v1.Steps.InputsEntry
+	nil,                                   // 88: prose.persist.v1.Step.BookConnectionsEntry
+	nil,                                   // 89: prose.persist.v1.Expressions.ExpressionsEntry
+	nil,                                   // 90: prose.persist.v1.AutomationDetails.ConnectionsEntry
+	nil,                                   // 91: prose.persist.v1.AutomationDetails.DefaultInputsEntry
+	nil,                                   // 92: prose.persist.v1.TriggerConfig.ConfigurationEntry
+	nil,                                   // 93: prose.persist.v1.BookCall.InputsEntry
+	nil,                                   // 94: prose.persist.v1.BookCall.OutputsEntry
+	(structpb.NullValue)(0),               // 95: google.protobuf.NullValue
+	(*date.Date)(nil),                     // 96: google.type.Date
+	(*timeofday.TimeOfDay)(nil),           // 97: google.type.TimeOfDay
+	(*datetime.DateTime)(nil),             // 98: google.type.DateTime
+	(*datetime.TimeZone)(nil),             // 99: google.type.TimeZone
+	(*durationpb.Duration)(nil),           // 100: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 101: google.protobuf.Timestamp
 }
 var file_prose_persist_v1_persist_proto_depIdxs = []int32{
-	85,  // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
-	86,  // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
-	11,  // 2: prose.persist.v1.Steps.steps:type_name -> prose.persist.v1.Step
-	87,  // 3: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
-	0,   // 4: prose.persist.v1.Step.phase:type_name -> prose.persist.v1.Phase
-	1,   // 5: prose.persist.v1.Invocation.source:type_name -> prose.persist.v1.InvocationSource
-	9,   // 6: prose.persist.v1.Guidance.provide_values:type_name -> prose.persist.v1.Values
-	16,  // 7: prose.persist.v1.Guidance.answer:type_name -> prose.persist.v1.Value
-	15,  // 8: prose.persist.v1.Guidance.provide_expressions:type_name -> prose.persist.v1.Expressions
-	88,  // 9: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
-	94,  // 10: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
-	17,  // 11: prose.persist.v1.Value.number:type_name -> prose.persist.v1.Number
-	95,  // 12: prose.persist.v1.Value.date:type_name -> google.type.Date
-	96,  // 13: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
-	97,  // 14: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
-	98,  // 15: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
-	99,  // 16: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
-	19,  // 17: prose.persist.v1.Value.list:type_name -> prose.persist.v1.List
-	20,  // 18: prose.persist.v1.Value.dictionary:type_name -> prose.persist.v1.Dictionary
-	23,  // 19: prose.persist.v1.Value.file:type_name -> prose.persist.v1.FileValue
-	25,  // 20: prose.persist.v1.Value.table:type_name -> prose.persist.v1.TableValue
-	22,  // 21: prose.persist.v1.Value.set:type_name -> prose.persist.v1.Set
-	17,  // 22: prose.persist.v1.HashableValue.number:type_name -> prose.persist.v1.Number
-	95,  // 23: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
-	96,  // 24: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
-	97,  // 25: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
-	99,  // 26: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
-	16,  // 27: prose.persist.v1.List.items:type_name -> prose.persist.v1.Value
-	21,  // 28: prose.persist.v1.Dictionary.entries:type_name -> prose.persist.v1.DictionaryEntry
-	18,  // 29: prose.persist.v1.DictionaryEntry.key:type_name -> prose.persist.v1.HashableValue
-	16,  // 30: prose.persist.v1.DictionaryEntry.value:type_name -> prose.persist.v1.Value
-	18,  // 31: prose.persist.v1.Set.items:type_name -> prose.persist.v1.HashableValue
-	24,  // 32: prose.persist.v1.FileValue.inline:type_name -> prose.persist.v1.File
-	26,  // 33: prose.persist.v1.TableValue.inline:type_name -> prose.persist.v1.Table
-	27,  // 34: prose.persist.v1.Table.columns:type_name -> prose.persist.v1.Column
-	29,  // 35: prose.persist.v1.Column.values:type_name -> prose.persist.v1.BdkValue
-	94,  // 36: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
-	28,  // 37: prose.persist.v1.BdkValue.conceptual_value:type_name -> prose.persist.v1.NounPhrase
-	100, // 38: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
-	95,  // 39: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
-	96,  // 40: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
-	23,  // 41: prose.persist.v1.BdkValue.file_value:type_name -> prose.persist.v1.FileValue
-	30,  // 42: prose.persist.v1.BdkValue.dictionary_value:type_name -> prose.persist.v1.BdkDictionaryValue
-	32,  // 43: prose.persist.v1.BdkValue.list_value:type_name -> prose.persist.v1.BdkListValue
-	33,  // 44: prose.persist.v1.BdkValue.opaque_value:type_name -> prose.persist.v1.BdkOpaqueValue
-	25,  // 45: prose.persist.v1.BdkValue.table_value:type_name -> prose.persist.v1.TableValue
-	34,  // 46: prose.persist.v1.BdkValue.sensitive_value:type_name -> prose.persist.v1.BdkSensitiveValue
-	35,  // 47: prose.persist.v1.BdkValue.offloadable_text_value:type_name -> prose.persist.v1.BdkOffloadableTextValue
-	36,  // 48: prose.persist.v1.BdkValue.offloadable_dictionary_value:type_name -> prose.persist.v1.BdkOffloadableDictionaryValue
-	37,  // 49: prose.persist.v1.BdkValue.offloadable_list_value:type_name -> prose.persist.v1.BdkOffloadableListValue
-	31,  // 50: prose.persist.v1.BdkDictionaryValue.fields:type_name -> prose.persist.v1.BdkDictionaryValueField
-	28,  // 51: prose.persist.v1.BdkDictionaryValue.is_a:type_name -> prose.persist.v1.NounPhrase
-	29,  // 52: prose.persist.v1.BdkDictionaryValueField.value:type_name -> prose.persist.v1.BdkValue
-	29,  // 53: prose.persist.v1.BdkListValue.values:type_name -> prose.persist.v1.BdkValue
-	28,  // 54: prose.persist.v1.BdkOpaqueValue.is_a:type_name -> prose.persist.v1.NounPhrase
-	29,  // 55: prose.persist.v1.BdkSensitiveValue.value:type_name -> prose.persist.v1.BdkValue
-	30,  // 56: prose.persist.v1.BdkOffloadableDictionaryValue.inline:type_name -> prose.persist.v1.BdkDictionaryValue
-	32,  // 57: prose.persist.v1.BdkOffloadableListValue.inline:type_name -> prose.persist.v1.BdkListValue
-	39,  // 58: prose.persist.v1.Event.user_message:type_name -> prose.persist.v1.UserMessage
-	44,  // 59: prose.persist.v1.Event.agent_message:type_name -> prose.persist.v1.AgentMessage
-	45,  // 60: prose.persist.v1.Event.tool_call_request:type_name -> prose.persist.v1.ToolCallRequest
-	46,  // 61: prose.persist.v1.Event.tool_call_result:type_name -> prose.persist.v1.ToolCallResult
-	47,  // 62: prose.persist.v1.Event.thinking:type_name -> prose.persist.v1.Thinking
-	48,  // 63: prose.persist.v1.Event.system_message:type_name -> prose.persist.v1.SystemMessage
-	49,  // 64: prose.persist.v1.Event.completion_response:type_name -> prose.persist.v1.CompletionResponse
-	40,  // 65: prose.persist.v1.UserMessage.content_list:type_name -> prose.persist.v1.InputContentList
-	41,  // 66: prose.persist.v1.InputContentList.items:type_name -> prose.persist.v1.InputContent
-	42,  // 67: prose.persist.v1.InputContent.file:type_name -> prose.persist.v1.FileInputContent
-	43,  // 68: prose.persist.v1.FileInputContent.inline:type_name -> prose.persist.v1.FileContent
-	89,  // 69: prose.persist.v1.AutomationDetails.connections:type_name -> prose.persist.v1.AutomationDetails.ConnectionsEntry
-	51,  // 70: prose.persist.v1.AutomationDetails.input_specs:type_name -> prose.persist.v1.AutomationInputSpec
-	2,   // 71: prose.persist.v1.AutomationDetails.activation_state:type_name -> prose.persist.v1.AutomationActivationState
-	90,  // 72: prose.persist.v1.AutomationDetails.default_inputs:type_name -> prose.persist.v1.AutomationDetails.DefaultInputsEntry
-	52,  // 73: prose.persist.v1.AutomationInputSpec.type:type_name -> prose.persist.v1.ValueType
-	3,   // 74: prose.persist.v1.ValueType.scalar_type:type_name -> prose.persist.v1.ValueScalarType
-	53,  // 75: prose.persist.v1.ValueType.optional_type:type_name -> prose.persist.v1.ValueOptionalType
-	54,  // 76: prose.persist.v1.ValueType.list_type:type_name -> prose.persist.v1.ValueListType
-	55,  // 77: prose.persist.v1.ValueType.dictionary_type:type_name -> prose.persist.v1.ValueDictionaryType
-	57,  // 78: prose.persist.v1.ValueType.table_type:type_name -> prose.persist.v1.ValueTableType
-	59,  // 79: prose.persist.v1.ValueType.opaque_type:type_name -> prose.persist.v1.ValueOpaqueType
-	60,  // 80: prose.persist.v1.ValueType.any_type:type_name -> prose.persist.v1.ValueAnyType
-	61,  // 81: prose.persist.v1.ValueType.union_type:type_name -> prose.persist.v1.ValueUnionType
-	62,  // 82: prose.persist.v1.ValueType.sensitive_type:type_name -> prose.persist.v1.ValueSensitiveType
-	63,  // 83: prose.persist.v1.ValueType.enum_type:type_name -> prose.persist.v1.ValueEnumType
-	65,  // 84: prose.persist.v1.ValueType.generic_dictionary_type:type_name -> prose.persist.v1.ValueGenericDictionaryType
-	52,  // 85: prose.persist.v1.ValueOptionalType.inner:type_name -> prose.persist.v1.ValueType
-	52,  // 86: prose.persist.v1.ValueListType.inner:type_name -> prose.persist.v1.ValueType
-	56,  // 87: prose.persist.v1.ValueDictionaryType.fields:type_name -> prose.persist.v1.ValueDictionaryTypeField
-	52,  // 88: prose.persist.v1.ValueDictionaryTypeField.value:type_name -> prose.persist.v1.ValueType
-	58,  // 89: prose.persist.v1.ValueTableType.columns:type_name -> prose.persist.v1.ValueTableTypeColumn
-	52,  // 90: prose.persist.v1.ValueTableTypeColumn.value:type_name -> prose.persist.v1.ValueType
-	52,  // 91: prose.persist.v1.ValueUnionType.inners:type_name -> prose.persist.v1.ValueType
-	52,  // 92: prose.persist.v1.ValueSensitiveType.inner:type_name -> prose.persist.v1.ValueType
-	64,  // 93: prose.persist.v1.ValueEnumType.members:type_name -> prose.persist.v1.ValueEnumTypeMember
-	52,  // 94: prose.persist.v1.ValueGenericDictionaryType.key_type:type_name -> prose.persist.v1.ValueType
-	52,  // 95: prose.persist.v1.ValueGenericDictionaryType.value_type:type_name -> prose.persist.v1.ValueType
-	91,  // 96: prose.persist.v1.TriggerConfig.configuration:type_name -> prose.persist.v1.TriggerConfig.ConfigurationEntry
-	67,  // 97: prose.persist.v1.TriggerConfig.filter_expression:type_name -> prose.persist.v1.Expression
-	69,  // 98: prose.persist.v1.Expression.binary_expression:type_name -> prose.persist.v1.BinaryExpression
-	68,  // 99: prose.persist.v1.Expression.unary_expression:type_name -> prose.persist.v1.UnaryExpression
-	29,  // 100: prose.persist.v1.Expression.value_expression:type_name -> prose.persist.v1.BdkValue
-	70,  // 101: prose.persist.v1.Expression.noun_phrases_expression:type_name -> prose.persist.v1.NounPhrases
-	67,  // 102: prose.persist.v1.UnaryExpression.inner:type_name -> prose.persist.v1.Expression
-	67,  // 103: prose.persist.v1.BinaryExpression.left:type_name -> prose.persist.v1.Expression
-	67,  // 104: prose.persist.v1.BinaryExpression.right:type_name -> prose.persist.v1.Expression
-	28,  // 105: prose.persist.v1.NounPhrases.noun_phrases:type_name -> prose.persist.v1.NounPhrase
-	76,  // 106: prose.persist.v1.ScheduleConfig.start:type_name -> prose.persist.v1.ScheduleStart
-	78,  // 107: prose.persist.v1.ScheduleConfig.repeat_interval:type_name -> prose.persist.v1.RepeatInterval
-	73,  // 108: prose.persist.v1.ScheduleConfig.weekly_pattern:type_name -> prose.persist.v1.DayOfWeekPattern
-	74,  // 109: prose.persist.v1.ScheduleConfig.monthly_pattern:type_name -> prose.persist.v1.DayOfMonthPattern
-	79,  // 110: prose.persist.v1.ScheduleConfig.yearly_pattern:type_name -> prose.persist.v1.MonthPattern
-	77,  // 111: prose.persist.v1.ScheduleConfig.active_window:type_name -> prose.persist.v1.TimeWindow
-	72,  // 112: prose.persist.v1.ScheduleConfig.end:type_name -> prose.persist.v1.ScheduleEnd
-	4,   // 113: prose.persist.v1.ScheduleEnd.end_type:type_name -> prose.persist.v1.ScheduleEndType
-	95,  // 114: prose.persist.v1.ScheduleEnd.end_date:type_name -> google.type.Date
-	5,   // 115: prose.persist.v1.DayOfWeekPattern.days:type_name -> prose.persist.v1.DayOfWeek
-	75,  // 116: prose.persist.v1.DayOfMonthPattern.ordinal_day:type_name -> prose.persist.v1.OrdinalDayOfWeek
-	6,   // 117: prose.persist.v1.OrdinalDayOfWeek.ordinal:type_name -> prose.persist.v1.Ordinal
-	5,   // 118: prose.persist.v1.OrdinalDayOfWeek.day:type_name -> prose.persist.v1.DayOfWeek
-	95,  // 119: prose.persist.v1.ScheduleStart.start_date:type_name -> google.type.Date
-	96,  // 120: prose.persist.v1.ScheduleStart.time:type_name -> google.type.TimeOfDay
-	100, // 121: prose.persist.v1.TimeWindow.start_time:type_name -> google.protobuf.Timestamp
-	100, // 122: prose.persist.v1.TimeWindow.end_time:type_name -> google.protobuf.Timestamp
-	7,   // 123: prose.persist.v1.RepeatInterval.unit:type_name -> prose.persist.v1.FrequencyUnit
-	8,   // 124: prose.persist.v1.MonthPattern.month:type_name -> prose.persist.v1.Month
-	74,  // 125: prose.persist.v1.MonthPattern.day_pattern:type_name -> prose.persist.v1.DayOfMonthPattern
-	81,  // 126: prose.persist.v1.RunEvent.said:type_name -> prose.persist.v1.Said
-	82,  // 127: prose.persist.v1.RunEvent.book_call:type_name -> prose.persist.v1.BookCall
-	83,  // 128: prose.persist.v1.RunEvent.child_run:type_name -> prose.persist.v1.ChildRunStarted
-	84,  // 129: prose.persist.v1.RunEvent.truncated:type_name -> prose.persist.v1.HistoryTruncated
-	92,  // 130: prose.persist.v1.BookCall.inputs:type_name -> prose.persist.v1.BookCall.InputsEntry
-	93,  // 131: prose.persist.v1.BookCall.outputs:type_name -> prose.persist.v1.BookCall.OutputsEntry
-	16,  // 132: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
-	16,  // 133: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
-	12,  // 134: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
-	12,  // 135: prose.persist.v1.AutomationDetails.ConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
-	16,  // 136: prose.persist.v1.AutomationDetails.DefaultInputsEntry.value:type_name -> prose.persist.v1.Value
-	29,  // 137: prose.persist.v1.TriggerConfig.ConfigurationEntry.value:type_name -> prose.persist.v1.BdkValue
-	16,  // 138: prose.persist.v1.BookCall.InputsEntry.value:type_name -> prose.persist.v1.Value
-	16,  // 139: prose.persist.v1.BookCall.OutputsEntry.value:type_name -> prose.persist.v1.Value
-	140, // [140:140] is the sub-list for method output_type
-	140, // [140:140] is the sub-list for method input_type
-	140, // [140:140] is the sub-list for extension type_name
-	140, // [140:140] is the sub-list for extension extendee
-	0,   // [0:140] is the sub-list for field type_name
+	86,  // 0: prose.persist.v1.Values.values:type_name -> prose.persist.v1.Values.ValuesEntry
+	87,  // 1: prose.persist.v1.Steps.inputs:type_name -> prose.persist.v1.Steps.InputsEntry
+	12,  // 2: prose.persist.v1.Steps.steps:type_name -> prose.persist.v1.Step
+	11,  // 3: prose.persist.v1.Steps.origin:type_name -> prose.persist.v1.Origin
+	88,  // 4: prose.persist.v1.Step.book_connections:type_name -> prose.persist.v1.Step.BookConnectionsEntry
+	0,   // 5: prose.persist.v1.Step.phase:type_name -> prose.persist.v1.Phase
+	1,   // 6: prose.persist.v1.Invocation.source:type_name -> prose.persist.v1.InvocationSource
+	9,   // 7: prose.persist.v1.Guidance.provide_values:type_name -> prose.persist.v1.Values
+	17,  // 8: prose.persist.v1.Guidance.answer:type_name -> prose.persist.v1.Value
+	16,  // 9: prose.persist.v1.Guidance.provide_expressions:type_name -> prose.persist.v1.Expressions
+	89,  // 10: prose.persist.v1.Expressions.expressions:type_name -> prose.persist.v1.Expressions.ExpressionsEntry
+	95,  // 11: prose.persist.v1.Value.null_value:type_name -> google.protobuf.NullValue
+	18,  // 12: prose.persist.v1.Value.number:type_name -> prose.persist.v1.Number
+	96,  // 13: prose.persist.v1.Value.date:type_name -> google.type.Date
+	97,  // 14: prose.persist.v1.Value.timeofday:type_name -> google.type.TimeOfDay
+	98,  // 15: prose.persist.v1.Value.datetime:type_name -> google.type.DateTime
+	99,  // 16: prose.persist.v1.Value.time_zone:type_name -> google.type.TimeZone
+	100, // 17: prose.persist.v1.Value.duration:type_name -> google.protobuf.Duration
+	20,  // 18: prose.persist.v1.Value.list:type_name -> prose.persist.v1.List
+	21,  // 19: prose.persist.v1.Value.dictionary:type_name -> prose.persist.v1.Dictionary
+	24,  // 20: prose.persist.v1.Value.file:type_name -> prose.persist.v1.FileValue
+	26,  // 21: prose.persist.v1.Value.table:type_name -> prose.persist.v1.TableValue
+	23,  // 22: prose.persist.v1.Value.set:type_name -> prose.persist.v1.Set
+	18,  // 23: prose.persist.v1.HashableValue.number:type_name -> prose.persist.v1.Number
+	96,  // 24: prose.persist.v1.HashableValue.date:type_name -> google.type.Date
+	97,  // 25: prose.persist.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
+	98,  // 26: prose.persist.v1.HashableValue.datetime:type_name -> google.type.DateTime
+	100, // 27: prose.persist.v1.HashableValue.duration:type_name -> google.protobuf.Duration
+	17,  // 28: prose.persist.v1.List.items:type_name -> prose.persist.v1.Value
+	22,  // 29: prose.persist.v1.Dictionary.entries:type_name -> prose.persist.v1.DictionaryEntry
+	19,  // 30: prose.persist.v1.DictionaryEntry.key:type_name -> prose.persist.v1.HashableValue
+	17,  // 31: prose.persist.v1.DictionaryEntry.value:type_name -> prose.persist.v1.Value
+	19,  // 32: prose.persist.v1.Set.items:type_name -> prose.persist.v1.HashableValue
+	25,  // 33: prose.persist.v1.FileValue.inline:type_name -> prose.persist.v1.File
+	27,  // 34: prose.persist.v1.TableValue.inline:type_name -> prose.persist.v1.Table
+	28,  // 35: prose.persist.v1.Table.columns:type_name -> prose.persist.v1.Column
+	30,  // 36: prose.persist.v1.Column.values:type_name -> prose.persist.v1.BdkValue
+	95,  // 37: prose.persist.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
+	29,  // 38: prose.persist.v1.BdkValue.conceptual_value:type_name -> prose.persist.v1.NounPhrase
+	101, // 39: prose.persist.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
+	96,  // 40: prose.persist.v1.BdkValue.date_value:type_name -> google.type.Date
+	97,  // 41: prose.persist.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
+	24,  // 42: prose.persist.v1.BdkValue.file_value:type_name -> prose.persist.v1.FileValue
+	31,  // 43: prose.persist.v1.BdkValue.dictionary_value:type_name -> prose.persist.v1.BdkDictionaryValue
+	33,  // 44: prose.persist.v1.BdkValue.list_value:type_name -> prose.persist.v1.BdkListValue
+	34,  // 45: prose.persist.v1.BdkValue.opaque_value:type_name -> prose.persist.v1.BdkOpaqueValue
+	26,  // 46: prose.persist.v1.BdkValue.table_value:type_name -> prose.persist.v1.TableValue
+	35,  // 47: prose.persist.v1.BdkValue.sensitive_value:type_name -> prose.persist.v1.BdkSensitiveValue
+	36,  // 48: prose.persist.v1.BdkValue.offloadable_text_value:type_name -> prose.persist.v1.BdkOffloadableTextValue
+	37,  // 49: prose.persist.v1.BdkValue.offloadable_dictionary_value:type_name -> prose.persist.v1.BdkOffloadableDictionaryValue
+	38,  // 50: prose.persist.v1.BdkValue.offloadable_list_value:type_name -> prose.persist.v1.BdkOffloadableListValue
+	32,  // 51: prose.persist.v1.BdkDictionaryValue.fields:type_name -> prose.persist.v1.BdkDictionaryValueField
+	29,  // 52: prose.persist.v1.BdkDictionaryValue.is_a:type_name -> prose.persist.v1.NounPhrase
+	30,  // 53: prose.persist.v1.BdkDictionaryValueField.value:type_name -> prose.persist.v1.BdkValue
+	30,  // 54: prose.persist.v1.BdkListValue.values:type_name -> prose.persist.v1.BdkValue
+	29,  // 55: prose.persist.v1.BdkOpaqueValue.is_a:type_name -> prose.persist.v1.NounPhrase
+	30,  // 56: prose.persist.v1.BdkSensitiveValue.value:type_name -> prose.persist.v1.BdkValue
+	31,  // 57: prose.persist.v1.BdkOffloadableDictionaryValue.inline:type_name -> prose.persist.v1.BdkDictionaryValue
+	33,  // 58: prose.persist.v1.BdkOffloadableListValue.inline:type_name -> prose.persist.v1.BdkListValue
+	40,  // 59: prose.persist.v1.Event.user_message:type_name -> prose.persist.v1.UserMessage
+	45,  // 60: prose.persist.v1.Event.agent_message:type_name -> prose.persist.v1.AgentMessage
+	46,  // 61: prose.persist.v1.Event.tool_call_request:type_name -> prose.persist.v1.ToolCallRequest
+	47,  // 62: prose.persist.v1.Event.tool_call_result:type_name -> prose.persist.v1.ToolCallResult
+	48,  // 63: prose.persist.v1.Event.thinking:type_name -> prose.persist.v1.Thinking
+	49,  // 64: prose.persist.v1.Event.system_message:type_name -> prose.persist.v1.SystemMessage
+	50,  // 65: prose.persist.v1.Event.completion_response:type_name -> prose.persist.v1.CompletionResponse
+	41,  // 66: prose.persist.v1.UserMessage.content_list:type_name -> prose.persist.v1.InputContentList
+	42,  // 67: prose.persist.v1.InputContentList.items:type_name -> prose.persist.v1.InputContent
+	43,  // 68: prose.persist.v1.InputContent.file:type_name -> prose.persist.v1.FileInputContent
+	44,  // 69: prose.persist.v1.FileInputContent.inline:type_name -> prose.persist.v1.FileContent
+	90,  // 70: prose.persist.v1.AutomationDetails.connections:type_name -> prose.persist.v1.AutomationDetails.ConnectionsEntry
+	52,  // 71: prose.persist.v1.AutomationDetails.input_specs:type_name -> prose.persist.v1.AutomationInputSpec
+	2,   // 72: prose.persist.v1.AutomationDetails.activation_state:type_name -> prose.persist.v1.AutomationActivationState
+	91,  // 73: prose.persist.v1.AutomationDetails.default_inputs:type_name -> prose.persist.v1.AutomationDetails.DefaultInputsEntry
+	53,  // 74: prose.persist.v1.AutomationInputSpec.type:type_name -> prose.persist.v1.ValueType
+	3,   // 75: prose.persist.v1.ValueType.scalar_type:type_name -> prose.persist.v1.ValueScalarType
+	54,  // 76: prose.persist.v1.ValueType.optional_type:type_name -> prose.persist.v1.ValueOptionalType
+	55,  // 77: prose.persist.v1.ValueType.list_type:type_name -> prose.persist.v1.ValueListType
+	56,  // 78: prose.persist.v1.ValueType.dictionary_type:type_name -> prose.persist.v1.ValueDictionaryType
+	58,  // 79: prose.persist.v1.ValueType.table_type:type_name -> prose.persist.v1.ValueTableType
+	60,  // 80: prose.persist.v1.ValueType.opaque_type:type_name -> prose.persist.v1.ValueOpaqueType
+	61,  // 81: prose.persist.v1.ValueType.any_type:type_name -> prose.persist.v1.ValueAnyType
+	62,  // 82: prose.persist.v1.ValueType.union_type:type_name -> prose.persist.v1.ValueUnionType
+	63,  // 83: prose.persist.v1.ValueType.sensitive_type:type_name -> prose.persist.v1.ValueSensitiveType
+	64,  // 84: prose.persist.v1.ValueType.enum_type:type_name -> prose.persist.v1.ValueEnumType
+	66,  // 85: prose.persist.v1.ValueType.generic_dictionary_type:type_name -> prose.persist.v1.ValueGenericDictionaryType
+	53,  // 86: prose.persist.v1.ValueOptionalType.inner:type_name -> prose.persist.v1.ValueType
+	53,  // 87: prose.persist.v1.ValueListType.inner:type_name -> prose.persist.v1.ValueType
+	57,  // 88: prose.persist.v1.ValueDictionaryType.fields:type_name -> prose.persist.v1.ValueDictionaryTypeField
+	53,  // 89: prose.persist.v1.ValueDictionaryTypeField.value:type_name -> prose.persist.v1.ValueType
+	59,  // 90: prose.persist.v1.ValueTableType.columns:type_name -> prose.persist.v1.ValueTableTypeColumn
+	53,  // 91: prose.persist.v1.ValueTableTypeColumn.value:type_name -> prose.persist.v1.ValueType
+	53,  // 92: prose.persist.v1.ValueUnionType.inners:type_name -> prose.persist.v1.ValueType
+	53,  // 93: prose.persist.v1.ValueSensitiveType.inner:type_name -> prose.persist.v1.ValueType
+	65,  // 94: prose.persist.v1.ValueEnumType.members:type_name -> prose.persist.v1.ValueEnumTypeMember
+	53,  // 95: prose.persist.v1.ValueGenericDictionaryType.key_type:type_name -> prose.persist.v1.ValueType
+	53,  // 96: prose.persist.v1.ValueGenericDictionaryType.value_type:type_name -> prose.persist.v1.ValueType
+	92,  // 97: prose.persist.v1.TriggerConfig.configuration:type_name -> prose.persist.v1.TriggerConfig.ConfigurationEntry
+	68,  // 98: prose.persist.v1.TriggerConfig.filter_expression:type_name -> prose.persist.v1.Expression
+	70,  // 99: prose.persist.v1.Expression.binary_expression:type_name -> prose.persist.v1.BinaryExpression
+	69,  // 100: prose.persist.v1.Expression.unary_expression:type_name -> prose.persist.v1.UnaryExpression
+	30,  // 101: prose.persist.v1.Expression.value_expression:type_name -> prose.persist.v1.BdkValue
+	71,  // 102: prose.persist.v1.Expression.noun_phrases_expression:type_name -> prose.persist.v1.NounPhrases
+	68,  // 103: prose.persist.v1.UnaryExpression.inner:type_name -> prose.persist.v1.Expression
+	68,  // 104: prose.persist.v1.BinaryExpression.left:type_name -> prose.persist.v1.Expression
+	68,  // 105: prose.persist.v1.BinaryExpression.right:type_name -> prose.persist.v1.Expression
+	29,  // 106: prose.persist.v1.NounPhrases.noun_phrases:type_name -> prose.persist.v1.NounPhrase
+	77,  // 107: prose.persist.v1.ScheduleConfig.start:type_name -> prose.persist.v1.ScheduleStart
+	79,  // 108: prose.persist.v1.ScheduleConfig.repeat_interval:type_name -> prose.persist.v1.RepeatInterval
+	74,  // 109: prose.persist.v1.ScheduleConfig.weekly_pattern:type_name -> prose.persist.v1.DayOfWeekPattern
+	75,  // 110: prose.persist.v1.ScheduleConfig.monthly_pattern:type_name -> prose.persist.v1.DayOfMonthPattern
+	80,  // 111: prose.persist.v1.ScheduleConfig.yearly_pattern:type_name -> prose.persist.v1.MonthPattern
+	78,  // 112: prose.persist.v1.ScheduleConfig.active_window:type_name -> prose.persist.v1.TimeWindow
+	73,  // 113: prose.persist.v1.ScheduleConfig.end:type_name -> prose.persist.v1.ScheduleEnd
+	4,   // 114: prose.persist.v1.ScheduleEnd.end_type:type_name -> prose.persist.v1.ScheduleEndType
+	96,  // 115: prose.persist.v1.ScheduleEnd.end_date:type_name -> google.type.Date
+	5,   // 116: prose.persist.v1.DayOfWeekPattern.days:type_name -> prose.persist.v1.DayOfWeek
+	76,  // 117: prose.persist.v1.DayOfMonthPattern.ordinal_day:type_name -> prose.persist.v1.OrdinalDayOfWeek
+	6,   // 118: prose.persist.v1.OrdinalDayOfWeek.ordinal:type_name -> prose.persist.v1.Ordinal
+	5,   // 119: prose.persist.v1.OrdinalDayOfWeek.day:type_name -> prose.persist.v1.DayOfWeek
+	96,  // 120: prose.persist.v1.ScheduleStart.start_date:type_name -> google.type.Date
+	97,  // 121: prose.persist.v1.ScheduleStart.time:type_name -> google.type.TimeOfDay
+	101, // 122: prose.persist.v1.TimeWindow.start_time:type_name -> google.protobuf.Timestamp
+	101, // 123: prose.persist.v1.TimeWindow.end_time:type_name -> google.protobuf.Timestamp
+	7,   // 124: prose.persist.v1.RepeatInterval.unit:type_name -> prose.persist.v1.FrequencyUnit
+	8,   // 125: prose.persist.v1.MonthPattern.month:type_name -> prose.persist.v1.Month
+	75,  // 126: prose.persist.v1.MonthPattern.day_pattern:type_name -> prose.persist.v1.DayOfMonthPattern
+	82,  // 127: prose.persist.v1.RunEvent.said:type_name -> prose.persist.v1.Said
+	83,  // 128: prose.persist.v1.RunEvent.book_call:type_name -> prose.persist.v1.BookCall
+	84,  // 129: prose.persist.v1.RunEvent.child_run:type_name -> prose.persist.v1.ChildRunStarted
+	85,  // 130: prose.persist.v1.RunEvent.truncated:type_name -> prose.persist.v1.HistoryTruncated
+	93,  // 131: prose.persist.v1.BookCall.inputs:type_name -> prose.persist.v1.BookCall.InputsEntry
+	94,  // 132: prose.persist.v1.BookCall.outputs:type_name -> prose.persist.v1.BookCall.OutputsEntry
+	17,  // 133: prose.persist.v1.Values.ValuesEntry.value:type_name -> prose.persist.v1.Value
+	17,  // 134: prose.persist.v1.Steps.InputsEntry.value:type_name -> prose.persist.v1.Value
+	13,  // 135: prose.persist.v1.Step.BookConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	13,  // 136: prose.persist.v1.AutomationDetails.ConnectionsEntry.value:type_name -> prose.persist.v1.BookConnection
+	17,  // 137: prose.persist.v1.AutomationDetails.DefaultInputsEntry.value:type_name -> prose.persist.v1.Value
+	30,  // 138: prose.persist.v1.TriggerConfig.ConfigurationEntry.value:type_name -> prose.persist.v1.BdkValue
+	17,  // 139: prose.persist.v1.BookCall.InputsEntry.value:type_name -> prose.persist.v1.Value
+	17,  // 140: prose.persist.v1.BookCall.OutputsEntry.value:type_name -> prose.persist.v1.Value
+	141, // [141:141] is the sub-list for method output_type
+	141, // [141:141] is the sub-list for method input_type
+	141, // [141:141] is the sub-list for extension type_name
+	141, // [141:141] is the sub-list for extension extendee
+	0,   // [0:141] is the sub-list for field type_name
 }
 
 func init() { file_prose_persist_v1_persist_proto_init() }
@@ -6936,7 +7020,7 @@ func file_prose_persist_v1_persist_proto_init() {
 	if File_prose_persist_v1_persist_proto != nil {
 		return
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[5].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[6].OneofWrappers = []any{
 		(*Guidance_ProvideValues)(nil),
 		(*Guidance_Skip)(nil),
 		(*Guidance_Retry)(nil),
@@ -6944,7 +7028,7 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*Guidance_Answer)(nil),
 		(*Guidance_ProvideExpressions)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[7].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[8].OneofWrappers = []any{
 		(*Value_NullValue)(nil),
 		(*Value_BoolValue)(nil),
 		(*Value_Number)(nil),
@@ -6960,7 +7044,7 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*Value_Table)(nil),
 		(*Value_Set)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[9].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[10].OneofWrappers = []any{
 		(*HashableValue_BoolValue)(nil),
 		(*HashableValue_Number)(nil),
 		(*HashableValue_Text)(nil),
@@ -6969,15 +7053,15 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*HashableValue_Datetime)(nil),
 		(*HashableValue_Duration)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[14].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[15].OneofWrappers = []any{
 		(*FileValue_Remote)(nil),
 		(*FileValue_Inline)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[16].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[17].OneofWrappers = []any{
 		(*TableValue_Remote)(nil),
 		(*TableValue_Inline)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[20].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[21].OneofWrappers = []any{
 		(*BdkValue_NullValue)(nil),
 		(*BdkValue_ConceptualValue)(nil),
 		(*BdkValue_TextValue)(nil),
@@ -6996,7 +7080,7 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*BdkValue_OffloadableDictionaryValue)(nil),
 		(*BdkValue_OffloadableListValue)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[29].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[30].OneofWrappers = []any{
 		(*Event_UserMessage)(nil),
 		(*Event_AgentMessage)(nil),
 		(*Event_ToolCallRequest)(nil),
@@ -7005,15 +7089,15 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*Event_SystemMessage)(nil),
 		(*Event_CompletionResponse)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[32].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[33].OneofWrappers = []any{
 		(*InputContent_Text)(nil),
 		(*InputContent_File)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[33].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[34].OneofWrappers = []any{
 		(*FileInputContent_Remote)(nil),
 		(*FileInputContent_Inline)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[43].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[44].OneofWrappers = []any{
 		(*ValueType_ScalarType)(nil),
 		(*ValueType_OptionalType)(nil),
 		(*ValueType_ListType)(nil),
@@ -7026,13 +7110,13 @@ func file_prose_persist_v1_persist_proto_init() {
 		(*ValueType_EnumType)(nil),
 		(*ValueType_GenericDictionaryType)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[58].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[59].OneofWrappers = []any{
 		(*Expression_BinaryExpression)(nil),
 		(*Expression_UnaryExpression)(nil),
 		(*Expression_ValueExpression)(nil),
 		(*Expression_NounPhrasesExpression)(nil),
 	}
-	file_prose_persist_v1_persist_proto_msgTypes[71].OneofWrappers = []any{
+	file_prose_persist_v1_persist_proto_msgTypes[72].OneofWrappers = []any{
 		(*RunEvent_Said)(nil),
 		(*RunEvent_BookCall)(nil),
 		(*RunEvent_ChildRun)(nil),
@@ -7044,7 +7128,7 @@ func file_prose_persist_v1_persist_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_persist_v1_persist_proto_rawDesc), len(file_prose_persist_v1_persist_proto_rawDesc)),
 			NumEnums:      9,
-			NumMessages:   85,
+			NumMessages:   86,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -7,6 +7,7 @@
 package platformv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -714,7 +715,7 @@ var File_prose_platform_v1_api_key_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_api_key_proto_rawDesc = "" +
 	"\n" +
-	"\x1fprose/platform/v1/api_key.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\x06\n" +
+	"\x1fprose/platform/v1/api_key.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\x06\n" +
 	"\x06ApiKey\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12&\n" +
 	"\fdisplay_name\x18\x02 \x01(\tB\x03\xe0A\x02R\vdisplayName\x12\"\n" +
@@ -744,10 +745,10 @@ const file_prose_platform_v1_api_key_proto_rawDesc = "" +
 	"request_id\x18\x03 \x01(\tR\trequestId\"\\\n" +
 	"\x14CreateApiKeyResponse\x122\n" +
 	"\aapi_key\x18\x01 \x01(\v2\x19.prose.platform.v1.ApiKeyR\x06apiKey\x12\x10\n" +
-	"\x03key\x18\x02 \x01(\tR\x03key\"~\n" +
+	"\x03key\x18\x02 \x01(\tR\x03key\"\x87\x01\n" +
 	"\x12ListApiKeysRequest\x12,\n" +
-	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12\x1b\n" +
-	"\tpage_size\x18\x02 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12$\n" +
+	"\tpage_size\x18\x02 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x03 \x01(\tR\tpageToken\"s\n" +
 	"\x13ListApiKeysResponse\x124\n" +

@@ -7,6 +7,7 @@
 package platformv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -1589,7 +1590,7 @@ var File_prose_platform_v1_event_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_event_proto_rawDesc = "" +
 	"\n" +
-	"\x1dprose/platform/v1/event.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf8\a\n" +
+	"\x1dprose/platform/v1/event.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf8\a\n" +
 	"\x05Event\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x124\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x1e.prose.platform.v1.Event.StateR\x05state\x12@\n" +
@@ -1647,14 +1648,14 @@ const file_prose_platform_v1_event_proto_rawDesc = "" +
 	"\acontent\x18\x01 \x01(\tB\x03\xe0A\x03R\acontent\"D\n" +
 	"\x12CompletionResponse\x12\x18\n" +
 	"\acontent\x18\x01 \x01(\tR\acontent\x12\x14\n" +
-	"\x05error\x18\x02 \x01(\tR\x05error\"\xa3\x02\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\"\xac\x02\n" +
 	"\x11ListEventsRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
 	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12\x1a\n" +
 	"\x06run_id\x18\x04 \x01(\tB\x03\xe0A\x02R\x05runId\x12\x1e\n" +
-	"\bagent_id\x18\x05 \x01(\tB\x03\xe0A\x02R\aagentId\x12\x1b\n" +
-	"\tpage_size\x18\x06 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\bagent_id\x18\x05 \x01(\tB\x03\xe0A\x02R\aagentId\x12$\n" +
+	"\tpage_size\x18\x06 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\a \x01(\tR\tpageToken\x12\x16\n" +
 	"\x06filter\x18\b \x01(\tR\x06filter\"\x8d\x01\n" +

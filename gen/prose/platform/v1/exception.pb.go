@@ -7,6 +7,7 @@
 package platformv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -2032,7 +2033,7 @@ var File_prose_platform_v1_exception_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\n" +
-	"!prose/platform/v1/exception.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1dprose/platform/v1/value.proto\"\xd1\a\n" +
+	"!prose/platform/v1/exception.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1dprose/platform/v1/value.proto\"\xd1\a\n" +
 	"\tException\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12\x15\n" +
 	"\x03run\x18\x02 \x01(\tB\x03\xe0A\x02R\x03run\x12<\n" +
@@ -2084,11 +2085,11 @@ const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\x13GetExceptionRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12&\n" +
-	"\fexception_id\x18\x03 \x01(\tB\x03\xe0A\x02R\vexceptionId\"\xd5\x01\n" +
+	"\fexception_id\x18\x03 \x01(\tB\x03\xe0A\x02R\vexceptionId\"\xde\x01\n" +
 	"\x15ListExceptionsRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
-	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12$\n" +
+	"\tpage_size\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x12\n" +
 	"\x04skip\x18\x05 \x01(\x05R\x04skip\x12\x16\n" +
@@ -2099,21 +2100,21 @@ const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"exceptions\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1d\n" +
 	"\n" +
-	"total_size\x18\x03 \x01(\x05R\ttotalSize\"\xae\x01\n" +
+	"total_size\x18\x03 \x01(\x05R\ttotalSize\"\xb7\x01\n" +
 	"\x1aListExceptionGroupsRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
-	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\x1b\n" +
-	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12$\n" +
+	"\tpage_size\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\"\x80\x01\n" +
 	"\x1bListExceptionGroupsResponse\x129\n" +
 	"\x06groups\x18\x01 \x03(\v2!.prose.platform.v1.ExceptionGroupR\x06groups\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc9\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xd2\x01\n" +
 	"\x1dCountExceptionsByGroupRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\x16\n" +
-	"\x06filter\x18\x03 \x01(\tR\x06filter\x12\x1b\n" +
-	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\x06filter\x18\x03 \x01(\tR\x06filter\x12$\n" +
+	"\tpage_size\x18\x04 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\"\xe6\x01\n" +
 	"\x1eCountExceptionsByGroupResponse\x12I\n" +
@@ -2121,12 +2122,12 @@ const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\x12\x1d\n" +
 	"\n" +
 	"total_size\x18\x03 \x01(\x05R\ttotalSize\x122\n" +
-	"\x15total_exception_count\x18\x04 \x01(\x05R\x13totalExceptionCount\"\xce\x01\n" +
+	"\x15total_exception_count\x18\x04 \x01(\x05R\x13totalExceptionCount\"\xd7\x01\n" +
 	"\"CountExceptionsByAutomationRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\x16\n" +
-	"\x06filter\x18\x03 \x01(\tR\x06filter\x12\x1b\n" +
-	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\x06filter\x18\x03 \x01(\tR\x06filter\x12$\n" +
+	"\tpage_size\x18\x04 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\"\xfa\x01\n" +
 	"#CountExceptionsByAutomationResponse\x12X\n" +

@@ -7,6 +7,7 @@
 package platformv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -1167,7 +1168,7 @@ var File_prose_platform_v1_guide_entry_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_guide_entry_proto_rawDesc = "" +
 	"\n" +
-	"#prose/platform/v1/guide_entry.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!prose/platform/v1/exception.proto\"\xa9\a\n" +
+	"#prose/platform/v1/guide_entry.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a!prose/platform/v1/exception.proto\"\xa9\a\n" +
 	"\n" +
 	"GuideEntry\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12\x18\n" +
@@ -1217,12 +1218,12 @@ const file_prose_platform_v1_guide_entry_proto_rawDesc = "" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
 	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12)\n" +
-	"\x0eguide_entry_id\x18\x04 \x01(\tB\x03\xe0A\x02R\fguideEntryId\"\x90\x02\n" +
+	"\x0eguide_entry_id\x18\x04 \x01(\tB\x03\xe0A\x02R\fguideEntryId\"\x99\x02\n" +
 	"\x17ListGuideEntriesRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
-	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12\x1b\n" +
-	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12$\n" +
+	"\tpage_size\x18\x04 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\x12!\n" +
 	"\fshow_deleted\x18\x06 \x01(\bR\vshowDeleted\x12\x16\n" +

@@ -7,6 +7,7 @@
 package platformv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -1303,7 +1304,7 @@ var File_prose_platform_v1_trigger_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_trigger_proto_rawDesc = "" +
 	"\n" +
-	"\x1fprose/platform/v1/trigger.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\"prose/platform/v1/expression.proto\x1a\x1dprose/platform/v1/value.proto\"\xb3\x03\n" +
+	"\x1fprose/platform/v1/trigger.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\"prose/platform/v1/expression.proto\x1a\x1dprose/platform/v1/value.proto\"\xb3\x03\n" +
 	"\x11AutomationTrigger\x12\"\n" +
 	"\n" +
 	"trigger_id\x18\x01 \x01(\tB\x03\xe0A\x02R\ttriggerId\x12#\n" +
@@ -1324,12 +1325,12 @@ const file_prose_platform_v1_trigger_proto_rawDesc = "" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
 	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12X\n" +
-	"\x12automation_trigger\x18\x04 \x01(\v2$.prose.platform.v1.AutomationTriggerB\x03\xe0A\x02R\x11automationTrigger\"\xf3\x01\n" +
+	"\x12automation_trigger\x18\x04 \x01(\v2$.prose.platform.v1.AutomationTriggerB\x03\xe0A\x02R\x11automationTrigger\"\xfc\x01\n" +
 	"\x1dListAutomationTriggersRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
-	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12\x1b\n" +
-	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12$\n" +
+	"\tpage_size\x18\x04 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\x12\x16\n" +
 	"\x06filter\x18\x06 \x01(\tR\x06filter\"\x9f\x01\n" +

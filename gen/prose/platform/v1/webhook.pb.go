@@ -7,6 +7,7 @@
 package platformv1
 
 import (
+	_ "buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
 	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
@@ -787,7 +788,7 @@ var File_prose_platform_v1_webhook_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_webhook_proto_rawDesc = "" +
 	"\n" +
-	"\x1fprose/platform/v1/webhook.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf4\x02\n" +
+	"\x1fprose/platform/v1/webhook.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf4\x02\n" +
 	"\aWebhook\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12\x15\n" +
 	"\x03url\x18\x02 \x01(\tB\x03\xe0A\x02R\x03url\x12I\n" +
@@ -832,13 +833,13 @@ const file_prose_platform_v1_webhook_proto_rawDesc = "" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\"\n" +
 	"\n" +
-	"webhook_id\x18\x03 \x01(\tB\x03\xe0A\x02R\twebhookId\"\xd4\x01\n" +
+	"webhook_id\x18\x03 \x01(\tB\x03\xe0A\x02R\twebhookId\"\xdd\x01\n" +
 	"\x1cListWebhookDeliveriesRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\"\n" +
 	"\n" +
-	"webhook_id\x18\x03 \x01(\tB\x03\xe0A\x02R\twebhookId\x12\x1b\n" +
-	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
+	"webhook_id\x18\x03 \x01(\tB\x03\xe0A\x02R\twebhookId\x12$\n" +
+	"\tpage_size\x18\x04 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\"\x8b\x01\n" +
 	"\x1dListWebhookDeliveriesResponse\x12B\n" +

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/store"
+)
+
+// heldBook answers `stamp a ticket (the stamp)` with "S:" and the ticket,
+// holding the first call until release is closed.
+type heldBook struct {
+	srv     *httptest.Server
+	held    chan struct{} // closed when the first call arrived
+	release chan struct{}
+
+	mu    sync.Mutex
+	calls map[string]int // by ticket
+}
+
+func newHeldBook(t *testing.T) *heldBook {
+	b := &heldBook{held: make(chan struct{}), release: make(chan struct{}), calls: map[string]int{}}
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Inputs struct{ Ticket string } `json:"inputs"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		b.mu.Lock()
+		b.calls[req.Inputs.Ticket]++
+		first := len(b.calls) == 1 && b.calls[req.Inputs.Ticket] == 1
+		b.mu.Unlock()
+		if first {
+			close(b.held)
+			select {
+			case <-b.release:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"outputs": map[string]string{"stamp": "S:" + req.Inputs.Ticket}})
+	}))
+	t.Cleanup(b.srv.Close)
+	return b
+}
+
+// On SIGTERM, prose serve finishes a request in flight, lets the book call
+// in flight complete, hands the run back to the queue (pending, unleased,
+// its book call journaled) and exits 0; the next server continues the run
+// without calling the book again for the journaled call.
+func TestServeGracefulShutdown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	ctx := context.Background()
+	deadline := time.Now().Add(90 * time.Second)
+	bin := buildProse(t)
+	data := t.TempDir()
+	ini := proseInit(t, bin, "--data", data)
+	book := newHeldBook(t)
+	books := writeBookFile(t, ini.Workspace, stampBook(book.srv.URL))
+	// A lease far longer than the test: a run left leased would not be
+	// continued in time.
+	p := startProse(t, bin, deadline, "--data", data, "--books", books, "--lease", "10m", "--shutdown-timeout", "30s", "--inline-window", "-1ns")
+	c := newAPIClient(p.addr, ini.APIKey)
+	automation, err := c.createAutomation(ctx, ini.Workspace, "stamp the key + \"/1\"\nthe output a is the above\nstamp the key + \"/2\"\nthe output b is the above\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runID, err := c.invoke(ctx, ini.Workspace, automation, "r1", map[string]string{"key": "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-book.held:
+	case <-time.After(time.Until(deadline)):
+		t.Fatalf("the book was not called:\n%s", p.logTail())
+	}
+
+	// A request in flight: its body is half sent when SIGTERM arrives.
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+"/api/v1/"+ini.Workspace+"/automations", pr)
+	req.Header.Set("Authorization", "Bearer "+ini.APIKey)
+	req.Header.Set("Content-Type", "application/json")
+	type answer struct {
+		status int
+		body   string
+		err    error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			answered <- answer{err: err}
+			return
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answered <- answer{status: resp.StatusCode, body: string(b)}
+	}()
+	if _, err := io.WriteString(pw, `{"display_name": "sent across a shutdown", `); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the server is reading the body
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if _, err := io.WriteString(pw, `"english_code": "the output x is 1"}`); err != nil {
+		t.Fatal(err)
+	}
+	pw.Close()
+	a := <-answered
+	if a.err != nil || a.status != http.StatusOK {
+		t.Fatalf("the request in flight: %d %s %v\n%s", a.status, a.body, a.err, p.logTail())
+	}
+
+	// The book call in flight completes; the run goes back to the queue.
+	close(book.release)
+	select {
+	case <-p.done:
+	case <-time.After(time.Until(deadline)):
+		t.Fatalf("prose serve did not exit after SIGTERM:\n%s", p.logTail())
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, p.logTail())
+	}
+	if !strings.Contains(p.logTail(), "run handed back") {
+		t.Errorf("no 'run handed back' in the log:\n%s", p.logTail())
+	}
+	org, ws, _ := names.ParseWorkspace(ini.Workspace)
+	st, err := openStore(ctx, data, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := st.GetRun(ctx, org, ws, automation, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	journal, err := st.ListJournal(ctx, r.ID)
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.State != store.RunPending || r.LeaseOwner != "" || len(journal) != 1 {
+		t.Fatalf("after the shutdown the run is %s leased to %q with %d journal entries; want pending, unleased, 1", r.State, r.LeaseOwner, len(journal))
+	}
+
+	// The next server continues it at once; "k/1" is not stamped again.
+	p2 := startProse(t, bin, deadline, "--data", data, "--books", books)
+	st, err = openStore(ctx, data, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for {
+		r, err := st.GetRun(ctx, org, ws, automation, runID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State == store.RunCompleted {
+			break
+		}
+		if r.State.Terminal() || time.Now().After(deadline) {
+			t.Fatalf("the run is %s (%s):\n%s", r.State, r.Description, p2.logTail())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	book.mu.Lock()
+	defer book.mu.Unlock()
+	if book.calls["k/1"] != 1 || book.calls["k/2"] != 1 {
+		t.Errorf("book calls %v, want each ticket once", book.calls)
+	}
+}

@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/proserun/prose/books"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/tracing"
+)
+
+// spanAttr is the value of a span's attribute, or "".
+func spanAttr(s sdktrace.ReadOnlySpan, key string) string {
+	for _, kv := range s.Attributes() {
+		if string(kv.Key) == key {
+			return kv.Value.String()
+		}
+	}
+	return ""
+}
+
+// A request's span (HTTP: otelhttp; gRPC: otelgrpc) continues the caller's
+// trace; the run it started executes later on a worker, in a span of its
+// own linked to the request's, with a span per step and per book call
+// under it.
+func TestTracingLinksRunsToRequests(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	e := newTestEnvWith(t, func(c *serveConfig) { c.inlineWindow = -1; c.tracerProvider = tp })
+	book := newHeldBook(t)
+	close(book.release)
+	ws := books.Workspace{OrganizationID: e.init.orgID, WorkspaceID: e.init.workspaceID}
+	if _, err := books.NewRegistry(books.WithStore(newDBBooks(e.st))).Register(t.Context(), ws, stampBook(book.srv.URL), ""); err != nil {
+		t.Fatal(err)
+	}
+	a := e.mkAutomation(t, "traced", "stamp \"t1\"\nthe output s is the above\n", false)
+
+	check := func(t *testing.T, run string, caller trace.TraceID) {
+		t.Helper()
+		e.waitRun(t, a.id, run, "completed")
+		var request, runSpan, step, call sdktrace.ReadOnlySpan
+		spans := exp.GetSpans().Snapshots()
+		for _, s := range spans {
+			if s.Name() == "prose.run" && spanAttr(s, "prose.run") == run {
+				runSpan = s
+			}
+		}
+		if runSpan == nil {
+			t.Fatalf("no prose.run span for run %s among %d spans", run, len(spans))
+		}
+		for _, s := range spans {
+			switch {
+			case s.SpanKind() == trace.SpanKindServer && s.SpanContext().TraceID() == caller:
+				request = s
+			case s.Name() == "prose.run.step" && s.Parent().SpanID() == runSpan.SpanContext().SpanID():
+				step = s
+			}
+		}
+		if request == nil || step == nil {
+			t.Fatalf("request span %v, step span %v", request, step)
+		}
+		for _, s := range spans {
+			if s.Name() == "prose.book.call" && s.Parent().SpanID() == step.SpanContext().SpanID() {
+				call = s
+			}
+		}
+		if call == nil || spanAttr(call, "prose.book") != "test.stamps@1.0.0" {
+			t.Fatalf("book call span %v", call)
+		}
+		if runSpan.SpanContext().TraceID() == caller {
+			t.Error("the run's span is in the request's trace: it should be a root linked to it")
+		}
+		links := runSpan.Links()
+		if len(links) != 1 || links[0].SpanContext.TraceID() != caller || links[0].SpanContext.SpanID() != request.SpanContext().SpanID() {
+			t.Errorf("the run's span links %+v, want the request's span %s", links, request.SpanContext().SpanID())
+		}
+	}
+
+	t.Run("http", func(t *testing.T) {
+		caller, _ := trace.TraceIDFromHex("0af7651916cd43dd8448eb211c80319c")
+		code, m, raw := e.doHTTP(t, "POST", e.automationsPath()+"/"+a.id+":invoke", `{"stage":"AUTOMATION_STAGE_DRAFT"}`,
+			map[string]string{"Authorization": "Bearer " + e.init.APIKey, "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"})
+		if code != 200 {
+			t.Fatalf("invoke: %d %s", code, raw)
+		}
+		check(t, fmt.Sprint(m["run_id"]), caller)
+	})
+	t.Run("grpc", func(t *testing.T) {
+		caller, _ := trace.TraceIDFromHex("1bf7651916cd43dd8448eb211c80319d")
+		ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+e.init.APIKey,
+			"traceparent", "00-1bf7651916cd43dd8448eb211c80319d-c7ad6b7169203332-01")
+		res, err := platformv1.NewAutomationServiceClient(e.conn).InvokeAutomation(ctx, &platformv1.InvokeAutomationRequest{
+			OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID, AutomationId: a.id, Stage: platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT})
+		if err != nil {
+			t.Fatal(err)
+		}
+		check(t, res.GetRunId(), caller)
+	})
+}
+
+// Tracing is off without the OTEL_ variables, on with an endpoint, off
+// again when disabled.
+func TestTracingEnabledByEnvironment(t *testing.T) {
+	for _, c := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{map[string]string{}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://collector:4318/v1/traces"}, true},
+		{map[string]string{"OTEL_TRACES_EXPORTER": "otlp"}, true},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_SDK_DISABLED": "true"}, false},
+		{map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://collector:4318", "OTEL_TRACES_EXPORTER": "none"}, false},
+	} {
+		if got := tracing.Enabled(func(k string) string { return c.env[k] }); got != c.want {
+			t.Errorf("Enabled(%v) = %v", c.env, got)
+		}
+	}
+	tp, err := tracing.Setup(context.Background(), func(string) string { return "" }, "test")
+	if tp != nil || err != nil {
+		t.Errorf("Setup without variables: %v %v, want no provider", tp, err)
+	}
+}
