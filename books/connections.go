@@ -522,3 +522,140 @@ func (c *Connections) Rekey(ctx context.Context) (int, error) {
 		return sealed, err == nil, err
 	})
 }
+
+// Upgrade moves the connection id of book bookName version bookVersion to
+// version newVersion of the same book: it is checked against that version
+// (its authentications and configurations) and keeps its id, name,
+// credentials, configuration and labels. ErrNotFound when the connection is
+// not of that book version or the new version is not visible in ws;
+// ErrInvalidArgument when the connection does not fit the new version.
+func (c *Connections) Upgrade(ctx context.Context, ws Workspace, bookName, bookVersion, id, newVersion string) (*bookv1.BookConnectionDescriptor, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return nil, connStoreError(err, id)
+	}
+	if row.BookName != bookName || row.BookVersion != bookVersion {
+		return nil, fmt.Errorf("connection %s is a connection of book %s version %s: %w", id, row.BookName, row.BookVersion, ErrNotFound)
+	}
+	auth, err := c.open(ws, row)
+	if err != nil {
+		return nil, err
+	}
+	d, err := decodeDescriptor(row)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.reg.Book(ctx, ws, bookName, newVersion)
+	if err != nil {
+		return nil, err
+	}
+	in := ConnectionInput{Name: row.Name, Auth: auth, Config: d.GetConfigMap(), Labels: d.GetLabels()}
+	if err := validateConnection(b, in); err != nil {
+		return nil, fmt.Errorf("the connection does not fit version %s of the %s book: %w", newVersion, bookName, err)
+	}
+	next, err := c.encode(ws, id, b, in, auth)
+	if err != nil {
+		return nil, err
+	}
+	saved, err := c.st.UpdateConnection(ctx, next)
+	if err != nil {
+		return nil, connStoreError(err, row.Name)
+	}
+	return c.decode(saved)
+}
+
+// Book returns the book version of connection id: the procedures code can
+// call with it.
+func (c *Connections) Book(ctx context.Context, ws Workspace, id string) (*bookv1.Book, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return nil, connStoreError(err, id)
+	}
+	return c.reg.Book(ctx, ws, row.BookName, row.BookVersion)
+}
+
+// UserInfo tells who connection id acts as, from its configuration only
+// (never from a credential): for the email book, its `from` address and
+// host. Other books tell nothing (an empty UserInfo).
+func (c *Connections) UserInfo(ctx context.Context, ws Workspace, id string) (UserInfo, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return UserInfo{}, connStoreError(err, id)
+	}
+	d, err := decodeDescriptor(row)
+	if err != nil {
+		return UserInfo{}, err
+	}
+	var out UserInfo
+	if row.BookName == "email" {
+		text := func(k string) string {
+			v, err := FromBdkValue(d.GetConfigMap()[k])
+			if err != nil || d.GetConfigMap()[k] == nil {
+				return ""
+			}
+			return plainText(v)
+		}
+		out.Email = text("from")
+		if h := text("host"); h != "" {
+			out.Other = map[string]string{"host": h}
+		}
+	}
+	return out, nil
+}
+
+// UserInfo is who a connection acts as.
+type UserInfo struct {
+	Email    string
+	Username string
+	Other    map[string]string
+}
+
+// CodeConnectionUse is one connection an automation's code names, with the
+// book whose call names it ("" when no call of a known book encloses it).
+type CodeConnectionUse struct {
+	Name string
+	// Call is the statement whose `with` block names the connection.
+	Call string
+}
+
+// CodeConnectionUses returns the connections code names, in order and
+// without repeats, each with the call statement whose `with` block holds
+// the `the connection is "NAME"` line (the nearest line above it that is
+// indented less).
+func CodeConnectionUses(code string) []CodeConnectionUse {
+	lines := strings.Split(code, "\n")
+	var out []CodeConnectionUse
+	for i, line := range lines {
+		names := CodeConnections(line)
+		if len(names) == 0 || slices.ContainsFunc(out, func(u CodeConnectionUse) bool { return u.Name == names[0] }) {
+			continue
+		}
+		indent := len(line) - len(strings.TrimLeft(line, " \t"))
+		u := CodeConnectionUse{Name: names[0]}
+		for j := i - 1; j >= 0; j-- {
+			l := lines[j]
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			if len(l)-len(strings.TrimLeft(l, " \t")) < indent {
+				u.Call = strings.TrimSuffix(strings.TrimSpace(l), " with")
+				break
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// CallBook returns the book (name and version) whose procedure the call
+// statement call calls in ws; ok is false when none or several match.
+func (c *Connections) CallBook(ctx context.Context, ws Workspace, call string) (name, version string, ok bool) {
+	if call == "" {
+		return "", "", false
+	}
+	m, err := c.reg.Match(ctx, ws, ParseSentence(call))
+	if err != nil {
+		return "", "", false
+	}
+	return m.Ref.Book, m.Ref.Version, true
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
@@ -240,4 +242,196 @@ func (s *ConnectionService) DeleteWorkspaceConnection(ctx context.Context, req *
 		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
 	}
 	return &bookv1.DeleteWorkspaceConnectionResponse{AffectedAutomations: affected}, nil
+}
+
+// MaxConnectionUsageIDs bounds the connection ids of one CountConnectionUsage.
+const MaxConnectionUsageIDs = 100
+
+// UpgradeWorkspaceBookConnection moves a connection to another version of
+// its book.
+func (s *ConnectionService) UpgradeWorkspaceBookConnection(ctx context.Context, req *bookv1.UpgradeWorkspaceBookConnectionRequest) (*bookv1.BookConnectionResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"book_name": req.GetBookName(), "book_version": req.GetBookVersion(),
+		"connection_id": req.GetConnectionId(), "new_book_version": req.GetNewBookVersion()}); err != nil {
+		return nil, err
+	}
+	d, err := s.conns.Upgrade(ctx, ws, req.GetBookName(), req.GetBookVersion(), req.GetConnectionId(), req.GetNewBookVersion())
+	if err != nil {
+		if errors.Is(err, books.ErrNotFound) && !strings.HasPrefix(err.Error(), "connection ") {
+			return nil, bookError(err, req.GetBookName(), req.GetNewBookVersion())
+		}
+		return nil, connectionError(err, ws, req.GetBookName(), req.GetBookVersion(), req.GetConnectionId())
+	}
+	return &bookv1.BookConnectionResponse{BookConnectionDescriptor: d}, nil
+}
+
+// ListWorkspaceBookConnectionProcedures lists the procedures of the
+// connection's book version.
+func (s *ConnectionService) ListWorkspaceBookConnectionProcedures(ctx context.Context, req *bookv1.ListWorkspaceBookConnectionProceduresRequest) (*bookv1.ListWorkspaceBookConnectionProceduresResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"connection_id": req.GetConnectionId()}); err != nil {
+		return nil, err
+	}
+	b, err := s.conns.Book(ctx, ws, req.GetConnectionId())
+	if err != nil {
+		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
+	}
+	return &bookv1.ListWorkspaceBookConnectionProceduresResponse{Procedures: b.GetProcedures()}, nil
+}
+
+// GetWorkspaceBookConnectionUserInfo tells who a connection acts as.
+func (s *ConnectionService) GetWorkspaceBookConnectionUserInfo(ctx context.Context, req *bookv1.GetWorkspaceBookConnectionUserInfoRequest) (*bookv1.GetWorkspaceBookConnectionUserInfoResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"connection_id": req.GetConnectionId()}); err != nil {
+		return nil, err
+	}
+	u, err := s.conns.UserInfo(ctx, ws, req.GetConnectionId())
+	if err != nil {
+		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
+	}
+	return &bookv1.GetWorkspaceBookConnectionUserInfoResponse{UserInfo: &bookv1.ConnectionUserInfo{
+		Email: u.Email, Username: u.Username, OtherAttributes: u.Other}}, nil
+}
+
+// usage is where one connection is named: by automation id, the stages.
+type usage map[string][]platformv1.AutomationStage
+
+// connectionUsage reads every automation of ws once and returns, for each
+// connection of ds, the automations whose draft or published code names it
+// (by name or id).
+func (s *ConnectionService) connectionUsage(ctx context.Context, ws books.Workspace, ds []*bookv1.BookConnectionDescriptor) ([]usage, error) {
+	out := make([]usage, len(ds))
+	for i := range out {
+		out[i] = usage{}
+	}
+	names := func(d *bookv1.BookConnectionDescriptor, code string) bool {
+		n := books.CodeConnections(code)
+		return slices.Contains(n, d.GetConnectionName()) || slices.Contains(n, d.GetConnectionId())
+	}
+	token := ""
+	for {
+		page, err := s.automations.ListAutomations(ctx, store.ListAutomationsRequest{
+			OrganizationID: ws.OrganizationID, WorkspaceID: ws.WorkspaceID, PageSize: 1000, PageToken: token})
+		if err != nil {
+			return nil, err
+		}
+		for _, a := range page.Items {
+			for i, d := range ds {
+				if names(d, a.Code) {
+					out[i][a.ID] = append(out[i][a.ID], platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT)
+				}
+				if a.PublishedVersion > 0 && names(d, a.PublishedCode) {
+					out[i][a.ID] = append(out[i][a.ID], platformv1.AutomationStage_AUTOMATION_STAGE_PUBLISHED)
+				}
+			}
+		}
+		if token = page.NextPageToken; token == "" {
+			return out, nil
+		}
+	}
+}
+
+// CountConnectionUsage counts the automations that name each connection.
+func (s *ConnectionService) CountConnectionUsage(ctx context.Context, req *bookv1.CountConnectionUsageRequest) (*bookv1.CountConnectionUsageResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	ids := req.GetConnectionIds()
+	if len(ids) == 0 {
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "connection_ids is required", transport.Violation("connection_ids", "is required"))
+	}
+	if len(ids) > MaxConnectionUsageIDs {
+		msg := fmt.Sprintf("at most %d connection ids per request, not %d", MaxConnectionUsageIDs, len(ids))
+		return nil, transport.InvalidArgument(transport.ReasonInvalidRequest, msg, transport.Violation("connection_ids", msg))
+	}
+	ds := make([]*bookv1.BookConnectionDescriptor, len(ids))
+	for i, id := range ids {
+		if ds[i], err = s.conns.Get(ctx, ws, id); err != nil {
+			return nil, connectionError(err, ws, "", "", id)
+		}
+	}
+	us, err := s.connectionUsage(ctx, ws, ds)
+	if err != nil {
+		return nil, err
+	}
+	out := &bookv1.CountConnectionUsageResponse{}
+	for i, id := range ids {
+		out.ConnectionCounts = append(out.ConnectionCounts, &bookv1.ConnectionAutomationCount{ConnectionId: id, Count: int32(len(us[i]))}) //nolint:gosec // at most the automations of a workspace
+	}
+	return out, nil
+}
+
+// TraceConnectionUsage lists the automations that name a connection.
+func (s *ConnectionService) TraceConnectionUsage(ctx context.Context, req *bookv1.TraceConnectionUsageRequest) (*bookv1.TraceConnectionUsageResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"connection_id": req.GetConnectionId()}); err != nil {
+		return nil, err
+	}
+	d, err := s.conns.Get(ctx, ws, req.GetConnectionId())
+	if err != nil {
+		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
+	}
+	us, err := s.connectionUsage(ctx, ws, []*bookv1.BookConnectionDescriptor{d})
+	if err != nil {
+		return nil, err
+	}
+	out := &bookv1.TraceConnectionUsageResponse{}
+	for _, id := range slices.Sorted(maps.Keys(us[0])) {
+		out.Automations = append(out.Automations, &bookv1.AutomationConnectionUsage{AutomationId: id, Stages: us[0][id]})
+	}
+	return out, nil
+}
+
+// ExtractAutomationCodeConnections lists the connections an automation's
+// draft code names, each with the book of the call that names it (the
+// connection's book when the workspace has a connection of that name or id).
+func (s *ConnectionService) ExtractAutomationCodeConnections(ctx context.Context, req *bookv1.ExtractAutomationCodeConnectionsRequest) (*bookv1.ExtractAutomationCodeConnectionsResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"automation_id": req.GetAutomationId()}); err != nil {
+		return nil, err
+	}
+	if req.GetFilter() != "" {
+		const msg = "filter is not supported by this operation (it lists every connection the code names)"
+		return nil, transport.InvalidArgument(ReasonInvalidFilter, msg, transport.Violation("filter", msg))
+	}
+	a, err := s.automations.GetAutomation(ctx, ws.OrganizationID, ws.WorkspaceID, req.GetAutomationId())
+	if err == nil && !a.DeleteTime.IsZero() {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, automationErr(err, ws.OrganizationID, ws.WorkspaceID, req.GetAutomationId())
+	}
+	all, err := s.conns.List(ctx, ws)
+	if err != nil {
+		return nil, err
+	}
+	out := &bookv1.ExtractAutomationCodeConnectionsResponse{}
+	for _, u := range books.CodeConnectionUses(a.Code) {
+		ci := &bookv1.CredentialInfo{ConnectionAlias: u.Name, PhaseType: platformv1.PhaseType_PHASE_TYPE_MAIN}
+		if i := slices.IndexFunc(all, func(d *bookv1.BookConnectionDescriptor) bool { return d.GetConnectionName() == u.Name }); i >= 0 {
+			ci.Book, ci.BookVersion, ci.ConnectionId = all[i].GetBookName(), all[i].GetBookVersion(), all[i].GetConnectionId()
+		} else if i := slices.IndexFunc(all, func(d *bookv1.BookConnectionDescriptor) bool { return d.GetConnectionId() == u.Name }); i >= 0 {
+			ci.Book, ci.BookVersion, ci.ConnectionId = all[i].GetBookName(), all[i].GetBookVersion(), all[i].GetConnectionId()
+		} else if name, version, ok := s.conns.CallBook(ctx, ws, u.Call); ok {
+			ci.Book, ci.BookVersion = name, version
+		}
+		out.Connections = append(out.Connections, ci)
+	}
+	return out, nil
 }

@@ -1814,11 +1814,917 @@ func (x *AffectedAutomation) GetDisplayName() string {
 	return ""
 }
 
+// Request of UpgradeWorkspaceBookConnection.
+type UpgradeWorkspaceBookConnectionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The book's name.
+	BookName string `protobuf:"bytes,3,opt,name=book_name,json=bookName,proto3" json:"book_name,omitempty"`
+	// The connection's current book version.
+	BookVersion string `protobuf:"bytes,4,opt,name=book_version,json=bookVersion,proto3" json:"book_version,omitempty"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,5,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// The version to move the connection to.
+	NewBookVersion string `protobuf:"bytes,6,opt,name=new_book_version,json=newBookVersion,proto3" json:"new_book_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) Reset() {
+	*x = UpgradeWorkspaceBookConnectionRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpgradeWorkspaceBookConnectionRequest) ProtoMessage() {}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpgradeWorkspaceBookConnectionRequest.ProtoReflect.Descriptor instead.
+func (*UpgradeWorkspaceBookConnectionRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetBookName() string {
+	if x != nil {
+		return x.BookName
+	}
+	return ""
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetBookVersion() string {
+	if x != nil {
+		return x.BookVersion
+	}
+	return ""
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetNewBookVersion() string {
+	if x != nil {
+		return x.NewBookVersion
+	}
+	return ""
+}
+
+// Request of ListWorkspaceBookConnectionProcedures.
+type ListWorkspaceBookConnectionProceduresRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId  string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) Reset() {
+	*x = ListWorkspaceBookConnectionProceduresRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkspaceBookConnectionProceduresRequest) ProtoMessage() {}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkspaceBookConnectionProceduresRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkspaceBookConnectionProceduresRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+// Answer of ListWorkspaceBookConnectionProcedures.
+type ListWorkspaceBookConnectionProceduresResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The procedures of the connection's book version.
+	Procedures    []*Procedure `protobuf:"bytes,1,rep,name=procedures,proto3" json:"procedures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkspaceBookConnectionProceduresResponse) Reset() {
+	*x = ListWorkspaceBookConnectionProceduresResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkspaceBookConnectionProceduresResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkspaceBookConnectionProceduresResponse) ProtoMessage() {}
+
+func (x *ListWorkspaceBookConnectionProceduresResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkspaceBookConnectionProceduresResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkspaceBookConnectionProceduresResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ListWorkspaceBookConnectionProceduresResponse) GetProcedures() []*Procedure {
+	if x != nil {
+		return x.Procedures
+	}
+	return nil
+}
+
+// Request of GetWorkspaceBookConnectionUserInfo.
+type GetWorkspaceBookConnectionUserInfoRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId  string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) Reset() {
+	*x = GetWorkspaceBookConnectionUserInfoRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkspaceBookConnectionUserInfoRequest) ProtoMessage() {}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkspaceBookConnectionUserInfoRequest.ProtoReflect.Descriptor instead.
+func (*GetWorkspaceBookConnectionUserInfoRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+// Who a connection acts as.
+type ConnectionUserInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The email address.
+	Email string `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	// The user name (never a credential).
+	Username string `protobuf:"bytes,2,opt,name=username,proto3" json:"username,omitempty"`
+	// Other attributes.
+	OtherAttributes map[string]string `protobuf:"bytes,3,rep,name=other_attributes,json=otherAttributes,proto3" json:"other_attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ConnectionUserInfo) Reset() {
+	*x = ConnectionUserInfo{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectionUserInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectionUserInfo) ProtoMessage() {}
+
+func (x *ConnectionUserInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectionUserInfo.ProtoReflect.Descriptor instead.
+func (*ConnectionUserInfo) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ConnectionUserInfo) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *ConnectionUserInfo) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *ConnectionUserInfo) GetOtherAttributes() map[string]string {
+	if x != nil {
+		return x.OtherAttributes
+	}
+	return nil
+}
+
+// Answer of GetWorkspaceBookConnectionUserInfo.
+type GetWorkspaceBookConnectionUserInfoResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user info (empty when the book tells none).
+	UserInfo      *ConnectionUserInfo `protobuf:"bytes,1,opt,name=user_info,json=userInfo,proto3" json:"user_info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoResponse) Reset() {
+	*x = GetWorkspaceBookConnectionUserInfoResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkspaceBookConnectionUserInfoResponse) ProtoMessage() {}
+
+func (x *GetWorkspaceBookConnectionUserInfoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkspaceBookConnectionUserInfoResponse.ProtoReflect.Descriptor instead.
+func (*GetWorkspaceBookConnectionUserInfoResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoResponse) GetUserInfo() *ConnectionUserInfo {
+	if x != nil {
+		return x.UserInfo
+	}
+	return nil
+}
+
+// Request of CountConnectionUsage.
+type CountConnectionUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connections to count (at most 100).
+	ConnectionIds []string `protobuf:"bytes,3,rep,name=connection_ids,json=connectionIds,proto3" json:"connection_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountConnectionUsageRequest) Reset() {
+	*x = CountConnectionUsageRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountConnectionUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountConnectionUsageRequest) ProtoMessage() {}
+
+func (x *CountConnectionUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountConnectionUsageRequest.ProtoReflect.Descriptor instead.
+func (*CountConnectionUsageRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CountConnectionUsageRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *CountConnectionUsageRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *CountConnectionUsageRequest) GetConnectionIds() []string {
+	if x != nil {
+		return x.ConnectionIds
+	}
+	return nil
+}
+
+// How many automations use a connection.
+type ConnectionAutomationCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// The automations whose draft or published code names it.
+	Count         int32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectionAutomationCount) Reset() {
+	*x = ConnectionAutomationCount{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectionAutomationCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectionAutomationCount) ProtoMessage() {}
+
+func (x *ConnectionAutomationCount) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectionAutomationCount.ProtoReflect.Descriptor instead.
+func (*ConnectionAutomationCount) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ConnectionAutomationCount) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ConnectionAutomationCount) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// Answer of CountConnectionUsage.
+type CountConnectionUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One count per requested id, in the request's order.
+	ConnectionCounts []*ConnectionAutomationCount `protobuf:"bytes,1,rep,name=connection_counts,json=connectionCounts,proto3" json:"connection_counts,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CountConnectionUsageResponse) Reset() {
+	*x = CountConnectionUsageResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountConnectionUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountConnectionUsageResponse) ProtoMessage() {}
+
+func (x *CountConnectionUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountConnectionUsageResponse.ProtoReflect.Descriptor instead.
+func (*CountConnectionUsageResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CountConnectionUsageResponse) GetConnectionCounts() []*ConnectionAutomationCount {
+	if x != nil {
+		return x.ConnectionCounts
+	}
+	return nil
+}
+
+// Request of TraceConnectionUsage.
+type TraceConnectionUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId  string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceConnectionUsageRequest) Reset() {
+	*x = TraceConnectionUsageRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceConnectionUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceConnectionUsageRequest) ProtoMessage() {}
+
+func (x *TraceConnectionUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceConnectionUsageRequest.ProtoReflect.Descriptor instead.
+func (*TraceConnectionUsageRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *TraceConnectionUsageRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *TraceConnectionUsageRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *TraceConnectionUsageRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+// An automation that uses a connection.
+type AutomationConnectionUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The automation's id.
+	AutomationId string `protobuf:"bytes,1,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// The stages whose code names the connection.
+	Stages        []v1.AutomationStage `protobuf:"varint,2,rep,packed,name=stages,proto3,enum=prose.platform.v1.AutomationStage" json:"stages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutomationConnectionUsage) Reset() {
+	*x = AutomationConnectionUsage{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutomationConnectionUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutomationConnectionUsage) ProtoMessage() {}
+
+func (x *AutomationConnectionUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutomationConnectionUsage.ProtoReflect.Descriptor instead.
+func (*AutomationConnectionUsage) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *AutomationConnectionUsage) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *AutomationConnectionUsage) GetStages() []v1.AutomationStage {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+// Answer of TraceConnectionUsage.
+type TraceConnectionUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The automations, ordered by id.
+	Automations   []*AutomationConnectionUsage `protobuf:"bytes,1,rep,name=automations,proto3" json:"automations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceConnectionUsageResponse) Reset() {
+	*x = TraceConnectionUsageResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceConnectionUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceConnectionUsageResponse) ProtoMessage() {}
+
+func (x *TraceConnectionUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceConnectionUsageResponse.ProtoReflect.Descriptor instead.
+func (*TraceConnectionUsageResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *TraceConnectionUsageResponse) GetAutomations() []*AutomationConnectionUsage {
+	if x != nil {
+		return x.Automations
+	}
+	return nil
+}
+
+// Request of ExtractAutomationCodeConnections.
+type ExtractAutomationCodeConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation.
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// AIP-160 over book, book_version, connection_alias, connection_id.
+	Filter        string `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) Reset() {
+	*x = ExtractAutomationCodeConnectionsRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtractAutomationCodeConnectionsRequest) ProtoMessage() {}
+
+func (x *ExtractAutomationCodeConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtractAutomationCodeConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*ExtractAutomationCodeConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+// A connection that code names.
+type CredentialInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The book the connection is for (the one whose call names it).
+	Book string `protobuf:"bytes,1,opt,name=book,proto3" json:"book,omitempty"`
+	// The book's version.
+	BookVersion string `protobuf:"bytes,2,opt,name=book_version,json=bookVersion,proto3" json:"book_version,omitempty"`
+	// The name the code gives (`the connection is "NAME"`).
+	ConnectionAlias string `protobuf:"bytes,3,opt,name=connection_alias,json=connectionAlias,proto3" json:"connection_alias,omitempty"`
+	// The connection's id, when the workspace has a connection of that name.
+	ConnectionId string `protobuf:"bytes,4,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// The phase (always main: code has one phase).
+	PhaseType     v1.PhaseType `protobuf:"varint,5,opt,name=phase_type,json=phaseType,proto3,enum=prose.platform.v1.PhaseType" json:"phase_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CredentialInfo) Reset() {
+	*x = CredentialInfo{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CredentialInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CredentialInfo) ProtoMessage() {}
+
+func (x *CredentialInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CredentialInfo.ProtoReflect.Descriptor instead.
+func (*CredentialInfo) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CredentialInfo) GetBook() string {
+	if x != nil {
+		return x.Book
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetBookVersion() string {
+	if x != nil {
+		return x.BookVersion
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetConnectionAlias() string {
+	if x != nil {
+		return x.ConnectionAlias
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetPhaseType() v1.PhaseType {
+	if x != nil {
+		return x.PhaseType
+	}
+	return v1.PhaseType(0)
+}
+
+// Answer of ExtractAutomationCodeConnections.
+type ExtractAutomationCodeConnectionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connections, in the order the code names them.
+	Connections   []*CredentialInfo `protobuf:"bytes,1,rep,name=connections,proto3" json:"connections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtractAutomationCodeConnectionsResponse) Reset() {
+	*x = ExtractAutomationCodeConnectionsResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtractAutomationCodeConnectionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtractAutomationCodeConnectionsResponse) ProtoMessage() {}
+
+func (x *ExtractAutomationCodeConnectionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtractAutomationCodeConnectionsResponse.ProtoReflect.Descriptor instead.
+func (*ExtractAutomationCodeConnectionsResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ExtractAutomationCodeConnectionsResponse) GetConnections() []*CredentialInfo {
+	if x != nil {
+		return x.Connections
+	}
+	return nil
+}
+
 var File_prose_book_v1_connection_proto protoreflect.FileDescriptor
 
 const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\n" +
-	"\x1eprose/book/v1/connection.proto\x12\rprose.book.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x18prose/book/v1/book.proto\x1a\x1dprose/platform/v1/value.proto\"\xa6\x01\n" +
+	"\x1eprose/book/v1/connection.proto\x12\rprose.book.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x18prose/book/v1/book.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1fprose/platform/v1/trigger.proto\x1a\x1dprose/platform/v1/value.proto\"\xa6\x01\n" +
 	"\x18ConnectionAuthentication\x12+\n" +
 	"\x11authentication_id\x18\x01 \x01(\tR\x10authenticationId\x12]\n" +
 	"\x1aauthentication_credentials\x18\x02 \x03(\v2\x1e.prose.book.v1.CredentialValueR\x19authenticationCredentials\"T\n" +
@@ -1937,7 +2843,67 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\x14affected_automations\x18\x01 \x03(\v2!.prose.book.v1.AffectedAutomationB\x03\xe0A\x03R\x13affectedAutomations\"f\n" +
 	"\x12AffectedAutomation\x12(\n" +
 	"\rautomation_id\x18\x01 \x01(\tB\x03\xe0A\x03R\fautomationId\x12&\n" +
-	"\fdisplay_name\x18\x02 \x01(\tB\x03\xe0A\x03R\vdisplayName*\xcc\x01\n" +
+	"\fdisplay_name\x18\x02 \x01(\tB\x03\xe0A\x03R\vdisplayName\"\xa0\x02\n" +
+	"%UpgradeWorkspaceBookConnectionRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12 \n" +
+	"\tbook_name\x18\x03 \x01(\tB\x03\xe0A\x02R\bbookName\x12&\n" +
+	"\fbook_version\x18\x04 \x01(\tB\x03\xe0A\x02R\vbookVersion\x12(\n" +
+	"\rconnection_id\x18\x05 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12-\n" +
+	"\x10new_book_version\x18\x06 \x01(\tB\x03\xe0A\x02R\x0enewBookVersion\"\xae\x01\n" +
+	",ListWorkspaceBookConnectionProceduresRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\"i\n" +
+	"-ListWorkspaceBookConnectionProceduresResponse\x128\n" +
+	"\n" +
+	"procedures\x18\x01 \x03(\v2\x18.prose.book.v1.ProcedureR\n" +
+	"procedures\"\xab\x01\n" +
+	")GetWorkspaceBookConnectionUserInfoRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\"\xed\x01\n" +
+	"\x12ConnectionUserInfo\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x1a\n" +
+	"\busername\x18\x02 \x01(\tR\busername\x12a\n" +
+	"\x10other_attributes\x18\x03 \x03(\v26.prose.book.v1.ConnectionUserInfo.OtherAttributesEntryR\x0fotherAttributes\x1aB\n" +
+	"\x14OtherAttributesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"l\n" +
+	"*GetWorkspaceBookConnectionUserInfoResponse\x12>\n" +
+	"\tuser_info\x18\x01 \x01(\v2!.prose.book.v1.ConnectionUserInfoR\buserInfo\"\x9f\x01\n" +
+	"\x1bCountConnectionUsageRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12*\n" +
+	"\x0econnection_ids\x18\x03 \x03(\tB\x03\xe0A\x02R\rconnectionIds\"V\n" +
+	"\x19ConnectionAutomationCount\x12#\n" +
+	"\rconnection_id\x18\x01 \x01(\tR\fconnectionId\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\"u\n" +
+	"\x1cCountConnectionUsageResponse\x12U\n" +
+	"\x11connection_counts\x18\x01 \x03(\v2(.prose.book.v1.ConnectionAutomationCountR\x10connectionCounts\"\x9d\x01\n" +
+	"\x1bTraceConnectionUsageRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\"|\n" +
+	"\x19AutomationConnectionUsage\x12#\n" +
+	"\rautomation_id\x18\x01 \x01(\tR\fautomationId\x12:\n" +
+	"\x06stages\x18\x02 \x03(\x0e2\".prose.platform.v1.AutomationStageR\x06stages\"j\n" +
+	"\x1cTraceConnectionUsageResponse\x12J\n" +
+	"\vautomations\x18\x01 \x03(\v2(.prose.book.v1.AutomationConnectionUsageR\vautomations\"\xc6\x01\n" +
+	"'ExtractAutomationCodeConnectionsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12\x1b\n" +
+	"\x06filter\x18\x04 \x01(\tB\x03\xe0A\x01R\x06filter\"\xd4\x01\n" +
+	"\x0eCredentialInfo\x12\x12\n" +
+	"\x04book\x18\x01 \x01(\tR\x04book\x12!\n" +
+	"\fbook_version\x18\x02 \x01(\tR\vbookVersion\x12)\n" +
+	"\x10connection_alias\x18\x03 \x01(\tR\x0fconnectionAlias\x12#\n" +
+	"\rconnection_id\x18\x04 \x01(\tR\fconnectionId\x12;\n" +
+	"\n" +
+	"phase_type\x18\x05 \x01(\x0e2\x1c.prose.platform.v1.PhaseTypeR\tphaseType\"k\n" +
+	"(ExtractAutomationCodeConnectionsResponse\x12?\n" +
+	"\vconnections\x18\x01 \x03(\v2\x1d.prose.book.v1.CredentialInfoR\vconnections*\xcc\x01\n" +
 	"\x13BookConnectionState\x12!\n" +
 	"\x1dBOOK_CONNECTION_STATE_PENDING\x10\x00\x12\x1f\n" +
 	"\x1bBOOK_CONNECTION_STATE_READY\x10\x01\x12 \n" +
@@ -1981,14 +2947,20 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	";BOOK_CONNECTION_CONDITION_REASON_CODE_REPLICA_COUNT_IS_ZERO\x10\x0e\x12C\n" +
 	"?BOOK_CONNECTION_CONDITION_REASON_CODE_NEW_DEPLOYMENT_ROLLED_OUT\x10\x0f\x12>\n" +
 	":BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_IN_PROGRESS\x10\x10\x129\n" +
-	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xd1\v\n" +
+	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xe1\x17\n" +
 	"\x11ConnectionService\x12\xf0\x01\n" +
 	"\x1aAddWorkspaceBookConnection\x120.prose.book.v1.AddWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"y\x82\xd3\xe4\x93\x02s:\x01*\"n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\xff\x01\n" +
 	"\x1cListWorkspaceBookConnections\x122.prose.book.v1.ListWorkspaceBookConnectionsRequest\x1a3.prose.book.v1.ListWorkspaceBookConnectionsResponse\"v\x82\xd3\xe4\x93\x02p\x12n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\x88\x02\n" +
 	"\x1dUpdateWorkspaceBookConnection\x123.prose.book.v1.UpdateWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"\x8a\x01\x82\xd3\xe4\x93\x02\x83\x01:\x01*\x1a~/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections/{connection_id}\x12\xe8\x01\n" +
 	"\x1aGetWorkspaceBookConnection\x120.prose.book.v1.GetWorkspaceBookConnectionRequest\x1a1.prose.book.v1.GetWorkspaceBookConnectionResponse\"e\x82\xd3\xe4\x93\x02_\x12]/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}\x12\xe7\x01\n" +
 	"\x1fListAllWorkspaceBookConnections\x125.prose.book.v1.ListAllWorkspaceBookConnectionsRequest\x1a6.prose.book.v1.ListAllWorkspaceBookConnectionsResponse\"U\x82\xd3\xe4\x93\x02O\x12M/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections\x12\xe6\x01\n" +
-	"\x19DeleteWorkspaceConnection\x12/.prose.book.v1.DeleteWorkspaceConnectionRequest\x1a0.prose.book.v1.DeleteWorkspaceConnectionResponse\"f\x82\xd3\xe4\x93\x02`*^/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:deleteConnectionB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
+	"\x19DeleteWorkspaceConnection\x12/.prose.book.v1.DeleteWorkspaceConnectionRequest\x1a0.prose.book.v1.DeleteWorkspaceConnectionResponse\"f\x82\xd3\xe4\x93\x02`*^/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:deleteConnection\x12\x93\x02\n" +
+	"\x1eUpgradeWorkspaceBookConnection\x124.prose.book.v1.UpgradeWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"\x93\x01\x82\xd3\xe4\x93\x02\x8c\x01:\x01*\x1a\x86\x01/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections/{connection_id}/upgrade\x12\x94\x02\n" +
+	"%ListWorkspaceBookConnectionProcedures\x12;.prose.book.v1.ListWorkspaceBookConnectionProceduresRequest\x1a<.prose.book.v1.ListWorkspaceBookConnectionProceduresResponse\"p\x82\xd3\xe4\x93\x02j\x12h/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/procedures\x12\x8a\x02\n" +
+	"\"GetWorkspaceBookConnectionUserInfo\x128.prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest\x1a9.prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse\"o\x82\xd3\xe4\x93\x02i\x12g/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/user-info\x12\xde\x01\n" +
+	"\x14CountConnectionUsage\x12*.prose.book.v1.CountConnectionUsageRequest\x1a+.prose.book.v1.CountConnectionUsageResponse\"m\x82\xd3\xe4\x93\x02g:\x01*\"b/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:countConnectionUsage\x12\xde\x01\n" +
+	"\x14TraceConnectionUsage\x12*.prose.book.v1.TraceConnectionUsageRequest\x1a+.prose.book.v1.TraceConnectionUsageResponse\"m\x82\xd3\xe4\x93\x02g:\x01*\"b/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:traceConnectionUsage\x12\x91\x02\n" +
+	" ExtractAutomationCodeConnections\x126.prose.book.v1.ExtractAutomationCodeConnectionsRequest\x1a7.prose.book.v1.ExtractAutomationCodeConnectionsResponse\"|\x82\xd3\xe4\x93\x02v\x12t/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:extractCodeConnectionsB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
 
 var (
 	file_prose_book_v1_connection_proto_rawDescOnce sync.Once
@@ -2003,50 +2975,69 @@ func file_prose_book_v1_connection_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_book_v1_connection_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_prose_book_v1_connection_proto_goTypes = []any{
-	(BookConnectionState)(0),                        // 0: prose.book.v1.BookConnectionState
-	(BookConnectionStateCategory)(0),                // 1: prose.book.v1.BookConnectionStateCategory
-	(BookConnectionConditionType)(0),                // 2: prose.book.v1.BookConnectionConditionType
-	(BookConnectionConditionStatus)(0),              // 3: prose.book.v1.BookConnectionConditionStatus
-	(BookConnectionConditionReasonCode)(0),          // 4: prose.book.v1.BookConnectionConditionReasonCode
-	(*ConnectionAuthentication)(nil),                // 5: prose.book.v1.ConnectionAuthentication
-	(*CredentialValue)(nil),                         // 6: prose.book.v1.CredentialValue
-	(*ConnectionLabel)(nil),                         // 7: prose.book.v1.ConnectionLabel
-	(*ConnectionConceptValue)(nil),                  // 8: prose.book.v1.ConnectionConceptValue
-	(*BookConnectionDescriptor)(nil),                // 9: prose.book.v1.BookConnectionDescriptor
-	(*BookConnectionCondition)(nil),                 // 10: prose.book.v1.BookConnectionCondition
-	(*BookConnectionStatus)(nil),                    // 11: prose.book.v1.BookConnectionStatus
-	(*BookConnectionOAuthURLResponse)(nil),          // 12: prose.book.v1.BookConnectionOAuthURLResponse
-	(*BookConnectionResponse)(nil),                  // 13: prose.book.v1.BookConnectionResponse
-	(*AddWorkspaceBookConnectionRequest)(nil),       // 14: prose.book.v1.AddWorkspaceBookConnectionRequest
-	(*ListWorkspaceBookConnectionsRequest)(nil),     // 15: prose.book.v1.ListWorkspaceBookConnectionsRequest
-	(*ListWorkspaceBookConnectionsResponse)(nil),    // 16: prose.book.v1.ListWorkspaceBookConnectionsResponse
-	(*UpdateWorkspaceBookConnectionRequest)(nil),    // 17: prose.book.v1.UpdateWorkspaceBookConnectionRequest
-	(*GetWorkspaceBookConnectionRequest)(nil),       // 18: prose.book.v1.GetWorkspaceBookConnectionRequest
-	(*GetWorkspaceBookConnectionResponse)(nil),      // 19: prose.book.v1.GetWorkspaceBookConnectionResponse
-	(*ListAllWorkspaceBookConnectionsRequest)(nil),  // 20: prose.book.v1.ListAllWorkspaceBookConnectionsRequest
-	(*ListAllWorkspaceBookConnectionsResponse)(nil), // 21: prose.book.v1.ListAllWorkspaceBookConnectionsResponse
-	(*DeleteWorkspaceConnectionRequest)(nil),        // 22: prose.book.v1.DeleteWorkspaceConnectionRequest
-	(*DeleteWorkspaceConnectionResponse)(nil),       // 23: prose.book.v1.DeleteWorkspaceConnectionResponse
-	(*AffectedAutomation)(nil),                      // 24: prose.book.v1.AffectedAutomation
-	nil,                                             // 25: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
-	nil,                                             // 26: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                                             // 27: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
-	(*v1.BdkValue)(nil),                             // 28: prose.platform.v1.BdkValue
-	(*NounPhrases)(nil),                             // 29: prose.book.v1.NounPhrases
-	(OAuthFlow)(0),                                  // 30: prose.book.v1.OAuthFlow
+	(BookConnectionState)(0),                              // 0: prose.book.v1.BookConnectionState
+	(BookConnectionStateCategory)(0),                      // 1: prose.book.v1.BookConnectionStateCategory
+	(BookConnectionConditionType)(0),                      // 2: prose.book.v1.BookConnectionConditionType
+	(BookConnectionConditionStatus)(0),                    // 3: prose.book.v1.BookConnectionConditionStatus
+	(BookConnectionConditionReasonCode)(0),                // 4: prose.book.v1.BookConnectionConditionReasonCode
+	(*ConnectionAuthentication)(nil),                      // 5: prose.book.v1.ConnectionAuthentication
+	(*CredentialValue)(nil),                               // 6: prose.book.v1.CredentialValue
+	(*ConnectionLabel)(nil),                               // 7: prose.book.v1.ConnectionLabel
+	(*ConnectionConceptValue)(nil),                        // 8: prose.book.v1.ConnectionConceptValue
+	(*BookConnectionDescriptor)(nil),                      // 9: prose.book.v1.BookConnectionDescriptor
+	(*BookConnectionCondition)(nil),                       // 10: prose.book.v1.BookConnectionCondition
+	(*BookConnectionStatus)(nil),                          // 11: prose.book.v1.BookConnectionStatus
+	(*BookConnectionOAuthURLResponse)(nil),                // 12: prose.book.v1.BookConnectionOAuthURLResponse
+	(*BookConnectionResponse)(nil),                        // 13: prose.book.v1.BookConnectionResponse
+	(*AddWorkspaceBookConnectionRequest)(nil),             // 14: prose.book.v1.AddWorkspaceBookConnectionRequest
+	(*ListWorkspaceBookConnectionsRequest)(nil),           // 15: prose.book.v1.ListWorkspaceBookConnectionsRequest
+	(*ListWorkspaceBookConnectionsResponse)(nil),          // 16: prose.book.v1.ListWorkspaceBookConnectionsResponse
+	(*UpdateWorkspaceBookConnectionRequest)(nil),          // 17: prose.book.v1.UpdateWorkspaceBookConnectionRequest
+	(*GetWorkspaceBookConnectionRequest)(nil),             // 18: prose.book.v1.GetWorkspaceBookConnectionRequest
+	(*GetWorkspaceBookConnectionResponse)(nil),            // 19: prose.book.v1.GetWorkspaceBookConnectionResponse
+	(*ListAllWorkspaceBookConnectionsRequest)(nil),        // 20: prose.book.v1.ListAllWorkspaceBookConnectionsRequest
+	(*ListAllWorkspaceBookConnectionsResponse)(nil),       // 21: prose.book.v1.ListAllWorkspaceBookConnectionsResponse
+	(*DeleteWorkspaceConnectionRequest)(nil),              // 22: prose.book.v1.DeleteWorkspaceConnectionRequest
+	(*DeleteWorkspaceConnectionResponse)(nil),             // 23: prose.book.v1.DeleteWorkspaceConnectionResponse
+	(*AffectedAutomation)(nil),                            // 24: prose.book.v1.AffectedAutomation
+	(*UpgradeWorkspaceBookConnectionRequest)(nil),         // 25: prose.book.v1.UpgradeWorkspaceBookConnectionRequest
+	(*ListWorkspaceBookConnectionProceduresRequest)(nil),  // 26: prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
+	(*ListWorkspaceBookConnectionProceduresResponse)(nil), // 27: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
+	(*GetWorkspaceBookConnectionUserInfoRequest)(nil),     // 28: prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
+	(*ConnectionUserInfo)(nil),                            // 29: prose.book.v1.ConnectionUserInfo
+	(*GetWorkspaceBookConnectionUserInfoResponse)(nil),    // 30: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
+	(*CountConnectionUsageRequest)(nil),                   // 31: prose.book.v1.CountConnectionUsageRequest
+	(*ConnectionAutomationCount)(nil),                     // 32: prose.book.v1.ConnectionAutomationCount
+	(*CountConnectionUsageResponse)(nil),                  // 33: prose.book.v1.CountConnectionUsageResponse
+	(*TraceConnectionUsageRequest)(nil),                   // 34: prose.book.v1.TraceConnectionUsageRequest
+	(*AutomationConnectionUsage)(nil),                     // 35: prose.book.v1.AutomationConnectionUsage
+	(*TraceConnectionUsageResponse)(nil),                  // 36: prose.book.v1.TraceConnectionUsageResponse
+	(*ExtractAutomationCodeConnectionsRequest)(nil),       // 37: prose.book.v1.ExtractAutomationCodeConnectionsRequest
+	(*CredentialInfo)(nil),                                // 38: prose.book.v1.CredentialInfo
+	(*ExtractAutomationCodeConnectionsResponse)(nil),      // 39: prose.book.v1.ExtractAutomationCodeConnectionsResponse
+	nil,                     // 40: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	nil,                     // 41: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                     // 42: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                     // 43: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	(*v1.BdkValue)(nil),     // 44: prose.platform.v1.BdkValue
+	(*NounPhrases)(nil),     // 45: prose.book.v1.NounPhrases
+	(OAuthFlow)(0),          // 46: prose.book.v1.OAuthFlow
+	(*Procedure)(nil),       // 47: prose.book.v1.Procedure
+	(v1.AutomationStage)(0), // 48: prose.platform.v1.AutomationStage
+	(v1.PhaseType)(0),       // 49: prose.platform.v1.PhaseType
 }
 var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	6,  // 0: prose.book.v1.ConnectionAuthentication.authentication_credentials:type_name -> prose.book.v1.CredentialValue
-	28, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
-	29, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
-	28, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
+	44, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
+	45, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
+	44, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
 	5,  // 4: prose.book.v1.BookConnectionDescriptor.authentication:type_name -> prose.book.v1.ConnectionAuthentication
 	8,  // 5: prose.book.v1.BookConnectionDescriptor.config:type_name -> prose.book.v1.ConnectionConceptValue
 	7,  // 6: prose.book.v1.BookConnectionDescriptor.labels:type_name -> prose.book.v1.ConnectionLabel
 	11, // 7: prose.book.v1.BookConnectionDescriptor.status:type_name -> prose.book.v1.BookConnectionStatus
-	25, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	40, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
 	2,  // 9: prose.book.v1.BookConnectionCondition.type:type_name -> prose.book.v1.BookConnectionConditionType
 	3,  // 10: prose.book.v1.BookConnectionCondition.status:type_name -> prose.book.v1.BookConnectionConditionStatus
 	4,  // 11: prose.book.v1.BookConnectionCondition.reason_code:type_name -> prose.book.v1.BookConnectionConditionReasonCode
@@ -2056,37 +3047,57 @@ var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	9,  // 15: prose.book.v1.BookConnectionResponse.book_connection_descriptor:type_name -> prose.book.v1.BookConnectionDescriptor
 	12, // 16: prose.book.v1.BookConnectionResponse.authorize_url:type_name -> prose.book.v1.BookConnectionOAuthURLResponse
 	5,  // 17: prose.book.v1.AddWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	26, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	41, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 19: prose.book.v1.AddWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	30, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	46, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 21: prose.book.v1.ListWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	5,  // 22: prose.book.v1.UpdateWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	27, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	42, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 24: prose.book.v1.UpdateWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	30, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	46, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 26: prose.book.v1.GetWorkspaceBookConnectionResponse.book_connection:type_name -> prose.book.v1.BookConnectionDescriptor
 	9,  // 27: prose.book.v1.ListAllWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	24, // 28: prose.book.v1.DeleteWorkspaceConnectionResponse.affected_automations:type_name -> prose.book.v1.AffectedAutomation
-	28, // 29: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	28, // 30: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	28, // 31: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	14, // 32: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
-	15, // 33: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
-	17, // 34: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
-	18, // 35: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:input_type -> prose.book.v1.GetWorkspaceBookConnectionRequest
-	20, // 36: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:input_type -> prose.book.v1.ListAllWorkspaceBookConnectionsRequest
-	22, // 37: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
-	13, // 38: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	16, // 39: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
-	13, // 40: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	19, // 41: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
-	21, // 42: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
-	23, // 43: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
-	38, // [38:44] is the sub-list for method output_type
-	32, // [32:38] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	47, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	43, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	29, // 31: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse.user_info:type_name -> prose.book.v1.ConnectionUserInfo
+	32, // 32: prose.book.v1.CountConnectionUsageResponse.connection_counts:type_name -> prose.book.v1.ConnectionAutomationCount
+	48, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
+	35, // 34: prose.book.v1.TraceConnectionUsageResponse.automations:type_name -> prose.book.v1.AutomationConnectionUsage
+	49, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
+	38, // 36: prose.book.v1.ExtractAutomationCodeConnectionsResponse.connections:type_name -> prose.book.v1.CredentialInfo
+	44, // 37: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	44, // 38: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	44, // 39: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	14, // 40: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
+	15, // 41: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
+	17, // 42: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
+	18, // 43: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:input_type -> prose.book.v1.GetWorkspaceBookConnectionRequest
+	20, // 44: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:input_type -> prose.book.v1.ListAllWorkspaceBookConnectionsRequest
+	22, // 45: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
+	25, // 46: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:input_type -> prose.book.v1.UpgradeWorkspaceBookConnectionRequest
+	26, // 47: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
+	28, // 48: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:input_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
+	31, // 49: prose.book.v1.ConnectionService.CountConnectionUsage:input_type -> prose.book.v1.CountConnectionUsageRequest
+	34, // 50: prose.book.v1.ConnectionService.TraceConnectionUsage:input_type -> prose.book.v1.TraceConnectionUsageRequest
+	37, // 51: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:input_type -> prose.book.v1.ExtractAutomationCodeConnectionsRequest
+	13, // 52: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	16, // 53: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
+	13, // 54: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	19, // 55: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
+	21, // 56: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
+	23, // 57: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
+	13, // 58: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	27, // 59: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
+	30, // 60: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
+	33, // 61: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
+	36, // 62: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
+	39, // 63: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
+	52, // [52:64] is the sub-list for method output_type
+	40, // [40:52] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_prose_book_v1_connection_proto_init() }
@@ -2101,7 +3112,7 @@ func file_prose_book_v1_connection_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_book_v1_connection_proto_rawDesc), len(file_prose_book_v1_connection_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   23,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

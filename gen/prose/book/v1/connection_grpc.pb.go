@@ -19,12 +19,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConnectionService_AddWorkspaceBookConnection_FullMethodName      = "/prose.book.v1.ConnectionService/AddWorkspaceBookConnection"
-	ConnectionService_ListWorkspaceBookConnections_FullMethodName    = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnections"
-	ConnectionService_UpdateWorkspaceBookConnection_FullMethodName   = "/prose.book.v1.ConnectionService/UpdateWorkspaceBookConnection"
-	ConnectionService_GetWorkspaceBookConnection_FullMethodName      = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnection"
-	ConnectionService_ListAllWorkspaceBookConnections_FullMethodName = "/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections"
-	ConnectionService_DeleteWorkspaceConnection_FullMethodName       = "/prose.book.v1.ConnectionService/DeleteWorkspaceConnection"
+	ConnectionService_AddWorkspaceBookConnection_FullMethodName            = "/prose.book.v1.ConnectionService/AddWorkspaceBookConnection"
+	ConnectionService_ListWorkspaceBookConnections_FullMethodName          = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnections"
+	ConnectionService_UpdateWorkspaceBookConnection_FullMethodName         = "/prose.book.v1.ConnectionService/UpdateWorkspaceBookConnection"
+	ConnectionService_GetWorkspaceBookConnection_FullMethodName            = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnection"
+	ConnectionService_ListAllWorkspaceBookConnections_FullMethodName       = "/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections"
+	ConnectionService_DeleteWorkspaceConnection_FullMethodName             = "/prose.book.v1.ConnectionService/DeleteWorkspaceConnection"
+	ConnectionService_UpgradeWorkspaceBookConnection_FullMethodName        = "/prose.book.v1.ConnectionService/UpgradeWorkspaceBookConnection"
+	ConnectionService_ListWorkspaceBookConnectionProcedures_FullMethodName = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionProcedures"
+	ConnectionService_GetWorkspaceBookConnectionUserInfo_FullMethodName    = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnectionUserInfo"
+	ConnectionService_CountConnectionUsage_FullMethodName                  = "/prose.book.v1.ConnectionService/CountConnectionUsage"
+	ConnectionService_TraceConnectionUsage_FullMethodName                  = "/prose.book.v1.ConnectionService/TraceConnectionUsage"
+	ConnectionService_ExtractAutomationCodeConnections_FullMethodName      = "/prose.book.v1.ConnectionService/ExtractAutomationCodeConnections"
 )
 
 // ConnectionServiceClient is the client API for ConnectionService service.
@@ -52,6 +58,25 @@ type ConnectionServiceClient interface {
 	// Deletes a connection. FAILED_PRECONDITION when a published automation
 	// uses it; draft automations that use it are listed in the answer.
 	DeleteWorkspaceConnection(ctx context.Context, in *DeleteWorkspaceConnectionRequest, opts ...grpc.CallOption) (*DeleteWorkspaceConnectionResponse, error)
+	// Moves a connection to another version of its book: the connection is
+	// checked against that version's authentications and configurations and
+	// keeps its id, name, credentials and configuration.
+	UpgradeWorkspaceBookConnection(ctx context.Context, in *UpgradeWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*BookConnectionResponse, error)
+	// Lists the procedures that code can call with a connection: those of
+	// its book version.
+	ListWorkspaceBookConnectionProcedures(ctx context.Context, in *ListWorkspaceBookConnectionProceduresRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConnectionProceduresResponse, error)
+	// Tells who the connection acts as, from what the connection holds that
+	// is not secret (the email book: its `from` address and host).
+	GetWorkspaceBookConnectionUserInfo(ctx context.Context, in *GetWorkspaceBookConnectionUserInfoRequest, opts ...grpc.CallOption) (*GetWorkspaceBookConnectionUserInfoResponse, error)
+	// Counts, for each connection, the automations whose draft or published
+	// code names it (`the connection is "NAME"`, by name or id).
+	CountConnectionUsage(ctx context.Context, in *CountConnectionUsageRequest, opts ...grpc.CallOption) (*CountConnectionUsageResponse, error)
+	// Lists the automations whose code names a connection, with the stages
+	// (draft, published) that name it.
+	TraceConnectionUsage(ctx context.Context, in *TraceConnectionUsageRequest, opts ...grpc.CallOption) (*TraceConnectionUsageResponse, error)
+	// Lists the connections an automation's draft code names, with the book
+	// each belongs to and its id when the workspace has it.
+	ExtractAutomationCodeConnections(ctx context.Context, in *ExtractAutomationCodeConnectionsRequest, opts ...grpc.CallOption) (*ExtractAutomationCodeConnectionsResponse, error)
 }
 
 type connectionServiceClient struct {
@@ -122,6 +147,66 @@ func (c *connectionServiceClient) DeleteWorkspaceConnection(ctx context.Context,
 	return out, nil
 }
 
+func (c *connectionServiceClient) UpgradeWorkspaceBookConnection(ctx context.Context, in *UpgradeWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*BookConnectionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BookConnectionResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_UpgradeWorkspaceBookConnection_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) ListWorkspaceBookConnectionProcedures(ctx context.Context, in *ListWorkspaceBookConnectionProceduresRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConnectionProceduresResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkspaceBookConnectionProceduresResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_ListWorkspaceBookConnectionProcedures_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) GetWorkspaceBookConnectionUserInfo(ctx context.Context, in *GetWorkspaceBookConnectionUserInfoRequest, opts ...grpc.CallOption) (*GetWorkspaceBookConnectionUserInfoResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWorkspaceBookConnectionUserInfoResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_GetWorkspaceBookConnectionUserInfo_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) CountConnectionUsage(ctx context.Context, in *CountConnectionUsageRequest, opts ...grpc.CallOption) (*CountConnectionUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountConnectionUsageResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_CountConnectionUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) TraceConnectionUsage(ctx context.Context, in *TraceConnectionUsageRequest, opts ...grpc.CallOption) (*TraceConnectionUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TraceConnectionUsageResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_TraceConnectionUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) ExtractAutomationCodeConnections(ctx context.Context, in *ExtractAutomationCodeConnectionsRequest, opts ...grpc.CallOption) (*ExtractAutomationCodeConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExtractAutomationCodeConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_ExtractAutomationCodeConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectionServiceServer is the server API for ConnectionService service.
 // All implementations must embed UnimplementedConnectionServiceServer
 // for forward compatibility.
@@ -147,6 +232,25 @@ type ConnectionServiceServer interface {
 	// Deletes a connection. FAILED_PRECONDITION when a published automation
 	// uses it; draft automations that use it are listed in the answer.
 	DeleteWorkspaceConnection(context.Context, *DeleteWorkspaceConnectionRequest) (*DeleteWorkspaceConnectionResponse, error)
+	// Moves a connection to another version of its book: the connection is
+	// checked against that version's authentications and configurations and
+	// keeps its id, name, credentials and configuration.
+	UpgradeWorkspaceBookConnection(context.Context, *UpgradeWorkspaceBookConnectionRequest) (*BookConnectionResponse, error)
+	// Lists the procedures that code can call with a connection: those of
+	// its book version.
+	ListWorkspaceBookConnectionProcedures(context.Context, *ListWorkspaceBookConnectionProceduresRequest) (*ListWorkspaceBookConnectionProceduresResponse, error)
+	// Tells who the connection acts as, from what the connection holds that
+	// is not secret (the email book: its `from` address and host).
+	GetWorkspaceBookConnectionUserInfo(context.Context, *GetWorkspaceBookConnectionUserInfoRequest) (*GetWorkspaceBookConnectionUserInfoResponse, error)
+	// Counts, for each connection, the automations whose draft or published
+	// code names it (`the connection is "NAME"`, by name or id).
+	CountConnectionUsage(context.Context, *CountConnectionUsageRequest) (*CountConnectionUsageResponse, error)
+	// Lists the automations whose code names a connection, with the stages
+	// (draft, published) that name it.
+	TraceConnectionUsage(context.Context, *TraceConnectionUsageRequest) (*TraceConnectionUsageResponse, error)
+	// Lists the connections an automation's draft code names, with the book
+	// each belongs to and its id when the workspace has it.
+	ExtractAutomationCodeConnections(context.Context, *ExtractAutomationCodeConnectionsRequest) (*ExtractAutomationCodeConnectionsResponse, error)
 	mustEmbedUnimplementedConnectionServiceServer()
 }
 
@@ -174,6 +278,24 @@ func (UnimplementedConnectionServiceServer) ListAllWorkspaceBookConnections(cont
 }
 func (UnimplementedConnectionServiceServer) DeleteWorkspaceConnection(context.Context, *DeleteWorkspaceConnectionRequest) (*DeleteWorkspaceConnectionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteWorkspaceConnection not implemented")
+}
+func (UnimplementedConnectionServiceServer) UpgradeWorkspaceBookConnection(context.Context, *UpgradeWorkspaceBookConnectionRequest) (*BookConnectionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpgradeWorkspaceBookConnection not implemented")
+}
+func (UnimplementedConnectionServiceServer) ListWorkspaceBookConnectionProcedures(context.Context, *ListWorkspaceBookConnectionProceduresRequest) (*ListWorkspaceBookConnectionProceduresResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkspaceBookConnectionProcedures not implemented")
+}
+func (UnimplementedConnectionServiceServer) GetWorkspaceBookConnectionUserInfo(context.Context, *GetWorkspaceBookConnectionUserInfoRequest) (*GetWorkspaceBookConnectionUserInfoResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWorkspaceBookConnectionUserInfo not implemented")
+}
+func (UnimplementedConnectionServiceServer) CountConnectionUsage(context.Context, *CountConnectionUsageRequest) (*CountConnectionUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountConnectionUsage not implemented")
+}
+func (UnimplementedConnectionServiceServer) TraceConnectionUsage(context.Context, *TraceConnectionUsageRequest) (*TraceConnectionUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TraceConnectionUsage not implemented")
+}
+func (UnimplementedConnectionServiceServer) ExtractAutomationCodeConnections(context.Context, *ExtractAutomationCodeConnectionsRequest) (*ExtractAutomationCodeConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExtractAutomationCodeConnections not implemented")
 }
 func (UnimplementedConnectionServiceServer) mustEmbedUnimplementedConnectionServiceServer() {}
 func (UnimplementedConnectionServiceServer) testEmbeddedByValue()                           {}
@@ -304,6 +426,114 @@ func _ConnectionService_DeleteWorkspaceConnection_Handler(srv interface{}, ctx c
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectionService_UpgradeWorkspaceBookConnection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpgradeWorkspaceBookConnectionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).UpgradeWorkspaceBookConnection(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_UpgradeWorkspaceBookConnection_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).UpgradeWorkspaceBookConnection(ctx, req.(*UpgradeWorkspaceBookConnectionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_ListWorkspaceBookConnectionProcedures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkspaceBookConnectionProceduresRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).ListWorkspaceBookConnectionProcedures(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_ListWorkspaceBookConnectionProcedures_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).ListWorkspaceBookConnectionProcedures(ctx, req.(*ListWorkspaceBookConnectionProceduresRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_GetWorkspaceBookConnectionUserInfo_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWorkspaceBookConnectionUserInfoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).GetWorkspaceBookConnectionUserInfo(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_GetWorkspaceBookConnectionUserInfo_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).GetWorkspaceBookConnectionUserInfo(ctx, req.(*GetWorkspaceBookConnectionUserInfoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_CountConnectionUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CountConnectionUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).CountConnectionUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_CountConnectionUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).CountConnectionUsage(ctx, req.(*CountConnectionUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_TraceConnectionUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TraceConnectionUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).TraceConnectionUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_TraceConnectionUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).TraceConnectionUsage(ctx, req.(*TraceConnectionUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_ExtractAutomationCodeConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExtractAutomationCodeConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).ExtractAutomationCodeConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_ExtractAutomationCodeConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).ExtractAutomationCodeConnections(ctx, req.(*ExtractAutomationCodeConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectionService_ServiceDesc is the grpc.ServiceDesc for ConnectionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -334,6 +564,30 @@ var ConnectionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteWorkspaceConnection",
 			Handler:    _ConnectionService_DeleteWorkspaceConnection_Handler,
+		},
+		{
+			MethodName: "UpgradeWorkspaceBookConnection",
+			Handler:    _ConnectionService_UpgradeWorkspaceBookConnection_Handler,
+		},
+		{
+			MethodName: "ListWorkspaceBookConnectionProcedures",
+			Handler:    _ConnectionService_ListWorkspaceBookConnectionProcedures_Handler,
+		},
+		{
+			MethodName: "GetWorkspaceBookConnectionUserInfo",
+			Handler:    _ConnectionService_GetWorkspaceBookConnectionUserInfo_Handler,
+		},
+		{
+			MethodName: "CountConnectionUsage",
+			Handler:    _ConnectionService_CountConnectionUsage_Handler,
+		},
+		{
+			MethodName: "TraceConnectionUsage",
+			Handler:    _ConnectionService_TraceConnectionUsage_Handler,
+		},
+		{
+			MethodName: "ExtractAutomationCodeConnections",
+			Handler:    _ConnectionService_ExtractAutomationCodeConnections_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
