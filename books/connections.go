@@ -344,6 +344,10 @@ func validateConnection(b *bookv1.Book, in ConnectionInput) error {
 		problems = append(problems, "connection_name is required")
 	case len(in.Name) > MaxConnectionNameBytes:
 		problems = append(problems, fmt.Sprintf("connection_name has %d bytes, the limit is %d", len(in.Name), MaxConnectionNameBytes))
+	case strings.HasPrefix(in.Name, ConnectionPlaceholder("")):
+		problems = append(problems, fmt.Sprintf("connection_name must not start with %q (the placeholder of a removed connection)", ConnectionPlaceholder("")))
+	case strings.Contains(in.Name, `"`):
+		problems = append(problems, `connection_name must not contain '"' (code names it in quotes)`)
 	}
 	if a := in.Auth; a != nil {
 		if a.GetAuthenticationId() == "" {
@@ -659,3 +663,29 @@ func (c *Connections) CallBook(ctx context.Context, ws Workspace, call string) (
 	}
 	return m.Ref.Book, m.Ref.Version, true
 }
+
+// RewriteCodeConnections returns code with every `the connection is "X"`
+// line whose X is a key of names changed to name names[X]; the rest of the
+// code is kept byte for byte.
+func RewriteCodeConnections(code string, names map[string]string) string {
+	lines := strings.Split(code, "\n")
+	for i, line := range lines {
+		found := CodeConnections(line)
+		if len(found) == 0 {
+			continue
+		}
+		to, ok := names[found[0]]
+		if !ok {
+			continue
+		}
+		start := strings.IndexByte(line, '"')
+		end := start + 1 + strings.IndexByte(line[start+1:], '"')
+		lines[i] = line[:start+1] + to + line[end:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ConnectionPlaceholder is what RemoveAutomationConnections leaves in code
+// where a removed connection was named: a name no connection may take
+// (names are checked not to start with "prose.connection_name.").
+func ConnectionPlaceholder(book string) string { return "prose.connection_name." + book }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -14,6 +15,7 @@ import (
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
@@ -406,9 +408,9 @@ func (s *ConnectionService) ExtractAutomationCodeConnections(ctx context.Context
 	if err := requireFields(map[string]string{"automation_id": req.GetAutomationId()}); err != nil {
 		return nil, err
 	}
-	if req.GetFilter() != "" {
-		const msg = "filter is not supported by this operation (it lists every connection the code names)"
-		return nil, transport.InvalidArgument(ReasonInvalidFilter, msg, transport.Violation("filter", msg))
+	published, err := extractStage(req.GetFilter())
+	if err != nil {
+		return nil, err
 	}
 	a, err := s.automations.GetAutomation(ctx, ws.OrganizationID, ws.WorkspaceID, req.GetAutomationId())
 	if err == nil && !a.DeleteTime.IsZero() {
@@ -417,12 +419,20 @@ func (s *ConnectionService) ExtractAutomationCodeConnections(ctx context.Context
 	if err != nil {
 		return nil, automationErr(err, ws.OrganizationID, ws.WorkspaceID, req.GetAutomationId())
 	}
+	code := a.Code
+	if published {
+		if a.PublishedVersion == 0 {
+			return nil, transport.FailedPrecondition(ReasonAutomationNotPublished, "the automation was never published",
+				map[string]string{"resource_name": names.Automation(ws.OrganizationID, ws.WorkspaceID, a.ID)})
+		}
+		code = a.PublishedCode
+	}
 	all, err := s.conns.List(ctx, ws)
 	if err != nil {
 		return nil, err
 	}
 	out := &bookv1.ExtractAutomationCodeConnectionsResponse{}
-	for _, u := range books.CodeConnectionUses(a.Code) {
+	for _, u := range books.CodeConnectionUses(code) {
 		ci := &bookv1.CredentialInfo{ConnectionAlias: u.Name, PhaseType: platformv1.PhaseType_PHASE_TYPE_MAIN}
 		if i := slices.IndexFunc(all, func(d *bookv1.BookConnectionDescriptor) bool { return d.GetConnectionName() == u.Name }); i >= 0 {
 			ci.Book, ci.BookVersion, ci.ConnectionId = all[i].GetBookName(), all[i].GetBookVersion(), all[i].GetConnectionId()
@@ -434,4 +444,225 @@ func (s *ConnectionService) ExtractAutomationCodeConnections(ctx context.Context
 		out.Connections = append(out.Connections, ci)
 	}
 	return out, nil
+}
+
+var stageFilter = regexp.MustCompile(`^\s*stage\s*=\s*"([A-Z_]+)"\s*$`)
+
+// extractStage reads ExtractAutomationCodeConnections' filter: empty or
+// `stage = "DRAFT"` reads the draft, `stage = "PUBLISHED"` the published
+// stage (the AUTOMATION_STAGE_ names are accepted too).
+func extractStage(filter string) (published bool, err error) {
+	if strings.TrimSpace(filter) == "" {
+		return false, nil
+	}
+	m := stageFilter.FindStringSubmatch(filter)
+	if m != nil {
+		switch strings.TrimPrefix(m[1], "AUTOMATION_STAGE_") {
+		case "DRAFT":
+			return false, nil
+		case "PUBLISHED":
+			return true, nil
+		}
+	}
+	const msg = `the filter takes one field, stage: stage = "DRAFT" or stage = "PUBLISHED"`
+	return false, transport.InvalidArgument(ReasonInvalidFilter, msg, transport.Violation("filter", msg))
+}
+
+// editDraftConnections applies edit to an automation's draft (its
+// `connections` map, in a, and its code) and stores the result as one new
+// draft version.
+func (s *ConnectionService) editDraftConnections(ctx context.Context, ws books.Workspace, id string,
+	edit func(a *platformv1.Automation, code string) (string, error)) (*bookv1.AutomationConnectionsResponse, error) {
+	org, wsID := ws.OrganizationID, ws.WorkspaceID
+	cur, err := s.automations.GetAutomation(ctx, org, wsID, id)
+	if err == nil && !cur.DeleteTime.IsZero() {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return nil, automationErr(err, org, wsID, id)
+	}
+	merged, err := automationProto(cur, store.StageDraft)
+	if err != nil {
+		return nil, err
+	}
+	if merged.Connections == nil {
+		merged.Connections = map[string]*platformv1.BookConnection{}
+	}
+	code, err := edit(merged, cur.Code)
+	if err != nil {
+		return nil, err
+	}
+	upd := store.Automation{OrganizationID: org, WorkspaceID: wsID, ID: id, Code: code, UpdateUserID: callerID(ctx)}
+	if upd.Details, err = detailsOf(merged); err != nil {
+		return nil, err
+	}
+	a, err := s.automations.UpdateAutomation(ctx, upd, []string{"code", "details"})
+	if err != nil {
+		return nil, automationErr(err, org, wsID, id)
+	}
+	out, err := automationProto(a, store.StageDraft)
+	if err != nil {
+		return nil, err
+	}
+	return &bookv1.AutomationConnectionsResponse{Automation: out}, nil
+}
+
+func listViolation(field string, i int, msg string) error {
+	f := fmt.Sprintf("%s[%d]", field, i)
+	return transport.InvalidArgument(transport.ReasonInvalidRequest, f+": "+msg, transport.Violation(f, msg))
+}
+
+// AddAutomationConnections binds workspace connections to a draft under
+// aliases.
+func (s *ConnectionService) AddAutomationConnections(ctx context.Context, req *bookv1.AddAutomationConnectionsRequest) (*bookv1.AutomationConnectionsResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"automation_id": req.GetAutomationId()}); err != nil {
+		return nil, err
+	}
+	if len(req.GetConnections()) == 0 {
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "connections is required", transport.Violation("connections", "is required"))
+	}
+	ds := make([]*bookv1.BookConnectionDescriptor, len(req.GetConnections()))
+	seen := map[string]bool{}
+	for i, c := range req.GetConnections() {
+		switch {
+		case c.GetConnectionAlias() == "" || c.GetConnectionId() == "" || c.GetBook() == "" || c.GetBookVersion() == "":
+			return nil, listViolation("connections", i, "book, book_version, connection_alias and connection_id are required")
+		case seen[c.GetConnectionAlias()]:
+			return nil, listViolation("connections", i, fmt.Sprintf("the alias %q appears twice", c.GetConnectionAlias()))
+		}
+		seen[c.GetConnectionAlias()] = true
+		if ds[i], err = s.conns.Get(ctx, ws, c.GetConnectionId()); err != nil {
+			return nil, connectionError(err, ws, "", "", c.GetConnectionId())
+		}
+		if ds[i].GetBookName() != c.GetBook() || ds[i].GetBookVersion() != c.GetBookVersion() {
+			return nil, listViolation("connections", i, fmt.Sprintf("connection %s is of book %s version %s, not %s version %s",
+				c.GetConnectionId(), ds[i].GetBookName(), ds[i].GetBookVersion(), c.GetBook(), c.GetBookVersion()))
+		}
+	}
+	return s.editDraftConnections(ctx, ws, req.GetAutomationId(), func(a *platformv1.Automation, code string) (string, error) {
+		for i, c := range req.GetConnections() {
+			if _, ok := a.Connections[c.GetConnectionAlias()]; ok {
+				return "", transport.NewError(codes.AlreadyExists, ReasonConnectionAlreadyExists,
+					fmt.Sprintf("the automation has a connection aliased %q already", c.GetConnectionAlias())).Err()
+			}
+			a.Connections[c.GetConnectionAlias()] = &platformv1.BookConnection{ConnectionId: c.GetConnectionId(), Endpoint: ds[i].GetEndpoint()}
+		}
+		return code, nil
+	})
+}
+
+// SwitchAutomationConnections replaces connections by others of the same
+// book version.
+func (s *ConnectionService) SwitchAutomationConnections(ctx context.Context, req *bookv1.SwitchAutomationConnectionsRequest) (*bookv1.AutomationConnectionsResponse, error) {
+	return s.replaceConnections(ctx, req, req.GetAutomationId(), "switches", req.GetSwitches(), false)
+}
+
+// UpgradeAutomationConnections replaces connections by connections of
+// another version of the same book.
+func (s *ConnectionService) UpgradeAutomationConnections(ctx context.Context, req *bookv1.UpgradeAutomationConnectionsRequest) (*bookv1.AutomationConnectionsResponse, error) {
+	return s.replaceConnections(ctx, req, req.GetAutomationId(), "upgrades", req.GetUpgrades(), true)
+}
+
+func (s *ConnectionService) replaceConnections(ctx context.Context, req workspaceRequest, automationID, field string,
+	rs []*bookv1.ConnectionReplacement, upgrade bool) (*bookv1.AutomationConnectionsResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"automation_id": automationID}); err != nil {
+		return nil, err
+	}
+	if len(rs) == 0 {
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, field+" is required", transport.Violation(field, "is required"))
+	}
+	olds := make([]*bookv1.BookConnectionDescriptor, len(rs))
+	news := make([]*bookv1.BookConnectionDescriptor, len(rs))
+	seen := map[string]bool{}
+	for i, r := range rs {
+		switch {
+		case r.GetOldConnectionId() == "" || r.GetNewConnectionId() == "" || r.GetConnectionAlias() == "":
+			return nil, listViolation(field, i, "old_connection_id, new_connection_id and connection_alias are required")
+		case seen[r.GetOldConnectionId()]:
+			return nil, listViolation(field, i, fmt.Sprintf("old_connection_id %s appears twice", r.GetOldConnectionId()))
+		}
+		seen[r.GetOldConnectionId()] = true
+		if olds[i], err = s.conns.Get(ctx, ws, r.GetOldConnectionId()); err != nil {
+			return nil, connectionError(err, ws, "", "", r.GetOldConnectionId())
+		}
+		if news[i], err = s.conns.Get(ctx, ws, r.GetNewConnectionId()); err != nil {
+			return nil, connectionError(err, ws, "", "", r.GetNewConnectionId())
+		}
+		o, n := olds[i], news[i]
+		switch {
+		case o.GetBookName() != n.GetBookName():
+			return nil, listViolation(field, i, fmt.Sprintf("connection %s is of book %s, not %s", n.GetConnectionId(), n.GetBookName(), o.GetBookName()))
+		case !upgrade && o.GetBookVersion() != n.GetBookVersion():
+			return nil, listViolation(field, i, fmt.Sprintf("connection %s is of version %s, not %s (upgradeConnections moves to another version)",
+				n.GetConnectionId(), n.GetBookVersion(), o.GetBookVersion()))
+		case upgrade && o.GetBookVersion() == n.GetBookVersion():
+			return nil, listViolation(field, i, fmt.Sprintf("connection %s is of the same version %s (switchConnections replaces within a version)",
+				n.GetConnectionId(), n.GetBookVersion()))
+		}
+	}
+	return s.editDraftConnections(ctx, ws, automationID, func(a *platformv1.Automation, code string) (string, error) {
+		rename := map[string]string{}
+		for i, r := range rs {
+			if bc, ok := a.Connections[r.GetConnectionAlias()]; !ok || bc.GetConnectionId() != r.GetOldConnectionId() {
+				return "", listViolation(field, i, fmt.Sprintf("the automation has no connection %s aliased %q", r.GetOldConnectionId(), r.GetConnectionAlias()))
+			}
+			a.Connections[r.GetConnectionAlias()] = &platformv1.BookConnection{ConnectionId: r.GetNewConnectionId(), Endpoint: news[i].GetEndpoint()}
+			rename[olds[i].GetConnectionName()] = news[i].GetConnectionName()
+			rename[olds[i].GetConnectionId()] = news[i].GetConnectionName()
+		}
+		return books.RewriteCodeConnections(code, rename), nil
+	})
+}
+
+// RemoveAutomationConnections removes connections from a draft; the code's
+// mentions of them become placeholders.
+func (s *ConnectionService) RemoveAutomationConnections(ctx context.Context, req *bookv1.RemoveAutomationConnectionsRequest) (*bookv1.AutomationConnectionsResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"automation_id": req.GetAutomationId()}); err != nil {
+		return nil, err
+	}
+	rs := req.GetRemovals()
+	if len(rs) == 0 {
+		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "removals is required", transport.Violation("removals", "is required"))
+	}
+	seen := map[string]bool{}
+	for i, r := range rs {
+		key := r.GetConnectionId() + "\x00" + r.GetConnectionAlias()
+		switch {
+		case r.GetConnectionId() == "" || r.GetConnectionAlias() == "":
+			return nil, listViolation("removals", i, "connection_id and connection_alias are required")
+		case seen[key]:
+			return nil, listViolation("removals", i, "the connection appears twice")
+		}
+		seen[key] = true
+	}
+	return s.editDraftConnections(ctx, ws, req.GetAutomationId(), func(a *platformv1.Automation, code string) (string, error) {
+		rename := map[string]string{}
+		for i, r := range rs {
+			if bc, ok := a.Connections[r.GetConnectionAlias()]; !ok || bc.GetConnectionId() != r.GetConnectionId() {
+				return "", listViolation("removals", i, fmt.Sprintf("the automation has no connection %s aliased %q", r.GetConnectionId(), r.GetConnectionAlias()))
+			}
+			delete(a.Connections, r.GetConnectionAlias())
+			// The connection may be gone from the workspace: its id is
+			// still replaced.
+			book := "unknown"
+			if d, err := s.conns.Get(ctx, ws, r.GetConnectionId()); err == nil {
+				book = d.GetBookName()
+				rename[d.GetConnectionName()] = books.ConnectionPlaceholder(book)
+			}
+			rename[r.GetConnectionId()] = books.ConnectionPlaceholder(book)
+		}
+		return books.RewriteCodeConnections(code, rename), nil
+	})
 }

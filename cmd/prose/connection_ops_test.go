@@ -129,6 +129,87 @@ func TestConnectionOperations(t *testing.T) {
 			info("nope", codes.NotFound)
 		})
 
+		t.Run("automation connections", func(t *testing.T) {
+			crm2 := add("http", "1.0.0", `{"connection_name": "crm2-`+sfx+`"}`)
+			oldStamps := add("test.stamps", "1.0.0", `{"connection_name": "stamps-old-`+sfx+`"}`)
+			code := "call the api at \"/x\" with\n  the connection is \"crm-" + sfx + "\"\nstamp \"T1\" with\n  the connection is \"" + oldStamps + "\"\n"
+			a := e.mkAutomation(t, "Bound "+sfx, code, false)
+			id := a.id
+			version := func(m map[string]any) string { return fmt.Sprint(field(m, "automation.version")) }
+			m := call("AddAutomationConnections", &bookv1.AddAutomationConnectionsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: id,
+				Connections: []*bookv1.CredentialInfo{
+					{Book: "http", BookVersion: "1.0.0", ConnectionAlias: "crm", ConnectionId: crm},
+					{Book: "test.stamps", BookVersion: "1.0.0", ConnectionAlias: "stamps", ConnectionId: oldStamps},
+				}}, codes.OK)
+			if tr.name == "http" {
+				checkSchema(t, "v1AddAutomationConnectionsResponse", withoutAutomationExtensions(m))
+			}
+			if field(m, "automation.connections.crm.connection_id") != crm || field(m, "automation.connections.stamps.connection_id") != oldStamps ||
+				field(m, "automation.english_code") != code {
+				t.Fatalf("added: %v", m)
+			}
+			v1 := version(m)
+			addOne := func(c *bookv1.CredentialInfo, want codes.Code) {
+				call("AddAutomationConnections", &bookv1.AddAutomationConnectionsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: id,
+					Connections: []*bookv1.CredentialInfo{c}}, want)
+			}
+			addOne(&bookv1.CredentialInfo{Book: "http", BookVersion: "1.0.0", ConnectionAlias: "crm", ConnectionId: crm2}, codes.AlreadyExists)
+			addOne(&bookv1.CredentialInfo{Book: "email", BookVersion: "1.0.0", ConnectionAlias: "x", ConnectionId: crm2}, codes.InvalidArgument)
+			addOne(&bookv1.CredentialInfo{Book: "http", BookVersion: "1.0.0", ConnectionAlias: "x", ConnectionId: "nope"}, codes.NotFound)
+			addOne(&bookv1.CredentialInfo{Book: "http", BookVersion: "1.0.0", ConnectionId: crm2}, codes.InvalidArgument)
+			call("AddAutomationConnections", &bookv1.AddAutomationConnectionsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: "nope",
+				Connections: []*bookv1.CredentialInfo{{Book: "http", BookVersion: "1.0.0", ConnectionAlias: "y", ConnectionId: crm2}}}, codes.NotFound)
+
+			sw := func(rs []*bookv1.ConnectionReplacement, want codes.Code) map[string]any {
+				return call("SwitchAutomationConnections", &bookv1.SwitchAutomationConnectionsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: id, Switches: rs}, want)
+			}
+			m = sw([]*bookv1.ConnectionReplacement{{OldConnectionId: crm, NewConnectionId: crm2, ConnectionAlias: "crm"}}, codes.OK)
+			if tr.name == "http" {
+				checkSchema(t, "v1SwitchAutomationConnectionsResponse", withoutAutomationExtensions(m))
+			}
+			wantCode := strings.Replace(code, `"crm-`+sfx+`"`, `"crm2-`+sfx+`"`, 1)
+			if field(m, "automation.connections.crm.connection_id") != crm2 || field(m, "automation.english_code") != wantCode || version(m) == v1 {
+				t.Fatalf("switched: %v", m)
+			}
+			sw([]*bookv1.ConnectionReplacement{{OldConnectionId: crm, NewConnectionId: crm2, ConnectionAlias: "crm"}}, codes.InvalidArgument)            // no longer bound
+			sw([]*bookv1.ConnectionReplacement{{OldConnectionId: crm2, NewConnectionId: mail, ConnectionAlias: "crm"}}, codes.InvalidArgument)           // another book
+			sw([]*bookv1.ConnectionReplacement{{OldConnectionId: oldStamps, NewConnectionId: stamps, ConnectionAlias: "stamps"}}, codes.InvalidArgument) // another version
+			sw(nil, codes.InvalidArgument)
+
+			up := func(rs []*bookv1.ConnectionReplacement, want codes.Code) map[string]any {
+				return call("UpgradeAutomationConnections", &bookv1.UpgradeAutomationConnectionsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: id, Upgrades: rs}, want)
+			}
+			m = up([]*bookv1.ConnectionReplacement{{OldConnectionId: oldStamps, NewConnectionId: stamps, ConnectionAlias: "stamps"}}, codes.OK)
+			if tr.name == "http" {
+				checkSchema(t, "v1UpgradeAutomationConnectionsResponse", withoutAutomationExtensions(m))
+			}
+			wantCode = strings.Replace(wantCode, `"`+oldStamps+`"`, `"stamps-`+sfx+`"`, 1)
+			if field(m, "automation.connections.stamps.connection_id") != stamps || field(m, "automation.english_code") != wantCode {
+				t.Fatalf("upgraded: %v", m)
+			}
+			up([]*bookv1.ConnectionReplacement{{OldConnectionId: crm2, NewConnectionId: crm, ConnectionAlias: "crm"}}, codes.InvalidArgument) // same version
+
+			rm := func(rs []*bookv1.ConnectionRemoval, want codes.Code) map[string]any {
+				return call("RemoveAutomationConnections", &bookv1.RemoveAutomationConnectionsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: id, Removals: rs}, want)
+			}
+			m = rm([]*bookv1.ConnectionRemoval{{ConnectionId: crm2, ConnectionAlias: "crm"}}, codes.OK)
+			if tr.name == "http" {
+				checkSchema(t, "v1RemoveAutomationConnectionsResponse", withoutAutomationExtensions(m))
+			}
+			wantCode = strings.Replace(wantCode, `"crm2-`+sfx+`"`, `"prose.connection_name.http"`, 1)
+			if field(m, "automation.connections.crm") != nil || field(m, "automation.connections.stamps.connection_id") != stamps || field(m, "automation.english_code") != wantCode {
+				t.Fatalf("removed: %v", m)
+			}
+			rm([]*bookv1.ConnectionRemoval{{ConnectionId: crm2, ConnectionAlias: "crm"}}, codes.InvalidArgument)
+			// The placeholder is listed as a connection to make, of the http book.
+			m = call("ExtractAutomationCodeConnections", &bookv1.ExtractAutomationCodeConnectionsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: id}, codes.OK)
+			if field(m, "connections.0.connection_alias") != "prose.connection_name.http" || field(m, "connections.0.book") != "http" || field(m, "connections.0.connection_id") != nil {
+				t.Errorf("extract after remove: %v", m)
+			}
+			// A connection may not take the placeholder's name.
+			e.api(t, "POST", e.wsPath()+"/books/http/1.0.0/connections", `{"connection_name": "prose.connection_name.http"}`, 400)
+		})
+
 		t.Run("usage", func(t *testing.T) {
 			both := e.mkAutomation(t, "Uses crm "+sfx, "call the api at \"/x\" with\n  the connection is \"crm-"+sfx+"\"\n", true)
 			draft := e.mkAutomation(t, "Drafts crm "+sfx, "send an email to \"a@b.test\" with\n  the subject is \"hi\"\n  the connection is \"nobody-"+sfx+"\"\n"+
@@ -180,6 +261,13 @@ func TestConnectionOperations(t *testing.T) {
 			}
 			ex("nope", "", codes.NotFound)
 			ex(draft.id, `book = "http"`, codes.InvalidArgument)
+			ex(draft.id, `stage = "PUBLISHED"`, codes.FailedPrecondition)
+			if m := ex(both.id, `stage = "PUBLISHED"`, codes.OK); field(m, "connections.0.connection_id") != crm {
+				t.Errorf("extract published: %v", m)
+			}
+			if m := ex(draft.id, `stage = "DRAFT"`, codes.OK); len(m["connections"].([]any)) != 2 {
+				t.Errorf("extract draft: %v", m)
+			}
 		})
 	})
 	for _, a := range answers {
@@ -190,4 +278,24 @@ func TestConnectionOperations(t *testing.T) {
 	if strings.Contains(logs.String(), connOpsSecret) {
 		t.Fatal("a log line carries the secret")
 	}
+}
+
+// withoutAutomationExtensions is an automation answer without the fields
+// this project adds to the reference's Automation (README: share ids for
+// /v1/invoke, the stage shown and its version), for the schema check.
+func withoutAutomationExtensions(m map[string]any) map[string]any {
+	out := map[string]any{}
+	for k, v := range m {
+		out[k] = v
+	}
+	if a, ok := m["automation"].(map[string]any); ok {
+		b := map[string]any{}
+		for k, v := range a {
+			if !slices.Contains([]string{"draft_share_id", "published_share_id", "stage", "stage_version"}, k) {
+				b[k] = v
+			}
+		}
+		out["automation"] = b
+	}
+	return out
 }

@@ -218,6 +218,10 @@ var MethodAccess = map[string]Access{
 	"/prose.book.v1.ConnectionService/CountConnectionUsage":                  r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/TraceConnectionUsage":                  r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/ExtractAutomationCodeConnections":      r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/AddAutomationConnections":              w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/SwitchAutomationConnections":           w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/UpgradeAutomationConnections":          w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/RemoveAutomationConnections":           w(store.PermAutomationsWrite),
 
 	// Legacy v1: a share id or worker id names the workspace only after a
 	// lookup: the handler checks the role (Deferred).

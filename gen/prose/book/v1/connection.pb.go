@@ -2528,7 +2528,7 @@ type ExtractAutomationCodeConnectionsRequest struct {
 	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
 	// The automation.
 	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
-	// AIP-160 over book, book_version, connection_alias, connection_id.
+	// `stage = "DRAFT"` (the default) or `stage = "PUBLISHED"`.
 	Filter        string `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2720,11 +2720,469 @@ func (x *ExtractAutomationCodeConnectionsResponse) GetConnections() []*Credentia
 	return nil
 }
 
+// Request of AddAutomationConnections.
+type AddAutomationConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation.
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// The connections: each with its alias (unique in the automation), its
+	// connection_id and the book and version that connection is of.
+	Connections   []*CredentialInfo `protobuf:"bytes,4,rep,name=connections,proto3" json:"connections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddAutomationConnectionsRequest) Reset() {
+	*x = AddAutomationConnectionsRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddAutomationConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddAutomationConnectionsRequest) ProtoMessage() {}
+
+func (x *AddAutomationConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddAutomationConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*AddAutomationConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *AddAutomationConnectionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *AddAutomationConnectionsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *AddAutomationConnectionsRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *AddAutomationConnectionsRequest) GetConnections() []*CredentialInfo {
+	if x != nil {
+		return x.Connections
+	}
+	return nil
+}
+
+// One connection replaced by another.
+type ConnectionReplacement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connection the automation has under connection_alias.
+	OldConnectionId string `protobuf:"bytes,1,opt,name=old_connection_id,json=oldConnectionId,proto3" json:"old_connection_id,omitempty"`
+	// The workspace connection that replaces it.
+	NewConnectionId string `protobuf:"bytes,2,opt,name=new_connection_id,json=newConnectionId,proto3" json:"new_connection_id,omitempty"`
+	// The alias in the automation's `connections` map.
+	ConnectionAlias string `protobuf:"bytes,3,opt,name=connection_alias,json=connectionAlias,proto3" json:"connection_alias,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ConnectionReplacement) Reset() {
+	*x = ConnectionReplacement{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectionReplacement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectionReplacement) ProtoMessage() {}
+
+func (x *ConnectionReplacement) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectionReplacement.ProtoReflect.Descriptor instead.
+func (*ConnectionReplacement) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ConnectionReplacement) GetOldConnectionId() string {
+	if x != nil {
+		return x.OldConnectionId
+	}
+	return ""
+}
+
+func (x *ConnectionReplacement) GetNewConnectionId() string {
+	if x != nil {
+		return x.NewConnectionId
+	}
+	return ""
+}
+
+func (x *ConnectionReplacement) GetConnectionAlias() string {
+	if x != nil {
+		return x.ConnectionAlias
+	}
+	return ""
+}
+
+// Request of SwitchAutomationConnections.
+type SwitchAutomationConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation.
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// The replacements: all or none apply.
+	Switches      []*ConnectionReplacement `protobuf:"bytes,4,rep,name=switches,proto3" json:"switches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SwitchAutomationConnectionsRequest) Reset() {
+	*x = SwitchAutomationConnectionsRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwitchAutomationConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwitchAutomationConnectionsRequest) ProtoMessage() {}
+
+func (x *SwitchAutomationConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwitchAutomationConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*SwitchAutomationConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *SwitchAutomationConnectionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SwitchAutomationConnectionsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *SwitchAutomationConnectionsRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *SwitchAutomationConnectionsRequest) GetSwitches() []*ConnectionReplacement {
+	if x != nil {
+		return x.Switches
+	}
+	return nil
+}
+
+// Request of UpgradeAutomationConnections.
+type UpgradeAutomationConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation.
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// The replacements: all or none apply.
+	Upgrades      []*ConnectionReplacement `protobuf:"bytes,4,rep,name=upgrades,proto3" json:"upgrades,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpgradeAutomationConnectionsRequest) Reset() {
+	*x = UpgradeAutomationConnectionsRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpgradeAutomationConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpgradeAutomationConnectionsRequest) ProtoMessage() {}
+
+func (x *UpgradeAutomationConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpgradeAutomationConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*UpgradeAutomationConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *UpgradeAutomationConnectionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *UpgradeAutomationConnectionsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *UpgradeAutomationConnectionsRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *UpgradeAutomationConnectionsRequest) GetUpgrades() []*ConnectionReplacement {
+	if x != nil {
+		return x.Upgrades
+	}
+	return nil
+}
+
+// One connection to remove from an automation.
+type ConnectionRemoval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// Its alias in the automation's `connections` map.
+	ConnectionAlias string `protobuf:"bytes,2,opt,name=connection_alias,json=connectionAlias,proto3" json:"connection_alias,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ConnectionRemoval) Reset() {
+	*x = ConnectionRemoval{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectionRemoval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectionRemoval) ProtoMessage() {}
+
+func (x *ConnectionRemoval) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectionRemoval.ProtoReflect.Descriptor instead.
+func (*ConnectionRemoval) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ConnectionRemoval) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ConnectionRemoval) GetConnectionAlias() string {
+	if x != nil {
+		return x.ConnectionAlias
+	}
+	return ""
+}
+
+// Request of RemoveAutomationConnections.
+type RemoveAutomationConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation.
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// The removals: all or none apply.
+	Removals      []*ConnectionRemoval `protobuf:"bytes,4,rep,name=removals,proto3" json:"removals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveAutomationConnectionsRequest) Reset() {
+	*x = RemoveAutomationConnectionsRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveAutomationConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveAutomationConnectionsRequest) ProtoMessage() {}
+
+func (x *RemoveAutomationConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveAutomationConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*RemoveAutomationConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *RemoveAutomationConnectionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *RemoveAutomationConnectionsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *RemoveAutomationConnectionsRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *RemoveAutomationConnectionsRequest) GetRemovals() []*ConnectionRemoval {
+	if x != nil {
+		return x.Removals
+	}
+	return nil
+}
+
+// The answer of the automation connection operations: the draft as changed.
+type AutomationConnectionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The automation's draft.
+	Automation    *v1.Automation `protobuf:"bytes,1,opt,name=automation,proto3" json:"automation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutomationConnectionsResponse) Reset() {
+	*x = AutomationConnectionsResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutomationConnectionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutomationConnectionsResponse) ProtoMessage() {}
+
+func (x *AutomationConnectionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutomationConnectionsResponse.ProtoReflect.Descriptor instead.
+func (*AutomationConnectionsResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *AutomationConnectionsResponse) GetAutomation() *v1.Automation {
+	if x != nil {
+		return x.Automation
+	}
+	return nil
+}
+
 var File_prose_book_v1_connection_proto protoreflect.FileDescriptor
 
 const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\n" +
-	"\x1eprose/book/v1/connection.proto\x12\rprose.book.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x18prose/book/v1/book.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1fprose/platform/v1/trigger.proto\x1a\x1dprose/platform/v1/value.proto\"\xa6\x01\n" +
+	"\x1eprose/book/v1/connection.proto\x12\rprose.book.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x18prose/book/v1/book.proto\x1a\"prose/platform/v1/automation.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1fprose/platform/v1/trigger.proto\x1a\x1dprose/platform/v1/value.proto\"\xa6\x01\n" +
 	"\x18ConnectionAuthentication\x12+\n" +
 	"\x11authentication_id\x18\x01 \x01(\tR\x10authenticationId\x12]\n" +
 	"\x1aauthentication_credentials\x18\x02 \x03(\v2\x1e.prose.book.v1.CredentialValueR\x19authenticationCredentials\"T\n" +
@@ -2903,7 +3361,38 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\n" +
 	"phase_type\x18\x05 \x01(\x0e2\x1c.prose.platform.v1.PhaseTypeR\tphaseType\"k\n" +
 	"(ExtractAutomationCodeConnectionsResponse\x12?\n" +
-	"\vconnections\x18\x01 \x03(\v2\x1d.prose.book.v1.CredentialInfoR\vconnections*\xcc\x01\n" +
+	"\vconnections\x18\x01 \x03(\v2\x1d.prose.book.v1.CredentialInfoR\vconnections\"\xe7\x01\n" +
+	"\x1fAddAutomationConnectionsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12D\n" +
+	"\vconnections\x18\x04 \x03(\v2\x1d.prose.book.v1.CredentialInfoB\x03\xe0A\x02R\vconnections\"\xa9\x01\n" +
+	"\x15ConnectionReplacement\x12/\n" +
+	"\x11old_connection_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0foldConnectionId\x12/\n" +
+	"\x11new_connection_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x0fnewConnectionId\x12.\n" +
+	"\x10connection_alias\x18\x03 \x01(\tB\x03\xe0A\x02R\x0fconnectionAlias\"\xeb\x01\n" +
+	"\"SwitchAutomationConnectionsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12E\n" +
+	"\bswitches\x18\x04 \x03(\v2$.prose.book.v1.ConnectionReplacementB\x03\xe0A\x02R\bswitches\"\xec\x01\n" +
+	"#UpgradeAutomationConnectionsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12E\n" +
+	"\bupgrades\x18\x04 \x03(\v2$.prose.book.v1.ConnectionReplacementB\x03\xe0A\x02R\bupgrades\"m\n" +
+	"\x11ConnectionRemoval\x12(\n" +
+	"\rconnection_id\x18\x01 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12.\n" +
+	"\x10connection_alias\x18\x02 \x01(\tB\x03\xe0A\x02R\x0fconnectionAlias\"\xe7\x01\n" +
+	"\"RemoveAutomationConnectionsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12A\n" +
+	"\bremovals\x18\x04 \x03(\v2 .prose.book.v1.ConnectionRemovalB\x03\xe0A\x02R\bremovals\"^\n" +
+	"\x1dAutomationConnectionsResponse\x12=\n" +
+	"\n" +
+	"automation\x18\x01 \x01(\v2\x1d.prose.platform.v1.AutomationR\n" +
+	"automation*\xcc\x01\n" +
 	"\x13BookConnectionState\x12!\n" +
 	"\x1dBOOK_CONNECTION_STATE_PENDING\x10\x00\x12\x1f\n" +
 	"\x1bBOOK_CONNECTION_STATE_READY\x10\x01\x12 \n" +
@@ -2947,7 +3436,7 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	";BOOK_CONNECTION_CONDITION_REASON_CODE_REPLICA_COUNT_IS_ZERO\x10\x0e\x12C\n" +
 	"?BOOK_CONNECTION_CONDITION_REASON_CODE_NEW_DEPLOYMENT_ROLLED_OUT\x10\x0f\x12>\n" +
 	":BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_IN_PROGRESS\x10\x10\x129\n" +
-	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xe1\x17\n" +
+	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xcf\x1f\n" +
 	"\x11ConnectionService\x12\xf0\x01\n" +
 	"\x1aAddWorkspaceBookConnection\x120.prose.book.v1.AddWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"y\x82\xd3\xe4\x93\x02s:\x01*\"n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\xff\x01\n" +
 	"\x1cListWorkspaceBookConnections\x122.prose.book.v1.ListWorkspaceBookConnectionsRequest\x1a3.prose.book.v1.ListWorkspaceBookConnectionsResponse\"v\x82\xd3\xe4\x93\x02p\x12n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\x88\x02\n" +
@@ -2960,7 +3449,11 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\"GetWorkspaceBookConnectionUserInfo\x128.prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest\x1a9.prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse\"o\x82\xd3\xe4\x93\x02i\x12g/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/user-info\x12\xde\x01\n" +
 	"\x14CountConnectionUsage\x12*.prose.book.v1.CountConnectionUsageRequest\x1a+.prose.book.v1.CountConnectionUsageResponse\"m\x82\xd3\xe4\x93\x02g:\x01*\"b/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:countConnectionUsage\x12\xde\x01\n" +
 	"\x14TraceConnectionUsage\x12*.prose.book.v1.TraceConnectionUsageRequest\x1a+.prose.book.v1.TraceConnectionUsageResponse\"m\x82\xd3\xe4\x93\x02g:\x01*\"b/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:traceConnectionUsage\x12\x91\x02\n" +
-	" ExtractAutomationCodeConnections\x126.prose.book.v1.ExtractAutomationCodeConnectionsRequest\x1a7.prose.book.v1.ExtractAutomationCodeConnectionsResponse\"|\x82\xd3\xe4\x93\x02v\x12t/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:extractCodeConnectionsB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
+	" ExtractAutomationCodeConnections\x126.prose.book.v1.ExtractAutomationCodeConnectionsRequest\x1a7.prose.book.v1.ExtractAutomationCodeConnectionsResponse\"|\x82\xd3\xe4\x93\x02v\x12t/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:extractCodeConnections\x12\xf1\x01\n" +
+	"\x18AddAutomationConnections\x12..prose.book.v1.AddAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"w\x82\xd3\xe4\x93\x02q:\x01*\"l/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:addConnections\x12\xfa\x01\n" +
+	"\x1bSwitchAutomationConnections\x121.prose.book.v1.SwitchAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:switchConnections\x12\xfd\x01\n" +
+	"\x1cUpgradeAutomationConnections\x122.prose.book.v1.UpgradeAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"{\x82\xd3\xe4\x93\x02u:\x01*\"p/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:upgradeConnections\x12\xfa\x01\n" +
+	"\x1bRemoveAutomationConnections\x121.prose.book.v1.RemoveAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:removeConnectionsB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
 
 var (
 	file_prose_book_v1_connection_proto_rawDescOnce sync.Once
@@ -2975,7 +3468,7 @@ func file_prose_book_v1_connection_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_book_v1_connection_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
+var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
 var file_prose_book_v1_connection_proto_goTypes = []any{
 	(BookConnectionState)(0),                              // 0: prose.book.v1.BookConnectionState
 	(BookConnectionStateCategory)(0),                      // 1: prose.book.v1.BookConnectionStateCategory
@@ -3017,27 +3510,35 @@ var file_prose_book_v1_connection_proto_goTypes = []any{
 	(*ExtractAutomationCodeConnectionsRequest)(nil),       // 37: prose.book.v1.ExtractAutomationCodeConnectionsRequest
 	(*CredentialInfo)(nil),                                // 38: prose.book.v1.CredentialInfo
 	(*ExtractAutomationCodeConnectionsResponse)(nil),      // 39: prose.book.v1.ExtractAutomationCodeConnectionsResponse
-	nil,                     // 40: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
-	nil,                     // 41: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                     // 42: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                     // 43: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
-	(*v1.BdkValue)(nil),     // 44: prose.platform.v1.BdkValue
-	(*NounPhrases)(nil),     // 45: prose.book.v1.NounPhrases
-	(OAuthFlow)(0),          // 46: prose.book.v1.OAuthFlow
-	(*Procedure)(nil),       // 47: prose.book.v1.Procedure
-	(v1.AutomationStage)(0), // 48: prose.platform.v1.AutomationStage
-	(v1.PhaseType)(0),       // 49: prose.platform.v1.PhaseType
+	(*AddAutomationConnectionsRequest)(nil),               // 40: prose.book.v1.AddAutomationConnectionsRequest
+	(*ConnectionReplacement)(nil),                         // 41: prose.book.v1.ConnectionReplacement
+	(*SwitchAutomationConnectionsRequest)(nil),            // 42: prose.book.v1.SwitchAutomationConnectionsRequest
+	(*UpgradeAutomationConnectionsRequest)(nil),           // 43: prose.book.v1.UpgradeAutomationConnectionsRequest
+	(*ConnectionRemoval)(nil),                             // 44: prose.book.v1.ConnectionRemoval
+	(*RemoveAutomationConnectionsRequest)(nil),            // 45: prose.book.v1.RemoveAutomationConnectionsRequest
+	(*AutomationConnectionsResponse)(nil),                 // 46: prose.book.v1.AutomationConnectionsResponse
+	nil,                                                   // 47: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	nil,                                                   // 48: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                                                   // 49: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                                                   // 50: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	(*v1.BdkValue)(nil),                                   // 51: prose.platform.v1.BdkValue
+	(*NounPhrases)(nil),                                   // 52: prose.book.v1.NounPhrases
+	(OAuthFlow)(0),                                        // 53: prose.book.v1.OAuthFlow
+	(*Procedure)(nil),                                     // 54: prose.book.v1.Procedure
+	(v1.AutomationStage)(0),                               // 55: prose.platform.v1.AutomationStage
+	(v1.PhaseType)(0),                                     // 56: prose.platform.v1.PhaseType
+	(*v1.Automation)(nil),                                 // 57: prose.platform.v1.Automation
 }
 var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	6,  // 0: prose.book.v1.ConnectionAuthentication.authentication_credentials:type_name -> prose.book.v1.CredentialValue
-	44, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
-	45, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
-	44, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
+	51, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
+	52, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
+	51, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
 	5,  // 4: prose.book.v1.BookConnectionDescriptor.authentication:type_name -> prose.book.v1.ConnectionAuthentication
 	8,  // 5: prose.book.v1.BookConnectionDescriptor.config:type_name -> prose.book.v1.ConnectionConceptValue
 	7,  // 6: prose.book.v1.BookConnectionDescriptor.labels:type_name -> prose.book.v1.ConnectionLabel
 	11, // 7: prose.book.v1.BookConnectionDescriptor.status:type_name -> prose.book.v1.BookConnectionStatus
-	40, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	47, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
 	2,  // 9: prose.book.v1.BookConnectionCondition.type:type_name -> prose.book.v1.BookConnectionConditionType
 	3,  // 10: prose.book.v1.BookConnectionCondition.status:type_name -> prose.book.v1.BookConnectionConditionStatus
 	4,  // 11: prose.book.v1.BookConnectionCondition.reason_code:type_name -> prose.book.v1.BookConnectionConditionReasonCode
@@ -3047,57 +3548,70 @@ var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	9,  // 15: prose.book.v1.BookConnectionResponse.book_connection_descriptor:type_name -> prose.book.v1.BookConnectionDescriptor
 	12, // 16: prose.book.v1.BookConnectionResponse.authorize_url:type_name -> prose.book.v1.BookConnectionOAuthURLResponse
 	5,  // 17: prose.book.v1.AddWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	41, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	48, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 19: prose.book.v1.AddWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	46, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	53, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 21: prose.book.v1.ListWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	5,  // 22: prose.book.v1.UpdateWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	42, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	49, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 24: prose.book.v1.UpdateWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	46, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	53, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 26: prose.book.v1.GetWorkspaceBookConnectionResponse.book_connection:type_name -> prose.book.v1.BookConnectionDescriptor
 	9,  // 27: prose.book.v1.ListAllWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	24, // 28: prose.book.v1.DeleteWorkspaceConnectionResponse.affected_automations:type_name -> prose.book.v1.AffectedAutomation
-	47, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	43, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	54, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	50, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
 	29, // 31: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse.user_info:type_name -> prose.book.v1.ConnectionUserInfo
 	32, // 32: prose.book.v1.CountConnectionUsageResponse.connection_counts:type_name -> prose.book.v1.ConnectionAutomationCount
-	48, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
+	55, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
 	35, // 34: prose.book.v1.TraceConnectionUsageResponse.automations:type_name -> prose.book.v1.AutomationConnectionUsage
-	49, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
+	56, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
 	38, // 36: prose.book.v1.ExtractAutomationCodeConnectionsResponse.connections:type_name -> prose.book.v1.CredentialInfo
-	44, // 37: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	44, // 38: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	44, // 39: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	14, // 40: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
-	15, // 41: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
-	17, // 42: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
-	18, // 43: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:input_type -> prose.book.v1.GetWorkspaceBookConnectionRequest
-	20, // 44: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:input_type -> prose.book.v1.ListAllWorkspaceBookConnectionsRequest
-	22, // 45: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
-	25, // 46: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:input_type -> prose.book.v1.UpgradeWorkspaceBookConnectionRequest
-	26, // 47: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
-	28, // 48: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:input_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
-	31, // 49: prose.book.v1.ConnectionService.CountConnectionUsage:input_type -> prose.book.v1.CountConnectionUsageRequest
-	34, // 50: prose.book.v1.ConnectionService.TraceConnectionUsage:input_type -> prose.book.v1.TraceConnectionUsageRequest
-	37, // 51: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:input_type -> prose.book.v1.ExtractAutomationCodeConnectionsRequest
-	13, // 52: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	16, // 53: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
-	13, // 54: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	19, // 55: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
-	21, // 56: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
-	23, // 57: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
-	13, // 58: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	27, // 59: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
-	30, // 60: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
-	33, // 61: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
-	36, // 62: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
-	39, // 63: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
-	52, // [52:64] is the sub-list for method output_type
-	40, // [40:52] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	38, // 37: prose.book.v1.AddAutomationConnectionsRequest.connections:type_name -> prose.book.v1.CredentialInfo
+	41, // 38: prose.book.v1.SwitchAutomationConnectionsRequest.switches:type_name -> prose.book.v1.ConnectionReplacement
+	41, // 39: prose.book.v1.UpgradeAutomationConnectionsRequest.upgrades:type_name -> prose.book.v1.ConnectionReplacement
+	44, // 40: prose.book.v1.RemoveAutomationConnectionsRequest.removals:type_name -> prose.book.v1.ConnectionRemoval
+	57, // 41: prose.book.v1.AutomationConnectionsResponse.automation:type_name -> prose.platform.v1.Automation
+	51, // 42: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	51, // 43: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	51, // 44: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	14, // 45: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
+	15, // 46: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
+	17, // 47: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
+	18, // 48: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:input_type -> prose.book.v1.GetWorkspaceBookConnectionRequest
+	20, // 49: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:input_type -> prose.book.v1.ListAllWorkspaceBookConnectionsRequest
+	22, // 50: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
+	25, // 51: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:input_type -> prose.book.v1.UpgradeWorkspaceBookConnectionRequest
+	26, // 52: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
+	28, // 53: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:input_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
+	31, // 54: prose.book.v1.ConnectionService.CountConnectionUsage:input_type -> prose.book.v1.CountConnectionUsageRequest
+	34, // 55: prose.book.v1.ConnectionService.TraceConnectionUsage:input_type -> prose.book.v1.TraceConnectionUsageRequest
+	37, // 56: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:input_type -> prose.book.v1.ExtractAutomationCodeConnectionsRequest
+	40, // 57: prose.book.v1.ConnectionService.AddAutomationConnections:input_type -> prose.book.v1.AddAutomationConnectionsRequest
+	42, // 58: prose.book.v1.ConnectionService.SwitchAutomationConnections:input_type -> prose.book.v1.SwitchAutomationConnectionsRequest
+	43, // 59: prose.book.v1.ConnectionService.UpgradeAutomationConnections:input_type -> prose.book.v1.UpgradeAutomationConnectionsRequest
+	45, // 60: prose.book.v1.ConnectionService.RemoveAutomationConnections:input_type -> prose.book.v1.RemoveAutomationConnectionsRequest
+	13, // 61: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	16, // 62: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
+	13, // 63: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	19, // 64: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
+	21, // 65: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
+	23, // 66: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
+	13, // 67: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	27, // 68: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
+	30, // 69: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
+	33, // 70: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
+	36, // 71: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
+	39, // 72: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
+	46, // 73: prose.book.v1.ConnectionService.AddAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 74: prose.book.v1.ConnectionService.SwitchAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 75: prose.book.v1.ConnectionService.UpgradeAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 76: prose.book.v1.ConnectionService.RemoveAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	61, // [61:77] is the sub-list for method output_type
+	45, // [45:61] is the sub-list for method input_type
+	45, // [45:45] is the sub-list for extension type_name
+	45, // [45:45] is the sub-list for extension extendee
+	0,  // [0:45] is the sub-list for field type_name
 }
 
 func init() { file_prose_book_v1_connection_proto_init() }
@@ -3112,7 +3626,7 @@ func file_prose_book_v1_connection_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_book_v1_connection_proto_rawDesc), len(file_prose_book_v1_connection_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   39,
+			NumMessages:   46,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -31,6 +31,10 @@ const (
 	ConnectionService_CountConnectionUsage_FullMethodName                  = "/prose.book.v1.ConnectionService/CountConnectionUsage"
 	ConnectionService_TraceConnectionUsage_FullMethodName                  = "/prose.book.v1.ConnectionService/TraceConnectionUsage"
 	ConnectionService_ExtractAutomationCodeConnections_FullMethodName      = "/prose.book.v1.ConnectionService/ExtractAutomationCodeConnections"
+	ConnectionService_AddAutomationConnections_FullMethodName              = "/prose.book.v1.ConnectionService/AddAutomationConnections"
+	ConnectionService_SwitchAutomationConnections_FullMethodName           = "/prose.book.v1.ConnectionService/SwitchAutomationConnections"
+	ConnectionService_UpgradeAutomationConnections_FullMethodName          = "/prose.book.v1.ConnectionService/UpgradeAutomationConnections"
+	ConnectionService_RemoveAutomationConnections_FullMethodName           = "/prose.book.v1.ConnectionService/RemoveAutomationConnections"
 )
 
 // ConnectionServiceClient is the client API for ConnectionService service.
@@ -74,9 +78,24 @@ type ConnectionServiceClient interface {
 	// Lists the automations whose code names a connection, with the stages
 	// (draft, published) that name it.
 	TraceConnectionUsage(ctx context.Context, in *TraceConnectionUsageRequest, opts ...grpc.CallOption) (*TraceConnectionUsageResponse, error)
-	// Lists the connections an automation's draft code names, with the book
+	// Lists the connections an automation's code names (the draft's, or the
+	// published stage's with the filter `stage = "PUBLISHED"`), with the book
 	// each belongs to and its id when the workspace has it.
 	ExtractAutomationCodeConnections(ctx context.Context, in *ExtractAutomationCodeConnectionsRequest, opts ...grpc.CallOption) (*ExtractAutomationCodeConnectionsResponse, error)
+	// Binds workspace connections to a draft automation under aliases (its
+	// `connections` map); the code is not changed.
+	AddAutomationConnections(ctx context.Context, in *AddAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error)
+	// Replaces connections of a draft automation by others of the same book
+	// version: in its `connections` map and where its code names the old
+	// connection (by name or id).
+	SwitchAutomationConnections(ctx context.Context, in *SwitchAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error)
+	// Replaces connections of a draft automation by connections of another
+	// version of the same book, as SwitchAutomationConnections does.
+	UpgradeAutomationConnections(ctx context.Context, in *UpgradeAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error)
+	// Removes connections from a draft automation: from its `connections` map,
+	// and where its code names them the placeholder
+	// `prose.connection_name.BOOK` takes their place.
+	RemoveAutomationConnections(ctx context.Context, in *RemoveAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error)
 }
 
 type connectionServiceClient struct {
@@ -207,6 +226,46 @@ func (c *connectionServiceClient) ExtractAutomationCodeConnections(ctx context.C
 	return out, nil
 }
 
+func (c *connectionServiceClient) AddAutomationConnections(ctx context.Context, in *AddAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AutomationConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_AddAutomationConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) SwitchAutomationConnections(ctx context.Context, in *SwitchAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AutomationConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_SwitchAutomationConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) UpgradeAutomationConnections(ctx context.Context, in *UpgradeAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AutomationConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_UpgradeAutomationConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) RemoveAutomationConnections(ctx context.Context, in *RemoveAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AutomationConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_RemoveAutomationConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectionServiceServer is the server API for ConnectionService service.
 // All implementations must embed UnimplementedConnectionServiceServer
 // for forward compatibility.
@@ -248,9 +307,24 @@ type ConnectionServiceServer interface {
 	// Lists the automations whose code names a connection, with the stages
 	// (draft, published) that name it.
 	TraceConnectionUsage(context.Context, *TraceConnectionUsageRequest) (*TraceConnectionUsageResponse, error)
-	// Lists the connections an automation's draft code names, with the book
+	// Lists the connections an automation's code names (the draft's, or the
+	// published stage's with the filter `stage = "PUBLISHED"`), with the book
 	// each belongs to and its id when the workspace has it.
 	ExtractAutomationCodeConnections(context.Context, *ExtractAutomationCodeConnectionsRequest) (*ExtractAutomationCodeConnectionsResponse, error)
+	// Binds workspace connections to a draft automation under aliases (its
+	// `connections` map); the code is not changed.
+	AddAutomationConnections(context.Context, *AddAutomationConnectionsRequest) (*AutomationConnectionsResponse, error)
+	// Replaces connections of a draft automation by others of the same book
+	// version: in its `connections` map and where its code names the old
+	// connection (by name or id).
+	SwitchAutomationConnections(context.Context, *SwitchAutomationConnectionsRequest) (*AutomationConnectionsResponse, error)
+	// Replaces connections of a draft automation by connections of another
+	// version of the same book, as SwitchAutomationConnections does.
+	UpgradeAutomationConnections(context.Context, *UpgradeAutomationConnectionsRequest) (*AutomationConnectionsResponse, error)
+	// Removes connections from a draft automation: from its `connections` map,
+	// and where its code names them the placeholder
+	// `prose.connection_name.BOOK` takes their place.
+	RemoveAutomationConnections(context.Context, *RemoveAutomationConnectionsRequest) (*AutomationConnectionsResponse, error)
 	mustEmbedUnimplementedConnectionServiceServer()
 }
 
@@ -296,6 +370,18 @@ func (UnimplementedConnectionServiceServer) TraceConnectionUsage(context.Context
 }
 func (UnimplementedConnectionServiceServer) ExtractAutomationCodeConnections(context.Context, *ExtractAutomationCodeConnectionsRequest) (*ExtractAutomationCodeConnectionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ExtractAutomationCodeConnections not implemented")
+}
+func (UnimplementedConnectionServiceServer) AddAutomationConnections(context.Context, *AddAutomationConnectionsRequest) (*AutomationConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddAutomationConnections not implemented")
+}
+func (UnimplementedConnectionServiceServer) SwitchAutomationConnections(context.Context, *SwitchAutomationConnectionsRequest) (*AutomationConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SwitchAutomationConnections not implemented")
+}
+func (UnimplementedConnectionServiceServer) UpgradeAutomationConnections(context.Context, *UpgradeAutomationConnectionsRequest) (*AutomationConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpgradeAutomationConnections not implemented")
+}
+func (UnimplementedConnectionServiceServer) RemoveAutomationConnections(context.Context, *RemoveAutomationConnectionsRequest) (*AutomationConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveAutomationConnections not implemented")
 }
 func (UnimplementedConnectionServiceServer) mustEmbedUnimplementedConnectionServiceServer() {}
 func (UnimplementedConnectionServiceServer) testEmbeddedByValue()                           {}
@@ -534,6 +620,78 @@ func _ConnectionService_ExtractAutomationCodeConnections_Handler(srv interface{}
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectionService_AddAutomationConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddAutomationConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).AddAutomationConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_AddAutomationConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).AddAutomationConnections(ctx, req.(*AddAutomationConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_SwitchAutomationConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SwitchAutomationConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).SwitchAutomationConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_SwitchAutomationConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).SwitchAutomationConnections(ctx, req.(*SwitchAutomationConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_UpgradeAutomationConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpgradeAutomationConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).UpgradeAutomationConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_UpgradeAutomationConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).UpgradeAutomationConnections(ctx, req.(*UpgradeAutomationConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_RemoveAutomationConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveAutomationConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).RemoveAutomationConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_RemoveAutomationConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).RemoveAutomationConnections(ctx, req.(*RemoveAutomationConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectionService_ServiceDesc is the grpc.ServiceDesc for ConnectionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -588,6 +746,22 @@ var ConnectionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ExtractAutomationCodeConnections",
 			Handler:    _ConnectionService_ExtractAutomationCodeConnections_Handler,
+		},
+		{
+			MethodName: "AddAutomationConnections",
+			Handler:    _ConnectionService_AddAutomationConnections_Handler,
+		},
+		{
+			MethodName: "SwitchAutomationConnections",
+			Handler:    _ConnectionService_SwitchAutomationConnections_Handler,
+		},
+		{
+			MethodName: "UpgradeAutomationConnections",
+			Handler:    _ConnectionService_UpgradeAutomationConnections_Handler,
+		},
+		{
+			MethodName: "RemoveAutomationConnections",
+			Handler:    _ConnectionService_RemoveAutomationConnections_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
