@@ -260,11 +260,19 @@ func (s *ConnectionService) UpgradeWorkspaceBookConnection(ctx context.Context, 
 		"connection_id": req.GetConnectionId(), "new_book_version": req.GetNewBookVersion()}); err != nil {
 		return nil, err
 	}
-	d, err := s.conns.Upgrade(ctx, ws, req.GetBookName(), req.GetBookVersion(), req.GetConnectionId(), req.GetNewBookVersion())
+	cur, err := s.conns.Get(ctx, ws, req.GetConnectionId())
+	if err == nil && (cur.GetBookName() != req.GetBookName() || cur.GetBookVersion() != req.GetBookVersion()) {
+		err = books.ErrNotFound
+	}
 	if err != nil {
-		if errors.Is(err, books.ErrNotFound) && !strings.HasPrefix(err.Error(), "connection ") {
-			return nil, bookError(err, req.GetBookName(), req.GetNewBookVersion())
-		}
+		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
+	}
+	d, err := s.conns.Upgrade(ctx, ws, req.GetBookName(), req.GetBookVersion(), req.GetConnectionId(), req.GetNewBookVersion())
+	if errors.Is(err, books.ErrNotFound) {
+		// The connection was just read: what is missing is the new version.
+		return nil, bookError(err, req.GetBookName(), req.GetNewBookVersion())
+	}
+	if err != nil {
 		return nil, connectionError(err, ws, req.GetBookName(), req.GetBookVersion(), req.GetConnectionId())
 	}
 	return &bookv1.BookConnectionResponse{BookConnectionDescriptor: d}, nil

@@ -79,8 +79,17 @@ func TestConnectionOperations(t *testing.T) {
 				field(d, "config_map.region.text_value") != "eu" || field(d, "authentication.authentication_credentials.0.value") != nil {
 				t.Fatalf("upgraded: %v", m)
 			}
-			up("1.0.0", "2.0.0", codes.NotFound)        // no longer of 1.0.0
-			up("2.0.0", "9.9.9", codes.NotFound)        // no such version
+			up("1.0.0", "2.0.0", codes.NotFound) // no longer of 1.0.0
+			if _, err := e.call(t, tr, "/prose.book.v1.ConnectionService/UpgradeWorkspaceBookConnection", &bookv1.UpgradeWorkspaceBookConnectionRequest{
+				OrganizationId: org, WorkspaceId: ws, BookName: "test.stamps", BookVersion: "2.0.0", ConnectionId: stamps, NewBookVersion: "9.9.9"}); status.Code(err) != codes.NotFound ||
+				!strings.Contains(err.Error(), "versions/9.9.9") {
+				t.Errorf("upgrade to an unknown version: %v", err)
+			}
+			if _, err := e.call(t, tr, "/prose.book.v1.ConnectionService/UpgradeWorkspaceBookConnection", &bookv1.UpgradeWorkspaceBookConnectionRequest{
+				OrganizationId: org, WorkspaceId: ws, BookName: "test.stamps", BookVersion: "2.0.0", ConnectionId: "nope", NewBookVersion: "2.0.0"}); status.Code(err) != codes.NotFound ||
+				!strings.Contains(err.Error(), "connections/nope") {
+				t.Errorf("upgrade of an unknown connection: %v", err)
+			}
 			up("2.0.0", "3.0.0", codes.InvalidArgument) // does not fit version 3
 			up("2.0.0", "", codes.InvalidArgument)      // new_book_version required
 			got := call("GetWorkspaceBookConnection", &bookv1.GetWorkspaceBookConnectionRequest{OrganizationId: org, WorkspaceId: ws, ConnectionId: stamps}, codes.OK)
