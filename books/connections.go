@@ -32,6 +32,8 @@ type ConnectionInput struct {
 	Auth   *bookv1.ConnectionAuthentication
 	Config map[string]*platformv1.BdkValue
 	Labels []*bookv1.ConnectionLabel
+	// discovered is kept from the stored connection on update and upgrade.
+	discovered []string
 }
 
 // Connection is a connection as a book uses it: its credentials in plain
@@ -68,7 +70,15 @@ type Connections struct {
 	keys *Keyring
 	reg  *Registry
 	now  func() time.Time
+	// nw is how discovery and OAuth token exchanges dial (see
+	// PublicNetworkOnly).
+	nw network
 }
+
+// PublicNetworkOnly makes discovery and OAuth token exchanges reach public
+// addresses only, as the built-in books do with
+// BuiltinOptions.PublicNetworkOnly.
+func (c *Connections) PublicNetworkOnly(on bool) { c.nw = network{publicOnly: on} }
 
 // NewConnections returns the connections kept in st, sealed with keys, for
 // the books of reg. It makes itself reg's connection resolver, so that
@@ -141,6 +151,9 @@ func (c *Connections) Update(ctx context.Context, ws Workspace, bookName, bookVe
 		}
 	}
 	in.Auth = auth
+	if prev, err := decodeDescriptor(row); err == nil {
+		in.discovered = prev.GetDiscovered()
+	}
 	b, err := c.reg.Book(ctx, ws, bookName, bookVersion)
 	if err != nil {
 		return nil, err
@@ -252,7 +265,7 @@ func plainText(v lang.Value) string {
 func (c *Connections) encode(ws Workspace, id string, b *bookv1.Book, in ConnectionInput, auth *bookv1.ConnectionAuthentication) (ConnectionRecord, error) {
 	d := &bookv1.BookConnectionDescriptor{
 		BookName: b.GetName(), BookVersion: b.GetVersion(), ConnectionId: id, ConnectionName: in.Name,
-		Labels: in.Labels, ConfigMap: in.Config, Endpoint: b.GetEndpoint(),
+		Labels: in.Labels, ConfigMap: in.Config, Endpoint: b.GetEndpoint(), Discovered: in.discovered,
 	}
 	if auth != nil {
 		shown := &bookv1.ConnectionAuthentication{AuthenticationId: auth.GetAuthenticationId()}
@@ -553,7 +566,7 @@ func (c *Connections) Upgrade(ctx context.Context, ws Workspace, bookName, bookV
 	if err != nil {
 		return nil, err
 	}
-	in := ConnectionInput{Name: row.Name, Auth: auth, Config: d.GetConfigMap(), Labels: d.GetLabels()}
+	in := ConnectionInput{Name: row.Name, Auth: auth, Config: d.GetConfigMap(), Labels: d.GetLabels(), discovered: d.GetDiscovered()}
 	if err := validateConnection(b, in); err != nil {
 		return nil, fmt.Errorf("the connection does not fit version %s of the %s book: %w", newVersion, bookName, err)
 	}
@@ -689,3 +702,90 @@ func RewriteCodeConnections(code string, names map[string]string) string {
 // where a removed connection was named: a name no connection may take
 // (names are checked not to start with "prose.connection_name.").
 func ConnectionPlaceholder(book string) string { return "prose.connection_name." + book }
+
+// Discoverable is something a connection can reach that discovery may
+// record (the databases book: a table or view).
+type Discoverable struct {
+	Name        string
+	Description string
+}
+
+// ErrNotDiscoverable is returned by discovery on a connection whose book
+// discovers nothing.
+var ErrNotDiscoverable = errors.New("the book discovers nothing")
+
+// ErrDiscovery wraps a failure to reach the connection's system during
+// discovery (its message names no credential).
+var ErrDiscovery = errors.New("discovery failed")
+
+// discoverables lists what the connection id can reach, with its opened
+// connection.
+func (c *Connections) discoverables(ctx context.Context, ws Workspace, id string) ([]Discoverable, ConnectionRecord, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return nil, row, connStoreError(err, id)
+	}
+	if row.BookName != DatabasesBookName || !c.reg.IsBuiltin(row.BookName, row.BookVersion) {
+		return nil, row, fmt.Errorf("%w: the %s book of connection %q", ErrNotDiscoverable, row.BookName, row.Name)
+	}
+	conn, err := c.Resolve(ctx, ws, row.BookName, row.ID)
+	if err != nil {
+		return nil, row, err
+	}
+	ds, err := databaseTables(ctx, c.nw, conn)
+	if err != nil {
+		return nil, row, fmt.Errorf("%w: %s", ErrDiscovery, redact(err.Error(), conn))
+	}
+	return ds, row, nil
+}
+
+// Discoverables lists what connection id can reach whose name contains
+// search (any letter case; "" for all), from offset, at most limit (0: all).
+func (c *Connections) Discoverables(ctx context.Context, ws Workspace, id, search string, offset, limit uint64) ([]Discoverable, error) {
+	all, _, err := c.discoverables(ctx, ws, id)
+	if err != nil {
+		return nil, err
+	}
+	search = strings.ToLower(search)
+	all = slices.DeleteFunc(all, func(d Discoverable) bool { return !strings.Contains(strings.ToLower(d.Name), search) })
+	if offset >= uint64(len(all)) {
+		return nil, nil
+	}
+	all = all[offset:]
+	if limit > 0 && limit < uint64(len(all)) {
+		all = all[:limit]
+	}
+	return all, nil
+}
+
+// SetDiscovered records what of connection id's discoverables are
+// discovered (the connection's `discovered`), replacing what was; each
+// must be one of its discoverables (ErrInvalidArgument).
+func (c *Connections) SetDiscovered(ctx context.Context, ws Workspace, id string, what []string) error {
+	all, row, err := c.discoverables(ctx, ws, id)
+	if err != nil {
+		return err
+	}
+	var unknown []string
+	for _, w := range what {
+		if !slices.ContainsFunc(all, func(d Discoverable) bool { return d.Name == w }) {
+			unknown = append(unknown, fmt.Sprintf("%q", w))
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("%w: the connection %q cannot discover %s", ErrInvalidArgument, row.Name, strings.Join(unknown, ", "))
+	}
+	d, err := decodeDescriptor(row)
+	if err != nil {
+		return err
+	}
+	d.Discovered = slices.Compact(slices.Sorted(slices.Values(what)))
+	if row.Descriptor, err = (proto.MarshalOptions{Deterministic: true}).Marshal(d); err != nil {
+		return err
+	}
+	if len(row.Descriptor)+len(row.Secret) > MaxConnectionBytes {
+		return fmt.Errorf("%w: the connection would take %d bytes, the limit is %d", ErrInvalidArgument, len(row.Descriptor)+len(row.Secret), MaxConnectionBytes)
+	}
+	_, err = c.st.UpdateConnection(ctx, row)
+	return connStoreError(err, row.Name)
+}

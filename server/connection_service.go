@@ -674,3 +674,47 @@ func (s *ConnectionService) RemoveAutomationConnections(ctx context.Context, req
 		return books.RewriteCodeConnections(code, rename), nil
 	})
 }
+
+func discoveryError(err error, ws books.Workspace, id string) error {
+	switch {
+	case errors.Is(err, books.ErrNotDiscoverable), errors.Is(err, books.ErrDiscovery):
+		return transport.FailedPrecondition(ReasonInvalidConnection, err.Error(), map[string]string{"connection_id": id})
+	}
+	return connectionError(err, ws, "", "", id)
+}
+
+// ListWorkspaceBookConnectionDiscoverables lists what a connection can
+// reach (the databases book: its tables and views).
+func (s *ConnectionService) ListWorkspaceBookConnectionDiscoverables(ctx context.Context, req *bookv1.ListWorkspaceBookConnectionDiscoverablesRequest) (*bookv1.ListWorkspaceBookConnectionDiscoverablesResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"connection_id": req.GetConnectionId()}); err != nil {
+		return nil, err
+	}
+	ds, err := s.conns.Discoverables(ctx, ws, req.GetConnectionId(), req.GetSearch(), req.GetOffset(), req.GetLimit())
+	if err != nil {
+		return nil, discoveryError(err, ws, req.GetConnectionId())
+	}
+	out := &bookv1.ListWorkspaceBookConnectionDiscoverablesResponse{}
+	for _, d := range ds {
+		out.Discoverables = append(out.Discoverables, &bookv1.Discoverable{Name: d.Name, Description: d.Description})
+	}
+	return out, nil
+}
+
+// SetDiscovered records which discoverables a connection discovered.
+func (s *ConnectionService) SetDiscovered(ctx context.Context, req *bookv1.SetDiscoveredRequest) (*bookv1.SetDiscoveredResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"connection_id": req.GetConnectionId()}); err != nil {
+		return nil, err
+	}
+	if err := s.conns.SetDiscovered(ctx, ws, req.GetConnectionId(), req.GetWhat()); err != nil {
+		return nil, discoveryError(err, ws, req.GetConnectionId())
+	}
+	return &bookv1.SetDiscoveredResponse{}, nil
+}

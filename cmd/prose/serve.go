@@ -458,6 +458,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		return nil, fmt.Errorf("connection secret keys: %w", err)
 	}
 	conns := books.NewConnections(newDBConnections(st), keyring, reg)
+	conns.PublicNetworkOnly(!cfg.allowPrivateNetworks)
 	a.conns = conns
 	if keyring.Len() > 1 {
 		// A rotation: secrets sealed by an older key are sealed again with

@@ -628,7 +628,7 @@ type BookConnectionDescriptor struct {
 	Status *BookConnectionStatus `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
 	// The endpoint of the connection's book (empty for a built-in book).
 	Endpoint string `protobuf:"bytes,9,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
-	// Things discovered through the connection (none yet).
+	// What discovery recorded (the databases book: tables and views).
 	Discovered []string `protobuf:"bytes,10,rep,name=discovered,proto3" json:"discovered,omitempty"`
 	// The configured values.
 	ConfigMap     map[string]*v1.BdkValue `protobuf:"bytes,11,rep,name=config_map,json=configMap,proto3" json:"config_map,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -3178,6 +3178,308 @@ func (x *AutomationConnectionsResponse) GetAutomation() *v1.Automation {
 	return nil
 }
 
+// Request of ListWorkspaceBookConnectionDiscoverables.
+type ListWorkspaceBookConnectionDiscoverablesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// Keeps the discoverables whose name contains it (any letter case).
+	Search string `protobuf:"bytes,4,opt,name=search,proto3" json:"search,omitempty"`
+	// How many to skip.
+	Offset uint64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	// How many at most (0: all).
+	Limit         uint64 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) Reset() {
+	*x = ListWorkspaceBookConnectionDiscoverablesRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkspaceBookConnectionDiscoverablesRequest) ProtoMessage() {}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkspaceBookConnectionDiscoverablesRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkspaceBookConnectionDiscoverablesRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetSearch() string {
+	if x != nil {
+		return x.Search
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetLimit() uint64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// Something a connection can reach.
+type Discoverable struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its name (a table: `schema.table` on PostgreSQL, `table` on MariaDB).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What it is (a table: `base table` or `view`).
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Discoverable) Reset() {
+	*x = Discoverable{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Discoverable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Discoverable) ProtoMessage() {}
+
+func (x *Discoverable) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Discoverable.ProtoReflect.Descriptor instead.
+func (*Discoverable) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *Discoverable) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Discoverable) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// Answer of ListWorkspaceBookConnectionDiscoverables.
+type ListWorkspaceBookConnectionDiscoverablesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The discoverables, ordered by name.
+	Discoverables []*Discoverable `protobuf:"bytes,1,rep,name=discoverables,proto3" json:"discoverables,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesResponse) Reset() {
+	*x = ListWorkspaceBookConnectionDiscoverablesResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkspaceBookConnectionDiscoverablesResponse) ProtoMessage() {}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkspaceBookConnectionDiscoverablesResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkspaceBookConnectionDiscoverablesResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesResponse) GetDiscoverables() []*Discoverable {
+	if x != nil {
+		return x.Discoverables
+	}
+	return nil
+}
+
+// Request of SetDiscovered.
+type SetDiscoveredRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// The names of discoverables to record.
+	What          []string `protobuf:"bytes,4,rep,name=what,proto3" json:"what,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDiscoveredRequest) Reset() {
+	*x = SetDiscoveredRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDiscoveredRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDiscoveredRequest) ProtoMessage() {}
+
+func (x *SetDiscoveredRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDiscoveredRequest.ProtoReflect.Descriptor instead.
+func (*SetDiscoveredRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *SetDiscoveredRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SetDiscoveredRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *SetDiscoveredRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *SetDiscoveredRequest) GetWhat() []string {
+	if x != nil {
+		return x.What
+	}
+	return nil
+}
+
+// Answer of SetDiscovered (empty, as the reference's).
+type SetDiscoveredResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDiscoveredResponse) Reset() {
+	*x = SetDiscoveredResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDiscoveredResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDiscoveredResponse) ProtoMessage() {}
+
+func (x *SetDiscoveredResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDiscoveredResponse.ProtoReflect.Descriptor instead.
+func (*SetDiscoveredResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{46}
+}
+
 var File_prose_book_v1_connection_proto protoreflect.FileDescriptor
 
 const file_prose_book_v1_connection_proto_rawDesc = "" +
@@ -3392,7 +3694,25 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\x1dAutomationConnectionsResponse\x12=\n" +
 	"\n" +
 	"automation\x18\x01 \x01(\v2\x1d.prose.platform.v1.AutomationR\n" +
-	"automation*\xcc\x01\n" +
+	"automation\"\x86\x02\n" +
+	"/ListWorkspaceBookConnectionDiscoverablesRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12\x1b\n" +
+	"\x06search\x18\x04 \x01(\tB\x03\xe0A\x01R\x06search\x12\x1b\n" +
+	"\x06offset\x18\x05 \x01(\x04B\x03\xe0A\x01R\x06offset\x12\x19\n" +
+	"\x05limit\x18\x06 \x01(\x04B\x03\xe0A\x01R\x05limit\"D\n" +
+	"\fDiscoverable\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"u\n" +
+	"0ListWorkspaceBookConnectionDiscoverablesResponse\x12A\n" +
+	"\rdiscoverables\x18\x01 \x03(\v2\x1b.prose.book.v1.DiscoverableR\rdiscoverables\"\xaf\x01\n" +
+	"\x14SetDiscoveredRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12\x17\n" +
+	"\x04what\x18\x04 \x03(\tB\x03\xe0A\x01R\x04what\"\x17\n" +
+	"\x15SetDiscoveredResponse*\xcc\x01\n" +
 	"\x13BookConnectionState\x12!\n" +
 	"\x1dBOOK_CONNECTION_STATE_PENDING\x10\x00\x12\x1f\n" +
 	"\x1bBOOK_CONNECTION_STATE_READY\x10\x01\x12 \n" +
@@ -3436,7 +3756,7 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	";BOOK_CONNECTION_CONDITION_REASON_CODE_REPLICA_COUNT_IS_ZERO\x10\x0e\x12C\n" +
 	"?BOOK_CONNECTION_CONDITION_REASON_CODE_NEW_DEPLOYMENT_ROLLED_OUT\x10\x0f\x12>\n" +
 	":BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_IN_PROGRESS\x10\x10\x129\n" +
-	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xcf\x1f\n" +
+	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xc2#\n" +
 	"\x11ConnectionService\x12\xf0\x01\n" +
 	"\x1aAddWorkspaceBookConnection\x120.prose.book.v1.AddWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"y\x82\xd3\xe4\x93\x02s:\x01*\"n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\xff\x01\n" +
 	"\x1cListWorkspaceBookConnections\x122.prose.book.v1.ListWorkspaceBookConnectionsRequest\x1a3.prose.book.v1.ListWorkspaceBookConnectionsResponse\"v\x82\xd3\xe4\x93\x02p\x12n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\x88\x02\n" +
@@ -3453,7 +3773,9 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\x18AddAutomationConnections\x12..prose.book.v1.AddAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"w\x82\xd3\xe4\x93\x02q:\x01*\"l/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:addConnections\x12\xfa\x01\n" +
 	"\x1bSwitchAutomationConnections\x121.prose.book.v1.SwitchAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:switchConnections\x12\xfd\x01\n" +
 	"\x1cUpgradeAutomationConnections\x122.prose.book.v1.UpgradeAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"{\x82\xd3\xe4\x93\x02u:\x01*\"p/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:upgradeConnections\x12\xfa\x01\n" +
-	"\x1bRemoveAutomationConnections\x121.prose.book.v1.RemoveAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:removeConnectionsB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
+	"\x1bRemoveAutomationConnections\x121.prose.book.v1.RemoveAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:removeConnections\x12\xa0\x02\n" +
+	"(ListWorkspaceBookConnectionDiscoverables\x12>.prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest\x1a?.prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse\"s\x82\xd3\xe4\x93\x02m\x12k/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discoverables\x12\xcd\x01\n" +
+	"\rSetDiscovered\x12#.prose.book.v1.SetDiscoveredRequest\x1a$.prose.book.v1.SetDiscoveredResponse\"q\x82\xd3\xe4\x93\x02k:\x01*\"f/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discoverB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
 
 var (
 	file_prose_book_v1_connection_proto_rawDescOnce sync.Once
@@ -3468,77 +3790,82 @@ func file_prose_book_v1_connection_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_book_v1_connection_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 46)
+var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_prose_book_v1_connection_proto_goTypes = []any{
-	(BookConnectionState)(0),                              // 0: prose.book.v1.BookConnectionState
-	(BookConnectionStateCategory)(0),                      // 1: prose.book.v1.BookConnectionStateCategory
-	(BookConnectionConditionType)(0),                      // 2: prose.book.v1.BookConnectionConditionType
-	(BookConnectionConditionStatus)(0),                    // 3: prose.book.v1.BookConnectionConditionStatus
-	(BookConnectionConditionReasonCode)(0),                // 4: prose.book.v1.BookConnectionConditionReasonCode
-	(*ConnectionAuthentication)(nil),                      // 5: prose.book.v1.ConnectionAuthentication
-	(*CredentialValue)(nil),                               // 6: prose.book.v1.CredentialValue
-	(*ConnectionLabel)(nil),                               // 7: prose.book.v1.ConnectionLabel
-	(*ConnectionConceptValue)(nil),                        // 8: prose.book.v1.ConnectionConceptValue
-	(*BookConnectionDescriptor)(nil),                      // 9: prose.book.v1.BookConnectionDescriptor
-	(*BookConnectionCondition)(nil),                       // 10: prose.book.v1.BookConnectionCondition
-	(*BookConnectionStatus)(nil),                          // 11: prose.book.v1.BookConnectionStatus
-	(*BookConnectionOAuthURLResponse)(nil),                // 12: prose.book.v1.BookConnectionOAuthURLResponse
-	(*BookConnectionResponse)(nil),                        // 13: prose.book.v1.BookConnectionResponse
-	(*AddWorkspaceBookConnectionRequest)(nil),             // 14: prose.book.v1.AddWorkspaceBookConnectionRequest
-	(*ListWorkspaceBookConnectionsRequest)(nil),           // 15: prose.book.v1.ListWorkspaceBookConnectionsRequest
-	(*ListWorkspaceBookConnectionsResponse)(nil),          // 16: prose.book.v1.ListWorkspaceBookConnectionsResponse
-	(*UpdateWorkspaceBookConnectionRequest)(nil),          // 17: prose.book.v1.UpdateWorkspaceBookConnectionRequest
-	(*GetWorkspaceBookConnectionRequest)(nil),             // 18: prose.book.v1.GetWorkspaceBookConnectionRequest
-	(*GetWorkspaceBookConnectionResponse)(nil),            // 19: prose.book.v1.GetWorkspaceBookConnectionResponse
-	(*ListAllWorkspaceBookConnectionsRequest)(nil),        // 20: prose.book.v1.ListAllWorkspaceBookConnectionsRequest
-	(*ListAllWorkspaceBookConnectionsResponse)(nil),       // 21: prose.book.v1.ListAllWorkspaceBookConnectionsResponse
-	(*DeleteWorkspaceConnectionRequest)(nil),              // 22: prose.book.v1.DeleteWorkspaceConnectionRequest
-	(*DeleteWorkspaceConnectionResponse)(nil),             // 23: prose.book.v1.DeleteWorkspaceConnectionResponse
-	(*AffectedAutomation)(nil),                            // 24: prose.book.v1.AffectedAutomation
-	(*UpgradeWorkspaceBookConnectionRequest)(nil),         // 25: prose.book.v1.UpgradeWorkspaceBookConnectionRequest
-	(*ListWorkspaceBookConnectionProceduresRequest)(nil),  // 26: prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
-	(*ListWorkspaceBookConnectionProceduresResponse)(nil), // 27: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
-	(*GetWorkspaceBookConnectionUserInfoRequest)(nil),     // 28: prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
-	(*ConnectionUserInfo)(nil),                            // 29: prose.book.v1.ConnectionUserInfo
-	(*GetWorkspaceBookConnectionUserInfoResponse)(nil),    // 30: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
-	(*CountConnectionUsageRequest)(nil),                   // 31: prose.book.v1.CountConnectionUsageRequest
-	(*ConnectionAutomationCount)(nil),                     // 32: prose.book.v1.ConnectionAutomationCount
-	(*CountConnectionUsageResponse)(nil),                  // 33: prose.book.v1.CountConnectionUsageResponse
-	(*TraceConnectionUsageRequest)(nil),                   // 34: prose.book.v1.TraceConnectionUsageRequest
-	(*AutomationConnectionUsage)(nil),                     // 35: prose.book.v1.AutomationConnectionUsage
-	(*TraceConnectionUsageResponse)(nil),                  // 36: prose.book.v1.TraceConnectionUsageResponse
-	(*ExtractAutomationCodeConnectionsRequest)(nil),       // 37: prose.book.v1.ExtractAutomationCodeConnectionsRequest
-	(*CredentialInfo)(nil),                                // 38: prose.book.v1.CredentialInfo
-	(*ExtractAutomationCodeConnectionsResponse)(nil),      // 39: prose.book.v1.ExtractAutomationCodeConnectionsResponse
-	(*AddAutomationConnectionsRequest)(nil),               // 40: prose.book.v1.AddAutomationConnectionsRequest
-	(*ConnectionReplacement)(nil),                         // 41: prose.book.v1.ConnectionReplacement
-	(*SwitchAutomationConnectionsRequest)(nil),            // 42: prose.book.v1.SwitchAutomationConnectionsRequest
-	(*UpgradeAutomationConnectionsRequest)(nil),           // 43: prose.book.v1.UpgradeAutomationConnectionsRequest
-	(*ConnectionRemoval)(nil),                             // 44: prose.book.v1.ConnectionRemoval
-	(*RemoveAutomationConnectionsRequest)(nil),            // 45: prose.book.v1.RemoveAutomationConnectionsRequest
-	(*AutomationConnectionsResponse)(nil),                 // 46: prose.book.v1.AutomationConnectionsResponse
-	nil,                                                   // 47: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
-	nil,                                                   // 48: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                                                   // 49: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                                                   // 50: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
-	(*v1.BdkValue)(nil),                                   // 51: prose.platform.v1.BdkValue
-	(*NounPhrases)(nil),                                   // 52: prose.book.v1.NounPhrases
-	(OAuthFlow)(0),                                        // 53: prose.book.v1.OAuthFlow
-	(*Procedure)(nil),                                     // 54: prose.book.v1.Procedure
-	(v1.AutomationStage)(0),                               // 55: prose.platform.v1.AutomationStage
-	(v1.PhaseType)(0),                                     // 56: prose.platform.v1.PhaseType
-	(*v1.Automation)(nil),                                 // 57: prose.platform.v1.Automation
+	(BookConnectionState)(0),                                 // 0: prose.book.v1.BookConnectionState
+	(BookConnectionStateCategory)(0),                         // 1: prose.book.v1.BookConnectionStateCategory
+	(BookConnectionConditionType)(0),                         // 2: prose.book.v1.BookConnectionConditionType
+	(BookConnectionConditionStatus)(0),                       // 3: prose.book.v1.BookConnectionConditionStatus
+	(BookConnectionConditionReasonCode)(0),                   // 4: prose.book.v1.BookConnectionConditionReasonCode
+	(*ConnectionAuthentication)(nil),                         // 5: prose.book.v1.ConnectionAuthentication
+	(*CredentialValue)(nil),                                  // 6: prose.book.v1.CredentialValue
+	(*ConnectionLabel)(nil),                                  // 7: prose.book.v1.ConnectionLabel
+	(*ConnectionConceptValue)(nil),                           // 8: prose.book.v1.ConnectionConceptValue
+	(*BookConnectionDescriptor)(nil),                         // 9: prose.book.v1.BookConnectionDescriptor
+	(*BookConnectionCondition)(nil),                          // 10: prose.book.v1.BookConnectionCondition
+	(*BookConnectionStatus)(nil),                             // 11: prose.book.v1.BookConnectionStatus
+	(*BookConnectionOAuthURLResponse)(nil),                   // 12: prose.book.v1.BookConnectionOAuthURLResponse
+	(*BookConnectionResponse)(nil),                           // 13: prose.book.v1.BookConnectionResponse
+	(*AddWorkspaceBookConnectionRequest)(nil),                // 14: prose.book.v1.AddWorkspaceBookConnectionRequest
+	(*ListWorkspaceBookConnectionsRequest)(nil),              // 15: prose.book.v1.ListWorkspaceBookConnectionsRequest
+	(*ListWorkspaceBookConnectionsResponse)(nil),             // 16: prose.book.v1.ListWorkspaceBookConnectionsResponse
+	(*UpdateWorkspaceBookConnectionRequest)(nil),             // 17: prose.book.v1.UpdateWorkspaceBookConnectionRequest
+	(*GetWorkspaceBookConnectionRequest)(nil),                // 18: prose.book.v1.GetWorkspaceBookConnectionRequest
+	(*GetWorkspaceBookConnectionResponse)(nil),               // 19: prose.book.v1.GetWorkspaceBookConnectionResponse
+	(*ListAllWorkspaceBookConnectionsRequest)(nil),           // 20: prose.book.v1.ListAllWorkspaceBookConnectionsRequest
+	(*ListAllWorkspaceBookConnectionsResponse)(nil),          // 21: prose.book.v1.ListAllWorkspaceBookConnectionsResponse
+	(*DeleteWorkspaceConnectionRequest)(nil),                 // 22: prose.book.v1.DeleteWorkspaceConnectionRequest
+	(*DeleteWorkspaceConnectionResponse)(nil),                // 23: prose.book.v1.DeleteWorkspaceConnectionResponse
+	(*AffectedAutomation)(nil),                               // 24: prose.book.v1.AffectedAutomation
+	(*UpgradeWorkspaceBookConnectionRequest)(nil),            // 25: prose.book.v1.UpgradeWorkspaceBookConnectionRequest
+	(*ListWorkspaceBookConnectionProceduresRequest)(nil),     // 26: prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
+	(*ListWorkspaceBookConnectionProceduresResponse)(nil),    // 27: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
+	(*GetWorkspaceBookConnectionUserInfoRequest)(nil),        // 28: prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
+	(*ConnectionUserInfo)(nil),                               // 29: prose.book.v1.ConnectionUserInfo
+	(*GetWorkspaceBookConnectionUserInfoResponse)(nil),       // 30: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
+	(*CountConnectionUsageRequest)(nil),                      // 31: prose.book.v1.CountConnectionUsageRequest
+	(*ConnectionAutomationCount)(nil),                        // 32: prose.book.v1.ConnectionAutomationCount
+	(*CountConnectionUsageResponse)(nil),                     // 33: prose.book.v1.CountConnectionUsageResponse
+	(*TraceConnectionUsageRequest)(nil),                      // 34: prose.book.v1.TraceConnectionUsageRequest
+	(*AutomationConnectionUsage)(nil),                        // 35: prose.book.v1.AutomationConnectionUsage
+	(*TraceConnectionUsageResponse)(nil),                     // 36: prose.book.v1.TraceConnectionUsageResponse
+	(*ExtractAutomationCodeConnectionsRequest)(nil),          // 37: prose.book.v1.ExtractAutomationCodeConnectionsRequest
+	(*CredentialInfo)(nil),                                   // 38: prose.book.v1.CredentialInfo
+	(*ExtractAutomationCodeConnectionsResponse)(nil),         // 39: prose.book.v1.ExtractAutomationCodeConnectionsResponse
+	(*AddAutomationConnectionsRequest)(nil),                  // 40: prose.book.v1.AddAutomationConnectionsRequest
+	(*ConnectionReplacement)(nil),                            // 41: prose.book.v1.ConnectionReplacement
+	(*SwitchAutomationConnectionsRequest)(nil),               // 42: prose.book.v1.SwitchAutomationConnectionsRequest
+	(*UpgradeAutomationConnectionsRequest)(nil),              // 43: prose.book.v1.UpgradeAutomationConnectionsRequest
+	(*ConnectionRemoval)(nil),                                // 44: prose.book.v1.ConnectionRemoval
+	(*RemoveAutomationConnectionsRequest)(nil),               // 45: prose.book.v1.RemoveAutomationConnectionsRequest
+	(*AutomationConnectionsResponse)(nil),                    // 46: prose.book.v1.AutomationConnectionsResponse
+	(*ListWorkspaceBookConnectionDiscoverablesRequest)(nil),  // 47: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
+	(*Discoverable)(nil),                                     // 48: prose.book.v1.Discoverable
+	(*ListWorkspaceBookConnectionDiscoverablesResponse)(nil), // 49: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
+	(*SetDiscoveredRequest)(nil),                             // 50: prose.book.v1.SetDiscoveredRequest
+	(*SetDiscoveredResponse)(nil),                            // 51: prose.book.v1.SetDiscoveredResponse
+	nil,                                                      // 52: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	nil,                                                      // 53: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                                                      // 54: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                                                      // 55: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	(*v1.BdkValue)(nil),                                      // 56: prose.platform.v1.BdkValue
+	(*NounPhrases)(nil),                                      // 57: prose.book.v1.NounPhrases
+	(OAuthFlow)(0),                                           // 58: prose.book.v1.OAuthFlow
+	(*Procedure)(nil),                                        // 59: prose.book.v1.Procedure
+	(v1.AutomationStage)(0),                                  // 60: prose.platform.v1.AutomationStage
+	(v1.PhaseType)(0),                                        // 61: prose.platform.v1.PhaseType
+	(*v1.Automation)(nil),                                    // 62: prose.platform.v1.Automation
 }
 var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	6,  // 0: prose.book.v1.ConnectionAuthentication.authentication_credentials:type_name -> prose.book.v1.CredentialValue
-	51, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
-	52, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
-	51, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
+	56, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
+	57, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
+	56, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
 	5,  // 4: prose.book.v1.BookConnectionDescriptor.authentication:type_name -> prose.book.v1.ConnectionAuthentication
 	8,  // 5: prose.book.v1.BookConnectionDescriptor.config:type_name -> prose.book.v1.ConnectionConceptValue
 	7,  // 6: prose.book.v1.BookConnectionDescriptor.labels:type_name -> prose.book.v1.ConnectionLabel
 	11, // 7: prose.book.v1.BookConnectionDescriptor.status:type_name -> prose.book.v1.BookConnectionStatus
-	47, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	52, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
 	2,  // 9: prose.book.v1.BookConnectionCondition.type:type_name -> prose.book.v1.BookConnectionConditionType
 	3,  // 10: prose.book.v1.BookConnectionCondition.status:type_name -> prose.book.v1.BookConnectionConditionStatus
 	4,  // 11: prose.book.v1.BookConnectionCondition.reason_code:type_name -> prose.book.v1.BookConnectionConditionReasonCode
@@ -3548,70 +3875,75 @@ var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	9,  // 15: prose.book.v1.BookConnectionResponse.book_connection_descriptor:type_name -> prose.book.v1.BookConnectionDescriptor
 	12, // 16: prose.book.v1.BookConnectionResponse.authorize_url:type_name -> prose.book.v1.BookConnectionOAuthURLResponse
 	5,  // 17: prose.book.v1.AddWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	48, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	53, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 19: prose.book.v1.AddWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	53, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	58, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 21: prose.book.v1.ListWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	5,  // 22: prose.book.v1.UpdateWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	49, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	54, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 24: prose.book.v1.UpdateWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	53, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	58, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 26: prose.book.v1.GetWorkspaceBookConnectionResponse.book_connection:type_name -> prose.book.v1.BookConnectionDescriptor
 	9,  // 27: prose.book.v1.ListAllWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	24, // 28: prose.book.v1.DeleteWorkspaceConnectionResponse.affected_automations:type_name -> prose.book.v1.AffectedAutomation
-	54, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	50, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	59, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	55, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
 	29, // 31: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse.user_info:type_name -> prose.book.v1.ConnectionUserInfo
 	32, // 32: prose.book.v1.CountConnectionUsageResponse.connection_counts:type_name -> prose.book.v1.ConnectionAutomationCount
-	55, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
+	60, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
 	35, // 34: prose.book.v1.TraceConnectionUsageResponse.automations:type_name -> prose.book.v1.AutomationConnectionUsage
-	56, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
+	61, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
 	38, // 36: prose.book.v1.ExtractAutomationCodeConnectionsResponse.connections:type_name -> prose.book.v1.CredentialInfo
 	38, // 37: prose.book.v1.AddAutomationConnectionsRequest.connections:type_name -> prose.book.v1.CredentialInfo
 	41, // 38: prose.book.v1.SwitchAutomationConnectionsRequest.switches:type_name -> prose.book.v1.ConnectionReplacement
 	41, // 39: prose.book.v1.UpgradeAutomationConnectionsRequest.upgrades:type_name -> prose.book.v1.ConnectionReplacement
 	44, // 40: prose.book.v1.RemoveAutomationConnectionsRequest.removals:type_name -> prose.book.v1.ConnectionRemoval
-	57, // 41: prose.book.v1.AutomationConnectionsResponse.automation:type_name -> prose.platform.v1.Automation
-	51, // 42: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	51, // 43: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	51, // 44: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	14, // 45: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
-	15, // 46: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
-	17, // 47: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
-	18, // 48: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:input_type -> prose.book.v1.GetWorkspaceBookConnectionRequest
-	20, // 49: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:input_type -> prose.book.v1.ListAllWorkspaceBookConnectionsRequest
-	22, // 50: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
-	25, // 51: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:input_type -> prose.book.v1.UpgradeWorkspaceBookConnectionRequest
-	26, // 52: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
-	28, // 53: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:input_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
-	31, // 54: prose.book.v1.ConnectionService.CountConnectionUsage:input_type -> prose.book.v1.CountConnectionUsageRequest
-	34, // 55: prose.book.v1.ConnectionService.TraceConnectionUsage:input_type -> prose.book.v1.TraceConnectionUsageRequest
-	37, // 56: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:input_type -> prose.book.v1.ExtractAutomationCodeConnectionsRequest
-	40, // 57: prose.book.v1.ConnectionService.AddAutomationConnections:input_type -> prose.book.v1.AddAutomationConnectionsRequest
-	42, // 58: prose.book.v1.ConnectionService.SwitchAutomationConnections:input_type -> prose.book.v1.SwitchAutomationConnectionsRequest
-	43, // 59: prose.book.v1.ConnectionService.UpgradeAutomationConnections:input_type -> prose.book.v1.UpgradeAutomationConnectionsRequest
-	45, // 60: prose.book.v1.ConnectionService.RemoveAutomationConnections:input_type -> prose.book.v1.RemoveAutomationConnectionsRequest
-	13, // 61: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	16, // 62: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
-	13, // 63: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	19, // 64: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
-	21, // 65: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
-	23, // 66: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
-	13, // 67: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	27, // 68: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
-	30, // 69: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
-	33, // 70: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
-	36, // 71: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
-	39, // 72: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
-	46, // 73: prose.book.v1.ConnectionService.AddAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 74: prose.book.v1.ConnectionService.SwitchAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 75: prose.book.v1.ConnectionService.UpgradeAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 76: prose.book.v1.ConnectionService.RemoveAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	61, // [61:77] is the sub-list for method output_type
-	45, // [45:61] is the sub-list for method input_type
-	45, // [45:45] is the sub-list for extension type_name
-	45, // [45:45] is the sub-list for extension extendee
-	0,  // [0:45] is the sub-list for field type_name
+	62, // 41: prose.book.v1.AutomationConnectionsResponse.automation:type_name -> prose.platform.v1.Automation
+	48, // 42: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse.discoverables:type_name -> prose.book.v1.Discoverable
+	56, // 43: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	56, // 44: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	56, // 45: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	14, // 46: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
+	15, // 47: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
+	17, // 48: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
+	18, // 49: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:input_type -> prose.book.v1.GetWorkspaceBookConnectionRequest
+	20, // 50: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:input_type -> prose.book.v1.ListAllWorkspaceBookConnectionsRequest
+	22, // 51: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
+	25, // 52: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:input_type -> prose.book.v1.UpgradeWorkspaceBookConnectionRequest
+	26, // 53: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
+	28, // 54: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:input_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
+	31, // 55: prose.book.v1.ConnectionService.CountConnectionUsage:input_type -> prose.book.v1.CountConnectionUsageRequest
+	34, // 56: prose.book.v1.ConnectionService.TraceConnectionUsage:input_type -> prose.book.v1.TraceConnectionUsageRequest
+	37, // 57: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:input_type -> prose.book.v1.ExtractAutomationCodeConnectionsRequest
+	40, // 58: prose.book.v1.ConnectionService.AddAutomationConnections:input_type -> prose.book.v1.AddAutomationConnectionsRequest
+	42, // 59: prose.book.v1.ConnectionService.SwitchAutomationConnections:input_type -> prose.book.v1.SwitchAutomationConnectionsRequest
+	43, // 60: prose.book.v1.ConnectionService.UpgradeAutomationConnections:input_type -> prose.book.v1.UpgradeAutomationConnectionsRequest
+	45, // 61: prose.book.v1.ConnectionService.RemoveAutomationConnections:input_type -> prose.book.v1.RemoveAutomationConnectionsRequest
+	47, // 62: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:input_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
+	50, // 63: prose.book.v1.ConnectionService.SetDiscovered:input_type -> prose.book.v1.SetDiscoveredRequest
+	13, // 64: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	16, // 65: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
+	13, // 66: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	19, // 67: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
+	21, // 68: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
+	23, // 69: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
+	13, // 70: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	27, // 71: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
+	30, // 72: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
+	33, // 73: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
+	36, // 74: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
+	39, // 75: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
+	46, // 76: prose.book.v1.ConnectionService.AddAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 77: prose.book.v1.ConnectionService.SwitchAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 78: prose.book.v1.ConnectionService.UpgradeAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 79: prose.book.v1.ConnectionService.RemoveAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	49, // 80: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:output_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
+	51, // 81: prose.book.v1.ConnectionService.SetDiscovered:output_type -> prose.book.v1.SetDiscoveredResponse
+	64, // [64:82] is the sub-list for method output_type
+	46, // [46:64] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_prose_book_v1_connection_proto_init() }
@@ -3626,7 +3958,7 @@ func file_prose_book_v1_connection_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_book_v1_connection_proto_rawDesc), len(file_prose_book_v1_connection_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   46,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,22 +19,24 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConnectionService_AddWorkspaceBookConnection_FullMethodName            = "/prose.book.v1.ConnectionService/AddWorkspaceBookConnection"
-	ConnectionService_ListWorkspaceBookConnections_FullMethodName          = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnections"
-	ConnectionService_UpdateWorkspaceBookConnection_FullMethodName         = "/prose.book.v1.ConnectionService/UpdateWorkspaceBookConnection"
-	ConnectionService_GetWorkspaceBookConnection_FullMethodName            = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnection"
-	ConnectionService_ListAllWorkspaceBookConnections_FullMethodName       = "/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections"
-	ConnectionService_DeleteWorkspaceConnection_FullMethodName             = "/prose.book.v1.ConnectionService/DeleteWorkspaceConnection"
-	ConnectionService_UpgradeWorkspaceBookConnection_FullMethodName        = "/prose.book.v1.ConnectionService/UpgradeWorkspaceBookConnection"
-	ConnectionService_ListWorkspaceBookConnectionProcedures_FullMethodName = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionProcedures"
-	ConnectionService_GetWorkspaceBookConnectionUserInfo_FullMethodName    = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnectionUserInfo"
-	ConnectionService_CountConnectionUsage_FullMethodName                  = "/prose.book.v1.ConnectionService/CountConnectionUsage"
-	ConnectionService_TraceConnectionUsage_FullMethodName                  = "/prose.book.v1.ConnectionService/TraceConnectionUsage"
-	ConnectionService_ExtractAutomationCodeConnections_FullMethodName      = "/prose.book.v1.ConnectionService/ExtractAutomationCodeConnections"
-	ConnectionService_AddAutomationConnections_FullMethodName              = "/prose.book.v1.ConnectionService/AddAutomationConnections"
-	ConnectionService_SwitchAutomationConnections_FullMethodName           = "/prose.book.v1.ConnectionService/SwitchAutomationConnections"
-	ConnectionService_UpgradeAutomationConnections_FullMethodName          = "/prose.book.v1.ConnectionService/UpgradeAutomationConnections"
-	ConnectionService_RemoveAutomationConnections_FullMethodName           = "/prose.book.v1.ConnectionService/RemoveAutomationConnections"
+	ConnectionService_AddWorkspaceBookConnection_FullMethodName               = "/prose.book.v1.ConnectionService/AddWorkspaceBookConnection"
+	ConnectionService_ListWorkspaceBookConnections_FullMethodName             = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnections"
+	ConnectionService_UpdateWorkspaceBookConnection_FullMethodName            = "/prose.book.v1.ConnectionService/UpdateWorkspaceBookConnection"
+	ConnectionService_GetWorkspaceBookConnection_FullMethodName               = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnection"
+	ConnectionService_ListAllWorkspaceBookConnections_FullMethodName          = "/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections"
+	ConnectionService_DeleteWorkspaceConnection_FullMethodName                = "/prose.book.v1.ConnectionService/DeleteWorkspaceConnection"
+	ConnectionService_UpgradeWorkspaceBookConnection_FullMethodName           = "/prose.book.v1.ConnectionService/UpgradeWorkspaceBookConnection"
+	ConnectionService_ListWorkspaceBookConnectionProcedures_FullMethodName    = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionProcedures"
+	ConnectionService_GetWorkspaceBookConnectionUserInfo_FullMethodName       = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnectionUserInfo"
+	ConnectionService_CountConnectionUsage_FullMethodName                     = "/prose.book.v1.ConnectionService/CountConnectionUsage"
+	ConnectionService_TraceConnectionUsage_FullMethodName                     = "/prose.book.v1.ConnectionService/TraceConnectionUsage"
+	ConnectionService_ExtractAutomationCodeConnections_FullMethodName         = "/prose.book.v1.ConnectionService/ExtractAutomationCodeConnections"
+	ConnectionService_AddAutomationConnections_FullMethodName                 = "/prose.book.v1.ConnectionService/AddAutomationConnections"
+	ConnectionService_SwitchAutomationConnections_FullMethodName              = "/prose.book.v1.ConnectionService/SwitchAutomationConnections"
+	ConnectionService_UpgradeAutomationConnections_FullMethodName             = "/prose.book.v1.ConnectionService/UpgradeAutomationConnections"
+	ConnectionService_RemoveAutomationConnections_FullMethodName              = "/prose.book.v1.ConnectionService/RemoveAutomationConnections"
+	ConnectionService_ListWorkspaceBookConnectionDiscoverables_FullMethodName = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionDiscoverables"
+	ConnectionService_SetDiscovered_FullMethodName                            = "/prose.book.v1.ConnectionService/SetDiscovered"
 )
 
 // ConnectionServiceClient is the client API for ConnectionService service.
@@ -96,6 +98,12 @@ type ConnectionServiceClient interface {
 	// and where its code names them the placeholder
 	// `prose.connection_name.BOOK` takes their place.
 	RemoveAutomationConnections(ctx context.Context, in *RemoveAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error)
+	// Lists what a connection can reach that discovery may record (the
+	// databases book: the tables and views of its database).
+	ListWorkspaceBookConnectionDiscoverables(ctx context.Context, in *ListWorkspaceBookConnectionDiscoverablesRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConnectionDiscoverablesResponse, error)
+	// Records which discoverables are discovered (the connection's
+	// `discovered`), replacing what was; an empty list clears it.
+	SetDiscovered(ctx context.Context, in *SetDiscoveredRequest, opts ...grpc.CallOption) (*SetDiscoveredResponse, error)
 }
 
 type connectionServiceClient struct {
@@ -266,6 +274,26 @@ func (c *connectionServiceClient) RemoveAutomationConnections(ctx context.Contex
 	return out, nil
 }
 
+func (c *connectionServiceClient) ListWorkspaceBookConnectionDiscoverables(ctx context.Context, in *ListWorkspaceBookConnectionDiscoverablesRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConnectionDiscoverablesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkspaceBookConnectionDiscoverablesResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_ListWorkspaceBookConnectionDiscoverables_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) SetDiscovered(ctx context.Context, in *SetDiscoveredRequest, opts ...grpc.CallOption) (*SetDiscoveredResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetDiscoveredResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_SetDiscovered_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectionServiceServer is the server API for ConnectionService service.
 // All implementations must embed UnimplementedConnectionServiceServer
 // for forward compatibility.
@@ -325,6 +353,12 @@ type ConnectionServiceServer interface {
 	// and where its code names them the placeholder
 	// `prose.connection_name.BOOK` takes their place.
 	RemoveAutomationConnections(context.Context, *RemoveAutomationConnectionsRequest) (*AutomationConnectionsResponse, error)
+	// Lists what a connection can reach that discovery may record (the
+	// databases book: the tables and views of its database).
+	ListWorkspaceBookConnectionDiscoverables(context.Context, *ListWorkspaceBookConnectionDiscoverablesRequest) (*ListWorkspaceBookConnectionDiscoverablesResponse, error)
+	// Records which discoverables are discovered (the connection's
+	// `discovered`), replacing what was; an empty list clears it.
+	SetDiscovered(context.Context, *SetDiscoveredRequest) (*SetDiscoveredResponse, error)
 	mustEmbedUnimplementedConnectionServiceServer()
 }
 
@@ -382,6 +416,12 @@ func (UnimplementedConnectionServiceServer) UpgradeAutomationConnections(context
 }
 func (UnimplementedConnectionServiceServer) RemoveAutomationConnections(context.Context, *RemoveAutomationConnectionsRequest) (*AutomationConnectionsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method RemoveAutomationConnections not implemented")
+}
+func (UnimplementedConnectionServiceServer) ListWorkspaceBookConnectionDiscoverables(context.Context, *ListWorkspaceBookConnectionDiscoverablesRequest) (*ListWorkspaceBookConnectionDiscoverablesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkspaceBookConnectionDiscoverables not implemented")
+}
+func (UnimplementedConnectionServiceServer) SetDiscovered(context.Context, *SetDiscoveredRequest) (*SetDiscoveredResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetDiscovered not implemented")
 }
 func (UnimplementedConnectionServiceServer) mustEmbedUnimplementedConnectionServiceServer() {}
 func (UnimplementedConnectionServiceServer) testEmbeddedByValue()                           {}
@@ -692,6 +732,42 @@ func _ConnectionService_RemoveAutomationConnections_Handler(srv interface{}, ctx
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectionService_ListWorkspaceBookConnectionDiscoverables_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkspaceBookConnectionDiscoverablesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).ListWorkspaceBookConnectionDiscoverables(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_ListWorkspaceBookConnectionDiscoverables_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).ListWorkspaceBookConnectionDiscoverables(ctx, req.(*ListWorkspaceBookConnectionDiscoverablesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_SetDiscovered_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetDiscoveredRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).SetDiscovered(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_SetDiscovered_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).SetDiscovered(ctx, req.(*SetDiscoveredRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectionService_ServiceDesc is the grpc.ServiceDesc for ConnectionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -762,6 +838,14 @@ var ConnectionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "RemoveAutomationConnections",
 			Handler:    _ConnectionService_RemoveAutomationConnections_Handler,
+		},
+		{
+			MethodName: "ListWorkspaceBookConnectionDiscoverables",
+			Handler:    _ConnectionService_ListWorkspaceBookConnectionDiscoverables_Handler,
+		},
+		{
+			MethodName: "SetDiscovered",
+			Handler:    _ConnectionService_SetDiscovered_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
