@@ -149,6 +149,13 @@ func (c *Connections) Update(ctx context.Context, ws Workspace, bookName, bookVe
 				}
 			}
 		}
+		// Tokens an authorization issued stay unless the update sends them.
+		for _, oc := range old.GetAuthenticationCredentials() {
+			if issuedCredential(auth.GetAuthenticationId(), oc.GetId()) &&
+				!slices.ContainsFunc(auth.GetAuthenticationCredentials(), func(cr *bookv1.CredentialValue) bool { return cr.GetId() == oc.GetId() }) {
+				auth.AuthenticationCredentials = append(auth.AuthenticationCredentials, oc)
+			}
+		}
 	}
 	in.Auth = auth
 	if prev, err := decodeDescriptor(row); err == nil {
@@ -398,7 +405,7 @@ func validateConnection(b *bookv1.Book, in ConnectionInput) error {
 					}
 				}
 				for id := range seen {
-					if !want[id] {
+					if !want[id] && !issuedCredential(method.GetId(), id) {
 						problems = append(problems, fmt.Sprintf("authentication %q has no credential %q", method.GetId(), id))
 					}
 				}

@@ -41,6 +41,8 @@ type ConnectionService struct {
 	bookv1.UnimplementedConnectionServiceServer
 	conns       *books.Connections
 	automations store.Automations
+	// PublicURL is the server's public origin, for OAuth redirects.
+	PublicURL string
 }
 
 // NewConnectionService returns the connection service; automations are
@@ -717,4 +719,32 @@ func (s *ConnectionService) SetDiscovered(ctx context.Context, req *bookv1.SetDi
 		return nil, discoveryError(err, ws, req.GetConnectionId())
 	}
 	return &bookv1.SetDiscoveredResponse{}, nil
+}
+
+// OAuthCallbackPath is where an OAuth provider sends a person back after
+// authorizing a connection (served by cmd/prose).
+const OAuthCallbackPath = "/oauth/callback"
+
+// AuthorizeWorkspaceBookConnection answers the URL that starts a
+// connection's OAuth authorization.
+func (s *ConnectionService) AuthorizeWorkspaceBookConnection(ctx context.Context, req *bookv1.AuthorizeWorkspaceBookConnectionRequest) (*bookv1.BookConnectionResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"connection_id": req.GetConnectionId()}); err != nil {
+		return nil, err
+	}
+	if s.PublicURL == "" {
+		return nil, transport.FailedPrecondition(ReasonInvalidConnection,
+			"OAuth needs the server's public address for the provider to send people back: start prose serve with --public-url", nil)
+	}
+	d, u, err := s.conns.Authorize(ctx, ws, req.GetConnectionId(), strings.TrimSuffix(s.PublicURL, "/")+OAuthCallbackPath)
+	if errors.Is(err, books.ErrNotOAuth) {
+		return nil, transport.FailedPrecondition(ReasonInvalidConnection, err.Error(), map[string]string{"connection_id": req.GetConnectionId()})
+	}
+	if err != nil {
+		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
+	}
+	return &bookv1.BookConnectionResponse{BookConnectionDescriptor: d, AuthorizeUrl: &bookv1.BookConnectionOAuthURLResponse{Url: u}}, nil
 }

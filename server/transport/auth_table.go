@@ -223,6 +223,7 @@ var MethodAccess = map[string]Access{
 	"/prose.book.v1.ConnectionService/UpgradeAutomationConnections":             w(store.PermAutomationsWrite),
 	"/prose.book.v1.ConnectionService/RemoveAutomationConnections":              w(store.PermAutomationsWrite),
 	"/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionDiscoverables": r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/AuthorizeWorkspaceBookConnection":         w(store.PermAutomationsWrite),
 	"/prose.book.v1.ConnectionService/SetDiscovered":                            w(store.PermAutomationsWrite),
 
 	// Legacy v1: a share id or worker id names the workspace only after a

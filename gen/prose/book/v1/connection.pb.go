@@ -907,7 +907,7 @@ func (x *BookConnectionStatus) GetConditions() []*BookConnectionCondition {
 	return nil
 }
 
-// The OAuth URL of a connection (empty: the built-in books use no OAuth).
+// The OAuth URL of a connection (set by AuthorizeWorkspaceBookConnection).
 type BookConnectionOAuthURLResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The URL that starts the OAuth flow.
@@ -3480,6 +3480,70 @@ func (*SetDiscoveredResponse) Descriptor() ([]byte, []int) {
 	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{46}
 }
 
+// Request of AuthorizeWorkspaceBookConnection.
+type AuthorizeWorkspaceBookConnectionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId  string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) Reset() {
+	*x = AuthorizeWorkspaceBookConnectionRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthorizeWorkspaceBookConnectionRequest) ProtoMessage() {}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthorizeWorkspaceBookConnectionRequest.ProtoReflect.Descriptor instead.
+func (*AuthorizeWorkspaceBookConnectionRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
 var File_prose_book_v1_connection_proto protoreflect.FileDescriptor
 
 const file_prose_book_v1_connection_proto_rawDesc = "" +
@@ -3712,7 +3776,11 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
 	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12\x17\n" +
 	"\x04what\x18\x04 \x03(\tB\x03\xe0A\x01R\x04what\"\x17\n" +
-	"\x15SetDiscoveredResponse*\xcc\x01\n" +
+	"\x15SetDiscoveredResponse\"\xa9\x01\n" +
+	"'AuthorizeWorkspaceBookConnectionRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId*\xcc\x01\n" +
 	"\x13BookConnectionState\x12!\n" +
 	"\x1dBOOK_CONNECTION_STATE_PENDING\x10\x00\x12\x1f\n" +
 	"\x1bBOOK_CONNECTION_STATE_READY\x10\x01\x12 \n" +
@@ -3756,7 +3824,7 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	";BOOK_CONNECTION_CONDITION_REASON_CODE_REPLICA_COUNT_IS_ZERO\x10\x0e\x12C\n" +
 	"?BOOK_CONNECTION_CONDITION_REASON_CODE_NEW_DEPLOYMENT_ROLLED_OUT\x10\x0f\x12>\n" +
 	":BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_IN_PROGRESS\x10\x10\x129\n" +
-	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xc2#\n" +
+	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xb7%\n" +
 	"\x11ConnectionService\x12\xf0\x01\n" +
 	"\x1aAddWorkspaceBookConnection\x120.prose.book.v1.AddWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"y\x82\xd3\xe4\x93\x02s:\x01*\"n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\xff\x01\n" +
 	"\x1cListWorkspaceBookConnections\x122.prose.book.v1.ListWorkspaceBookConnectionsRequest\x1a3.prose.book.v1.ListWorkspaceBookConnectionsResponse\"v\x82\xd3\xe4\x93\x02p\x12n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\x88\x02\n" +
@@ -3775,7 +3843,8 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\x1cUpgradeAutomationConnections\x122.prose.book.v1.UpgradeAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"{\x82\xd3\xe4\x93\x02u:\x01*\"p/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:upgradeConnections\x12\xfa\x01\n" +
 	"\x1bRemoveAutomationConnections\x121.prose.book.v1.RemoveAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:removeConnections\x12\xa0\x02\n" +
 	"(ListWorkspaceBookConnectionDiscoverables\x12>.prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest\x1a?.prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse\"s\x82\xd3\xe4\x93\x02m\x12k/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discoverables\x12\xcd\x01\n" +
-	"\rSetDiscovered\x12#.prose.book.v1.SetDiscoveredRequest\x1a$.prose.book.v1.SetDiscoveredResponse\"q\x82\xd3\xe4\x93\x02k:\x01*\"f/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discoverB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
+	"\rSetDiscovered\x12#.prose.book.v1.SetDiscoveredRequest\x1a$.prose.book.v1.SetDiscoveredResponse\"q\x82\xd3\xe4\x93\x02k:\x01*\"f/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discover\x12\xf2\x01\n" +
+	" AuthorizeWorkspaceBookConnection\x126.prose.book.v1.AuthorizeWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"o\x82\xd3\xe4\x93\x02i\x1ag/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/authorizeB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
 
 var (
 	file_prose_book_v1_connection_proto_rawDescOnce sync.Once
@@ -3790,7 +3859,7 @@ func file_prose_book_v1_connection_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_book_v1_connection_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_prose_book_v1_connection_proto_goTypes = []any{
 	(BookConnectionState)(0),                                 // 0: prose.book.v1.BookConnectionState
 	(BookConnectionStateCategory)(0),                         // 1: prose.book.v1.BookConnectionStateCategory
@@ -3844,28 +3913,29 @@ var file_prose_book_v1_connection_proto_goTypes = []any{
 	(*ListWorkspaceBookConnectionDiscoverablesResponse)(nil), // 49: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
 	(*SetDiscoveredRequest)(nil),                             // 50: prose.book.v1.SetDiscoveredRequest
 	(*SetDiscoveredResponse)(nil),                            // 51: prose.book.v1.SetDiscoveredResponse
-	nil,                                                      // 52: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
-	nil,                                                      // 53: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                                                      // 54: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                                                      // 55: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
-	(*v1.BdkValue)(nil),                                      // 56: prose.platform.v1.BdkValue
-	(*NounPhrases)(nil),                                      // 57: prose.book.v1.NounPhrases
-	(OAuthFlow)(0),                                           // 58: prose.book.v1.OAuthFlow
-	(*Procedure)(nil),                                        // 59: prose.book.v1.Procedure
-	(v1.AutomationStage)(0),                                  // 60: prose.platform.v1.AutomationStage
-	(v1.PhaseType)(0),                                        // 61: prose.platform.v1.PhaseType
-	(*v1.Automation)(nil),                                    // 62: prose.platform.v1.Automation
+	(*AuthorizeWorkspaceBookConnectionRequest)(nil),          // 52: prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
+	nil,                     // 53: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	nil,                     // 54: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                     // 55: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                     // 56: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	(*v1.BdkValue)(nil),     // 57: prose.platform.v1.BdkValue
+	(*NounPhrases)(nil),     // 58: prose.book.v1.NounPhrases
+	(OAuthFlow)(0),          // 59: prose.book.v1.OAuthFlow
+	(*Procedure)(nil),       // 60: prose.book.v1.Procedure
+	(v1.AutomationStage)(0), // 61: prose.platform.v1.AutomationStage
+	(v1.PhaseType)(0),       // 62: prose.platform.v1.PhaseType
+	(*v1.Automation)(nil),   // 63: prose.platform.v1.Automation
 }
 var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	6,  // 0: prose.book.v1.ConnectionAuthentication.authentication_credentials:type_name -> prose.book.v1.CredentialValue
-	56, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
-	57, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
-	56, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
+	57, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
+	58, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
+	57, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
 	5,  // 4: prose.book.v1.BookConnectionDescriptor.authentication:type_name -> prose.book.v1.ConnectionAuthentication
 	8,  // 5: prose.book.v1.BookConnectionDescriptor.config:type_name -> prose.book.v1.ConnectionConceptValue
 	7,  // 6: prose.book.v1.BookConnectionDescriptor.labels:type_name -> prose.book.v1.ConnectionLabel
 	11, // 7: prose.book.v1.BookConnectionDescriptor.status:type_name -> prose.book.v1.BookConnectionStatus
-	52, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	53, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
 	2,  // 9: prose.book.v1.BookConnectionCondition.type:type_name -> prose.book.v1.BookConnectionConditionType
 	3,  // 10: prose.book.v1.BookConnectionCondition.status:type_name -> prose.book.v1.BookConnectionConditionStatus
 	4,  // 11: prose.book.v1.BookConnectionCondition.reason_code:type_name -> prose.book.v1.BookConnectionConditionReasonCode
@@ -3875,34 +3945,34 @@ var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	9,  // 15: prose.book.v1.BookConnectionResponse.book_connection_descriptor:type_name -> prose.book.v1.BookConnectionDescriptor
 	12, // 16: prose.book.v1.BookConnectionResponse.authorize_url:type_name -> prose.book.v1.BookConnectionOAuthURLResponse
 	5,  // 17: prose.book.v1.AddWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	53, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	54, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 19: prose.book.v1.AddWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	58, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	59, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 21: prose.book.v1.ListWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	5,  // 22: prose.book.v1.UpdateWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	54, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	55, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 24: prose.book.v1.UpdateWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	58, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	59, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 26: prose.book.v1.GetWorkspaceBookConnectionResponse.book_connection:type_name -> prose.book.v1.BookConnectionDescriptor
 	9,  // 27: prose.book.v1.ListAllWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	24, // 28: prose.book.v1.DeleteWorkspaceConnectionResponse.affected_automations:type_name -> prose.book.v1.AffectedAutomation
-	59, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	55, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	60, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	56, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
 	29, // 31: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse.user_info:type_name -> prose.book.v1.ConnectionUserInfo
 	32, // 32: prose.book.v1.CountConnectionUsageResponse.connection_counts:type_name -> prose.book.v1.ConnectionAutomationCount
-	60, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
+	61, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
 	35, // 34: prose.book.v1.TraceConnectionUsageResponse.automations:type_name -> prose.book.v1.AutomationConnectionUsage
-	61, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
+	62, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
 	38, // 36: prose.book.v1.ExtractAutomationCodeConnectionsResponse.connections:type_name -> prose.book.v1.CredentialInfo
 	38, // 37: prose.book.v1.AddAutomationConnectionsRequest.connections:type_name -> prose.book.v1.CredentialInfo
 	41, // 38: prose.book.v1.SwitchAutomationConnectionsRequest.switches:type_name -> prose.book.v1.ConnectionReplacement
 	41, // 39: prose.book.v1.UpgradeAutomationConnectionsRequest.upgrades:type_name -> prose.book.v1.ConnectionReplacement
 	44, // 40: prose.book.v1.RemoveAutomationConnectionsRequest.removals:type_name -> prose.book.v1.ConnectionRemoval
-	62, // 41: prose.book.v1.AutomationConnectionsResponse.automation:type_name -> prose.platform.v1.Automation
+	63, // 41: prose.book.v1.AutomationConnectionsResponse.automation:type_name -> prose.platform.v1.Automation
 	48, // 42: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse.discoverables:type_name -> prose.book.v1.Discoverable
-	56, // 43: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	56, // 44: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	56, // 45: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	57, // 43: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	57, // 44: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	57, // 45: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
 	14, // 46: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
 	15, // 47: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
 	17, // 48: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
@@ -3921,26 +3991,28 @@ var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	45, // 61: prose.book.v1.ConnectionService.RemoveAutomationConnections:input_type -> prose.book.v1.RemoveAutomationConnectionsRequest
 	47, // 62: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:input_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
 	50, // 63: prose.book.v1.ConnectionService.SetDiscovered:input_type -> prose.book.v1.SetDiscoveredRequest
-	13, // 64: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	16, // 65: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
-	13, // 66: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	19, // 67: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
-	21, // 68: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
-	23, // 69: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
-	13, // 70: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	27, // 71: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
-	30, // 72: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
-	33, // 73: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
-	36, // 74: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
-	39, // 75: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
-	46, // 76: prose.book.v1.ConnectionService.AddAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 77: prose.book.v1.ConnectionService.SwitchAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 78: prose.book.v1.ConnectionService.UpgradeAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 79: prose.book.v1.ConnectionService.RemoveAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	49, // 80: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:output_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
-	51, // 81: prose.book.v1.ConnectionService.SetDiscovered:output_type -> prose.book.v1.SetDiscoveredResponse
-	64, // [64:82] is the sub-list for method output_type
-	46, // [46:64] is the sub-list for method input_type
+	52, // 64: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:input_type -> prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
+	13, // 65: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	16, // 66: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
+	13, // 67: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	19, // 68: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
+	21, // 69: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
+	23, // 70: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
+	13, // 71: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	27, // 72: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
+	30, // 73: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
+	33, // 74: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
+	36, // 75: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
+	39, // 76: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
+	46, // 77: prose.book.v1.ConnectionService.AddAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 78: prose.book.v1.ConnectionService.SwitchAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 79: prose.book.v1.ConnectionService.UpgradeAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 80: prose.book.v1.ConnectionService.RemoveAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	49, // 81: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:output_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
+	51, // 82: prose.book.v1.ConnectionService.SetDiscovered:output_type -> prose.book.v1.SetDiscoveredResponse
+	13, // 83: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	65, // [65:84] is the sub-list for method output_type
+	46, // [46:65] is the sub-list for method input_type
 	46, // [46:46] is the sub-list for extension type_name
 	46, // [46:46] is the sub-list for extension extendee
 	0,  // [0:46] is the sub-list for field type_name
@@ -3958,7 +4030,7 @@ func file_prose_book_v1_connection_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_book_v1_connection_proto_rawDesc), len(file_prose_book_v1_connection_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   51,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -37,6 +37,7 @@ const (
 	ConnectionService_RemoveAutomationConnections_FullMethodName              = "/prose.book.v1.ConnectionService/RemoveAutomationConnections"
 	ConnectionService_ListWorkspaceBookConnectionDiscoverables_FullMethodName = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionDiscoverables"
 	ConnectionService_SetDiscovered_FullMethodName                            = "/prose.book.v1.ConnectionService/SetDiscovered"
+	ConnectionService_AuthorizeWorkspaceBookConnection_FullMethodName         = "/prose.book.v1.ConnectionService/AuthorizeWorkspaceBookConnection"
 )
 
 // ConnectionServiceClient is the client API for ConnectionService service.
@@ -104,6 +105,11 @@ type ConnectionServiceClient interface {
 	// Records which discoverables are discovered (the connection's
 	// `discovered`), replacing what was; an empty list clears it.
 	SetDiscovered(ctx context.Context, in *SetDiscoveredRequest, opts ...grpc.CallOption) (*SetDiscoveredResponse, error)
+	// Starts the OAuth authorization of a connection (the http book's
+	// `oauth2` authentication): answers the URL a person opens; the provider
+	// sends them back to the server's /oauth/callback, which exchanges the
+	// code for the access token kept (sealed) with the connection.
+	AuthorizeWorkspaceBookConnection(ctx context.Context, in *AuthorizeWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*BookConnectionResponse, error)
 }
 
 type connectionServiceClient struct {
@@ -294,6 +300,16 @@ func (c *connectionServiceClient) SetDiscovered(ctx context.Context, in *SetDisc
 	return out, nil
 }
 
+func (c *connectionServiceClient) AuthorizeWorkspaceBookConnection(ctx context.Context, in *AuthorizeWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*BookConnectionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BookConnectionResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_AuthorizeWorkspaceBookConnection_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectionServiceServer is the server API for ConnectionService service.
 // All implementations must embed UnimplementedConnectionServiceServer
 // for forward compatibility.
@@ -359,6 +375,11 @@ type ConnectionServiceServer interface {
 	// Records which discoverables are discovered (the connection's
 	// `discovered`), replacing what was; an empty list clears it.
 	SetDiscovered(context.Context, *SetDiscoveredRequest) (*SetDiscoveredResponse, error)
+	// Starts the OAuth authorization of a connection (the http book's
+	// `oauth2` authentication): answers the URL a person opens; the provider
+	// sends them back to the server's /oauth/callback, which exchanges the
+	// code for the access token kept (sealed) with the connection.
+	AuthorizeWorkspaceBookConnection(context.Context, *AuthorizeWorkspaceBookConnectionRequest) (*BookConnectionResponse, error)
 	mustEmbedUnimplementedConnectionServiceServer()
 }
 
@@ -422,6 +443,9 @@ func (UnimplementedConnectionServiceServer) ListWorkspaceBookConnectionDiscovera
 }
 func (UnimplementedConnectionServiceServer) SetDiscovered(context.Context, *SetDiscoveredRequest) (*SetDiscoveredResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetDiscovered not implemented")
+}
+func (UnimplementedConnectionServiceServer) AuthorizeWorkspaceBookConnection(context.Context, *AuthorizeWorkspaceBookConnectionRequest) (*BookConnectionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AuthorizeWorkspaceBookConnection not implemented")
 }
 func (UnimplementedConnectionServiceServer) mustEmbedUnimplementedConnectionServiceServer() {}
 func (UnimplementedConnectionServiceServer) testEmbeddedByValue()                           {}
@@ -768,6 +792,24 @@ func _ConnectionService_SetDiscovered_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectionService_AuthorizeWorkspaceBookConnection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuthorizeWorkspaceBookConnectionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).AuthorizeWorkspaceBookConnection(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_AuthorizeWorkspaceBookConnection_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).AuthorizeWorkspaceBookConnection(ctx, req.(*AuthorizeWorkspaceBookConnectionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectionService_ServiceDesc is the grpc.ServiceDesc for ConnectionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -846,6 +888,10 @@ var ConnectionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetDiscovered",
 			Handler:    _ConnectionService_SetDiscovered_Handler,
+		},
+		{
+			MethodName: "AuthorizeWorkspaceBookConnection",
+			Handler:    _ConnectionService_AuthorizeWorkspaceBookConnection_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
