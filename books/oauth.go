@@ -90,9 +90,9 @@ func (c *Connections) Authorize(ctx context.Context, ws Workspace, id, redirectU
 }
 
 // CompleteAuthorization exchanges code for tokens at the token url of the
-// connection the state names, with hc, and keeps them sealed with the
-// connection. It returns the connection's name.
-func (c *Connections) CompleteAuthorization(ctx context.Context, hc *http.Client, state, code, redirectURI string) (string, error) {
+// connection the state names (dialled as PublicNetworkOnly says) and keeps
+// them sealed with the connection. It returns the connection's name.
+func (c *Connections) CompleteAuthorization(ctx context.Context, state, code, redirectURI string) (string, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(state)
 	if err != nil {
 		return "", fmt.Errorf("%w: the state is malformed", ErrOAuth)
@@ -127,7 +127,7 @@ func (c *Connections) CompleteAuthorization(ctx context.Context, hc *http.Client
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
+	resp, err := c.nw.httpClient(DefaultBookTimeout).Do(req)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s", ErrOAuth, redact(err.Error(), conn))
 	}

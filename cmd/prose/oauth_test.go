@@ -160,3 +160,30 @@ func TestConnectionOAuth(t *testing.T) {
 		}
 	}
 }
+
+// TestConnectionOAuthPublicNetworkOnly: a server that reaches public
+// addresses only does not exchange a code at a token url on loopback.
+func TestConnectionOAuthPublicNetworkOnly(t *testing.T) {
+	called := false
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		called = true
+		_, _ = io.WriteString(w, `{"access_token": "`+oauthAccess+`"}`)
+	}))
+	defer provider.Close()
+	e := newTestEnvWith(t, func(c *serveConfig) { c.publicURL = oauthPublic; c.allowPrivateNetworks = false })
+	m := e.api(t, "POST", e.wsPath()+"/books/http/1.0.0/connections", `{"connection_name": "crm",
+		"authentication": {"authentication_id": "oauth2", "authentication_credentials": [{"id": "client id", "value": {"text_value": "cid"}}, {"id": "client secret", "value": {"text_value": "`+oauthClientSecret+`"}}]},
+		"config_map": {"authorize url": {"text_value": "`+provider.URL+`/authorize"}, "token url": {"text_value": "`+provider.URL+`/token"}}}`, 200)
+	id := fmt.Sprint(field(m, "book_connection_descriptor.connection_id"))
+	a := e.api(t, "PUT", e.wsPath()+"/connections/"+id+"/authorize", "", 200)
+	u, _ := url.Parse(fmt.Sprint(field(a, "authorize_url.url")))
+	resp, err := http.Get(e.srv.URL + "/oauth/callback?code=c&state=" + url.QueryEscape(u.Query().Get("state")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 400 || called || strings.Contains(string(b), oauthClientSecret) {
+		t.Fatalf("callback to a loopback token url: %d %s (provider called: %v)", resp.StatusCode, b, called)
+	}
+}

@@ -666,7 +666,6 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	}
 	// OAuth: the provider sends a person back here with a code (no API key:
 	// the sealed state names the connection).
-	oauthClient := &http.Client{Timeout: books.DefaultBookTimeout}
 	if err := mux.HandlePath(http.MethodGet, server.OAuthCallbackPath, func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 		q := r.URL.Query()
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -675,7 +674,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 			fmt.Fprintf(w, "The provider refused the authorization: %s\n", e)
 			return
 		}
-		name, err := conns.CompleteAuthorization(r.Context(), oauthClient, q.Get("state"), q.Get("code"),
+		name, err := conns.CompleteAuthorization(r.Context(), q.Get("state"), q.Get("code"),
 			strings.TrimSuffix(cfg.publicURL, "/")+server.OAuthCallbackPath)
 		switch {
 		case err == nil:
