@@ -32,6 +32,8 @@ type ConnectionInput struct {
 	Auth   *bookv1.ConnectionAuthentication
 	Config map[string]*platformv1.BdkValue
 	Labels []*bookv1.ConnectionLabel
+	// discovered is kept from the stored connection on update and upgrade.
+	discovered []string
 }
 
 // Connection is a connection as a book uses it: its credentials in plain
@@ -68,7 +70,15 @@ type Connections struct {
 	keys *Keyring
 	reg  *Registry
 	now  func() time.Time
+	// nw is how discovery and OAuth token exchanges dial (see
+	// PublicNetworkOnly).
+	nw network
 }
+
+// PublicNetworkOnly makes discovery and OAuth token exchanges reach public
+// addresses only, as the built-in books do with
+// BuiltinOptions.PublicNetworkOnly.
+func (c *Connections) PublicNetworkOnly(on bool) { c.nw = network{publicOnly: on} }
 
 // NewConnections returns the connections kept in st, sealed with keys, for
 // the books of reg. It makes itself reg's connection resolver, so that
@@ -139,8 +149,18 @@ func (c *Connections) Update(ctx context.Context, ws Workspace, bookName, bookVe
 				}
 			}
 		}
+		// Tokens an authorization issued stay unless the update sends them.
+		for _, oc := range old.GetAuthenticationCredentials() {
+			if issuedCredential(auth.GetAuthenticationId(), oc.GetId()) &&
+				!slices.ContainsFunc(auth.GetAuthenticationCredentials(), func(cr *bookv1.CredentialValue) bool { return cr.GetId() == oc.GetId() }) {
+				auth.AuthenticationCredentials = append(auth.AuthenticationCredentials, oc)
+			}
+		}
 	}
 	in.Auth = auth
+	if prev, err := decodeDescriptor(row); err == nil {
+		in.discovered = prev.GetDiscovered()
+	}
 	b, err := c.reg.Book(ctx, ws, bookName, bookVersion)
 	if err != nil {
 		return nil, err
@@ -252,7 +272,7 @@ func plainText(v lang.Value) string {
 func (c *Connections) encode(ws Workspace, id string, b *bookv1.Book, in ConnectionInput, auth *bookv1.ConnectionAuthentication) (ConnectionRecord, error) {
 	d := &bookv1.BookConnectionDescriptor{
 		BookName: b.GetName(), BookVersion: b.GetVersion(), ConnectionId: id, ConnectionName: in.Name,
-		Labels: in.Labels, ConfigMap: in.Config, Endpoint: b.GetEndpoint(),
+		Labels: in.Labels, ConfigMap: in.Config, Endpoint: b.GetEndpoint(), Discovered: in.discovered,
 	}
 	if auth != nil {
 		shown := &bookv1.ConnectionAuthentication{AuthenticationId: auth.GetAuthenticationId()}
@@ -344,6 +364,10 @@ func validateConnection(b *bookv1.Book, in ConnectionInput) error {
 		problems = append(problems, "connection_name is required")
 	case len(in.Name) > MaxConnectionNameBytes:
 		problems = append(problems, fmt.Sprintf("connection_name has %d bytes, the limit is %d", len(in.Name), MaxConnectionNameBytes))
+	case strings.HasPrefix(in.Name, ConnectionPlaceholder("")):
+		problems = append(problems, fmt.Sprintf("connection_name must not start with %q (the placeholder of a removed connection)", ConnectionPlaceholder("")))
+	case strings.Contains(in.Name, `"`):
+		problems = append(problems, `connection_name must not contain '"' (code names it in quotes)`)
 	}
 	if a := in.Auth; a != nil {
 		if a.GetAuthenticationId() == "" {
@@ -381,7 +405,7 @@ func validateConnection(b *bookv1.Book, in ConnectionInput) error {
 					}
 				}
 				for id := range seen {
-					if !want[id] {
+					if !want[id] && !issuedCredential(method.GetId(), id) {
 						problems = append(problems, fmt.Sprintf("authentication %q has no credential %q", method.GetId(), id))
 					}
 				}
@@ -521,4 +545,254 @@ func (c *Connections) Rekey(ctx context.Context) (int, error) {
 		sealed, err := c.keys.Seal(plain, connectionAAD(ws, row.ID))
 		return sealed, err == nil, err
 	})
+}
+
+// Upgrade moves the connection id of book bookName version bookVersion to
+// version newVersion of the same book: it is checked against that version
+// (its authentications and configurations) and keeps its id, name,
+// credentials, configuration and labels. ErrNotFound when the connection is
+// not of that book version or the new version is not visible in ws;
+// ErrInvalidArgument when the connection does not fit the new version.
+func (c *Connections) Upgrade(ctx context.Context, ws Workspace, bookName, bookVersion, id, newVersion string) (*bookv1.BookConnectionDescriptor, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return nil, connStoreError(err, id)
+	}
+	if row.BookName != bookName || row.BookVersion != bookVersion {
+		return nil, fmt.Errorf("connection %s is a connection of book %s version %s: %w", id, row.BookName, row.BookVersion, ErrNotFound)
+	}
+	auth, err := c.open(ws, row)
+	if err != nil {
+		return nil, err
+	}
+	d, err := decodeDescriptor(row)
+	if err != nil {
+		return nil, err
+	}
+	b, err := c.reg.Book(ctx, ws, bookName, newVersion)
+	if err != nil {
+		return nil, err
+	}
+	in := ConnectionInput{Name: row.Name, Auth: auth, Config: d.GetConfigMap(), Labels: d.GetLabels(), discovered: d.GetDiscovered()}
+	if err := validateConnection(b, in); err != nil {
+		return nil, fmt.Errorf("the connection does not fit version %s of the %s book: %w", newVersion, bookName, err)
+	}
+	next, err := c.encode(ws, id, b, in, auth)
+	if err != nil {
+		return nil, err
+	}
+	saved, err := c.st.UpdateConnection(ctx, next)
+	if err != nil {
+		return nil, connStoreError(err, row.Name)
+	}
+	return c.decode(saved)
+}
+
+// Book returns the book version of connection id: the procedures code can
+// call with it.
+func (c *Connections) Book(ctx context.Context, ws Workspace, id string) (*bookv1.Book, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return nil, connStoreError(err, id)
+	}
+	return c.reg.Book(ctx, ws, row.BookName, row.BookVersion)
+}
+
+// UserInfo tells who connection id acts as, from its configuration only
+// (never from a credential): for the email book, its `from` address and
+// host. Other books tell nothing (an empty UserInfo).
+func (c *Connections) UserInfo(ctx context.Context, ws Workspace, id string) (UserInfo, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return UserInfo{}, connStoreError(err, id)
+	}
+	d, err := decodeDescriptor(row)
+	if err != nil {
+		return UserInfo{}, err
+	}
+	var out UserInfo
+	if row.BookName == "email" {
+		text := func(k string) string {
+			v, err := FromBdkValue(d.GetConfigMap()[k])
+			if err != nil || d.GetConfigMap()[k] == nil {
+				return ""
+			}
+			return plainText(v)
+		}
+		out.Email = text("from")
+		if h := text("host"); h != "" {
+			out.Other = map[string]string{"host": h}
+		}
+	}
+	return out, nil
+}
+
+// UserInfo is who a connection acts as.
+type UserInfo struct {
+	Email    string
+	Username string
+	Other    map[string]string
+}
+
+// CodeConnectionUse is one connection an automation's code names, with the
+// book whose call names it ("" when no call of a known book encloses it).
+type CodeConnectionUse struct {
+	Name string
+	// Call is the statement whose `with` block names the connection.
+	Call string
+}
+
+// CodeConnectionUses returns the connections code names, in order and
+// without repeats, each with the call statement whose `with` block holds
+// the `the connection is "NAME"` line (the nearest line above it that is
+// indented less).
+func CodeConnectionUses(code string) []CodeConnectionUse {
+	lines := strings.Split(code, "\n")
+	var out []CodeConnectionUse
+	for i, line := range lines {
+		names := CodeConnections(line)
+		if len(names) == 0 || slices.ContainsFunc(out, func(u CodeConnectionUse) bool { return u.Name == names[0] }) {
+			continue
+		}
+		indent := len(line) - len(strings.TrimLeft(line, " \t"))
+		u := CodeConnectionUse{Name: names[0]}
+		for j := i - 1; j >= 0; j-- {
+			l := lines[j]
+			if strings.TrimSpace(l) == "" {
+				continue
+			}
+			if len(l)-len(strings.TrimLeft(l, " \t")) < indent {
+				u.Call = strings.TrimSuffix(strings.TrimSpace(l), " with")
+				break
+			}
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+// CallBook returns the book (name and version) whose procedure the call
+// statement call calls in ws; ok is false when none or several match.
+func (c *Connections) CallBook(ctx context.Context, ws Workspace, call string) (name, version string, ok bool) {
+	if call == "" {
+		return "", "", false
+	}
+	m, err := c.reg.Match(ctx, ws, ParseSentence(call))
+	if err != nil {
+		return "", "", false
+	}
+	return m.Ref.Book, m.Ref.Version, true
+}
+
+// RewriteCodeConnections returns code with every `the connection is "X"`
+// line whose X is a key of names changed to name names[X]; the rest of the
+// code is kept byte for byte.
+func RewriteCodeConnections(code string, names map[string]string) string {
+	lines := strings.Split(code, "\n")
+	for i, line := range lines {
+		found := CodeConnections(line)
+		if len(found) == 0 {
+			continue
+		}
+		to, ok := names[found[0]]
+		if !ok {
+			continue
+		}
+		start := strings.IndexByte(line, '"')
+		end := start + 1 + strings.IndexByte(line[start+1:], '"')
+		lines[i] = line[:start+1] + to + line[end:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ConnectionPlaceholder is what RemoveAutomationConnections leaves in code
+// where a removed connection was named: a name no connection may take
+// (names are checked not to start with "prose.connection_name.").
+func ConnectionPlaceholder(book string) string { return "prose.connection_name." + book }
+
+// Discoverable is something a connection can reach that discovery may
+// record (the databases book: a table or view).
+type Discoverable struct {
+	Name        string
+	Description string
+}
+
+// ErrNotDiscoverable is returned by discovery on a connection whose book
+// discovers nothing.
+var ErrNotDiscoverable = errors.New("the book discovers nothing")
+
+// ErrDiscovery wraps a failure to reach the connection's system during
+// discovery (its message names no credential).
+var ErrDiscovery = errors.New("discovery failed")
+
+// discoverables lists what the connection id can reach, with its opened
+// connection.
+func (c *Connections) discoverables(ctx context.Context, ws Workspace, id string) ([]Discoverable, ConnectionRecord, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return nil, row, connStoreError(err, id)
+	}
+	if row.BookName != DatabasesBookName || !c.reg.IsBuiltin(row.BookName, row.BookVersion) {
+		return nil, row, fmt.Errorf("%w: the %s book of connection %q", ErrNotDiscoverable, row.BookName, row.Name)
+	}
+	conn, err := c.Resolve(ctx, ws, row.BookName, row.ID)
+	if err != nil {
+		return nil, row, err
+	}
+	ds, err := databaseTables(ctx, c.nw, conn)
+	if err != nil {
+		return nil, row, fmt.Errorf("%w: %s", ErrDiscovery, redact(err.Error(), conn))
+	}
+	return ds, row, nil
+}
+
+// Discoverables lists what connection id can reach whose name contains
+// search (any letter case; "" for all), from offset, at most limit (0: all).
+func (c *Connections) Discoverables(ctx context.Context, ws Workspace, id, search string, offset, limit uint64) ([]Discoverable, error) {
+	all, _, err := c.discoverables(ctx, ws, id)
+	if err != nil {
+		return nil, err
+	}
+	search = strings.ToLower(search)
+	all = slices.DeleteFunc(all, func(d Discoverable) bool { return !strings.Contains(strings.ToLower(d.Name), search) })
+	if offset >= uint64(len(all)) {
+		return nil, nil
+	}
+	all = all[offset:]
+	if limit > 0 && limit < uint64(len(all)) {
+		all = all[:limit]
+	}
+	return all, nil
+}
+
+// SetDiscovered records what of connection id's discoverables are
+// discovered (the connection's `discovered`), replacing what was; each
+// must be one of its discoverables (ErrInvalidArgument).
+func (c *Connections) SetDiscovered(ctx context.Context, ws Workspace, id string, what []string) error {
+	all, row, err := c.discoverables(ctx, ws, id)
+	if err != nil {
+		return err
+	}
+	var unknown []string
+	for _, w := range what {
+		if !slices.ContainsFunc(all, func(d Discoverable) bool { return d.Name == w }) {
+			unknown = append(unknown, fmt.Sprintf("%q", w))
+		}
+	}
+	if len(unknown) > 0 {
+		return fmt.Errorf("%w: the connection %q cannot discover %s", ErrInvalidArgument, row.Name, strings.Join(unknown, ", "))
+	}
+	d, err := decodeDescriptor(row)
+	if err != nil {
+		return err
+	}
+	d.Discovered = slices.Compact(slices.Sorted(slices.Values(what)))
+	if row.Descriptor, err = (proto.MarshalOptions{Deterministic: true}).Marshal(d); err != nil {
+		return err
+	}
+	if len(row.Descriptor)+len(row.Secret) > MaxConnectionBytes {
+		return fmt.Errorf("%w: the connection would take %d bytes, the limit is %d", ErrInvalidArgument, len(row.Descriptor)+len(row.Secret), MaxConnectionBytes)
+	}
+	_, err = c.st.UpdateConnection(ctx, row)
+	return connStoreError(err, row.Name)
 }

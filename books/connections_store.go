@@ -40,8 +40,9 @@ type ConnectionStore interface {
 	// ListConnections returns the connections of ws ordered by id; none for
 	// an unknown workspace.
 	ListConnections(ctx context.Context, ws Workspace) ([]ConnectionRecord, error)
-	// UpdateConnection replaces the name, descriptor and secret of the
-	// connection of r's id and its update time (book name and version stay).
+	// UpdateConnection replaces the name, book version, descriptor and
+	// secret of the connection of r's id and its update time (the book name
+	// stays).
 	// ErrNotFound if absent; ErrAlreadyExists if another connection of the
 	// workspace has r's name.
 	UpdateConnection(ctx context.Context, r ConnectionRecord) (ConnectionRecord, error)

@@ -125,6 +125,16 @@ func runQuery(ctx context.Context, nw network, in map[string]lang.Value) (map[st
 			params = append(params, a)
 		}
 	}
+	t, err := queryConnection(ctx, nw, conn, q.AsText(), params)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]lang.Value{"rows": lang.TableValue(t)}, nil
+}
+
+// queryConnection runs q with params on the database of conn, within the
+// connection's timeout; its errors name no credential.
+func queryConnection(ctx context.Context, nw network, conn *Connection, q string, params []any) (*lang.Table, error) {
 	host := conn.ConfigText("host")
 	if host == "" {
 		return nil, &InputError{Message: fmt.Sprintf("the connection %q has no host", conn.Name)}
@@ -145,9 +155,9 @@ func runQuery(ctx context.Context, nw network, in map[string]lang.Value) (map[st
 	var t *lang.Table
 	switch engine := strings.ToLower(conn.ConfigText("engine")); engine {
 	case "postgresql", "postgres":
-		t, err = queryPostgres(ctx, nw, conn, host, tlsMode, q.AsText(), params)
+		t, err = queryPostgres(ctx, nw, conn, host, tlsMode, q, params)
 	case "mariadb", "mysql":
-		t, err = queryMariaDB(ctx, nw, conn, host, tlsMode, q.AsText(), params)
+		t, err = queryMariaDB(ctx, nw, conn, host, tlsMode, q, params)
 	default:
 		return nil, &InputError{Message: fmt.Sprintf("the connection %q has the engine %q; it must be postgresql or mariadb", conn.Name, engine)}
 	}
@@ -161,7 +171,29 @@ func runQuery(ctx context.Context, nw network, in map[string]lang.Value) (map[st
 		}
 		return nil, errors.New(redact(err.Error(), conn))
 	}
-	return map[string]lang.Value{"rows": lang.TableValue(t)}, nil
+	return t, nil
+}
+
+// databaseTables lists the tables and views of the database of conn (the
+// user's schemas on PostgreSQL, the connection's database on MariaDB).
+func databaseTables(ctx context.Context, nw network, conn *Connection) ([]Discoverable, error) {
+	q := `select table_schema || '.' || table_name, table_type from information_schema.tables
+		where table_schema not in ('pg_catalog', 'information_schema') order by 1`
+	if e := strings.ToLower(conn.ConfigText("engine")); e == "mariadb" || e == "mysql" {
+		q = `select table_name, table_type from information_schema.tables where table_schema = database() order by 1`
+	}
+	t, err := queryConnection(ctx, nw, conn, q, nil)
+	if err != nil {
+		return nil, err
+	}
+	if len(t.Columns) != 2 {
+		return nil, errors.New("the database listed its tables in an unexpected shape")
+	}
+	out := make([]Discoverable, 0, len(t.Columns[0].Values))
+	for i, v := range t.Columns[0].Values {
+		out = append(out, Discoverable{Name: plainText(v), Description: strings.ToLower(plainText(t.Columns[1].Values[i]))})
+	}
+	return out, nil
 }
 
 func sqlArg(v lang.Value) (any, error) {

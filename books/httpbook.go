@@ -59,10 +59,14 @@ func HTTPBook(hc *http.Client) *Builtin {
 		customAuth("bearer", "Bearer token", "token"),
 		customAuth("basic", "User name and password", "username", "password"),
 		customAuth("api_key", "API key in a header", "header", "key"),
+		customAuth(OAuthAuthID, "OAuth 2.0 (authorization code): authorize the connection, then calls carry its access token", "client id", "client secret"),
 	}
 	b.Configurations = []*bookv1.Concept{
 		concept("base url", textType, "The API's base URL; relative urls are joined to it and only requests to its origin carry the credentials.", nil),
 		concept("timeout seconds", numberType, "How long a call may take (default 30, at most 120).", nil),
+		concept("authorize url", textType, "oauth2: the provider's authorization endpoint.", nil),
+		concept("token url", textType, "oauth2: the provider's token endpoint.", nil),
+		concept("scopes", textType, "oauth2: the scopes to ask for, separated by spaces.", nil),
 	}
 	return &Builtin{Book: b, Funcs: map[string]Func{"call_api": func(ctx context.Context, in map[string]lang.Value) (map[string]lang.Value, error) {
 		return callAPI(ctx, hc, in)
@@ -315,6 +319,12 @@ func authorize(req *http.Request, c *Connection) error {
 			return err
 		}
 		req.Header.Set(h, k)
+	case OAuthAuthID:
+		t := c.Credentials[oauthAccessToken]
+		if t == "" {
+			return &InputError{Message: fmt.Sprintf("the connection %q is not authorized yet: authorize it (PUT …/connections/%s/authorize) and open the URL it gives", c.Name, c.ID)}
+		}
+		req.Header.Set("Authorization", "Bearer "+t)
 	default:
 		return &InputError{Message: fmt.Sprintf("the connection %q has the authentication %q, which the http book does not know", c.Name, c.AuthID)}
 	}

@@ -41,8 +41,9 @@ type BookConnections interface {
 	// ListBookConnections returns the connections of the workspace ordered by
 	// id; none for an unknown workspace.
 	ListBookConnections(ctx context.Context, organizationID, workspaceID string) ([]BookConnection, error)
-	// UpdateBookConnection replaces the name, descriptor and secret of the
-	// connection of c's id and its update time (book name and version stay).
+	// UpdateBookConnection replaces the name, book version, descriptor and
+	// secret of the connection of c's id and its update time (the book's
+	// name stays: an upgrade moves a connection to another version).
 	// ErrNotFound if absent; ErrAlreadyExists if another connection of the
 	// workspace has c's name.
 	UpdateBookConnection(ctx context.Context, c BookConnection) (BookConnection, error)

@@ -458,6 +458,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		return nil, fmt.Errorf("connection secret keys: %w", err)
 	}
 	conns := books.NewConnections(newDBConnections(st), keyring, reg)
+	conns.PublicNetworkOnly(!cfg.allowPrivateNetworks)
 	a.conns = conns
 	if keyring.Len() > 1 {
 		// A rotation: secrets sealed by an older key are sealed again with
@@ -574,10 +575,12 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	st.OnEventChange(events.EventChanged)
 	triggers := server.NewTriggerService(st)
 	triggers.PublicURL = cfg.publicURL
+	connSvc := server.NewConnectionService(conns, st)
+	connSvc.PublicURL = cfg.publicURL
 	a.services = server.Services{
 		Files:         files,
 		Books:         server.NewBookService(reg),
-		Connections:   server.NewConnectionService(conns, st),
+		Connections:   connSvc,
 		Workspaces:    server.NewWorkspaceService(st),
 		Organizations: server.NewOrganizationService(st),
 		APIKeys:       server.NewApiKeyService(st, nil),
@@ -657,6 +660,36 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	hooks.SetRate(cfg.triggerRate)
 	if err := mux.HandlePath(http.MethodPost, "/hooks/{organization}/{workspace}/{instance}", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 		hooks.ServeHTTP(w, r)
+	}); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	// OAuth: the provider sends a person back here with a code (no API key:
+	// the sealed state names the connection).
+	if err := mux.HandlePath(http.MethodGet, server.OAuthCallbackPath, func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
+		q := r.URL.Query()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if e := q.Get("error"); e != "" {
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, "The provider refused the authorization: %s\n", e)
+			return
+		}
+		name, err := conns.CompleteAuthorization(r.Context(), q.Get("state"), q.Get("code"),
+			strings.TrimSuffix(cfg.publicURL, "/")+server.OAuthCallbackPath)
+		switch {
+		case err == nil:
+			fmt.Fprintf(w, "The connection %q is authorized. You may close this page.\n", name)
+		case errors.Is(err, books.ErrNotFound):
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintln(w, "The connection no longer exists.")
+		case errors.Is(err, books.ErrOAuth), errors.Is(err, books.ErrSecretKey):
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintln(w, err.Error())
+		default:
+			logger.Error("oauth callback", "error", err)
+			w.WriteHeader(http.StatusInternalServerError)
+			fmt.Fprintln(w, "The authorization could not be saved.")
+		}
 	}); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -42,8 +42,10 @@ func IsReadMethod(fullMethod string) bool {
 // readExceptions are methods the naming rule calls writes although they
 // only read (a download is a read).
 var readExceptions = map[string]bool{
-	"/prose.platform.v1.FileService/DownloadFile":        true,
-	"/prose.platform.v1.FileService/GenerateDownloadUrl": true,
+	"/prose.platform.v1.FileService/DownloadFile":                       true,
+	"/prose.platform.v1.FileService/GenerateDownloadUrl":                true,
+	"/prose.book.v1.ConnectionService/TraceConnectionUsage":             true,
+	"/prose.book.v1.ConnectionService/ExtractAutomationCodeConnections": true,
 }
 
 func r(perm string) Access { return Access{Permission: perm} }
@@ -204,12 +206,25 @@ var MethodAccess = map[string]Access{
 
 	// Connections: reading them (never their credentials) is reading
 	// automations; changing them is writing automations.
-	"/prose.book.v1.ConnectionService/AddWorkspaceBookConnection":      w(store.PermAutomationsWrite),
-	"/prose.book.v1.ConnectionService/UpdateWorkspaceBookConnection":   w(store.PermAutomationsWrite),
-	"/prose.book.v1.ConnectionService/DeleteWorkspaceConnection":       w(store.PermAutomationsWrite),
-	"/prose.book.v1.ConnectionService/GetWorkspaceBookConnection":      r(store.PermAutomationsGet),
-	"/prose.book.v1.ConnectionService/ListWorkspaceBookConnections":    r(store.PermAutomationsGet),
-	"/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections": r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/AddWorkspaceBookConnection":               w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/UpdateWorkspaceBookConnection":            w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/DeleteWorkspaceConnection":                w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/GetWorkspaceBookConnection":               r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/ListWorkspaceBookConnections":             r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections":          r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/UpgradeWorkspaceBookConnection":           w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionProcedures":    r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/GetWorkspaceBookConnectionUserInfo":       r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/CountConnectionUsage":                     r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/TraceConnectionUsage":                     r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/ExtractAutomationCodeConnections":         r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/AddAutomationConnections":                 w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/SwitchAutomationConnections":              w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/UpgradeAutomationConnections":             w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/RemoveAutomationConnections":              w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionDiscoverables": r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/AuthorizeWorkspaceBookConnection":         w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/SetDiscovered":                            w(store.PermAutomationsWrite),
 
 	// Legacy v1: a share id or worker id names the workspace only after a
 	// lookup: the handler checks the role (Deferred).

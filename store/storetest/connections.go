@@ -86,9 +86,9 @@ func testBookConnectionCRUD(t *testing.T, s *suite) {
 
 	up := a
 	up.Name, up.Descriptor, up.Secret = "crm2", []byte("new"), []byte("sealed")
-	up.BookName = "ignored"
+	up.BookName, up.BookVersion = "ignored", "2.0.0"
 	got := of(s.st.UpdateBookConnection(s.ctx, up)).must(t)
-	if got.Name != "crm2" || string(got.Secret) != "sealed" || got.BookName != "http" || !got.UpdateTime.After(a.UpdateTime) || !got.CreateTime.Equal(a.CreateTime) {
+	if got.Name != "crm2" || got.BookVersion != "2.0.0" || string(got.Secret) != "sealed" || got.BookName != "http" || !got.UpdateTime.After(a.UpdateTime) || !got.CreateTime.Equal(a.CreateTime) {
 		t.Errorf("updated = %+v", got)
 	}
 	up.Name = "mail"

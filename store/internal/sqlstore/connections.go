@@ -108,9 +108,9 @@ func (db *DB) UpdateBookConnection(ctx context.Context, bc store.BookConnection)
 	}
 	var out store.BookConnection
 	err := db.tx(ctx, func(c conn) error {
-		res, err := c.exec(ctx, `UPDATE book_connections SET name = ?, descriptor = ?, secret = ?, update_time = ?
+		res, err := c.exec(ctx, `UPDATE book_connections SET name = ?, book_version = ?, descriptor = ?, secret = ?, update_time = ?
 			WHERE organization_id = ? AND workspace_id = ? AND id = ?`,
-			bc.Name, bc.Descriptor, bc.Secret, db.now(), bc.OrganizationID, bc.WorkspaceID, bc.ID)
+			bc.Name, bc.BookVersion, bc.Descriptor, bc.Secret, db.now(), bc.OrganizationID, bc.WorkspaceID, bc.ID)
 		if err != nil {
 			return db.mapErr(err, "update "+what+" to the name "+fmt.Sprintf("%q", bc.Name))
 		}

@@ -628,7 +628,7 @@ type BookConnectionDescriptor struct {
 	Status *BookConnectionStatus `protobuf:"bytes,8,opt,name=status,proto3" json:"status,omitempty"`
 	// The endpoint of the connection's book (empty for a built-in book).
 	Endpoint string `protobuf:"bytes,9,opt,name=endpoint,proto3" json:"endpoint,omitempty"`
-	// Things discovered through the connection (none yet).
+	// What discovery recorded (the databases book: tables and views).
 	Discovered []string `protobuf:"bytes,10,rep,name=discovered,proto3" json:"discovered,omitempty"`
 	// The configured values.
 	ConfigMap     map[string]*v1.BdkValue `protobuf:"bytes,11,rep,name=config_map,json=configMap,proto3" json:"config_map,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -907,7 +907,7 @@ func (x *BookConnectionStatus) GetConditions() []*BookConnectionCondition {
 	return nil
 }
 
-// The OAuth URL of a connection (empty: the built-in books use no OAuth).
+// The OAuth URL of a connection (set by AuthorizeWorkspaceBookConnection).
 type BookConnectionOAuthURLResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The URL that starts the OAuth flow.
@@ -1814,11 +1814,1741 @@ func (x *AffectedAutomation) GetDisplayName() string {
 	return ""
 }
 
+// Request of UpgradeWorkspaceBookConnection.
+type UpgradeWorkspaceBookConnectionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The book's name.
+	BookName string `protobuf:"bytes,3,opt,name=book_name,json=bookName,proto3" json:"book_name,omitempty"`
+	// The connection's current book version.
+	BookVersion string `protobuf:"bytes,4,opt,name=book_version,json=bookVersion,proto3" json:"book_version,omitempty"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,5,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// The version to move the connection to.
+	NewBookVersion string `protobuf:"bytes,6,opt,name=new_book_version,json=newBookVersion,proto3" json:"new_book_version,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) Reset() {
+	*x = UpgradeWorkspaceBookConnectionRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpgradeWorkspaceBookConnectionRequest) ProtoMessage() {}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpgradeWorkspaceBookConnectionRequest.ProtoReflect.Descriptor instead.
+func (*UpgradeWorkspaceBookConnectionRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetBookName() string {
+	if x != nil {
+		return x.BookName
+	}
+	return ""
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetBookVersion() string {
+	if x != nil {
+		return x.BookVersion
+	}
+	return ""
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *UpgradeWorkspaceBookConnectionRequest) GetNewBookVersion() string {
+	if x != nil {
+		return x.NewBookVersion
+	}
+	return ""
+}
+
+// Request of ListWorkspaceBookConnectionProcedures.
+type ListWorkspaceBookConnectionProceduresRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId  string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) Reset() {
+	*x = ListWorkspaceBookConnectionProceduresRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkspaceBookConnectionProceduresRequest) ProtoMessage() {}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkspaceBookConnectionProceduresRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkspaceBookConnectionProceduresRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionProceduresRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+// Answer of ListWorkspaceBookConnectionProcedures.
+type ListWorkspaceBookConnectionProceduresResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The procedures of the connection's book version.
+	Procedures    []*Procedure `protobuf:"bytes,1,rep,name=procedures,proto3" json:"procedures,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkspaceBookConnectionProceduresResponse) Reset() {
+	*x = ListWorkspaceBookConnectionProceduresResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkspaceBookConnectionProceduresResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkspaceBookConnectionProceduresResponse) ProtoMessage() {}
+
+func (x *ListWorkspaceBookConnectionProceduresResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkspaceBookConnectionProceduresResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkspaceBookConnectionProceduresResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *ListWorkspaceBookConnectionProceduresResponse) GetProcedures() []*Procedure {
+	if x != nil {
+		return x.Procedures
+	}
+	return nil
+}
+
+// Request of GetWorkspaceBookConnectionUserInfo.
+type GetWorkspaceBookConnectionUserInfoRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId  string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) Reset() {
+	*x = GetWorkspaceBookConnectionUserInfoRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkspaceBookConnectionUserInfoRequest) ProtoMessage() {}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkspaceBookConnectionUserInfoRequest.ProtoReflect.Descriptor instead.
+func (*GetWorkspaceBookConnectionUserInfoRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+// Who a connection acts as.
+type ConnectionUserInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The email address.
+	Email string `protobuf:"bytes,1,opt,name=email,proto3" json:"email,omitempty"`
+	// The user name (never a credential).
+	Username string `protobuf:"bytes,2,opt,name=username,proto3" json:"username,omitempty"`
+	// Other attributes.
+	OtherAttributes map[string]string `protobuf:"bytes,3,rep,name=other_attributes,json=otherAttributes,proto3" json:"other_attributes,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ConnectionUserInfo) Reset() {
+	*x = ConnectionUserInfo{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectionUserInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectionUserInfo) ProtoMessage() {}
+
+func (x *ConnectionUserInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectionUserInfo.ProtoReflect.Descriptor instead.
+func (*ConnectionUserInfo) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *ConnectionUserInfo) GetEmail() string {
+	if x != nil {
+		return x.Email
+	}
+	return ""
+}
+
+func (x *ConnectionUserInfo) GetUsername() string {
+	if x != nil {
+		return x.Username
+	}
+	return ""
+}
+
+func (x *ConnectionUserInfo) GetOtherAttributes() map[string]string {
+	if x != nil {
+		return x.OtherAttributes
+	}
+	return nil
+}
+
+// Answer of GetWorkspaceBookConnectionUserInfo.
+type GetWorkspaceBookConnectionUserInfoResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The user info (empty when the book tells none).
+	UserInfo      *ConnectionUserInfo `protobuf:"bytes,1,opt,name=user_info,json=userInfo,proto3" json:"user_info,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoResponse) Reset() {
+	*x = GetWorkspaceBookConnectionUserInfoResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetWorkspaceBookConnectionUserInfoResponse) ProtoMessage() {}
+
+func (x *GetWorkspaceBookConnectionUserInfoResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetWorkspaceBookConnectionUserInfoResponse.ProtoReflect.Descriptor instead.
+func (*GetWorkspaceBookConnectionUserInfoResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *GetWorkspaceBookConnectionUserInfoResponse) GetUserInfo() *ConnectionUserInfo {
+	if x != nil {
+		return x.UserInfo
+	}
+	return nil
+}
+
+// Request of CountConnectionUsage.
+type CountConnectionUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connections to count (at most 100).
+	ConnectionIds []string `protobuf:"bytes,3,rep,name=connection_ids,json=connectionIds,proto3" json:"connection_ids,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountConnectionUsageRequest) Reset() {
+	*x = CountConnectionUsageRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountConnectionUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountConnectionUsageRequest) ProtoMessage() {}
+
+func (x *CountConnectionUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountConnectionUsageRequest.ProtoReflect.Descriptor instead.
+func (*CountConnectionUsageRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CountConnectionUsageRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *CountConnectionUsageRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *CountConnectionUsageRequest) GetConnectionIds() []string {
+	if x != nil {
+		return x.ConnectionIds
+	}
+	return nil
+}
+
+// How many automations use a connection.
+type ConnectionAutomationCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// The automations whose draft or published code names it.
+	Count         int32 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ConnectionAutomationCount) Reset() {
+	*x = ConnectionAutomationCount{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectionAutomationCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectionAutomationCount) ProtoMessage() {}
+
+func (x *ConnectionAutomationCount) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectionAutomationCount.ProtoReflect.Descriptor instead.
+func (*ConnectionAutomationCount) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *ConnectionAutomationCount) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ConnectionAutomationCount) GetCount() int32 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// Answer of CountConnectionUsage.
+type CountConnectionUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// One count per requested id, in the request's order.
+	ConnectionCounts []*ConnectionAutomationCount `protobuf:"bytes,1,rep,name=connection_counts,json=connectionCounts,proto3" json:"connection_counts,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *CountConnectionUsageResponse) Reset() {
+	*x = CountConnectionUsageResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountConnectionUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountConnectionUsageResponse) ProtoMessage() {}
+
+func (x *CountConnectionUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountConnectionUsageResponse.ProtoReflect.Descriptor instead.
+func (*CountConnectionUsageResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *CountConnectionUsageResponse) GetConnectionCounts() []*ConnectionAutomationCount {
+	if x != nil {
+		return x.ConnectionCounts
+	}
+	return nil
+}
+
+// Request of TraceConnectionUsage.
+type TraceConnectionUsageRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId  string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceConnectionUsageRequest) Reset() {
+	*x = TraceConnectionUsageRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceConnectionUsageRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceConnectionUsageRequest) ProtoMessage() {}
+
+func (x *TraceConnectionUsageRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceConnectionUsageRequest.ProtoReflect.Descriptor instead.
+func (*TraceConnectionUsageRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *TraceConnectionUsageRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *TraceConnectionUsageRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *TraceConnectionUsageRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+// An automation that uses a connection.
+type AutomationConnectionUsage struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The automation's id.
+	AutomationId string `protobuf:"bytes,1,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// The stages whose code names the connection.
+	Stages        []v1.AutomationStage `protobuf:"varint,2,rep,packed,name=stages,proto3,enum=prose.platform.v1.AutomationStage" json:"stages,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutomationConnectionUsage) Reset() {
+	*x = AutomationConnectionUsage{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutomationConnectionUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutomationConnectionUsage) ProtoMessage() {}
+
+func (x *AutomationConnectionUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutomationConnectionUsage.ProtoReflect.Descriptor instead.
+func (*AutomationConnectionUsage) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *AutomationConnectionUsage) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *AutomationConnectionUsage) GetStages() []v1.AutomationStage {
+	if x != nil {
+		return x.Stages
+	}
+	return nil
+}
+
+// Answer of TraceConnectionUsage.
+type TraceConnectionUsageResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The automations, ordered by id.
+	Automations   []*AutomationConnectionUsage `protobuf:"bytes,1,rep,name=automations,proto3" json:"automations,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TraceConnectionUsageResponse) Reset() {
+	*x = TraceConnectionUsageResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TraceConnectionUsageResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TraceConnectionUsageResponse) ProtoMessage() {}
+
+func (x *TraceConnectionUsageResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TraceConnectionUsageResponse.ProtoReflect.Descriptor instead.
+func (*TraceConnectionUsageResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *TraceConnectionUsageResponse) GetAutomations() []*AutomationConnectionUsage {
+	if x != nil {
+		return x.Automations
+	}
+	return nil
+}
+
+// Request of ExtractAutomationCodeConnections.
+type ExtractAutomationCodeConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation.
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// `stage = "DRAFT"` (the default) or `stage = "PUBLISHED"`.
+	Filter        string `protobuf:"bytes,4,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) Reset() {
+	*x = ExtractAutomationCodeConnectionsRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtractAutomationCodeConnectionsRequest) ProtoMessage() {}
+
+func (x *ExtractAutomationCodeConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtractAutomationCodeConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*ExtractAutomationCodeConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *ExtractAutomationCodeConnectionsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+// A connection that code names.
+type CredentialInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The book the connection is for (the one whose call names it).
+	Book string `protobuf:"bytes,1,opt,name=book,proto3" json:"book,omitempty"`
+	// The book's version.
+	BookVersion string `protobuf:"bytes,2,opt,name=book_version,json=bookVersion,proto3" json:"book_version,omitempty"`
+	// The name the code gives (`the connection is "NAME"`).
+	ConnectionAlias string `protobuf:"bytes,3,opt,name=connection_alias,json=connectionAlias,proto3" json:"connection_alias,omitempty"`
+	// The connection's id, when the workspace has a connection of that name.
+	ConnectionId string `protobuf:"bytes,4,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// The phase (always main: code has one phase).
+	PhaseType     v1.PhaseType `protobuf:"varint,5,opt,name=phase_type,json=phaseType,proto3,enum=prose.platform.v1.PhaseType" json:"phase_type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CredentialInfo) Reset() {
+	*x = CredentialInfo{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CredentialInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CredentialInfo) ProtoMessage() {}
+
+func (x *CredentialInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CredentialInfo.ProtoReflect.Descriptor instead.
+func (*CredentialInfo) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *CredentialInfo) GetBook() string {
+	if x != nil {
+		return x.Book
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetBookVersion() string {
+	if x != nil {
+		return x.BookVersion
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetConnectionAlias() string {
+	if x != nil {
+		return x.ConnectionAlias
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *CredentialInfo) GetPhaseType() v1.PhaseType {
+	if x != nil {
+		return x.PhaseType
+	}
+	return v1.PhaseType(0)
+}
+
+// Answer of ExtractAutomationCodeConnections.
+type ExtractAutomationCodeConnectionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connections, in the order the code names them.
+	Connections   []*CredentialInfo `protobuf:"bytes,1,rep,name=connections,proto3" json:"connections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ExtractAutomationCodeConnectionsResponse) Reset() {
+	*x = ExtractAutomationCodeConnectionsResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ExtractAutomationCodeConnectionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ExtractAutomationCodeConnectionsResponse) ProtoMessage() {}
+
+func (x *ExtractAutomationCodeConnectionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ExtractAutomationCodeConnectionsResponse.ProtoReflect.Descriptor instead.
+func (*ExtractAutomationCodeConnectionsResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ExtractAutomationCodeConnectionsResponse) GetConnections() []*CredentialInfo {
+	if x != nil {
+		return x.Connections
+	}
+	return nil
+}
+
+// Request of AddAutomationConnections.
+type AddAutomationConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation.
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// The connections: each with its alias (unique in the automation), its
+	// connection_id and the book and version that connection is of.
+	Connections   []*CredentialInfo `protobuf:"bytes,4,rep,name=connections,proto3" json:"connections,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AddAutomationConnectionsRequest) Reset() {
+	*x = AddAutomationConnectionsRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AddAutomationConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AddAutomationConnectionsRequest) ProtoMessage() {}
+
+func (x *AddAutomationConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AddAutomationConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*AddAutomationConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *AddAutomationConnectionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *AddAutomationConnectionsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *AddAutomationConnectionsRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *AddAutomationConnectionsRequest) GetConnections() []*CredentialInfo {
+	if x != nil {
+		return x.Connections
+	}
+	return nil
+}
+
+// One connection replaced by another.
+type ConnectionReplacement struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connection the automation has under connection_alias.
+	OldConnectionId string `protobuf:"bytes,1,opt,name=old_connection_id,json=oldConnectionId,proto3" json:"old_connection_id,omitempty"`
+	// The workspace connection that replaces it.
+	NewConnectionId string `protobuf:"bytes,2,opt,name=new_connection_id,json=newConnectionId,proto3" json:"new_connection_id,omitempty"`
+	// The alias in the automation's `connections` map.
+	ConnectionAlias string `protobuf:"bytes,3,opt,name=connection_alias,json=connectionAlias,proto3" json:"connection_alias,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ConnectionReplacement) Reset() {
+	*x = ConnectionReplacement{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectionReplacement) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectionReplacement) ProtoMessage() {}
+
+func (x *ConnectionReplacement) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectionReplacement.ProtoReflect.Descriptor instead.
+func (*ConnectionReplacement) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *ConnectionReplacement) GetOldConnectionId() string {
+	if x != nil {
+		return x.OldConnectionId
+	}
+	return ""
+}
+
+func (x *ConnectionReplacement) GetNewConnectionId() string {
+	if x != nil {
+		return x.NewConnectionId
+	}
+	return ""
+}
+
+func (x *ConnectionReplacement) GetConnectionAlias() string {
+	if x != nil {
+		return x.ConnectionAlias
+	}
+	return ""
+}
+
+// Request of SwitchAutomationConnections.
+type SwitchAutomationConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation.
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// The replacements: all or none apply.
+	Switches      []*ConnectionReplacement `protobuf:"bytes,4,rep,name=switches,proto3" json:"switches,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SwitchAutomationConnectionsRequest) Reset() {
+	*x = SwitchAutomationConnectionsRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwitchAutomationConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwitchAutomationConnectionsRequest) ProtoMessage() {}
+
+func (x *SwitchAutomationConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwitchAutomationConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*SwitchAutomationConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *SwitchAutomationConnectionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SwitchAutomationConnectionsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *SwitchAutomationConnectionsRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *SwitchAutomationConnectionsRequest) GetSwitches() []*ConnectionReplacement {
+	if x != nil {
+		return x.Switches
+	}
+	return nil
+}
+
+// Request of UpgradeAutomationConnections.
+type UpgradeAutomationConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation.
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// The replacements: all or none apply.
+	Upgrades      []*ConnectionReplacement `protobuf:"bytes,4,rep,name=upgrades,proto3" json:"upgrades,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UpgradeAutomationConnectionsRequest) Reset() {
+	*x = UpgradeAutomationConnectionsRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UpgradeAutomationConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UpgradeAutomationConnectionsRequest) ProtoMessage() {}
+
+func (x *UpgradeAutomationConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UpgradeAutomationConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*UpgradeAutomationConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *UpgradeAutomationConnectionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *UpgradeAutomationConnectionsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *UpgradeAutomationConnectionsRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *UpgradeAutomationConnectionsRequest) GetUpgrades() []*ConnectionReplacement {
+	if x != nil {
+		return x.Upgrades
+	}
+	return nil
+}
+
+// One connection to remove from an automation.
+type ConnectionRemoval struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,1,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// Its alias in the automation's `connections` map.
+	ConnectionAlias string `protobuf:"bytes,2,opt,name=connection_alias,json=connectionAlias,proto3" json:"connection_alias,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *ConnectionRemoval) Reset() {
+	*x = ConnectionRemoval{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ConnectionRemoval) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ConnectionRemoval) ProtoMessage() {}
+
+func (x *ConnectionRemoval) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ConnectionRemoval.ProtoReflect.Descriptor instead.
+func (*ConnectionRemoval) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *ConnectionRemoval) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ConnectionRemoval) GetConnectionAlias() string {
+	if x != nil {
+		return x.ConnectionAlias
+	}
+	return ""
+}
+
+// Request of RemoveAutomationConnections.
+type RemoveAutomationConnectionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation.
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// The removals: all or none apply.
+	Removals      []*ConnectionRemoval `protobuf:"bytes,4,rep,name=removals,proto3" json:"removals,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RemoveAutomationConnectionsRequest) Reset() {
+	*x = RemoveAutomationConnectionsRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RemoveAutomationConnectionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RemoveAutomationConnectionsRequest) ProtoMessage() {}
+
+func (x *RemoveAutomationConnectionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RemoveAutomationConnectionsRequest.ProtoReflect.Descriptor instead.
+func (*RemoveAutomationConnectionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *RemoveAutomationConnectionsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *RemoveAutomationConnectionsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *RemoveAutomationConnectionsRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+func (x *RemoveAutomationConnectionsRequest) GetRemovals() []*ConnectionRemoval {
+	if x != nil {
+		return x.Removals
+	}
+	return nil
+}
+
+// The answer of the automation connection operations: the draft as changed.
+type AutomationConnectionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The automation's draft.
+	Automation    *v1.Automation `protobuf:"bytes,1,opt,name=automation,proto3" json:"automation,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutomationConnectionsResponse) Reset() {
+	*x = AutomationConnectionsResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutomationConnectionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutomationConnectionsResponse) ProtoMessage() {}
+
+func (x *AutomationConnectionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutomationConnectionsResponse.ProtoReflect.Descriptor instead.
+func (*AutomationConnectionsResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *AutomationConnectionsResponse) GetAutomation() *v1.Automation {
+	if x != nil {
+		return x.Automation
+	}
+	return nil
+}
+
+// Request of ListWorkspaceBookConnectionDiscoverables.
+type ListWorkspaceBookConnectionDiscoverablesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// Keeps the discoverables whose name contains it (any letter case).
+	Search string `protobuf:"bytes,4,opt,name=search,proto3" json:"search,omitempty"`
+	// How many to skip.
+	Offset uint64 `protobuf:"varint,5,opt,name=offset,proto3" json:"offset,omitempty"`
+	// How many at most (0: all).
+	Limit         uint64 `protobuf:"varint,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) Reset() {
+	*x = ListWorkspaceBookConnectionDiscoverablesRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkspaceBookConnectionDiscoverablesRequest) ProtoMessage() {}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkspaceBookConnectionDiscoverablesRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkspaceBookConnectionDiscoverablesRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetSearch() string {
+	if x != nil {
+		return x.Search
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetOffset() uint64 {
+	if x != nil {
+		return x.Offset
+	}
+	return 0
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetLimit() uint64 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+// Something a connection can reach.
+type Discoverable struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Its name (a table: `schema.table` on PostgreSQL, `table` on MariaDB).
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// What it is (a table: `base table` or `view`).
+	Description   string `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Discoverable) Reset() {
+	*x = Discoverable{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Discoverable) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Discoverable) ProtoMessage() {}
+
+func (x *Discoverable) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Discoverable.ProtoReflect.Descriptor instead.
+func (*Discoverable) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *Discoverable) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Discoverable) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+// Answer of ListWorkspaceBookConnectionDiscoverables.
+type ListWorkspaceBookConnectionDiscoverablesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The discoverables, ordered by name.
+	Discoverables []*Discoverable `protobuf:"bytes,1,rep,name=discoverables,proto3" json:"discoverables,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesResponse) Reset() {
+	*x = ListWorkspaceBookConnectionDiscoverablesResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[44]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkspaceBookConnectionDiscoverablesResponse) ProtoMessage() {}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[44]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkspaceBookConnectionDiscoverablesResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkspaceBookConnectionDiscoverablesResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{44}
+}
+
+func (x *ListWorkspaceBookConnectionDiscoverablesResponse) GetDiscoverables() []*Discoverable {
+	if x != nil {
+		return x.Discoverables
+	}
+	return nil
+}
+
+// Request of SetDiscovered.
+type SetDiscoveredRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// The names of discoverables to record.
+	What          []string `protobuf:"bytes,4,rep,name=what,proto3" json:"what,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDiscoveredRequest) Reset() {
+	*x = SetDiscoveredRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[45]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDiscoveredRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDiscoveredRequest) ProtoMessage() {}
+
+func (x *SetDiscoveredRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[45]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDiscoveredRequest.ProtoReflect.Descriptor instead.
+func (*SetDiscoveredRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{45}
+}
+
+func (x *SetDiscoveredRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SetDiscoveredRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *SetDiscoveredRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *SetDiscoveredRequest) GetWhat() []string {
+	if x != nil {
+		return x.What
+	}
+	return nil
+}
+
+// Answer of SetDiscovered (empty, as the reference's).
+type SetDiscoveredResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetDiscoveredResponse) Reset() {
+	*x = SetDiscoveredResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[46]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetDiscoveredResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetDiscoveredResponse) ProtoMessage() {}
+
+func (x *SetDiscoveredResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[46]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetDiscoveredResponse.ProtoReflect.Descriptor instead.
+func (*SetDiscoveredResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{46}
+}
+
+// Request of AuthorizeWorkspaceBookConnection.
+type AuthorizeWorkspaceBookConnectionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId  string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) Reset() {
+	*x = AuthorizeWorkspaceBookConnectionRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[47]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuthorizeWorkspaceBookConnectionRequest) ProtoMessage() {}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[47]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuthorizeWorkspaceBookConnectionRequest.ProtoReflect.Descriptor instead.
+func (*AuthorizeWorkspaceBookConnectionRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{47}
+}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *AuthorizeWorkspaceBookConnectionRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
 var File_prose_book_v1_connection_proto protoreflect.FileDescriptor
 
 const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\n" +
-	"\x1eprose/book/v1/connection.proto\x12\rprose.book.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x18prose/book/v1/book.proto\x1a\x1dprose/platform/v1/value.proto\"\xa6\x01\n" +
+	"\x1eprose/book/v1/connection.proto\x12\rprose.book.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x18prose/book/v1/book.proto\x1a\"prose/platform/v1/automation.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1fprose/platform/v1/trigger.proto\x1a\x1dprose/platform/v1/value.proto\"\xa6\x01\n" +
 	"\x18ConnectionAuthentication\x12+\n" +
 	"\x11authentication_id\x18\x01 \x01(\tR\x10authenticationId\x12]\n" +
 	"\x1aauthentication_credentials\x18\x02 \x03(\v2\x1e.prose.book.v1.CredentialValueR\x19authenticationCredentials\"T\n" +
@@ -1937,7 +3667,120 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\x14affected_automations\x18\x01 \x03(\v2!.prose.book.v1.AffectedAutomationB\x03\xe0A\x03R\x13affectedAutomations\"f\n" +
 	"\x12AffectedAutomation\x12(\n" +
 	"\rautomation_id\x18\x01 \x01(\tB\x03\xe0A\x03R\fautomationId\x12&\n" +
-	"\fdisplay_name\x18\x02 \x01(\tB\x03\xe0A\x03R\vdisplayName*\xcc\x01\n" +
+	"\fdisplay_name\x18\x02 \x01(\tB\x03\xe0A\x03R\vdisplayName\"\xa0\x02\n" +
+	"%UpgradeWorkspaceBookConnectionRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12 \n" +
+	"\tbook_name\x18\x03 \x01(\tB\x03\xe0A\x02R\bbookName\x12&\n" +
+	"\fbook_version\x18\x04 \x01(\tB\x03\xe0A\x02R\vbookVersion\x12(\n" +
+	"\rconnection_id\x18\x05 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12-\n" +
+	"\x10new_book_version\x18\x06 \x01(\tB\x03\xe0A\x02R\x0enewBookVersion\"\xae\x01\n" +
+	",ListWorkspaceBookConnectionProceduresRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\"i\n" +
+	"-ListWorkspaceBookConnectionProceduresResponse\x128\n" +
+	"\n" +
+	"procedures\x18\x01 \x03(\v2\x18.prose.book.v1.ProcedureR\n" +
+	"procedures\"\xab\x01\n" +
+	")GetWorkspaceBookConnectionUserInfoRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\"\xed\x01\n" +
+	"\x12ConnectionUserInfo\x12\x14\n" +
+	"\x05email\x18\x01 \x01(\tR\x05email\x12\x1a\n" +
+	"\busername\x18\x02 \x01(\tR\busername\x12a\n" +
+	"\x10other_attributes\x18\x03 \x03(\v26.prose.book.v1.ConnectionUserInfo.OtherAttributesEntryR\x0fotherAttributes\x1aB\n" +
+	"\x14OtherAttributesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"l\n" +
+	"*GetWorkspaceBookConnectionUserInfoResponse\x12>\n" +
+	"\tuser_info\x18\x01 \x01(\v2!.prose.book.v1.ConnectionUserInfoR\buserInfo\"\x9f\x01\n" +
+	"\x1bCountConnectionUsageRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12*\n" +
+	"\x0econnection_ids\x18\x03 \x03(\tB\x03\xe0A\x02R\rconnectionIds\"V\n" +
+	"\x19ConnectionAutomationCount\x12#\n" +
+	"\rconnection_id\x18\x01 \x01(\tR\fconnectionId\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x05R\x05count\"u\n" +
+	"\x1cCountConnectionUsageResponse\x12U\n" +
+	"\x11connection_counts\x18\x01 \x03(\v2(.prose.book.v1.ConnectionAutomationCountR\x10connectionCounts\"\x9d\x01\n" +
+	"\x1bTraceConnectionUsageRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\"|\n" +
+	"\x19AutomationConnectionUsage\x12#\n" +
+	"\rautomation_id\x18\x01 \x01(\tR\fautomationId\x12:\n" +
+	"\x06stages\x18\x02 \x03(\x0e2\".prose.platform.v1.AutomationStageR\x06stages\"j\n" +
+	"\x1cTraceConnectionUsageResponse\x12J\n" +
+	"\vautomations\x18\x01 \x03(\v2(.prose.book.v1.AutomationConnectionUsageR\vautomations\"\xc6\x01\n" +
+	"'ExtractAutomationCodeConnectionsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12\x1b\n" +
+	"\x06filter\x18\x04 \x01(\tB\x03\xe0A\x01R\x06filter\"\xd4\x01\n" +
+	"\x0eCredentialInfo\x12\x12\n" +
+	"\x04book\x18\x01 \x01(\tR\x04book\x12!\n" +
+	"\fbook_version\x18\x02 \x01(\tR\vbookVersion\x12)\n" +
+	"\x10connection_alias\x18\x03 \x01(\tR\x0fconnectionAlias\x12#\n" +
+	"\rconnection_id\x18\x04 \x01(\tR\fconnectionId\x12;\n" +
+	"\n" +
+	"phase_type\x18\x05 \x01(\x0e2\x1c.prose.platform.v1.PhaseTypeR\tphaseType\"k\n" +
+	"(ExtractAutomationCodeConnectionsResponse\x12?\n" +
+	"\vconnections\x18\x01 \x03(\v2\x1d.prose.book.v1.CredentialInfoR\vconnections\"\xe7\x01\n" +
+	"\x1fAddAutomationConnectionsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12D\n" +
+	"\vconnections\x18\x04 \x03(\v2\x1d.prose.book.v1.CredentialInfoB\x03\xe0A\x02R\vconnections\"\xa9\x01\n" +
+	"\x15ConnectionReplacement\x12/\n" +
+	"\x11old_connection_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0foldConnectionId\x12/\n" +
+	"\x11new_connection_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x0fnewConnectionId\x12.\n" +
+	"\x10connection_alias\x18\x03 \x01(\tB\x03\xe0A\x02R\x0fconnectionAlias\"\xeb\x01\n" +
+	"\"SwitchAutomationConnectionsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12E\n" +
+	"\bswitches\x18\x04 \x03(\v2$.prose.book.v1.ConnectionReplacementB\x03\xe0A\x02R\bswitches\"\xec\x01\n" +
+	"#UpgradeAutomationConnectionsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12E\n" +
+	"\bupgrades\x18\x04 \x03(\v2$.prose.book.v1.ConnectionReplacementB\x03\xe0A\x02R\bupgrades\"m\n" +
+	"\x11ConnectionRemoval\x12(\n" +
+	"\rconnection_id\x18\x01 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12.\n" +
+	"\x10connection_alias\x18\x02 \x01(\tB\x03\xe0A\x02R\x0fconnectionAlias\"\xe7\x01\n" +
+	"\"RemoveAutomationConnectionsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12A\n" +
+	"\bremovals\x18\x04 \x03(\v2 .prose.book.v1.ConnectionRemovalB\x03\xe0A\x02R\bremovals\"^\n" +
+	"\x1dAutomationConnectionsResponse\x12=\n" +
+	"\n" +
+	"automation\x18\x01 \x01(\v2\x1d.prose.platform.v1.AutomationR\n" +
+	"automation\"\x86\x02\n" +
+	"/ListWorkspaceBookConnectionDiscoverablesRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12\x1b\n" +
+	"\x06search\x18\x04 \x01(\tB\x03\xe0A\x01R\x06search\x12\x1b\n" +
+	"\x06offset\x18\x05 \x01(\x04B\x03\xe0A\x01R\x06offset\x12\x19\n" +
+	"\x05limit\x18\x06 \x01(\x04B\x03\xe0A\x01R\x05limit\"D\n" +
+	"\fDiscoverable\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
+	"\vdescription\x18\x02 \x01(\tR\vdescription\"u\n" +
+	"0ListWorkspaceBookConnectionDiscoverablesResponse\x12A\n" +
+	"\rdiscoverables\x18\x01 \x03(\v2\x1b.prose.book.v1.DiscoverableR\rdiscoverables\"\xaf\x01\n" +
+	"\x14SetDiscoveredRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12\x17\n" +
+	"\x04what\x18\x04 \x03(\tB\x03\xe0A\x01R\x04what\"\x17\n" +
+	"\x15SetDiscoveredResponse\"\xa9\x01\n" +
+	"'AuthorizeWorkspaceBookConnectionRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId*\xcc\x01\n" +
 	"\x13BookConnectionState\x12!\n" +
 	"\x1dBOOK_CONNECTION_STATE_PENDING\x10\x00\x12\x1f\n" +
 	"\x1bBOOK_CONNECTION_STATE_READY\x10\x01\x12 \n" +
@@ -1981,14 +3824,27 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	";BOOK_CONNECTION_CONDITION_REASON_CODE_REPLICA_COUNT_IS_ZERO\x10\x0e\x12C\n" +
 	"?BOOK_CONNECTION_CONDITION_REASON_CODE_NEW_DEPLOYMENT_ROLLED_OUT\x10\x0f\x12>\n" +
 	":BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_IN_PROGRESS\x10\x10\x129\n" +
-	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xd1\v\n" +
+	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xb7%\n" +
 	"\x11ConnectionService\x12\xf0\x01\n" +
 	"\x1aAddWorkspaceBookConnection\x120.prose.book.v1.AddWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"y\x82\xd3\xe4\x93\x02s:\x01*\"n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\xff\x01\n" +
 	"\x1cListWorkspaceBookConnections\x122.prose.book.v1.ListWorkspaceBookConnectionsRequest\x1a3.prose.book.v1.ListWorkspaceBookConnectionsResponse\"v\x82\xd3\xe4\x93\x02p\x12n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\x88\x02\n" +
 	"\x1dUpdateWorkspaceBookConnection\x123.prose.book.v1.UpdateWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"\x8a\x01\x82\xd3\xe4\x93\x02\x83\x01:\x01*\x1a~/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections/{connection_id}\x12\xe8\x01\n" +
 	"\x1aGetWorkspaceBookConnection\x120.prose.book.v1.GetWorkspaceBookConnectionRequest\x1a1.prose.book.v1.GetWorkspaceBookConnectionResponse\"e\x82\xd3\xe4\x93\x02_\x12]/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}\x12\xe7\x01\n" +
 	"\x1fListAllWorkspaceBookConnections\x125.prose.book.v1.ListAllWorkspaceBookConnectionsRequest\x1a6.prose.book.v1.ListAllWorkspaceBookConnectionsResponse\"U\x82\xd3\xe4\x93\x02O\x12M/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections\x12\xe6\x01\n" +
-	"\x19DeleteWorkspaceConnection\x12/.prose.book.v1.DeleteWorkspaceConnectionRequest\x1a0.prose.book.v1.DeleteWorkspaceConnectionResponse\"f\x82\xd3\xe4\x93\x02`*^/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:deleteConnectionB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
+	"\x19DeleteWorkspaceConnection\x12/.prose.book.v1.DeleteWorkspaceConnectionRequest\x1a0.prose.book.v1.DeleteWorkspaceConnectionResponse\"f\x82\xd3\xe4\x93\x02`*^/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:deleteConnection\x12\x93\x02\n" +
+	"\x1eUpgradeWorkspaceBookConnection\x124.prose.book.v1.UpgradeWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"\x93\x01\x82\xd3\xe4\x93\x02\x8c\x01:\x01*\x1a\x86\x01/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections/{connection_id}/upgrade\x12\x94\x02\n" +
+	"%ListWorkspaceBookConnectionProcedures\x12;.prose.book.v1.ListWorkspaceBookConnectionProceduresRequest\x1a<.prose.book.v1.ListWorkspaceBookConnectionProceduresResponse\"p\x82\xd3\xe4\x93\x02j\x12h/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/procedures\x12\x8a\x02\n" +
+	"\"GetWorkspaceBookConnectionUserInfo\x128.prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest\x1a9.prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse\"o\x82\xd3\xe4\x93\x02i\x12g/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/user-info\x12\xde\x01\n" +
+	"\x14CountConnectionUsage\x12*.prose.book.v1.CountConnectionUsageRequest\x1a+.prose.book.v1.CountConnectionUsageResponse\"m\x82\xd3\xe4\x93\x02g:\x01*\"b/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:countConnectionUsage\x12\xde\x01\n" +
+	"\x14TraceConnectionUsage\x12*.prose.book.v1.TraceConnectionUsageRequest\x1a+.prose.book.v1.TraceConnectionUsageResponse\"m\x82\xd3\xe4\x93\x02g:\x01*\"b/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:traceConnectionUsage\x12\x91\x02\n" +
+	" ExtractAutomationCodeConnections\x126.prose.book.v1.ExtractAutomationCodeConnectionsRequest\x1a7.prose.book.v1.ExtractAutomationCodeConnectionsResponse\"|\x82\xd3\xe4\x93\x02v\x12t/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:extractCodeConnections\x12\xf1\x01\n" +
+	"\x18AddAutomationConnections\x12..prose.book.v1.AddAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"w\x82\xd3\xe4\x93\x02q:\x01*\"l/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:addConnections\x12\xfa\x01\n" +
+	"\x1bSwitchAutomationConnections\x121.prose.book.v1.SwitchAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:switchConnections\x12\xfd\x01\n" +
+	"\x1cUpgradeAutomationConnections\x122.prose.book.v1.UpgradeAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"{\x82\xd3\xe4\x93\x02u:\x01*\"p/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:upgradeConnections\x12\xfa\x01\n" +
+	"\x1bRemoveAutomationConnections\x121.prose.book.v1.RemoveAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:removeConnections\x12\xa0\x02\n" +
+	"(ListWorkspaceBookConnectionDiscoverables\x12>.prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest\x1a?.prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse\"s\x82\xd3\xe4\x93\x02m\x12k/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discoverables\x12\xcd\x01\n" +
+	"\rSetDiscovered\x12#.prose.book.v1.SetDiscoveredRequest\x1a$.prose.book.v1.SetDiscoveredResponse\"q\x82\xd3\xe4\x93\x02k:\x01*\"f/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discover\x12\xf2\x01\n" +
+	" AuthorizeWorkspaceBookConnection\x126.prose.book.v1.AuthorizeWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"o\x82\xd3\xe4\x93\x02i\x1ag/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/authorizeB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
 
 var (
 	file_prose_book_v1_connection_proto_rawDescOnce sync.Once
@@ -2003,50 +3859,83 @@ func file_prose_book_v1_connection_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_book_v1_connection_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
 var file_prose_book_v1_connection_proto_goTypes = []any{
-	(BookConnectionState)(0),                        // 0: prose.book.v1.BookConnectionState
-	(BookConnectionStateCategory)(0),                // 1: prose.book.v1.BookConnectionStateCategory
-	(BookConnectionConditionType)(0),                // 2: prose.book.v1.BookConnectionConditionType
-	(BookConnectionConditionStatus)(0),              // 3: prose.book.v1.BookConnectionConditionStatus
-	(BookConnectionConditionReasonCode)(0),          // 4: prose.book.v1.BookConnectionConditionReasonCode
-	(*ConnectionAuthentication)(nil),                // 5: prose.book.v1.ConnectionAuthentication
-	(*CredentialValue)(nil),                         // 6: prose.book.v1.CredentialValue
-	(*ConnectionLabel)(nil),                         // 7: prose.book.v1.ConnectionLabel
-	(*ConnectionConceptValue)(nil),                  // 8: prose.book.v1.ConnectionConceptValue
-	(*BookConnectionDescriptor)(nil),                // 9: prose.book.v1.BookConnectionDescriptor
-	(*BookConnectionCondition)(nil),                 // 10: prose.book.v1.BookConnectionCondition
-	(*BookConnectionStatus)(nil),                    // 11: prose.book.v1.BookConnectionStatus
-	(*BookConnectionOAuthURLResponse)(nil),          // 12: prose.book.v1.BookConnectionOAuthURLResponse
-	(*BookConnectionResponse)(nil),                  // 13: prose.book.v1.BookConnectionResponse
-	(*AddWorkspaceBookConnectionRequest)(nil),       // 14: prose.book.v1.AddWorkspaceBookConnectionRequest
-	(*ListWorkspaceBookConnectionsRequest)(nil),     // 15: prose.book.v1.ListWorkspaceBookConnectionsRequest
-	(*ListWorkspaceBookConnectionsResponse)(nil),    // 16: prose.book.v1.ListWorkspaceBookConnectionsResponse
-	(*UpdateWorkspaceBookConnectionRequest)(nil),    // 17: prose.book.v1.UpdateWorkspaceBookConnectionRequest
-	(*GetWorkspaceBookConnectionRequest)(nil),       // 18: prose.book.v1.GetWorkspaceBookConnectionRequest
-	(*GetWorkspaceBookConnectionResponse)(nil),      // 19: prose.book.v1.GetWorkspaceBookConnectionResponse
-	(*ListAllWorkspaceBookConnectionsRequest)(nil),  // 20: prose.book.v1.ListAllWorkspaceBookConnectionsRequest
-	(*ListAllWorkspaceBookConnectionsResponse)(nil), // 21: prose.book.v1.ListAllWorkspaceBookConnectionsResponse
-	(*DeleteWorkspaceConnectionRequest)(nil),        // 22: prose.book.v1.DeleteWorkspaceConnectionRequest
-	(*DeleteWorkspaceConnectionResponse)(nil),       // 23: prose.book.v1.DeleteWorkspaceConnectionResponse
-	(*AffectedAutomation)(nil),                      // 24: prose.book.v1.AffectedAutomation
-	nil,                                             // 25: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
-	nil,                                             // 26: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                                             // 27: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
-	(*v1.BdkValue)(nil),                             // 28: prose.platform.v1.BdkValue
-	(*NounPhrases)(nil),                             // 29: prose.book.v1.NounPhrases
-	(OAuthFlow)(0),                                  // 30: prose.book.v1.OAuthFlow
+	(BookConnectionState)(0),                                 // 0: prose.book.v1.BookConnectionState
+	(BookConnectionStateCategory)(0),                         // 1: prose.book.v1.BookConnectionStateCategory
+	(BookConnectionConditionType)(0),                         // 2: prose.book.v1.BookConnectionConditionType
+	(BookConnectionConditionStatus)(0),                       // 3: prose.book.v1.BookConnectionConditionStatus
+	(BookConnectionConditionReasonCode)(0),                   // 4: prose.book.v1.BookConnectionConditionReasonCode
+	(*ConnectionAuthentication)(nil),                         // 5: prose.book.v1.ConnectionAuthentication
+	(*CredentialValue)(nil),                                  // 6: prose.book.v1.CredentialValue
+	(*ConnectionLabel)(nil),                                  // 7: prose.book.v1.ConnectionLabel
+	(*ConnectionConceptValue)(nil),                           // 8: prose.book.v1.ConnectionConceptValue
+	(*BookConnectionDescriptor)(nil),                         // 9: prose.book.v1.BookConnectionDescriptor
+	(*BookConnectionCondition)(nil),                          // 10: prose.book.v1.BookConnectionCondition
+	(*BookConnectionStatus)(nil),                             // 11: prose.book.v1.BookConnectionStatus
+	(*BookConnectionOAuthURLResponse)(nil),                   // 12: prose.book.v1.BookConnectionOAuthURLResponse
+	(*BookConnectionResponse)(nil),                           // 13: prose.book.v1.BookConnectionResponse
+	(*AddWorkspaceBookConnectionRequest)(nil),                // 14: prose.book.v1.AddWorkspaceBookConnectionRequest
+	(*ListWorkspaceBookConnectionsRequest)(nil),              // 15: prose.book.v1.ListWorkspaceBookConnectionsRequest
+	(*ListWorkspaceBookConnectionsResponse)(nil),             // 16: prose.book.v1.ListWorkspaceBookConnectionsResponse
+	(*UpdateWorkspaceBookConnectionRequest)(nil),             // 17: prose.book.v1.UpdateWorkspaceBookConnectionRequest
+	(*GetWorkspaceBookConnectionRequest)(nil),                // 18: prose.book.v1.GetWorkspaceBookConnectionRequest
+	(*GetWorkspaceBookConnectionResponse)(nil),               // 19: prose.book.v1.GetWorkspaceBookConnectionResponse
+	(*ListAllWorkspaceBookConnectionsRequest)(nil),           // 20: prose.book.v1.ListAllWorkspaceBookConnectionsRequest
+	(*ListAllWorkspaceBookConnectionsResponse)(nil),          // 21: prose.book.v1.ListAllWorkspaceBookConnectionsResponse
+	(*DeleteWorkspaceConnectionRequest)(nil),                 // 22: prose.book.v1.DeleteWorkspaceConnectionRequest
+	(*DeleteWorkspaceConnectionResponse)(nil),                // 23: prose.book.v1.DeleteWorkspaceConnectionResponse
+	(*AffectedAutomation)(nil),                               // 24: prose.book.v1.AffectedAutomation
+	(*UpgradeWorkspaceBookConnectionRequest)(nil),            // 25: prose.book.v1.UpgradeWorkspaceBookConnectionRequest
+	(*ListWorkspaceBookConnectionProceduresRequest)(nil),     // 26: prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
+	(*ListWorkspaceBookConnectionProceduresResponse)(nil),    // 27: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
+	(*GetWorkspaceBookConnectionUserInfoRequest)(nil),        // 28: prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
+	(*ConnectionUserInfo)(nil),                               // 29: prose.book.v1.ConnectionUserInfo
+	(*GetWorkspaceBookConnectionUserInfoResponse)(nil),       // 30: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
+	(*CountConnectionUsageRequest)(nil),                      // 31: prose.book.v1.CountConnectionUsageRequest
+	(*ConnectionAutomationCount)(nil),                        // 32: prose.book.v1.ConnectionAutomationCount
+	(*CountConnectionUsageResponse)(nil),                     // 33: prose.book.v1.CountConnectionUsageResponse
+	(*TraceConnectionUsageRequest)(nil),                      // 34: prose.book.v1.TraceConnectionUsageRequest
+	(*AutomationConnectionUsage)(nil),                        // 35: prose.book.v1.AutomationConnectionUsage
+	(*TraceConnectionUsageResponse)(nil),                     // 36: prose.book.v1.TraceConnectionUsageResponse
+	(*ExtractAutomationCodeConnectionsRequest)(nil),          // 37: prose.book.v1.ExtractAutomationCodeConnectionsRequest
+	(*CredentialInfo)(nil),                                   // 38: prose.book.v1.CredentialInfo
+	(*ExtractAutomationCodeConnectionsResponse)(nil),         // 39: prose.book.v1.ExtractAutomationCodeConnectionsResponse
+	(*AddAutomationConnectionsRequest)(nil),                  // 40: prose.book.v1.AddAutomationConnectionsRequest
+	(*ConnectionReplacement)(nil),                            // 41: prose.book.v1.ConnectionReplacement
+	(*SwitchAutomationConnectionsRequest)(nil),               // 42: prose.book.v1.SwitchAutomationConnectionsRequest
+	(*UpgradeAutomationConnectionsRequest)(nil),              // 43: prose.book.v1.UpgradeAutomationConnectionsRequest
+	(*ConnectionRemoval)(nil),                                // 44: prose.book.v1.ConnectionRemoval
+	(*RemoveAutomationConnectionsRequest)(nil),               // 45: prose.book.v1.RemoveAutomationConnectionsRequest
+	(*AutomationConnectionsResponse)(nil),                    // 46: prose.book.v1.AutomationConnectionsResponse
+	(*ListWorkspaceBookConnectionDiscoverablesRequest)(nil),  // 47: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
+	(*Discoverable)(nil),                                     // 48: prose.book.v1.Discoverable
+	(*ListWorkspaceBookConnectionDiscoverablesResponse)(nil), // 49: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
+	(*SetDiscoveredRequest)(nil),                             // 50: prose.book.v1.SetDiscoveredRequest
+	(*SetDiscoveredResponse)(nil),                            // 51: prose.book.v1.SetDiscoveredResponse
+	(*AuthorizeWorkspaceBookConnectionRequest)(nil),          // 52: prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
+	nil,                     // 53: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	nil,                     // 54: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                     // 55: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                     // 56: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	(*v1.BdkValue)(nil),     // 57: prose.platform.v1.BdkValue
+	(*NounPhrases)(nil),     // 58: prose.book.v1.NounPhrases
+	(OAuthFlow)(0),          // 59: prose.book.v1.OAuthFlow
+	(*Procedure)(nil),       // 60: prose.book.v1.Procedure
+	(v1.AutomationStage)(0), // 61: prose.platform.v1.AutomationStage
+	(v1.PhaseType)(0),       // 62: prose.platform.v1.PhaseType
+	(*v1.Automation)(nil),   // 63: prose.platform.v1.Automation
 }
 var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	6,  // 0: prose.book.v1.ConnectionAuthentication.authentication_credentials:type_name -> prose.book.v1.CredentialValue
-	28, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
-	29, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
-	28, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
+	57, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
+	58, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
+	57, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
 	5,  // 4: prose.book.v1.BookConnectionDescriptor.authentication:type_name -> prose.book.v1.ConnectionAuthentication
 	8,  // 5: prose.book.v1.BookConnectionDescriptor.config:type_name -> prose.book.v1.ConnectionConceptValue
 	7,  // 6: prose.book.v1.BookConnectionDescriptor.labels:type_name -> prose.book.v1.ConnectionLabel
 	11, // 7: prose.book.v1.BookConnectionDescriptor.status:type_name -> prose.book.v1.BookConnectionStatus
-	25, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	53, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
 	2,  // 9: prose.book.v1.BookConnectionCondition.type:type_name -> prose.book.v1.BookConnectionConditionType
 	3,  // 10: prose.book.v1.BookConnectionCondition.status:type_name -> prose.book.v1.BookConnectionConditionStatus
 	4,  // 11: prose.book.v1.BookConnectionCondition.reason_code:type_name -> prose.book.v1.BookConnectionConditionReasonCode
@@ -2056,37 +3945,77 @@ var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	9,  // 15: prose.book.v1.BookConnectionResponse.book_connection_descriptor:type_name -> prose.book.v1.BookConnectionDescriptor
 	12, // 16: prose.book.v1.BookConnectionResponse.authorize_url:type_name -> prose.book.v1.BookConnectionOAuthURLResponse
 	5,  // 17: prose.book.v1.AddWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	26, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	54, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 19: prose.book.v1.AddWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	30, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	59, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 21: prose.book.v1.ListWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	5,  // 22: prose.book.v1.UpdateWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	27, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	55, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 24: prose.book.v1.UpdateWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	30, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	59, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 26: prose.book.v1.GetWorkspaceBookConnectionResponse.book_connection:type_name -> prose.book.v1.BookConnectionDescriptor
 	9,  // 27: prose.book.v1.ListAllWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	24, // 28: prose.book.v1.DeleteWorkspaceConnectionResponse.affected_automations:type_name -> prose.book.v1.AffectedAutomation
-	28, // 29: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	28, // 30: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	28, // 31: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	14, // 32: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
-	15, // 33: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
-	17, // 34: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
-	18, // 35: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:input_type -> prose.book.v1.GetWorkspaceBookConnectionRequest
-	20, // 36: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:input_type -> prose.book.v1.ListAllWorkspaceBookConnectionsRequest
-	22, // 37: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
-	13, // 38: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	16, // 39: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
-	13, // 40: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	19, // 41: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
-	21, // 42: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
-	23, // 43: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
-	38, // [38:44] is the sub-list for method output_type
-	32, // [32:38] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	60, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	56, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	29, // 31: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse.user_info:type_name -> prose.book.v1.ConnectionUserInfo
+	32, // 32: prose.book.v1.CountConnectionUsageResponse.connection_counts:type_name -> prose.book.v1.ConnectionAutomationCount
+	61, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
+	35, // 34: prose.book.v1.TraceConnectionUsageResponse.automations:type_name -> prose.book.v1.AutomationConnectionUsage
+	62, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
+	38, // 36: prose.book.v1.ExtractAutomationCodeConnectionsResponse.connections:type_name -> prose.book.v1.CredentialInfo
+	38, // 37: prose.book.v1.AddAutomationConnectionsRequest.connections:type_name -> prose.book.v1.CredentialInfo
+	41, // 38: prose.book.v1.SwitchAutomationConnectionsRequest.switches:type_name -> prose.book.v1.ConnectionReplacement
+	41, // 39: prose.book.v1.UpgradeAutomationConnectionsRequest.upgrades:type_name -> prose.book.v1.ConnectionReplacement
+	44, // 40: prose.book.v1.RemoveAutomationConnectionsRequest.removals:type_name -> prose.book.v1.ConnectionRemoval
+	63, // 41: prose.book.v1.AutomationConnectionsResponse.automation:type_name -> prose.platform.v1.Automation
+	48, // 42: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse.discoverables:type_name -> prose.book.v1.Discoverable
+	57, // 43: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	57, // 44: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	57, // 45: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	14, // 46: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
+	15, // 47: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
+	17, // 48: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
+	18, // 49: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:input_type -> prose.book.v1.GetWorkspaceBookConnectionRequest
+	20, // 50: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:input_type -> prose.book.v1.ListAllWorkspaceBookConnectionsRequest
+	22, // 51: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
+	25, // 52: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:input_type -> prose.book.v1.UpgradeWorkspaceBookConnectionRequest
+	26, // 53: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
+	28, // 54: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:input_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
+	31, // 55: prose.book.v1.ConnectionService.CountConnectionUsage:input_type -> prose.book.v1.CountConnectionUsageRequest
+	34, // 56: prose.book.v1.ConnectionService.TraceConnectionUsage:input_type -> prose.book.v1.TraceConnectionUsageRequest
+	37, // 57: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:input_type -> prose.book.v1.ExtractAutomationCodeConnectionsRequest
+	40, // 58: prose.book.v1.ConnectionService.AddAutomationConnections:input_type -> prose.book.v1.AddAutomationConnectionsRequest
+	42, // 59: prose.book.v1.ConnectionService.SwitchAutomationConnections:input_type -> prose.book.v1.SwitchAutomationConnectionsRequest
+	43, // 60: prose.book.v1.ConnectionService.UpgradeAutomationConnections:input_type -> prose.book.v1.UpgradeAutomationConnectionsRequest
+	45, // 61: prose.book.v1.ConnectionService.RemoveAutomationConnections:input_type -> prose.book.v1.RemoveAutomationConnectionsRequest
+	47, // 62: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:input_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
+	50, // 63: prose.book.v1.ConnectionService.SetDiscovered:input_type -> prose.book.v1.SetDiscoveredRequest
+	52, // 64: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:input_type -> prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
+	13, // 65: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	16, // 66: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
+	13, // 67: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	19, // 68: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
+	21, // 69: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
+	23, // 70: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
+	13, // 71: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	27, // 72: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
+	30, // 73: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
+	33, // 74: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
+	36, // 75: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
+	39, // 76: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
+	46, // 77: prose.book.v1.ConnectionService.AddAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 78: prose.book.v1.ConnectionService.SwitchAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 79: prose.book.v1.ConnectionService.UpgradeAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 80: prose.book.v1.ConnectionService.RemoveAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	49, // 81: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:output_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
+	51, // 82: prose.book.v1.ConnectionService.SetDiscovered:output_type -> prose.book.v1.SetDiscoveredResponse
+	13, // 83: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	65, // [65:84] is the sub-list for method output_type
+	46, // [46:65] is the sub-list for method input_type
+	46, // [46:46] is the sub-list for extension type_name
+	46, // [46:46] is the sub-list for extension extendee
+	0,  // [0:46] is the sub-list for field type_name
 }
 
 func init() { file_prose_book_v1_connection_proto_init() }
@@ -2101,7 +4030,7 @@ func file_prose_book_v1_connection_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_book_v1_connection_proto_rawDesc), len(file_prose_book_v1_connection_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   23,
+			NumMessages:   52,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,12 +19,25 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ConnectionService_AddWorkspaceBookConnection_FullMethodName      = "/prose.book.v1.ConnectionService/AddWorkspaceBookConnection"
-	ConnectionService_ListWorkspaceBookConnections_FullMethodName    = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnections"
-	ConnectionService_UpdateWorkspaceBookConnection_FullMethodName   = "/prose.book.v1.ConnectionService/UpdateWorkspaceBookConnection"
-	ConnectionService_GetWorkspaceBookConnection_FullMethodName      = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnection"
-	ConnectionService_ListAllWorkspaceBookConnections_FullMethodName = "/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections"
-	ConnectionService_DeleteWorkspaceConnection_FullMethodName       = "/prose.book.v1.ConnectionService/DeleteWorkspaceConnection"
+	ConnectionService_AddWorkspaceBookConnection_FullMethodName               = "/prose.book.v1.ConnectionService/AddWorkspaceBookConnection"
+	ConnectionService_ListWorkspaceBookConnections_FullMethodName             = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnections"
+	ConnectionService_UpdateWorkspaceBookConnection_FullMethodName            = "/prose.book.v1.ConnectionService/UpdateWorkspaceBookConnection"
+	ConnectionService_GetWorkspaceBookConnection_FullMethodName               = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnection"
+	ConnectionService_ListAllWorkspaceBookConnections_FullMethodName          = "/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections"
+	ConnectionService_DeleteWorkspaceConnection_FullMethodName                = "/prose.book.v1.ConnectionService/DeleteWorkspaceConnection"
+	ConnectionService_UpgradeWorkspaceBookConnection_FullMethodName           = "/prose.book.v1.ConnectionService/UpgradeWorkspaceBookConnection"
+	ConnectionService_ListWorkspaceBookConnectionProcedures_FullMethodName    = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionProcedures"
+	ConnectionService_GetWorkspaceBookConnectionUserInfo_FullMethodName       = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnectionUserInfo"
+	ConnectionService_CountConnectionUsage_FullMethodName                     = "/prose.book.v1.ConnectionService/CountConnectionUsage"
+	ConnectionService_TraceConnectionUsage_FullMethodName                     = "/prose.book.v1.ConnectionService/TraceConnectionUsage"
+	ConnectionService_ExtractAutomationCodeConnections_FullMethodName         = "/prose.book.v1.ConnectionService/ExtractAutomationCodeConnections"
+	ConnectionService_AddAutomationConnections_FullMethodName                 = "/prose.book.v1.ConnectionService/AddAutomationConnections"
+	ConnectionService_SwitchAutomationConnections_FullMethodName              = "/prose.book.v1.ConnectionService/SwitchAutomationConnections"
+	ConnectionService_UpgradeAutomationConnections_FullMethodName             = "/prose.book.v1.ConnectionService/UpgradeAutomationConnections"
+	ConnectionService_RemoveAutomationConnections_FullMethodName              = "/prose.book.v1.ConnectionService/RemoveAutomationConnections"
+	ConnectionService_ListWorkspaceBookConnectionDiscoverables_FullMethodName = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionDiscoverables"
+	ConnectionService_SetDiscovered_FullMethodName                            = "/prose.book.v1.ConnectionService/SetDiscovered"
+	ConnectionService_AuthorizeWorkspaceBookConnection_FullMethodName         = "/prose.book.v1.ConnectionService/AuthorizeWorkspaceBookConnection"
 )
 
 // ConnectionServiceClient is the client API for ConnectionService service.
@@ -52,6 +65,51 @@ type ConnectionServiceClient interface {
 	// Deletes a connection. FAILED_PRECONDITION when a published automation
 	// uses it; draft automations that use it are listed in the answer.
 	DeleteWorkspaceConnection(ctx context.Context, in *DeleteWorkspaceConnectionRequest, opts ...grpc.CallOption) (*DeleteWorkspaceConnectionResponse, error)
+	// Moves a connection to another version of its book: the connection is
+	// checked against that version's authentications and configurations and
+	// keeps its id, name, credentials and configuration.
+	UpgradeWorkspaceBookConnection(ctx context.Context, in *UpgradeWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*BookConnectionResponse, error)
+	// Lists the procedures that code can call with a connection: those of
+	// its book version.
+	ListWorkspaceBookConnectionProcedures(ctx context.Context, in *ListWorkspaceBookConnectionProceduresRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConnectionProceduresResponse, error)
+	// Tells who the connection acts as, from what the connection holds that
+	// is not secret (the email book: its `from` address and host).
+	GetWorkspaceBookConnectionUserInfo(ctx context.Context, in *GetWorkspaceBookConnectionUserInfoRequest, opts ...grpc.CallOption) (*GetWorkspaceBookConnectionUserInfoResponse, error)
+	// Counts, for each connection, the automations whose draft or published
+	// code names it (`the connection is "NAME"`, by name or id).
+	CountConnectionUsage(ctx context.Context, in *CountConnectionUsageRequest, opts ...grpc.CallOption) (*CountConnectionUsageResponse, error)
+	// Lists the automations whose code names a connection, with the stages
+	// (draft, published) that name it.
+	TraceConnectionUsage(ctx context.Context, in *TraceConnectionUsageRequest, opts ...grpc.CallOption) (*TraceConnectionUsageResponse, error)
+	// Lists the connections an automation's code names (the draft's, or the
+	// published stage's with the filter `stage = "PUBLISHED"`), with the book
+	// each belongs to and its id when the workspace has it.
+	ExtractAutomationCodeConnections(ctx context.Context, in *ExtractAutomationCodeConnectionsRequest, opts ...grpc.CallOption) (*ExtractAutomationCodeConnectionsResponse, error)
+	// Binds workspace connections to a draft automation under aliases (its
+	// `connections` map); the code is not changed.
+	AddAutomationConnections(ctx context.Context, in *AddAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error)
+	// Replaces connections of a draft automation by others of the same book
+	// version: in its `connections` map and where its code names the old
+	// connection (by name or id).
+	SwitchAutomationConnections(ctx context.Context, in *SwitchAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error)
+	// Replaces connections of a draft automation by connections of another
+	// version of the same book, as SwitchAutomationConnections does.
+	UpgradeAutomationConnections(ctx context.Context, in *UpgradeAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error)
+	// Removes connections from a draft automation: from its `connections` map,
+	// and where its code names them the placeholder
+	// `prose.connection_name.BOOK` takes their place.
+	RemoveAutomationConnections(ctx context.Context, in *RemoveAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error)
+	// Lists what a connection can reach that discovery may record (the
+	// databases book: the tables and views of its database).
+	ListWorkspaceBookConnectionDiscoverables(ctx context.Context, in *ListWorkspaceBookConnectionDiscoverablesRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConnectionDiscoverablesResponse, error)
+	// Records which discoverables are discovered (the connection's
+	// `discovered`), replacing what was; an empty list clears it.
+	SetDiscovered(ctx context.Context, in *SetDiscoveredRequest, opts ...grpc.CallOption) (*SetDiscoveredResponse, error)
+	// Starts the OAuth authorization of a connection (the http book's
+	// `oauth2` authentication): answers the URL a person opens; the provider
+	// sends them back to the server's /oauth/callback, which exchanges the
+	// code for the access token kept (sealed) with the connection.
+	AuthorizeWorkspaceBookConnection(ctx context.Context, in *AuthorizeWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*BookConnectionResponse, error)
 }
 
 type connectionServiceClient struct {
@@ -122,6 +180,136 @@ func (c *connectionServiceClient) DeleteWorkspaceConnection(ctx context.Context,
 	return out, nil
 }
 
+func (c *connectionServiceClient) UpgradeWorkspaceBookConnection(ctx context.Context, in *UpgradeWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*BookConnectionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BookConnectionResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_UpgradeWorkspaceBookConnection_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) ListWorkspaceBookConnectionProcedures(ctx context.Context, in *ListWorkspaceBookConnectionProceduresRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConnectionProceduresResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkspaceBookConnectionProceduresResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_ListWorkspaceBookConnectionProcedures_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) GetWorkspaceBookConnectionUserInfo(ctx context.Context, in *GetWorkspaceBookConnectionUserInfoRequest, opts ...grpc.CallOption) (*GetWorkspaceBookConnectionUserInfoResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetWorkspaceBookConnectionUserInfoResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_GetWorkspaceBookConnectionUserInfo_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) CountConnectionUsage(ctx context.Context, in *CountConnectionUsageRequest, opts ...grpc.CallOption) (*CountConnectionUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountConnectionUsageResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_CountConnectionUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) TraceConnectionUsage(ctx context.Context, in *TraceConnectionUsageRequest, opts ...grpc.CallOption) (*TraceConnectionUsageResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TraceConnectionUsageResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_TraceConnectionUsage_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) ExtractAutomationCodeConnections(ctx context.Context, in *ExtractAutomationCodeConnectionsRequest, opts ...grpc.CallOption) (*ExtractAutomationCodeConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ExtractAutomationCodeConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_ExtractAutomationCodeConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) AddAutomationConnections(ctx context.Context, in *AddAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AutomationConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_AddAutomationConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) SwitchAutomationConnections(ctx context.Context, in *SwitchAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AutomationConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_SwitchAutomationConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) UpgradeAutomationConnections(ctx context.Context, in *UpgradeAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AutomationConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_UpgradeAutomationConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) RemoveAutomationConnections(ctx context.Context, in *RemoveAutomationConnectionsRequest, opts ...grpc.CallOption) (*AutomationConnectionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AutomationConnectionsResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_RemoveAutomationConnections_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) ListWorkspaceBookConnectionDiscoverables(ctx context.Context, in *ListWorkspaceBookConnectionDiscoverablesRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConnectionDiscoverablesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkspaceBookConnectionDiscoverablesResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_ListWorkspaceBookConnectionDiscoverables_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) SetDiscovered(ctx context.Context, in *SetDiscoveredRequest, opts ...grpc.CallOption) (*SetDiscoveredResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetDiscoveredResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_SetDiscovered_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) AuthorizeWorkspaceBookConnection(ctx context.Context, in *AuthorizeWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*BookConnectionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(BookConnectionResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_AuthorizeWorkspaceBookConnection_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ConnectionServiceServer is the server API for ConnectionService service.
 // All implementations must embed UnimplementedConnectionServiceServer
 // for forward compatibility.
@@ -147,6 +335,51 @@ type ConnectionServiceServer interface {
 	// Deletes a connection. FAILED_PRECONDITION when a published automation
 	// uses it; draft automations that use it are listed in the answer.
 	DeleteWorkspaceConnection(context.Context, *DeleteWorkspaceConnectionRequest) (*DeleteWorkspaceConnectionResponse, error)
+	// Moves a connection to another version of its book: the connection is
+	// checked against that version's authentications and configurations and
+	// keeps its id, name, credentials and configuration.
+	UpgradeWorkspaceBookConnection(context.Context, *UpgradeWorkspaceBookConnectionRequest) (*BookConnectionResponse, error)
+	// Lists the procedures that code can call with a connection: those of
+	// its book version.
+	ListWorkspaceBookConnectionProcedures(context.Context, *ListWorkspaceBookConnectionProceduresRequest) (*ListWorkspaceBookConnectionProceduresResponse, error)
+	// Tells who the connection acts as, from what the connection holds that
+	// is not secret (the email book: its `from` address and host).
+	GetWorkspaceBookConnectionUserInfo(context.Context, *GetWorkspaceBookConnectionUserInfoRequest) (*GetWorkspaceBookConnectionUserInfoResponse, error)
+	// Counts, for each connection, the automations whose draft or published
+	// code names it (`the connection is "NAME"`, by name or id).
+	CountConnectionUsage(context.Context, *CountConnectionUsageRequest) (*CountConnectionUsageResponse, error)
+	// Lists the automations whose code names a connection, with the stages
+	// (draft, published) that name it.
+	TraceConnectionUsage(context.Context, *TraceConnectionUsageRequest) (*TraceConnectionUsageResponse, error)
+	// Lists the connections an automation's code names (the draft's, or the
+	// published stage's with the filter `stage = "PUBLISHED"`), with the book
+	// each belongs to and its id when the workspace has it.
+	ExtractAutomationCodeConnections(context.Context, *ExtractAutomationCodeConnectionsRequest) (*ExtractAutomationCodeConnectionsResponse, error)
+	// Binds workspace connections to a draft automation under aliases (its
+	// `connections` map); the code is not changed.
+	AddAutomationConnections(context.Context, *AddAutomationConnectionsRequest) (*AutomationConnectionsResponse, error)
+	// Replaces connections of a draft automation by others of the same book
+	// version: in its `connections` map and where its code names the old
+	// connection (by name or id).
+	SwitchAutomationConnections(context.Context, *SwitchAutomationConnectionsRequest) (*AutomationConnectionsResponse, error)
+	// Replaces connections of a draft automation by connections of another
+	// version of the same book, as SwitchAutomationConnections does.
+	UpgradeAutomationConnections(context.Context, *UpgradeAutomationConnectionsRequest) (*AutomationConnectionsResponse, error)
+	// Removes connections from a draft automation: from its `connections` map,
+	// and where its code names them the placeholder
+	// `prose.connection_name.BOOK` takes their place.
+	RemoveAutomationConnections(context.Context, *RemoveAutomationConnectionsRequest) (*AutomationConnectionsResponse, error)
+	// Lists what a connection can reach that discovery may record (the
+	// databases book: the tables and views of its database).
+	ListWorkspaceBookConnectionDiscoverables(context.Context, *ListWorkspaceBookConnectionDiscoverablesRequest) (*ListWorkspaceBookConnectionDiscoverablesResponse, error)
+	// Records which discoverables are discovered (the connection's
+	// `discovered`), replacing what was; an empty list clears it.
+	SetDiscovered(context.Context, *SetDiscoveredRequest) (*SetDiscoveredResponse, error)
+	// Starts the OAuth authorization of a connection (the http book's
+	// `oauth2` authentication): answers the URL a person opens; the provider
+	// sends them back to the server's /oauth/callback, which exchanges the
+	// code for the access token kept (sealed) with the connection.
+	AuthorizeWorkspaceBookConnection(context.Context, *AuthorizeWorkspaceBookConnectionRequest) (*BookConnectionResponse, error)
 	mustEmbedUnimplementedConnectionServiceServer()
 }
 
@@ -174,6 +407,45 @@ func (UnimplementedConnectionServiceServer) ListAllWorkspaceBookConnections(cont
 }
 func (UnimplementedConnectionServiceServer) DeleteWorkspaceConnection(context.Context, *DeleteWorkspaceConnectionRequest) (*DeleteWorkspaceConnectionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method DeleteWorkspaceConnection not implemented")
+}
+func (UnimplementedConnectionServiceServer) UpgradeWorkspaceBookConnection(context.Context, *UpgradeWorkspaceBookConnectionRequest) (*BookConnectionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpgradeWorkspaceBookConnection not implemented")
+}
+func (UnimplementedConnectionServiceServer) ListWorkspaceBookConnectionProcedures(context.Context, *ListWorkspaceBookConnectionProceduresRequest) (*ListWorkspaceBookConnectionProceduresResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkspaceBookConnectionProcedures not implemented")
+}
+func (UnimplementedConnectionServiceServer) GetWorkspaceBookConnectionUserInfo(context.Context, *GetWorkspaceBookConnectionUserInfoRequest) (*GetWorkspaceBookConnectionUserInfoResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetWorkspaceBookConnectionUserInfo not implemented")
+}
+func (UnimplementedConnectionServiceServer) CountConnectionUsage(context.Context, *CountConnectionUsageRequest) (*CountConnectionUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountConnectionUsage not implemented")
+}
+func (UnimplementedConnectionServiceServer) TraceConnectionUsage(context.Context, *TraceConnectionUsageRequest) (*TraceConnectionUsageResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TraceConnectionUsage not implemented")
+}
+func (UnimplementedConnectionServiceServer) ExtractAutomationCodeConnections(context.Context, *ExtractAutomationCodeConnectionsRequest) (*ExtractAutomationCodeConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ExtractAutomationCodeConnections not implemented")
+}
+func (UnimplementedConnectionServiceServer) AddAutomationConnections(context.Context, *AddAutomationConnectionsRequest) (*AutomationConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AddAutomationConnections not implemented")
+}
+func (UnimplementedConnectionServiceServer) SwitchAutomationConnections(context.Context, *SwitchAutomationConnectionsRequest) (*AutomationConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SwitchAutomationConnections not implemented")
+}
+func (UnimplementedConnectionServiceServer) UpgradeAutomationConnections(context.Context, *UpgradeAutomationConnectionsRequest) (*AutomationConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UpgradeAutomationConnections not implemented")
+}
+func (UnimplementedConnectionServiceServer) RemoveAutomationConnections(context.Context, *RemoveAutomationConnectionsRequest) (*AutomationConnectionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RemoveAutomationConnections not implemented")
+}
+func (UnimplementedConnectionServiceServer) ListWorkspaceBookConnectionDiscoverables(context.Context, *ListWorkspaceBookConnectionDiscoverablesRequest) (*ListWorkspaceBookConnectionDiscoverablesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkspaceBookConnectionDiscoverables not implemented")
+}
+func (UnimplementedConnectionServiceServer) SetDiscovered(context.Context, *SetDiscoveredRequest) (*SetDiscoveredResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetDiscovered not implemented")
+}
+func (UnimplementedConnectionServiceServer) AuthorizeWorkspaceBookConnection(context.Context, *AuthorizeWorkspaceBookConnectionRequest) (*BookConnectionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AuthorizeWorkspaceBookConnection not implemented")
 }
 func (UnimplementedConnectionServiceServer) mustEmbedUnimplementedConnectionServiceServer() {}
 func (UnimplementedConnectionServiceServer) testEmbeddedByValue()                           {}
@@ -304,6 +576,240 @@ func _ConnectionService_DeleteWorkspaceConnection_Handler(srv interface{}, ctx c
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectionService_UpgradeWorkspaceBookConnection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpgradeWorkspaceBookConnectionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).UpgradeWorkspaceBookConnection(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_UpgradeWorkspaceBookConnection_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).UpgradeWorkspaceBookConnection(ctx, req.(*UpgradeWorkspaceBookConnectionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_ListWorkspaceBookConnectionProcedures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkspaceBookConnectionProceduresRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).ListWorkspaceBookConnectionProcedures(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_ListWorkspaceBookConnectionProcedures_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).ListWorkspaceBookConnectionProcedures(ctx, req.(*ListWorkspaceBookConnectionProceduresRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_GetWorkspaceBookConnectionUserInfo_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetWorkspaceBookConnectionUserInfoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).GetWorkspaceBookConnectionUserInfo(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_GetWorkspaceBookConnectionUserInfo_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).GetWorkspaceBookConnectionUserInfo(ctx, req.(*GetWorkspaceBookConnectionUserInfoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_CountConnectionUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CountConnectionUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).CountConnectionUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_CountConnectionUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).CountConnectionUsage(ctx, req.(*CountConnectionUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_TraceConnectionUsage_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TraceConnectionUsageRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).TraceConnectionUsage(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_TraceConnectionUsage_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).TraceConnectionUsage(ctx, req.(*TraceConnectionUsageRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_ExtractAutomationCodeConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ExtractAutomationCodeConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).ExtractAutomationCodeConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_ExtractAutomationCodeConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).ExtractAutomationCodeConnections(ctx, req.(*ExtractAutomationCodeConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_AddAutomationConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AddAutomationConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).AddAutomationConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_AddAutomationConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).AddAutomationConnections(ctx, req.(*AddAutomationConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_SwitchAutomationConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SwitchAutomationConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).SwitchAutomationConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_SwitchAutomationConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).SwitchAutomationConnections(ctx, req.(*SwitchAutomationConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_UpgradeAutomationConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UpgradeAutomationConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).UpgradeAutomationConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_UpgradeAutomationConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).UpgradeAutomationConnections(ctx, req.(*UpgradeAutomationConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_RemoveAutomationConnections_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RemoveAutomationConnectionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).RemoveAutomationConnections(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_RemoveAutomationConnections_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).RemoveAutomationConnections(ctx, req.(*RemoveAutomationConnectionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_ListWorkspaceBookConnectionDiscoverables_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkspaceBookConnectionDiscoverablesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).ListWorkspaceBookConnectionDiscoverables(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_ListWorkspaceBookConnectionDiscoverables_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).ListWorkspaceBookConnectionDiscoverables(ctx, req.(*ListWorkspaceBookConnectionDiscoverablesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_SetDiscovered_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetDiscoveredRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).SetDiscovered(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_SetDiscovered_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).SetDiscovered(ctx, req.(*SetDiscoveredRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_AuthorizeWorkspaceBookConnection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AuthorizeWorkspaceBookConnectionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).AuthorizeWorkspaceBookConnection(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_AuthorizeWorkspaceBookConnection_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).AuthorizeWorkspaceBookConnection(ctx, req.(*AuthorizeWorkspaceBookConnectionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ConnectionService_ServiceDesc is the grpc.ServiceDesc for ConnectionService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -334,6 +840,58 @@ var ConnectionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "DeleteWorkspaceConnection",
 			Handler:    _ConnectionService_DeleteWorkspaceConnection_Handler,
+		},
+		{
+			MethodName: "UpgradeWorkspaceBookConnection",
+			Handler:    _ConnectionService_UpgradeWorkspaceBookConnection_Handler,
+		},
+		{
+			MethodName: "ListWorkspaceBookConnectionProcedures",
+			Handler:    _ConnectionService_ListWorkspaceBookConnectionProcedures_Handler,
+		},
+		{
+			MethodName: "GetWorkspaceBookConnectionUserInfo",
+			Handler:    _ConnectionService_GetWorkspaceBookConnectionUserInfo_Handler,
+		},
+		{
+			MethodName: "CountConnectionUsage",
+			Handler:    _ConnectionService_CountConnectionUsage_Handler,
+		},
+		{
+			MethodName: "TraceConnectionUsage",
+			Handler:    _ConnectionService_TraceConnectionUsage_Handler,
+		},
+		{
+			MethodName: "ExtractAutomationCodeConnections",
+			Handler:    _ConnectionService_ExtractAutomationCodeConnections_Handler,
+		},
+		{
+			MethodName: "AddAutomationConnections",
+			Handler:    _ConnectionService_AddAutomationConnections_Handler,
+		},
+		{
+			MethodName: "SwitchAutomationConnections",
+			Handler:    _ConnectionService_SwitchAutomationConnections_Handler,
+		},
+		{
+			MethodName: "UpgradeAutomationConnections",
+			Handler:    _ConnectionService_UpgradeAutomationConnections_Handler,
+		},
+		{
+			MethodName: "RemoveAutomationConnections",
+			Handler:    _ConnectionService_RemoveAutomationConnections_Handler,
+		},
+		{
+			MethodName: "ListWorkspaceBookConnectionDiscoverables",
+			Handler:    _ConnectionService_ListWorkspaceBookConnectionDiscoverables_Handler,
+		},
+		{
+			MethodName: "SetDiscovered",
+			Handler:    _ConnectionService_SetDiscovered_Handler,
+		},
+		{
+			MethodName: "AuthorizeWorkspaceBookConnection",
+			Handler:    _ConnectionService_AuthorizeWorkspaceBookConnection_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

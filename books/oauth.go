@@ -1,0 +1,184 @@
+package books
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+// OAuth 2.0 authorization code flow of the http book's "oauth2"
+// authentication: the connection holds the client id and secret and the
+// provider's "authorize url", "token url" and "scopes"; Authorize makes the
+// URL a person opens; the provider sends them back to the server's callback
+// with a code, which CompleteAuthorization exchanges for an access token
+// kept (sealed) with the connection's credentials.
+const (
+	// OAuthAuthID is the http book's OAuth authentication.
+	OAuthAuthID = "oauth2"
+	// OAuthStateTTL is how long an authorization URL may be used.
+	OAuthStateTTL = 15 * time.Minute
+	// The credentials the token exchange issues (not given by a person).
+	oauthAccessToken  = "access token"
+	oauthRefreshToken = "refresh token"
+)
+
+// ErrNotOAuth is returned by Authorize for a connection whose
+// authentication is not OAuth.
+var ErrNotOAuth = errors.New("the connection's authentication is not OAuth")
+
+// ErrOAuth wraps a failed authorization (a bad or expired state, a token
+// endpoint that refused the code); its message names no secret.
+var ErrOAuth = errors.New("authorization failed")
+
+type oauthState struct {
+	Org, WS, ID string
+	Exp         int64
+}
+
+func oauthAAD() []byte { return []byte("prose-oauth-state/v1") }
+
+// Authorize returns the URL that starts the authorization of connection id
+// (an http connection with the oauth2 authentication); the provider sends
+// the person back to redirectURI.
+func (c *Connections) Authorize(ctx context.Context, ws Workspace, id, redirectURI string) (*bookv1.BookConnectionDescriptor, string, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return nil, "", connStoreError(err, id)
+	}
+	conn, err := c.Resolve(ctx, ws, row.BookName, row.ID)
+	if err != nil {
+		return nil, "", err
+	}
+	if row.BookName != HTTPBookName || conn.AuthID != OAuthAuthID {
+		return nil, "", fmt.Errorf("%w: connection %q uses %q", ErrNotOAuth, row.Name, conn.AuthID)
+	}
+	authURL := conn.ConfigText("authorize url")
+	if authURL == "" || conn.ConfigText("token url") == "" {
+		return nil, "", fmt.Errorf("%w: the connection %q needs the configuration \"authorize url\" and \"token url\"", ErrInvalidArgument, row.Name)
+	}
+	u, err := url.Parse(authURL)
+	if err != nil || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, "", fmt.Errorf("%w: the connection %q has an authorize url that is not an http(s) URL", ErrInvalidArgument, row.Name)
+	}
+	plain, _ := json.Marshal(oauthState{Org: ws.OrganizationID, WS: ws.WorkspaceID, ID: id, Exp: c.now().Add(OAuthStateTTL).Unix()})
+	sealed, err := c.keys.Seal(plain, oauthAAD())
+	if err != nil {
+		return nil, "", err
+	}
+	q := u.Query()
+	q.Set("response_type", "code")
+	q.Set("client_id", conn.Credentials["client id"])
+	q.Set("redirect_uri", redirectURI)
+	if s := conn.ConfigText("scopes"); s != "" {
+		q.Set("scope", s)
+	}
+	q.Set("state", base64.RawURLEncoding.EncodeToString(sealed))
+	u.RawQuery = q.Encode()
+	d, err := c.decode(row)
+	return d, u.String(), err
+}
+
+// CompleteAuthorization exchanges code for tokens at the token url of the
+// connection the state names (dialled as PublicNetworkOnly says) and keeps
+// them sealed with the connection. It returns the connection's name.
+func (c *Connections) CompleteAuthorization(ctx context.Context, state, code, redirectURI string) (string, error) {
+	raw, err := base64.RawURLEncoding.DecodeString(state)
+	if err != nil {
+		return "", fmt.Errorf("%w: the state is malformed", ErrOAuth)
+	}
+	plain, err := c.keys.Open(raw, oauthAAD())
+	var st oauthState
+	if err != nil || plain == nil || json.Unmarshal(plain, &st) != nil {
+		return "", fmt.Errorf("%w: the state was not made by this server", ErrOAuth)
+	}
+	if c.now().Unix() > st.Exp {
+		return "", fmt.Errorf("%w: the authorization URL expired (it lasts %s); authorize again", ErrOAuth, OAuthStateTTL)
+	}
+	if code == "" {
+		return "", fmt.Errorf("%w: the provider sent no code", ErrOAuth)
+	}
+	ws := Workspace{OrganizationID: st.Org, WorkspaceID: st.WS}
+	row, err := c.st.GetConnection(ctx, ws, st.ID)
+	if err != nil {
+		return "", connStoreError(err, st.ID)
+	}
+	conn, err := c.Resolve(ctx, ws, row.BookName, row.ID)
+	if err != nil {
+		return "", err
+	}
+	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirectURI},
+		"client_id": {conn.Credentials["client id"]}, "client_secret": {conn.Credentials["client secret"]}}
+	ctx, cancel := context.WithTimeout(ctx, DefaultBookTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, conn.ConfigText("token url"), strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", fmt.Errorf("%w: the connection's token url is not usable", ErrOAuth)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.nw.httpClient(DefaultBookTimeout).Do(req)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s", ErrOAuth, redact(err.Error(), conn))
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var tok struct {
+		AccessToken  string `json:"access_token"`
+		RefreshToken string `json:"refresh_token"`
+	}
+	if resp.StatusCode/100 != 2 || json.Unmarshal(body, &tok) != nil || tok.AccessToken == "" {
+		return "", fmt.Errorf("%w: the token url answered %s without an access token", ErrOAuth, resp.Status)
+	}
+	auth, err := c.open(ws, row)
+	if err != nil {
+		return "", err
+	}
+	auth = proto.CloneOf(auth)
+	setCred := func(id, v string) {
+		val := &platformv1.BdkValue{Kind: &platformv1.BdkValue_TextValue{TextValue: v}}
+		for _, cr := range auth.GetAuthenticationCredentials() {
+			if cr.GetId() == id {
+				cr.Value = val
+				return
+			}
+		}
+		auth.AuthenticationCredentials = append(auth.AuthenticationCredentials, &bookv1.CredentialValue{Id: id, Value: val})
+	}
+	setCred(oauthAccessToken, tok.AccessToken)
+	if tok.RefreshToken != "" {
+		setCred(oauthRefreshToken, tok.RefreshToken)
+	}
+	d, err := decodeDescriptor(row)
+	if err != nil {
+		return "", err
+	}
+	b, err := c.reg.Book(ctx, ws, row.BookName, row.BookVersion)
+	if err != nil {
+		return "", err
+	}
+	next, err := c.encode(ws, row.ID, b, ConnectionInput{Name: row.Name, Auth: auth, Config: d.GetConfigMap(), Labels: d.GetLabels(), discovered: d.GetDiscovered()}, auth)
+	if err != nil {
+		return "", err
+	}
+	if _, err := c.st.UpdateConnection(ctx, next); err != nil {
+		return "", connStoreError(err, row.Name)
+	}
+	return row.Name, nil
+}
+
+// issuedCredential reports whether id is a credential the authorization
+// of method issues (not one a person gives).
+func issuedCredential(method, id string) bool {
+	return method == OAuthAuthID && (id == oauthAccessToken || id == oauthRefreshToken)
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/proserun/prose/books"
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+)
+
+const (
+	oauthClientSecret = "cs-Pp02-secret"
+	oauthAccess       = "at-Zx55-access"
+	oauthRefresh      = "rt-Qw11-refresh"
+	oauthPublic       = "https://prose.example.test"
+)
+
+// TestConnectionOAuth runs the authorization code flow against a fake
+// provider: authorize answers the provider's URL, the callback exchanges
+// the code for a token kept sealed with the connection, and an automation's
+// http call then carries it. No secret reaches an answer or a log line.
+func TestConnectionOAuth(t *testing.T) {
+	var mu sync.Mutex
+	exchanges := 0
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		f := r.PostForm
+		if r.URL.Path != "/token" || f.Get("grant_type") != "authorization_code" || f.Get("code") != "code-123" ||
+			f.Get("client_id") != "cid" || f.Get("client_secret") != oauthClientSecret || f.Get("redirect_uri") != oauthPublic+"/oauth/callback" {
+			http.Error(w, `{"error": "invalid_grant"}`, http.StatusBadRequest)
+			return
+		}
+		mu.Lock()
+		exchanges++
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"access_token": "`+oauthAccess+`", "refresh_token": "`+oauthRefresh+`", "token_type": "bearer", "expires_in": 3600}`)
+	}))
+	defer provider.Close()
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer "+oauthAccess {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"name": "Ana"}`)
+	}))
+	defer api.Close()
+
+	logs := &syncBuffer{}
+	e := newTestEnvLogged(t, func(c *serveConfig) { c.publicURL = oauthPublic },
+		slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	m := e.api(t, "POST", e.wsPath()+"/books/http/1.0.0/connections", `{"connection_name": "crm",
+		"authentication": {"authentication_id": "oauth2", "authentication_credentials": [{"id": "client id", "value": {"text_value": "cid"}}, {"id": "client secret", "value": {"text_value": "`+oauthClientSecret+`"}}]},
+		"config_map": {"base url": {"text_value": "`+api.URL+`"}, "authorize url": {"text_value": "`+provider.URL+`/authorize?prompt=consent"},
+		"token url": {"text_value": "`+provider.URL+`/token"}, "scopes": {"text_value": "read write"}}}`, 200)
+	id := fmt.Sprint(field(m, "book_connection_descriptor.connection_id"))
+	bearer := fmt.Sprint(field(e.api(t, "POST", e.wsPath()+"/books/http/1.0.0/connections", `{"connection_name": "plain",
+		"authentication": {"authentication_id": "bearer", "authentication_credentials": [{"id": "token", "value": {"text_value": "x"}}]}}`, 200), "book_connection_descriptor.connection_id"))
+
+	var answers []string
+	var state string
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
+		authz := func(id string, want codes.Code) map[string]any {
+			m, err := e.call(t, tr, "/prose.book.v1.ConnectionService/AuthorizeWorkspaceBookConnection",
+				&bookv1.AuthorizeWorkspaceBookConnectionRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID, ConnectionId: id})
+			if status.Code(err) != want {
+				t.Fatalf("authorize over %s: %v, want %v", tr, err, want)
+			}
+			b, _ := json.Marshal(m)
+			answers = append(answers, string(b), fmt.Sprint(err))
+			return m
+		}
+		m := authz(id, codes.OK)
+		if tr.name == "http" {
+			checkSchema(t, "v2BookConnectionResponse", m)
+		}
+		u, err := url.Parse(fmt.Sprint(field(m, "authorize_url.url")))
+		if err != nil || u.Host != strings.TrimPrefix(provider.URL, "http://") || u.Path != "/authorize" {
+			t.Fatalf("authorize url: %v", m)
+		}
+		q := u.Query()
+		if q.Get("response_type") != "code" || q.Get("client_id") != "cid" || q.Get("redirect_uri") != oauthPublic+"/oauth/callback" ||
+			q.Get("scope") != "read write" || q.Get("prompt") != "consent" || q.Get("state") == "" ||
+			field(m, "book_connection_descriptor.connection_id") != id {
+			t.Fatalf("authorize url: %s", u)
+		}
+		state = q.Get("state")
+		authz(bearer, codes.FailedPrecondition)
+		authz("nope", codes.NotFound)
+	})
+
+	callback := func(query string) (int, string) {
+		resp, err := http.Get(e.srv.URL + "/oauth/callback?" + query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		answers = append(answers, string(b))
+		return resp.StatusCode, string(b)
+	}
+	if code, body := callback("code=wrong&state=" + url.QueryEscape(state)); code != 400 || !strings.Contains(body, "400") {
+		t.Errorf("a code the provider refuses: %d %s", code, body)
+	}
+	if code, body := callback("code=code-123&state=forged"); code != 400 {
+		t.Errorf("a forged state: %d %s", code, body)
+	}
+	if code, body := callback("error=access_denied"); code != 400 {
+		t.Errorf("a refusal: %d %s", code, body)
+	}
+	if code, body := callback("code=code-123&state=" + url.QueryEscape(state)); code != 200 || !strings.Contains(body, `"crm" is authorized`) {
+		t.Fatalf("callback: %d %s", code, body)
+	}
+	// An update that sends the client credentials back without values keeps
+	// them and the issued tokens.
+	e.api(t, "PUT", e.wsPath()+"/books/http/1.0.0/connections/"+id, `{"connection_name": "crm",
+		"authentication": {"authentication_id": "oauth2", "authentication_credentials": [{"id": "client id"}, {"id": "client secret"}]},
+		"config_map": {"base url": {"text_value": "`+api.URL+`"}, "authorize url": {"text_value": "`+provider.URL+`/authorize"}, "token url": {"text_value": "`+provider.URL+`/token"}}}`, 200)
+	c, err := e.app.conns.Resolve(t.Context(), books.Workspace{OrganizationID: e.init.orgID, WorkspaceID: e.init.workspaceID}, "http", "crm")
+	if err != nil || c.Credentials["access token"] != oauthAccess || c.Credentials["refresh token"] != oauthRefresh || c.Credentials["client secret"] != oauthClientSecret {
+		t.Fatalf("stored credentials after the update: %v", err)
+	}
+	got := e.api(t, "GET", e.wsPath()+"/connections/"+id, "", 200)
+	b, _ := json.Marshal(got)
+	answers = append(answers, string(b))
+
+	a := e.mkAutomation(t, "Who am I", "call the api at \"/me\" with\n  the connection is \"crm\"\nthe output name is the above's name\n", true)
+	inv := e.api(t, "POST", e.automationsPath()+"/"+a.id+":invoke", `{"stage": "AUTOMATION_STAGE_PUBLISHED"}`, 200)
+	done := e.waitRun(t, a.id, fmt.Sprint(inv["run_id"]), "completed")
+	out, _ := json.Marshal(done)
+	if !strings.Contains(string(out), `"Ana"`) {
+		t.Errorf("run: %s", out)
+	}
+	answers = append(answers, string(out))
+	mu.Lock()
+	if exchanges != 1 {
+		t.Errorf("token exchanges: %d", exchanges)
+	}
+	mu.Unlock()
+	for _, s := range []string{oauthClientSecret, oauthAccess, oauthRefresh} {
+		for _, a := range answers {
+			if strings.Contains(a, s) {
+				t.Fatalf("an answer carries %q: %s", s, a)
+			}
+		}
+		if strings.Contains(logs.String(), s) {
+			t.Fatalf("a log line carries %q", s)
+		}
+	}
+}
+
+// TestConnectionOAuthPublicNetworkOnly: a server that reaches public
+// addresses only does not exchange a code at a token url on loopback.
+func TestConnectionOAuthPublicNetworkOnly(t *testing.T) {
+	called := false
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		called = true
+		_, _ = io.WriteString(w, `{"access_token": "`+oauthAccess+`"}`)
+	}))
+	defer provider.Close()
+	e := newTestEnvWith(t, func(c *serveConfig) { c.publicURL = oauthPublic; c.allowPrivateNetworks = false })
+	m := e.api(t, "POST", e.wsPath()+"/books/http/1.0.0/connections", `{"connection_name": "crm",
+		"authentication": {"authentication_id": "oauth2", "authentication_credentials": [{"id": "client id", "value": {"text_value": "cid"}}, {"id": "client secret", "value": {"text_value": "`+oauthClientSecret+`"}}]},
+		"config_map": {"authorize url": {"text_value": "`+provider.URL+`/authorize"}, "token url": {"text_value": "`+provider.URL+`/token"}}}`, 200)
+	id := fmt.Sprint(field(m, "book_connection_descriptor.connection_id"))
+	a := e.api(t, "PUT", e.wsPath()+"/connections/"+id+"/authorize", "", 200)
+	u, _ := url.Parse(fmt.Sprint(field(a, "authorize_url.url")))
+	resp, err := http.Get(e.srv.URL + "/oauth/callback?code=c&state=" + url.QueryEscape(u.Query().Get("state")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != 400 || called || strings.Contains(string(b), oauthClientSecret) {
+		t.Fatalf("callback to a loopback token url: %d %s (provider called: %v)", resp.StatusCode, b, called)
+	}
+}
