@@ -1,0 +1,40 @@
+// Command vatbook serves the example VAT book (examples/vatbook) over the
+// external book protocol.
+//
+//	go run ./examples/vatbook/cmd/vatbook -addr 127.0.0.1:8081
+//	go run ./examples/vatbook/cmd/vatbook -descriptor http://127.0.0.1:8081
+//
+// The second prints the JSON to register it in a workspace
+// (POST /api/v1/organizations/{org}/workspaces/{ws}/books).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/proserun/prose/examples/vatbook"
+)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8081", "address to listen on")
+	descriptor := flag.String("descriptor", "", "print the book's registration JSON for this endpoint URL and exit")
+	flag.Parse()
+	book := vatbook.New()
+	if *descriptor != "" {
+		raw, err := protojson.Marshal(book.Descriptor(*descriptor))
+		if err != nil {
+			log.Fatal(err)
+		}
+		fmt.Fprintln(os.Stdout, string(raw))
+		return
+	}
+	srv := &http.Server{Addr: *addr, Handler: book, ReadHeaderTimeout: 10 * time.Second}
+	log.Printf("serving the book example.vat 1.0.0 at http://%s", *addr)
+	log.Fatal(srv.ListenAndServe())
+}
