@@ -183,9 +183,14 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 		cond += fmt.Sprintf(" AND g.automation_id IN (%s) AND g.automation_id <> ''", argList(a, req.AutomationIDs))
 	case req.ByAutomation:
 		cond += " AND g.automation_id <> ''"
-	default:
+	case db.d == store.SQLite:
 		// The workspace's rollup rows (migration 00030): one row per
-		// bucket instead of one per automation.
+		// bucket instead of one per automation. The unary + keeps
+		// SQLite's planner on the loop over r (with the equality it
+		// scanned run_aggregates first: 1.1 s instead of 30 ms for 366
+		// days in Kolkata).
+		cond += " AND +g.automation_id = ''"
+	default:
 		cond += " AND g.automation_id = ''"
 	}
 	if db.d == store.Postgres {
