@@ -930,7 +930,12 @@ func (s *InsightsService) QueryMetrics(ctx context.Context, req *platformv1.Quer
 	}
 	var rows []store.RunAggregate
 	if len(wss) > 0 {
-		if rows, err = s.st.SumRunAggregates(ctx, store.RunAggregatesRequest{OrganizationID: org, WorkspaceIDs: wss, Periods: ranges, ByAutomation: true}); err != nil {
+		// Per automation only when the filter or the grouping names it:
+		// else the workspaces' rollup rows (a row per bucket, not one per
+		// automation). The filter is matched on the tags below; one that
+		// does not mention automation_id reads no automation tag.
+		byAuto := slices.Contains(req.GetGroupBy(), "automation_id") || strings.Contains(req.GetFilter(), "automation_id")
+		if rows, err = s.st.SumRunAggregates(ctx, store.RunAggregatesRequest{OrganizationID: org, WorkspaceIDs: wss, Periods: ranges, ByAutomation: byAuto}); err != nil {
 			return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, "organizations/"+org)
 		}
 	}

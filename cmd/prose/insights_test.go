@@ -207,6 +207,20 @@ func TestInsights(t *testing.T) {
 		if fmt.Sprint(sums) != fmt.Sprint(want) {
 			t.Errorf("metrics: %v, want %v", sums, want)
 		}
+		// Not grouped (the workspaces' rollup rows, migration 00030), then
+		// filtered by an automation without grouping by it (its own rows).
+		for filter, wantRuns := range map[string]float64{"": 8, fmt.Sprintf(`automation_id = %q`, f.auto.ID): 3} {
+			m := e.mustCall(t, tr, insSvc+"QueryMetrics", &platformv1.QueryMetricsRequest{OrganizationId: org, Metrics: []string{"runs"},
+				StartTime: timestamppb.New(now.Add(-2 * time.Hour)), EndTime: timestamppb.New(now.Add(time.Hour)),
+				Interval: platformv1.MetricInterval_METRIC_INTERVAL_HOUR, Filter: filter})
+			var n float64
+			for _, p := range field(m, "results.0.series.0.points").([]any) {
+				n += num(field(p, "value"))
+			}
+			if n != wantRuns {
+				t.Errorf("metrics, filter %q, not grouped: %v runs, want %v", filter, n, wantRuns)
+			}
+		}
 		// "value" is the last point's: days, the last one today's (it holds the runs).
 		page := e.mustCall(t, tr, insSvc+"QueryMetrics", &platformv1.QueryMetricsRequest{OrganizationId: org, Metrics: []string{"runs"}, GroupBy: []string{"automation_id"},
 			StartTime: timestamppb.New(now.Add(-time.Hour)), EndTime: timestamppb.New(time.Now().Add(time.Minute)), OrderBy: "value desc", PageSize: 1,

@@ -10,7 +10,8 @@ import (
 	"github.com/proserun/prose/store"
 )
 
-// The levels of run_aggregates (migration 00027): hours and UTC days.
+// The levels of run_aggregates (migration 00027): hours and UTC days. Rows
+// with automation_id ” are a workspace's rollups (migration 00030).
 const (
 	hoursPerDay = 24
 	// hourInf stands for a range without start or end (in hours from the
@@ -177,8 +178,20 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 		CAST(SUM(g.failed) AS BIGINT) AS failed, CAST(SUM(g.awaiting) AS BIGINT) AS awaiting FROM r `, auto)
 	cond := fmt.Sprintf("g.organization_id = %s AND g.workspace_id IN (%s) AND g.level = r.level AND g.bucket >= r.lo AND g.bucket < r.hi",
 		a.Add(req.OrganizationID), argList(a, req.WorkspaceIDs))
-	if len(req.AutomationIDs) > 0 {
-		cond += fmt.Sprintf(" AND g.automation_id IN (%s)", argList(a, req.AutomationIDs))
+	switch {
+	case len(req.AutomationIDs) > 0:
+		cond += fmt.Sprintf(" AND g.automation_id IN (%s) AND g.automation_id <> ''", argList(a, req.AutomationIDs))
+	case req.ByAutomation:
+		cond += " AND g.automation_id <> ''"
+	case db.d == store.SQLite:
+		// The workspace's rollup rows (migration 00030): one row per
+		// bucket instead of one per automation. The unary + keeps
+		// SQLite's planner on the loop over r (with the equality it
+		// scanned run_aggregates first: 1.1 s instead of 30 ms for 366
+		// days in Kolkata).
+		cond += " AND +g.automation_id = ''"
+	default:
+		cond += " AND g.automation_id = ''"
 	}
 	if db.d == store.Postgres {
 		// LATERAL with OFFSET 0 (so that it is not pulled up into a join):
