@@ -17,7 +17,11 @@ type WorkspaceBook struct {
 	Book []byte
 	// RequestID is the request id the book was created with (empty: none);
 	// ignored on update.
-	RequestID  string
+	RequestID string
+	// Catalog lists the searchable items of the book. Create and update
+	// replace the book's search index with it in the same transaction;
+	// reads leave it empty.
+	Catalog    []CatalogEntry
 	CreateTime time.Time
 	UpdateTime time.Time
 }
@@ -41,4 +45,43 @@ type WorkspaceBooks interface {
 	UpdateWorkspaceBook(ctx context.Context, b WorkspaceBook) (WorkspaceBook, error)
 	// DeleteWorkspaceBook: ErrNotFound if absent.
 	DeleteWorkspaceBook(ctx context.Context, organizationID, workspaceID, name, version string) error
+	// SearchWorkspaceCatalog ranks the catalog entries of kind registered in
+	// the workspace against query (free text: any of its words matches; stems
+	// count) and returns at most limit of them, best first. A match in an
+	// entry's Name ranks above the same match in its Text. Words are runs of
+	// letters and digits; a query without any returns none.
+	SearchWorkspaceCatalog(ctx context.Context, organizationID, workspaceID string, kind CatalogKind, query string, limit int) ([]CatalogMatch, error)
+}
+
+// CatalogKind is the kind of a searchable catalog item.
+type CatalogKind string
+
+// The kinds of catalog items.
+const (
+	CatalogBook      CatalogKind = "book"
+	CatalogProcedure CatalogKind = "procedure"
+	CatalogConcept   CatalogKind = "concept"
+)
+
+// CatalogEntry is one searchable item of a workspace book.
+type CatalogEntry struct {
+	Kind CatalogKind
+	// Item identifies the item in its book (a procedure id, a concept name;
+	// empty for the book itself).
+	Item string
+	// Name is the item's name (weighted above Text in ranking).
+	Name string
+	// Text is the rest of its searchable words (descriptions, hints).
+	Text string
+}
+
+// CatalogMatch is one ranked search result.
+type CatalogMatch struct {
+	BookName    string
+	BookVersion string
+	Kind        CatalogKind
+	Item        string
+	// Score is the relevance (higher is better); scores compare only within
+	// one answer.
+	Score float64
 }

@@ -18,6 +18,8 @@ func testWorkspaceBooks(t *testing.T, open Opener) {
 		{"WorkspaceBookCRUD", testWorkspaceBookCRUD},
 		{"WorkspaceBookRequestID", testWorkspaceBookRequestID},
 		{"WorkspaceBookCascade", testWorkspaceBookCascade},
+		{"CatalogSearch", testCatalogSearch},
+		{"CatalogSearchInStep", testCatalogSearchInStep},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
