@@ -69,8 +69,28 @@ func encodeBook(ws books.Workspace, b *bookv1.Book, requestID string) (store.Wor
 	if err != nil {
 		return store.WorkspaceBook{}, fmt.Errorf("book %s version %s: %w", b.GetName(), b.GetVersion(), err)
 	}
+	entries := books.CatalogEntries(b)
+	catalog := make([]store.CatalogEntry, len(entries))
+	for i, e := range entries {
+		catalog[i] = store.CatalogEntry{Kind: store.CatalogKind(e.Kind), Item: e.Item, Name: e.Name, Text: e.Text}
+	}
 	return store.WorkspaceBook{OrganizationID: ws.OrganizationID, WorkspaceID: ws.WorkspaceID,
-		Name: b.GetName(), Version: b.GetVersion(), Book: data, RequestID: requestID}, nil
+		Name: b.GetName(), Version: b.GetVersion(), Book: data, RequestID: requestID, Catalog: catalog}, nil
+}
+
+var _ books.Searcher = (*dbBooks)(nil)
+
+// SearchCatalog implements books.Searcher: the ranking is the database's.
+func (s *dbBooks) SearchCatalog(ctx context.Context, ws books.Workspace, kind books.CatalogKind, query string, limit int) ([]books.CatalogHit, error) {
+	ms, err := s.st.SearchWorkspaceCatalog(ctx, ws.OrganizationID, ws.WorkspaceID, store.CatalogKind(kind), query, limit)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	out := make([]books.CatalogHit, len(ms))
+	for i, m := range ms {
+		out[i] = books.CatalogHit{BookName: m.BookName, BookVersion: m.BookVersion, Kind: books.CatalogKind(m.Kind), Item: m.Item, Score: m.Score}
+	}
+	return out, nil
 }
 
 // ListWorkspaceBooks implements books.Store.

@@ -193,16 +193,18 @@ var MethodAccess = map[string]Access{
 	"/prose.platform.v1.FileService/GenerateDownloadUrl": {Permission: store.PermRunsGet, Deferred: true},
 
 	// Books: the global catalogue is open to every key.
-	"/prose.book.v1.BookService/ListBooks":                   r(""),
-	"/prose.book.v1.BookService/ListLatestBooks":             r(""),
-	"/prose.book.v1.BookService/GetBook":                     r(""),
-	"/prose.book.v1.BookService/ListBookProcedures":          r(""),
-	"/prose.book.v1.BookService/ListTags":                    r(""),
-	"/prose.book.v1.BookService/ListWorkspaceBooks":          r(store.PermAutomationsGet),
-	"/prose.book.v1.BookService/ListWorkspaceBookProcedures": r(store.PermAutomationsGet),
-	"/prose.book.v1.BookService/CreateWorkspaceBook":         w(store.PermAutomationsWrite),
-	"/prose.book.v1.BookService/UpdateWorkspaceBook":         w(store.PermAutomationsWrite),
-	"/prose.book.v1.BookService/DeleteWorkspaceBook":         w(store.PermAutomationsWrite),
+	"/prose.book.v1.BookService/ListBooks":                     r(""),
+	"/prose.book.v1.BookService/ListLatestBooks":               r(""),
+	"/prose.book.v1.BookService/GetBook":                       r(""),
+	"/prose.book.v1.BookService/ListBookProcedures":            r(""),
+	"/prose.book.v1.BookService/ListTags":                      r(""),
+	"/prose.book.v1.BookService/ListWorkspaceBooks":            r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/ListWorkspaceBookProcedures":   r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/SearchWorkspaceBooks":          r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/SearchWorkspaceBookProcedures": r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/CreateWorkspaceBook":           w(store.PermAutomationsWrite),
+	"/prose.book.v1.BookService/UpdateWorkspaceBook":           w(store.PermAutomationsWrite),
+	"/prose.book.v1.BookService/DeleteWorkspaceBook":           w(store.PermAutomationsWrite),
 
 	// Connections: reading them (never their credentials) is reading
 	// automations; changing them is writing automations.

@@ -20,16 +20,18 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	BookService_ListBooks_FullMethodName                   = "/prose.book.v1.BookService/ListBooks"
-	BookService_ListLatestBooks_FullMethodName             = "/prose.book.v1.BookService/ListLatestBooks"
-	BookService_GetBook_FullMethodName                     = "/prose.book.v1.BookService/GetBook"
-	BookService_ListBookProcedures_FullMethodName          = "/prose.book.v1.BookService/ListBookProcedures"
-	BookService_ListTags_FullMethodName                    = "/prose.book.v1.BookService/ListTags"
-	BookService_ListWorkspaceBooks_FullMethodName          = "/prose.book.v1.BookService/ListWorkspaceBooks"
-	BookService_ListWorkspaceBookProcedures_FullMethodName = "/prose.book.v1.BookService/ListWorkspaceBookProcedures"
-	BookService_CreateWorkspaceBook_FullMethodName         = "/prose.book.v1.BookService/CreateWorkspaceBook"
-	BookService_UpdateWorkspaceBook_FullMethodName         = "/prose.book.v1.BookService/UpdateWorkspaceBook"
-	BookService_DeleteWorkspaceBook_FullMethodName         = "/prose.book.v1.BookService/DeleteWorkspaceBook"
+	BookService_ListBooks_FullMethodName                     = "/prose.book.v1.BookService/ListBooks"
+	BookService_ListLatestBooks_FullMethodName               = "/prose.book.v1.BookService/ListLatestBooks"
+	BookService_GetBook_FullMethodName                       = "/prose.book.v1.BookService/GetBook"
+	BookService_ListBookProcedures_FullMethodName            = "/prose.book.v1.BookService/ListBookProcedures"
+	BookService_ListTags_FullMethodName                      = "/prose.book.v1.BookService/ListTags"
+	BookService_ListWorkspaceBooks_FullMethodName            = "/prose.book.v1.BookService/ListWorkspaceBooks"
+	BookService_ListWorkspaceBookProcedures_FullMethodName   = "/prose.book.v1.BookService/ListWorkspaceBookProcedures"
+	BookService_SearchWorkspaceBooks_FullMethodName          = "/prose.book.v1.BookService/SearchWorkspaceBooks"
+	BookService_SearchWorkspaceBookProcedures_FullMethodName = "/prose.book.v1.BookService/SearchWorkspaceBookProcedures"
+	BookService_CreateWorkspaceBook_FullMethodName           = "/prose.book.v1.BookService/CreateWorkspaceBook"
+	BookService_UpdateWorkspaceBook_FullMethodName           = "/prose.book.v1.BookService/UpdateWorkspaceBook"
+	BookService_DeleteWorkspaceBook_FullMethodName           = "/prose.book.v1.BookService/DeleteWorkspaceBook"
 )
 
 // BookServiceClient is the client API for BookService service.
@@ -54,6 +56,12 @@ type BookServiceClient interface {
 	ListWorkspaceBooks(ctx context.Context, in *ListWorkspaceBooksRequest, opts ...grpc.CallOption) (*ListWorkspaceBooksResponse, error)
 	// Lists the procedures of one version of a book available in a workspace.
 	ListWorkspaceBookProcedures(ctx context.Context, in *ListWorkspaceBookProceduresRequest, opts ...grpc.CallOption) (*ListWorkspaceBookProceduresResponse, error)
+	// Ranks the books registered in a workspace against a free-text query
+	// (ranked text search in the database; see README "Catalog search").
+	SearchWorkspaceBooks(ctx context.Context, in *SearchWorkspaceBooksRequest, opts ...grpc.CallOption) (*SearchWorkspaceBooksResponse, error)
+	// Ranks the procedures of the books registered in a workspace against a
+	// free-text query.
+	SearchWorkspaceBookProcedures(ctx context.Context, in *SearchWorkspaceBookProceduresRequest, opts ...grpc.CallOption) (*SearchWorkspaceBookProceduresResponse, error)
 	// Registers a book served at an external endpoint in a workspace.
 	// (Designed by Prose; not in the platform document.) The book's name,
 	// version and endpoint are required. ALREADY_EXISTS if the workspace has that
@@ -153,6 +161,26 @@ func (c *bookServiceClient) ListWorkspaceBookProcedures(ctx context.Context, in 
 	return out, nil
 }
 
+func (c *bookServiceClient) SearchWorkspaceBooks(ctx context.Context, in *SearchWorkspaceBooksRequest, opts ...grpc.CallOption) (*SearchWorkspaceBooksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchWorkspaceBooksResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchWorkspaceBooks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookServiceClient) SearchWorkspaceBookProcedures(ctx context.Context, in *SearchWorkspaceBookProceduresRequest, opts ...grpc.CallOption) (*SearchWorkspaceBookProceduresResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchWorkspaceBookProceduresResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchWorkspaceBookProcedures_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *bookServiceClient) CreateWorkspaceBook(ctx context.Context, in *CreateWorkspaceBookRequest, opts ...grpc.CallOption) (*Book, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Book)
@@ -205,6 +233,12 @@ type BookServiceServer interface {
 	ListWorkspaceBooks(context.Context, *ListWorkspaceBooksRequest) (*ListWorkspaceBooksResponse, error)
 	// Lists the procedures of one version of a book available in a workspace.
 	ListWorkspaceBookProcedures(context.Context, *ListWorkspaceBookProceduresRequest) (*ListWorkspaceBookProceduresResponse, error)
+	// Ranks the books registered in a workspace against a free-text query
+	// (ranked text search in the database; see README "Catalog search").
+	SearchWorkspaceBooks(context.Context, *SearchWorkspaceBooksRequest) (*SearchWorkspaceBooksResponse, error)
+	// Ranks the procedures of the books registered in a workspace against a
+	// free-text query.
+	SearchWorkspaceBookProcedures(context.Context, *SearchWorkspaceBookProceduresRequest) (*SearchWorkspaceBookProceduresResponse, error)
 	// Registers a book served at an external endpoint in a workspace.
 	// (Designed by Prose; not in the platform document.) The book's name,
 	// version and endpoint are required. ALREADY_EXISTS if the workspace has that
@@ -254,6 +288,12 @@ func (UnimplementedBookServiceServer) ListWorkspaceBooks(context.Context, *ListW
 }
 func (UnimplementedBookServiceServer) ListWorkspaceBookProcedures(context.Context, *ListWorkspaceBookProceduresRequest) (*ListWorkspaceBookProceduresResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListWorkspaceBookProcedures not implemented")
+}
+func (UnimplementedBookServiceServer) SearchWorkspaceBooks(context.Context, *SearchWorkspaceBooksRequest) (*SearchWorkspaceBooksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchWorkspaceBooks not implemented")
+}
+func (UnimplementedBookServiceServer) SearchWorkspaceBookProcedures(context.Context, *SearchWorkspaceBookProceduresRequest) (*SearchWorkspaceBookProceduresResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchWorkspaceBookProcedures not implemented")
 }
 func (UnimplementedBookServiceServer) CreateWorkspaceBook(context.Context, *CreateWorkspaceBookRequest) (*Book, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateWorkspaceBook not implemented")
@@ -411,6 +451,42 @@ func _BookService_ListWorkspaceBookProcedures_Handler(srv interface{}, ctx conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BookService_SearchWorkspaceBooks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchWorkspaceBooksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchWorkspaceBooks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchWorkspaceBooks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchWorkspaceBooks(ctx, req.(*SearchWorkspaceBooksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_SearchWorkspaceBookProcedures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchWorkspaceBookProceduresRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchWorkspaceBookProcedures(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchWorkspaceBookProcedures_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchWorkspaceBookProcedures(ctx, req.(*SearchWorkspaceBookProceduresRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _BookService_CreateWorkspaceBook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateWorkspaceBookRequest)
 	if err := dec(in); err != nil {
@@ -499,6 +575,14 @@ var BookService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListWorkspaceBookProcedures",
 			Handler:    _BookService_ListWorkspaceBookProcedures_Handler,
+		},
+		{
+			MethodName: "SearchWorkspaceBooks",
+			Handler:    _BookService_SearchWorkspaceBooks_Handler,
+		},
+		{
+			MethodName: "SearchWorkspaceBookProcedures",
+			Handler:    _BookService_SearchWorkspaceBookProcedures_Handler,
 		},
 		{
 			MethodName: "CreateWorkspaceBook",

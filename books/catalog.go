@@ -1,0 +1,159 @@
+package books
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+)
+
+// CatalogKind is the kind of a searchable catalog item.
+type CatalogKind string
+
+// The kinds of catalog items.
+const (
+	CatalogBook      CatalogKind = "book"
+	CatalogProcedure CatalogKind = "procedure"
+)
+
+// CatalogEntry is one searchable item of a book: the book itself (Item
+// empty) or one procedure (Item is its id). Words of Name rank above words of
+// Text.
+type CatalogEntry struct {
+	Kind       CatalogKind
+	Item       string
+	Name, Text string
+}
+
+// CatalogHit is one ranked search result: an item of a book registered in
+// the workspace.
+type CatalogHit struct {
+	BookName, BookVersion string
+	Kind                  CatalogKind
+	Item                  string
+	// Score: higher is better; comparable within one answer only.
+	Score float64
+}
+
+// Searcher is a Store that ranks the items of the books registered in a
+// workspace against a free-text query (in the database: see store).
+type Searcher interface {
+	SearchCatalog(ctx context.Context, ws Workspace, kind CatalogKind, query string, limit int) ([]CatalogHit, error)
+}
+
+// ErrSearchUnavailable: the registry's store cannot search.
+var ErrSearchUnavailable = errors.New("catalog search needs a store that can search")
+
+// CatalogEntries returns the searchable items of b: the book (name and
+// display name; descriptions, author, tags) and each procedure (its English
+// signature and id; descriptions and search hints).
+func CatalogEntries(b *bookv1.Book) []CatalogEntry {
+	out := []CatalogEntry{{
+		Kind: CatalogBook,
+		Name: join(b.GetName(), b.GetDisplayName()),
+		Text: join(append([]string{b.GetShortDescription(), b.GetLongDescription(), b.GetAuthor()}, b.GetTags()...)...),
+	}}
+	for _, p := range b.GetProcedures() {
+		out = append(out, CatalogEntry{
+			Kind: CatalogProcedure,
+			Item: p.GetId(),
+			Name: join(p.GetSignature().GetEnglish(), p.GetId()),
+			Text: join(append([]string{p.GetShortDescription(), p.GetLongDescription()}, p.GetSearchHints()...)...),
+		})
+	}
+	return out
+}
+
+func join(parts ...string) string {
+	var b strings.Builder
+	for _, p := range parts {
+		if p = strings.TrimSpace(p); p != "" {
+			if b.Len() > 0 {
+				b.WriteString("\n")
+			}
+			b.WriteString(p)
+		}
+	}
+	return b.String()
+}
+
+// ProcedureHit is a procedure found by SearchProcedures.
+type ProcedureHit struct {
+	BookName, BookVersion string
+	Procedure             *bookv1.Procedure
+	Score                 float64
+}
+
+// BookHit is a book found by SearchBooks.
+type BookHit struct {
+	Book  *bookv1.Book
+	Score float64
+}
+
+func (r *Registry) searcher() (Searcher, error) {
+	s, ok := r.store.(Searcher)
+	if !ok {
+		return nil, ErrSearchUnavailable
+	}
+	return s, nil
+}
+
+// SearchBooks ranks the books registered in ws against query and returns at
+// most limit of them, best first.
+func (r *Registry) SearchBooks(ctx context.Context, ws Workspace, query string, limit int) ([]BookHit, error) {
+	s, err := r.searcher()
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.SearchCatalog(ctx, ws, CatalogBook, query, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]BookHit, 0, len(hits))
+	for _, h := range hits {
+		b, err := r.store.GetWorkspaceBook(ctx, ws, h.BookName, h.BookVersion)
+		if errors.Is(err, ErrNotFound) {
+			continue // deleted since the search
+		}
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, BookHit{Book: b, Score: h.Score})
+	}
+	return out, nil
+}
+
+// SearchProcedures ranks the procedures of the books registered in ws
+// against query and returns at most limit of them, best first.
+func (r *Registry) SearchProcedures(ctx context.Context, ws Workspace, query string, limit int) ([]ProcedureHit, error) {
+	s, err := r.searcher()
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.SearchCatalog(ctx, ws, CatalogProcedure, query, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ProcedureHit, 0, len(hits))
+	cache := map[bookKey]*bookv1.Book{}
+	for _, h := range hits {
+		k := bookKey{h.BookName, h.BookVersion}
+		b, ok := cache[k]
+		if !ok {
+			b, err = r.store.GetWorkspaceBook(ctx, ws, h.BookName, h.BookVersion)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return nil, fmt.Errorf("book %s version %s: %w", h.BookName, h.BookVersion, err)
+			}
+			cache[k] = b
+		}
+		for _, p := range b.GetProcedures() {
+			if p.GetId() == h.Item {
+				out = append(out, ProcedureHit{BookName: h.BookName, BookVersion: h.BookVersion, Procedure: p, Score: h.Score})
+				break
+			}
+		}
+	}
+	return out, nil
+}

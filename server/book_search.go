@@ -1,0 +1,100 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/proserun/prose/books"
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	"github.com/proserun/prose/server/transport"
+)
+
+// Limits of the catalog search (README "Limits").
+const (
+	// DefaultSearchTopK is the number of results when top_k is 0.
+	DefaultSearchTopK = 10
+	// MaxSearchTopK is the most results one search returns (larger top_k
+	// values are coerced to it).
+	MaxSearchTopK = 100
+	// MaxSearchQueryBytes is the longest query accepted.
+	MaxSearchQueryBytes = 1024
+)
+
+type searchRequest interface {
+	workspaceRequest
+	GetQuery() string
+	GetTopK() int64
+}
+
+// searchArgs checks the workspace, query and top_k of a search request.
+func searchArgs(req searchRequest) (books.Workspace, string, int, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return ws, "", 0, err
+	}
+	q := req.GetQuery()
+	if strings.TrimSpace(q) == "" {
+		return ws, "", 0, requireFields(map[string]string{"query": ""})
+	}
+	if len(q) > MaxSearchQueryBytes {
+		return ws, "", 0, transport.InvalidArgument(transport.ReasonInvalidRequest, "query is too long",
+			transport.Violation("query", "must be at most 1024 bytes"))
+	}
+	k := req.GetTopK()
+	switch {
+	case k < 0:
+		return ws, "", 0, transport.InvalidArgument(transport.ReasonInvalidRequest, "top_k must not be negative",
+			transport.Violation("top_k", "must not be negative"))
+	case k == 0:
+		k = DefaultSearchTopK
+	case k > MaxSearchTopK:
+		k = MaxSearchTopK
+	}
+	return ws, q, int(k), nil
+}
+
+func searchError(err error) error {
+	if errors.Is(err, books.ErrSearchUnavailable) {
+		return transport.Unimplemented(ReasonStoreUnavailable, err.Error())
+	}
+	return err
+}
+
+// SearchWorkspaceBooks ranks the books registered in the workspace.
+func (s *BookService) SearchWorkspaceBooks(ctx context.Context, req *bookv1.SearchWorkspaceBooksRequest) (*bookv1.SearchWorkspaceBooksResponse, error) {
+	ws, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchBooks(ctx, ws, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	out := &bookv1.SearchWorkspaceBooksResponse{Results: make([]*bookv1.SearchBookMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchBookMatch{Book: h.Book, Score: h.Score}
+	}
+	return out, nil
+}
+
+// SearchWorkspaceBookProcedures ranks the procedures of the books registered
+// in the workspace.
+func (s *BookService) SearchWorkspaceBookProcedures(ctx context.Context, req *bookv1.SearchWorkspaceBookProceduresRequest) (*bookv1.SearchWorkspaceBookProceduresResponse, error) {
+	ws, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchProcedures(ctx, ws, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	out := &bookv1.SearchWorkspaceBookProceduresResponse{Results: make([]*bookv1.SearchWorkspaceBookProcedureMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchWorkspaceBookProcedureMatch{
+			BookName: h.BookName, BookVersion: h.BookVersion, Procedure: h.Procedure, Score: h.Score,
+			OrganizationId: ws.OrganizationID, WorkspaceId: ws.WorkspaceID,
+		}
+	}
+	return out, nil
+}
