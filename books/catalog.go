@@ -43,7 +43,34 @@ type Searcher interface {
 	SearchCatalog(ctx context.Context, ws Workspace, kind CatalogKind, query string, limit int) ([]CatalogHit, error)
 }
 
-// ErrSearchUnavailable: the registry's store cannot search.
+// BuiltinIndexer is a Searcher that also indexes the built-in books (found
+// by every workspace's search and by the global one).
+type BuiltinIndexer interface {
+	IndexBuiltins(ctx context.Context, books []BuiltinCatalog) error
+}
+
+// BuiltinCatalog is the catalog of one built-in book.
+type BuiltinCatalog struct {
+	Name, Version string
+	Entries       []CatalogEntry
+}
+
+// IndexBuiltins writes the catalog of the registry's built-in books to its
+// store's search index (ErrSearchUnavailable if the store has none).
+func (r *Registry) IndexBuiltins(ctx context.Context) error {
+	ix, ok := r.store.(BuiltinIndexer)
+	if !ok {
+		return ErrSearchUnavailable
+	}
+	all := r.Books()
+	out := make([]BuiltinCatalog, len(all))
+	for i, b := range all {
+		out[i] = BuiltinCatalog{Name: b.GetName(), Version: b.GetVersion(), Entries: CatalogEntries(b)}
+	}
+	return ix.IndexBuiltins(ctx, out)
+}
+
+// ErrSearchUnavailable is returned when the registry's store cannot search.
 var ErrSearchUnavailable = errors.New("catalog search needs a store that can search")
 
 // CatalogEntries returns the searchable items of b: the book (name and
@@ -100,7 +127,8 @@ func (r *Registry) searcher() (Searcher, error) {
 	return s, nil
 }
 
-// SearchBooks ranks the books registered in ws against query and returns at
+// SearchBooks ranks the built-in books and those registered in ws (none
+// for the zero Workspace) against query and returns at
 // most limit of them, best first.
 func (r *Registry) SearchBooks(ctx context.Context, ws Workspace, query string, limit int) ([]BookHit, error) {
 	s, err := r.searcher()
@@ -113,7 +141,7 @@ func (r *Registry) SearchBooks(ctx context.Context, ws Workspace, query string, 
 	}
 	out := make([]BookHit, 0, len(hits))
 	for _, h := range hits {
-		b, err := r.store.GetWorkspaceBook(ctx, ws, h.BookName, h.BookVersion)
+		b, err := r.Book(ctx, ws, h.BookName, h.BookVersion)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted since the search
 		}
@@ -125,8 +153,8 @@ func (r *Registry) SearchBooks(ctx context.Context, ws Workspace, query string, 
 	return out, nil
 }
 
-// SearchProcedures ranks the procedures of the books registered in ws
-// against query and returns at most limit of them, best first.
+// SearchProcedures ranks the procedures of the built-in books and of those
+// registered in ws (none for the zero Workspace) against query and returns at most limit of them, best first.
 func (r *Registry) SearchProcedures(ctx context.Context, ws Workspace, query string, limit int) ([]ProcedureHit, error) {
 	s, err := r.searcher()
 	if err != nil {
@@ -142,7 +170,7 @@ func (r *Registry) SearchProcedures(ctx context.Context, ws Workspace, query str
 		k := bookKey{h.BookName, h.BookVersion}
 		b, ok := cache[k]
 		if !ok {
-			b, err = r.store.GetWorkspaceBook(ctx, ws, h.BookName, h.BookVersion)
+			b, err = r.Book(ctx, ws, h.BookName, h.BookVersion)
 			if err != nil && !errors.Is(err, ErrNotFound) {
 				return nil, fmt.Errorf("book %s version %s: %w", h.BookName, h.BookVersion, err)
 			}

@@ -108,3 +108,12 @@ func (o Overlay) SearchCatalog(ctx context.Context, ws Workspace, kind CatalogKi
 	}
 	return s.SearchCatalog(ctx, ws, kind, query, limit)
 }
+
+// IndexBuiltins implements BuiltinIndexer over Base.
+func (o Overlay) IndexBuiltins(ctx context.Context, books []BuiltinCatalog) error {
+	ix, ok := o.Base.(BuiltinIndexer)
+	if !ok {
+		return ErrSearchUnavailable
+	}
+	return ix.IndexBuiltins(ctx, books)
+}

@@ -22,16 +22,18 @@ const (
 )
 
 type searchRequest interface {
-	workspaceRequest
 	GetQuery() string
 	GetTopK() int64
 }
 
 // searchArgs checks the workspace, query and top_k of a search request.
 func searchArgs(req searchRequest) (books.Workspace, string, int, error) {
-	ws, err := workspaceOf(req)
-	if err != nil {
-		return ws, "", 0, err
+	var ws books.Workspace
+	if wr, ok := req.(workspaceRequest); ok {
+		var err error
+		if ws, err = workspaceOf(wr); err != nil {
+			return ws, "", 0, err
+		}
 	}
 	q := req.GetQuery()
 	if strings.TrimSpace(q) == "" {
@@ -95,6 +97,40 @@ func (s *BookService) SearchWorkspaceBookProcedures(ctx context.Context, req *bo
 			BookName: h.BookName, BookVersion: h.BookVersion, Procedure: h.Procedure, Score: h.Score,
 			OrganizationId: ws.OrganizationID, WorkspaceId: ws.WorkspaceID,
 		}
+	}
+	return out, nil
+}
+
+// SearchBooks ranks the built-in books.
+func (s *BookService) SearchBooks(ctx context.Context, req *bookv1.SearchBooksRequest) (*bookv1.SearchBooksResponse, error) {
+	_, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchBooks(ctx, books.Workspace{}, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	out := &bookv1.SearchBooksResponse{Results: make([]*bookv1.SearchBookMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchBookMatch{Book: h.Book, Score: h.Score}
+	}
+	return out, nil
+}
+
+// SearchBookProcedures ranks the procedures of the built-in books.
+func (s *BookService) SearchBookProcedures(ctx context.Context, req *bookv1.SearchBookProceduresRequest) (*bookv1.SearchBookProceduresResponse, error) {
+	_, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchProcedures(ctx, books.Workspace{}, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	out := &bookv1.SearchBookProceduresResponse{Results: make([]*bookv1.SearchBookProcedureMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchBookProcedureMatch{BookName: h.BookName, BookVersion: h.BookVersion, Procedure: h.Procedure, Score: h.Score}
 	}
 	return out, nil
 }

@@ -45,8 +45,12 @@ type WorkspaceBooks interface {
 	UpdateWorkspaceBook(ctx context.Context, b WorkspaceBook) (WorkspaceBook, error)
 	// DeleteWorkspaceBook: ErrNotFound if absent.
 	DeleteWorkspaceBook(ctx context.Context, organizationID, workspaceID, name, version string) error
-	// SearchWorkspaceCatalog ranks the catalog entries of kind registered in
-	// the workspace against query (free text: any of its words matches; stems
+	// ReplaceBuiltinCatalog replaces the catalog entries of the built-in
+	// books (those of the binary, not in the database) with books'.
+	ReplaceBuiltinCatalog(ctx context.Context, books []BuiltinCatalog) error
+	// SearchWorkspaceCatalog ranks the catalog entries of kind of the books
+	// registered in the workspace and of the built-in books (both IDs
+	// empty: of the built-in books alone) against query (free text: any of its words matches; stems
 	// count) and returns at most limit of them, best first. A match in an
 	// entry's Name ranks above the same match in its Text. Words are runs of
 	// letters and digits; a query without any returns none.
@@ -73,6 +77,12 @@ type CatalogEntry struct {
 	Name string
 	// Text is the rest of its searchable words (descriptions, hints).
 	Text string
+}
+
+// BuiltinCatalog is the catalog of one built-in book.
+type BuiltinCatalog struct {
+	Name, Version string
+	Entries       []CatalogEntry
 }
 
 // CatalogMatch is one ranked search result.

@@ -84,6 +84,28 @@ func TestCatalogSearch(t *testing.T) {
 		if len(res) != 1 || field(field(res[0], "book"), "name") != "invoices" {
 			t.Errorf("books for invoices: %v", m)
 		}
+		// The built-in books are found too, in the workspace and globally;
+		// the global search has no workspace's books.
+		if got := procs(t, tr, "spreadsheet excel", 1); len(got) != 1 || got[0] != "tables/write_excel" {
+			t.Errorf("built-in procedure in the workspace: %q", got)
+		}
+		g := e.mustCall(t, tr, "/prose.book.v1.BookService/SearchBookProcedures", &bookv1.SearchBookProceduresRequest{Query: "excel invoices"})
+		if res := asList(g["results"]); len(res) == 0 || field(res[0], "book_name") != "tables" || field(field(res[0], "procedure"), "id") != "write_excel" {
+			t.Errorf("global procedures: %v", g)
+		} else {
+			for _, r := range res {
+				if field(r, "book_name") == "mailer" || field(r, "book_name") == "invoices" {
+					t.Errorf("a workspace's book in the global search: %v", r)
+				}
+			}
+		}
+		g = e.mustCall(t, tr, "/prose.book.v1.BookService/SearchBooks", &bookv1.SearchBooksRequest{Query: "http", TopK: 1})
+		if res := asList(g["results"]); len(res) != 1 || field(field(res[0], "book"), "name") != "http" {
+			t.Errorf("global books: %v", g)
+		}
+		if _, err := e.call(t, tr, "/prose.book.v1.BookService/SearchBooks", &bookv1.SearchBooksRequest{}); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("global search without a query: %v", err)
+		}
 		// Client mistakes.
 		for _, req := range []*bookv1.SearchWorkspaceBookProceduresRequest{
 			{OrganizationId: org, WorkspaceId: wsID, Query: "  "},
@@ -104,7 +126,7 @@ func TestCatalogSearch(t *testing.T) {
 		t.Errorf("after update: %q", got)
 	}
 	e.api(t, "DELETE", e.booksPath()+"/mailer/1.0.0", "", 200)
-	if got := procs(t, overHTTP, "message", 0); len(got) != 0 {
+	if got := procs(t, overHTTP, "archive", 0); len(got) != 0 {
 		t.Errorf("after delete: %q", got)
 	}
 
@@ -112,19 +134,22 @@ func TestCatalogSearch(t *testing.T) {
 	ref := loadReference(t)
 	const base = "/api/v1/organizations/{organization_id}/workspaces/{workspace_id}"
 	for _, c := range []struct{ path, body, schema string }{
-		{"/procedures:search", `{"query": "supplier", "top_k": 5, "max_distance": 0.5}`, "SearchWorkspaceBookProceduresBody"},
-		{"/books:search", `{"query": "pays", "top_k": 5, "max_distance": 0.5}`, "SearchWorkspaceBooksBody"},
+		{base + "/procedures:search", `{"query": "supplier", "top_k": 5, "max_distance": 0.5}`, "SearchWorkspaceBookProceduresBody"},
+		{base + "/books:search", `{"query": "pays", "top_k": 5, "max_distance": 0.5}`, "SearchWorkspaceBooksBody"},
+		{"/api/v1/procedures:search", `{"query": "excel", "top_k": 5, "max_distance": 0.5}`, "v2SearchBookProceduresRequest"},
+		{"/api/v1/books:search", `{"query": "http", "top_k": 5, "max_distance": 0.5}`, "v2SearchBooksRequest"},
 	} {
 		var bv any
 		_ = json.Unmarshal([]byte(c.body), &bv)
 		if errs := ref.check(bv, ref.schema(c.schema), "body"); len(errs) > 0 {
 			t.Fatalf("the test's body is not the reference's: %v", errs)
 		}
-		code, raw := e.apiRaw(t, "POST", strings.TrimSuffix(e.booksPath(), "/books")+c.path, c.body)
+		path := strings.Replace(c.path, base, strings.TrimSuffix(e.booksPath(), "/books"), 1)
+		code, raw := e.apiRaw(t, "POST", path, c.body)
 		if code != 200 || !strings.Contains(string(raw), `"score"`) {
 			t.Fatalf("POST %s: %d %s", c.path, code, raw)
 		}
-		ref.checkAnswer(t, base+c.path, "POST", raw)
+		ref.checkAnswer(t, c.path, "POST", raw)
 	}
 }
 

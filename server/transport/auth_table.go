@@ -198,6 +198,8 @@ var MethodAccess = map[string]Access{
 	"/prose.book.v1.BookService/GetBook":                       r(""),
 	"/prose.book.v1.BookService/ListBookProcedures":            r(""),
 	"/prose.book.v1.BookService/ListTags":                      r(""),
+	"/prose.book.v1.BookService/SearchBooks":                   r(""),
+	"/prose.book.v1.BookService/SearchBookProcedures":          r(""),
 	"/prose.book.v1.BookService/ListWorkspaceBooks":            r(store.PermAutomationsGet),
 	"/prose.book.v1.BookService/ListWorkspaceBookProcedures":   r(store.PermAutomationsGet),
 	"/prose.book.v1.BookService/SearchWorkspaceBooks":          r(store.PermAutomationsGet),

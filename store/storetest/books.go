@@ -20,6 +20,7 @@ func testWorkspaceBooks(t *testing.T, open Opener) {
 		{"WorkspaceBookCascade", testWorkspaceBookCascade},
 		{"CatalogSearch", testCatalogSearch},
 		{"CatalogSearchInStep", testCatalogSearchInStep},
+		{"CatalogSearchBuiltins", testCatalogSearchBuiltins},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}

@@ -124,3 +124,26 @@ func testCatalogSearchInStep(t *testing.T, s *suite) {
 	wantItems(t, "after workspace delete", search("w1", "customer"))
 	wantItems(t, "other workspace", search("w2", "customer"), "crm/1/a")
 }
+
+func testCatalogSearchBuiltins(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "1", proc("a", "find a customer", "")))).must(t)
+	noErr(t, s.st.ReplaceBuiltinCatalog(s.ctx, []store.BuiltinCatalog{
+		{Name: "http", Version: "1", Entries: []store.CatalogEntry{proc("get", "get a page", "Reads a customer record over HTTP")}},
+		{Name: "old", Version: "1", Entries: []store.CatalogEntry{proc("x", "find a customer", "")}},
+	}))
+	noErr(t, s.st.ReplaceBuiltinCatalog(s.ctx, []store.BuiltinCatalog{
+		{Name: "http", Version: "1", Entries: []store.CatalogEntry{proc("get", "get a page", "Reads a customer record over HTTP")}},
+	}))
+	search := func(org, ws, q string) []store.CatalogMatch {
+		return of(s.st.SearchWorkspaceCatalog(s.ctx, org, ws, store.CatalogProcedure, q, 10)).must(t)
+	}
+	// A workspace sees its books and the built-in ones (the replaced ones are gone).
+	wantItems(t, "workspace", search("acme", "w1", "customer"), "crm/1/a", "http/1/get")
+	// Both IDs empty: the built-in ones alone.
+	wantItems(t, "global", search("", "", "customer"), "http/1/get")
+	// Deleting a workspace leaves the built-in entries.
+	noErr(t, s.st.DeleteWorkspace(s.ctx, "acme", "w1"))
+	wantItems(t, "after workspace delete", search("", "", "customer"), "http/1/get")
+}

@@ -40,6 +40,28 @@ func (c conn) writeCatalog(ctx context.Context, d store.Dialect, b store.Workspa
 	return nil
 }
 
+func (db *DB) catalogTable() string {
+	if db.d == store.Postgres {
+		return "catalog_entries"
+	}
+	return "catalog_fts"
+}
+
+// ReplaceBuiltinCatalog implements store.WorkspaceBooks.
+func (db *DB) ReplaceBuiltinCatalog(ctx context.Context, books []store.BuiltinCatalog) error {
+	return db.tx(ctx, func(c conn) error {
+		if _, err := c.exec(ctx, `DELETE FROM `+db.catalogTable()+` WHERE organization_id = '' AND workspace_id = ''`); err != nil {
+			return db.mapErr(err, "replace the built-in catalog")
+		}
+		for _, b := range books {
+			if err := c.writeCatalog(ctx, db.d, store.WorkspaceBook{Name: b.Name, Version: b.Version, Catalog: b.Entries}); err != nil {
+				return db.mapErr(err, "replace the built-in catalog")
+			}
+		}
+		return nil
+	})
+}
+
 // searchWords returns the words of a free-text query: runs of letters and
 // digits, lower-cased, without repeats.
 func searchWords(q string) []string {
@@ -69,7 +91,7 @@ func (db *DB) SearchWorkspaceCatalog(ctx context.Context, org, ws string, kind s
 		// Words are letters and digits only: safe as to_tsquery operands.
 		q = `SELECT book_name, book_version, item, ts_rank(doc, q) AS score
 			FROM catalog_entries, to_tsquery('english', ?) AS q
-			WHERE organization_id = ? AND workspace_id = ? AND kind = ? AND doc @@ q
+			WHERE (organization_id = ? AND workspace_id = ? OR organization_id = '' AND workspace_id = '') AND kind = ? AND doc @@ q
 			ORDER BY score DESC, book_name, book_version, item LIMIT ?`
 		args = []any{strings.Join(words, " | "), org, ws, string(kind), limit}
 	} else {
@@ -79,7 +101,7 @@ func (db *DB) SearchWorkspaceCatalog(ctx context.Context, org, ws string, kind s
 		}
 		q = fmt.Sprintf(`SELECT book_name, book_version, item, -bm25(catalog_fts, %[1]g, 1.0) AS score
 			FROM catalog_fts
-			WHERE catalog_fts MATCH ? AND organization_id = ? AND workspace_id = ? AND kind = ?
+			WHERE catalog_fts MATCH ? AND (organization_id = ? AND workspace_id = ? OR organization_id = '' AND workspace_id = '') AND kind = ?
 			ORDER BY bm25(catalog_fts, %[1]g, 1.0), book_name, book_version, item LIMIT ?`, catalogNameWeight)
 		args = []any{strings.Join(quoted, " OR "), org, ws, string(kind), limit}
 	}

@@ -3,7 +3,8 @@
 -- procedure, each concept) of every book registered in a workspace, written in
 -- the transaction that creates, updates or deletes the book
 -- (store/internal/sqlstore/catalog.go). name is weighted above text when
--- ranking (bm25).
+-- ranking (bm25). Rows with an empty organization and workspace are the
+-- built-in books' (written at start).
 CREATE VIRTUAL TABLE catalog_fts USING fts5(
     name,
     text,

@@ -1063,8 +1063,8 @@ type SearchWorkspaceBooksRequest struct {
 	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
 	// The workspace.
 	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
-	// Free-text query matched against book name, display name, version-less
-	// descriptions, author and tags: any of its words matches.
+	// Free-text query matched against book name and display name (ranked
+	// higher), descriptions, author and tags: any of its words matches.
 	Query string `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
 	// Maximum number of results (default 10, at most 100).
 	TopK int64 `protobuf:"varint,4,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
@@ -1470,6 +1470,299 @@ func (x *SearchWorkspaceBookProcedureMatch) GetConnectionId() string {
 	return ""
 }
 
+// Request of SearchBooks.
+type SearchBooksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Free-text query (see SearchWorkspaceBooksRequest).
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum number of results (default 10, at most 100).
+	TopK int64 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Accepted for compatibility; not applied.
+	MaxDistance   float32 `protobuf:"fixed32,3,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBooksRequest) Reset() {
+	*x = SearchBooksRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBooksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBooksRequest) ProtoMessage() {}
+
+func (x *SearchBooksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBooksRequest.ProtoReflect.Descriptor instead.
+func (*SearchBooksRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SearchBooksRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchBooksRequest) GetTopK() int64 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SearchBooksRequest) GetMaxDistance() float32 {
+	if x != nil {
+		return x.MaxDistance
+	}
+	return 0
+}
+
+// Response of SearchBooks.
+type SearchBooksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The matches, best first.
+	Results       []*SearchBookMatch `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBooksResponse) Reset() {
+	*x = SearchBooksResponse{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBooksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBooksResponse) ProtoMessage() {}
+
+func (x *SearchBooksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBooksResponse.ProtoReflect.Descriptor instead.
+func (*SearchBooksResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SearchBooksResponse) GetResults() []*SearchBookMatch {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// Request of SearchBookProcedures.
+type SearchBookProceduresRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Free-text query (see SearchWorkspaceBookProceduresRequest).
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum number of results (default 10, at most 100).
+	TopK int64 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Accepted for compatibility; not applied.
+	MaxDistance   float32 `protobuf:"fixed32,3,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBookProceduresRequest) Reset() {
+	*x = SearchBookProceduresRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBookProceduresRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBookProceduresRequest) ProtoMessage() {}
+
+func (x *SearchBookProceduresRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBookProceduresRequest.ProtoReflect.Descriptor instead.
+func (*SearchBookProceduresRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SearchBookProceduresRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchBookProceduresRequest) GetTopK() int64 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SearchBookProceduresRequest) GetMaxDistance() float32 {
+	if x != nil {
+		return x.MaxDistance
+	}
+	return 0
+}
+
+// Response of SearchBookProcedures.
+type SearchBookProceduresResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The matches, best first.
+	Results       []*SearchBookProcedureMatch `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBookProceduresResponse) Reset() {
+	*x = SearchBookProceduresResponse{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBookProceduresResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBookProceduresResponse) ProtoMessage() {}
+
+func (x *SearchBookProceduresResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBookProceduresResponse.ProtoReflect.Descriptor instead.
+func (*SearchBookProceduresResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SearchBookProceduresResponse) GetResults() []*SearchBookProcedureMatch {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// A procedure of a built-in book found by a search.
+type SearchBookProcedureMatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name of the book of the procedure.
+	BookName string `protobuf:"bytes,1,opt,name=book_name,json=bookName,proto3" json:"book_name,omitempty"`
+	// The version of that book.
+	BookVersion string `protobuf:"bytes,2,opt,name=book_version,json=bookVersion,proto3" json:"book_version,omitempty"`
+	// The procedure.
+	Procedure *Procedure `protobuf:"bytes,3,opt,name=procedure,proto3" json:"procedure,omitempty"`
+	// Relevance (higher is better; comparable within one response only).
+	Score         float64 `protobuf:"fixed64,4,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBookProcedureMatch) Reset() {
+	*x = SearchBookProcedureMatch{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBookProcedureMatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBookProcedureMatch) ProtoMessage() {}
+
+func (x *SearchBookProcedureMatch) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBookProcedureMatch.ProtoReflect.Descriptor instead.
+func (*SearchBookProcedureMatch) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SearchBookProcedureMatch) GetBookName() string {
+	if x != nil {
+		return x.BookName
+	}
+	return ""
+}
+
+func (x *SearchBookProcedureMatch) GetBookVersion() string {
+	if x != nil {
+		return x.BookVersion
+	}
+	return ""
+}
+
+func (x *SearchBookProcedureMatch) GetProcedure() *Procedure {
+	if x != nil {
+		return x.Procedure
+	}
+	return nil
+}
+
+func (x *SearchBookProcedureMatch) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
 var File_prose_book_v1_book_service_proto protoreflect.FileDescriptor
 
 const file_prose_book_v1_book_service_proto_rawDesc = "" +
@@ -1576,7 +1869,24 @@ const file_prose_book_v1_book_service_proto_rawDesc = "" +
 	"\x05score\x18\x04 \x01(\x01R\x05score\x12'\n" +
 	"\x0forganization_id\x18\x05 \x01(\tR\x0eorganizationId\x12!\n" +
 	"\fworkspace_id\x18\x06 \x01(\tR\vworkspaceId\x12#\n" +
-	"\rconnection_id\x18\a \x01(\tR\fconnectionId2\xc4\x10\n" +
+	"\rconnection_id\x18\a \x01(\tR\fconnectionId\"q\n" +
+	"\x12SearchBooksRequest\x12\x19\n" +
+	"\x05query\x18\x01 \x01(\tB\x03\xe0A\x02R\x05query\x12\x18\n" +
+	"\x05top_k\x18\x02 \x01(\x03B\x03\xe0A\x01R\x04topK\x12&\n" +
+	"\fmax_distance\x18\x03 \x01(\x02B\x03\xe0A\x01R\vmaxDistance\"O\n" +
+	"\x13SearchBooksResponse\x128\n" +
+	"\aresults\x18\x01 \x03(\v2\x1e.prose.book.v1.SearchBookMatchR\aresults\"z\n" +
+	"\x1bSearchBookProceduresRequest\x12\x19\n" +
+	"\x05query\x18\x01 \x01(\tB\x03\xe0A\x02R\x05query\x12\x18\n" +
+	"\x05top_k\x18\x02 \x01(\x03B\x03\xe0A\x01R\x04topK\x12&\n" +
+	"\fmax_distance\x18\x03 \x01(\x02B\x03\xe0A\x01R\vmaxDistance\"a\n" +
+	"\x1cSearchBookProceduresResponse\x12A\n" +
+	"\aresults\x18\x01 \x03(\v2'.prose.book.v1.SearchBookProcedureMatchR\aresults\"\xa8\x01\n" +
+	"\x18SearchBookProcedureMatch\x12\x1b\n" +
+	"\tbook_name\x18\x01 \x01(\tR\bbookName\x12!\n" +
+	"\fbook_version\x18\x02 \x01(\tR\vbookVersion\x126\n" +
+	"\tprocedure\x18\x03 \x01(\v2\x18.prose.book.v1.ProcedureR\tprocedure\x12\x14\n" +
+	"\x05score\x18\x04 \x01(\x01R\x05score2\xd3\x12\n" +
 	"\vBookService\x12e\n" +
 	"\tListBooks\x12\x1f.prose.book.v1.ListBooksRequest\x1a .prose.book.v1.ListBooksResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/api/v1/books\x12~\n" +
 	"\x0fListLatestBooks\x12%.prose.book.v1.ListLatestBooksRequest\x1a&.prose.book.v1.ListLatestBooksResponse\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/api/v1/books:latest\x12p\n" +
@@ -1584,7 +1894,9 @@ const file_prose_book_v1_book_service_proto_rawDesc = "" +
 	"\x12ListBookProcedures\x12(.prose.book.v1.ListBookProceduresRequest\x1a).prose.book.v1.ListBookProceduresResponse\"1\x82\xd3\xe4\x93\x02+\x12)/api/v1/books/{name}/{version}/procedures\x12a\n" +
 	"\bListTags\x12\x1e.prose.book.v1.ListTagsRequest\x1a\x1f.prose.book.v1.ListTagsResponse\"\x14\x82\xd3\xe4\x93\x02\x0e\x12\f/api/v1/tags\x12\xba\x01\n" +
 	"\x12ListWorkspaceBooks\x12(.prose.book.v1.ListWorkspaceBooksRequest\x1a).prose.book.v1.ListWorkspaceBooksResponse\"O\x82\xd3\xe4\x93\x02I\x12G/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books\x12\xf1\x01\n" +
-	"\x1bListWorkspaceBookProcedures\x121.prose.book.v1.ListWorkspaceBookProceduresRequest\x1a2.prose.book.v1.ListWorkspaceBookProceduresResponse\"k\x82\xd3\xe4\x93\x02e\x12c/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{name}/{version}/procedures\x12\xca\x01\n" +
+	"\x1bListWorkspaceBookProcedures\x121.prose.book.v1.ListWorkspaceBookProceduresRequest\x1a2.prose.book.v1.ListWorkspaceBookProceduresResponse\"k\x82\xd3\xe4\x93\x02e\x12c/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{name}/{version}/procedures\x12u\n" +
+	"\vSearchBooks\x12!.prose.book.v1.SearchBooksRequest\x1a\".prose.book.v1.SearchBooksResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/api/v1/books:search\x12\x95\x01\n" +
+	"\x14SearchBookProcedures\x12*.prose.book.v1.SearchBookProceduresRequest\x1a+.prose.book.v1.SearchBookProceduresResponse\"$\x82\xd3\xe4\x93\x02\x1e:\x01*\"\x19/api/v1/procedures:search\x12\xca\x01\n" +
 	"\x14SearchWorkspaceBooks\x12*.prose.book.v1.SearchWorkspaceBooksRequest\x1a+.prose.book.v1.SearchWorkspaceBooksResponse\"Y\x82\xd3\xe4\x93\x02S:\x01*\"N/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books:search\x12\xea\x01\n" +
 	"\x1dSearchWorkspaceBookProcedures\x123.prose.book.v1.SearchWorkspaceBookProceduresRequest\x1a4.prose.book.v1.SearchWorkspaceBookProceduresResponse\"^\x82\xd3\xe4\x93\x02X:\x01*\"S/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/procedures:search\x12\xd0\x01\n" +
 	"\x13CreateWorkspaceBook\x12).prose.book.v1.CreateWorkspaceBookRequest\x1a\x13.prose.book.v1.Book\"y\xdaA!organization_id,workspace_id,book\x82\xd3\xe4\x93\x02O:\x04book\"G/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books\x12\xd0\x01\n" +
@@ -1603,7 +1915,7 @@ func file_prose_book_v1_book_service_proto_rawDescGZIP() []byte {
 	return file_prose_book_v1_book_service_proto_rawDescData
 }
 
-var file_prose_book_v1_book_service_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_prose_book_v1_book_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_prose_book_v1_book_service_proto_goTypes = []any{
 	(*ListBooksRequest)(nil),                      // 0: prose.book.v1.ListBooksRequest
 	(*ListBooksResponse)(nil),                     // 1: prose.book.v1.ListBooksResponse
@@ -1628,54 +1940,66 @@ var file_prose_book_v1_book_service_proto_goTypes = []any{
 	(*SearchWorkspaceBookProceduresRequest)(nil),  // 20: prose.book.v1.SearchWorkspaceBookProceduresRequest
 	(*SearchWorkspaceBookProceduresResponse)(nil), // 21: prose.book.v1.SearchWorkspaceBookProceduresResponse
 	(*SearchWorkspaceBookProcedureMatch)(nil),     // 22: prose.book.v1.SearchWorkspaceBookProcedureMatch
-	(*Book)(nil),                  // 23: prose.book.v1.Book
-	(*Procedure)(nil),             // 24: prose.book.v1.Procedure
-	(*fieldmaskpb.FieldMask)(nil), // 25: google.protobuf.FieldMask
-	(*emptypb.Empty)(nil),         // 26: google.protobuf.Empty
+	(*SearchBooksRequest)(nil),                    // 23: prose.book.v1.SearchBooksRequest
+	(*SearchBooksResponse)(nil),                   // 24: prose.book.v1.SearchBooksResponse
+	(*SearchBookProceduresRequest)(nil),           // 25: prose.book.v1.SearchBookProceduresRequest
+	(*SearchBookProceduresResponse)(nil),          // 26: prose.book.v1.SearchBookProceduresResponse
+	(*SearchBookProcedureMatch)(nil),              // 27: prose.book.v1.SearchBookProcedureMatch
+	(*Book)(nil),                                  // 28: prose.book.v1.Book
+	(*Procedure)(nil),                             // 29: prose.book.v1.Procedure
+	(*fieldmaskpb.FieldMask)(nil),                 // 30: google.protobuf.FieldMask
+	(*emptypb.Empty)(nil),                         // 31: google.protobuf.Empty
 }
 var file_prose_book_v1_book_service_proto_depIdxs = []int32{
-	23, // 0: prose.book.v1.ListBooksResponse.books:type_name -> prose.book.v1.Book
-	23, // 1: prose.book.v1.ListLatestBooksResponse.books:type_name -> prose.book.v1.Book
-	23, // 2: prose.book.v1.GetBookResponse.book:type_name -> prose.book.v1.Book
-	24, // 3: prose.book.v1.ListBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	23, // 4: prose.book.v1.ListWorkspaceBooksResponse.books:type_name -> prose.book.v1.Book
-	24, // 5: prose.book.v1.ListWorkspaceBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	23, // 6: prose.book.v1.CreateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
-	23, // 7: prose.book.v1.UpdateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
-	25, // 8: prose.book.v1.UpdateWorkspaceBookRequest.update_mask:type_name -> google.protobuf.FieldMask
+	28, // 0: prose.book.v1.ListBooksResponse.books:type_name -> prose.book.v1.Book
+	28, // 1: prose.book.v1.ListLatestBooksResponse.books:type_name -> prose.book.v1.Book
+	28, // 2: prose.book.v1.GetBookResponse.book:type_name -> prose.book.v1.Book
+	29, // 3: prose.book.v1.ListBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	28, // 4: prose.book.v1.ListWorkspaceBooksResponse.books:type_name -> prose.book.v1.Book
+	29, // 5: prose.book.v1.ListWorkspaceBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	28, // 6: prose.book.v1.CreateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
+	28, // 7: prose.book.v1.UpdateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
+	30, // 8: prose.book.v1.UpdateWorkspaceBookRequest.update_mask:type_name -> google.protobuf.FieldMask
 	19, // 9: prose.book.v1.SearchWorkspaceBooksResponse.results:type_name -> prose.book.v1.SearchBookMatch
-	23, // 10: prose.book.v1.SearchBookMatch.book:type_name -> prose.book.v1.Book
+	28, // 10: prose.book.v1.SearchBookMatch.book:type_name -> prose.book.v1.Book
 	22, // 11: prose.book.v1.SearchWorkspaceBookProceduresResponse.results:type_name -> prose.book.v1.SearchWorkspaceBookProcedureMatch
-	24, // 12: prose.book.v1.SearchWorkspaceBookProcedureMatch.procedure:type_name -> prose.book.v1.Procedure
-	0,  // 13: prose.book.v1.BookService.ListBooks:input_type -> prose.book.v1.ListBooksRequest
-	2,  // 14: prose.book.v1.BookService.ListLatestBooks:input_type -> prose.book.v1.ListLatestBooksRequest
-	4,  // 15: prose.book.v1.BookService.GetBook:input_type -> prose.book.v1.GetBookRequest
-	6,  // 16: prose.book.v1.BookService.ListBookProcedures:input_type -> prose.book.v1.ListBookProceduresRequest
-	8,  // 17: prose.book.v1.BookService.ListTags:input_type -> prose.book.v1.ListTagsRequest
-	10, // 18: prose.book.v1.BookService.ListWorkspaceBooks:input_type -> prose.book.v1.ListWorkspaceBooksRequest
-	12, // 19: prose.book.v1.BookService.ListWorkspaceBookProcedures:input_type -> prose.book.v1.ListWorkspaceBookProceduresRequest
-	17, // 20: prose.book.v1.BookService.SearchWorkspaceBooks:input_type -> prose.book.v1.SearchWorkspaceBooksRequest
-	20, // 21: prose.book.v1.BookService.SearchWorkspaceBookProcedures:input_type -> prose.book.v1.SearchWorkspaceBookProceduresRequest
-	14, // 22: prose.book.v1.BookService.CreateWorkspaceBook:input_type -> prose.book.v1.CreateWorkspaceBookRequest
-	15, // 23: prose.book.v1.BookService.UpdateWorkspaceBook:input_type -> prose.book.v1.UpdateWorkspaceBookRequest
-	16, // 24: prose.book.v1.BookService.DeleteWorkspaceBook:input_type -> prose.book.v1.DeleteWorkspaceBookRequest
-	1,  // 25: prose.book.v1.BookService.ListBooks:output_type -> prose.book.v1.ListBooksResponse
-	3,  // 26: prose.book.v1.BookService.ListLatestBooks:output_type -> prose.book.v1.ListLatestBooksResponse
-	5,  // 27: prose.book.v1.BookService.GetBook:output_type -> prose.book.v1.GetBookResponse
-	7,  // 28: prose.book.v1.BookService.ListBookProcedures:output_type -> prose.book.v1.ListBookProceduresResponse
-	9,  // 29: prose.book.v1.BookService.ListTags:output_type -> prose.book.v1.ListTagsResponse
-	11, // 30: prose.book.v1.BookService.ListWorkspaceBooks:output_type -> prose.book.v1.ListWorkspaceBooksResponse
-	13, // 31: prose.book.v1.BookService.ListWorkspaceBookProcedures:output_type -> prose.book.v1.ListWorkspaceBookProceduresResponse
-	18, // 32: prose.book.v1.BookService.SearchWorkspaceBooks:output_type -> prose.book.v1.SearchWorkspaceBooksResponse
-	21, // 33: prose.book.v1.BookService.SearchWorkspaceBookProcedures:output_type -> prose.book.v1.SearchWorkspaceBookProceduresResponse
-	23, // 34: prose.book.v1.BookService.CreateWorkspaceBook:output_type -> prose.book.v1.Book
-	23, // 35: prose.book.v1.BookService.UpdateWorkspaceBook:output_type -> prose.book.v1.Book
-	26, // 36: prose.book.v1.BookService.DeleteWorkspaceBook:output_type -> google.protobuf.Empty
-	25, // [25:37] is the sub-list for method output_type
-	13, // [13:25] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	29, // 12: prose.book.v1.SearchWorkspaceBookProcedureMatch.procedure:type_name -> prose.book.v1.Procedure
+	19, // 13: prose.book.v1.SearchBooksResponse.results:type_name -> prose.book.v1.SearchBookMatch
+	27, // 14: prose.book.v1.SearchBookProceduresResponse.results:type_name -> prose.book.v1.SearchBookProcedureMatch
+	29, // 15: prose.book.v1.SearchBookProcedureMatch.procedure:type_name -> prose.book.v1.Procedure
+	0,  // 16: prose.book.v1.BookService.ListBooks:input_type -> prose.book.v1.ListBooksRequest
+	2,  // 17: prose.book.v1.BookService.ListLatestBooks:input_type -> prose.book.v1.ListLatestBooksRequest
+	4,  // 18: prose.book.v1.BookService.GetBook:input_type -> prose.book.v1.GetBookRequest
+	6,  // 19: prose.book.v1.BookService.ListBookProcedures:input_type -> prose.book.v1.ListBookProceduresRequest
+	8,  // 20: prose.book.v1.BookService.ListTags:input_type -> prose.book.v1.ListTagsRequest
+	10, // 21: prose.book.v1.BookService.ListWorkspaceBooks:input_type -> prose.book.v1.ListWorkspaceBooksRequest
+	12, // 22: prose.book.v1.BookService.ListWorkspaceBookProcedures:input_type -> prose.book.v1.ListWorkspaceBookProceduresRequest
+	23, // 23: prose.book.v1.BookService.SearchBooks:input_type -> prose.book.v1.SearchBooksRequest
+	25, // 24: prose.book.v1.BookService.SearchBookProcedures:input_type -> prose.book.v1.SearchBookProceduresRequest
+	17, // 25: prose.book.v1.BookService.SearchWorkspaceBooks:input_type -> prose.book.v1.SearchWorkspaceBooksRequest
+	20, // 26: prose.book.v1.BookService.SearchWorkspaceBookProcedures:input_type -> prose.book.v1.SearchWorkspaceBookProceduresRequest
+	14, // 27: prose.book.v1.BookService.CreateWorkspaceBook:input_type -> prose.book.v1.CreateWorkspaceBookRequest
+	15, // 28: prose.book.v1.BookService.UpdateWorkspaceBook:input_type -> prose.book.v1.UpdateWorkspaceBookRequest
+	16, // 29: prose.book.v1.BookService.DeleteWorkspaceBook:input_type -> prose.book.v1.DeleteWorkspaceBookRequest
+	1,  // 30: prose.book.v1.BookService.ListBooks:output_type -> prose.book.v1.ListBooksResponse
+	3,  // 31: prose.book.v1.BookService.ListLatestBooks:output_type -> prose.book.v1.ListLatestBooksResponse
+	5,  // 32: prose.book.v1.BookService.GetBook:output_type -> prose.book.v1.GetBookResponse
+	7,  // 33: prose.book.v1.BookService.ListBookProcedures:output_type -> prose.book.v1.ListBookProceduresResponse
+	9,  // 34: prose.book.v1.BookService.ListTags:output_type -> prose.book.v1.ListTagsResponse
+	11, // 35: prose.book.v1.BookService.ListWorkspaceBooks:output_type -> prose.book.v1.ListWorkspaceBooksResponse
+	13, // 36: prose.book.v1.BookService.ListWorkspaceBookProcedures:output_type -> prose.book.v1.ListWorkspaceBookProceduresResponse
+	24, // 37: prose.book.v1.BookService.SearchBooks:output_type -> prose.book.v1.SearchBooksResponse
+	26, // 38: prose.book.v1.BookService.SearchBookProcedures:output_type -> prose.book.v1.SearchBookProceduresResponse
+	18, // 39: prose.book.v1.BookService.SearchWorkspaceBooks:output_type -> prose.book.v1.SearchWorkspaceBooksResponse
+	21, // 40: prose.book.v1.BookService.SearchWorkspaceBookProcedures:output_type -> prose.book.v1.SearchWorkspaceBookProceduresResponse
+	28, // 41: prose.book.v1.BookService.CreateWorkspaceBook:output_type -> prose.book.v1.Book
+	28, // 42: prose.book.v1.BookService.UpdateWorkspaceBook:output_type -> prose.book.v1.Book
+	31, // 43: prose.book.v1.BookService.DeleteWorkspaceBook:output_type -> google.protobuf.Empty
+	30, // [30:44] is the sub-list for method output_type
+	16, // [16:30] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_prose_book_v1_book_service_proto_init() }
@@ -1690,7 +2014,7 @@ func file_prose_book_v1_book_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_book_v1_book_service_proto_rawDesc), len(file_prose_book_v1_book_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,8 @@ const (
 	BookService_ListTags_FullMethodName                      = "/prose.book.v1.BookService/ListTags"
 	BookService_ListWorkspaceBooks_FullMethodName            = "/prose.book.v1.BookService/ListWorkspaceBooks"
 	BookService_ListWorkspaceBookProcedures_FullMethodName   = "/prose.book.v1.BookService/ListWorkspaceBookProcedures"
+	BookService_SearchBooks_FullMethodName                   = "/prose.book.v1.BookService/SearchBooks"
+	BookService_SearchBookProcedures_FullMethodName          = "/prose.book.v1.BookService/SearchBookProcedures"
 	BookService_SearchWorkspaceBooks_FullMethodName          = "/prose.book.v1.BookService/SearchWorkspaceBooks"
 	BookService_SearchWorkspaceBookProcedures_FullMethodName = "/prose.book.v1.BookService/SearchWorkspaceBookProcedures"
 	BookService_CreateWorkspaceBook_FullMethodName           = "/prose.book.v1.BookService/CreateWorkspaceBook"
@@ -56,11 +58,16 @@ type BookServiceClient interface {
 	ListWorkspaceBooks(ctx context.Context, in *ListWorkspaceBooksRequest, opts ...grpc.CallOption) (*ListWorkspaceBooksResponse, error)
 	// Lists the procedures of one version of a book available in a workspace.
 	ListWorkspaceBookProcedures(ctx context.Context, in *ListWorkspaceBookProceduresRequest, opts ...grpc.CallOption) (*ListWorkspaceBookProceduresResponse, error)
-	// Ranks the books registered in a workspace against a free-text query
+	// Ranks the built-in books against a free-text query.
+	SearchBooks(ctx context.Context, in *SearchBooksRequest, opts ...grpc.CallOption) (*SearchBooksResponse, error)
+	// Ranks the procedures of the built-in books against a free-text query.
+	SearchBookProcedures(ctx context.Context, in *SearchBookProceduresRequest, opts ...grpc.CallOption) (*SearchBookProceduresResponse, error)
+	// Ranks the built-in books and the books registered in a workspace against
+	// a free-text query
 	// (ranked text search in the database; see README "Catalog search").
 	SearchWorkspaceBooks(ctx context.Context, in *SearchWorkspaceBooksRequest, opts ...grpc.CallOption) (*SearchWorkspaceBooksResponse, error)
-	// Ranks the procedures of the books registered in a workspace against a
-	// free-text query.
+	// Ranks the procedures of the built-in books and of the books registered
+	// in a workspace against a free-text query.
 	SearchWorkspaceBookProcedures(ctx context.Context, in *SearchWorkspaceBookProceduresRequest, opts ...grpc.CallOption) (*SearchWorkspaceBookProceduresResponse, error)
 	// Registers a book served at an external endpoint in a workspace.
 	// (Designed by Prose; not in the platform document.) The book's name,
@@ -161,6 +168,26 @@ func (c *bookServiceClient) ListWorkspaceBookProcedures(ctx context.Context, in 
 	return out, nil
 }
 
+func (c *bookServiceClient) SearchBooks(ctx context.Context, in *SearchBooksRequest, opts ...grpc.CallOption) (*SearchBooksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchBooksResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchBooks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookServiceClient) SearchBookProcedures(ctx context.Context, in *SearchBookProceduresRequest, opts ...grpc.CallOption) (*SearchBookProceduresResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchBookProceduresResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchBookProcedures_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *bookServiceClient) SearchWorkspaceBooks(ctx context.Context, in *SearchWorkspaceBooksRequest, opts ...grpc.CallOption) (*SearchWorkspaceBooksResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SearchWorkspaceBooksResponse)
@@ -233,11 +260,16 @@ type BookServiceServer interface {
 	ListWorkspaceBooks(context.Context, *ListWorkspaceBooksRequest) (*ListWorkspaceBooksResponse, error)
 	// Lists the procedures of one version of a book available in a workspace.
 	ListWorkspaceBookProcedures(context.Context, *ListWorkspaceBookProceduresRequest) (*ListWorkspaceBookProceduresResponse, error)
-	// Ranks the books registered in a workspace against a free-text query
+	// Ranks the built-in books against a free-text query.
+	SearchBooks(context.Context, *SearchBooksRequest) (*SearchBooksResponse, error)
+	// Ranks the procedures of the built-in books against a free-text query.
+	SearchBookProcedures(context.Context, *SearchBookProceduresRequest) (*SearchBookProceduresResponse, error)
+	// Ranks the built-in books and the books registered in a workspace against
+	// a free-text query
 	// (ranked text search in the database; see README "Catalog search").
 	SearchWorkspaceBooks(context.Context, *SearchWorkspaceBooksRequest) (*SearchWorkspaceBooksResponse, error)
-	// Ranks the procedures of the books registered in a workspace against a
-	// free-text query.
+	// Ranks the procedures of the built-in books and of the books registered
+	// in a workspace against a free-text query.
 	SearchWorkspaceBookProcedures(context.Context, *SearchWorkspaceBookProceduresRequest) (*SearchWorkspaceBookProceduresResponse, error)
 	// Registers a book served at an external endpoint in a workspace.
 	// (Designed by Prose; not in the platform document.) The book's name,
@@ -288,6 +320,12 @@ func (UnimplementedBookServiceServer) ListWorkspaceBooks(context.Context, *ListW
 }
 func (UnimplementedBookServiceServer) ListWorkspaceBookProcedures(context.Context, *ListWorkspaceBookProceduresRequest) (*ListWorkspaceBookProceduresResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListWorkspaceBookProcedures not implemented")
+}
+func (UnimplementedBookServiceServer) SearchBooks(context.Context, *SearchBooksRequest) (*SearchBooksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchBooks not implemented")
+}
+func (UnimplementedBookServiceServer) SearchBookProcedures(context.Context, *SearchBookProceduresRequest) (*SearchBookProceduresResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchBookProcedures not implemented")
 }
 func (UnimplementedBookServiceServer) SearchWorkspaceBooks(context.Context, *SearchWorkspaceBooksRequest) (*SearchWorkspaceBooksResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SearchWorkspaceBooks not implemented")
@@ -451,6 +489,42 @@ func _BookService_ListWorkspaceBookProcedures_Handler(srv interface{}, ctx conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BookService_SearchBooks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchBooksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchBooks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchBooks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchBooks(ctx, req.(*SearchBooksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_SearchBookProcedures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchBookProceduresRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchBookProcedures(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchBookProcedures_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchBookProcedures(ctx, req.(*SearchBookProceduresRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _BookService_SearchWorkspaceBooks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SearchWorkspaceBooksRequest)
 	if err := dec(in); err != nil {
@@ -575,6 +649,14 @@ var BookService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListWorkspaceBookProcedures",
 			Handler:    _BookService_ListWorkspaceBookProcedures_Handler,
+		},
+		{
+			MethodName: "SearchBooks",
+			Handler:    _BookService_SearchBooks_Handler,
+		},
+		{
+			MethodName: "SearchBookProcedures",
+			Handler:    _BookService_SearchBookProcedures_Handler,
 		},
 		{
 			MethodName: "SearchWorkspaceBooks",
