@@ -40,7 +40,16 @@ type CatalogHit struct {
 // Searcher is a Store that ranks the items of the books registered in a
 // workspace against a free-text query (in the database: see store).
 type Searcher interface {
-	SearchCatalog(ctx context.Context, ws Workspace, kind CatalogKind, query string, limit int) ([]CatalogHit, error)
+	SearchCatalog(ctx context.Context, ws Workspace, q CatalogQuery) ([]CatalogHit, error)
+}
+
+// CatalogQuery is a catalog search: Limit items of Kind that best match
+// Text, of one book when BookName is set.
+type CatalogQuery struct {
+	Kind                  CatalogKind
+	Text                  string
+	Limit                 int
+	BookName, BookVersion string
 }
 
 // BuiltinIndexer is a Searcher that also indexes the built-in books (found
@@ -135,7 +144,7 @@ func (r *Registry) SearchBooks(ctx context.Context, ws Workspace, query string, 
 	if err != nil {
 		return nil, err
 	}
-	hits, err := s.SearchCatalog(ctx, ws, CatalogBook, query, limit)
+	hits, err := s.SearchCatalog(ctx, ws, CatalogQuery{Kind: CatalogBook, Text: query, Limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -156,11 +165,20 @@ func (r *Registry) SearchBooks(ctx context.Context, ws Workspace, query string, 
 // SearchProcedures ranks the procedures of the built-in books and of those
 // registered in ws (none for the zero Workspace) against query and returns at most limit of them, best first.
 func (r *Registry) SearchProcedures(ctx context.Context, ws Workspace, query string, limit int) ([]ProcedureHit, error) {
+	return r.searchProcedures(ctx, ws, CatalogQuery{Kind: CatalogProcedure, Text: query, Limit: limit})
+}
+
+// SearchBookProcedures is SearchProcedures restricted to one book.
+func (r *Registry) SearchBookProcedures(ctx context.Context, ws Workspace, name, version, query string, limit int) ([]ProcedureHit, error) {
+	return r.searchProcedures(ctx, ws, CatalogQuery{Kind: CatalogProcedure, Text: query, Limit: limit, BookName: name, BookVersion: version})
+}
+
+func (r *Registry) searchProcedures(ctx context.Context, ws Workspace, q CatalogQuery) ([]ProcedureHit, error) {
 	s, err := r.searcher()
 	if err != nil {
 		return nil, err
 	}
-	hits, err := s.SearchCatalog(ctx, ws, CatalogProcedure, query, limit)
+	hits, err := s.SearchCatalog(ctx, ws, q)
 	if err != nil {
 		return nil, err
 	}
@@ -184,4 +202,14 @@ func (r *Registry) SearchProcedures(ctx context.Context, ws Workspace, query str
 		}
 	}
 	return out, nil
+}
+
+// SearchProcedures ranks the procedures of the book of connection id (its
+// procedures as the catalog has them; discovered ones are not indexed).
+func (c *Connections) SearchProcedures(ctx context.Context, ws Workspace, id, query string, limit int) ([]ProcedureHit, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return nil, connStoreError(err, id)
+	}
+	return c.reg.SearchBookProcedures(ctx, ws, row.BookName, row.BookVersion, query, limit)
 }

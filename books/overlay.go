@@ -101,12 +101,12 @@ func (o Overlay) DeleteWorkspaceBook(ctx context.Context, ws Workspace, name, ve
 
 // SearchCatalog implements Searcher over Base (the registered books; the
 // books of Top are not indexed), or returns ErrSearchUnavailable.
-func (o Overlay) SearchCatalog(ctx context.Context, ws Workspace, kind CatalogKind, query string, limit int) ([]CatalogHit, error) {
+func (o Overlay) SearchCatalog(ctx context.Context, ws Workspace, q CatalogQuery) ([]CatalogHit, error) {
 	s, ok := o.Base.(Searcher)
 	if !ok {
 		return nil, ErrSearchUnavailable
 	}
-	return s.SearchCatalog(ctx, ws, kind, query, limit)
+	return s.SearchCatalog(ctx, ws, q)
 }
 
 // IndexBuiltins implements BuiltinIndexer over Base.

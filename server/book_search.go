@@ -134,3 +134,30 @@ func (s *BookService) SearchBookProcedures(ctx context.Context, req *bookv1.Sear
 	}
 	return out, nil
 }
+
+// SearchWorkspaceBookConnectionProcedures ranks the procedures of a
+// connection's book version.
+func (s *ConnectionService) SearchWorkspaceBookConnectionProcedures(ctx context.Context, req *bookv1.SearchWorkspaceBookConnectionProceduresRequest) (*bookv1.SearchWorkspaceBookProceduresResponse, error) {
+	ws, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"connection_id": req.GetConnectionId()}); err != nil {
+		return nil, err
+	}
+	hits, err := s.conns.SearchProcedures(ctx, ws, req.GetConnectionId(), q, k)
+	if errors.Is(err, books.ErrSearchUnavailable) {
+		return nil, searchError(err)
+	}
+	if err != nil {
+		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
+	}
+	out := &bookv1.SearchWorkspaceBookProceduresResponse{Results: make([]*bookv1.SearchWorkspaceBookProcedureMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchWorkspaceBookProcedureMatch{
+			BookName: h.BookName, BookVersion: h.BookVersion, Procedure: h.Procedure, Score: h.Score,
+			OrganizationId: ws.OrganizationID, WorkspaceId: ws.WorkspaceID, ConnectionId: req.GetConnectionId(),
+		}
+	}
+	return out, nil
+}

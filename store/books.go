@@ -48,13 +48,14 @@ type WorkspaceBooks interface {
 	// ReplaceBuiltinCatalog replaces the catalog entries of the built-in
 	// books (those of the binary, not in the database) with books'.
 	ReplaceBuiltinCatalog(ctx context.Context, books []BuiltinCatalog) error
-	// SearchWorkspaceCatalog ranks the catalog entries of kind of the books
+	// SearchWorkspaceCatalog ranks the catalog entries of q.Kind of the books
 	// registered in the workspace and of the built-in books (both IDs
-	// empty: of the built-in books alone) against query (free text: any of its words matches; stems
-	// count) and returns at most limit of them, best first. A match in an
+	// empty: of the built-in books alone) against q.Text (free text: any of
+	// its words matches; stems count) and returns at most q.Limit of them,
+	// best first (of one book only when q.BookName is set). A match in an
 	// entry's Name ranks above the same match in its Text. Words are runs of
 	// letters and digits; a query without any returns none.
-	SearchWorkspaceCatalog(ctx context.Context, organizationID, workspaceID string, kind CatalogKind, query string, limit int) ([]CatalogMatch, error)
+	SearchWorkspaceCatalog(ctx context.Context, organizationID, workspaceID string, q CatalogQuery) ([]CatalogMatch, error)
 }
 
 // CatalogKind is the kind of a searchable catalog item.
@@ -83,6 +84,17 @@ type CatalogEntry struct {
 type BuiltinCatalog struct {
 	Name, Version string
 	Entries       []CatalogEntry
+}
+
+// CatalogQuery is a catalog search.
+type CatalogQuery struct {
+	Kind CatalogKind
+	// Text is the free text searched for.
+	Text string
+	// Limit is the most matches returned.
+	Limit int
+	// BookName and BookVersion, when set, restrict the search to that book.
+	BookName, BookVersion string
 }
 
 // CatalogMatch is one ranked search result.

@@ -97,8 +97,9 @@ func (s *dbBooks) IndexBuiltins(ctx context.Context, bs []books.BuiltinCatalog) 
 }
 
 // SearchCatalog implements books.Searcher: the ranking is the database's.
-func (s *dbBooks) SearchCatalog(ctx context.Context, ws books.Workspace, kind books.CatalogKind, query string, limit int) ([]books.CatalogHit, error) {
-	ms, err := s.st.SearchWorkspaceCatalog(ctx, ws.OrganizationID, ws.WorkspaceID, store.CatalogKind(kind), query, limit)
+func (s *dbBooks) SearchCatalog(ctx context.Context, ws books.Workspace, q books.CatalogQuery) ([]books.CatalogHit, error) {
+	ms, err := s.st.SearchWorkspaceCatalog(ctx, ws.OrganizationID, ws.WorkspaceID, store.CatalogQuery{
+		Kind: store.CatalogKind(q.Kind), Text: q.Text, Limit: q.Limit, BookName: q.BookName, BookVersion: q.BookVersion})
 	if err != nil {
 		return nil, fromStore(err)
 	}

@@ -119,6 +119,35 @@ func TestCatalogSearch(t *testing.T) {
 		}
 	})
 
+	// A connection's search is of its book version alone.
+	code, raw := e.apiRaw(t, "POST", e.wsPath()+"/books/http/1.0.0/connections", `{"connection_name": "crm",
+		"authentication": {"authentication_id": "bearer", "authentication_credentials": [{"id": "token", "value": {"text_value": "t"}}]},
+		"config_map": {"base url": {"text_value": "https://x.example"}}}`)
+	if code != 200 {
+		t.Fatalf("add connection: %d %s", code, raw)
+	}
+	var added struct {
+		D struct {
+			ID string `json:"connection_id"`
+		} `json:"book_connection_descriptor"`
+	}
+	_ = json.Unmarshal(raw, &added)
+	connID := added.D.ID
+	forEachTransport(t, func(t *testing.T, tr apiTransport) {
+		m := e.mustCall(t, tr, "/prose.book.v1.ConnectionService/SearchWorkspaceBookConnectionProcedures",
+			&bookv1.SearchWorkspaceBookConnectionProceduresRequest{OrganizationId: org, WorkspaceId: wsID, ConnectionId: connID, Query: "call an api, or excel"})
+		res := asList(m["results"])
+		if len(res) != 1 || field(res[0], "book_name") != "http" || field(field(res[0], "procedure"), "id") != "call_api" ||
+			field(res[0], "connection_id") != connID {
+			t.Errorf("connection search: %v", m)
+		}
+		_, err := e.call(t, tr, "/prose.book.v1.ConnectionService/SearchWorkspaceBookConnectionProcedures",
+			&bookv1.SearchWorkspaceBookConnectionProceduresRequest{OrganizationId: org, WorkspaceId: wsID, ConnectionId: "nope", Query: "api"})
+		if status.Code(err) != codes.NotFound {
+			t.Errorf("unknown connection: %v", err)
+		}
+	})
+
 	// The index follows updates and removal.
 	upd, _ := protojson.Marshal(searchBook("invoices", "Pays", searchProc("pay", "pay a supplier", "")))
 	e.api(t, "PATCH", e.booksPath()+"/invoices/1.0.0", string(upd), 200)
@@ -138,6 +167,7 @@ func TestCatalogSearch(t *testing.T) {
 		{base + "/books:search", `{"query": "pays", "top_k": 5, "max_distance": 0.5}`, "SearchWorkspaceBooksBody"},
 		{"/api/v1/procedures:search", `{"query": "excel", "top_k": 5, "max_distance": 0.5}`, "v2SearchBookProceduresRequest"},
 		{"/api/v1/books:search", `{"query": "http", "top_k": 5, "max_distance": 0.5}`, "v2SearchBooksRequest"},
+		{base + "/connections/{connection_id}/procedures:search", `{"query": "api", "top_k": 5, "max_distance": 0.5}`, "SearchWorkspaceBookConnectionProceduresBody"},
 	} {
 		var bv any
 		_ = json.Unmarshal([]byte(c.body), &bv)
@@ -145,6 +175,7 @@ func TestCatalogSearch(t *testing.T) {
 			t.Fatalf("the test's body is not the reference's: %v", errs)
 		}
 		path := strings.Replace(c.path, base, strings.TrimSuffix(e.booksPath(), "/books"), 1)
+		path = strings.Replace(path, "{connection_id}", connID, 1)
 		code, raw := e.apiRaw(t, "POST", path, c.body)
 		if code != 200 || !strings.Contains(string(raw), `"score"`) {
 			t.Fatalf("POST %s: %d %s", c.path, code, raw)

@@ -218,6 +218,7 @@ var MethodAccess = map[string]Access{
 	"/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections":          r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/UpgradeWorkspaceBookConnection":           w(store.PermAutomationsWrite),
 	"/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionProcedures":    r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/SearchWorkspaceBookConnectionProcedures":  r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/GetWorkspaceBookConnectionUserInfo":       r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/CountConnectionUsage":                     r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/TraceConnectionUsage":                     r(store.PermAutomationsGet),

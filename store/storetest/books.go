@@ -21,6 +21,7 @@ func testWorkspaceBooks(t *testing.T, open Opener) {
 		{"CatalogSearch", testCatalogSearch},
 		{"CatalogSearchInStep", testCatalogSearchInStep},
 		{"CatalogSearchBuiltins", testCatalogSearchBuiltins},
+		{"CatalogSearchOneBook", testCatalogSearchOneBook},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}

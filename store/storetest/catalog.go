@@ -62,29 +62,29 @@ func testCatalogSearch(t *testing.T, s *suite) {
 
 	ctx := s.ctx
 	// A name match ranks above a description match; words stem ("emails").
-	got := of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogProcedure, "emails", 10)).must(t)
+	got := of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "emails", Limit: 10})).must(t)
 	wantItems(t, "search emails", got, "mail/1/p1", "mail/1/p2")
 	if got[0].Score <= got[1].Score || got[0].Kind != store.CatalogProcedure {
 		t.Errorf("name match not ranked strictly above description match: %+v", got)
 	}
 	// Any word matches; a match on more words ranks higher.
-	got = of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogProcedure, "Folders, archive!", 10)).must(t)
+	got = of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "Folders, archive!", Limit: 10})).must(t)
 	wantItems(t, "search folders archive", got, "mail/1/p2", "mail/1/p3")
 	// The limit.
-	got = of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogProcedure, "email folders", 1)).must(t)
+	got = of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "email folders", Limit: 1})).must(t)
 	if len(got) != 1 {
 		t.Errorf("limit 1: %+v", got)
 	}
 	// Kinds are separate.
-	wantItems(t, "books", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogBook, "email", 10)).must(t), "mail/1/")
-	wantItems(t, "concepts", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogConcept, "email", 10)).must(t), "mail/1/email")
+	wantItems(t, "books", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogBook, Text: "email", Limit: 10})).must(t), "mail/1/")
+	wantItems(t, "concepts", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogConcept, Text: "email", Limit: 10})).must(t), "mail/1/email")
 	// Workspaces are separate; unknown ones have nothing.
-	wantItems(t, "w2", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w2", store.CatalogProcedure, "archive", 10)).must(t))
-	wantItems(t, "unknown", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "nope", store.CatalogProcedure, "email", 10)).must(t))
+	wantItems(t, "w2", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w2", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "archive", Limit: 10})).must(t))
+	wantItems(t, "unknown", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "nope", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "email", Limit: 10})).must(t))
 	// Queries without words, or with query syntax, are words only.
-	wantItems(t, "punctuation", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogProcedure, `" * () :`, 10)).must(t))
-	wantItems(t, "operators", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogProcedure, `NOT list AND "folders*" | !`, 10)).must(t), "mail/1/p3", "mail/1/p2")
-	wantItems(t, "no match", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogProcedure, "zebra", 10)).must(t))
+	wantItems(t, "punctuation", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: `" * () :`, Limit: 10})).must(t))
+	wantItems(t, "operators", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: `NOT list AND "folders*" | !`, Limit: 10})).must(t), "mail/1/p3", "mail/1/p2")
+	wantItems(t, "no match", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "zebra", Limit: 10})).must(t))
 }
 
 func testCatalogSearchInStep(t *testing.T, s *suite) {
@@ -94,7 +94,7 @@ func testCatalogSearchInStep(t *testing.T, s *suite) {
 	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "1", proc("a", "find a customer", "")))).must(t)
 	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "2", proc("a", "find a customer", "")))).must(t)
 	search := func(ws, q string) []store.CatalogMatch {
-		return of(s.st.SearchWorkspaceCatalog(s.ctx, "acme", ws, store.CatalogProcedure, q, 10)).must(t)
+		return of(s.st.SearchWorkspaceCatalog(s.ctx, "acme", ws, store.CatalogQuery{Kind: store.CatalogProcedure, Text: q, Limit: 10})).must(t)
 	}
 	wantItems(t, "created", search("w1", "customer"), "crm/1/a", "crm/2/a")
 
@@ -137,7 +137,7 @@ func testCatalogSearchBuiltins(t *testing.T, s *suite) {
 		{Name: "http", Version: "1", Entries: []store.CatalogEntry{proc("get", "get a page", "Reads a customer record over HTTP")}},
 	}))
 	search := func(org, ws, q string) []store.CatalogMatch {
-		return of(s.st.SearchWorkspaceCatalog(s.ctx, org, ws, store.CatalogProcedure, q, 10)).must(t)
+		return of(s.st.SearchWorkspaceCatalog(s.ctx, org, ws, store.CatalogQuery{Kind: store.CatalogProcedure, Text: q, Limit: 10})).must(t)
 	}
 	// A workspace sees its books and the built-in ones (the replaced ones are gone).
 	wantItems(t, "workspace", search("acme", "w1", "customer"), "crm/1/a", "http/1/get")
@@ -146,4 +146,22 @@ func testCatalogSearchBuiltins(t *testing.T, s *suite) {
 	// Deleting a workspace leaves the built-in entries.
 	noErr(t, s.st.DeleteWorkspace(s.ctx, "acme", "w1"))
 	wantItems(t, "after workspace delete", search("", "", "customer"), "http/1/get")
+}
+
+func testCatalogSearchOneBook(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "1", proc("a", "find a customer", "")))).must(t)
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "2", proc("b", "find a customer", "")))).must(t)
+	noErr(t, s.st.ReplaceBuiltinCatalog(s.ctx, []store.BuiltinCatalog{
+		{Name: "http", Version: "1", Entries: []store.CatalogEntry{proc("get", "get a customer", "")}},
+	}))
+	search := func(book, version string) []store.CatalogMatch {
+		return of(s.st.SearchWorkspaceCatalog(s.ctx, "acme", "w1", store.CatalogQuery{
+			Kind: store.CatalogProcedure, Text: "customer", Limit: 10, BookName: book, BookVersion: version})).must(t)
+	}
+	wantItems(t, "every book", search("", ""), "crm/1/a", "crm/2/b", "http/1/get")
+	wantItems(t, "crm 2", search("crm", "2"), "crm/2/b")
+	wantItems(t, "a built-in book", search("http", "1"), "http/1/get")
+	wantItems(t, "an unknown book", search("crm", "9"))
 }

@@ -80,20 +80,23 @@ func searchWords(q string) []string {
 }
 
 // SearchWorkspaceCatalog implements store.WorkspaceBooks.
-func (db *DB) SearchWorkspaceCatalog(ctx context.Context, org, ws string, kind store.CatalogKind, query string, limit int) ([]store.CatalogMatch, error) {
-	words := searchWords(query)
+func (db *DB) SearchWorkspaceCatalog(ctx context.Context, org, ws string, cq store.CatalogQuery) ([]store.CatalogMatch, error) {
+	kind, limit := cq.Kind, cq.Limit
+	words := searchWords(cq.Text)
 	if len(words) == 0 || limit <= 0 {
 		return []store.CatalogMatch{}, nil
 	}
 	var q string
 	var args []any
+	// An optional restriction to one book ('' matches every book).
+	const oneBook = ` AND (? = '' OR book_name = ? AND book_version = ?)`
 	if db.d == store.Postgres {
 		// Words are letters and digits only: safe as to_tsquery operands.
 		q = `SELECT book_name, book_version, item, ts_rank(doc, q) AS score
 			FROM catalog_entries, to_tsquery('english', ?) AS q
-			WHERE (organization_id = ? AND workspace_id = ? OR organization_id = '' AND workspace_id = '') AND kind = ? AND doc @@ q
+			WHERE (organization_id = ? AND workspace_id = ? OR organization_id = '' AND workspace_id = '') AND kind = ? AND doc @@ q`+oneBook+`
 			ORDER BY score DESC, book_name, book_version, item LIMIT ?`
-		args = []any{strings.Join(words, " | "), org, ws, string(kind), limit}
+		args = []any{strings.Join(words, " | "), org, ws, string(kind), cq.BookName, cq.BookName, cq.BookVersion, limit}
 	} else {
 		quoted := make([]string, len(words))
 		for i, w := range words {
@@ -101,9 +104,9 @@ func (db *DB) SearchWorkspaceCatalog(ctx context.Context, org, ws string, kind s
 		}
 		q = fmt.Sprintf(`SELECT book_name, book_version, item, -bm25(catalog_fts, %[1]g, 1.0) AS score
 			FROM catalog_fts
-			WHERE catalog_fts MATCH ? AND (organization_id = ? AND workspace_id = ? OR organization_id = '' AND workspace_id = '') AND kind = ?
+			WHERE catalog_fts MATCH ? AND (organization_id = ? AND workspace_id = ? OR organization_id = '' AND workspace_id = '') AND kind = ?`+oneBook+`
 			ORDER BY bm25(catalog_fts, %[1]g, 1.0), book_name, book_version, item LIMIT ?`, catalogNameWeight)
-		args = []any{strings.Join(quoted, " OR "), org, ws, string(kind), limit}
+		args = []any{strings.Join(quoted, " OR "), org, ws, string(kind), cq.BookName, cq.BookName, cq.BookVersion, limit}
 	}
 	what := fmt.Sprintf("search of the %ss of workspace %q in organization %q", kind, ws, org)
 	rows, err := db.reader().query(ctx, q, args...)
