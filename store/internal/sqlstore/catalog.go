@@ -94,7 +94,7 @@ func (db *DB) SearchWorkspaceCatalog(ctx context.Context, org, ws string, cq sto
 		// Words are letters and digits only: safe as to_tsquery operands.
 		q = `SELECT book_name, book_version, item, ts_rank(doc, q) AS score
 			FROM catalog_entries, to_tsquery('english', ?) AS q
-			WHERE (organization_id = ? AND workspace_id = ? OR organization_id = '' AND workspace_id = '') AND kind = ? AND doc @@ q`+oneBook+`
+			WHERE (organization_id = ? AND workspace_id = ? OR organization_id = '' AND workspace_id = '') AND kind = ? AND doc @@ q` + oneBook + `
 			ORDER BY score DESC, book_name, book_version, item LIMIT ?`
 		args = []any{strings.Join(words, " | "), org, ws, string(kind), cq.BookName, cq.BookName, cq.BookVersion, limit}
 	} else {
