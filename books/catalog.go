@@ -16,6 +16,7 @@ type CatalogKind string
 const (
 	CatalogBook      CatalogKind = "book"
 	CatalogProcedure CatalogKind = "procedure"
+	CatalogConcept   CatalogKind = "concept"
 )
 
 // CatalogEntry is one searchable item of a book: the book itself (Item
@@ -91,6 +92,9 @@ func CatalogEntries(b *bookv1.Book) []CatalogEntry {
 		Name: join(b.GetName(), b.GetDisplayName()),
 		Text: join(append([]string{b.GetShortDescription(), b.GetLongDescription(), b.GetAuthor()}, b.GetTags()...)...),
 	}}
+	for _, c := range bookConcepts(b) {
+		out = append(out, CatalogEntry{Kind: CatalogConcept, Item: conceptName(c), Name: conceptName(c), Text: c.GetDescription()})
+	}
 	for _, p := range b.GetProcedures() {
 		out = append(out, CatalogEntry{
 			Kind: CatalogProcedure,
@@ -212,4 +216,72 @@ func (c *Connections) SearchProcedures(ctx context.Context, ws Workspace, id, qu
 		return nil, connStoreError(err, id)
 	}
 	return c.reg.SearchBookProcedures(ctx, ws, row.BookName, row.BookVersion, query, limit)
+}
+
+// conceptName is a concept's noun phrases in words ("customer id; client id").
+func conceptName(c *bookv1.Concept) string {
+	var names []string
+	for _, np := range c.GetNounPhrases().GetNounPhrases() {
+		names = append(names, strings.Join(append(append([]string{}, np.GetModifiers()...), np.GetHead()), " "))
+	}
+	return strings.Join(names, "; ")
+}
+
+// bookConcepts returns the concepts of b, each name once: its
+// configurations, then its procedures' inputs and outputs.
+func bookConcepts(b *bookv1.Book) []*bookv1.Concept {
+	var out []*bookv1.Concept
+	seen := map[string]bool{}
+	add := func(cs []*bookv1.Concept) {
+		for _, c := range cs {
+			if n := conceptName(c); n != "" && !seen[n] {
+				seen[n] = true
+				out = append(out, c)
+			}
+		}
+	}
+	add(b.GetConfigurations())
+	for _, p := range b.GetProcedures() {
+		add(p.GetInputs())
+		add(p.GetOutputs())
+	}
+	return out
+}
+
+// ConceptHit is a concept found by SearchConcepts.
+type ConceptHit struct {
+	BookName, BookVersion string
+	Concept               *bookv1.Concept
+	Score                 float64
+}
+
+// SearchConcepts ranks the concepts (configurations, procedure inputs and
+// outputs) of the built-in books and of those registered in ws (none for
+// the zero Workspace) against query.
+func (r *Registry) SearchConcepts(ctx context.Context, ws Workspace, query string, limit int) ([]ConceptHit, error) {
+	s, err := r.searcher()
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.SearchCatalog(ctx, ws, CatalogQuery{Kind: CatalogConcept, Text: query, Limit: limit})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]ConceptHit, 0, len(hits))
+	for _, h := range hits {
+		b, err := r.Book(ctx, ws, h.BookName, h.BookVersion)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range bookConcepts(b) {
+			if conceptName(c) == h.Item {
+				out = append(out, ConceptHit{BookName: h.BookName, BookVersion: h.BookVersion, Concept: c, Score: h.Score})
+				break
+			}
+		}
+	}
+	return out, nil
 }

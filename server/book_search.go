@@ -161,3 +161,38 @@ func (s *ConnectionService) SearchWorkspaceBookConnectionProcedures(ctx context.
 	}
 	return out, nil
 }
+
+func conceptResults(hits []books.ConceptHit) *bookv1.SearchBookConceptsResponse {
+	out := &bookv1.SearchBookConceptsResponse{Results: make([]*bookv1.SearchBookConceptMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchBookConceptMatch{BookName: h.BookName, BookVersion: h.BookVersion, Concept: h.Concept, Score: h.Score}
+	}
+	return out
+}
+
+// SearchBookConcepts ranks the concepts of the built-in books.
+func (s *BookService) SearchBookConcepts(ctx context.Context, req *bookv1.SearchBookConceptsRequest) (*bookv1.SearchBookConceptsResponse, error) {
+	_, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchConcepts(ctx, books.Workspace{}, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	return conceptResults(hits), nil
+}
+
+// SearchWorkspaceBookConcepts ranks the concepts of the books a workspace
+// sees.
+func (s *BookService) SearchWorkspaceBookConcepts(ctx context.Context, req *bookv1.SearchWorkspaceBookConceptsRequest) (*bookv1.SearchBookConceptsResponse, error) {
+	ws, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchConcepts(ctx, ws, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	return conceptResults(hits), nil
+}

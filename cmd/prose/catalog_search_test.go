@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 )
 
 func searchBook(name, short string, procs ...*bookv1.Procedure) *bookv1.Book {
@@ -34,8 +35,13 @@ func TestCatalogSearch(t *testing.T) {
 		}
 		e.api(t, "POST", e.booksPath(), string(raw), 200)
 	}
+	send := searchProc("send", "send an invoice to a customer", "Sends a message", "mail")
+	send.Inputs = []*bookv1.Concept{{
+		NounPhrases: &bookv1.NounPhrases{NounPhrases: []*platformv1.NounPhrase{{Modifiers: []string{"billing"}, Head: "recipient"}}},
+		Description: "Who receives the invoice",
+	}}
 	register(searchBook("mailer", "Sends email through SMTP",
-		searchProc("send", "send an invoice to a customer", "Sends a message", "mail"),
+		send,
 		searchProc("archive", "archive a message", "Moves an invoice to the archive")))
 	register(searchBook("invoices", "Creates and pays invoices",
 		searchProc("create", "create a bill", "Makes an invoice for a customer")))
@@ -106,6 +112,23 @@ func TestCatalogSearch(t *testing.T) {
 		if _, err := e.call(t, tr, "/prose.book.v1.BookService/SearchBooks", &bookv1.SearchBooksRequest{}); status.Code(err) != codes.InvalidArgument {
 			t.Errorf("global search without a query: %v", err)
 		}
+		// Concepts: in the workspace, and (built-in only) globally.
+		m = e.mustCall(t, tr, "/prose.book.v1.BookService/SearchWorkspaceBookConcepts",
+			&bookv1.SearchWorkspaceBookConceptsRequest{OrganizationId: org, WorkspaceId: wsID, Query: "billing recipients"})
+		if res := asList(m["results"]); len(res) == 0 || field(res[0], "book_name") != "mailer" ||
+			field(field(res[0], "concept"), "description") != "Who receives the invoice" {
+			t.Errorf("workspace concepts: %v", m)
+		}
+		m = e.mustCall(t, tr, "/prose.book.v1.BookService/SearchBookConcepts", &bookv1.SearchBookConceptsRequest{Query: "billing recipients url"})
+		res = asList(m["results"])
+		if len(res) == 0 {
+			t.Errorf("global concepts: none")
+		}
+		for _, r := range res {
+			if field(r, "book_name") == "mailer" {
+				t.Errorf("a workspace's concept in the global search: %v", r)
+			}
+		}
 		// Client mistakes.
 		for _, req := range []*bookv1.SearchWorkspaceBookProceduresRequest{
 			{OrganizationId: org, WorkspaceId: wsID, Query: "  "},
@@ -167,6 +190,8 @@ func TestCatalogSearch(t *testing.T) {
 		{base + "/books:search", `{"query": "pays", "top_k": 5, "max_distance": 0.5}`, "SearchWorkspaceBooksBody"},
 		{"/api/v1/procedures:search", `{"query": "excel", "top_k": 5, "max_distance": 0.5}`, "v2SearchBookProceduresRequest"},
 		{"/api/v1/books:search", `{"query": "http", "top_k": 5, "max_distance": 0.5}`, "v2SearchBooksRequest"},
+		{"/api/v1/concepts:search", `{"query": "url", "top_k": 5, "max_distance": 0.5}`, "v2SearchBookConceptsRequest"},
+		{base + "/concepts:search", `{"query": "recipient", "top_k": 5, "max_distance": 0.5}`, "SearchWorkspaceBookConceptsBody"},
 		{base + "/connections/{connection_id}/procedures:search", `{"query": "api", "top_k": 5, "max_distance": 0.5}`, "SearchWorkspaceBookConnectionProceduresBody"},
 	} {
 		var bv any

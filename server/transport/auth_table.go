@@ -199,6 +199,8 @@ var MethodAccess = map[string]Access{
 	"/prose.book.v1.BookService/ListBookProcedures":            r(""),
 	"/prose.book.v1.BookService/ListTags":                      r(""),
 	"/prose.book.v1.BookService/SearchBooks":                   r(""),
+	"/prose.book.v1.BookService/SearchBookConcepts":            r(""),
+	"/prose.book.v1.BookService/SearchWorkspaceBookConcepts":   r(store.PermAutomationsGet),
 	"/prose.book.v1.BookService/SearchBookProcedures":          r(""),
 	"/prose.book.v1.BookService/ListWorkspaceBooks":            r(store.PermAutomationsGet),
 	"/prose.book.v1.BookService/ListWorkspaceBookProcedures":   r(store.PermAutomationsGet),

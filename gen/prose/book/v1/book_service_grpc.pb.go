@@ -29,6 +29,8 @@ const (
 	BookService_ListWorkspaceBookProcedures_FullMethodName   = "/prose.book.v1.BookService/ListWorkspaceBookProcedures"
 	BookService_SearchBooks_FullMethodName                   = "/prose.book.v1.BookService/SearchBooks"
 	BookService_SearchBookProcedures_FullMethodName          = "/prose.book.v1.BookService/SearchBookProcedures"
+	BookService_SearchBookConcepts_FullMethodName            = "/prose.book.v1.BookService/SearchBookConcepts"
+	BookService_SearchWorkspaceBookConcepts_FullMethodName   = "/prose.book.v1.BookService/SearchWorkspaceBookConcepts"
 	BookService_SearchWorkspaceBooks_FullMethodName          = "/prose.book.v1.BookService/SearchWorkspaceBooks"
 	BookService_SearchWorkspaceBookProcedures_FullMethodName = "/prose.book.v1.BookService/SearchWorkspaceBookProcedures"
 	BookService_CreateWorkspaceBook_FullMethodName           = "/prose.book.v1.BookService/CreateWorkspaceBook"
@@ -62,6 +64,15 @@ type BookServiceClient interface {
 	SearchBooks(ctx context.Context, in *SearchBooksRequest, opts ...grpc.CallOption) (*SearchBooksResponse, error)
 	// Ranks the procedures of the built-in books against a free-text query.
 	SearchBookProcedures(ctx context.Context, in *SearchBookProceduresRequest, opts ...grpc.CallOption) (*SearchBookProceduresResponse, error)
+	// Ranks the concepts (configurations, procedure inputs and outputs) of the
+	// built-in books against a free-text query.
+	SearchBookConcepts(ctx context.Context, in *SearchBookConceptsRequest, opts ...grpc.CallOption) (*SearchBookConceptsResponse, error)
+	// Ranks the concepts of the built-in books and of the books registered in a
+	// workspace against a free-text query.
+	//
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	SearchWorkspaceBookConcepts(ctx context.Context, in *SearchWorkspaceBookConceptsRequest, opts ...grpc.CallOption) (*SearchBookConceptsResponse, error)
 	// Ranks the built-in books and the books registered in a workspace against
 	// a free-text query
 	// (ranked text search in the database; see README "Catalog search").
@@ -188,6 +199,26 @@ func (c *bookServiceClient) SearchBookProcedures(ctx context.Context, in *Search
 	return out, nil
 }
 
+func (c *bookServiceClient) SearchBookConcepts(ctx context.Context, in *SearchBookConceptsRequest, opts ...grpc.CallOption) (*SearchBookConceptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchBookConceptsResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchBookConcepts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookServiceClient) SearchWorkspaceBookConcepts(ctx context.Context, in *SearchWorkspaceBookConceptsRequest, opts ...grpc.CallOption) (*SearchBookConceptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchBookConceptsResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchWorkspaceBookConcepts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *bookServiceClient) SearchWorkspaceBooks(ctx context.Context, in *SearchWorkspaceBooksRequest, opts ...grpc.CallOption) (*SearchWorkspaceBooksResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SearchWorkspaceBooksResponse)
@@ -264,6 +295,15 @@ type BookServiceServer interface {
 	SearchBooks(context.Context, *SearchBooksRequest) (*SearchBooksResponse, error)
 	// Ranks the procedures of the built-in books against a free-text query.
 	SearchBookProcedures(context.Context, *SearchBookProceduresRequest) (*SearchBookProceduresResponse, error)
+	// Ranks the concepts (configurations, procedure inputs and outputs) of the
+	// built-in books against a free-text query.
+	SearchBookConcepts(context.Context, *SearchBookConceptsRequest) (*SearchBookConceptsResponse, error)
+	// Ranks the concepts of the built-in books and of the books registered in a
+	// workspace against a free-text query.
+	//
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	SearchWorkspaceBookConcepts(context.Context, *SearchWorkspaceBookConceptsRequest) (*SearchBookConceptsResponse, error)
 	// Ranks the built-in books and the books registered in a workspace against
 	// a free-text query
 	// (ranked text search in the database; see README "Catalog search").
@@ -326,6 +366,12 @@ func (UnimplementedBookServiceServer) SearchBooks(context.Context, *SearchBooksR
 }
 func (UnimplementedBookServiceServer) SearchBookProcedures(context.Context, *SearchBookProceduresRequest) (*SearchBookProceduresResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SearchBookProcedures not implemented")
+}
+func (UnimplementedBookServiceServer) SearchBookConcepts(context.Context, *SearchBookConceptsRequest) (*SearchBookConceptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchBookConcepts not implemented")
+}
+func (UnimplementedBookServiceServer) SearchWorkspaceBookConcepts(context.Context, *SearchWorkspaceBookConceptsRequest) (*SearchBookConceptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchWorkspaceBookConcepts not implemented")
 }
 func (UnimplementedBookServiceServer) SearchWorkspaceBooks(context.Context, *SearchWorkspaceBooksRequest) (*SearchWorkspaceBooksResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SearchWorkspaceBooks not implemented")
@@ -525,6 +571,42 @@ func _BookService_SearchBookProcedures_Handler(srv interface{}, ctx context.Cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BookService_SearchBookConcepts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchBookConceptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchBookConcepts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchBookConcepts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchBookConcepts(ctx, req.(*SearchBookConceptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_SearchWorkspaceBookConcepts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchWorkspaceBookConceptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchWorkspaceBookConcepts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchWorkspaceBookConcepts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchWorkspaceBookConcepts(ctx, req.(*SearchWorkspaceBookConceptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _BookService_SearchWorkspaceBooks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(SearchWorkspaceBooksRequest)
 	if err := dec(in); err != nil {
@@ -657,6 +739,14 @@ var BookService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SearchBookProcedures",
 			Handler:    _BookService_SearchBookProcedures_Handler,
+		},
+		{
+			MethodName: "SearchBookConcepts",
+			Handler:    _BookService_SearchBookConcepts_Handler,
+		},
+		{
+			MethodName: "SearchWorkspaceBookConcepts",
+			Handler:    _BookService_SearchWorkspaceBookConcepts_Handler,
 		},
 		{
 			MethodName: "SearchWorkspaceBooks",
