@@ -35,7 +35,7 @@ func TestCatalogSearch(t *testing.T) {
 		}
 		e.api(t, "POST", e.booksPath(), string(raw), 200)
 	}
-	send := searchProc("send", "send an invoice to a customer", "Sends a message", "mail")
+	send := searchProc("send", "send an invoice to a customer", "Sends a message", "postage")
 	send.Inputs = []*bookv1.Concept{{
 		NounPhrases: &bookv1.NounPhrases{NounPhrases: []*platformv1.NounPhrase{{Modifiers: []string{"billing"}, Head: "recipient"}}},
 		Description: "Who receives the invoice",
@@ -78,7 +78,7 @@ func TestCatalogSearch(t *testing.T) {
 		if got := procs(t, tr, "invoices", 0); len(got) != 3 || got[0] != "mailer/send" {
 			t.Errorf("name match first: %q", got)
 		}
-		if got := procs(t, tr, "mail", 1); len(got) != 1 || got[0] != "mailer/send" {
+		if got := procs(t, tr, "postage", 1); len(got) != 1 || got[0] != "mailer/send" {
 			t.Errorf("search hint, top_k 1: %q", got)
 		}
 		if got := procs(t, tr, "zebra", 0); len(got) != 0 {

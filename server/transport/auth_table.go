@@ -24,14 +24,14 @@ type Access struct {
 	Deferred bool
 }
 
-// IsReadMethod applies the naming rule: Get, List, Query, Count and Stream
+// IsReadMethod applies the naming rule: Get, List, Query, Count, Stream and Search
 // methods read, and so do the readExceptions; everything else writes.
 func IsReadMethod(fullMethod string) bool {
 	if readExceptions[fullMethod] {
 		return true
 	}
 	name := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
-	for _, p := range []string{"Get", "List", "Query", "Count", "Stream"} {
+	for _, p := range []string{"Get", "List", "Query", "Count", "Stream", "Search"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
