@@ -98,3 +98,22 @@ func (o Overlay) DeleteWorkspaceBook(ctx context.Context, ws Workspace, name, ve
 	}
 	return o.Base.DeleteWorkspaceBook(ctx, ws, name, version)
 }
+
+// SearchCatalog implements Searcher over Base (the registered books; the
+// books of Top are not indexed), or returns ErrSearchUnavailable.
+func (o Overlay) SearchCatalog(ctx context.Context, ws Workspace, q CatalogQuery) ([]CatalogHit, error) {
+	s, ok := o.Base.(Searcher)
+	if !ok {
+		return nil, ErrSearchUnavailable
+	}
+	return s.SearchCatalog(ctx, ws, q)
+}
+
+// IndexBuiltins implements BuiltinIndexer over Base.
+func (o Overlay) IndexBuiltins(ctx context.Context, books []BuiltinCatalog) error {
+	ix, ok := o.Base.(BuiltinIndexer)
+	if !ok {
+		return ErrSearchUnavailable
+	}
+	return ix.IndexBuiltins(ctx, books)
+}

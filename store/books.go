@@ -17,7 +17,11 @@ type WorkspaceBook struct {
 	Book []byte
 	// RequestID is the request id the book was created with (empty: none);
 	// ignored on update.
-	RequestID  string
+	RequestID string
+	// Catalog lists the searchable items of the book. Create and update
+	// replace the book's search index with it in the same transaction;
+	// reads leave it empty.
+	Catalog    []CatalogEntry
 	CreateTime time.Time
 	UpdateTime time.Time
 }
@@ -41,4 +45,65 @@ type WorkspaceBooks interface {
 	UpdateWorkspaceBook(ctx context.Context, b WorkspaceBook) (WorkspaceBook, error)
 	// DeleteWorkspaceBook: ErrNotFound if absent.
 	DeleteWorkspaceBook(ctx context.Context, organizationID, workspaceID, name, version string) error
+	// ReplaceBuiltinCatalog replaces the catalog entries of the built-in
+	// books (those of the binary, not in the database) with books'.
+	ReplaceBuiltinCatalog(ctx context.Context, books []BuiltinCatalog) error
+	// SearchWorkspaceCatalog ranks the catalog entries of q.Kind of the books
+	// registered in the workspace and of the built-in books (both IDs
+	// empty: of the built-in books alone) against q.Text (free text: any of
+	// its words matches; stems count) and returns at most q.Limit of them,
+	// best first (of one book only when q.BookName is set). A match in an
+	// entry's Name ranks above the same match in its Text. Words are runs of
+	// letters and digits; a query without any returns none.
+	SearchWorkspaceCatalog(ctx context.Context, organizationID, workspaceID string, q CatalogQuery) ([]CatalogMatch, error)
+}
+
+// CatalogKind is the kind of a searchable catalog item.
+type CatalogKind string
+
+// The kinds of catalog items.
+const (
+	CatalogBook      CatalogKind = "book"
+	CatalogProcedure CatalogKind = "procedure"
+	CatalogConcept   CatalogKind = "concept"
+)
+
+// CatalogEntry is one searchable item of a workspace book.
+type CatalogEntry struct {
+	Kind CatalogKind
+	// Item identifies the item in its book (a procedure id, a concept name;
+	// empty for the book itself).
+	Item string
+	// Name is the item's name (weighted above Text in ranking).
+	Name string
+	// Text is the rest of its searchable words (descriptions, hints).
+	Text string
+}
+
+// BuiltinCatalog is the catalog of one built-in book.
+type BuiltinCatalog struct {
+	Name, Version string
+	Entries       []CatalogEntry
+}
+
+// CatalogQuery is a catalog search.
+type CatalogQuery struct {
+	Kind CatalogKind
+	// Text is the free text searched for.
+	Text string
+	// Limit is the most matches returned.
+	Limit int
+	// BookName and BookVersion, when set, restrict the search to that book.
+	BookName, BookVersion string
+}
+
+// CatalogMatch is one ranked search result.
+type CatalogMatch struct {
+	BookName    string
+	BookVersion string
+	Kind        CatalogKind
+	Item        string
+	// Score is the relevance (higher is better); scores compare only within
+	// one answer.
+	Score float64
 }

@@ -336,7 +336,7 @@ func TestAuthorizationMatrix(t *testing.T) {
 
 // TestMethodAccessCoversContract keeps transport.MethodAccess exactly the
 // contract's RPCs, and its Write flags true to the naming rule (Get, List,
-// Query, Count, Stream read) except for downloads.
+// Query, Count, Stream, Search read) except for downloads.
 func TestMethodAccessCoversContract(t *testing.T) {
 	seen := map[string]bool{}
 	for _, b := range contractBindings() {

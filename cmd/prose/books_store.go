@@ -69,8 +69,45 @@ func encodeBook(ws books.Workspace, b *bookv1.Book, requestID string) (store.Wor
 	if err != nil {
 		return store.WorkspaceBook{}, fmt.Errorf("book %s version %s: %w", b.GetName(), b.GetVersion(), err)
 	}
+	catalog := toStoreEntries(books.CatalogEntries(b))
 	return store.WorkspaceBook{OrganizationID: ws.OrganizationID, WorkspaceID: ws.WorkspaceID,
-		Name: b.GetName(), Version: b.GetVersion(), Book: data, RequestID: requestID}, nil
+		Name: b.GetName(), Version: b.GetVersion(), Book: data, RequestID: requestID, Catalog: catalog}, nil
+}
+
+var (
+	_ books.Searcher       = (*dbBooks)(nil)
+	_ books.BuiltinIndexer = (*dbBooks)(nil)
+)
+
+func toStoreEntries(entries []books.CatalogEntry) []store.CatalogEntry {
+	out := make([]store.CatalogEntry, len(entries))
+	for i, e := range entries {
+		out[i] = store.CatalogEntry{Kind: store.CatalogKind(e.Kind), Item: e.Item, Name: e.Name, Text: e.Text}
+	}
+	return out
+}
+
+// IndexBuiltins implements books.BuiltinIndexer.
+func (s *dbBooks) IndexBuiltins(ctx context.Context, bs []books.BuiltinCatalog) error {
+	out := make([]store.BuiltinCatalog, len(bs))
+	for i, b := range bs {
+		out[i] = store.BuiltinCatalog{Name: b.Name, Version: b.Version, Entries: toStoreEntries(b.Entries)}
+	}
+	return fromStore(s.st.ReplaceBuiltinCatalog(ctx, out))
+}
+
+// SearchCatalog implements books.Searcher: the ranking is the database's.
+func (s *dbBooks) SearchCatalog(ctx context.Context, ws books.Workspace, q books.CatalogQuery) ([]books.CatalogHit, error) {
+	ms, err := s.st.SearchWorkspaceCatalog(ctx, ws.OrganizationID, ws.WorkspaceID, store.CatalogQuery{
+		Kind: store.CatalogKind(q.Kind), Text: q.Text, Limit: q.Limit, BookName: q.BookName, BookVersion: q.BookVersion})
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	out := make([]books.CatalogHit, len(ms))
+	for i, m := range ms {
+		out[i] = books.CatalogHit{BookName: m.BookName, BookVersion: m.BookVersion, Kind: books.CatalogKind(m.Kind), Item: m.Item, Score: m.Score}
+	}
+	return out, nil
 }
 
 // ListWorkspaceBooks implements books.Store.

@@ -452,6 +452,12 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	fileBooks := books.NewMemoryStore()
 	reg := books.NewRegistry(books.WithStore(books.Overlay{Top: fileBooks, Base: newDBBooks(st)}),
 		books.WithBuiltins(books.Builtins(books.BuiltinOptions{PublicNetworkOnly: !cfg.allowPrivateNetworks, OwnFile: a.ownFile})...))
+	// The built-in books are searched in the database with the registered
+	// ones: their catalog is written again at every start.
+	if err := reg.IndexBuiltins(ctx); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("index the built-in books for search: %w", err)
+	}
 	keyring, err := secretKeyring(ctx, cfg.secretKeysFile, st)
 	if err != nil {
 		a.Close()

@@ -24,14 +24,14 @@ type Access struct {
 	Deferred bool
 }
 
-// IsReadMethod applies the naming rule: Get, List, Query, Count and Stream
+// IsReadMethod applies the naming rule: Get, List, Query, Count, Stream and Search
 // methods read, and so do the readExceptions; everything else writes.
 func IsReadMethod(fullMethod string) bool {
 	if readExceptions[fullMethod] {
 		return true
 	}
 	name := fullMethod[strings.LastIndexByte(fullMethod, '/')+1:]
-	for _, p := range []string{"Get", "List", "Query", "Count", "Stream"} {
+	for _, p := range []string{"Get", "List", "Query", "Count", "Stream", "Search"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}
@@ -193,16 +193,22 @@ var MethodAccess = map[string]Access{
 	"/prose.platform.v1.FileService/GenerateDownloadUrl": {Permission: store.PermRunsGet, Deferred: true},
 
 	// Books: the global catalogue is open to every key.
-	"/prose.book.v1.BookService/ListBooks":                   r(""),
-	"/prose.book.v1.BookService/ListLatestBooks":             r(""),
-	"/prose.book.v1.BookService/GetBook":                     r(""),
-	"/prose.book.v1.BookService/ListBookProcedures":          r(""),
-	"/prose.book.v1.BookService/ListTags":                    r(""),
-	"/prose.book.v1.BookService/ListWorkspaceBooks":          r(store.PermAutomationsGet),
-	"/prose.book.v1.BookService/ListWorkspaceBookProcedures": r(store.PermAutomationsGet),
-	"/prose.book.v1.BookService/CreateWorkspaceBook":         w(store.PermAutomationsWrite),
-	"/prose.book.v1.BookService/UpdateWorkspaceBook":         w(store.PermAutomationsWrite),
-	"/prose.book.v1.BookService/DeleteWorkspaceBook":         w(store.PermAutomationsWrite),
+	"/prose.book.v1.BookService/ListBooks":                     r(""),
+	"/prose.book.v1.BookService/ListLatestBooks":               r(""),
+	"/prose.book.v1.BookService/GetBook":                       r(""),
+	"/prose.book.v1.BookService/ListBookProcedures":            r(""),
+	"/prose.book.v1.BookService/ListTags":                      r(""),
+	"/prose.book.v1.BookService/SearchBooks":                   r(""),
+	"/prose.book.v1.BookService/SearchBookConcepts":            r(""),
+	"/prose.book.v1.BookService/SearchWorkspaceBookConcepts":   r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/SearchBookProcedures":          r(""),
+	"/prose.book.v1.BookService/ListWorkspaceBooks":            r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/ListWorkspaceBookProcedures":   r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/SearchWorkspaceBooks":          r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/SearchWorkspaceBookProcedures": r(store.PermAutomationsGet),
+	"/prose.book.v1.BookService/CreateWorkspaceBook":           w(store.PermAutomationsWrite),
+	"/prose.book.v1.BookService/UpdateWorkspaceBook":           w(store.PermAutomationsWrite),
+	"/prose.book.v1.BookService/DeleteWorkspaceBook":           w(store.PermAutomationsWrite),
 
 	// Connections: reading them (never their credentials) is reading
 	// automations; changing them is writing automations.
@@ -214,6 +220,7 @@ var MethodAccess = map[string]Access{
 	"/prose.book.v1.ConnectionService/ListAllWorkspaceBookConnections":          r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/UpgradeWorkspaceBookConnection":           w(store.PermAutomationsWrite),
 	"/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionProcedures":    r(store.PermAutomationsGet),
+	"/prose.book.v1.ConnectionService/SearchWorkspaceBookConnectionProcedures":  r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/GetWorkspaceBookConnectionUserInfo":       r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/CountConnectionUsage":                     r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/TraceConnectionUsage":                     r(store.PermAutomationsGet),

@@ -18,6 +18,10 @@ func testWorkspaceBooks(t *testing.T, open Opener) {
 		{"WorkspaceBookCRUD", testWorkspaceBookCRUD},
 		{"WorkspaceBookRequestID", testWorkspaceBookRequestID},
 		{"WorkspaceBookCascade", testWorkspaceBookCascade},
+		{"CatalogSearch", testCatalogSearch},
+		{"CatalogSearchInStep", testCatalogSearchInStep},
+		{"CatalogSearchBuiltins", testCatalogSearchBuiltins},
+		{"CatalogSearchOneBook", testCatalogSearchOneBook},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}

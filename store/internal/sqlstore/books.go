@@ -56,7 +56,11 @@ func (db *DB) CreateWorkspaceBook(ctx context.Context, b store.WorkspaceBook) (s
 		if err != nil {
 			return db.mapErr(err, "create "+what)
 		}
+		if err := c.writeCatalog(ctx, db.d, b); err != nil {
+			return db.mapErr(err, "index "+what)
+		}
 		out = b
+		out.Catalog = nil
 		return nil
 	})
 	if errors.Is(err, store.ErrAlreadyExists) && b.RequestID != "" {
@@ -120,6 +124,9 @@ func (db *DB) UpdateWorkspaceBook(ctx context.Context, b store.WorkspaceBook) (s
 		}
 		if rowsAffected(res) == 0 {
 			return fmt.Errorf("%s: %w", what, store.ErrNotFound)
+		}
+		if err := c.writeCatalog(ctx, db.d, b); err != nil {
+			return db.mapErr(err, "index "+what)
 		}
 		out, err = scanWorkspaceBook(c.queryRow(ctx, `SELECT `+workspaceBookCols+` FROM workspace_books
 			WHERE organization_id = ? AND workspace_id = ? AND name = ? AND version = ?`, b.OrganizationID, b.WorkspaceID, b.Name, b.Version))

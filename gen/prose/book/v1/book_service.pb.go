@@ -1056,6 +1056,979 @@ func (x *DeleteWorkspaceBookRequest) GetAllowMissing() bool {
 	return false
 }
 
+// Request of SearchWorkspaceBooks.
+type SearchWorkspaceBooksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// Free-text query matched against book name and display name (ranked
+	// higher), descriptions, author and tags: any of its words matches.
+	Query string `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum number of results (default 10, at most 100).
+	TopK int64 `protobuf:"varint,4,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Accepted for compatibility; text ranking has no distance, so it is not
+	// applied.
+	MaxDistance   float32 `protobuf:"fixed32,5,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchWorkspaceBooksRequest) Reset() {
+	*x = SearchWorkspaceBooksRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchWorkspaceBooksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchWorkspaceBooksRequest) ProtoMessage() {}
+
+func (x *SearchWorkspaceBooksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchWorkspaceBooksRequest.ProtoReflect.Descriptor instead.
+func (*SearchWorkspaceBooksRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SearchWorkspaceBooksRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBooksRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBooksRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBooksRequest) GetTopK() int64 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SearchWorkspaceBooksRequest) GetMaxDistance() float32 {
+	if x != nil {
+		return x.MaxDistance
+	}
+	return 0
+}
+
+// Response of SearchWorkspaceBooks.
+type SearchWorkspaceBooksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The matches, best first.
+	Results       []*SearchBookMatch `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchWorkspaceBooksResponse) Reset() {
+	*x = SearchWorkspaceBooksResponse{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchWorkspaceBooksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchWorkspaceBooksResponse) ProtoMessage() {}
+
+func (x *SearchWorkspaceBooksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchWorkspaceBooksResponse.ProtoReflect.Descriptor instead.
+func (*SearchWorkspaceBooksResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *SearchWorkspaceBooksResponse) GetResults() []*SearchBookMatch {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// A book found by a search.
+type SearchBookMatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The book.
+	Book *Book `protobuf:"bytes,1,opt,name=book,proto3" json:"book,omitempty"`
+	// Relevance (higher is better; comparable within one response only).
+	Score         float64 `protobuf:"fixed64,2,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBookMatch) Reset() {
+	*x = SearchBookMatch{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBookMatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBookMatch) ProtoMessage() {}
+
+func (x *SearchBookMatch) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBookMatch.ProtoReflect.Descriptor instead.
+func (*SearchBookMatch) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *SearchBookMatch) GetBook() *Book {
+	if x != nil {
+		return x.Book
+	}
+	return nil
+}
+
+func (x *SearchBookMatch) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+// Request of SearchWorkspaceBookProcedures.
+type SearchWorkspaceBookProceduresRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// Free-text query matched against the procedure's signature and id (ranked
+	// higher), descriptions and search hints: any of its words matches.
+	Query string `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum number of results (default 10, at most 100).
+	TopK int64 `protobuf:"varint,4,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Accepted for compatibility; not applied (see SearchWorkspaceBooksRequest).
+	MaxDistance   float32 `protobuf:"fixed32,5,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchWorkspaceBookProceduresRequest) Reset() {
+	*x = SearchWorkspaceBookProceduresRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchWorkspaceBookProceduresRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchWorkspaceBookProceduresRequest) ProtoMessage() {}
+
+func (x *SearchWorkspaceBookProceduresRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchWorkspaceBookProceduresRequest.ProtoReflect.Descriptor instead.
+func (*SearchWorkspaceBookProceduresRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *SearchWorkspaceBookProceduresRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookProceduresRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookProceduresRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookProceduresRequest) GetTopK() int64 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SearchWorkspaceBookProceduresRequest) GetMaxDistance() float32 {
+	if x != nil {
+		return x.MaxDistance
+	}
+	return 0
+}
+
+// Response of SearchWorkspaceBookProcedures.
+type SearchWorkspaceBookProceduresResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The matches, best first.
+	Results       []*SearchWorkspaceBookProcedureMatch `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchWorkspaceBookProceduresResponse) Reset() {
+	*x = SearchWorkspaceBookProceduresResponse{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchWorkspaceBookProceduresResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchWorkspaceBookProceduresResponse) ProtoMessage() {}
+
+func (x *SearchWorkspaceBookProceduresResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchWorkspaceBookProceduresResponse.ProtoReflect.Descriptor instead.
+func (*SearchWorkspaceBookProceduresResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *SearchWorkspaceBookProceduresResponse) GetResults() []*SearchWorkspaceBookProcedureMatch {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// A procedure found by a search.
+type SearchWorkspaceBookProcedureMatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name of the book of the procedure.
+	BookName string `protobuf:"bytes,1,opt,name=book_name,json=bookName,proto3" json:"book_name,omitempty"`
+	// The version of that book.
+	BookVersion string `protobuf:"bytes,2,opt,name=book_version,json=bookVersion,proto3" json:"book_version,omitempty"`
+	// The procedure.
+	Procedure *Procedure `protobuf:"bytes,3,opt,name=procedure,proto3" json:"procedure,omitempty"`
+	// Relevance (higher is better; comparable within one response only).
+	Score float64 `protobuf:"fixed64,4,opt,name=score,proto3" json:"score,omitempty"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,5,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,6,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection (connection procedure search only; empty here).
+	ConnectionId  string `protobuf:"bytes,7,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchWorkspaceBookProcedureMatch) Reset() {
+	*x = SearchWorkspaceBookProcedureMatch{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchWorkspaceBookProcedureMatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchWorkspaceBookProcedureMatch) ProtoMessage() {}
+
+func (x *SearchWorkspaceBookProcedureMatch) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchWorkspaceBookProcedureMatch.ProtoReflect.Descriptor instead.
+func (*SearchWorkspaceBookProcedureMatch) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *SearchWorkspaceBookProcedureMatch) GetBookName() string {
+	if x != nil {
+		return x.BookName
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookProcedureMatch) GetBookVersion() string {
+	if x != nil {
+		return x.BookVersion
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookProcedureMatch) GetProcedure() *Procedure {
+	if x != nil {
+		return x.Procedure
+	}
+	return nil
+}
+
+func (x *SearchWorkspaceBookProcedureMatch) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+func (x *SearchWorkspaceBookProcedureMatch) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookProcedureMatch) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookProcedureMatch) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+// Request of SearchBooks.
+type SearchBooksRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Free-text query (see SearchWorkspaceBooksRequest).
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum number of results (default 10, at most 100).
+	TopK int64 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Accepted for compatibility; not applied.
+	MaxDistance   float32 `protobuf:"fixed32,3,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBooksRequest) Reset() {
+	*x = SearchBooksRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBooksRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBooksRequest) ProtoMessage() {}
+
+func (x *SearchBooksRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBooksRequest.ProtoReflect.Descriptor instead.
+func (*SearchBooksRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SearchBooksRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchBooksRequest) GetTopK() int64 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SearchBooksRequest) GetMaxDistance() float32 {
+	if x != nil {
+		return x.MaxDistance
+	}
+	return 0
+}
+
+// Response of SearchBooks.
+type SearchBooksResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The matches, best first.
+	Results       []*SearchBookMatch `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBooksResponse) Reset() {
+	*x = SearchBooksResponse{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBooksResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBooksResponse) ProtoMessage() {}
+
+func (x *SearchBooksResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBooksResponse.ProtoReflect.Descriptor instead.
+func (*SearchBooksResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *SearchBooksResponse) GetResults() []*SearchBookMatch {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// Request of SearchBookProcedures.
+type SearchBookProceduresRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Free-text query (see SearchWorkspaceBookProceduresRequest).
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum number of results (default 10, at most 100).
+	TopK int64 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Accepted for compatibility; not applied.
+	MaxDistance   float32 `protobuf:"fixed32,3,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBookProceduresRequest) Reset() {
+	*x = SearchBookProceduresRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBookProceduresRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBookProceduresRequest) ProtoMessage() {}
+
+func (x *SearchBookProceduresRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBookProceduresRequest.ProtoReflect.Descriptor instead.
+func (*SearchBookProceduresRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *SearchBookProceduresRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchBookProceduresRequest) GetTopK() int64 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SearchBookProceduresRequest) GetMaxDistance() float32 {
+	if x != nil {
+		return x.MaxDistance
+	}
+	return 0
+}
+
+// Response of SearchBookProcedures.
+type SearchBookProceduresResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The matches, best first.
+	Results       []*SearchBookProcedureMatch `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBookProceduresResponse) Reset() {
+	*x = SearchBookProceduresResponse{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBookProceduresResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBookProceduresResponse) ProtoMessage() {}
+
+func (x *SearchBookProceduresResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBookProceduresResponse.ProtoReflect.Descriptor instead.
+func (*SearchBookProceduresResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *SearchBookProceduresResponse) GetResults() []*SearchBookProcedureMatch {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// A procedure of a built-in book found by a search.
+type SearchBookProcedureMatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name of the book of the procedure.
+	BookName string `protobuf:"bytes,1,opt,name=book_name,json=bookName,proto3" json:"book_name,omitempty"`
+	// The version of that book.
+	BookVersion string `protobuf:"bytes,2,opt,name=book_version,json=bookVersion,proto3" json:"book_version,omitempty"`
+	// The procedure.
+	Procedure *Procedure `protobuf:"bytes,3,opt,name=procedure,proto3" json:"procedure,omitempty"`
+	// Relevance (higher is better; comparable within one response only).
+	Score         float64 `protobuf:"fixed64,4,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBookProcedureMatch) Reset() {
+	*x = SearchBookProcedureMatch{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBookProcedureMatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBookProcedureMatch) ProtoMessage() {}
+
+func (x *SearchBookProcedureMatch) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBookProcedureMatch.ProtoReflect.Descriptor instead.
+func (*SearchBookProcedureMatch) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *SearchBookProcedureMatch) GetBookName() string {
+	if x != nil {
+		return x.BookName
+	}
+	return ""
+}
+
+func (x *SearchBookProcedureMatch) GetBookVersion() string {
+	if x != nil {
+		return x.BookVersion
+	}
+	return ""
+}
+
+func (x *SearchBookProcedureMatch) GetProcedure() *Procedure {
+	if x != nil {
+		return x.Procedure
+	}
+	return nil
+}
+
+func (x *SearchBookProcedureMatch) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
+// Request of SearchBookConcepts.
+type SearchBookConceptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Free-text query matched against concept names (ranked higher) and
+	// descriptions: any of its words matches.
+	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum number of results (default 10, at most 100).
+	TopK int64 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Accepted for compatibility; not applied.
+	MaxDistance   float32 `protobuf:"fixed32,3,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBookConceptsRequest) Reset() {
+	*x = SearchBookConceptsRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBookConceptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBookConceptsRequest) ProtoMessage() {}
+
+func (x *SearchBookConceptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBookConceptsRequest.ProtoReflect.Descriptor instead.
+func (*SearchBookConceptsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *SearchBookConceptsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchBookConceptsRequest) GetTopK() int64 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SearchBookConceptsRequest) GetMaxDistance() float32 {
+	if x != nil {
+		return x.MaxDistance
+	}
+	return 0
+}
+
+// Request of SearchWorkspaceBookConcepts.
+type SearchWorkspaceBookConceptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// Free-text query (see SearchBookConceptsRequest).
+	Query string `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum number of results (default 10, at most 100).
+	TopK int64 `protobuf:"varint,4,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Accepted for compatibility; not applied.
+	MaxDistance   float32 `protobuf:"fixed32,5,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchWorkspaceBookConceptsRequest) Reset() {
+	*x = SearchWorkspaceBookConceptsRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchWorkspaceBookConceptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchWorkspaceBookConceptsRequest) ProtoMessage() {}
+
+func (x *SearchWorkspaceBookConceptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchWorkspaceBookConceptsRequest.ProtoReflect.Descriptor instead.
+func (*SearchWorkspaceBookConceptsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SearchWorkspaceBookConceptsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookConceptsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookConceptsRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookConceptsRequest) GetTopK() int64 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SearchWorkspaceBookConceptsRequest) GetMaxDistance() float32 {
+	if x != nil {
+		return x.MaxDistance
+	}
+	return 0
+}
+
+// Response of SearchBookConcepts and SearchWorkspaceBookConcepts.
+type SearchBookConceptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The matches, best first.
+	Results       []*SearchBookConceptMatch `protobuf:"bytes,1,rep,name=results,proto3" json:"results,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBookConceptsResponse) Reset() {
+	*x = SearchBookConceptsResponse{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBookConceptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBookConceptsResponse) ProtoMessage() {}
+
+func (x *SearchBookConceptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBookConceptsResponse.ProtoReflect.Descriptor instead.
+func (*SearchBookConceptsResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *SearchBookConceptsResponse) GetResults() []*SearchBookConceptMatch {
+	if x != nil {
+		return x.Results
+	}
+	return nil
+}
+
+// A concept found by a search.
+type SearchBookConceptMatch struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The name of the book of the concept.
+	BookName string `protobuf:"bytes,1,opt,name=book_name,json=bookName,proto3" json:"book_name,omitempty"`
+	// The version of that book.
+	BookVersion string `protobuf:"bytes,2,opt,name=book_version,json=bookVersion,proto3" json:"book_version,omitempty"`
+	// The concept.
+	Concept *Concept `protobuf:"bytes,3,opt,name=concept,proto3" json:"concept,omitempty"`
+	// Relevance (higher is better; comparable within one response only).
+	Score         float64 `protobuf:"fixed64,4,opt,name=score,proto3" json:"score,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchBookConceptMatch) Reset() {
+	*x = SearchBookConceptMatch{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchBookConceptMatch) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchBookConceptMatch) ProtoMessage() {}
+
+func (x *SearchBookConceptMatch) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchBookConceptMatch.ProtoReflect.Descriptor instead.
+func (*SearchBookConceptMatch) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *SearchBookConceptMatch) GetBookName() string {
+	if x != nil {
+		return x.BookName
+	}
+	return ""
+}
+
+func (x *SearchBookConceptMatch) GetBookVersion() string {
+	if x != nil {
+		return x.BookVersion
+	}
+	return ""
+}
+
+func (x *SearchBookConceptMatch) GetConcept() *Concept {
+	if x != nil {
+		return x.Concept
+	}
+	return nil
+}
+
+func (x *SearchBookConceptMatch) GetScore() float64 {
+	if x != nil {
+		return x.Score
+	}
+	return 0
+}
+
 var File_prose_book_v1_book_service_proto protoreflect.FileDescriptor
 
 const file_prose_book_v1_book_service_proto_rawDesc = "" +
@@ -1135,7 +2108,68 @@ const file_prose_book_v1_book_service_proto_rawDesc = "" +
 	"\x04name\x18\x03 \x01(\tB\x16\xe0A\x02\xfaA\x10\n" +
 	"\x0eprose.run/BookR\x04name\x12\x1d\n" +
 	"\aversion\x18\x04 \x01(\tB\x03\xe0A\x02R\aversion\x12(\n" +
-	"\rallow_missing\x18\x05 \x01(\bB\x03\xe0A\x01R\fallowMissing2\x8a\r\n" +
+	"\rallow_missing\x18\x05 \x01(\bB\x03\xe0A\x01R\fallowMissing\"\xd0\x01\n" +
+	"\x1bSearchWorkspaceBooksRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\x19\n" +
+	"\x05query\x18\x03 \x01(\tB\x03\xe0A\x02R\x05query\x12\x18\n" +
+	"\x05top_k\x18\x04 \x01(\x03B\x03\xe0A\x01R\x04topK\x12&\n" +
+	"\fmax_distance\x18\x05 \x01(\x02B\x03\xe0A\x01R\vmaxDistance\"X\n" +
+	"\x1cSearchWorkspaceBooksResponse\x128\n" +
+	"\aresults\x18\x01 \x03(\v2\x1e.prose.book.v1.SearchBookMatchR\aresults\"P\n" +
+	"\x0fSearchBookMatch\x12'\n" +
+	"\x04book\x18\x01 \x01(\v2\x13.prose.book.v1.BookR\x04book\x12\x14\n" +
+	"\x05score\x18\x02 \x01(\x01R\x05score\"\xd9\x01\n" +
+	"$SearchWorkspaceBookProceduresRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\x19\n" +
+	"\x05query\x18\x03 \x01(\tB\x03\xe0A\x02R\x05query\x12\x18\n" +
+	"\x05top_k\x18\x04 \x01(\x03B\x03\xe0A\x01R\x04topK\x12&\n" +
+	"\fmax_distance\x18\x05 \x01(\x02B\x03\xe0A\x01R\vmaxDistance\"s\n" +
+	"%SearchWorkspaceBookProceduresResponse\x12J\n" +
+	"\aresults\x18\x01 \x03(\v20.prose.book.v1.SearchWorkspaceBookProcedureMatchR\aresults\"\xa2\x02\n" +
+	"!SearchWorkspaceBookProcedureMatch\x12\x1b\n" +
+	"\tbook_name\x18\x01 \x01(\tR\bbookName\x12!\n" +
+	"\fbook_version\x18\x02 \x01(\tR\vbookVersion\x126\n" +
+	"\tprocedure\x18\x03 \x01(\v2\x18.prose.book.v1.ProcedureR\tprocedure\x12\x14\n" +
+	"\x05score\x18\x04 \x01(\x01R\x05score\x12'\n" +
+	"\x0forganization_id\x18\x05 \x01(\tR\x0eorganizationId\x12!\n" +
+	"\fworkspace_id\x18\x06 \x01(\tR\vworkspaceId\x12#\n" +
+	"\rconnection_id\x18\a \x01(\tR\fconnectionId\"q\n" +
+	"\x12SearchBooksRequest\x12\x19\n" +
+	"\x05query\x18\x01 \x01(\tB\x03\xe0A\x02R\x05query\x12\x18\n" +
+	"\x05top_k\x18\x02 \x01(\x03B\x03\xe0A\x01R\x04topK\x12&\n" +
+	"\fmax_distance\x18\x03 \x01(\x02B\x03\xe0A\x01R\vmaxDistance\"O\n" +
+	"\x13SearchBooksResponse\x128\n" +
+	"\aresults\x18\x01 \x03(\v2\x1e.prose.book.v1.SearchBookMatchR\aresults\"z\n" +
+	"\x1bSearchBookProceduresRequest\x12\x19\n" +
+	"\x05query\x18\x01 \x01(\tB\x03\xe0A\x02R\x05query\x12\x18\n" +
+	"\x05top_k\x18\x02 \x01(\x03B\x03\xe0A\x01R\x04topK\x12&\n" +
+	"\fmax_distance\x18\x03 \x01(\x02B\x03\xe0A\x01R\vmaxDistance\"a\n" +
+	"\x1cSearchBookProceduresResponse\x12A\n" +
+	"\aresults\x18\x01 \x03(\v2'.prose.book.v1.SearchBookProcedureMatchR\aresults\"\xa8\x01\n" +
+	"\x18SearchBookProcedureMatch\x12\x1b\n" +
+	"\tbook_name\x18\x01 \x01(\tR\bbookName\x12!\n" +
+	"\fbook_version\x18\x02 \x01(\tR\vbookVersion\x126\n" +
+	"\tprocedure\x18\x03 \x01(\v2\x18.prose.book.v1.ProcedureR\tprocedure\x12\x14\n" +
+	"\x05score\x18\x04 \x01(\x01R\x05score\"x\n" +
+	"\x19SearchBookConceptsRequest\x12\x19\n" +
+	"\x05query\x18\x01 \x01(\tB\x03\xe0A\x02R\x05query\x12\x18\n" +
+	"\x05top_k\x18\x02 \x01(\x03B\x03\xe0A\x01R\x04topK\x12&\n" +
+	"\fmax_distance\x18\x03 \x01(\x02B\x03\xe0A\x01R\vmaxDistance\"\xd7\x01\n" +
+	"\"SearchWorkspaceBookConceptsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\x19\n" +
+	"\x05query\x18\x03 \x01(\tB\x03\xe0A\x02R\x05query\x12\x18\n" +
+	"\x05top_k\x18\x04 \x01(\x03B\x03\xe0A\x01R\x04topK\x12&\n" +
+	"\fmax_distance\x18\x05 \x01(\x02B\x03\xe0A\x01R\vmaxDistance\"]\n" +
+	"\x1aSearchBookConceptsResponse\x12?\n" +
+	"\aresults\x18\x01 \x03(\v2%.prose.book.v1.SearchBookConceptMatchR\aresults\"\xa0\x01\n" +
+	"\x16SearchBookConceptMatch\x12\x1b\n" +
+	"\tbook_name\x18\x01 \x01(\tR\bbookName\x12!\n" +
+	"\fbook_version\x18\x02 \x01(\tR\vbookVersion\x120\n" +
+	"\aconcept\x18\x03 \x01(\v2\x16.prose.book.v1.ConceptR\aconcept\x12\x14\n" +
+	"\x05score\x18\x04 \x01(\x01R\x05score2\xbf\x15\n" +
 	"\vBookService\x12e\n" +
 	"\tListBooks\x12\x1f.prose.book.v1.ListBooksRequest\x1a .prose.book.v1.ListBooksResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/api/v1/books\x12~\n" +
 	"\x0fListLatestBooks\x12%.prose.book.v1.ListLatestBooksRequest\x1a&.prose.book.v1.ListLatestBooksResponse\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/api/v1/books:latest\x12p\n" +
@@ -1143,7 +2177,13 @@ const file_prose_book_v1_book_service_proto_rawDesc = "" +
 	"\x12ListBookProcedures\x12(.prose.book.v1.ListBookProceduresRequest\x1a).prose.book.v1.ListBookProceduresResponse\"1\x82\xd3\xe4\x93\x02+\x12)/api/v1/books/{name}/{version}/procedures\x12a\n" +
 	"\bListTags\x12\x1e.prose.book.v1.ListTagsRequest\x1a\x1f.prose.book.v1.ListTagsResponse\"\x14\x82\xd3\xe4\x93\x02\x0e\x12\f/api/v1/tags\x12\xba\x01\n" +
 	"\x12ListWorkspaceBooks\x12(.prose.book.v1.ListWorkspaceBooksRequest\x1a).prose.book.v1.ListWorkspaceBooksResponse\"O\x82\xd3\xe4\x93\x02I\x12G/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books\x12\xf1\x01\n" +
-	"\x1bListWorkspaceBookProcedures\x121.prose.book.v1.ListWorkspaceBookProceduresRequest\x1a2.prose.book.v1.ListWorkspaceBookProceduresResponse\"k\x82\xd3\xe4\x93\x02e\x12c/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{name}/{version}/procedures\x12\xd0\x01\n" +
+	"\x1bListWorkspaceBookProcedures\x121.prose.book.v1.ListWorkspaceBookProceduresRequest\x1a2.prose.book.v1.ListWorkspaceBookProceduresResponse\"k\x82\xd3\xe4\x93\x02e\x12c/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{name}/{version}/procedures\x12u\n" +
+	"\vSearchBooks\x12!.prose.book.v1.SearchBooksRequest\x1a\".prose.book.v1.SearchBooksResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/api/v1/books:search\x12\x95\x01\n" +
+	"\x14SearchBookProcedures\x12*.prose.book.v1.SearchBookProceduresRequest\x1a+.prose.book.v1.SearchBookProceduresResponse\"$\x82\xd3\xe4\x93\x02\x1e:\x01*\"\x19/api/v1/procedures:search\x12\x8d\x01\n" +
+	"\x12SearchBookConcepts\x12(.prose.book.v1.SearchBookConceptsRequest\x1a).prose.book.v1.SearchBookConceptsResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/api/v1/concepts:search\x12\xd9\x01\n" +
+	"\x1bSearchWorkspaceBookConcepts\x121.prose.book.v1.SearchWorkspaceBookConceptsRequest\x1a).prose.book.v1.SearchBookConceptsResponse\"\\\x82\xd3\xe4\x93\x02V:\x01*\"Q/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/concepts:search\x12\xca\x01\n" +
+	"\x14SearchWorkspaceBooks\x12*.prose.book.v1.SearchWorkspaceBooksRequest\x1a+.prose.book.v1.SearchWorkspaceBooksResponse\"Y\x82\xd3\xe4\x93\x02S:\x01*\"N/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books:search\x12\xea\x01\n" +
+	"\x1dSearchWorkspaceBookProcedures\x123.prose.book.v1.SearchWorkspaceBookProceduresRequest\x1a4.prose.book.v1.SearchWorkspaceBookProceduresResponse\"^\x82\xd3\xe4\x93\x02X:\x01*\"S/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/procedures:search\x12\xd0\x01\n" +
 	"\x13CreateWorkspaceBook\x12).prose.book.v1.CreateWorkspaceBookRequest\x1a\x13.prose.book.v1.Book\"y\xdaA!organization_id,workspace_id,book\x82\xd3\xe4\x93\x02O:\x04book\"G/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books\x12\xd0\x01\n" +
 	"\x13UpdateWorkspaceBook\x12).prose.book.v1.UpdateWorkspaceBookRequest\x1a\x13.prose.book.v1.Book\"y\xdaA\x10book,update_mask\x82\xd3\xe4\x93\x02`:\x04book2X/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{name}/{version}\x12\xba\x01\n" +
 	"\x13DeleteWorkspaceBook\x12).prose.book.v1.DeleteWorkspaceBookRequest\x1a\x16.google.protobuf.Empty\"`\x82\xd3\xe4\x93\x02Z*X/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{name}/{version}\x1a\f\xcaA\tprose.runB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
@@ -1160,65 +2200,102 @@ func file_prose_book_v1_book_service_proto_rawDescGZIP() []byte {
 	return file_prose_book_v1_book_service_proto_rawDescData
 }
 
-var file_prose_book_v1_book_service_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_prose_book_v1_book_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
 var file_prose_book_v1_book_service_proto_goTypes = []any{
-	(*ListBooksRequest)(nil),                    // 0: prose.book.v1.ListBooksRequest
-	(*ListBooksResponse)(nil),                   // 1: prose.book.v1.ListBooksResponse
-	(*ListLatestBooksRequest)(nil),              // 2: prose.book.v1.ListLatestBooksRequest
-	(*ListLatestBooksResponse)(nil),             // 3: prose.book.v1.ListLatestBooksResponse
-	(*GetBookRequest)(nil),                      // 4: prose.book.v1.GetBookRequest
-	(*GetBookResponse)(nil),                     // 5: prose.book.v1.GetBookResponse
-	(*ListBookProceduresRequest)(nil),           // 6: prose.book.v1.ListBookProceduresRequest
-	(*ListBookProceduresResponse)(nil),          // 7: prose.book.v1.ListBookProceduresResponse
-	(*ListTagsRequest)(nil),                     // 8: prose.book.v1.ListTagsRequest
-	(*ListTagsResponse)(nil),                    // 9: prose.book.v1.ListTagsResponse
-	(*ListWorkspaceBooksRequest)(nil),           // 10: prose.book.v1.ListWorkspaceBooksRequest
-	(*ListWorkspaceBooksResponse)(nil),          // 11: prose.book.v1.ListWorkspaceBooksResponse
-	(*ListWorkspaceBookProceduresRequest)(nil),  // 12: prose.book.v1.ListWorkspaceBookProceduresRequest
-	(*ListWorkspaceBookProceduresResponse)(nil), // 13: prose.book.v1.ListWorkspaceBookProceduresResponse
-	(*CreateWorkspaceBookRequest)(nil),          // 14: prose.book.v1.CreateWorkspaceBookRequest
-	(*UpdateWorkspaceBookRequest)(nil),          // 15: prose.book.v1.UpdateWorkspaceBookRequest
-	(*DeleteWorkspaceBookRequest)(nil),          // 16: prose.book.v1.DeleteWorkspaceBookRequest
-	(*Book)(nil),                                // 17: prose.book.v1.Book
-	(*Procedure)(nil),                           // 18: prose.book.v1.Procedure
-	(*fieldmaskpb.FieldMask)(nil),               // 19: google.protobuf.FieldMask
-	(*emptypb.Empty)(nil),                       // 20: google.protobuf.Empty
+	(*ListBooksRequest)(nil),                      // 0: prose.book.v1.ListBooksRequest
+	(*ListBooksResponse)(nil),                     // 1: prose.book.v1.ListBooksResponse
+	(*ListLatestBooksRequest)(nil),                // 2: prose.book.v1.ListLatestBooksRequest
+	(*ListLatestBooksResponse)(nil),               // 3: prose.book.v1.ListLatestBooksResponse
+	(*GetBookRequest)(nil),                        // 4: prose.book.v1.GetBookRequest
+	(*GetBookResponse)(nil),                       // 5: prose.book.v1.GetBookResponse
+	(*ListBookProceduresRequest)(nil),             // 6: prose.book.v1.ListBookProceduresRequest
+	(*ListBookProceduresResponse)(nil),            // 7: prose.book.v1.ListBookProceduresResponse
+	(*ListTagsRequest)(nil),                       // 8: prose.book.v1.ListTagsRequest
+	(*ListTagsResponse)(nil),                      // 9: prose.book.v1.ListTagsResponse
+	(*ListWorkspaceBooksRequest)(nil),             // 10: prose.book.v1.ListWorkspaceBooksRequest
+	(*ListWorkspaceBooksResponse)(nil),            // 11: prose.book.v1.ListWorkspaceBooksResponse
+	(*ListWorkspaceBookProceduresRequest)(nil),    // 12: prose.book.v1.ListWorkspaceBookProceduresRequest
+	(*ListWorkspaceBookProceduresResponse)(nil),   // 13: prose.book.v1.ListWorkspaceBookProceduresResponse
+	(*CreateWorkspaceBookRequest)(nil),            // 14: prose.book.v1.CreateWorkspaceBookRequest
+	(*UpdateWorkspaceBookRequest)(nil),            // 15: prose.book.v1.UpdateWorkspaceBookRequest
+	(*DeleteWorkspaceBookRequest)(nil),            // 16: prose.book.v1.DeleteWorkspaceBookRequest
+	(*SearchWorkspaceBooksRequest)(nil),           // 17: prose.book.v1.SearchWorkspaceBooksRequest
+	(*SearchWorkspaceBooksResponse)(nil),          // 18: prose.book.v1.SearchWorkspaceBooksResponse
+	(*SearchBookMatch)(nil),                       // 19: prose.book.v1.SearchBookMatch
+	(*SearchWorkspaceBookProceduresRequest)(nil),  // 20: prose.book.v1.SearchWorkspaceBookProceduresRequest
+	(*SearchWorkspaceBookProceduresResponse)(nil), // 21: prose.book.v1.SearchWorkspaceBookProceduresResponse
+	(*SearchWorkspaceBookProcedureMatch)(nil),     // 22: prose.book.v1.SearchWorkspaceBookProcedureMatch
+	(*SearchBooksRequest)(nil),                    // 23: prose.book.v1.SearchBooksRequest
+	(*SearchBooksResponse)(nil),                   // 24: prose.book.v1.SearchBooksResponse
+	(*SearchBookProceduresRequest)(nil),           // 25: prose.book.v1.SearchBookProceduresRequest
+	(*SearchBookProceduresResponse)(nil),          // 26: prose.book.v1.SearchBookProceduresResponse
+	(*SearchBookProcedureMatch)(nil),              // 27: prose.book.v1.SearchBookProcedureMatch
+	(*SearchBookConceptsRequest)(nil),             // 28: prose.book.v1.SearchBookConceptsRequest
+	(*SearchWorkspaceBookConceptsRequest)(nil),    // 29: prose.book.v1.SearchWorkspaceBookConceptsRequest
+	(*SearchBookConceptsResponse)(nil),            // 30: prose.book.v1.SearchBookConceptsResponse
+	(*SearchBookConceptMatch)(nil),                // 31: prose.book.v1.SearchBookConceptMatch
+	(*Book)(nil),                                  // 32: prose.book.v1.Book
+	(*Procedure)(nil),                             // 33: prose.book.v1.Procedure
+	(*fieldmaskpb.FieldMask)(nil),                 // 34: google.protobuf.FieldMask
+	(*Concept)(nil),                               // 35: prose.book.v1.Concept
+	(*emptypb.Empty)(nil),                         // 36: google.protobuf.Empty
 }
 var file_prose_book_v1_book_service_proto_depIdxs = []int32{
-	17, // 0: prose.book.v1.ListBooksResponse.books:type_name -> prose.book.v1.Book
-	17, // 1: prose.book.v1.ListLatestBooksResponse.books:type_name -> prose.book.v1.Book
-	17, // 2: prose.book.v1.GetBookResponse.book:type_name -> prose.book.v1.Book
-	18, // 3: prose.book.v1.ListBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	17, // 4: prose.book.v1.ListWorkspaceBooksResponse.books:type_name -> prose.book.v1.Book
-	18, // 5: prose.book.v1.ListWorkspaceBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	17, // 6: prose.book.v1.CreateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
-	17, // 7: prose.book.v1.UpdateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
-	19, // 8: prose.book.v1.UpdateWorkspaceBookRequest.update_mask:type_name -> google.protobuf.FieldMask
-	0,  // 9: prose.book.v1.BookService.ListBooks:input_type -> prose.book.v1.ListBooksRequest
-	2,  // 10: prose.book.v1.BookService.ListLatestBooks:input_type -> prose.book.v1.ListLatestBooksRequest
-	4,  // 11: prose.book.v1.BookService.GetBook:input_type -> prose.book.v1.GetBookRequest
-	6,  // 12: prose.book.v1.BookService.ListBookProcedures:input_type -> prose.book.v1.ListBookProceduresRequest
-	8,  // 13: prose.book.v1.BookService.ListTags:input_type -> prose.book.v1.ListTagsRequest
-	10, // 14: prose.book.v1.BookService.ListWorkspaceBooks:input_type -> prose.book.v1.ListWorkspaceBooksRequest
-	12, // 15: prose.book.v1.BookService.ListWorkspaceBookProcedures:input_type -> prose.book.v1.ListWorkspaceBookProceduresRequest
-	14, // 16: prose.book.v1.BookService.CreateWorkspaceBook:input_type -> prose.book.v1.CreateWorkspaceBookRequest
-	15, // 17: prose.book.v1.BookService.UpdateWorkspaceBook:input_type -> prose.book.v1.UpdateWorkspaceBookRequest
-	16, // 18: prose.book.v1.BookService.DeleteWorkspaceBook:input_type -> prose.book.v1.DeleteWorkspaceBookRequest
-	1,  // 19: prose.book.v1.BookService.ListBooks:output_type -> prose.book.v1.ListBooksResponse
-	3,  // 20: prose.book.v1.BookService.ListLatestBooks:output_type -> prose.book.v1.ListLatestBooksResponse
-	5,  // 21: prose.book.v1.BookService.GetBook:output_type -> prose.book.v1.GetBookResponse
-	7,  // 22: prose.book.v1.BookService.ListBookProcedures:output_type -> prose.book.v1.ListBookProceduresResponse
-	9,  // 23: prose.book.v1.BookService.ListTags:output_type -> prose.book.v1.ListTagsResponse
-	11, // 24: prose.book.v1.BookService.ListWorkspaceBooks:output_type -> prose.book.v1.ListWorkspaceBooksResponse
-	13, // 25: prose.book.v1.BookService.ListWorkspaceBookProcedures:output_type -> prose.book.v1.ListWorkspaceBookProceduresResponse
-	17, // 26: prose.book.v1.BookService.CreateWorkspaceBook:output_type -> prose.book.v1.Book
-	17, // 27: prose.book.v1.BookService.UpdateWorkspaceBook:output_type -> prose.book.v1.Book
-	20, // 28: prose.book.v1.BookService.DeleteWorkspaceBook:output_type -> google.protobuf.Empty
-	19, // [19:29] is the sub-list for method output_type
-	9,  // [9:19] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	32, // 0: prose.book.v1.ListBooksResponse.books:type_name -> prose.book.v1.Book
+	32, // 1: prose.book.v1.ListLatestBooksResponse.books:type_name -> prose.book.v1.Book
+	32, // 2: prose.book.v1.GetBookResponse.book:type_name -> prose.book.v1.Book
+	33, // 3: prose.book.v1.ListBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	32, // 4: prose.book.v1.ListWorkspaceBooksResponse.books:type_name -> prose.book.v1.Book
+	33, // 5: prose.book.v1.ListWorkspaceBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	32, // 6: prose.book.v1.CreateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
+	32, // 7: prose.book.v1.UpdateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
+	34, // 8: prose.book.v1.UpdateWorkspaceBookRequest.update_mask:type_name -> google.protobuf.FieldMask
+	19, // 9: prose.book.v1.SearchWorkspaceBooksResponse.results:type_name -> prose.book.v1.SearchBookMatch
+	32, // 10: prose.book.v1.SearchBookMatch.book:type_name -> prose.book.v1.Book
+	22, // 11: prose.book.v1.SearchWorkspaceBookProceduresResponse.results:type_name -> prose.book.v1.SearchWorkspaceBookProcedureMatch
+	33, // 12: prose.book.v1.SearchWorkspaceBookProcedureMatch.procedure:type_name -> prose.book.v1.Procedure
+	19, // 13: prose.book.v1.SearchBooksResponse.results:type_name -> prose.book.v1.SearchBookMatch
+	27, // 14: prose.book.v1.SearchBookProceduresResponse.results:type_name -> prose.book.v1.SearchBookProcedureMatch
+	33, // 15: prose.book.v1.SearchBookProcedureMatch.procedure:type_name -> prose.book.v1.Procedure
+	31, // 16: prose.book.v1.SearchBookConceptsResponse.results:type_name -> prose.book.v1.SearchBookConceptMatch
+	35, // 17: prose.book.v1.SearchBookConceptMatch.concept:type_name -> prose.book.v1.Concept
+	0,  // 18: prose.book.v1.BookService.ListBooks:input_type -> prose.book.v1.ListBooksRequest
+	2,  // 19: prose.book.v1.BookService.ListLatestBooks:input_type -> prose.book.v1.ListLatestBooksRequest
+	4,  // 20: prose.book.v1.BookService.GetBook:input_type -> prose.book.v1.GetBookRequest
+	6,  // 21: prose.book.v1.BookService.ListBookProcedures:input_type -> prose.book.v1.ListBookProceduresRequest
+	8,  // 22: prose.book.v1.BookService.ListTags:input_type -> prose.book.v1.ListTagsRequest
+	10, // 23: prose.book.v1.BookService.ListWorkspaceBooks:input_type -> prose.book.v1.ListWorkspaceBooksRequest
+	12, // 24: prose.book.v1.BookService.ListWorkspaceBookProcedures:input_type -> prose.book.v1.ListWorkspaceBookProceduresRequest
+	23, // 25: prose.book.v1.BookService.SearchBooks:input_type -> prose.book.v1.SearchBooksRequest
+	25, // 26: prose.book.v1.BookService.SearchBookProcedures:input_type -> prose.book.v1.SearchBookProceduresRequest
+	28, // 27: prose.book.v1.BookService.SearchBookConcepts:input_type -> prose.book.v1.SearchBookConceptsRequest
+	29, // 28: prose.book.v1.BookService.SearchWorkspaceBookConcepts:input_type -> prose.book.v1.SearchWorkspaceBookConceptsRequest
+	17, // 29: prose.book.v1.BookService.SearchWorkspaceBooks:input_type -> prose.book.v1.SearchWorkspaceBooksRequest
+	20, // 30: prose.book.v1.BookService.SearchWorkspaceBookProcedures:input_type -> prose.book.v1.SearchWorkspaceBookProceduresRequest
+	14, // 31: prose.book.v1.BookService.CreateWorkspaceBook:input_type -> prose.book.v1.CreateWorkspaceBookRequest
+	15, // 32: prose.book.v1.BookService.UpdateWorkspaceBook:input_type -> prose.book.v1.UpdateWorkspaceBookRequest
+	16, // 33: prose.book.v1.BookService.DeleteWorkspaceBook:input_type -> prose.book.v1.DeleteWorkspaceBookRequest
+	1,  // 34: prose.book.v1.BookService.ListBooks:output_type -> prose.book.v1.ListBooksResponse
+	3,  // 35: prose.book.v1.BookService.ListLatestBooks:output_type -> prose.book.v1.ListLatestBooksResponse
+	5,  // 36: prose.book.v1.BookService.GetBook:output_type -> prose.book.v1.GetBookResponse
+	7,  // 37: prose.book.v1.BookService.ListBookProcedures:output_type -> prose.book.v1.ListBookProceduresResponse
+	9,  // 38: prose.book.v1.BookService.ListTags:output_type -> prose.book.v1.ListTagsResponse
+	11, // 39: prose.book.v1.BookService.ListWorkspaceBooks:output_type -> prose.book.v1.ListWorkspaceBooksResponse
+	13, // 40: prose.book.v1.BookService.ListWorkspaceBookProcedures:output_type -> prose.book.v1.ListWorkspaceBookProceduresResponse
+	24, // 41: prose.book.v1.BookService.SearchBooks:output_type -> prose.book.v1.SearchBooksResponse
+	26, // 42: prose.book.v1.BookService.SearchBookProcedures:output_type -> prose.book.v1.SearchBookProceduresResponse
+	30, // 43: prose.book.v1.BookService.SearchBookConcepts:output_type -> prose.book.v1.SearchBookConceptsResponse
+	30, // 44: prose.book.v1.BookService.SearchWorkspaceBookConcepts:output_type -> prose.book.v1.SearchBookConceptsResponse
+	18, // 45: prose.book.v1.BookService.SearchWorkspaceBooks:output_type -> prose.book.v1.SearchWorkspaceBooksResponse
+	21, // 46: prose.book.v1.BookService.SearchWorkspaceBookProcedures:output_type -> prose.book.v1.SearchWorkspaceBookProceduresResponse
+	32, // 47: prose.book.v1.BookService.CreateWorkspaceBook:output_type -> prose.book.v1.Book
+	32, // 48: prose.book.v1.BookService.UpdateWorkspaceBook:output_type -> prose.book.v1.Book
+	36, // 49: prose.book.v1.BookService.DeleteWorkspaceBook:output_type -> google.protobuf.Empty
+	34, // [34:50] is the sub-list for method output_type
+	18, // [18:34] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_prose_book_v1_book_service_proto_init() }
@@ -1233,7 +2310,7 @@ func file_prose_book_v1_book_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_book_v1_book_service_proto_rawDesc), len(file_prose_book_v1_book_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   17,
+			NumMessages:   32,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,16 +20,22 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	BookService_ListBooks_FullMethodName                   = "/prose.book.v1.BookService/ListBooks"
-	BookService_ListLatestBooks_FullMethodName             = "/prose.book.v1.BookService/ListLatestBooks"
-	BookService_GetBook_FullMethodName                     = "/prose.book.v1.BookService/GetBook"
-	BookService_ListBookProcedures_FullMethodName          = "/prose.book.v1.BookService/ListBookProcedures"
-	BookService_ListTags_FullMethodName                    = "/prose.book.v1.BookService/ListTags"
-	BookService_ListWorkspaceBooks_FullMethodName          = "/prose.book.v1.BookService/ListWorkspaceBooks"
-	BookService_ListWorkspaceBookProcedures_FullMethodName = "/prose.book.v1.BookService/ListWorkspaceBookProcedures"
-	BookService_CreateWorkspaceBook_FullMethodName         = "/prose.book.v1.BookService/CreateWorkspaceBook"
-	BookService_UpdateWorkspaceBook_FullMethodName         = "/prose.book.v1.BookService/UpdateWorkspaceBook"
-	BookService_DeleteWorkspaceBook_FullMethodName         = "/prose.book.v1.BookService/DeleteWorkspaceBook"
+	BookService_ListBooks_FullMethodName                     = "/prose.book.v1.BookService/ListBooks"
+	BookService_ListLatestBooks_FullMethodName               = "/prose.book.v1.BookService/ListLatestBooks"
+	BookService_GetBook_FullMethodName                       = "/prose.book.v1.BookService/GetBook"
+	BookService_ListBookProcedures_FullMethodName            = "/prose.book.v1.BookService/ListBookProcedures"
+	BookService_ListTags_FullMethodName                      = "/prose.book.v1.BookService/ListTags"
+	BookService_ListWorkspaceBooks_FullMethodName            = "/prose.book.v1.BookService/ListWorkspaceBooks"
+	BookService_ListWorkspaceBookProcedures_FullMethodName   = "/prose.book.v1.BookService/ListWorkspaceBookProcedures"
+	BookService_SearchBooks_FullMethodName                   = "/prose.book.v1.BookService/SearchBooks"
+	BookService_SearchBookProcedures_FullMethodName          = "/prose.book.v1.BookService/SearchBookProcedures"
+	BookService_SearchBookConcepts_FullMethodName            = "/prose.book.v1.BookService/SearchBookConcepts"
+	BookService_SearchWorkspaceBookConcepts_FullMethodName   = "/prose.book.v1.BookService/SearchWorkspaceBookConcepts"
+	BookService_SearchWorkspaceBooks_FullMethodName          = "/prose.book.v1.BookService/SearchWorkspaceBooks"
+	BookService_SearchWorkspaceBookProcedures_FullMethodName = "/prose.book.v1.BookService/SearchWorkspaceBookProcedures"
+	BookService_CreateWorkspaceBook_FullMethodName           = "/prose.book.v1.BookService/CreateWorkspaceBook"
+	BookService_UpdateWorkspaceBook_FullMethodName           = "/prose.book.v1.BookService/UpdateWorkspaceBook"
+	BookService_DeleteWorkspaceBook_FullMethodName           = "/prose.book.v1.BookService/DeleteWorkspaceBook"
 )
 
 // BookServiceClient is the client API for BookService service.
@@ -54,6 +60,26 @@ type BookServiceClient interface {
 	ListWorkspaceBooks(ctx context.Context, in *ListWorkspaceBooksRequest, opts ...grpc.CallOption) (*ListWorkspaceBooksResponse, error)
 	// Lists the procedures of one version of a book available in a workspace.
 	ListWorkspaceBookProcedures(ctx context.Context, in *ListWorkspaceBookProceduresRequest, opts ...grpc.CallOption) (*ListWorkspaceBookProceduresResponse, error)
+	// Ranks the built-in books against a free-text query.
+	SearchBooks(ctx context.Context, in *SearchBooksRequest, opts ...grpc.CallOption) (*SearchBooksResponse, error)
+	// Ranks the procedures of the built-in books against a free-text query.
+	SearchBookProcedures(ctx context.Context, in *SearchBookProceduresRequest, opts ...grpc.CallOption) (*SearchBookProceduresResponse, error)
+	// Ranks the concepts (configurations, procedure inputs and outputs) of the
+	// built-in books against a free-text query.
+	SearchBookConcepts(ctx context.Context, in *SearchBookConceptsRequest, opts ...grpc.CallOption) (*SearchBookConceptsResponse, error)
+	// Ranks the concepts of the built-in books and of the books registered in a
+	// workspace against a free-text query.
+	//
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	SearchWorkspaceBookConcepts(ctx context.Context, in *SearchWorkspaceBookConceptsRequest, opts ...grpc.CallOption) (*SearchBookConceptsResponse, error)
+	// Ranks the built-in books and the books registered in a workspace against
+	// a free-text query
+	// (ranked text search in the database; see README "Catalog search").
+	SearchWorkspaceBooks(ctx context.Context, in *SearchWorkspaceBooksRequest, opts ...grpc.CallOption) (*SearchWorkspaceBooksResponse, error)
+	// Ranks the procedures of the built-in books and of the books registered
+	// in a workspace against a free-text query.
+	SearchWorkspaceBookProcedures(ctx context.Context, in *SearchWorkspaceBookProceduresRequest, opts ...grpc.CallOption) (*SearchWorkspaceBookProceduresResponse, error)
 	// Registers a book served at an external endpoint in a workspace.
 	// (Designed by Prose; not in the platform document.) The book's name,
 	// version and endpoint are required. ALREADY_EXISTS if the workspace has that
@@ -153,6 +179,66 @@ func (c *bookServiceClient) ListWorkspaceBookProcedures(ctx context.Context, in 
 	return out, nil
 }
 
+func (c *bookServiceClient) SearchBooks(ctx context.Context, in *SearchBooksRequest, opts ...grpc.CallOption) (*SearchBooksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchBooksResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchBooks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookServiceClient) SearchBookProcedures(ctx context.Context, in *SearchBookProceduresRequest, opts ...grpc.CallOption) (*SearchBookProceduresResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchBookProceduresResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchBookProcedures_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookServiceClient) SearchBookConcepts(ctx context.Context, in *SearchBookConceptsRequest, opts ...grpc.CallOption) (*SearchBookConceptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchBookConceptsResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchBookConcepts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookServiceClient) SearchWorkspaceBookConcepts(ctx context.Context, in *SearchWorkspaceBookConceptsRequest, opts ...grpc.CallOption) (*SearchBookConceptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchBookConceptsResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchWorkspaceBookConcepts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookServiceClient) SearchWorkspaceBooks(ctx context.Context, in *SearchWorkspaceBooksRequest, opts ...grpc.CallOption) (*SearchWorkspaceBooksResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchWorkspaceBooksResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchWorkspaceBooks_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookServiceClient) SearchWorkspaceBookProcedures(ctx context.Context, in *SearchWorkspaceBookProceduresRequest, opts ...grpc.CallOption) (*SearchWorkspaceBookProceduresResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchWorkspaceBookProceduresResponse)
+	err := c.cc.Invoke(ctx, BookService_SearchWorkspaceBookProcedures_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *bookServiceClient) CreateWorkspaceBook(ctx context.Context, in *CreateWorkspaceBookRequest, opts ...grpc.CallOption) (*Book, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Book)
@@ -205,6 +291,26 @@ type BookServiceServer interface {
 	ListWorkspaceBooks(context.Context, *ListWorkspaceBooksRequest) (*ListWorkspaceBooksResponse, error)
 	// Lists the procedures of one version of a book available in a workspace.
 	ListWorkspaceBookProcedures(context.Context, *ListWorkspaceBookProceduresRequest) (*ListWorkspaceBookProceduresResponse, error)
+	// Ranks the built-in books against a free-text query.
+	SearchBooks(context.Context, *SearchBooksRequest) (*SearchBooksResponse, error)
+	// Ranks the procedures of the built-in books against a free-text query.
+	SearchBookProcedures(context.Context, *SearchBookProceduresRequest) (*SearchBookProceduresResponse, error)
+	// Ranks the concepts (configurations, procedure inputs and outputs) of the
+	// built-in books against a free-text query.
+	SearchBookConcepts(context.Context, *SearchBookConceptsRequest) (*SearchBookConceptsResponse, error)
+	// Ranks the concepts of the built-in books and of the books registered in a
+	// workspace against a free-text query.
+	//
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	SearchWorkspaceBookConcepts(context.Context, *SearchWorkspaceBookConceptsRequest) (*SearchBookConceptsResponse, error)
+	// Ranks the built-in books and the books registered in a workspace against
+	// a free-text query
+	// (ranked text search in the database; see README "Catalog search").
+	SearchWorkspaceBooks(context.Context, *SearchWorkspaceBooksRequest) (*SearchWorkspaceBooksResponse, error)
+	// Ranks the procedures of the built-in books and of the books registered
+	// in a workspace against a free-text query.
+	SearchWorkspaceBookProcedures(context.Context, *SearchWorkspaceBookProceduresRequest) (*SearchWorkspaceBookProceduresResponse, error)
 	// Registers a book served at an external endpoint in a workspace.
 	// (Designed by Prose; not in the platform document.) The book's name,
 	// version and endpoint are required. ALREADY_EXISTS if the workspace has that
@@ -254,6 +360,24 @@ func (UnimplementedBookServiceServer) ListWorkspaceBooks(context.Context, *ListW
 }
 func (UnimplementedBookServiceServer) ListWorkspaceBookProcedures(context.Context, *ListWorkspaceBookProceduresRequest) (*ListWorkspaceBookProceduresResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListWorkspaceBookProcedures not implemented")
+}
+func (UnimplementedBookServiceServer) SearchBooks(context.Context, *SearchBooksRequest) (*SearchBooksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchBooks not implemented")
+}
+func (UnimplementedBookServiceServer) SearchBookProcedures(context.Context, *SearchBookProceduresRequest) (*SearchBookProceduresResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchBookProcedures not implemented")
+}
+func (UnimplementedBookServiceServer) SearchBookConcepts(context.Context, *SearchBookConceptsRequest) (*SearchBookConceptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchBookConcepts not implemented")
+}
+func (UnimplementedBookServiceServer) SearchWorkspaceBookConcepts(context.Context, *SearchWorkspaceBookConceptsRequest) (*SearchBookConceptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchWorkspaceBookConcepts not implemented")
+}
+func (UnimplementedBookServiceServer) SearchWorkspaceBooks(context.Context, *SearchWorkspaceBooksRequest) (*SearchWorkspaceBooksResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchWorkspaceBooks not implemented")
+}
+func (UnimplementedBookServiceServer) SearchWorkspaceBookProcedures(context.Context, *SearchWorkspaceBookProceduresRequest) (*SearchWorkspaceBookProceduresResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchWorkspaceBookProcedures not implemented")
 }
 func (UnimplementedBookServiceServer) CreateWorkspaceBook(context.Context, *CreateWorkspaceBookRequest) (*Book, error) {
 	return nil, status.Error(codes.Unimplemented, "method CreateWorkspaceBook not implemented")
@@ -411,6 +535,114 @@ func _BookService_ListWorkspaceBookProcedures_Handler(srv interface{}, ctx conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _BookService_SearchBooks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchBooksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchBooks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchBooks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchBooks(ctx, req.(*SearchBooksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_SearchBookProcedures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchBookProceduresRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchBookProcedures(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchBookProcedures_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchBookProcedures(ctx, req.(*SearchBookProceduresRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_SearchBookConcepts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchBookConceptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchBookConcepts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchBookConcepts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchBookConcepts(ctx, req.(*SearchBookConceptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_SearchWorkspaceBookConcepts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchWorkspaceBookConceptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchWorkspaceBookConcepts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchWorkspaceBookConcepts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchWorkspaceBookConcepts(ctx, req.(*SearchWorkspaceBookConceptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_SearchWorkspaceBooks_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchWorkspaceBooksRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchWorkspaceBooks(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchWorkspaceBooks_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchWorkspaceBooks(ctx, req.(*SearchWorkspaceBooksRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_SearchWorkspaceBookProcedures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchWorkspaceBookProceduresRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).SearchWorkspaceBookProcedures(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_SearchWorkspaceBookProcedures_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).SearchWorkspaceBookProcedures(ctx, req.(*SearchWorkspaceBookProceduresRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _BookService_CreateWorkspaceBook_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(CreateWorkspaceBookRequest)
 	if err := dec(in); err != nil {
@@ -499,6 +731,30 @@ var BookService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListWorkspaceBookProcedures",
 			Handler:    _BookService_ListWorkspaceBookProcedures_Handler,
+		},
+		{
+			MethodName: "SearchBooks",
+			Handler:    _BookService_SearchBooks_Handler,
+		},
+		{
+			MethodName: "SearchBookProcedures",
+			Handler:    _BookService_SearchBookProcedures_Handler,
+		},
+		{
+			MethodName: "SearchBookConcepts",
+			Handler:    _BookService_SearchBookConcepts_Handler,
+		},
+		{
+			MethodName: "SearchWorkspaceBookConcepts",
+			Handler:    _BookService_SearchWorkspaceBookConcepts_Handler,
+		},
+		{
+			MethodName: "SearchWorkspaceBooks",
+			Handler:    _BookService_SearchWorkspaceBooks_Handler,
+		},
+		{
+			MethodName: "SearchWorkspaceBookProcedures",
+			Handler:    _BookService_SearchWorkspaceBookProcedures_Handler,
 		},
 		{
 			MethodName: "CreateWorkspaceBook",

@@ -3544,11 +3544,102 @@ func (x *AuthorizeWorkspaceBookConnectionRequest) GetConnectionId() string {
 	return ""
 }
 
+// Request of SearchWorkspaceBookConnectionProcedures.
+type SearchWorkspaceBookConnectionProceduresRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	// Free-text query (see SearchWorkspaceBookProceduresRequest).
+	Query string `protobuf:"bytes,4,opt,name=query,proto3" json:"query,omitempty"`
+	// Maximum number of results (default 10, at most 100).
+	TopK int64 `protobuf:"varint,5,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
+	// Accepted for compatibility; not applied.
+	MaxDistance   float32 `protobuf:"fixed32,6,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchWorkspaceBookConnectionProceduresRequest) Reset() {
+	*x = SearchWorkspaceBookConnectionProceduresRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[48]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchWorkspaceBookConnectionProceduresRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchWorkspaceBookConnectionProceduresRequest) ProtoMessage() {}
+
+func (x *SearchWorkspaceBookConnectionProceduresRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[48]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchWorkspaceBookConnectionProceduresRequest.ProtoReflect.Descriptor instead.
+func (*SearchWorkspaceBookConnectionProceduresRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{48}
+}
+
+func (x *SearchWorkspaceBookConnectionProceduresRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookConnectionProceduresRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookConnectionProceduresRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookConnectionProceduresRequest) GetQuery() string {
+	if x != nil {
+		return x.Query
+	}
+	return ""
+}
+
+func (x *SearchWorkspaceBookConnectionProceduresRequest) GetTopK() int64 {
+	if x != nil {
+		return x.TopK
+	}
+	return 0
+}
+
+func (x *SearchWorkspaceBookConnectionProceduresRequest) GetMaxDistance() float32 {
+	if x != nil {
+		return x.MaxDistance
+	}
+	return 0
+}
+
 var File_prose_book_v1_connection_proto protoreflect.FileDescriptor
 
 const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\n" +
-	"\x1eprose/book/v1/connection.proto\x12\rprose.book.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x18prose/book/v1/book.proto\x1a\"prose/platform/v1/automation.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1fprose/platform/v1/trigger.proto\x1a\x1dprose/platform/v1/value.proto\"\xa6\x01\n" +
+	"\x1eprose/book/v1/connection.proto\x12\rprose.book.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x18prose/book/v1/book.proto\x1a prose/book/v1/book_service.proto\x1a\"prose/platform/v1/automation.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1fprose/platform/v1/trigger.proto\x1a\x1dprose/platform/v1/value.proto\"\xa6\x01\n" +
 	"\x18ConnectionAuthentication\x12+\n" +
 	"\x11authentication_id\x18\x01 \x01(\tR\x10authenticationId\x12]\n" +
 	"\x1aauthentication_credentials\x18\x02 \x03(\v2\x1e.prose.book.v1.CredentialValueR\x19authenticationCredentials\"T\n" +
@@ -3780,7 +3871,14 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"'AuthorizeWorkspaceBookConnectionRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
-	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId*\xcc\x01\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\"\x8d\x02\n" +
+	".SearchWorkspaceBookConnectionProceduresRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\x12\x19\n" +
+	"\x05query\x18\x04 \x01(\tB\x03\xe0A\x02R\x05query\x12\x18\n" +
+	"\x05top_k\x18\x05 \x01(\x03B\x03\xe0A\x01R\x04topK\x12&\n" +
+	"\fmax_distance\x18\x06 \x01(\x02B\x03\xe0A\x01R\vmaxDistance*\xcc\x01\n" +
 	"\x13BookConnectionState\x12!\n" +
 	"\x1dBOOK_CONNECTION_STATE_PENDING\x10\x00\x12\x1f\n" +
 	"\x1bBOOK_CONNECTION_STATE_READY\x10\x01\x12 \n" +
@@ -3824,7 +3922,7 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	";BOOK_CONNECTION_CONDITION_REASON_CODE_REPLICA_COUNT_IS_ZERO\x10\x0e\x12C\n" +
 	"?BOOK_CONNECTION_CONDITION_REASON_CODE_NEW_DEPLOYMENT_ROLLED_OUT\x10\x0f\x12>\n" +
 	":BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_IN_PROGRESS\x10\x10\x129\n" +
-	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xb7%\n" +
+	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xd4'\n" +
 	"\x11ConnectionService\x12\xf0\x01\n" +
 	"\x1aAddWorkspaceBookConnection\x120.prose.book.v1.AddWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"y\x82\xd3\xe4\x93\x02s:\x01*\"n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\xff\x01\n" +
 	"\x1cListWorkspaceBookConnections\x122.prose.book.v1.ListWorkspaceBookConnectionsRequest\x1a3.prose.book.v1.ListWorkspaceBookConnectionsResponse\"v\x82\xd3\xe4\x93\x02p\x12n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\x88\x02\n" +
@@ -3833,7 +3931,8 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\x1fListAllWorkspaceBookConnections\x125.prose.book.v1.ListAllWorkspaceBookConnectionsRequest\x1a6.prose.book.v1.ListAllWorkspaceBookConnectionsResponse\"U\x82\xd3\xe4\x93\x02O\x12M/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections\x12\xe6\x01\n" +
 	"\x19DeleteWorkspaceConnection\x12/.prose.book.v1.DeleteWorkspaceConnectionRequest\x1a0.prose.book.v1.DeleteWorkspaceConnectionResponse\"f\x82\xd3\xe4\x93\x02`*^/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:deleteConnection\x12\x93\x02\n" +
 	"\x1eUpgradeWorkspaceBookConnection\x124.prose.book.v1.UpgradeWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"\x93\x01\x82\xd3\xe4\x93\x02\x8c\x01:\x01*\x1a\x86\x01/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections/{connection_id}/upgrade\x12\x94\x02\n" +
-	"%ListWorkspaceBookConnectionProcedures\x12;.prose.book.v1.ListWorkspaceBookConnectionProceduresRequest\x1a<.prose.book.v1.ListWorkspaceBookConnectionProceduresResponse\"p\x82\xd3\xe4\x93\x02j\x12h/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/procedures\x12\x8a\x02\n" +
+	"%ListWorkspaceBookConnectionProcedures\x12;.prose.book.v1.ListWorkspaceBookConnectionProceduresRequest\x1a<.prose.book.v1.ListWorkspaceBookConnectionProceduresResponse\"p\x82\xd3\xe4\x93\x02j\x12h/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/procedures\x12\x9a\x02\n" +
+	"'SearchWorkspaceBookConnectionProcedures\x12=.prose.book.v1.SearchWorkspaceBookConnectionProceduresRequest\x1a4.prose.book.v1.SearchWorkspaceBookProceduresResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/procedures:search\x12\x8a\x02\n" +
 	"\"GetWorkspaceBookConnectionUserInfo\x128.prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest\x1a9.prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse\"o\x82\xd3\xe4\x93\x02i\x12g/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/user-info\x12\xde\x01\n" +
 	"\x14CountConnectionUsage\x12*.prose.book.v1.CountConnectionUsageRequest\x1a+.prose.book.v1.CountConnectionUsageResponse\"m\x82\xd3\xe4\x93\x02g:\x01*\"b/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:countConnectionUsage\x12\xde\x01\n" +
 	"\x14TraceConnectionUsage\x12*.prose.book.v1.TraceConnectionUsageRequest\x1a+.prose.book.v1.TraceConnectionUsageResponse\"m\x82\xd3\xe4\x93\x02g:\x01*\"b/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:traceConnectionUsage\x12\x91\x02\n" +
@@ -3859,7 +3958,7 @@ func file_prose_book_v1_connection_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_book_v1_connection_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 52)
+var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
 var file_prose_book_v1_connection_proto_goTypes = []any{
 	(BookConnectionState)(0),                                 // 0: prose.book.v1.BookConnectionState
 	(BookConnectionStateCategory)(0),                         // 1: prose.book.v1.BookConnectionStateCategory
@@ -3914,28 +4013,30 @@ var file_prose_book_v1_connection_proto_goTypes = []any{
 	(*SetDiscoveredRequest)(nil),                             // 50: prose.book.v1.SetDiscoveredRequest
 	(*SetDiscoveredResponse)(nil),                            // 51: prose.book.v1.SetDiscoveredResponse
 	(*AuthorizeWorkspaceBookConnectionRequest)(nil),          // 52: prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
-	nil,                     // 53: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
-	nil,                     // 54: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                     // 55: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                     // 56: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
-	(*v1.BdkValue)(nil),     // 57: prose.platform.v1.BdkValue
-	(*NounPhrases)(nil),     // 58: prose.book.v1.NounPhrases
-	(OAuthFlow)(0),          // 59: prose.book.v1.OAuthFlow
-	(*Procedure)(nil),       // 60: prose.book.v1.Procedure
-	(v1.AutomationStage)(0), // 61: prose.platform.v1.AutomationStage
-	(v1.PhaseType)(0),       // 62: prose.platform.v1.PhaseType
-	(*v1.Automation)(nil),   // 63: prose.platform.v1.Automation
+	(*SearchWorkspaceBookConnectionProceduresRequest)(nil),   // 53: prose.book.v1.SearchWorkspaceBookConnectionProceduresRequest
+	nil,                     // 54: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	nil,                     // 55: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                     // 56: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                     // 57: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	(*v1.BdkValue)(nil),     // 58: prose.platform.v1.BdkValue
+	(*NounPhrases)(nil),     // 59: prose.book.v1.NounPhrases
+	(OAuthFlow)(0),          // 60: prose.book.v1.OAuthFlow
+	(*Procedure)(nil),       // 61: prose.book.v1.Procedure
+	(v1.AutomationStage)(0), // 62: prose.platform.v1.AutomationStage
+	(v1.PhaseType)(0),       // 63: prose.platform.v1.PhaseType
+	(*v1.Automation)(nil),   // 64: prose.platform.v1.Automation
+	(*SearchWorkspaceBookProceduresResponse)(nil), // 65: prose.book.v1.SearchWorkspaceBookProceduresResponse
 }
 var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	6,  // 0: prose.book.v1.ConnectionAuthentication.authentication_credentials:type_name -> prose.book.v1.CredentialValue
-	57, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
-	58, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
-	57, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
+	58, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
+	59, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
+	58, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
 	5,  // 4: prose.book.v1.BookConnectionDescriptor.authentication:type_name -> prose.book.v1.ConnectionAuthentication
 	8,  // 5: prose.book.v1.BookConnectionDescriptor.config:type_name -> prose.book.v1.ConnectionConceptValue
 	7,  // 6: prose.book.v1.BookConnectionDescriptor.labels:type_name -> prose.book.v1.ConnectionLabel
 	11, // 7: prose.book.v1.BookConnectionDescriptor.status:type_name -> prose.book.v1.BookConnectionStatus
-	53, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	54, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
 	2,  // 9: prose.book.v1.BookConnectionCondition.type:type_name -> prose.book.v1.BookConnectionConditionType
 	3,  // 10: prose.book.v1.BookConnectionCondition.status:type_name -> prose.book.v1.BookConnectionConditionStatus
 	4,  // 11: prose.book.v1.BookConnectionCondition.reason_code:type_name -> prose.book.v1.BookConnectionConditionReasonCode
@@ -3945,34 +4046,34 @@ var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	9,  // 15: prose.book.v1.BookConnectionResponse.book_connection_descriptor:type_name -> prose.book.v1.BookConnectionDescriptor
 	12, // 16: prose.book.v1.BookConnectionResponse.authorize_url:type_name -> prose.book.v1.BookConnectionOAuthURLResponse
 	5,  // 17: prose.book.v1.AddWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	54, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	55, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 19: prose.book.v1.AddWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	59, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	60, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 21: prose.book.v1.ListWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	5,  // 22: prose.book.v1.UpdateWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	55, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	56, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 24: prose.book.v1.UpdateWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	59, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	60, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 26: prose.book.v1.GetWorkspaceBookConnectionResponse.book_connection:type_name -> prose.book.v1.BookConnectionDescriptor
 	9,  // 27: prose.book.v1.ListAllWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	24, // 28: prose.book.v1.DeleteWorkspaceConnectionResponse.affected_automations:type_name -> prose.book.v1.AffectedAutomation
-	60, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	56, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	61, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	57, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
 	29, // 31: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse.user_info:type_name -> prose.book.v1.ConnectionUserInfo
 	32, // 32: prose.book.v1.CountConnectionUsageResponse.connection_counts:type_name -> prose.book.v1.ConnectionAutomationCount
-	61, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
+	62, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
 	35, // 34: prose.book.v1.TraceConnectionUsageResponse.automations:type_name -> prose.book.v1.AutomationConnectionUsage
-	62, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
+	63, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
 	38, // 36: prose.book.v1.ExtractAutomationCodeConnectionsResponse.connections:type_name -> prose.book.v1.CredentialInfo
 	38, // 37: prose.book.v1.AddAutomationConnectionsRequest.connections:type_name -> prose.book.v1.CredentialInfo
 	41, // 38: prose.book.v1.SwitchAutomationConnectionsRequest.switches:type_name -> prose.book.v1.ConnectionReplacement
 	41, // 39: prose.book.v1.UpgradeAutomationConnectionsRequest.upgrades:type_name -> prose.book.v1.ConnectionReplacement
 	44, // 40: prose.book.v1.RemoveAutomationConnectionsRequest.removals:type_name -> prose.book.v1.ConnectionRemoval
-	63, // 41: prose.book.v1.AutomationConnectionsResponse.automation:type_name -> prose.platform.v1.Automation
+	64, // 41: prose.book.v1.AutomationConnectionsResponse.automation:type_name -> prose.platform.v1.Automation
 	48, // 42: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse.discoverables:type_name -> prose.book.v1.Discoverable
-	57, // 43: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	57, // 44: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	57, // 45: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	58, // 43: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	58, // 44: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	58, // 45: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
 	14, // 46: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
 	15, // 47: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
 	17, // 48: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
@@ -3981,38 +4082,40 @@ var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	22, // 51: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
 	25, // 52: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:input_type -> prose.book.v1.UpgradeWorkspaceBookConnectionRequest
 	26, // 53: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
-	28, // 54: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:input_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
-	31, // 55: prose.book.v1.ConnectionService.CountConnectionUsage:input_type -> prose.book.v1.CountConnectionUsageRequest
-	34, // 56: prose.book.v1.ConnectionService.TraceConnectionUsage:input_type -> prose.book.v1.TraceConnectionUsageRequest
-	37, // 57: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:input_type -> prose.book.v1.ExtractAutomationCodeConnectionsRequest
-	40, // 58: prose.book.v1.ConnectionService.AddAutomationConnections:input_type -> prose.book.v1.AddAutomationConnectionsRequest
-	42, // 59: prose.book.v1.ConnectionService.SwitchAutomationConnections:input_type -> prose.book.v1.SwitchAutomationConnectionsRequest
-	43, // 60: prose.book.v1.ConnectionService.UpgradeAutomationConnections:input_type -> prose.book.v1.UpgradeAutomationConnectionsRequest
-	45, // 61: prose.book.v1.ConnectionService.RemoveAutomationConnections:input_type -> prose.book.v1.RemoveAutomationConnectionsRequest
-	47, // 62: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:input_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
-	50, // 63: prose.book.v1.ConnectionService.SetDiscovered:input_type -> prose.book.v1.SetDiscoveredRequest
-	52, // 64: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:input_type -> prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
-	13, // 65: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	16, // 66: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
-	13, // 67: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	19, // 68: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
-	21, // 69: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
-	23, // 70: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
-	13, // 71: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	27, // 72: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
-	30, // 73: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
-	33, // 74: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
-	36, // 75: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
-	39, // 76: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
-	46, // 77: prose.book.v1.ConnectionService.AddAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 78: prose.book.v1.ConnectionService.SwitchAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 79: prose.book.v1.ConnectionService.UpgradeAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 80: prose.book.v1.ConnectionService.RemoveAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	49, // 81: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:output_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
-	51, // 82: prose.book.v1.ConnectionService.SetDiscovered:output_type -> prose.book.v1.SetDiscoveredResponse
-	13, // 83: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	65, // [65:84] is the sub-list for method output_type
-	46, // [46:65] is the sub-list for method input_type
+	53, // 54: prose.book.v1.ConnectionService.SearchWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.SearchWorkspaceBookConnectionProceduresRequest
+	28, // 55: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:input_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
+	31, // 56: prose.book.v1.ConnectionService.CountConnectionUsage:input_type -> prose.book.v1.CountConnectionUsageRequest
+	34, // 57: prose.book.v1.ConnectionService.TraceConnectionUsage:input_type -> prose.book.v1.TraceConnectionUsageRequest
+	37, // 58: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:input_type -> prose.book.v1.ExtractAutomationCodeConnectionsRequest
+	40, // 59: prose.book.v1.ConnectionService.AddAutomationConnections:input_type -> prose.book.v1.AddAutomationConnectionsRequest
+	42, // 60: prose.book.v1.ConnectionService.SwitchAutomationConnections:input_type -> prose.book.v1.SwitchAutomationConnectionsRequest
+	43, // 61: prose.book.v1.ConnectionService.UpgradeAutomationConnections:input_type -> prose.book.v1.UpgradeAutomationConnectionsRequest
+	45, // 62: prose.book.v1.ConnectionService.RemoveAutomationConnections:input_type -> prose.book.v1.RemoveAutomationConnectionsRequest
+	47, // 63: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:input_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
+	50, // 64: prose.book.v1.ConnectionService.SetDiscovered:input_type -> prose.book.v1.SetDiscoveredRequest
+	52, // 65: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:input_type -> prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
+	13, // 66: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	16, // 67: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
+	13, // 68: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	19, // 69: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
+	21, // 70: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
+	23, // 71: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
+	13, // 72: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	27, // 73: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
+	65, // 74: prose.book.v1.ConnectionService.SearchWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.SearchWorkspaceBookProceduresResponse
+	30, // 75: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
+	33, // 76: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
+	36, // 77: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
+	39, // 78: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
+	46, // 79: prose.book.v1.ConnectionService.AddAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 80: prose.book.v1.ConnectionService.SwitchAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 81: prose.book.v1.ConnectionService.UpgradeAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 82: prose.book.v1.ConnectionService.RemoveAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	49, // 83: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:output_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
+	51, // 84: prose.book.v1.ConnectionService.SetDiscovered:output_type -> prose.book.v1.SetDiscoveredResponse
+	13, // 85: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	66, // [66:86] is the sub-list for method output_type
+	46, // [46:66] is the sub-list for method input_type
 	46, // [46:46] is the sub-list for extension type_name
 	46, // [46:46] is the sub-list for extension extendee
 	0,  // [0:46] is the sub-list for field type_name
@@ -4024,13 +4127,14 @@ func file_prose_book_v1_connection_proto_init() {
 		return
 	}
 	file_prose_book_v1_book_proto_init()
+	file_prose_book_v1_book_service_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_book_v1_connection_proto_rawDesc), len(file_prose_book_v1_connection_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   52,
+			NumMessages:   53,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

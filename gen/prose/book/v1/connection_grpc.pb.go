@@ -27,6 +27,7 @@ const (
 	ConnectionService_DeleteWorkspaceConnection_FullMethodName                = "/prose.book.v1.ConnectionService/DeleteWorkspaceConnection"
 	ConnectionService_UpgradeWorkspaceBookConnection_FullMethodName           = "/prose.book.v1.ConnectionService/UpgradeWorkspaceBookConnection"
 	ConnectionService_ListWorkspaceBookConnectionProcedures_FullMethodName    = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionProcedures"
+	ConnectionService_SearchWorkspaceBookConnectionProcedures_FullMethodName  = "/prose.book.v1.ConnectionService/SearchWorkspaceBookConnectionProcedures"
 	ConnectionService_GetWorkspaceBookConnectionUserInfo_FullMethodName       = "/prose.book.v1.ConnectionService/GetWorkspaceBookConnectionUserInfo"
 	ConnectionService_CountConnectionUsage_FullMethodName                     = "/prose.book.v1.ConnectionService/CountConnectionUsage"
 	ConnectionService_TraceConnectionUsage_FullMethodName                     = "/prose.book.v1.ConnectionService/TraceConnectionUsage"
@@ -72,6 +73,13 @@ type ConnectionServiceClient interface {
 	// Lists the procedures that code can call with a connection: those of
 	// its book version.
 	ListWorkspaceBookConnectionProcedures(ctx context.Context, in *ListWorkspaceBookConnectionProceduresRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConnectionProceduresResponse, error)
+	// Ranks the procedures of the connection's book version against a
+	// free-text query (the catalog's: discovered procedures are not indexed).
+	// The answer is the workspace procedure search's, with connection_id set.
+	//
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	SearchWorkspaceBookConnectionProcedures(ctx context.Context, in *SearchWorkspaceBookConnectionProceduresRequest, opts ...grpc.CallOption) (*SearchWorkspaceBookProceduresResponse, error)
 	// Tells who the connection acts as, from what the connection holds that
 	// is not secret (the email book: its `from` address and host).
 	GetWorkspaceBookConnectionUserInfo(ctx context.Context, in *GetWorkspaceBookConnectionUserInfoRequest, opts ...grpc.CallOption) (*GetWorkspaceBookConnectionUserInfoResponse, error)
@@ -194,6 +202,16 @@ func (c *connectionServiceClient) ListWorkspaceBookConnectionProcedures(ctx cont
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ListWorkspaceBookConnectionProceduresResponse)
 	err := c.cc.Invoke(ctx, ConnectionService_ListWorkspaceBookConnectionProcedures_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *connectionServiceClient) SearchWorkspaceBookConnectionProcedures(ctx context.Context, in *SearchWorkspaceBookConnectionProceduresRequest, opts ...grpc.CallOption) (*SearchWorkspaceBookProceduresResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SearchWorkspaceBookProceduresResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_SearchWorkspaceBookConnectionProcedures_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -342,6 +360,13 @@ type ConnectionServiceServer interface {
 	// Lists the procedures that code can call with a connection: those of
 	// its book version.
 	ListWorkspaceBookConnectionProcedures(context.Context, *ListWorkspaceBookConnectionProceduresRequest) (*ListWorkspaceBookConnectionProceduresResponse, error)
+	// Ranks the procedures of the connection's book version against a
+	// free-text query (the catalog's: discovered procedures are not indexed).
+	// The answer is the workspace procedure search's, with connection_id set.
+	//
+	// buf:lint:ignore RPC_RESPONSE_STANDARD_NAME
+	// buf:lint:ignore RPC_REQUEST_RESPONSE_UNIQUE
+	SearchWorkspaceBookConnectionProcedures(context.Context, *SearchWorkspaceBookConnectionProceduresRequest) (*SearchWorkspaceBookProceduresResponse, error)
 	// Tells who the connection acts as, from what the connection holds that
 	// is not secret (the email book: its `from` address and host).
 	GetWorkspaceBookConnectionUserInfo(context.Context, *GetWorkspaceBookConnectionUserInfoRequest) (*GetWorkspaceBookConnectionUserInfoResponse, error)
@@ -413,6 +438,9 @@ func (UnimplementedConnectionServiceServer) UpgradeWorkspaceBookConnection(conte
 }
 func (UnimplementedConnectionServiceServer) ListWorkspaceBookConnectionProcedures(context.Context, *ListWorkspaceBookConnectionProceduresRequest) (*ListWorkspaceBookConnectionProceduresResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListWorkspaceBookConnectionProcedures not implemented")
+}
+func (UnimplementedConnectionServiceServer) SearchWorkspaceBookConnectionProcedures(context.Context, *SearchWorkspaceBookConnectionProceduresRequest) (*SearchWorkspaceBookProceduresResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SearchWorkspaceBookConnectionProcedures not implemented")
 }
 func (UnimplementedConnectionServiceServer) GetWorkspaceBookConnectionUserInfo(context.Context, *GetWorkspaceBookConnectionUserInfoRequest) (*GetWorkspaceBookConnectionUserInfoResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetWorkspaceBookConnectionUserInfo not implemented")
@@ -608,6 +636,24 @@ func _ConnectionService_ListWorkspaceBookConnectionProcedures_Handler(srv interf
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ConnectionServiceServer).ListWorkspaceBookConnectionProcedures(ctx, req.(*ListWorkspaceBookConnectionProceduresRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ConnectionService_SearchWorkspaceBookConnectionProcedures_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SearchWorkspaceBookConnectionProceduresRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).SearchWorkspaceBookConnectionProcedures(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_SearchWorkspaceBookConnectionProcedures_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).SearchWorkspaceBookConnectionProcedures(ctx, req.(*SearchWorkspaceBookConnectionProceduresRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -848,6 +894,10 @@ var ConnectionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListWorkspaceBookConnectionProcedures",
 			Handler:    _ConnectionService_ListWorkspaceBookConnectionProcedures_Handler,
+		},
+		{
+			MethodName: "SearchWorkspaceBookConnectionProcedures",
+			Handler:    _ConnectionService_SearchWorkspaceBookConnectionProcedures_Handler,
 		},
 		{
 			MethodName: "GetWorkspaceBookConnectionUserInfo",

@@ -1,0 +1,198 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/proserun/prose/books"
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	"github.com/proserun/prose/server/transport"
+)
+
+// Limits of the catalog search (README "Limits").
+const (
+	// DefaultSearchTopK is the number of results when top_k is 0.
+	DefaultSearchTopK = 10
+	// MaxSearchTopK is the most results one search returns (larger top_k
+	// values are coerced to it).
+	MaxSearchTopK = 100
+	// MaxSearchQueryBytes is the longest query accepted.
+	MaxSearchQueryBytes = 1024
+)
+
+type searchRequest interface {
+	GetQuery() string
+	GetTopK() int64
+}
+
+// searchArgs checks the workspace, query and top_k of a search request.
+func searchArgs(req searchRequest) (books.Workspace, string, int, error) {
+	var ws books.Workspace
+	if wr, ok := req.(workspaceRequest); ok {
+		var err error
+		if ws, err = workspaceOf(wr); err != nil {
+			return ws, "", 0, err
+		}
+	}
+	q := req.GetQuery()
+	if strings.TrimSpace(q) == "" {
+		return ws, "", 0, requireFields(map[string]string{"query": ""})
+	}
+	if len(q) > MaxSearchQueryBytes {
+		return ws, "", 0, transport.InvalidArgument(transport.ReasonInvalidRequest, "query is too long",
+			transport.Violation("query", "must be at most 1024 bytes"))
+	}
+	k := req.GetTopK()
+	switch {
+	case k < 0:
+		return ws, "", 0, transport.InvalidArgument(transport.ReasonInvalidRequest, "top_k must not be negative",
+			transport.Violation("top_k", "must not be negative"))
+	case k == 0:
+		k = DefaultSearchTopK
+	case k > MaxSearchTopK:
+		k = MaxSearchTopK
+	}
+	return ws, q, int(k), nil
+}
+
+func searchError(err error) error {
+	if errors.Is(err, books.ErrSearchUnavailable) {
+		return transport.Unimplemented(ReasonStoreUnavailable, err.Error())
+	}
+	return err
+}
+
+// SearchWorkspaceBooks ranks the books registered in the workspace.
+func (s *BookService) SearchWorkspaceBooks(ctx context.Context, req *bookv1.SearchWorkspaceBooksRequest) (*bookv1.SearchWorkspaceBooksResponse, error) {
+	ws, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchBooks(ctx, ws, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	out := &bookv1.SearchWorkspaceBooksResponse{Results: make([]*bookv1.SearchBookMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchBookMatch{Book: h.Book, Score: h.Score}
+	}
+	return out, nil
+}
+
+// SearchWorkspaceBookProcedures ranks the procedures of the books registered
+// in the workspace.
+func (s *BookService) SearchWorkspaceBookProcedures(ctx context.Context, req *bookv1.SearchWorkspaceBookProceduresRequest) (*bookv1.SearchWorkspaceBookProceduresResponse, error) {
+	ws, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchProcedures(ctx, ws, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	out := &bookv1.SearchWorkspaceBookProceduresResponse{Results: make([]*bookv1.SearchWorkspaceBookProcedureMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchWorkspaceBookProcedureMatch{
+			BookName: h.BookName, BookVersion: h.BookVersion, Procedure: h.Procedure, Score: h.Score,
+			OrganizationId: ws.OrganizationID, WorkspaceId: ws.WorkspaceID,
+		}
+	}
+	return out, nil
+}
+
+// SearchBooks ranks the built-in books.
+func (s *BookService) SearchBooks(ctx context.Context, req *bookv1.SearchBooksRequest) (*bookv1.SearchBooksResponse, error) {
+	_, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchBooks(ctx, books.Workspace{}, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	out := &bookv1.SearchBooksResponse{Results: make([]*bookv1.SearchBookMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchBookMatch{Book: h.Book, Score: h.Score}
+	}
+	return out, nil
+}
+
+// SearchBookProcedures ranks the procedures of the built-in books.
+func (s *BookService) SearchBookProcedures(ctx context.Context, req *bookv1.SearchBookProceduresRequest) (*bookv1.SearchBookProceduresResponse, error) {
+	_, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchProcedures(ctx, books.Workspace{}, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	out := &bookv1.SearchBookProceduresResponse{Results: make([]*bookv1.SearchBookProcedureMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchBookProcedureMatch{BookName: h.BookName, BookVersion: h.BookVersion, Procedure: h.Procedure, Score: h.Score}
+	}
+	return out, nil
+}
+
+// SearchWorkspaceBookConnectionProcedures ranks the procedures of a
+// connection's book version.
+func (s *ConnectionService) SearchWorkspaceBookConnectionProcedures(ctx context.Context, req *bookv1.SearchWorkspaceBookConnectionProceduresRequest) (*bookv1.SearchWorkspaceBookProceduresResponse, error) {
+	ws, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"connection_id": req.GetConnectionId()}); err != nil {
+		return nil, err
+	}
+	hits, err := s.conns.SearchProcedures(ctx, ws, req.GetConnectionId(), q, k)
+	if errors.Is(err, books.ErrSearchUnavailable) {
+		return nil, searchError(err)
+	}
+	if err != nil {
+		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
+	}
+	out := &bookv1.SearchWorkspaceBookProceduresResponse{Results: make([]*bookv1.SearchWorkspaceBookProcedureMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchWorkspaceBookProcedureMatch{
+			BookName: h.BookName, BookVersion: h.BookVersion, Procedure: h.Procedure, Score: h.Score,
+			OrganizationId: ws.OrganizationID, WorkspaceId: ws.WorkspaceID, ConnectionId: req.GetConnectionId(),
+		}
+	}
+	return out, nil
+}
+
+func conceptResults(hits []books.ConceptHit) *bookv1.SearchBookConceptsResponse {
+	out := &bookv1.SearchBookConceptsResponse{Results: make([]*bookv1.SearchBookConceptMatch, len(hits))}
+	for i, h := range hits {
+		out.Results[i] = &bookv1.SearchBookConceptMatch{BookName: h.BookName, BookVersion: h.BookVersion, Concept: h.Concept, Score: h.Score}
+	}
+	return out
+}
+
+// SearchBookConcepts ranks the concepts of the built-in books.
+func (s *BookService) SearchBookConcepts(ctx context.Context, req *bookv1.SearchBookConceptsRequest) (*bookv1.SearchBookConceptsResponse, error) {
+	_, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchConcepts(ctx, books.Workspace{}, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	return conceptResults(hits), nil
+}
+
+// SearchWorkspaceBookConcepts ranks the concepts of the books a workspace
+// sees.
+func (s *BookService) SearchWorkspaceBookConcepts(ctx context.Context, req *bookv1.SearchWorkspaceBookConceptsRequest) (*bookv1.SearchBookConceptsResponse, error) {
+	ws, q, k, err := searchArgs(req)
+	if err != nil {
+		return nil, err
+	}
+	hits, err := s.reg.SearchConcepts(ctx, ws, q, k)
+	if err != nil {
+		return nil, searchError(err)
+	}
+	return conceptResults(hits), nil
+}

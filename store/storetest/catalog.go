@@ -1,0 +1,167 @@
+package storetest
+
+import (
+	"testing"
+
+	"github.com/proserun/prose/store"
+)
+
+func catalogBook(org, ws, name, version string, entries ...store.CatalogEntry) store.WorkspaceBook {
+	b := wbook(org, ws, name, version, []byte(name))
+	b.Catalog = entries
+	return b
+}
+
+func proc(item, name, text string) store.CatalogEntry {
+	return store.CatalogEntry{Kind: store.CatalogProcedure, Item: item, Name: name, Text: text}
+}
+
+// items returns "book/version/item" of each match, in order.
+func items(ms []store.CatalogMatch) []string {
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.BookName + "/" + m.BookVersion + "/" + m.Item
+	}
+	return out
+}
+
+func wantItems(t *testing.T, what string, got []store.CatalogMatch, want ...string) {
+	t.Helper()
+	g := items(got)
+	if len(g) != len(want) {
+		t.Errorf("%s = %q, want %q", what, g, want)
+		return
+	}
+	for i := range g {
+		if g[i] != want[i] {
+			t.Errorf("%s = %q, want %q", what, g, want)
+			return
+		}
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i].Score > got[i-1].Score {
+			t.Errorf("%s: scores not descending: %+v", what, got)
+		}
+	}
+}
+
+func testCatalogSearch(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	s.ws(t, "acme", "w2", "Two")
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "mail", "1",
+		store.CatalogEntry{Kind: store.CatalogBook, Name: "Mail", Text: "Send and read email messages"},
+		proc("p1", "send an email", "Sends a message through SMTP"),
+		proc("p2", "archive a message", "Moves the email to the archive folder"),
+		proc("p3", "list folders", "Lists the mailbox folders"),
+		store.CatalogEntry{Kind: store.CatalogConcept, Item: "email", Name: "email", Text: "An email message"},
+	))).must(t)
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w2", "mail", "1",
+		proc("p1", "send an email", "Sends a message"),
+	))).must(t)
+
+	ctx := s.ctx
+	// A name match ranks above a description match; words stem ("emails").
+	got := of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "emails", Limit: 10})).must(t)
+	wantItems(t, "search emails", got, "mail/1/p1", "mail/1/p2")
+	if got[0].Score <= got[1].Score || got[0].Kind != store.CatalogProcedure {
+		t.Errorf("name match not ranked strictly above description match: %+v", got)
+	}
+	// Any word matches; a match on more words ranks higher.
+	got = of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "Folders, archive!", Limit: 10})).must(t)
+	wantItems(t, "search folders archive", got, "mail/1/p2", "mail/1/p3")
+	// The limit.
+	got = of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "email folders", Limit: 1})).must(t)
+	if len(got) != 1 {
+		t.Errorf("limit 1: %+v", got)
+	}
+	// Kinds are separate.
+	wantItems(t, "books", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogBook, Text: "email", Limit: 10})).must(t), "mail/1/")
+	wantItems(t, "concepts", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogConcept, Text: "email", Limit: 10})).must(t), "mail/1/email")
+	// Workspaces are separate; unknown ones have nothing.
+	wantItems(t, "w2", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w2", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "archive", Limit: 10})).must(t))
+	wantItems(t, "unknown", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "nope", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "email", Limit: 10})).must(t))
+	// Queries without words, or with query syntax, are words only.
+	wantItems(t, "punctuation", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: `" * () :`, Limit: 10})).must(t))
+	wantItems(t, "operators", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: `NOT list AND "folders*" | !`, Limit: 10})).must(t), "mail/1/p3", "mail/1/p2")
+	wantItems(t, "no match", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "zebra", Limit: 10})).must(t))
+}
+
+func testCatalogSearchInStep(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	s.ws(t, "acme", "w2", "Two")
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "1", proc("a", "find a customer", "")))).must(t)
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "2", proc("a", "find a customer", "")))).must(t)
+	search := func(ws, q string) []store.CatalogMatch {
+		return of(s.st.SearchWorkspaceCatalog(s.ctx, "acme", ws, store.CatalogQuery{Kind: store.CatalogProcedure, Text: q, Limit: 10})).must(t)
+	}
+	wantItems(t, "created", search("w1", "customer"), "crm/1/a", "crm/2/a")
+
+	// An update replaces the book's entries (and only its own).
+	of(s.st.UpdateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "1", proc("b", "create an invoice", "")))).must(t)
+	wantItems(t, "old words after update", search("w1", "customer"), "crm/2/a")
+	wantItems(t, "new words after update", search("w1", "invoice"), "crm/1/b")
+	// A failed update changes nothing.
+	_, err := s.st.UpdateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "9", proc("c", "delete an invoice", "")))
+	wantErr(t, err, store.ErrNotFound, "update of a missing book")
+	wantItems(t, "after failed update", search("w1", "invoice"), "crm/1/b")
+	// A failed create (duplicate) changes nothing.
+	_, err = s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "2", proc("z", "find a zebra", "")))
+	wantErr(t, err, store.ErrAlreadyExists, "duplicate")
+	wantItems(t, "after failed create", search("w1", "zebra"))
+
+	// Deleting the book removes its entries; a new book of that name starts clean.
+	noErr(t, s.st.DeleteWorkspaceBook(s.ctx, "acme", "w1", "crm", "1"))
+	wantItems(t, "after delete", search("w1", "invoice"))
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "1"))).must(t)
+	wantItems(t, "recreated", search("w1", "invoice"))
+
+	// Deleting the workspace removes them too.
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w2", "crm", "1", proc("a", "find a customer", "")))).must(t)
+	noErr(t, s.st.DeleteWorkspace(s.ctx, "acme", "w1"))
+	s.ws(t, "acme", "w1", "One again")
+	wantItems(t, "after workspace delete", search("w1", "customer"))
+	wantItems(t, "other workspace", search("w2", "customer"), "crm/1/a")
+}
+
+func testCatalogSearchBuiltins(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "1", proc("a", "find a customer", "")))).must(t)
+	noErr(t, s.st.ReplaceBuiltinCatalog(s.ctx, []store.BuiltinCatalog{
+		{Name: "http", Version: "1", Entries: []store.CatalogEntry{proc("get", "get a page", "Reads a customer record over HTTP")}},
+		{Name: "old", Version: "1", Entries: []store.CatalogEntry{proc("x", "find a customer", "")}},
+	}))
+	noErr(t, s.st.ReplaceBuiltinCatalog(s.ctx, []store.BuiltinCatalog{
+		{Name: "http", Version: "1", Entries: []store.CatalogEntry{proc("get", "get a page", "Reads a customer record over HTTP")}},
+	}))
+	search := func(org, ws, q string) []store.CatalogMatch {
+		return of(s.st.SearchWorkspaceCatalog(s.ctx, org, ws, store.CatalogQuery{Kind: store.CatalogProcedure, Text: q, Limit: 10})).must(t)
+	}
+	// A workspace sees its books and the built-in ones (the replaced ones are gone).
+	wantItems(t, "workspace", search("acme", "w1", "customer"), "crm/1/a", "http/1/get")
+	// Both IDs empty: the built-in ones alone.
+	wantItems(t, "global", search("", "", "customer"), "http/1/get")
+	// Deleting a workspace leaves the built-in entries.
+	noErr(t, s.st.DeleteWorkspace(s.ctx, "acme", "w1"))
+	wantItems(t, "after workspace delete", search("", "", "customer"), "http/1/get")
+}
+
+func testCatalogSearchOneBook(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "1", proc("a", "find a customer", "")))).must(t)
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "crm", "2", proc("b", "find a customer", "")))).must(t)
+	noErr(t, s.st.ReplaceBuiltinCatalog(s.ctx, []store.BuiltinCatalog{
+		{Name: "http", Version: "1", Entries: []store.CatalogEntry{proc("get", "get a customer", "")}},
+	}))
+	search := func(book, version string) []store.CatalogMatch {
+		return of(s.st.SearchWorkspaceCatalog(s.ctx, "acme", "w1", store.CatalogQuery{
+			Kind: store.CatalogProcedure, Text: "customer", Limit: 10, BookName: book, BookVersion: version})).must(t)
+	}
+	wantItems(t, "every book", search("", ""), "crm/1/a", "crm/2/b", "http/1/get")
+	wantItems(t, "crm 2", search("crm", "2"), "crm/2/b")
+	wantItems(t, "a built-in book", search("http", "1"), "http/1/get")
+	wantItems(t, "an unknown book", search("crm", "9"))
+}
