@@ -369,9 +369,21 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("claim runs", "err", err)
 		}
-		for _, r := range runs {
-			slots <- struct{}{}
-			e.startFlight(pool, r)
+		for i, r := range runs {
+			// A slot counted free may have been taken meanwhile by a run
+			// this replica launched itself (launch shares the pool), so
+			// the send may wait for a worker to finish; it must not
+			// outlive ctx, or a shutdown waits for a worker that waits
+			// for the shutdown. Runs not started stay leased to this
+			// replica until their lease expires, as after a crash.
+			select {
+			case slots <- struct{}{}:
+				e.startFlight(pool, r)
+				continue
+			case <-ctx.Done():
+			}
+			e.log.Info("shutdown: claimed runs left to their lease", "runs", len(runs)-i)
+			break
 		}
 		saturated = len(runs) == free && free > 0
 		if saturated {
