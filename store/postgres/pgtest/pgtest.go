@@ -70,17 +70,12 @@ func TempDatabase(t testing.TB, prefix string) string {
 	return dbURL
 }
 
-// BenchExceptionsDB is the database the exception benchmarks keep between
-// runs on the server of PROSE_TEST_POSTGRES_URL; drop it to reseed.
-const BenchExceptionsDB = "prose_bench_exceptions"
-
-// OpenExceptionBench opens the database of the exception benchmarks
-// (storetest.BenchExceptions exceptions of storetest.SeedExceptionParents'
-// runs, in BenchExceptionsDB on the server of PROSE_TEST_POSTGRES_URL;
-// skipped without it), creating and seeding it the first time (one INSERT … SELECT over generate_series with
-// the counts trigger off, then the counts built in one grouped INSERT, as
-// migration 00006 does; about a minute).
-func OpenExceptionBench(b testing.TB) *postgres.Store {
+// openKeptBench opens the benchmark database name that benchmarks keep
+// between runs on the server of PROSE_TEST_POSTGRES_URL (skipped without
+// it). A database that exists and holds the table bench_seeded is used as
+// it is; otherwise it is (dropped and) created, and seed fills it, its last
+// statement creating bench_seeded.
+func openKeptBench(b testing.TB, name string, seed func(testing.TB, *postgres.Store)) *postgres.Store {
 	b.Helper()
 	base := os.Getenv(EnvURL)
 	if base == "" {
@@ -96,9 +91,9 @@ func OpenExceptionBench(b testing.TB) *postgres.Store {
 	if err != nil {
 		b.Fatal(err)
 	}
-	u.Path = "/" + BenchExceptionsDB
+	u.Path = "/" + name
 	var exists bool
-	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, BenchExceptionsDB).Scan(&exists); err != nil {
+	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
 		b.Fatal(err)
 	}
 	if exists {
@@ -115,17 +110,41 @@ func OpenExceptionBench(b testing.TB) *postgres.Store {
 			return s
 		}
 		_ = s.Close()
-		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{BenchExceptionsDB}.Sanitize()+" WITH (FORCE)"); err != nil {
+		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
 			b.Fatal(err)
 		}
 	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{BenchExceptionsDB}.Sanitize()); err != nil {
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		b.Fatal(err)
 	}
 	s, err := postgres.Open(ctx, u.String())
 	if err != nil {
 		b.Fatal(err)
 	}
+	seed(b, s)
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// BenchExceptionsDB is the database the exception benchmarks keep between
+// runs on the server of PROSE_TEST_POSTGRES_URL; drop it to reseed.
+const BenchExceptionsDB = "prose_bench_exceptions"
+
+// OpenExceptionBench opens the database of the exception benchmarks
+// (storetest.BenchExceptions exceptions of storetest.SeedExceptionParents'
+// runs, in BenchExceptionsDB on the server of PROSE_TEST_POSTGRES_URL;
+// skipped without it), creating and seeding it the first time (one INSERT … SELECT over generate_series with
+// the counts trigger off, then the counts built in one grouped INSERT, as
+// migration 00006 does; about a minute).
+func OpenExceptionBench(b testing.TB) *postgres.Store {
+	b.Helper()
+	return openKeptBench(b, BenchExceptionsDB, seedExceptionBench)
+}
+
+// seedExceptionBench seeds the exception benchmarks' database (see
+// OpenExceptionBench).
+func seedExceptionBench(b testing.TB, s *postgres.Store) {
+	ctx := context.Background()
 	storetest.SeedExceptionParents(b, s)
 	for _, q := range []string{
 		`ALTER TABLE exceptions DISABLE TRIGGER exception_counts`,
@@ -155,8 +174,6 @@ func OpenExceptionBench(b testing.TB) *postgres.Store {
 			b.Fatalf("%.60s…: %v", q, err)
 		}
 	}
-	b.Cleanup(func() { _ = s.Close() })
-	return s
 }
 
 // FailBenchRuns makes every run of s failed, so that an engine serving the
@@ -181,50 +198,13 @@ const BenchInsightsDB = "prose_bench_insights"
 // migration 00027 keeping the run aggregates as they go.
 func OpenInsightsBench(b testing.TB) *postgres.Store {
 	b.Helper()
-	base := os.Getenv(EnvURL)
-	if base == "" {
-		b.Skip("PROSE_TEST_POSTGRES_URL not set")
-	}
+	return openKeptBench(b, BenchInsightsDB, seedInsightsBench)
+}
+
+// seedInsightsBench seeds the insights benchmarks' database (see
+// OpenInsightsBench).
+func seedInsightsBench(b testing.TB, s *postgres.Store) {
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = admin.Close(ctx) }()
-	u, err := url.Parse(base)
-	if err != nil {
-		b.Fatal(err)
-	}
-	u.Path = "/" + BenchInsightsDB
-	var exists bool
-	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, BenchInsightsDB).Scan(&exists); err != nil {
-		b.Fatal(err)
-	}
-	if exists {
-		s, err := postgres.Open(ctx, u.String())
-		if err != nil {
-			b.Fatal(err)
-		}
-		var seeded bool
-		if err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_tables WHERE tablename = 'bench_seeded')`).Scan(&seeded); err != nil {
-			b.Fatal(err)
-		}
-		if seeded {
-			b.Cleanup(func() { _ = s.Close() })
-			return s
-		}
-		_ = s.Close()
-		if _, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{BenchInsightsDB}.Sanitize()+" WITH (FORCE)"); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{BenchInsightsDB}.Sanitize()); err != nil {
-		b.Fatal(err)
-	}
-	s, err := postgres.Open(ctx, u.String())
-	if err != nil {
-		b.Fatal(err)
-	}
 	storetest.SeedInsightsParents(b, s)
 	const chunk = 1_000_000
 	per := storetest.BenchInsightsAutomations / storetest.BenchInsightsWorkspaces
@@ -245,6 +225,4 @@ func OpenInsightsBench(b testing.TB) *postgres.Store {
 			b.Fatal(err)
 		}
 	}
-	b.Cleanup(func() { _ = s.Close() })
-	return s
 }
