@@ -91,7 +91,14 @@ func (c *completer) Finish(ctx context.Context, id string, o store.RunOutcome) e
 
 // loop takes the outcomes queued and writes them until stop is closed.
 func (c *completer) loop(ctx context.Context, queue chan *finishReq, stop <-chan struct{}) {
-	batch := make([]*finishReq, 0, maxFinishBatch)
+	batchLoop(queue, stop, func(batch []*finishReq) { c.write(ctx, batch) })
+}
+
+// batchLoop waits for a request on queue, takes with it those already
+// queued (at most maxFinishBatch in all) and hands them to write, until
+// stop is closed: the writers of the completer and of guided exceptions.
+func batchLoop[R any](queue chan R, stop <-chan struct{}, write func([]R)) {
+	batch := make([]R, 0, maxFinishBatch)
 	for {
 		select {
 		case r := <-queue:
@@ -108,7 +115,7 @@ func (c *completer) loop(ctx context.Context, queue chan *finishReq, stop <-chan
 				break gather
 			}
 		}
-		c.write(ctx, batch)
+		write(batch)
 	}
 }
 

@@ -288,25 +288,7 @@ func (w *guidedWriter) Record(ctx context.Context, g store.GuidedException) (sto
 }
 
 func (w *guidedWriter) loop(ctx context.Context, queue chan *guidedReq, stop <-chan struct{}) {
-	batch := make([]*guidedReq, 0, maxFinishBatch)
-	for {
-		select {
-		case r := <-queue:
-			batch = append(batch[:0], r)
-		case <-stop:
-			return
-		}
-	gather:
-		for len(batch) < maxFinishBatch {
-			select {
-			case r := <-queue:
-				batch = append(batch, r)
-			default:
-				break gather
-			}
-		}
-		w.write(ctx, batch)
-	}
+	batchLoop(queue, stop, func(batch []*guidedReq) { w.write(ctx, batch) })
 }
 
 func (w *guidedWriter) write(ctx context.Context, batch []*guidedReq) {
