@@ -1,7 +1,6 @@
 package storetest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -496,11 +495,6 @@ func testPageByteBudget(t *testing.T, s *suite) {
 	}
 }
 
-// batchFinisher is the optional batch finish of the SQL stores.
-type batchFinisher interface {
-	FinishRuns(ctx context.Context, owner string, runIDs []string, outcomes []store.RunOutcome) ([]error, error)
-}
-
 // testRunPauseMeetsFinish: a pause that committed first wins over the
 // worker's outcome. A completed outcome leaves the run stopped after its
 // last step, with the reason and outputs kept; continuing then lets a
@@ -513,15 +507,14 @@ func testRunPauseMeetsFinish(t *testing.T, s *suite) {
 			_, err := s.st.FinishRun(s.ctx, "w1", id, o)
 			return err
 		},
-	}
-	if bf, ok := s.st.(batchFinisher); ok {
-		finishers["FinishRuns"] = func(id string, o store.RunOutcome) error {
-			errs, err := bf.FinishRuns(s.ctx, "w1", []string{id}, []store.RunOutcome{o})
+		// store.RunBatches, declared by every store.
+		"FinishRuns": func(id string, o store.RunOutcome) error {
+			errs, err := s.st.FinishRuns(s.ctx, "w1", []string{id}, []store.RunOutcome{o})
 			if err != nil {
 				return err
 			}
 			return errs[0]
-		}
+		},
 	}
 	for name, finish := range finishers {
 		r := s.run(t, a, "")
@@ -563,7 +556,6 @@ func testRunPauseFinishRace(t *testing.T, s *suite) {
 	if len(claimed) != n {
 		t.Fatalf("claimed %d of %d", len(claimed), n)
 	}
-	bf, batch := s.st.(batchFinisher)
 	pauseErrs := make([]error, n)
 	var wg sync.WaitGroup
 	for i, id := range made {
@@ -572,8 +564,8 @@ func testRunPauseFinishRace(t *testing.T, s *suite) {
 		})
 		wg.Go(func() {
 			o := store.RunOutcome{State: store.RunCompleted, Outputs: []byte("out"), Step: 1}
-			if batch && i%2 == 0 {
-				errs, err := bf.FinishRuns(s.ctx, "w1", []string{id}, []store.RunOutcome{o})
+			if i%2 == 0 {
+				errs, err := s.st.FinishRuns(s.ctx, "w1", []string{id}, []store.RunOutcome{o})
 				if err == nil {
 					err = errs[0]
 				}
