@@ -102,12 +102,32 @@ func (c *Connections) Add(ctx context.Context, ws Workspace, bookName, bookVersi
 	if err := validateConnection(b, in); err != nil {
 		return nil, err
 	}
-	id := ids.New()
-	row, err := c.encode(ws, id, b, in, in.Auth)
+	return c.seal(ctx, ws, ids.New(), b, in, in.Auth, c.st.CreateConnection)
+}
+
+// load reads connection id of ws, which must be a connection of version
+// bookVersion of book bookName (ErrNotFound otherwise).
+func (c *Connections) load(ctx context.Context, ws Workspace, bookName, bookVersion, id string) (ConnectionRecord, error) {
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return row, connStoreError(err, id)
+	}
+	if row.BookName != bookName || row.BookVersion != bookVersion {
+		return row, fmt.Errorf("connection %s is a connection of book %s version %s: %w", id, row.BookName, row.BookVersion, ErrNotFound)
+	}
+	return row, nil
+}
+
+// seal seals connection id (in, with auth, checked against book b) and
+// writes it with write (the store's create or update), answering what was
+// written without credential values.
+func (c *Connections) seal(ctx context.Context, ws Workspace, id string, b *bookv1.Book, in ConnectionInput, auth *bookv1.ConnectionAuthentication,
+	write func(context.Context, ConnectionRecord) (ConnectionRecord, error)) (*bookv1.BookConnectionDescriptor, error) {
+	row, err := c.encode(ws, id, b, in, auth)
 	if err != nil {
 		return nil, err
 	}
-	saved, err := c.st.CreateConnection(ctx, row)
+	saved, err := write(ctx, row)
 	if err != nil {
 		return nil, connStoreError(err, in.Name)
 	}
@@ -119,12 +139,9 @@ func (c *Connections) Add(ctx context.Context, ws Workspace, bookName, bookVersi
 // A credential given without a value keeps its stored value when the
 // authentication method stays the same.
 func (c *Connections) Update(ctx context.Context, ws Workspace, bookName, bookVersion, id string, in ConnectionInput) (*bookv1.BookConnectionDescriptor, error) {
-	row, err := c.st.GetConnection(ctx, ws, id)
+	row, err := c.load(ctx, ws, bookName, bookVersion, id)
 	if err != nil {
-		return nil, connStoreError(err, id)
-	}
-	if row.BookName != bookName || row.BookVersion != bookVersion {
-		return nil, fmt.Errorf("connection %s is a connection of book %s version %s: %w", id, row.BookName, row.BookVersion, ErrNotFound)
+		return nil, err
 	}
 	old, err := c.open(ws, row)
 	if err != nil {
@@ -168,15 +185,7 @@ func (c *Connections) Update(ctx context.Context, ws Workspace, bookName, bookVe
 	if err := validateConnection(b, in); err != nil {
 		return nil, err
 	}
-	next, err := c.encode(ws, id, b, in, auth)
-	if err != nil {
-		return nil, err
-	}
-	saved, err := c.st.UpdateConnection(ctx, next)
-	if err != nil {
-		return nil, connStoreError(err, in.Name)
-	}
-	return c.decode(saved)
+	return c.seal(ctx, ws, id, b, in, auth, c.st.UpdateConnection)
 }
 
 // Get returns a connection of ws without credential values.
@@ -554,12 +563,9 @@ func (c *Connections) Rekey(ctx context.Context) (int, error) {
 // not of that book version or the new version is not visible in ws;
 // ErrInvalidArgument when the connection does not fit the new version.
 func (c *Connections) Upgrade(ctx context.Context, ws Workspace, bookName, bookVersion, id, newVersion string) (*bookv1.BookConnectionDescriptor, error) {
-	row, err := c.st.GetConnection(ctx, ws, id)
+	row, err := c.load(ctx, ws, bookName, bookVersion, id)
 	if err != nil {
-		return nil, connStoreError(err, id)
-	}
-	if row.BookName != bookName || row.BookVersion != bookVersion {
-		return nil, fmt.Errorf("connection %s is a connection of book %s version %s: %w", id, row.BookName, row.BookVersion, ErrNotFound)
+		return nil, err
 	}
 	auth, err := c.open(ws, row)
 	if err != nil {
@@ -577,15 +583,7 @@ func (c *Connections) Upgrade(ctx context.Context, ws Workspace, bookName, bookV
 	if err := validateConnection(b, in); err != nil {
 		return nil, fmt.Errorf("the connection does not fit version %s of the %s book: %w", newVersion, bookName, err)
 	}
-	next, err := c.encode(ws, id, b, in, auth)
-	if err != nil {
-		return nil, err
-	}
-	saved, err := c.st.UpdateConnection(ctx, next)
-	if err != nil {
-		return nil, connStoreError(err, row.Name)
-	}
-	return c.decode(saved)
+	return c.seal(ctx, ws, id, b, in, auth, c.st.UpdateConnection)
 }
 
 // Book returns the book version of connection id: the procedures code can

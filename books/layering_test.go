@@ -1,9 +1,9 @@
 package books_test
 
 import (
-	"go/build"
-	"strings"
 	"testing"
+
+	"github.com/proserun/prose/internal/importwalk"
 )
 
 // Package books imports no store, directly or through another package of
@@ -11,37 +11,18 @@ import (
 // stores books declares (Store, ConnectionStore) in cmd/prose. Test files
 // are not counted: they may open a real store.
 func TestBooksImportsNoStore(t *testing.T) {
-	const module = "github.com/proserun/prose/"
-	seen := map[string]string{} // package → a package that imports it
-	var walk func(path, dir string)
-	walk = func(path, dir string) {
-		var p *build.Package
-		var err error
-		if dir != "" {
-			p, err = build.ImportDir(dir, 0)
-		} else {
-			p, err = build.Import(path, ".", 0)
+	var w importwalk.Walker
+	err := w.Walk(importwalk.Module+"books", ".", func(from, to string) bool {
+		if importwalk.Under(to, "store") {
+			t.Errorf("%s imports %s", from, to)
+			return false
 		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		for _, imp := range p.Imports {
-			if !strings.HasPrefix(imp, module) {
-				continue
-			}
-			if _, ok := seen[imp]; ok {
-				continue
-			}
-			seen[imp] = path
-			if rest := strings.TrimPrefix(imp, module); rest == "store" || strings.HasPrefix(rest, "store/") {
-				t.Errorf("%s imports %s", path, imp)
-				continue
-			}
-			walk(imp, "")
-		}
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	walk(module+"books", ".")
-	if len(seen) == 0 {
+	if len(w.By) == 0 {
 		t.Fatal("found no import of ours at all; the walk is broken")
 	}
 }

@@ -185,10 +185,10 @@ the output second is the second run's result
 				t.Fatal("no child waits for guidance")
 			}
 			// A pause of the waiting parent stops it; continuing it waits again.
-			if p, err := st.PauseRun(ctx, e.org, e.ws, a.ID, r.ID, "check"); err != nil || p.State != store.RunStopped {
+			if p, err := e.eng.Pause(ctx, e.org, e.ws, a.ID, r.ID, "check", "users/u"); err != nil || p.State != store.RunStopped {
 				t.Fatalf("pause a waiting run: %v %s", err, p.State)
 			}
-			if _, err := st.ContinueRun(ctx, e.org, e.ws, a.ID, r.ID); err != nil {
+			if _, err := e.eng.Continue(ctx, e.org, e.ws, a.ID, r.ID, "users/u"); err != nil {
 				t.Fatal(err)
 			}
 			e.waitFor(t, a, r.ID, store.RunWaiting)

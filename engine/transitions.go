@@ -153,10 +153,28 @@ func (e *Engine) changedException(x store.Exception, err error) (store.Exception
 	return x, err
 }
 
-// Pause pauses a run (see store.Runs.PauseRun) and, when this engine is
-// executing it, stops it at its next statement.
-func (e *Engine) Pause(ctx context.Context, org, ws, automation, id, reason string) (store.Run, error) {
-	r, err := e.st.PauseRun(ctx, org, ws, automation, id, reason)
+// Pause pauses a run with a reason for actor (users/{u},
+// organizations/{o}/apiKeys/{k}; kept in the run's history): executing →
+// stopping, and this engine, or the replica executing it, stops it at its
+// next statement; pending, waiting or awaiting_guidance → stopped.
+// ErrFailedPrecondition from other states (from completed or failed:
+// saying the pause came too late). The state is checked inside the store's
+// transaction, on the row it locked and read once, so a pause and the
+// run's finish are serialised: a pause that commits first always takes
+// effect (the finish ends the run stopped, see store.Runs.FinishRun), one
+// that comes after is too late.
+func (e *Engine) Pause(ctx context.Context, org, ws, automation, id, reason, actor string) (store.Run, error) {
+	r, err := e.st.ChangeRun(ctx, org, ws, automation, id, func(r store.Run, _ string) (store.RunChange, error) {
+		switch r.State {
+		case store.RunExecuting:
+			return store.RunChange{State: store.RunStopping, Reason: reason, Actor: actor}, nil
+		case store.RunPending, store.RunWaiting, store.RunAwaitingGuidance:
+			return store.RunChange{State: store.RunStopped, Reason: reason, Actor: actor}, nil
+		case store.RunCompleted, store.RunFailed:
+			return store.RunChange{}, fmt.Errorf("run %q is already %s: the pause came too late: %w", id, r.State, store.ErrFailedPrecondition)
+		}
+		return store.RunChange{}, fmt.Errorf("run %q is %s: only a pending, executing, waiting or awaiting_guidance run can be paused: %w", id, r.State, store.ErrFailedPrecondition)
+	})
 	if err != nil {
 		return r, err
 	}
@@ -203,16 +221,29 @@ func (e *Engine) Pausing(runID string) bool {
 	return f != nil && f.soft.Err() != nil && errors.Is(context.Cause(f.soft), errPaused)
 }
 
-// Continue continues a stopped run and wakes the workers.
-func (e *Engine) Continue(ctx context.Context, org, ws, automation, id string) (store.Run, error) {
-	r, err := e.st.ContinueRun(ctx, org, ws, automation, id)
-	if err == nil && r.State == store.RunPending {
+// Continue continues a stopped run for actor (kept in the run's history):
+// it awaits guidance again when one of its exceptions is pending (the
+// newest), else it is pending and the workers are woken.
+// ErrFailedPrecondition from other states. Decided inside the store's
+// transaction, on the run it locked and read once.
+func (e *Engine) Continue(ctx context.Context, org, ws, automation, id, actor string) (store.Run, error) {
+	r, err := e.st.ChangeRun(ctx, org, ws, automation, id, func(r store.Run, pending string) (store.RunChange, error) {
+		switch {
+		case r.State != store.RunStopped:
+			return store.RunChange{}, fmt.Errorf("run %q is %s: only a stopped run can be continued: %w", id, r.State, store.ErrFailedPrecondition)
+		case pending != "":
+			return store.RunChange{State: store.RunAwaitingGuidance, ExceptionID: pending, Actor: actor}, nil
+		}
+		return store.RunChange{State: store.RunPending, Actor: actor}, nil
+	})
+	if err != nil {
+		return r, err
+	}
+	if r.State == store.RunPending {
 		e.announce(ctx)
 	}
-	if err == nil {
-		e.Changed(org, ws)
-	}
-	return r, err
+	e.Changed(org, ws)
+	return r, nil
 }
 
 // GuidanceError is guidance that does not fit its exception; Field names the

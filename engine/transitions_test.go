@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 
@@ -109,5 +110,62 @@ func TestArchiveRacesResolve(t *testing.T) {
 		default:
 			t.Fatalf("archive: %v, resolve: %v; want exactly one to win", archErr, resErr)
 		}
+	}
+}
+
+// TestRunTransitions: pause and continue are decided by the engine, on the
+// run the store's transaction locked: a run awaiting guidance pauses to
+// stopped and continues to wait on its exception again; a stopped run
+// cannot be paused, a waiting one not continued, a completed one not
+// paused (the pause came too late). Each change names its actor in the
+// run's history, before the state it led to.
+func TestRunTransitions(t *testing.T) {
+	e := newEnv(t, engine.Options{})
+	e.start(t)
+	ctx := context.Background()
+	a := e.automation(t, "get the invoice total\nthe output total is the invoice total * 2\n")
+	r, _, err := e.eng.Invoke(ctx, engine.InvokeRequest{OrganizationID: e.org, WorkspaceID: e.ws, AutomationID: a.ID, Stage: store.StageDraft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := e.waitFor(t, a, r.ID, store.RunAwaitingGuidance)
+	p, err := e.eng.Pause(ctx, e.org, e.ws, a.ID, r.ID, "a look first", "users/ana")
+	if err != nil || p.State != store.RunStopped || p.Reason != "a look first" {
+		t.Fatalf("pause: %v %+v", err, p)
+	}
+	if _, err := e.eng.Pause(ctx, e.org, e.ws, a.ID, r.ID, "again", "users/ana"); !errors.Is(err, store.ErrFailedPrecondition) {
+		t.Fatalf("pause a stopped run: %v", err)
+	}
+	c, err := e.eng.Continue(ctx, e.org, e.ws, a.ID, r.ID, "organizations/o/apiKeys/k")
+	if err != nil || c.State != store.RunAwaitingGuidance || c.ExceptionID != w.ExceptionID {
+		t.Fatalf("continue: %v %+v", err, c)
+	}
+	if _, err := e.eng.Continue(ctx, e.org, e.ws, a.ID, r.ID, "users/ana"); !errors.Is(err, store.ErrFailedPrecondition) {
+		t.Fatalf("continue a waiting run: %v", err)
+	}
+	good := engine.Guidance{Kind: engine.GuidanceProvideValues, Values: map[string]lang.Value{"the invoice total": lang.Num(lang.MustNumber("1"))}}
+	if _, err := e.eng.Resolve(ctx, e.org, e.ws, w.ExceptionID, "users/u", good); err != nil {
+		t.Fatal(err)
+	}
+	e.waitFor(t, a, r.ID, store.RunCompleted)
+	if _, err := e.eng.Pause(ctx, e.org, e.ws, a.ID, r.ID, "late", "users/ana"); !errors.Is(err, store.ErrFailedPrecondition) || !strings.Contains(err.Error(), "too late") {
+		t.Fatalf("pause a completed run: %v, want it to say it came too late", err)
+	}
+	if _, err := e.eng.Pause(ctx, e.org, e.ws, a.ID, "nope", "x", "users/ana"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("pause an absent run: %v", err)
+	}
+	page, err := e.st.ListRunEvents(ctx, store.ListRunEventsRequest{RunID: r.ID, PageSize: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ev := range page.Items {
+		if ev.Kind == store.RunEventControl || (ev.Kind == store.RunEventState && (ev.State == string(store.RunStopped) || ev.State == string(store.RunAwaitingGuidance))) {
+			got = append(got, ev.NodeKind+ev.State+" "+ev.Reason)
+		}
+	}
+	want := []string{"awaiting_guidance ", "Pause users/ana", "stopped a look first", "Continue organizations/o/apiKeys/k", "awaiting_guidance "}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("history:\n %q\nwant\n %q", got, want)
 	}
 }

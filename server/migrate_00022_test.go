@@ -225,10 +225,16 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg, err := schedule.DecodeConfig(sc.Config); err != nil || !proto.Equal(cfg, sched) {
-			t.Fatalf("schedule reads back as %v (%v), want %v", cfg, err, sched)
+		cfg, err := schedule.DecodeConfig(sc.Config)
+		if err != nil {
+			t.Fatal(err)
 		}
-		if now, err := schedule.EncodeConfig(sched); err != nil || string(now) != string(sc.Config) {
+		if api, err := configFromEngine(cfg); err != nil || !proto.Equal(api, sched) {
+			t.Fatalf("schedule reads back as %v (%v), want %v", api, err, sched)
+		}
+		if now, err := configToEngine(sched); err != nil {
+			t.Fatal(err)
+		} else if b, err := schedule.EncodeConfig(now); err != nil || string(b) != string(sc.Config) {
 			t.Fatalf("a schedule written today differs from the kept one (%v)", err)
 		}
 		if err := st.Close(); err != nil {

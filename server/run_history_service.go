@@ -112,6 +112,8 @@ func (rr runEventRenderer) render(e store.RunEvent) (*platformv1.RunEvent, error
 		return rr.exceptionEvent(e)
 	case store.RunEventEngine:
 		return rr.engineEvent(e)
+	case store.RunEventControl:
+		return rr.controlEvent(e), nil
 	}
 	return nil, fmt.Errorf("run %s: a history entry of kind %q", rr.run.ID, e.Kind)
 }
@@ -216,6 +218,22 @@ func (rr runEventRenderer) exceptionEvent(e store.RunEvent) (*platformv1.RunEven
 		j.Event = &platformv1.ExecutionJournal_NodeExecuted{NodeExecuted: n}
 	}
 	return &platformv1.RunEvent{Event: &platformv1.RunEvent_ExecutionJournal{ExecutionJournal: j}}, nil
+}
+
+// controlEvent: a client paused (node_kind Pause) or continued (Continue)
+// the run: a node_executed whose node is the run, with who did it
+// (users/{u} or organizations/{o}/apiKeys/{k}) in extra_metadata "actor".
+// The entry of the state the run entered follows it.
+func (rr runEventRenderer) controlEvent(e store.RunEvent) *platformv1.RunEvent {
+	r := rr.run
+	j := rr.journal(e)
+	if e.Reason != "" {
+		j.ExtraMetadata = map[string]*platformv1.Value{"actor": textValue(e.Reason)}
+	}
+	j.Event = &platformv1.ExecutionJournal_NodeExecuted{NodeExecuted: &platformv1.NodeExecuted{
+		NodeId: names.Run(r.OrganizationID, r.WorkspaceID, r.AutomationID, r.ID), NodeKind: e.NodeKind,
+	}}
+	return &platformv1.RunEvent{Event: &platformv1.RunEvent_ExecutionJournal{ExecutionJournal: j}}
 }
 
 // engineEvent: a say (node_executed, node_kind Say, the line as output

@@ -110,11 +110,27 @@ func (s *RunService) PauseRun(ctx context.Context, req *platformv1.PauseRunReque
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.eng.Pause(ctx, org, ws, cur.AutomationID, id, req.GetReason())
+	r, err := s.eng.Pause(ctx, org, ws, cur.AutomationID, id, req.GetReason(), actor(ctx))
 	if err != nil {
 		return nil, runErr(err, org, ws, automation, id)
 	}
 	return RunToProto(r)
+}
+
+// actor is who makes a change with this call, for the run's history: the
+// API key it authenticated with (organizations/{o}/apiKeys/{k}, a console
+// session opened with a key included), else the user (users/{u}).
+func actor(ctx context.Context) string {
+	p, ok := transport.PrincipalFrom(ctx)
+	switch {
+	case !ok:
+		return ""
+	case p.KeyID != "":
+		return names.APIKey(p.OrganizationID, p.KeyID)
+	case p.UserID != "":
+		return names.User(p.UserID)
+	}
+	return ""
 }
 
 // ContinueRun continues a stopped run: pending, or awaiting_guidance when
@@ -129,7 +145,7 @@ func (s *RunService) ContinueRun(ctx context.Context, req *platformv1.ContinueRu
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.eng.Continue(ctx, org, ws, cur.AutomationID, id)
+	r, err := s.eng.Continue(ctx, org, ws, cur.AutomationID, id, actor(ctx))
 	if err != nil {
 		return nil, runErr(err, org, ws, automation, id)
 	}

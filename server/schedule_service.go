@@ -8,8 +8,10 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/proserun/prose/engine"
 	"github.com/proserun/prose/engine/schedule"
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server/transport"
@@ -65,7 +67,11 @@ func parseConfig(s *platformv1.AutomationSchedule) (*schedule.Calendar, []byte, 
 	if s == nil {
 		return nil, nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "schedule is required", transport.Violation("schedule", "required"))
 	}
-	cal, err := schedule.Parse(s.GetConfig())
+	cfg, err := configToEngine(s.GetConfig())
+	if err != nil {
+		return nil, nil, err
+	}
+	cal, err := schedule.Parse(cfg)
 	if err != nil {
 		var fe *schedule.FieldError
 		if errors.As(err, &fe) {
@@ -73,11 +79,29 @@ func parseConfig(s *platformv1.AutomationSchedule) (*schedule.Calendar, []byte, 
 		}
 		return nil, nil, err
 	}
-	b, err := schedule.EncodeConfig(s.GetConfig())
+	b, err := schedule.EncodeConfig(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
 	return cal, b, nil
+}
+
+// configToEngine reads the API's schedule configuration as the engine's
+// (prose.persist.v1.ScheduleConfig mirrors it field by field with the same
+// numbers: TestPersistValueMirrorsPlatformValue); nil stays nil (schedule.Parse says
+// it is required).
+func configToEngine(cfg *platformv1.ScheduleConfig) (*persistv1.ScheduleConfig, error) {
+	if cfg == nil {
+		return nil, nil
+	}
+	out := &persistv1.ScheduleConfig{}
+	return out, engine.Mirror(out, cfg)
+}
+
+// configFromEngine renders the engine's configuration as the API's.
+func configFromEngine(cfg *persistv1.ScheduleConfig) (*platformv1.ScheduleConfig, error) {
+	out := &platformv1.ScheduleConfig{}
+	return out, engine.Mirror(out, cfg)
 }
 
 // scheduleProto renders a stored schedule as of now.
@@ -90,9 +114,13 @@ func (s *ScheduleService) scheduleProto(sc store.Schedule) (*platformv1.Automati
 	if err != nil {
 		return nil, err
 	}
+	apiCfg, err := configFromEngine(cfg)
+	if err != nil {
+		return nil, err
+	}
 	out := &platformv1.AutomationSchedule{
 		Name:    schedule.Name(sc.OrganizationID, sc.WorkspaceID, sc.AutomationID),
-		Config:  cfg,
+		Config:  apiCfg,
 		Enabled: sc.Enabled,
 		Summary: cal.Summary(),
 	}

@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/proserun/prose/internal/importwalk"
 )
 
 // sqlText matches the SQL statements Prose writes.
@@ -57,33 +59,15 @@ func TestNoSQLOutsideStore(t *testing.T) {
 // the legacy packages, the book protocol), so none can marshal one into a
 // column: a change to the public protos is never a data migration.
 func TestStoreImportsNoPublicProto(t *testing.T) {
-	const module = "github.com/proserun/prose/"
-	public := []string{"gen/prose/platform/", "gen/prose/legacy/", "gen/prose/book/"}
-	seen := map[string]bool{}
-	var walk func(path, dir string)
-	walk = func(path, dir string) {
-		var p *build.Package
-		var err error
-		if dir != "" {
-			p, err = build.ImportDir(dir, 0)
-		} else {
-			p, err = build.Import(path, ".", 0)
-		}
-		if err != nil {
-			t.Fatalf("%s: %v", path, err)
-		}
-		for _, imp := range p.Imports {
-			if !strings.HasPrefix(imp, module) || seen[imp] {
-				continue
+	public := []string{"gen/prose/platform", "gen/prose/legacy", "gen/prose/book"}
+	var w importwalk.Walker
+	visit := func(from, to string) bool {
+		for _, pub := range public {
+			if importwalk.Under(to, pub) {
+				t.Errorf("%s imports %s", from, to)
 			}
-			seen[imp] = true
-			for _, pub := range public {
-				if strings.HasPrefix(strings.TrimPrefix(imp, module)+"/", pub) {
-					t.Errorf("%s imports %s", path, imp)
-				}
-			}
-			walk(imp, "")
 		}
+		return true
 	}
 	dirs := 0
 	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
@@ -98,13 +82,12 @@ func TestStoreImportsNoPublicProto(t *testing.T) {
 			return err
 		}
 		dirs++
-		walk(module+filepath.ToSlash(filepath.Join("store", path)), path)
-		return nil
+		return w.Walk(importwalk.Module+filepath.ToSlash(filepath.Join("store", path)), path, visit)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if dirs < 8 || !seen[module+"gen/prose/persist/v1"] {
+	if _, ok := w.By[importwalk.Module+"gen/prose/persist/v1"]; dirs < 8 || !ok {
 		t.Fatalf("walked %d packages and did not reach persist.v1: the walk is broken", dirs)
 	}
 }

@@ -280,16 +280,51 @@ type Runs interface {
 	// whose last child settled otherwise, at most a second later).
 	FinishRun(ctx context.Context, owner, runID string, o RunOutcome) (Run, error)
 
-	// PauseRun stops a run with a reason: executing → stopping; pending,
-	// waiting or awaiting_guidance → stopped. ErrFailedPrecondition from other states
-	// (from completed or failed: saying the pause came too late). A pause
-	// that succeeds always takes effect: see FinishRun.
-	PauseRun(ctx context.Context, organizationID, workspaceID, automationID, id, reason string) (Run, error)
-	// ContinueRun resumes a stopped run: awaiting_guidance when one of its
-	// exceptions is pending, pending otherwise. ErrFailedPrecondition from
-	// other states.
-	ContinueRun(ctx context.Context, organizationID, workspaceID, automationID, id string) (Run, error)
+	// ChangeRun makes a client's change of a run (a pause, a continue) in
+	// one transaction. check decides it: it is called once, with the run as
+	// read there (locked against concurrent changes and against its
+	// worker's finish, so a pause and a finish are serialised: see
+	// FinishRun) and the id of the run's newest PENDING exception ("" when
+	// none), and returns the change or an error, returned as is, that
+	// leaves everything unchanged. The engine owns the rules
+	// (engine/transitions.go); the store refuses only what would break a
+	// run: any change of a completed or failed run, and stopping a run that
+	// is not executing (no worker would end it) are ErrFailedPrecondition; a
+	// change to another state than stopping, stopped, pending or
+	// awaiting_guidance (which needs its exception) is ErrInvalidArgument.
+	// The change's actor is written to the run's history (RunEventControl)
+	// before the entry of the state it enters. ErrNotFound if absent (check
+	// is not called). The run is read once: the one returned is the row
+	// check saw, changed.
+	ChangeRun(ctx context.Context, organizationID, workspaceID, automationID, id string, check RunCheck) (Run, error)
 }
+
+// RunChange is a client's change of a run, as a RunCheck decides it.
+type RunChange struct {
+	// State is the state the run enters: stopping or stopped (a pause),
+	// pending or awaiting_guidance (a continue).
+	State RunState
+	// Reason is the pause's reason (stopping, stopped).
+	Reason string
+	// ExceptionID is the exception an awaiting_guidance run waits on.
+	ExceptionID string
+	// Actor is who asked for the change (users/{user},
+	// organizations/{org}/apiKeys/{key}; "" when not known), kept in the
+	// run's history.
+	Actor string
+}
+
+// RunCheck decides, inside ChangeRun's transaction, whether and how a run
+// changes (see Runs.ChangeRun): r as read there, locked, and the id of its
+// newest pending exception ("" when none).
+type RunCheck func(r Run, pendingException string) (RunChange, error)
+
+// The node kinds of the history entries of a client's change of a run
+// (RunEventControl).
+const (
+	PauseNodeKind    = "Pause"
+	ContinueNodeKind = "Continue"
+)
 
 // RunEventKind is what wrote an entry of a run's history.
 type RunEventKind string
@@ -312,6 +347,11 @@ const (
 	// run started, …), recorded by the engine: NodeKind names it, Data
 	// (opaque to the store) describes it.
 	RunEventEngine RunEventKind = "engine"
+	// RunEventControl: a client paused the run (NodeKind PauseNodeKind) or
+	// continued it (ContinueNodeKind); Reason is who (RunChange.Actor).
+	// Written by Runs.ChangeRun, before the entry of the state the change
+	// leads to.
+	RunEventControl RunEventKind = "control"
 )
 
 // ExceptionNodeKind is the node kind of the history entries about
@@ -343,7 +383,8 @@ func (e RunEvent) WireBytes() int {
 // ListRunEventsRequest pages through a run's history, oldest first.
 //
 // Filter fields (store.Filter): node_kind (= !=; state entries have the
-// node kind "", exception entries ExceptionNodeKind).
+// node kind "", exception entries ExceptionNodeKind, a client's pause or
+// continue PauseNodeKind or ContinueNodeKind).
 type ListRunEventsRequest struct {
 	RunID     string
 	Filter    Filter

@@ -70,7 +70,8 @@ func describeEvent(ev map[string]any) string {
 }
 
 // TestRunHistory: a run's history over HTTP and gRPC, oldest first and
-// paged: its states (pause and continue included), what it said, its book
+// paged: its states (pause and continue included, each after an entry
+// naming who paused or continued it), what it said, its book
 // call with inputs and outputs, its exception raised and resolved by the
 // caller with the values given; the node_kind filter; a completed run's
 // outputs with their types; the errors of bad requests.
@@ -100,7 +101,7 @@ func TestRunHistory(t *testing.T) {
 		e.waitRun(t, a.id, id, "completed")
 
 		want := []string{"Say:hello " + tr.name, "FunctionCall:stamp", "Exception:PENDING", "state:awaiting_guidance",
-			"state:stopped", "state:awaiting_guidance", "Exception:RESOLVED", "state:pending", "state:executing", "Say:done", "state:completed"}
+			"Pause", "state:stopped", "Continue", "state:awaiting_guidance", "Exception:RESOLVED", "state:pending", "state:executing", "Say:done", "state:completed"}
 		for _, size := range []int32{0, 1, 4} {
 			evs := e.listAllRunEvents(t, tr, a.id, id, "", size)
 			var got []string
@@ -137,11 +138,20 @@ func TestRunHistory(t *testing.T) {
 			if s, e := toInt(field(say, "node_executed.code_location.start_byte")), toInt(field(say, "node_executed.code_location.end_byte")); !strings.HasPrefix(historyCode[s:e], "say \"hello \"") {
 				t.Errorf("say at %q", historyCode[s:e])
 			}
-			// The pause's reason; the resolution: who, and the values given.
-			if fmt.Sprint(field(evs[start+4]["run_update"], "run.state.stopped.reason")) != "a look first" {
-				t.Errorf("stopped: %v", evs[start+4])
+			// Who paused and continued it (the calls' API key), and the
+			// pause's reason; the resolution: who, and the values given.
+			key := "organizations/" + e.init.orgID + "/apiKeys/" + e.keyID(t, e.init.APIKey)
+			for i, kind := range map[int]string{start + 4: "Pause", start + 6: "Continue"} {
+				j := evs[i]["execution_journal"]
+				if fmt.Sprint(field(j, "extra_metadata.actor.text")) != key || fmt.Sprint(field(j, "node_executed.node_kind")) != kind ||
+					fmt.Sprint(field(j, "node_executed.node_id")) != "organizations/"+e.init.orgID+"/workspaces/"+e.init.workspaceID+"/automations/"+a.id+"/runs/"+id {
+					t.Errorf("%s: %v, want the actor %s", kind, j, key)
+				}
 			}
-			res := evs[start+6]["execution_journal"]
+			if fmt.Sprint(field(evs[start+5]["run_update"], "run.state.stopped.reason")) != "a look first" {
+				t.Errorf("stopped: %v", evs[start+5])
+			}
+			res := evs[start+8]["execution_journal"]
 			if fmt.Sprint(field(res, "extra_metadata.resolver.text")) != "users/"+e.init.userID ||
 				fmt.Sprint(field(res, "extra_metadata.guidance.text")) != "provide_values" ||
 				fmt.Sprint(field(res, "extra_metadata.exception.text")) != "organizations/"+e.init.orgID+"/workspaces/"+e.init.workspaceID+"/exceptions/"+x ||

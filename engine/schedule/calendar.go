@@ -1,4 +1,5 @@
-// Package schedule turns a prose.platform.v1.ScheduleConfig into its
+// Package schedule turns a schedule's configuration (prose.persist.v1.ScheduleConfig,
+// the engine's own shape of it: the server converts the API's) into its
 // occurrences (Calendar) and starts one run per occurrence (Scheduler).
 //
 // Occurrences of day, week, month and year units are wall-clock times in the
@@ -23,7 +24,7 @@ import (
 	"github.com/teambition/rrule-go"
 	"google.golang.org/genproto/googleapis/type/date"
 
-	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 )
 
 // Limits of a configuration (README, "Schedules").
@@ -51,10 +52,10 @@ func ferr(field, format string, args ...any) error {
 
 // Calendar is the sequence of occurrences of a valid configuration.
 type Calendar struct {
-	cfg      *platformv1.ScheduleConfig
+	cfg      *persistv1.ScheduleConfig
 	loc      *time.Location
 	start    time.Time // the first candidate instant
-	unit     platformv1.FrequencyUnit
+	unit     persistv1.FrequencyUnit
 	interval int
 	rule     *rrule.RRule // day units and above
 	until    time.Time    // exclusive; zero: none
@@ -107,27 +108,27 @@ func checkDate(field string, d *date.Date) error {
 	return nil
 }
 
-var weekdays = map[platformv1.DayOfWeek]rrule.Weekday{
-	platformv1.DayOfWeek_DAY_OF_WEEK_MONDAY: rrule.MO, platformv1.DayOfWeek_DAY_OF_WEEK_TUESDAY: rrule.TU,
-	platformv1.DayOfWeek_DAY_OF_WEEK_WEDNESDAY: rrule.WE, platformv1.DayOfWeek_DAY_OF_WEEK_THURSDAY: rrule.TH,
-	platformv1.DayOfWeek_DAY_OF_WEEK_FRIDAY: rrule.FR, platformv1.DayOfWeek_DAY_OF_WEEK_SATURDAY: rrule.SA,
-	platformv1.DayOfWeek_DAY_OF_WEEK_SUNDAY: rrule.SU,
+var weekdays = map[persistv1.DayOfWeek]rrule.Weekday{
+	persistv1.DayOfWeek_DAY_OF_WEEK_MONDAY: rrule.MO, persistv1.DayOfWeek_DAY_OF_WEEK_TUESDAY: rrule.TU,
+	persistv1.DayOfWeek_DAY_OF_WEEK_WEDNESDAY: rrule.WE, persistv1.DayOfWeek_DAY_OF_WEEK_THURSDAY: rrule.TH,
+	persistv1.DayOfWeek_DAY_OF_WEEK_FRIDAY: rrule.FR, persistv1.DayOfWeek_DAY_OF_WEEK_SATURDAY: rrule.SA,
+	persistv1.DayOfWeek_DAY_OF_WEEK_SUNDAY: rrule.SU,
 }
 
-func isoDay(d time.Weekday) platformv1.DayOfWeek {
+func isoDay(d time.Weekday) persistv1.DayOfWeek {
 	if d == time.Sunday {
-		return platformv1.DayOfWeek_DAY_OF_WEEK_SUNDAY
+		return persistv1.DayOfWeek_DAY_OF_WEEK_SUNDAY
 	}
-	return platformv1.DayOfWeek(d)
+	return persistv1.DayOfWeek(d)
 }
 
-var ordinals = map[platformv1.Ordinal]int{
-	platformv1.Ordinal_ORDINAL_FIRST: 1, platformv1.Ordinal_ORDINAL_SECOND: 2, platformv1.Ordinal_ORDINAL_THIRD: 3,
-	platformv1.Ordinal_ORDINAL_FOURTH: 4, platformv1.Ordinal_ORDINAL_FIFTH: 5, platformv1.Ordinal_ORDINAL_LAST: -1,
+var ordinals = map[persistv1.Ordinal]int{
+	persistv1.Ordinal_ORDINAL_FIRST: 1, persistv1.Ordinal_ORDINAL_SECOND: 2, persistv1.Ordinal_ORDINAL_THIRD: 3,
+	persistv1.Ordinal_ORDINAL_FOURTH: 4, persistv1.Ordinal_ORDINAL_FIFTH: 5, persistv1.Ordinal_ORDINAL_LAST: -1,
 }
 
 // dayOfMonth sets the rule's day-of-month options from p.
-func dayOfMonth(field string, p *platformv1.DayOfMonthPattern, o *rrule.ROption) error {
+func dayOfMonth(field string, p *persistv1.DayOfMonthPattern, o *rrule.ROption) error {
 	n, od := p.GetDayNumber(), p.GetOrdinalDay()
 	switch {
 	case n != 0 && od != nil:
@@ -157,7 +158,7 @@ func dayOfMonth(field string, p *platformv1.DayOfMonthPattern, o *rrule.ROption)
 }
 
 // Parse checks cfg and returns its calendar. Errors are *FieldError.
-func Parse(cfg *platformv1.ScheduleConfig) (*Calendar, error) {
+func Parse(cfg *persistv1.ScheduleConfig) (*Calendar, error) {
 	if cfg == nil {
 		return nil, ferr("config", "required")
 	}
@@ -192,7 +193,7 @@ func Parse(cfg *platformv1.ScheduleConfig) (*Calendar, error) {
 
 	if ri := cfg.GetRepeatInterval(); ri != nil {
 		c.unit = ri.GetUnit()
-		if _, ok := platformv1.FrequencyUnit_name[int32(c.unit)]; !ok || c.unit == platformv1.FrequencyUnit_FREQUENCY_UNIT_UNSPECIFIED {
+		if _, ok := persistv1.FrequencyUnit_name[int32(c.unit)]; !ok || c.unit == persistv1.FrequencyUnit_FREQUENCY_UNIT_UNSPECIFIED {
 			return nil, ferr("config.repeat_interval.unit", "required")
 		}
 		switch n := ri.GetInterval(); {
@@ -203,32 +204,32 @@ func Parse(cfg *platformv1.ScheduleConfig) (*Calendar, error) {
 			c.interval = int(n)
 		}
 	}
-	if cfg.GetWeeklyPattern() != nil && c.unit != platformv1.FrequencyUnit_FREQUENCY_UNIT_WEEK {
+	if cfg.GetWeeklyPattern() != nil && c.unit != persistv1.FrequencyUnit_FREQUENCY_UNIT_WEEK {
 		return nil, ferr("config.weekly_pattern", "only with repeat_interval.unit FREQUENCY_UNIT_WEEK")
 	}
-	if cfg.GetMonthlyPattern() != nil && c.unit != platformv1.FrequencyUnit_FREQUENCY_UNIT_MONTH {
+	if cfg.GetMonthlyPattern() != nil && c.unit != persistv1.FrequencyUnit_FREQUENCY_UNIT_MONTH {
 		return nil, ferr("config.monthly_pattern", "only with repeat_interval.unit FREQUENCY_UNIT_MONTH")
 	}
-	if cfg.GetYearlyPattern() != nil && c.unit != platformv1.FrequencyUnit_FREQUENCY_UNIT_YEAR {
+	if cfg.GetYearlyPattern() != nil && c.unit != persistv1.FrequencyUnit_FREQUENCY_UNIT_YEAR {
 		return nil, ferr("config.yearly_pattern", "only with repeat_interval.unit FREQUENCY_UNIT_YEAR")
 	}
-	if c.unit >= platformv1.FrequencyUnit_FREQUENCY_UNIT_DAY {
+	if c.unit >= persistv1.FrequencyUnit_FREQUENCY_UNIT_DAY {
 		o := rrule.ROption{
 			Interval: c.interval, Wkst: rrule.MO,
 			Dtstart: time.Date(c.start.Year(), c.start.Month(), c.start.Day(), 0, 0, 0, 0, loc),
 			Byhour:  []int{int(tod.GetHours())}, Byminute: []int{int(tod.GetMinutes())}, Bysecond: []int{int(tod.GetSeconds())},
 		}
 		switch c.unit {
-		case platformv1.FrequencyUnit_FREQUENCY_UNIT_DAY:
+		case persistv1.FrequencyUnit_FREQUENCY_UNIT_DAY:
 			o.Freq = rrule.DAILY
-		case platformv1.FrequencyUnit_FREQUENCY_UNIT_WEEK:
+		case persistv1.FrequencyUnit_FREQUENCY_UNIT_WEEK:
 			o.Freq = rrule.WEEKLY
 			days := cfg.GetWeeklyPattern().GetDays()
 			if cfg.GetWeeklyPattern() != nil && len(days) == 0 {
 				return nil, ferr("config.weekly_pattern.days", "at least one day")
 			}
 			if len(days) == 0 {
-				days = []platformv1.DayOfWeek{isoDay(c.start.Weekday())}
+				days = []persistv1.DayOfWeek{isoDay(c.start.Weekday())}
 			}
 			for i, d := range days {
 				wd, ok := weekdays[d]
@@ -237,22 +238,22 @@ func Parse(cfg *platformv1.ScheduleConfig) (*Calendar, error) {
 				}
 				o.Byweekday = append(o.Byweekday, wd)
 			}
-		case platformv1.FrequencyUnit_FREQUENCY_UNIT_MONTH:
+		case persistv1.FrequencyUnit_FREQUENCY_UNIT_MONTH:
 			o.Freq = rrule.MONTHLY
 			p := cfg.GetMonthlyPattern()
 			if p == nil {
-				p = &platformv1.DayOfMonthPattern{DayNumber: int32(c.start.Day())}
+				p = &persistv1.DayOfMonthPattern{DayNumber: int32(c.start.Day())}
 			}
 			if err := dayOfMonth("config.monthly_pattern", p, &o); err != nil {
 				return nil, err
 			}
-		case platformv1.FrequencyUnit_FREQUENCY_UNIT_YEAR:
+		case persistv1.FrequencyUnit_FREQUENCY_UNIT_YEAR:
 			o.Freq = rrule.YEARLY
 			yp := cfg.GetYearlyPattern()
 			if yp == nil {
-				yp = &platformv1.MonthPattern{Month: platformv1.Month(c.start.Month()), DayPattern: &platformv1.DayOfMonthPattern{DayNumber: int32(c.start.Day())}}
+				yp = &persistv1.MonthPattern{Month: persistv1.Month(c.start.Month()), DayPattern: &persistv1.DayOfMonthPattern{DayNumber: int32(c.start.Day())}}
 			}
-			if yp.GetMonth() < platformv1.Month_MONTH_JANUARY || yp.GetMonth() > platformv1.Month_MONTH_DECEMBER {
+			if yp.GetMonth() < persistv1.Month_MONTH_JANUARY || yp.GetMonth() > persistv1.Month_MONTH_DECEMBER {
 				return nil, ferr("config.yearly_pattern.month", "required")
 			}
 			if yp.GetDayPattern() == nil {
@@ -285,8 +286,8 @@ func Parse(cfg *platformv1.ScheduleConfig) (*Calendar, error) {
 	}
 	if e := cfg.GetEnd(); e != nil {
 		switch e.GetEndType() {
-		case platformv1.ScheduleEndType_SCHEDULE_END_TYPE_UNSPECIFIED, platformv1.ScheduleEndType_SCHEDULE_END_TYPE_NEVER:
-		case platformv1.ScheduleEndType_SCHEDULE_END_TYPE_ON_DATE:
+		case persistv1.ScheduleEndType_SCHEDULE_END_TYPE_UNSPECIFIED, persistv1.ScheduleEndType_SCHEDULE_END_TYPE_NEVER:
+		case persistv1.ScheduleEndType_SCHEDULE_END_TYPE_ON_DATE:
 			if err := checkDate("config.end.end_date", e.GetEndDate()); err != nil {
 				return nil, err
 			}
@@ -295,7 +296,7 @@ func Parse(cfg *platformv1.ScheduleConfig) (*Calendar, error) {
 			if !c.until.After(time.Date(c.start.Year(), c.start.Month(), c.start.Day(), 0, 0, 0, 0, loc)) {
 				return nil, ferr("config.end.end_date", "is before config.start.start_date")
 			}
-		case platformv1.ScheduleEndType_SCHEDULE_END_TYPE_AFTER_OCCURRENCES:
+		case persistv1.ScheduleEndType_SCHEDULE_END_TYPE_AFTER_OCCURRENCES:
 			if n := e.GetMaxOccurrences(); n < 1 || n > MaxOccurrences {
 				return nil, ferr("config.end.max_occurrences", "must be from 1 to %d", MaxOccurrences)
 			}
@@ -314,7 +315,7 @@ func (c *Calendar) Location() *time.Location { return c.loc }
 // (zero: from the start).
 func (c *Calendar) raw(from time.Time) func() (time.Time, bool) {
 	switch {
-	case c.unit == platformv1.FrequencyUnit_FREQUENCY_UNIT_UNSPECIFIED:
+	case c.unit == persistv1.FrequencyUnit_FREQUENCY_UNIT_UNSPECIFIED:
 		done := false
 		return func() (time.Time, bool) {
 			if done || (!from.IsZero() && c.start.Before(from)) {
@@ -325,7 +326,7 @@ func (c *Calendar) raw(from time.Time) func() (time.Time, bool) {
 		}
 	case c.rule == nil: // minutes or hours: elapsed time
 		step := time.Duration(c.interval) * time.Minute
-		if c.unit == platformv1.FrequencyUnit_FREQUENCY_UNIT_HOUR {
+		if c.unit == persistv1.FrequencyUnit_FREQUENCY_UNIT_HOUR {
 			step = time.Duration(c.interval) * time.Hour
 		}
 		k := int64(0)
@@ -437,23 +438,23 @@ func (c *Calendar) Summary() string {
 		return fmt.Sprintf("Every %d %ss", c.interval, unit)
 	}
 	switch c.unit {
-	case platformv1.FrequencyUnit_FREQUENCY_UNIT_UNSPECIFIED:
+	case persistv1.FrequencyUnit_FREQUENCY_UNIT_UNSPECIFIED:
 		fmt.Fprintf(&b, "Once on %s at %s", c.start.Format("2006-01-02"), at)
-	case platformv1.FrequencyUnit_FREQUENCY_UNIT_MINUTE:
+	case persistv1.FrequencyUnit_FREQUENCY_UNIT_MINUTE:
 		fmt.Fprintf(&b, "%s from %s %s", every("minute"), c.start.Format("2006-01-02"), at)
-	case platformv1.FrequencyUnit_FREQUENCY_UNIT_HOUR:
+	case persistv1.FrequencyUnit_FREQUENCY_UNIT_HOUR:
 		fmt.Fprintf(&b, "%s from %s %s", every("hour"), c.start.Format("2006-01-02"), at)
-	case platformv1.FrequencyUnit_FREQUENCY_UNIT_DAY:
+	case persistv1.FrequencyUnit_FREQUENCY_UNIT_DAY:
 		fmt.Fprintf(&b, "%s at %s", every("day"), at)
-	case platformv1.FrequencyUnit_FREQUENCY_UNIT_WEEK:
+	case persistv1.FrequencyUnit_FREQUENCY_UNIT_WEEK:
 		days := c.cfg.GetWeeklyPattern().GetDays()
 		if len(days) == 0 {
-			days = []platformv1.DayOfWeek{isoDay(c.start.Weekday())}
+			days = []persistv1.DayOfWeek{isoDay(c.start.Weekday())}
 		}
 		ds := slices.Clone(days)
 		slices.Sort(ds)
 		ds = slices.Compact(ds)
-		if c.interval == 1 && slices.Equal(ds, []platformv1.DayOfWeek{1, 2, 3, 4, 5}) {
+		if c.interval == 1 && slices.Equal(ds, []persistv1.DayOfWeek{1, 2, 3, 4, 5}) {
 			fmt.Fprintf(&b, "Every weekday at %s", at)
 			break
 		}
@@ -462,16 +463,16 @@ func (c *Calendar) Summary() string {
 			names[i] = dayName(d)
 		}
 		fmt.Fprintf(&b, "%s on %s at %s", every("week"), strings.Join(names, ", "), at)
-	case platformv1.FrequencyUnit_FREQUENCY_UNIT_MONTH:
+	case persistv1.FrequencyUnit_FREQUENCY_UNIT_MONTH:
 		p := c.cfg.GetMonthlyPattern()
 		if p == nil {
-			p = &platformv1.DayOfMonthPattern{DayNumber: int32(c.start.Day())}
+			p = &persistv1.DayOfMonthPattern{DayNumber: int32(c.start.Day())}
 		}
 		fmt.Fprintf(&b, "%s on %s at %s", every("month"), dayPattern(p), at)
-	case platformv1.FrequencyUnit_FREQUENCY_UNIT_YEAR:
+	case persistv1.FrequencyUnit_FREQUENCY_UNIT_YEAR:
 		yp := c.cfg.GetYearlyPattern()
 		if yp == nil {
-			yp = &platformv1.MonthPattern{Month: platformv1.Month(c.start.Month()), DayPattern: &platformv1.DayOfMonthPattern{DayNumber: int32(c.start.Day())}}
+			yp = &persistv1.MonthPattern{Month: persistv1.Month(c.start.Month()), DayPattern: &persistv1.DayOfMonthPattern{DayNumber: int32(c.start.Day())}}
 		}
 		fmt.Fprintf(&b, "%s in %s on %s at %s", every("year"), time.Month(yp.GetMonth()), dayPattern(yp.GetDayPattern()), at)
 	}
@@ -489,11 +490,11 @@ func (c *Calendar) Summary() string {
 	return b.String()
 }
 
-func dayName(d platformv1.DayOfWeek) string {
+func dayName(d persistv1.DayOfWeek) string {
 	return time.Weekday(int(d) % 7).String()
 }
 
-func dayPattern(p *platformv1.DayOfMonthPattern) string {
+func dayPattern(p *persistv1.DayOfMonthPattern) string {
 	if od := p.GetOrdinalDay(); od != nil {
 		ord := strings.ToLower(strings.TrimPrefix(od.GetOrdinal().String(), "ORDINAL_"))
 		return "the " + ord + " " + dayName(od.GetDay())

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/proserun/prose/engine"
-	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlite"
 )
@@ -39,7 +39,7 @@ func BenchmarkSchedulerPrecision(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			cfg, _ := proto.Marshal(&platformv1.ScheduleConfig{Start: &platformv1.ScheduleStart{
+			cfg, _ := proto.Marshal(&persistv1.ScheduleConfig{Start: &persistv1.ScheduleStart{
 				StartDate: &date.Date{Year: int32(at.Year()), Month: int32(at.Month()), Day: int32(at.Day())},
 				Time:      &timeofday.TimeOfDay{Hours: int32(at.Hour()), Minutes: int32(at.Minute()), Seconds: int32(at.Second())},
 			}})

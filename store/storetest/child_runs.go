@@ -104,11 +104,11 @@ func testChildRuns(t *testing.T, open Opener) {
 		noErr(t, err)
 		of(s.st.FinishRun(s.ctx, "w", parent.ID, store.RunOutcome{State: store.RunWaiting, Checkpoint: []byte("cp")})).must(t)
 		// Pause: waiting → stopped; continue: pending (it waits again when run).
-		p := of(s.st.PauseRun(s.ctx, "acme", "ops", a.ID, parent.ID, "hold")).must(t)
+		p := of(s.st.ChangeRun(s.ctx, "acme", "ops", a.ID, parent.ID, pause("hold"))).must(t)
 		if p.State != store.RunStopped || p.Reason != "hold" {
 			t.Fatalf("paused waiting run: %s %q", p.State, p.Reason)
 		}
-		p = of(s.st.ContinueRun(s.ctx, "acme", "ops", a.ID, parent.ID)).must(t)
+		p = of(s.st.ChangeRun(s.ctx, "acme", "ops", a.ID, parent.ID, resume)).must(t)
 		if p.State != store.RunPending {
 			t.Fatalf("continued: %s", p.State)
 		}
@@ -117,11 +117,11 @@ func testChildRuns(t *testing.T, open Opener) {
 			t.Fatalf("claimed %d runs, want the parent and its child", len(got))
 		}
 		// A pause that meets the waiting outcome wins: stopped.
-		of(s.st.PauseRun(s.ctx, "acme", "ops", a.ID, parent.ID, "hold")).must(t)
+		of(s.st.ChangeRun(s.ctx, "acme", "ops", a.ID, parent.ID, pause("hold"))).must(t)
 		if r := of(s.st.FinishRun(s.ctx, "w", parent.ID, store.RunOutcome{State: store.RunWaiting, Checkpoint: []byte("cp")})).must(t); r.State != store.RunStopped {
 			t.Fatalf("waiting outcome of a stopping run: %s, want stopped", r.State)
 		}
-		of(s.st.ContinueRun(s.ctx, "acme", "ops", a.ID, parent.ID)).must(t)
+		of(s.st.ChangeRun(s.ctx, "acme", "ops", a.ID, parent.ID, resume)).must(t)
 		of(s.st.ClaimRuns(s.ctx, "w", 10, s.clock.Peek().Add(time.Hour))).must(t)
 		of(s.st.FinishRun(s.ctx, "w", parent.ID, store.RunOutcome{State: store.RunWaiting, Checkpoint: []byte("cp")})).must(t)
 		// The child settles in a batch (which does not wake parents): the

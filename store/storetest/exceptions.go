@@ -291,7 +291,7 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 
 	// A paused waiting run keeps the guidance and stays stopped.
 	r2, x2 := s.exception(t, a, "missing_values", "m2")
-	of(s.st.PauseRun(s.ctx, "acme", "ops", "inv", r2.ID, "hold")).must(t)
+	of(s.st.ChangeRun(s.ctx, "acme", "ops", "inv", r2.ID, pause("hold"))).must(t)
 	of(s.st.ResolveException(s.ctx, "acme", "ops", x2.ID, accept(store.Resolution{Resolver: "users/u", Data: []byte("later")}))).must(t)
 	if got := s.runOf(t, r2); got.State != store.RunStopped || string(got.Resolution) != "later" {
 		t.Fatalf("paused run after resolve: %+v", got)
@@ -300,7 +300,7 @@ func testExceptionTransitions(t *testing.T, s *suite) {
 	// An archived exception whose run was continued since cannot come back.
 	r3, x3 := s.exception(t, a, "missing_values", "m3")
 	of(s.st.ArchiveException(s.ctx, "acme", "ops", x3.ID, nil)).must(t)
-	if c := of(s.st.ContinueRun(s.ctx, "acme", "ops", "inv", r3.ID)).must(t); c.State != store.RunPending {
+	if c := of(s.st.ChangeRun(s.ctx, "acme", "ops", "inv", r3.ID, resume)).must(t); c.State != store.RunPending {
 		t.Fatalf("continue an abandoned run: %+v", c)
 	}
 	_, err = s.st.UnarchiveException(s.ctx, "acme", "ops", x3.ID, nil)

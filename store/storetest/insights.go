@@ -154,7 +154,7 @@ func testRunAggregates(t *testing.T, open Opener) {
 			clock.set(time.Second)
 			switch rng.IntN(9) {
 			case 0: // paused before it starts
-				of(s.st.PauseRun(s.ctx, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.ID, "hold")).must(t)
+				of(s.st.ChangeRun(s.ctx, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.ID, pause("hold"))).must(t)
 				m.state = store.RunStopped
 			case 1, 2:
 				claim(r.ID)
@@ -184,11 +184,11 @@ func testRunAggregates(t *testing.T, open Opener) {
 			case 8: // paused while waiting, continued (waits again), resolved by a person while stopped, continued, completed
 				claim(r.ID)
 				w := finish(r.ID, store.RunAwaitingGuidance)
-				of(s.st.PauseRun(s.ctx, w.OrganizationID, w.WorkspaceID, w.AutomationID, w.ID, "hold")).must(t)
-				of(s.st.ContinueRun(s.ctx, w.OrganizationID, w.WorkspaceID, w.AutomationID, w.ID)).must(t)
-				of(s.st.PauseRun(s.ctx, w.OrganizationID, w.WorkspaceID, w.AutomationID, w.ID, "hold")).must(t)
+				of(s.st.ChangeRun(s.ctx, w.OrganizationID, w.WorkspaceID, w.AutomationID, w.ID, pause("hold"))).must(t)
+				of(s.st.ChangeRun(s.ctx, w.OrganizationID, w.WorkspaceID, w.AutomationID, w.ID, resume)).must(t)
+				of(s.st.ChangeRun(s.ctx, w.OrganizationID, w.WorkspaceID, w.AutomationID, w.ID, pause("hold"))).must(t)
 				resolve(w, "users/u2")
-				c := of(s.st.ContinueRun(s.ctx, w.OrganizationID, w.WorkspaceID, w.AutomationID, w.ID)).must(t)
+				c := of(s.st.ChangeRun(s.ctx, w.OrganizationID, w.WorkspaceID, w.AutomationID, w.ID, resume)).must(t)
 				if c.State != store.RunPending {
 					t.Fatalf("continued after guidance: %s", c.State)
 				}

@@ -91,12 +91,12 @@ func testRunPoison(t *testing.T, s *suite) {
 		if len(claimed) != 1 {
 			t.Fatalf("claim: %+v", claimed)
 		}
-		of(s.st.PauseRun(s.ctx, a.OrganizationID, a.WorkspaceID, a.ID, r3.ID, "hold")).must(t)
+		of(s.st.ChangeRun(s.ctx, a.OrganizationID, a.WorkspaceID, a.ID, r3.ID, pause("hold"))).must(t)
 		of(s.st.ClaimRuns(s.ctx, "w", 1, s.clock.Peek())).must(t) // recovers it: stopped
 		if got := of(s.st.GetRunByID(s.ctx, r3.ID)).must(t); got.State != store.RunStopped {
 			t.Fatalf("paused run whose worker died: %s", got.State)
 		}
-		of(s.st.ContinueRun(s.ctx, a.OrganizationID, a.WorkspaceID, a.ID, r3.ID)).must(t)
+		of(s.st.ChangeRun(s.ctx, a.OrganizationID, a.WorkspaceID, a.ID, r3.ID, resume)).must(t)
 	}
 }
 
@@ -120,7 +120,7 @@ func testRunYield(t *testing.T, s *suite) {
 		t.Fatalf("claim a run given up: %+v", again)
 	}
 	// Being paused meanwhile: it is stopped instead, and keeps its state.
-	of(s.st.PauseRun(s.ctx, a.OrganizationID, a.WorkspaceID, a.ID, r.ID, "hold")).must(t)
+	of(s.st.ChangeRun(s.ctx, a.OrganizationID, a.WorkspaceID, a.ID, r.ID, pause("hold"))).must(t)
 	stopped := of(s.st.FinishRun(s.ctx, "w2", r.ID, store.RunOutcome{State: store.RunPending, Checkpoint: []byte("cp3")})).must(t)
 	if stopped.State != store.RunStopped || string(stopped.Checkpoint) != "cp3" || stopped.Reason != "hold" {
 		t.Fatalf("given up while being paused: %+v", stopped)

@@ -12,7 +12,8 @@ import (
 // testRunHistory: the run's history (store.RunHistory) holds, oldest
 // first, every state the run entered (whichever method moved it), the
 // engine's entries written with its progress and outcomes, and its
-// exceptions raised and resolved; paging and the node_kind filter.
+// exceptions raised and resolved, who paused and continued it; paging and
+// the node_kind filter.
 func testRunHistory(t *testing.T, open Opener) {
 	t.Run("RunHistory", func(t *testing.T) {
 		s := setup(t, open)
@@ -41,13 +42,13 @@ func testRunHistory(t *testing.T, open Opener) {
 			return store.Resolution{Resolver: "guideEntries/g1", Data: []byte("guidance")}, nil
 		})).must(t)
 		_ = of(s.st.ClaimRuns(s.ctx, "w", 1, lease)).must(t)
-		_ = of(s.st.PauseRun(s.ctx, "acme", "ops", a.ID, r.ID, "lunch")).must(t)
+		_ = of(s.st.ChangeRun(s.ctx, "acme", "ops", a.ID, r.ID, pause("lunch"))).must(t)
 		done := of(s.st.FinishRun(s.ctx, "w", r.ID, store.RunOutcome{State: store.RunCompleted, Outputs: []byte("o"), Step: 1,
 			Events: []store.RunEvent{say("three")}})).must(t)
 		if done.State != store.RunStopped || done.HistoryEvents != 4 {
 			t.Fatalf("finished while stopping: %s, %d events", done.State, done.HistoryEvents)
 		}
-		_ = of(s.st.ContinueRun(s.ctx, "acme", "ops", a.ID, r.ID)).must(t)
+		_ = of(s.st.ChangeRun(s.ctx, "acme", "ops", a.ID, r.ID, resume)).must(t)
 
 		type row struct{ kind, node, state, reason, ref, data string }
 		want := []row{
@@ -61,9 +62,11 @@ func testRunHistory(t *testing.T, open Opener) {
 			{"exception", store.ExceptionNodeKind, "RESOLVED", "guideEntries/g1", "x1", "guidance"},
 			{"state", "", "pending", "", "", ""},
 			{"state", "", "executing", "", "", ""},
+			{"control", store.PauseNodeKind, "", suiteActor, "", ""},
 			{"state", "", "stopping", "lunch", "", ""},
 			{"engine", "Say", "", "", "", "three"},
 			{"state", "", "stopped", "lunch", "", ""},
+			{"control", store.ContinueNodeKind, "", suiteActor, "", ""},
 			{"state", "", "pending", "", "", ""},
 		}
 		list := func(f store.Filter, size int) []store.RunEvent {
@@ -94,6 +97,9 @@ func testRunHistory(t *testing.T, open Opener) {
 		got := list(nil, 100)
 		if got[2].Location != (store.Location{Start: 1, End: 5}) || got[6].Location != (store.Location{Start: 3, End: 9}) {
 			t.Errorf("locations: %+v, %+v", got[2].Location, got[6].Location)
+		}
+		if ctl := list(store.Cond{Field: "node_kind", Op: store.OpEq, Value: store.PauseNodeKind}, 2); len(ctl) != 1 || ctl[0].Kind != store.RunEventControl {
+			t.Errorf("node_kind = Pause: %+v", ctl)
 		}
 		if says := list(store.Cond{Field: "node_kind", Op: store.OpEq, Value: "Say"}, 2); len(says) != 3 {
 			t.Errorf("node_kind = Say: %d entries, want 3", len(says))

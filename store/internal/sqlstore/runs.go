@@ -37,6 +37,14 @@ func scanRun(s interface{ Scan(...any) error }) (store.Run, error) {
 	return r, err
 }
 
+// scanAlso scans a row of runCols followed by the columns also.
+type scanAlso struct {
+	s    interface{ Scan(...any) error }
+	also []any
+}
+
+func (a scanAlso) Scan(dest ...any) error { return a.s.Scan(append(dest, a.also...)...) }
+
 func (c conn) getRunByID(ctx context.Context, id string) (store.Run, error) {
 	r, err := scanRun(c.queryRow(ctx, runSelect+` WHERE r.id = ?`, id))
 	return r, c.db.mapErr(err, fmt.Sprintf("run %q", id))
@@ -906,68 +914,55 @@ func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, out
 	return errs, nil
 }
 
-func (c conn) getRunScoped(ctx context.Context, org, ws, automation, id string) (store.Run, error) {
-	r, err := scanRun(c.queryRow(ctx, runSelect+` WHERE r.id = ? AND r.organization_id = ? AND r.workspace_id = ? AND r.automation_id = ?`+c.db.forUpdate(),
-		id, org, ws, automation))
-	return r, c.db.mapErr(err, fmt.Sprintf("run %q", id))
-}
-
-// PauseRun implements store.Runs.
-func (db *DB) PauseRun(ctx context.Context, org, ws, automation, id, reason string) (store.Run, error) {
+// ChangeRun implements store.Runs.
+func (db *DB) ChangeRun(ctx context.Context, org, ws, automation, id string, check store.RunCheck) (store.Run, error) {
 	now := db.now()
 	var out store.Run
 	err := db.tx(ctx, func(c conn) error {
-		r, err := c.getRunScoped(ctx, org, ws, automation, id)
+		// The run, locked, and its newest pending exception: one read.
+		var pending string
+		r, err := scanRun(scanAlso{c.queryRow(ctx, `SELECT `+runCols+`, COALESCE((SELECT x.id FROM exceptions x WHERE x.run_id = r.id AND x.state = 'PENDING'
+			ORDER BY x.create_time DESC LIMIT 1), '') FROM runs r WHERE r.id = ? AND r.organization_id = ? AND r.workspace_id = ? AND r.automation_id = ?`+db.forUpdate(),
+			id, org, ws, automation), []any{&pending}})
+		if err != nil {
+			return db.mapErr(err, fmt.Sprintf("run %q", id))
+		}
+		if check == nil {
+			return fmt.Errorf("change run %q: no check decides the change: %w", id, store.ErrInvalidArgument)
+		}
+		ch, err := check(r, pending)
 		if err != nil {
 			return err
 		}
-		switch r.State {
-		case store.RunExecuting:
-			_, err = c.exec(ctx, `UPDATE runs SET state = 'stopping', reason = ?, state_time = ?, update_time = ? WHERE id = ?`, reason, now, now, id)
-			if err == nil && db.d == store.Postgres {
-				// The replica executing the run stops it at once
-				// (store.Notifier.OnRunPause), not at its next renewal.
-				_, err = c.exec(ctx, `SELECT pg_notify(?, ?)`, PauseChannel, id)
-			}
-		case store.RunPending, store.RunWaiting, store.RunAwaitingGuidance:
-			_, err = c.exec(ctx, `UPDATE runs SET state = 'stopped', reason = ?, state_time = ?, update_time = ? WHERE id = ?`, reason, now, now, id)
-		default:
-			return pauseTooLate(id, r.State)
-		}
-		if err != nil {
-			return db.mapErr(err, "pause run")
-		}
-		out, err = c.getRunByID(ctx, id)
-		return err
-	})
-	return out, err
-}
-
-// ContinueRun implements store.Runs.
-func (db *DB) ContinueRun(ctx context.Context, org, ws, automation, id string) (store.Run, error) {
-	now := db.now()
-	var out store.Run
-	err := db.tx(ctx, func(c conn) error {
-		r, err := c.getRunScoped(ctx, org, ws, automation, id)
-		if err != nil {
+		if err := changeAllowed(r, ch); err != nil {
 			return err
 		}
-		if r.State != store.RunStopped {
-			return fmt.Errorf("run %q is %s: only a stopped run can be continued: %w", id, r.State, store.ErrFailedPrecondition)
+		node := store.ContinueNodeKind
+		if ch.State == store.RunStopping || ch.State == store.RunStopped {
+			node = store.PauseNodeKind
 		}
-		var exc string
-		err = c.queryRow(ctx, `SELECT id FROM exceptions WHERE run_id = ? AND state = 'PENDING' ORDER BY create_time DESC LIMIT 1`, id).Scan(&exc)
-		switch {
-		case err == nil:
-			_, err = c.exec(ctx, `UPDATE runs SET state = 'awaiting_guidance', exception_id = ?, state_time = ?, update_time = ? WHERE id = ?`, exc, now, now, id)
-		case isNoRows(err):
-			_, err = c.exec(ctx, `UPDATE runs SET state = 'pending', state_time = ?, update_time = ? WHERE id = ?`, now, now, id)
+		if err := c.insertRunEvents(ctx, id, []store.RunEvent{{Kind: store.RunEventControl, NodeKind: node, Reason: ch.Actor}}, now); err != nil {
+			return err
+		}
+		r.State, r.StateTime, r.UpdateTime = ch.State, now, now
+		switch ch.State {
+		case store.RunStopping, store.RunStopped:
+			r.Reason = ch.Reason
+		case store.RunAwaitingGuidance:
+			r.ExceptionID = ch.ExceptionID
+		}
+		_, err = c.exec(ctx, `UPDATE runs SET state = ?, reason = ?, exception_id = ?, state_time = ?, update_time = ? WHERE id = ?`,
+			string(r.State), r.Reason, r.ExceptionID, now, now, id)
+		if err == nil && ch.State == store.RunStopping && db.d == store.Postgres {
+			// The replica executing the run stops it at once
+			// (store.Notifier.OnRunPause), not at its next renewal.
+			_, err = c.exec(ctx, `SELECT pg_notify(?, ?)`, PauseChannel, id)
 		}
 		if err != nil {
-			return db.mapErr(err, "continue run")
+			return db.mapErr(err, "change run")
 		}
-		out, err = c.getRunByID(ctx, id)
-		return err
+		out = r
+		return nil
 	})
 	return out, err
 }

@@ -18,8 +18,8 @@ import (
 //     awaiting_guidance → stopped (the exception is still created, and
 //     continuing makes it wait for guidance); stopped → stopped;
 //   - a finish that commits first leaves the run terminal (or waiting), and
-//     the pause then answers FAILED_PRECONDITION saying it came too late
-//     (see pauseTooLate);
+//     the pause (whose check, engine.Pause's, sees the row after the
+//     finish) then answers FAILED_PRECONDITION saying it came too late;
 //   - failed stays failed: a run fails only of its own error, never because
 //     it was paused (the engine never turns a pause into a failure).
 
@@ -41,11 +41,22 @@ const (
 	completedStepSQL  = `CASE state WHEN 'stopping' THEN ? ELSE step END`
 )
 
-// pauseTooLate is the error of a pause of a run that is not pending,
-// executing or awaiting guidance.
-func pauseTooLate(id string, state store.RunState) error {
-	if state.Terminal() {
-		return fmt.Errorf("run %q is already %s: the pause came too late: %w", id, state, store.ErrFailedPrecondition)
+// changeAllowed refuses a client's change of run r (store.Runs.ChangeRun)
+// that would break it, whatever the engine's check decided: a terminal run
+// stays as it is, only an executing run (whose worker ends it) can be
+// stopping, and a run awaits guidance on an exception.
+func changeAllowed(r store.Run, ch store.RunChange) error {
+	switch {
+	case r.State.Terminal():
+		return fmt.Errorf("run %q is %s, which is final: %w", r.ID, r.State, store.ErrFailedPrecondition)
+	case ch.State == store.RunStopping && r.State != store.RunExecuting:
+		return fmt.Errorf("run %q is %s: only an executing run can be stopping: %w", r.ID, r.State, store.ErrFailedPrecondition)
+	case ch.State == store.RunAwaitingGuidance && ch.ExceptionID == "":
+		return fmt.Errorf("change run %q: awaiting_guidance names no exception: %w", r.ID, store.ErrInvalidArgument)
 	}
-	return fmt.Errorf("run %q is %s: only a pending, executing, waiting or awaiting_guidance run can be paused: %w", id, state, store.ErrFailedPrecondition)
+	switch ch.State {
+	case store.RunStopping, store.RunStopped, store.RunPending, store.RunAwaitingGuidance:
+		return nil
+	}
+	return fmt.Errorf("change run %q: a client's change cannot make it %q: %w", r.ID, ch.State, store.ErrInvalidArgument)
 }

@@ -198,7 +198,8 @@ type ExecutionJournal struct {
 	// The organization's id.
 	OrganizationId string `protobuf:"bytes,19,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
 	// What the entry adds (Prose: exception, exception_state, resolver,
-	// guidance on the entries about exceptions; truncated, history_limit).
+	// guidance on the entries about exceptions; actor, who paused or
+	// continued the run, on Pause and Continue; truncated, history_limit).
 	ExtraMetadata map[string]*Value `protobuf:"bytes,20,rep,name=extra_metadata,json=extraMetadata,proto3" json:"extra_metadata,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -432,7 +433,8 @@ type ExecutionJournal_NodeStarted struct {
 
 type ExecutionJournal_NodeExecuted struct {
 	// A node was executed: a `say` (node_kind Say), a book call (FunctionCall),
-	// a run started (StartRun), an exception raised or archived (Exception).
+	// a run started (StartRun), an exception raised or archived (Exception),
+	// a pause or continue (Pause, Continue).
 	NodeExecuted *NodeExecuted `protobuf:"bytes,9,opt,name=node_executed,json=nodeExecuted,proto3,oneof"`
 }
 
@@ -1108,7 +1110,9 @@ type NodeExecuted struct {
 	NodeId string `protobuf:"bytes,5,opt,name=node_id,json=nodeId,proto3" json:"node_id,omitempty"`
 	// The book function called, with its inputs and output.
 	BookFunctionCall *BookFunctionCall `protobuf:"bytes,6,opt,name=book_function_call,json=bookFunctionCall,proto3" json:"book_function_call,omitempty"`
-	// The kind of node: Say, FunctionCall, StartRun, Exception, HistoryTruncated.
+	// The kind of node: Say, FunctionCall, StartRun, Exception, HistoryTruncated,
+	// Pause and Continue (a client paused or continued the run: node_id is the
+	// run's name).
 	NodeKind      string `protobuf:"bytes,7,opt,name=node_kind,json=nodeKind,proto3" json:"node_kind,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
