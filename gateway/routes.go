@@ -60,8 +60,19 @@ type muxRoute struct {
 
 // routeGroups is one build of the index.
 type routeGroups struct {
-	routes  int                 // the full mux's route count it was built from
-	byCount []*runtime.ServeMux // by number of path components; nil: the full mux
+	routes  int          // the full mux's route count it was built from
+	byCount []*routeSlot // by number of path components; nil: the full mux
+}
+
+// routeSlot holds the routes that can match a path of one number of
+// components. When the routes have literals at a component that is not the
+// last (pos ≥ 0), they are split by it: byLiteral holds, for each literal,
+// the routes with it there and those with a variable there; other the
+// latter alone (a path with another literal there).
+type routeSlot struct {
+	pos       int
+	byLiteral map[string]*runtime.ServeMux
+	other     *runtime.ServeMux
 }
 
 // newRouteIndex returns the index of full, or nil when full's table or
@@ -135,10 +146,29 @@ func (x *routeIndex) pick(path string) *runtime.ServeMux {
 	}
 	g := x.groups()
 	n := strings.Count(path, "/") // len(strings.Split(path[1:], "/")), as the mux splits it
-	if n >= len(g.byCount) {
+	if n >= len(g.byCount) || g.byCount[n] == nil {
 		return nil
 	}
-	return g.byCount[n]
+	slot := g.byCount[n]
+	if slot.pos < 0 {
+		return slot.other
+	}
+	if mux, ok := slot.byLiteral[component(path, slot.pos)]; ok {
+		return mux
+	}
+	return slot.other
+}
+
+// component returns the i-th component of path ("/a/b/c": 0 is "a").
+func component(path string, i int) string {
+	rest := path[1:]
+	for ; i > 0; i-- {
+		rest = rest[strings.IndexByte(rest, '/')+1:]
+	}
+	if j := strings.IndexByte(rest, '/'); j >= 0 {
+		return rest[:j]
+	}
+	return rest
 }
 
 // routeCount is the number of routes in the full mux's table.
@@ -167,10 +197,11 @@ func (x *routeIndex) groups() *routeGroups {
 	return g
 }
 
-// routeShape is what the index knows of a pattern: its number of
-// segments, and whether it has a "**" (which matches any number).
+// routeShape is what the index knows of a pattern: its segments (a
+// literal, or "" for a variable's), and whether it has a "**" (which
+// matches any number of components, so its literals have no fixed place).
 type routeShape struct {
-	segments int
+	segments []string
 	deep     bool
 }
 
@@ -179,33 +210,89 @@ func shapeOf(p runtime.Pattern) routeShape {
 	if v := p.Verb(); v != "" {
 		s = strings.TrimSuffix(s, ":"+v)
 	}
-	return routeShape{segments: strings.Count(s, "/"), deep: strings.Contains(s, "**")}
+	segs := strings.Split(s[1:], "/")
+	for i, seg := range segs {
+		if strings.ContainsAny(seg, "{}*=") { // a variable's part, or "*"
+			segs[i] = ""
+		}
+	}
+	return routeShape{segments: segs, deep: strings.Contains(s, "**")}
+}
+
+type shapedRoute struct {
+	meth  string
+	route muxRoute
+	shape routeShape
 }
 
 func (x *routeIndex) build(total int) *routeGroups {
-	shapes := map[string][]routeShape{}
+	// Every route, each method's from the last tried to the first: Handle
+	// puts a route before the others, so adding them in this order keeps
+	// the full mux's.
+	var all []shapedRoute
 	longest := 0
 	for meth, rs := range *x.table {
-		ss := make([]routeShape, len(rs))
-		for i, r := range rs {
-			ss[i] = shapeOf(r.pat)
-			longest = max(longest, ss[i].segments)
+		for i := len(rs) - 1; i >= 0; i-- {
+			sh := shapeOf(rs[i].pat)
+			all = append(all, shapedRoute{meth, rs[i], sh})
+			longest = max(longest, len(sh.segments))
 		}
-		shapes[meth] = ss
 	}
-	g := &routeGroups{routes: total, byCount: make([]*runtime.ServeMux, longest+1)}
+	g := &routeGroups{routes: total, byCount: make([]*routeSlot, longest+1)}
 	for n := 1; n <= longest; n++ {
-		mux := runtime.NewServeMux(x.subOpts...)
-		for meth, rs := range *x.table {
-			// Handle puts a route before the others: adding them from the
-			// last tried to the first keeps the full mux's order.
-			for i := len(rs) - 1; i >= 0; i-- {
-				if s := shapes[meth][i]; s.deep || s.segments == n {
-					mux.Handle(meth, rs[i].pat, rs[i].h)
-				}
+		var group []shapedRoute
+		for _, r := range all {
+			if r.shape.deep || len(r.shape.segments) == n {
+				group = append(group, r)
 			}
 		}
-		g.byCount[n] = mux
+		g.byCount[n] = x.slot(group, n)
 	}
 	return g
+}
+
+// slot splits the routes of paths of n components by the component (not
+// the last: it may carry a verb) that leaves the fewest routes to try.
+func (x *routeIndex) slot(group []shapedRoute, n int) *routeSlot {
+	best, bestSize := -1, len(group)
+	for pos := 0; pos < n-1; pos++ {
+		vars, lits := 0, map[string]int{}
+		for _, r := range group {
+			if r.shape.deep || r.shape.segments[pos] == "" {
+				vars++
+			} else {
+				lits[r.shape.segments[pos]]++
+			}
+		}
+		size := vars
+		for _, c := range lits {
+			size = max(size, vars+c)
+		}
+		if size < bestSize {
+			best, bestSize = pos, size
+		}
+	}
+	mux := func(keep func(shapedRoute) bool) *runtime.ServeMux {
+		m := runtime.NewServeMux(x.subOpts...)
+		for _, r := range group {
+			if keep(r) {
+				m.Handle(r.meth, r.route.pat, r.route.h)
+			}
+		}
+		return m
+	}
+	if best < 0 {
+		return &routeSlot{pos: -1, other: mux(func(shapedRoute) bool { return true })}
+	}
+	variable := func(r shapedRoute) bool { return r.shape.deep || r.shape.segments[best] == "" }
+	s := &routeSlot{pos: best, byLiteral: map[string]*runtime.ServeMux{}, other: mux(variable)}
+	for _, r := range group {
+		if variable(r) {
+			continue
+		}
+		if lit := r.shape.segments[best]; s.byLiteral[lit] == nil {
+			s.byLiteral[lit] = mux(func(r shapedRoute) bool { return variable(r) || r.shape.segments[best] == lit })
+		}
+	}
+	return s
 }
