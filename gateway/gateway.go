@@ -65,6 +65,8 @@ type Options struct {
 	// no Grpc-Metadata-* header reaches a client.
 	ResponseHeaders []string
 	// MuxOptions are appended to the gateway's own runtime.ServeMuxOptions.
+	// Giving any turns the route index off (routes.go): it could not know
+	// what they change in the mux's routing.
 	MuxOptions []runtime.ServeMuxOption
 	// MaxBodyBytes bounds request bodies other than file uploads (413
 	// beyond). 0: DefaultMaxBodyBytes; negative: no bound.
@@ -94,6 +96,7 @@ type Options struct {
 
 type gw struct {
 	mux             *runtime.ServeMux
+	index           *routeIndex // in front of mux; nil: none (see routes.go)
 	log             *slog.Logger
 	responseHeaders map[string]bool
 }
@@ -104,6 +107,11 @@ type gw struct {
 // registrations (Handlers). HTTP never bypasses the chain: do not register
 // RegisterXxxHandlerServer functions.
 func New(ctx context.Context, conn grpc.ClientConnInterface, opts Options, register ...RegisterFunc) (http.Handler, error) {
+	_, h, err := build(ctx, conn, opts, register...)
+	return h, err
+}
+
+func build(ctx context.Context, conn grpc.ClientConnInterface, opts Options, register ...RegisterFunc) (*gw, http.Handler, error) {
 	g := &gw{log: opts.Logger, responseHeaders: map[string]bool{}}
 	if g.log == nil {
 		g.log = slog.Default()
@@ -115,20 +123,26 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, opts Options, regis
 	delete(g.responseHeaders, requestIDMetadata)
 	delete(g.responseHeaders, HTTPCodeMetadata)
 
-	muxOpts := []runtime.ServeMuxOption{
-		// First, so that every route (generated or HandlePath) is wrapped.
-		runtime.WithMiddlewares(probeMiddleware),
+	// The options that decide routing and its errors, shared by the route
+	// index's sub-muxes (routes.go).
+	routing := []runtime.ServeMuxOption{
 		runtime.WithMarshalerOption(runtime.MIMEWildcard, &Marshaler{HTTPBodyMarshaler: NewMarshaler().HTTPBodyMarshaler, valueExample: opts.ValueExample}),
 		runtime.WithErrorHandler(g.errorHandler),
 		runtime.WithStreamErrorHandler(g.streamErrorHandler),
 		runtime.WithRoutingErrorHandler(g.routingErrorHandler),
+	}
+	muxOpts := append([]runtime.ServeMuxOption{
+		// First, so that every route (generated or HandlePath) is wrapped.
+		runtime.WithMiddlewares(probeMiddleware),
+	}, routing...)
+	muxOpts = append(muxOpts,
 		runtime.WithIncomingHeaderMatcher(incomingHeaderMatcher),
 		runtime.WithOutgoingHeaderMatcher(g.outgoingHeaderMatcher),
 		runtime.WithOutgoingTrailerMatcher(noTrailers),
 		runtime.WithForwardResponseOption(httpCodeOption),
 		runtime.WithDisableHTTPMethodOverride(),
 		runtime.WithHealthzEndpoint(healthpb.NewHealthClient(conn)),
-	}
+	)
 	g.mux = runtime.NewServeMux(append(muxOpts, opts.MuxOptions...)...)
 
 	if opts.OpenAPI != nil {
@@ -137,7 +151,7 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, opts Options, regis
 			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(doc)
 		}); err != nil {
-			return nil, fmt.Errorf("gateway: /openapi.json: %w", err)
+			return nil, nil, fmt.Errorf("gateway: /openapi.json: %w", err)
 		}
 	}
 	if !opts.DisableMetrics {
@@ -148,17 +162,27 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, opts Options, regis
 		if err := g.mux.HandlePath(http.MethodGet, "/metrics", func(w http.ResponseWriter, r *http.Request, _ map[string]string) {
 			metrics.ServeHTTP(w, r)
 		}); err != nil {
-			return nil, fmt.Errorf("gateway: /metrics: %w", err)
+			return nil, nil, fmt.Errorf("gateway: /metrics: %w", err)
 		}
 	}
 	for i, reg := range register {
 		if err := reg(ctx, g.mux, conn); err != nil {
-			return nil, fmt.Errorf("gateway: register handler %d: %w", i, err)
+			return nil, nil, fmt.Errorf("gateway: register handler %d: %w", i, err)
 		}
 	}
-	h := g.recoverHTTP(g.mux)
+	// The route index, unless options of the caller's could change what
+	// it reads (it would not know them).
+	var routes http.Handler = g.mux
+	if len(opts.MuxOptions) == 0 {
+		if g.index = newRouteIndex(g.mux, routing...); g.index != nil {
+			routes = g.index
+		} else {
+			g.log.Warn("gateway: runtime.ServeMux's table is not the one the route index reads; routing without it")
+		}
+	}
+	h := g.recoverHTTP(routes)
 	h = newBodyGuard(opts, h)
-	return withRequestID(h), nil
+	return g, withRequestID(h), nil
 }
 
 // Mux is like New but also returns the runtime.ServeMux, for callers that
@@ -166,11 +190,9 @@ func New(ctx context.Context, conn grpc.ClientConnInterface, opts Options, regis
 // Routes added this way get the same error shapes, 405 handling and
 // request ids.
 func Mux(ctx context.Context, conn grpc.ClientConnInterface, opts Options, register ...RegisterFunc) (*runtime.ServeMux, http.Handler, error) {
-	var mux *runtime.ServeMux
-	opts.MuxOptions = append(append([]runtime.ServeMuxOption{}, opts.MuxOptions...), func(m *runtime.ServeMux) { mux = m })
-	h, err := New(ctx, conn, opts, register...)
+	g, h, err := build(ctx, conn, opts, register...)
 	if err != nil {
 		return nil, nil, err
 	}
-	return mux, h, nil
+	return g.mux, h, nil
 }

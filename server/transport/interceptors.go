@@ -128,9 +128,12 @@ func requestIDUnary() grpc.UnaryServerInterceptor {
 		id := incomingRequestID(ctx)
 		ctx = ContextWithRequestID(logctx.With(ctx, logctx.RequestID, id, logctx.Method, info.FullMethod), id)
 		// Header for callers that read headers; trailer too, because an
-		// error without a message is sent as a trailers-only response.
-		_ = grpc.SetHeader(ctx, metadata.Pairs(RequestIDHeader, id))
-		_ = grpc.SetTrailer(ctx, metadata.Pairs(RequestIDHeader, id))
+		// error without a message is sent as a trailers-only response. One
+		// map for both: metadata set is not changed afterwards (grpc-go and
+		// Local join further metadata into a new map).
+		md := metadata.MD{RequestIDHeader: {id}}
+		_ = grpc.SetHeader(ctx, md)
+		_ = grpc.SetTrailer(ctx, md)
 		return handler(ctx, req)
 	}
 }
