@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/proserun/prose/bookserver"
 	"github.com/proserun/prose/examples/vatbook"
 )
 
@@ -156,6 +158,36 @@ func TestExternalBookQuestionAndConnectionEndToEnd(t *testing.T) {
 		t.Errorf("unknown connection: %s", d)
 	}
 	bodies = append(bodies, fmt.Sprint(r))
+
+	// A book that quotes the secret it was sent in its refusal: the run
+	// shows the message without it.
+	leaky := bookserver.New("test.leaky", "1.0.0").Connection(bookserver.ConnectionSpec{Required: true,
+		Fields: []bookserver.Field{{Name: "password", Secret: true}}})
+	leaky.Procedure("check the password (the result)", nil, func(_ context.Context, c *bookserver.Call) (bookserver.Outputs, error) {
+		return nil, bookserver.Errorf("the password %s is refused", c.Connection.Secret("password"))
+	})
+	lsrv := httptest.NewServer(leaky)
+	t.Cleanup(lsrv.Close)
+	raw, err = protojson.Marshal(leaky.Descriptor(lsrv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call("POST", e.booksPath(), string(raw), 200)
+	call("POST", e.wsPath()+"/books/test.leaky/1.0.0/connections",
+		`{"connection_name": "leaky", "authentication": {"authentication_id": "credentials", "authentication_credentials": [{"id": "password", "value": {"text_value": "`+vatKey+`"}}]}}`, 200)
+	l := e.mkAutomation(t, "Leaky", "check the password with\n  the connection is \"leaky\"\n", true)
+	r = e.waitRun(t, l.id, invoke(l, `{"number":{"lo":1}}`), "awaiting_guidance")
+	if d := fmt.Sprint(field(r, "state.awaiting_guidance.description")); !strings.Contains(d, "the password [redacted] is refused") {
+		t.Errorf("leaky book: %s", d)
+	}
+	bodies = append(bodies, fmt.Sprint(r), fmt.Sprint(call("GET", e.wsPath()+"/exceptions/"+fmt.Sprint(field(r, "state.awaiting_guidance.exception")), "", 200)))
+	// A book that requires a connection, called without one.
+	n := e.mkAutomation(t, "No connection", "check the password\n", true)
+	r = e.waitRun(t, n.id, invoke(n, `{"number":{"lo":1}}`), "awaiting_guidance")
+	if d := fmt.Sprint(field(r, "state.awaiting_guidance.description")); !strings.Contains(d, `the book test.leaky needs a connection`) {
+		t.Errorf("no connection: %s", d)
+	}
+
 	// The history of the run that asked: its events carry no secret.
 	bodies = append(bodies, fmt.Sprint(call("GET", e.runPath(a.id, run)+"/events?page_size=1000", "", 200)))
 
