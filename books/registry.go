@@ -486,9 +486,14 @@ func (r *Registry) Call(ctx context.Context, ws Workspace, ref ProcedureRef, cal
 	}
 	out, err := r.client.Do(ctx, b.GetEndpoint(), ref.Procedure, CallRequest{CallID: callID, Inputs: in, Answers: lang.BookAnswers(ctx), Connection: conn})
 	var be *BookError
-	if conn != nil && errors.As(err, &be) {
+	var q *lang.BookQuestion
+	switch {
+	case conn == nil:
+	case errors.As(err, &be):
 		// a book that quotes the credentials it was given does not show them
 		be.Message = redact(be.Message, conn)
+	case errors.As(err, &q):
+		q.Prompt = redact(q.Prompt, conn)
 	}
 	return out, err
 }

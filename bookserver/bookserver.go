@@ -1,5 +1,5 @@
 // Package bookserver serves a Prose book over the external book protocol
-// (versions 1 and 2, books/README.md): one POST
+// (versions 1 and 2, docs/book-protocol.md): one POST
 // {endpoint}/procedures/{id}:call per procedure call, inputs and outputs in
 // the plain JSON form of values; GET {endpoint}/protocol says the versions
 // it speaks. Version 2 adds questions back to the run (Call.Ask) and the

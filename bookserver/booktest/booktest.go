@@ -1,5 +1,5 @@
 // Package booktest checks that an external book keeps the book protocol
-// (books/README.md) by calling it the way Prose does, with the platform's
+// (docs/book-protocol.md) by calling it the way Prose does, with the platform's
 // own client (books.Client). A book that declares a connection, or whose
 // cases send a connection or answers or expect a question, is checked for
 // version 2 as well. Any book, written with bookserver or

@@ -112,8 +112,15 @@ func TestExternalBookQuestionAndConnectionEndToEnd(t *testing.T) {
 		t.Errorf("choices: %v", field(exc, "guidance_request.choices"))
 	}
 	// An answer that is not one of the choices, or not a text, is refused.
-	call("POST", e.wsPath()+"/exceptions/"+x+":resolve", `{"answer": {"value": {"text": "US"}}}`, 400)
-	call("POST", e.wsPath()+"/exceptions/"+x+":resolve", `{"answer": {"value": 3}}`, 400)
+	for body, want := range map[string]string{
+		`{"answer": {"value": {"text": "US"}}}`:        `the answer must be one of "BE", "DE"`,
+		`{"answer": {"value": {"number": {"lo": 3}}}}`: "the answer must be a text, not a number",
+	} {
+		m := call("POST", e.wsPath()+"/exceptions/"+x+":resolve", body, 400)
+		if httpReason(m) != "GUIDANCE_DOES_NOT_FIT" || !strings.Contains(fmt.Sprint(m["message"]), want) {
+			t.Errorf("%s: %v, want GUIDANCE_DOES_NOT_FIT %q", body, m, want)
+		}
+	}
 	call("POST", e.wsPath()+"/exceptions/"+x+":resolve", `{"answer": {"value": {"text": "DE"}}}`, 200)
 	r = e.waitRun(t, a.id, run, "completed")
 	// 19.00: 1900 with scale 2 (flags bits 16-23).
