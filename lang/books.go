@@ -279,7 +279,7 @@ type bookAnswersKey struct{}
 
 // BookQuestion is the error Books.Call returns when the book needs an
 // answer from a person or an agent before it can answer the call (the
-// external book protocol's question, books/README.md). The run raises a
+// external book protocol's question, docs/book-protocol.md). The run raises a
 // missing_values exception that asks Prompt (with Choices, if any); an
 // answer to it makes the run call the book again at the same statement,
 // with BookAnswers(ctx) holding the answers given so far by question ID.

@@ -94,7 +94,9 @@ func Check(desc *bookv1.Book, h http.Handler, cases ...Case) []error {
 		callID := fmt.Sprintf("booktest-%d", i)
 		req := books.CallRequest{CallID: callID, Inputs: c.Inputs, Answers: c.Answers, Connection: c.Connection}
 		out, err := client.Do(ctx, srv.URL, c.Procedure, req)
-		leak(c.Connection, out, err, func(what string) { fail("case %d (%s): the answer shows the connection's secret %s", i, c.Procedure, what) })
+		leak(c.Connection, out, err, func(what string) {
+			fail("case %d (%s): the answer shows the connection's secret %s", i, c.Procedure, what)
+		})
 		if c.Connection != nil {
 			checkConnectionUse(ctx, client, srv.URL, desc, c, i, fail)
 		}

@@ -45,6 +45,9 @@ func main() {
 		return
 	}
 	srv := &http.Server{Addr: *addr, Handler: book, ReadHeaderTimeout: 10 * time.Second}
-	log.Printf("serving the book example.vat at http://%s (%d api keys)", *addr, len(keys))
+	log.Printf("serving the book example.vat at http://%s", *addr)
+	if len(keys) == 0 {
+		log.Print("VATBOOK_API_KEYS is empty: get the vat on an amount refuses every call")
+	}
 	log.Fatal(srv.ListenAndServe())
 }
