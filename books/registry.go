@@ -480,7 +480,63 @@ func (r *Registry) Call(ctx context.Context, ws Workspace, ref ProcedureRef, cal
 		}
 		return f(context.WithValue(ctx, callKey{}, callInfo{reg: r, ws: ws}), in)
 	}
-	return r.client.Call(ctx, b.GetEndpoint(), ref.Procedure, callID, in)
+	conn, err := r.externalConnection(ctx, ws, b, proc, in)
+	if err != nil {
+		return nil, err
+	}
+	out, err := r.client.Do(ctx, b.GetEndpoint(), ref.Procedure, CallRequest{CallID: callID, Inputs: in, Answers: lang.BookAnswers(ctx), Connection: conn})
+	var be *BookError
+	var q *lang.BookQuestion
+	switch {
+	case conn == nil:
+	case errors.As(err, &be):
+		// a book that quotes the credentials it was given does not show them
+		be.Message = redact(be.Message, conn)
+	case errors.As(err, &q):
+		q.Prompt = redact(q.Prompt, conn)
+	}
+	return out, err
+}
+
+// declaresConnection reports whether an external book declares a
+// connection: an authentication, configuration, or connection_required.
+func declaresConnection(b *bookv1.Book) bool {
+	return len(b.GetAuthentications()) > 0 || len(b.GetConfigurations()) > 0 || b.GetConnectionRequired()
+}
+
+// externalConnection resolves the connection a call of an external book
+// uses (protocol version 2): the call's `connection` input (which is then
+// not sent as an input, unless the procedure has an input of that name)
+// names a connection of ws to the book. nil when the book declares no
+// connection or the call names none and the book does not require one.
+func (r *Registry) externalConnection(ctx context.Context, ws Workspace, b *bookv1.Book, p *bookv1.Procedure, in map[string]lang.Value) (*Connection, error) {
+	if !declaresConnection(b) {
+		return nil, nil
+	}
+	for _, c := range p.GetInputs() {
+		if ConceptName(c) == "connection" {
+			return nil, nil
+		}
+	}
+	name, err := optionalText(in, "connection")
+	if err != nil {
+		return nil, err
+	}
+	delete(in, "connection")
+	if name == "" {
+		if b.GetConnectionRequired() {
+			return nil, &InputError{Message: fmt.Sprintf("the book %s needs a connection: name one of the workspace's in the call's block (the connection is \"NAME\")", b.GetName())}
+		}
+		return nil, nil
+	}
+	if r.conns == nil {
+		return nil, &InputError{Message: fmt.Sprintf("connections are not available here, so the connection %q cannot be used", name)}
+	}
+	c, err := r.conns.Resolve(ctx, ws, b.GetName(), name)
+	if errors.Is(err, ErrNotFound) {
+		return nil, &InputError{Message: err.Error()}
+	}
+	return c, err
 }
 
 // withDefaults copies inputs and adds the default value of every input

@@ -1,6 +1,9 @@
 // Package bookserver serves a Prose book over the external book protocol
-// (version 1, books/README.md): one POST {endpoint}/procedures/{id}:call per
-// procedure call, inputs and outputs in the plain JSON form of values.
+// (versions 1 and 2, docs/book-protocol.md): one POST
+// {endpoint}/procedures/{id}:call per procedure call, inputs and outputs in
+// the plain JSON form of values; GET {endpoint}/protocol says the versions
+// it speaks. Version 2 adds questions back to the run (Call.Ask) and the
+// workspace connection a book declares (Book.Connection, Call.Connection).
 //
 //	b := bookserver.New("acme.vat", "1.0.0")
 //	b.Procedure("get the vat rate of a country (the vat rate)",
@@ -9,6 +12,14 @@
 //			return bookserver.Outputs{"vat rate": lang.Num(lang.MustNumber("0.21"))}, nil
 //		})
 //	http.ListenAndServe(":8081", b)
+//
+// A procedure that needs something only a person can tell asks for it, and
+// is called again with the answer:
+//
+//	country, ok := c.Answer("country")
+//	if !ok {
+//		return nil, c.Ask(bookserver.Question{ID: "country", Prompt: "Which country?", Choices: []lang.Value{lang.Text("NL")}})
+//	}
 //
 // Book.Descriptor(endpoint) is the body to register the book in a workspace
 // (POST /api/v1/organizations/{org}/workspaces/{ws}/books).
@@ -22,6 +33,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -68,11 +80,111 @@ type Input struct {
 // in the parentheses of the procedure's English form).
 type Outputs map[string]lang.Value
 
+// ProtocolVersions are the versions of the book protocol a Book speaks
+// (the answer of GET {endpoint}/protocol).
+var ProtocolVersions = []int{1, 2}
+
 // Call is one procedure call.
 type Call struct {
 	// ID is the run's step (call_id); empty when the caller has none.
 	ID     string
 	Inputs map[string]lang.Value
+	// Protocol is the version of the call: 1 (no questions, no
+	// connection) or 2.
+	Protocol int
+	// Answers are the answers to the questions this procedure asked for
+	// this call (Ask), by question id.
+	Answers map[string]lang.Value
+	// Connection is the workspace connection the run uses (version 2);
+	// nil when the call has none. Its secrets are for reaching the
+	// service: never log them or put them in an answer.
+	Connection *Connection
+}
+
+// Question is what a procedure asks the run (Call.Ask): a person or an
+// agent answers it, and the procedure is called again with the answer in
+// Call.Answers[ID].
+type Question struct {
+	// ID names the question among those of the procedure; Prompt is what
+	// the person reads.
+	ID     string
+	Prompt string
+	// Choices, when given, are the only answers the run accepts.
+	Choices []lang.Value
+	// Type, when set, is the type the answer must have: "text", "number",
+	// "boolean", "date", "datetime" or "time".
+	Type string
+}
+
+func (q *Question) Error() string { return "the procedure asks: " + q.Prompt }
+
+// Answer returns the answer to question id, if the run gave one.
+func (c *Call) Answer(id string) (lang.Value, bool) {
+	v, ok := c.Answers[id]
+	return v, ok
+}
+
+// Ask returns the error that asks the run question q: return it from the
+// procedure. A version 1 call cannot carry a question: it is answered with
+// a book error that says so.
+func (c *Call) Ask(q Question) error { return &q }
+
+// Connection is the workspace connection of a call: its secrets (the
+// credentials of the book's authentication) and its settings (the book's
+// configuration).
+type Connection struct {
+	ID, Name string
+	// Authentication is the authentication's id (ConnectionSpec.Authentication).
+	Authentication string
+	Secrets        map[string]string
+	Settings       map[string]lang.Value
+}
+
+// Secret returns the secret field name ("" if absent).
+func (c *Connection) Secret(name string) string {
+	if c == nil {
+		return ""
+	}
+	return c.Secrets[name]
+}
+
+// Setting returns the setting name as text ("" if absent or not text).
+func (c *Connection) Setting(name string) string {
+	if c == nil {
+		return ""
+	}
+	v, ok := c.Settings[name]
+	if !ok || v.Kind() != lang.KindText {
+		return ""
+	}
+	return v.AsText()
+}
+
+// ConnectionSpec declares the connection a book needs (Book.Connection):
+// its fields, of which the secret ones are the credentials of one
+// authentication and the others settings (configuration).
+type ConnectionSpec struct {
+	// Authentication is the id of the authentication the secret fields
+	// belong to; "credentials" when empty.
+	Authentication string
+	// Description tells what the connection is for.
+	Description string
+	Fields      []Field
+	// Required: every call needs a connection (connection_required).
+	Required bool
+}
+
+// Field is one field of a connection.
+type Field struct {
+	Name string
+	// Secret fields are credentials: stored encrypted, never shown; a
+	// connection must give every one of them.
+	Secret bool
+	// Type of a setting (Text when zero); secrets are text.
+	Type        Type
+	Description string
+	// Optional settings may be missing from a connection.
+	Optional bool
 }
 
 // Text returns input name as text ("" if missing or not text).
@@ -115,6 +227,7 @@ type procedure struct {
 type Book struct {
 	desc  *bookv1.Book
 	procs map[string]*procedure
+	conn  *ConnectionSpec
 
 	// RememberedCalls bounds the answers of mutation procedures kept by call
 	// id; zero means DefaultRememberedCalls, negative none.
@@ -133,6 +246,38 @@ func New(name, version string) *Book {
 // Describe sets the book's display name and description.
 func (b *Book) Describe(displayName, description string) *Book {
 	b.desc.DisplayName, b.desc.ShortDescription = displayName, description
+	return b
+}
+
+// Connection declares the connection the book needs. Its fields become
+// the descriptor's authentication (the secret ones, as sensitive
+// credentials) and configurations (the others); a workspace then adds a
+// connection to the book with the connection operations, and code names it
+// in a call's block (`the connection is "NAME"`).
+func (b *Book) Connection(spec ConnectionSpec) *Book {
+	if spec.Authentication == "" {
+		spec.Authentication = "credentials"
+	}
+	b.conn = &spec
+	b.desc.ConnectionRequired = spec.Required
+	b.desc.Authentications, b.desc.Configurations = nil, nil
+	var auth *bookv1.CustomAuthentication
+	for _, f := range spec.Fields {
+		if f.Secret {
+			if auth == nil {
+				auth = &bookv1.CustomAuthentication{Id: spec.Authentication, Name: spec.Description}
+				b.desc.Authentications = append(b.desc.Authentications, &bookv1.Authentication{Custom: auth})
+			}
+			auth.Credentials = append(auth.Credentials, &bookv1.Credential{Id: f.Name, Label: f.Name, Description: f.Description,
+				Type: bookv1.CredentialType_CredentialTypeSensitiveText})
+			continue
+		}
+		t := f.Type
+		if t == 0 {
+			t = Text
+		}
+		b.desc.Configurations = append(b.desc.Configurations, concept(Input{Name: f.Name, Type: t, Description: f.Description, Optional: f.Optional}))
+	}
 	return b
 }
 
@@ -158,19 +303,23 @@ func (b *Book) add(english string, inputs []Input, fn Func, mutation bool) *book
 	}
 	p := &bookv1.Procedure{Id: id, Signature: books.Signature(english), IsMutation: mutation}
 	for _, in := range inputs {
-		c := &bookv1.Concept{
-			NounPhrases: &bookv1.NounPhrases{NounPhrases: []*platformv1.NounPhrase{books.Phrase(strings.Fields(strings.ToLower(in.Name))...)}},
-			Type:        &bookv1.ConceptType{Kind: &bookv1.ConceptType_ScalarType{ScalarType: in.Type}},
-			Description: in.Description,
-		}
-		if in.Optional {
-			c.Type = &bookv1.ConceptType{Kind: &bookv1.ConceptType_OptionalType{OptionalType: &bookv1.ConceptOptionalType{Inner: c.Type}}}
-		}
-		p.Inputs = append(p.Inputs, c)
+		p.Inputs = append(p.Inputs, concept(in))
 	}
 	b.procs[id] = &procedure{desc: p, fn: fn}
 	b.desc.Procedures = append(b.desc.Procedures, p)
 	return p
+}
+
+func concept(in Input) *bookv1.Concept {
+	c := &bookv1.Concept{
+		NounPhrases: &bookv1.NounPhrases{NounPhrases: []*platformv1.NounPhrase{books.Phrase(strings.Fields(strings.ToLower(in.Name))...)}},
+		Type:        &bookv1.ConceptType{Kind: &bookv1.ConceptType_ScalarType{ScalarType: in.Type}},
+		Description: in.Description,
+	}
+	if in.Optional {
+		c.Type = &bookv1.ConceptType{Kind: &bookv1.ConceptType_OptionalType{OptionalType: &bookv1.ConceptOptionalType{Inner: c.Type}}}
+	}
+	return c
 }
 
 // Descriptor is the book as registered in a workspace, served at endpoint
@@ -182,12 +331,31 @@ func (b *Book) Descriptor(endpoint string) *bookv1.Book {
 }
 
 type callRequest struct {
-	CallID string          `json:"call_id"`
-	Inputs json.RawMessage `json:"inputs"`
+	Protocol   int             `json:"protocol"`
+	CallID     string          `json:"call_id"`
+	Inputs     json.RawMessage `json:"inputs"`
+	Answers    json.RawMessage `json:"answers"`
+	Connection *struct {
+		ID             string            `json:"id"`
+		Name           string            `json:"name"`
+		Authentication string            `json:"authentication"`
+		Credentials    map[string]string `json:"credentials"`
+		Configuration  json.RawMessage   `json:"configuration"`
+	} `json:"connection"`
 }
 
-// ServeHTTP answers POST /procedures/{id}:call.
+// ServeHTTP answers POST /procedures/{id}:call and GET /protocol.
 func (b *Book) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.EscapedPath() == "/protocol" {
+		if r.Method != http.MethodGet {
+			w.Header().Set("Allow", http.MethodGet)
+			writeError(w, http.StatusMethodNotAllowed, "the protocol versions are read with GET")
+			return
+		}
+		raw, _ := json.Marshal(map[string][]int{"versions": ProtocolVersions})
+		writeJSON(w, http.StatusOK, raw)
+		return
+	}
 	rest, ok := strings.CutPrefix(r.URL.EscapedPath(), "/procedures/")
 	rest, ok2 := strings.CutSuffix(rest, ":call")
 	if !ok || !ok2 {
@@ -219,30 +387,45 @@ func (b *Book) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "malformed request: "+err.Error())
 		return
 	}
-	if req.CallID == "" {
-		req.CallID = r.Header.Get("Idempotency-Key")
+	call, msg := b.readCall(r, &req)
+	if msg != "" {
+		writeError(w, http.StatusBadRequest, msg)
+		return
 	}
-	inputs := map[string]lang.Value{}
-	if len(req.Inputs) > 0 && string(req.Inputs) != "null" {
-		if inputs, err = lang.DecodePlainObject(req.Inputs); err != nil {
-			writeError(w, http.StatusBadRequest, "malformed inputs: "+err.Error())
-			return
-		}
-	}
-	key := id + "\x00" + req.CallID
-	if p.desc.IsMutation && req.CallID != "" {
+	w.Header().Set(books.ProtocolHeader, strconv.Itoa(call.Protocol))
+	key := id + "\x00" + call.ID
+	if p.desc.IsMutation && call.ID != "" {
 		if ans, ok := b.remembered(key); ok {
 			writeJSON(w, http.StatusOK, ans)
 			return
 		}
 	}
-	if msg := checkInputs(p.desc, inputs); msg != "" {
+	if msg := checkInputs(p.desc, call.Inputs); msg != "" {
 		writeError(w, http.StatusBadRequest, msg)
 		return
 	}
-	out, err := p.fn(r.Context(), &Call{ID: req.CallID, Inputs: inputs})
+	if msg := b.checkConnection(call); msg != "" {
+		writeError(w, http.StatusUnprocessableEntity, msg)
+		return
+	}
+	out, err := p.fn(r.Context(), call)
 	var be *Error
+	var q *Question
 	switch {
+	case errors.As(err, &q):
+		if call.Protocol < 2 {
+			writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("this procedure needs an answer to %q, and a call of protocol version 1 cannot carry a question", q.Prompt))
+			return
+		}
+		ans, err := questionJSON(q)
+		if err != nil {
+			writeJSON(w, http.StatusInternalServerError, []byte(`{}`))
+			return
+		}
+		// A question is not remembered: the call is made again with the
+		// answer, under the same call id.
+		writeJSON(w, http.StatusOK, ans)
+		return
 	case errors.As(err, &be):
 		writeError(w, http.StatusUnprocessableEntity, be.Message)
 		return
@@ -260,10 +443,86 @@ func (b *Book) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusInternalServerError, []byte(`{}`))
 		return
 	}
-	if p.desc.IsMutation && req.CallID != "" {
+	if p.desc.IsMutation && call.ID != "" {
 		b.remember(key, ans)
 	}
 	writeJSON(w, http.StatusOK, ans)
+}
+
+// readCall makes the Call of a request; a message says what is malformed.
+func (b *Book) readCall(r *http.Request, req *callRequest) (*Call, string) {
+	c := &Call{ID: req.CallID, Protocol: req.Protocol, Inputs: map[string]lang.Value{}}
+	if c.ID == "" {
+		c.ID = r.Header.Get("Idempotency-Key")
+	}
+	if c.Protocol == 0 {
+		// version 1 sends no version
+		c.Protocol = 1
+	}
+	if c.Protocol > 2 {
+		// a newer caller gets the answers of the newest version we speak
+		c.Protocol = 2
+	}
+	var err error
+	if len(req.Inputs) > 0 && string(req.Inputs) != "null" {
+		if c.Inputs, err = lang.DecodePlainObject(req.Inputs); err != nil {
+			return nil, "malformed inputs: " + err.Error()
+		}
+	}
+	if c.Protocol < 2 {
+		return c, ""
+	}
+	if len(req.Answers) > 0 && string(req.Answers) != "null" {
+		if c.Answers, err = lang.DecodePlainObject(req.Answers); err != nil {
+			return nil, "malformed answers: " + err.Error()
+		}
+	}
+	if cn := req.Connection; cn != nil {
+		c.Connection = &Connection{ID: cn.ID, Name: cn.Name, Authentication: cn.Authentication, Secrets: cn.Credentials, Settings: map[string]lang.Value{}}
+		if len(cn.Configuration) > 0 && string(cn.Configuration) != "null" {
+			if c.Connection.Settings, err = lang.DecodePlainObject(cn.Configuration); err != nil {
+				return nil, "malformed connection configuration: " + err.Error()
+			}
+		}
+	}
+	return c, ""
+}
+
+// checkConnection checks the call's connection against the book's
+// declaration; a message is the book's refusal.
+func (b *Book) checkConnection(c *Call) string {
+	spec := b.conn
+	if spec == nil {
+		return ""
+	}
+	cn := c.Connection
+	if cn == nil {
+		if spec.Required {
+			return fmt.Sprintf("this book needs a connection (%s): add one to the book in the workspace and name it in the call's block (the connection is \"NAME\")", b.desc.GetName())
+		}
+		return ""
+	}
+	for _, f := range spec.Fields {
+		v, set := cn.Settings[f.Name]
+		missing := !set || v.Kind() == lang.KindNull
+		if f.Secret {
+			missing = cn.Secrets[f.Name] == ""
+		}
+		if missing && (f.Secret || !f.Optional) {
+			return fmt.Sprintf("the connection %q has no %s", cn.Name, f.Name)
+		}
+	}
+	return ""
+}
+
+func questionJSON(q *Question) ([]byte, error) {
+	type wire struct {
+		ID      string       `json:"id"`
+		Prompt  string       `json:"prompt"`
+		Choices []lang.Value `json:"choices,omitempty"`
+		Type    string       `json:"type,omitempty"`
+	}
+	return json.Marshal(map[string]wire{"question": {q.ID, q.Prompt, q.Choices, q.Type}})
 }
 
 // checkInputs checks that every required input is given with its type.

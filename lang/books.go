@@ -3,6 +3,8 @@ package lang
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 )
@@ -226,10 +228,22 @@ func (m *machine) journaled(key string, do func(ctx context.Context) (map[string
 	if err := m.journalOK(); err != nil {
 		return nil, err
 	}
-	outputs, err := do(context.WithValue(context.WithValue(m.ctx, journalIndexKey{}, len(m.journal)), callSpanKey{}, m.currentSpan()))
+	ctx := context.WithValue(context.WithValue(m.ctx, journalIndexKey{}, len(m.journal)), callSpanKey{}, m.currentSpan())
+	if len(m.bookAnswers) > 0 {
+		ctx = context.WithValue(ctx, bookAnswersKey{}, maps.Clone(m.bookAnswers))
+	}
+	outputs, err := do(ctx)
+	var q *BookQuestion
+	if errors.As(err, &q) {
+		if q.ID == "" || q.Prompt == "" {
+			return nil, userErr("Could not %s: the book asked a question without an id or a prompt", sentence)
+		}
+		return nil, &raise{group: GroupMissingValues, msg: q.Prompt, question: q.Prompt, choices: q.Choices, answerType: q.Type, bookQuestion: q.ID}
+	}
 	if err != nil {
 		return nil, userErr("Could not %s: %v", sentence, err)
 	}
+	m.bookAnswers = nil
 	clean := make(map[string]Value, len(outputs))
 	for k, v := range outputs {
 		if v.IsValid() {
@@ -261,6 +275,36 @@ func (m *machine) journaled(key string, do func(ctx context.Context) (map[string
 
 type journalIndexKey struct{}
 
+type bookAnswersKey struct{}
+
+// BookQuestion is the error Books.Call returns when the book needs an
+// answer from a person or an agent before it can answer the call (the
+// external book protocol's question, docs/book-protocol.md). The run raises a
+// missing_values exception that asks Prompt (with Choices, if any); an
+// answer to it makes the run call the book again at the same statement,
+// with BookAnswers(ctx) holding the answers given so far by question ID.
+type BookQuestion struct {
+	// ID names the question for the book (unique among the questions of
+	// one call); Prompt is what the person is asked.
+	ID     string
+	Prompt string
+	// Choices, when given, are the only answers accepted.
+	Choices []Value
+	// Type, when set, is the type the answer must have ("text", "number",
+	// "boolean", "date", "datetime", "time").
+	Type string
+}
+
+func (q *BookQuestion) Error() string { return "the book asks: " + q.Prompt }
+
+// BookAnswers returns, inside Books.Call, the answers given to the
+// questions the book asked at this call (see BookQuestion), by question
+// id; nil when none was given.
+func BookAnswers(ctx context.Context) map[string]Value {
+	a, _ := ctx.Value(bookAnswersKey{}).(map[string]Value)
+	return a
+}
+
 type callSpanKey struct{}
 
 // CallSpan returns, inside Books.Call (and Runs.Start), the span of the
@@ -277,4 +321,26 @@ func CallSpan(ctx context.Context) (Span, bool) {
 func JournalIndex(ctx context.Context) (int, bool) {
 	i, ok := ctx.Value(journalIndexKey{}).(int)
 	return i, ok
+}
+
+// answerKinds are the value kinds of the answer types of a BookQuestion.
+var answerKinds = map[string]Kind{"text": KindText, "number": KindNumber, "boolean": KindBool,
+	"date": KindDate, "datetime": KindDateTime, "time": KindTimeOfDay}
+
+// IsAnswerType reports whether typ is an answer type of BookQuestion ("" is
+// any value).
+func IsAnswerType(typ string) bool {
+	_, ok := answerKinds[typ]
+	return ok || typ == ""
+}
+
+// CheckAnswer reports whether v fits the answer type typ of a question; an
+// error says what was wanted. A date, datetime or time may also be given
+// as text (its plain JSON form), which the book reads.
+func CheckAnswer(typ string, v Value) error {
+	want, ok := answerKinds[typ]
+	if !ok || v.k == want || want >= KindDate && v.k == KindText {
+		return nil
+	}
+	return fmt.Errorf("the answer must be %s, not %s", want.article(), v.k.article())
 }

@@ -26,6 +26,10 @@ type Exception struct {
 	// Question and Choices are set for ask.
 	Question string  `json:"question,omitempty"`
 	Choices  []Value `json:"choices,omitempty"`
+	// AnswerType, when set, is the type the answer must have: "text",
+	// "number", "boolean", "date", "datetime" or "time" (a book's question,
+	// see BookQuestion).
+	AnswerType string `json:"answer_type,omitempty"`
 	// Failed lists the failed checks of validate.
 	Failed []string `json:"failed,omitempty"`
 }
@@ -41,6 +45,9 @@ type raise struct {
 	question string
 	choices  []Value
 	failed   []string
+	// answerType and bookQuestion are set for a book's question.
+	answerType   string
+	bookQuestion string
 }
 
 func (r *raise) Error() string { return r.msg }

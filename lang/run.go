@@ -291,9 +291,14 @@ type machine struct {
 	patches    []*patch
 	answers    map[string]Value
 	noAnswers  bool
-	steps      int64
-	depth      int
-	outs       []int // the output facts a top-level statement set, by slot
+	// bookAnswers are the answers given to the questions a book asked at
+	// the call the run stands at (by question id); bookAsked is the id of
+	// the question the run is suspended on, if a book asked it.
+	bookAnswers map[string]Value
+	bookAsked   string
+	steps       int64
+	depth       int
+	outs        []int // the output facts a top-level statement set, by slot
 	// bookMatches caches the book procedure (or none) of each call sentence
 	bookMatches map[*callStmt]bookMatch
 
@@ -770,7 +775,8 @@ func (m *machine) suspend(err error) *Result {
 			r = internalErr("%v", err)
 		}
 	}
-	exc := &Exception{Group: r.group, Message: r.msg, Span: m.currentSpan(), Fact: r.fact, Question: r.question, Choices: r.choices, Failed: r.failed}
+	exc := &Exception{Group: r.group, Message: r.msg, Span: m.currentSpan(), Fact: r.fact, Question: r.question, Choices: r.choices, AnswerType: r.answerType, Failed: r.failed}
+	m.bookAsked = r.bookQuestion
 	state, encErr := m.encode(exc)
 	if encErr != nil {
 		return &Result{Status: Failed, Failure: &Failure{Description: encodeFailure(encErr), Span: exc.Span}, Log: m.log}
@@ -795,6 +801,12 @@ func (m *machine) resolve(res Resolution) error {
 		return errors.New("the run has ended")
 	}
 	m.cur = m.frames[len(m.frames)-1].sc
+	asked := m.bookAsked
+	m.bookAsked = ""
+	if res.Kind == Skip || res.Kind == ReplaceStep {
+		// the call the answers were for is not made again
+		m.bookAnswers = nil
+	}
 	switch res.Kind {
 	case Retry:
 	case ProvideValues:
@@ -835,6 +847,14 @@ func (m *machine) resolve(res Resolution) error {
 	case Answer:
 		if !res.Answer.IsValid() {
 			return errors.New("the answer has no value")
+		}
+		if asked != "" {
+			// A book asked: it gets the answer and the call is made again.
+			if m.bookAnswers == nil {
+				m.bookAnswers = map[string]Value{}
+			}
+			m.bookAnswers[asked] = clone(res.Answer)
+			break
 		}
 		m.cur.set(aboveSlot, res.Answer)
 		m.cur.set(m.syms.slot("answer"), clone(res.Answer))

@@ -28,6 +28,9 @@ type stateJSON struct {
 	Patches   []string      `json:"patches,omitempty"`
 	Outputs   []string      `json:"outputs,omitempty"`
 	Exception *excJSON      `json:"exception,omitempty"`
+	// BookAnswers are the answers given to the questions a book asked at
+	// the call the run stands at, by question id (see BookQuestion).
+	BookAnswers []factJSON `json:"book_answers,omitempty"`
 	// Used is the step and time budget this execution used (see Limits):
 	// a run continued from a state without an exception (stopped, given up
 	// for a turn, recovered from a checkpoint) goes on with what is left of
@@ -45,6 +48,10 @@ type excJSON struct {
 	Message string `json:"message"`
 	Span    Span   `json:"location"`
 	Fact    string `json:"fact,omitempty"`
+	// BookQuestion is the id of the question a book asked (the exception
+	// is that question): an answer is given to the book, which is called
+	// again.
+	BookQuestion string `json:"book_question,omitempty"`
 }
 
 type scopeJSON struct {
@@ -125,7 +132,10 @@ func (m *machine) encode(exc *Exception) ([]byte, error) {
 		st.Patches = append(st.Patches, p.code)
 	}
 	if exc != nil {
-		st.Exception = &excJSON{Group: exc.Group, Message: exc.Message, Span: exc.Span, Fact: exc.Fact}
+		st.Exception = &excJSON{Group: exc.Group, Message: exc.Message, Span: exc.Span, Fact: exc.Fact, BookQuestion: m.bookAsked}
+	}
+	for _, k := range sortedKeys(m.bookAnswers) {
+		st.BookAnswers = append(st.BookAnswers, factJSON{Name: k, Value: e.val(m.bookAnswers[k])})
 	}
 	st.Used = &usedJSON{Steps: m.steps, Nanos: int64(time.Since(m.started))}
 	st.Top = e.scope(m.top)
@@ -477,6 +487,19 @@ func (m *machine) decode(data []byte) (err error) {
 		return errors.New("damaged run state: journal cursor")
 	}
 	m.cursor = st.Cursor
+	for _, a := range st.BookAnswers {
+		v, err := d.val(a.Value)
+		if err != nil {
+			return err
+		}
+		if m.bookAnswers == nil {
+			m.bookAnswers = map[string]Value{}
+		}
+		m.bookAnswers[a.Name] = v
+	}
+	if st.Exception != nil {
+		m.bookAsked = st.Exception.BookQuestion
+	}
 	if st.Exception == nil && st.Used != nil && st.Used.Steps >= 0 && st.Used.Nanos >= 0 {
 		m.steps = st.Used.Steps
 		m.started = time.Now().Add(-time.Duration(st.Used.Nanos))
