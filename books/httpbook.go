@@ -168,7 +168,7 @@ func callAPI(ctx context.Context, hc *http.Client, in map[string]lang.Value) (ma
 	resp, err := hc.Do(req)
 	if err == nil && oauth && !refreshed && resp.StatusCode == http.StatusUnauthorized {
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if conn, err = refreshOAuth(ctx, conn); err != nil {
 			return nil, err
 		}

@@ -134,30 +134,13 @@ func (db *DB) SearchWorkspaceCatalog(ctx context.Context, org, ws string, cq sto
 // ListUnindexedWorkspaceBooks implements store.WorkspaceBooks. Every
 // indexed book has an entry of kind book, so a book without one has none.
 func (db *DB) ListUnindexedWorkspaceBooks(ctx context.Context, after store.WorkspaceBookKey, limit int) ([]store.WorkspaceBook, error) {
-	const what = "books without catalog entries"
-	rows, err := db.reader().query(ctx, `SELECT `+workspaceBookCols+` FROM workspace_books b
+	return db.queryWorkspaceBooks(ctx, "books without catalog entries", `SELECT `+workspaceBookCols+` FROM workspace_books b
 		WHERE (organization_id, workspace_id, name, version) > (?, ?, ?, ?)
 		AND NOT EXISTS (SELECT 1 FROM `+db.catalogTable()+` c
 			WHERE c.organization_id = b.organization_id AND c.workspace_id = b.workspace_id
 			AND c.book_name = b.name AND c.book_version = b.version AND c.kind = 'book')
 		ORDER BY organization_id, workspace_id, name, version LIMIT ?`,
 		after.OrganizationID, after.WorkspaceID, after.Name, after.Version, limit)
-	if err != nil {
-		return nil, db.mapErr(err, what)
-	}
-	defer rows.Close()
-	out := []store.WorkspaceBook{}
-	for rows.Next() {
-		b, err := scanWorkspaceBook(rows)
-		if err != nil {
-			return nil, db.mapErr(err, what)
-		}
-		out = append(out, b)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, db.mapErr(err, what)
-	}
-	return out, nil
 }
 
 // IndexWorkspaceBook implements store.WorkspaceBooks. On PostgreSQL the
