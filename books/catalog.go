@@ -285,3 +285,23 @@ func (r *Registry) SearchConcepts(ctx context.Context, ws Workspace, query strin
 	}
 	return out, nil
 }
+
+// Concepts returns the concepts of b: its configurations, then its
+// procedures' inputs and outputs, each name once (the concepts its search
+// finds).
+func Concepts(b *bookv1.Book) []*bookv1.Concept { return bookConcepts(b) }
+
+// Versions returns the versions of the built-in book name, oldest first, or
+// an error wrapping ErrNotFound if there is no built-in book of that name.
+func (r *Registry) Versions(name string) ([]string, error) {
+	var out []string
+	for _, b := range r.Books() {
+		if b.GetName() == name {
+			out = append(out, b.GetVersion())
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("book %s: %w", name, ErrNotFound)
+	}
+	return out, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/singleflight"
 	"slices"
 	"strings"
 	"time"
@@ -73,6 +74,8 @@ type Connections struct {
 	// nw is how discovery and OAuth token exchanges dial (see
 	// PublicNetworkOnly).
 	nw network
+	// refreshes makes one OAuth refresh of concurrent ones per connection.
+	refreshes singleflight.Group
 }
 
 // PublicNetworkOnly makes discovery and OAuth token exchanges reach public
@@ -506,6 +509,22 @@ func connection(ctx context.Context, bookName, name string) (*Connection, error)
 		return nil, &InputError{Message: err.Error()}
 	}
 	return c, err
+}
+
+// refreshOAuth refreshes the access token of the OAuth connection conn for
+// the built-in call running in ctx (Connections.RefreshOAuth). A failure is
+// an error of the call naming the connection and the token url's answer,
+// never a secret.
+func refreshOAuth(ctx context.Context, conn *Connection) (*Connection, error) {
+	ci, ok := ctx.Value(callKey{}).(callInfo)
+	if !ok || ci.reg.conns == nil {
+		return nil, &InputError{Message: fmt.Sprintf("connections are not available here, so the connection %q cannot refresh its access token", conn.Name)}
+	}
+	fresh, err := ci.reg.conns.RefreshOAuth(ctx, ci.ws, conn.ID, conn.Credentials[oauthAccessToken])
+	if err != nil {
+		return nil, errors.New(redact(fmt.Sprintf("the connection %q could not refresh its OAuth access token: %v; authorize it again (PUT …/connections/%s/authorize)", conn.Name, err, conn.ID), conn))
+	}
+	return fresh, nil
 }
 
 // CodeConnections returns the connection names an automation's code gives,

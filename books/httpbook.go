@@ -6,10 +6,12 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	"github.com/proserun/prose/lang"
@@ -118,40 +120,63 @@ func callAPI(ctx context.Context, hc *http.Client, in map[string]lang.Value) (ma
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	var rd *bytes.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	var req *http.Request
-	if rd != nil {
-		req, err = http.NewRequestWithContext(ctx, m, target.String(), rd)
-	} else {
-		req, err = http.NewRequestWithContext(ctx, m, target.String(), nil)
-	}
-	if err != nil {
-		return nil, &InputError{Message: fmt.Sprintf("Could not make the request: %v", err)}
-	}
-	req.Header.Set("Accept", "application/json, */*;q=0.5")
-	req.Header.Set("User-Agent", "prose-http-book/1.0")
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	if h, ok := optional(in, "headers"); ok {
-		d := h.AsDictionary()
-		if d == nil {
-			return nil, &InputError{Message: "the headers must be a dictionary"}
+	newRequest := func() (*http.Request, error) {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
 		}
-		for i := range d.Len() {
-			k, v := d.Entry(i)
-			req.Header.Set(plainText(k), plainText(v))
+		req, err := http.NewRequestWithContext(ctx, m, target.String(), rd)
+		if err != nil {
+			return nil, &InputError{Message: fmt.Sprintf("Could not make the request: %v", err)}
 		}
+		req.Header.Set("Accept", "application/json, */*;q=0.5")
+		req.Header.Set("User-Agent", "prose-http-book/1.0")
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		if h, ok := optional(in, "headers"); ok {
+			d := h.AsDictionary()
+			if d == nil {
+				return nil, &InputError{Message: "the headers must be a dictionary"}
+			}
+			for i := range d.Len() {
+				k, v := d.Entry(i)
+				req.Header.Set(plainText(k), plainText(v))
+			}
+		}
+		if conn != nil && sameOrigin {
+			if err := authorize(req, conn); err != nil {
+				return nil, err
+			}
+		}
+		return req, nil
 	}
-	if conn != nil && sameOrigin {
-		if err := authorize(req, conn); err != nil {
+	// An OAuth connection's access token is refreshed when it has expired,
+	// or once when the API answers 401 (see Connections.RefreshOAuth).
+	oauth := conn != nil && sameOrigin && conn.AuthID == OAuthAuthID && conn.Credentials[oauthAccessToken] != ""
+	refreshed := false
+	if oauth && oauthExpired(conn, time.Now()) {
+		if conn, err = refreshOAuth(ctx, conn); err != nil {
 			return nil, err
 		}
+		refreshed = true
+	}
+	req, err := newRequest()
+	if err != nil {
+		return nil, err
 	}
 	resp, err := hc.Do(req)
+	if err == nil && oauth && !refreshed && resp.StatusCode == http.StatusUnauthorized {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		_ = resp.Body.Close()
+		if conn, err = refreshOAuth(ctx, conn); err != nil {
+			return nil, err
+		}
+		if req, err = newRequest(); err != nil {
+			return nil, err
+		}
+		resp, err = hc.Do(req)
+	}
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, fmt.Errorf("%s %s took longer than %s", m, target.Redacted(), timeout)

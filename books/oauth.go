@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -31,6 +32,12 @@ const (
 	// The credentials the token exchange issues (not given by a person).
 	oauthAccessToken  = "access token"
 	oauthRefreshToken = "refresh token"
+	// oauthAccessExpiry is when the access token expires (Unix seconds; empty
+	// when the provider did not say).
+	oauthAccessExpiry = "access token expiry"
+	// OAuthRefreshMargin: an access token expiring sooner than this is
+	// refreshed before a call.
+	OAuthRefreshMargin = 30 * time.Second
 )
 
 // ErrNotOAuth is returned by Authorize for a connection whose
@@ -119,30 +126,54 @@ func (c *Connections) CompleteAuthorization(ctx context.Context, state, code, re
 	}
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirectURI},
 		"client_id": {conn.Credentials["client id"]}, "client_secret": {conn.Credentials["client secret"]}}
+	tok, err := c.exchange(ctx, conn, form)
+	if err != nil {
+		return "", err
+	}
+	if err := c.saveTokens(ctx, ws, row, tok); err != nil {
+		return "", err
+	}
+	return row.Name, nil
+}
+
+// tokenAnswer is what a token url answers.
+type tokenAnswer struct {
+	AccessToken  string `json:"access_token"`
+	RefreshToken string `json:"refresh_token"`
+	ExpiresIn    int64  `json:"expires_in"`
+}
+
+// exchange posts form to conn's token url (dialled as PublicNetworkOnly
+// says). Its errors wrap ErrOAuth and name no secret: the token url's
+// status, not its answer.
+func (c *Connections) exchange(ctx context.Context, conn *Connection, form url.Values) (tokenAnswer, error) {
 	ctx, cancel := context.WithTimeout(ctx, DefaultBookTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, conn.ConfigText("token url"), strings.NewReader(form.Encode()))
 	if err != nil {
-		return "", fmt.Errorf("%w: the connection's token url is not usable", ErrOAuth)
+		return tokenAnswer{}, fmt.Errorf("%w: the connection's token url is not usable", ErrOAuth)
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.nw.httpClient(DefaultBookTimeout).Do(req)
 	if err != nil {
-		return "", fmt.Errorf("%w: %s", ErrOAuth, redact(err.Error(), conn))
+		return tokenAnswer{}, fmt.Errorf("%w: %s", ErrOAuth, redact(unwrapURLError(err).Error(), conn))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	var tok struct {
-		AccessToken  string `json:"access_token"`
-		RefreshToken string `json:"refresh_token"`
-	}
+	var tok tokenAnswer
 	if resp.StatusCode/100 != 2 || json.Unmarshal(body, &tok) != nil || tok.AccessToken == "" {
-		return "", fmt.Errorf("%w: the token url answered %s without an access token", ErrOAuth, resp.Status)
+		return tokenAnswer{}, fmt.Errorf("%w: the token url answered %s without an access token", ErrOAuth, resp.Status)
 	}
+	return tok, nil
+}
+
+// saveTokens keeps tok's tokens (and when the access token expires) sealed
+// with the connection of row; a refresh token tok lacks keeps the old one.
+func (c *Connections) saveTokens(ctx context.Context, ws Workspace, row ConnectionRecord, tok tokenAnswer) error {
 	auth, err := c.open(ws, row)
 	if err != nil {
-		return "", err
+		return err
 	}
 	auth = proto.CloneOf(auth)
 	setCred := func(id, v string) {
@@ -159,26 +190,81 @@ func (c *Connections) CompleteAuthorization(ctx context.Context, state, code, re
 	if tok.RefreshToken != "" {
 		setCred(oauthRefreshToken, tok.RefreshToken)
 	}
+	expiry := ""
+	if tok.ExpiresIn > 0 {
+		expiry = strconv.FormatInt(c.now().Unix()+tok.ExpiresIn, 10)
+	}
+	setCred(oauthAccessExpiry, expiry)
 	d, err := decodeDescriptor(row)
 	if err != nil {
-		return "", err
+		return err
 	}
 	b, err := c.reg.Book(ctx, ws, row.BookName, row.BookVersion)
 	if err != nil {
-		return "", err
+		return err
 	}
 	next, err := c.encode(ws, row.ID, b, ConnectionInput{Name: row.Name, Auth: auth, Config: d.GetConfigMap(), Labels: d.GetLabels(), discovered: d.GetDiscovered()}, auth)
 	if err != nil {
-		return "", err
+		return err
 	}
 	if _, err := c.st.UpdateConnection(ctx, next); err != nil {
-		return "", connStoreError(err, row.Name)
+		return connStoreError(err, row.Name)
 	}
-	return row.Name, nil
+	return nil
+}
+
+// oauthExpired reports whether conn's access token has expired or expires
+// within OAuthRefreshMargin (false when the provider did not say when).
+func oauthExpired(conn *Connection, now time.Time) bool {
+	exp, err := strconv.ParseInt(conn.Credentials[oauthAccessExpiry], 10, 64)
+	return err == nil && !now.Add(OAuthRefreshMargin).Before(time.Unix(exp, 0))
+}
+
+// RefreshOAuth gets a new access token for the OAuth connection id of ws
+// with its refresh token, keeps the tokens sealed with the connection and
+// returns the connection with them. stale is the access token the caller
+// found expired or refused: when the stored one differs and has not expired,
+// another call refreshed it already and it is returned as it is. Concurrent
+// refreshes of one connection in this process make one request to the token
+// url. Errors wrap ErrOAuth and name no secret.
+func (c *Connections) RefreshOAuth(ctx context.Context, ws Workspace, id, stale string) (*Connection, error) {
+	key := ws.OrganizationID + "\x00" + ws.WorkspaceID + "\x00" + id
+	v, err, _ := c.refreshes.Do(key, func() (any, error) {
+		// The first caller's cancellation must not fail the others.
+		ctx := context.WithoutCancel(ctx)
+		conn, err := c.Resolve(ctx, ws, HTTPBookName, id)
+		if err != nil {
+			return nil, err
+		}
+		if t := conn.Credentials[oauthAccessToken]; t != "" && t != stale && !oauthExpired(conn, c.now()) {
+			return conn, nil
+		}
+		rt := conn.Credentials[oauthRefreshToken]
+		if rt == "" {
+			return nil, fmt.Errorf("%w: the connection %q has no refresh token; authorize it again", ErrOAuth, conn.Name)
+		}
+		tok, err := c.exchange(ctx, conn, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt},
+			"client_id": {conn.Credentials["client id"]}, "client_secret": {conn.Credentials["client secret"]}})
+		if err != nil {
+			return nil, err
+		}
+		row, err := c.st.GetConnection(ctx, ws, conn.ID)
+		if err != nil {
+			return nil, connStoreError(err, conn.ID)
+		}
+		if err := c.saveTokens(ctx, ws, row, tok); err != nil {
+			return nil, err
+		}
+		return c.Resolve(ctx, ws, HTTPBookName, conn.ID)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Connection), nil
 }
 
 // issuedCredential reports whether id is a credential the authorization
 // of method issues (not one a person gives).
 func issuedCredential(method, id string) bool {
-	return method == OAuthAuthID && (id == oauthAccessToken || id == oauthRefreshToken)
+	return method == OAuthAuthID && (id == oauthAccessToken || id == oauthRefreshToken || id == oauthAccessExpiry)
 }

@@ -181,6 +181,7 @@ type Registry struct {
 	// sets it); nil: no connections.
 	conns interface {
 		Resolve(ctx context.Context, ws Workspace, bookName, name string) (*Connection, error)
+		RefreshOAuth(ctx context.Context, ws Workspace, id, stale string) (*Connection, error)
 	}
 }
 

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"math"
 	"strings"
 
 	"github.com/proserun/prose/books"
@@ -24,9 +25,11 @@ const (
 type searchRequest interface {
 	GetQuery() string
 	GetTopK() int64
+	GetMaxDistance() float32
 }
 
-// searchArgs checks the workspace, query and top_k of a search request.
+// searchArgs checks the workspace, query, top_k and max_distance of a
+// search request.
 func searchArgs(req searchRequest) (books.Workspace, string, int, error) {
 	var ws books.Workspace
 	if wr, ok := req.(workspaceRequest); ok {
@@ -43,6 +46,10 @@ func searchArgs(req searchRequest) (books.Workspace, string, int, error) {
 		return ws, "", 0, transport.InvalidArgument(transport.ReasonInvalidRequest, "query is too long",
 			transport.Violation("query", "must be at most 1024 bytes"))
 	}
+	if d := req.GetMaxDistance(); math.IsNaN(float64(d)) || d < 0 || d > 1 {
+		return ws, "", 0, transport.InvalidArgument(transport.ReasonInvalidRequest, "max_distance must be between 0 and 1",
+			transport.Violation("max_distance", "must be between 0 and 1 (0: no threshold)"))
+	}
 	k := req.GetTopK()
 	switch {
 	case k < 0:
@@ -54,6 +61,26 @@ func searchArgs(req searchRequest) (books.Workspace, string, int, error) {
 		k = MaxSearchTopK
 	}
 	return ws, q, int(k), nil
+}
+
+// within returns how many of scores (best first) are within maxDistance of
+// the best: a result's distance is 1 - score/best, 0 for the best result and
+// approaching 1 for the weakest matches. maxDistance 0 (the default) keeps
+// every result.
+func within(maxDistance float32, n int, score func(i int) float64) int {
+	if maxDistance == 0 || n == 0 {
+		return n
+	}
+	best := score(0)
+	if best <= 0 {
+		return n
+	}
+	for i := range n {
+		if 1-score(i)/best > float64(maxDistance) {
+			return i
+		}
+	}
+	return n
 }
 
 func searchError(err error) error {
@@ -73,6 +100,7 @@ func (s *BookService) SearchWorkspaceBooks(ctx context.Context, req *bookv1.Sear
 	if err != nil {
 		return nil, searchError(err)
 	}
+	hits = hits[:within(req.GetMaxDistance(), len(hits), func(i int) float64 { return hits[i].Score })]
 	out := &bookv1.SearchWorkspaceBooksResponse{Results: make([]*bookv1.SearchBookMatch, len(hits))}
 	for i, h := range hits {
 		out.Results[i] = &bookv1.SearchBookMatch{Book: h.Book, Score: h.Score}
@@ -91,6 +119,7 @@ func (s *BookService) SearchWorkspaceBookProcedures(ctx context.Context, req *bo
 	if err != nil {
 		return nil, searchError(err)
 	}
+	hits = hits[:within(req.GetMaxDistance(), len(hits), func(i int) float64 { return hits[i].Score })]
 	out := &bookv1.SearchWorkspaceBookProceduresResponse{Results: make([]*bookv1.SearchWorkspaceBookProcedureMatch, len(hits))}
 	for i, h := range hits {
 		out.Results[i] = &bookv1.SearchWorkspaceBookProcedureMatch{
@@ -111,6 +140,7 @@ func (s *BookService) SearchBooks(ctx context.Context, req *bookv1.SearchBooksRe
 	if err != nil {
 		return nil, searchError(err)
 	}
+	hits = hits[:within(req.GetMaxDistance(), len(hits), func(i int) float64 { return hits[i].Score })]
 	out := &bookv1.SearchBooksResponse{Results: make([]*bookv1.SearchBookMatch, len(hits))}
 	for i, h := range hits {
 		out.Results[i] = &bookv1.SearchBookMatch{Book: h.Book, Score: h.Score}
@@ -128,6 +158,7 @@ func (s *BookService) SearchBookProcedures(ctx context.Context, req *bookv1.Sear
 	if err != nil {
 		return nil, searchError(err)
 	}
+	hits = hits[:within(req.GetMaxDistance(), len(hits), func(i int) float64 { return hits[i].Score })]
 	out := &bookv1.SearchBookProceduresResponse{Results: make([]*bookv1.SearchBookProcedureMatch, len(hits))}
 	for i, h := range hits {
 		out.Results[i] = &bookv1.SearchBookProcedureMatch{BookName: h.BookName, BookVersion: h.BookVersion, Procedure: h.Procedure, Score: h.Score}
@@ -152,6 +183,7 @@ func (s *ConnectionService) SearchWorkspaceBookConnectionProcedures(ctx context.
 	if err != nil {
 		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
 	}
+	hits = hits[:within(req.GetMaxDistance(), len(hits), func(i int) float64 { return hits[i].Score })]
 	out := &bookv1.SearchWorkspaceBookProceduresResponse{Results: make([]*bookv1.SearchWorkspaceBookProcedureMatch, len(hits))}
 	for i, h := range hits {
 		out.Results[i] = &bookv1.SearchWorkspaceBookProcedureMatch{
@@ -180,6 +212,7 @@ func (s *BookService) SearchBookConcepts(ctx context.Context, req *bookv1.Search
 	if err != nil {
 		return nil, searchError(err)
 	}
+	hits = hits[:within(req.GetMaxDistance(), len(hits), func(i int) float64 { return hits[i].Score })]
 	return conceptResults(hits), nil
 }
 
@@ -194,5 +227,6 @@ func (s *BookService) SearchWorkspaceBookConcepts(ctx context.Context, req *book
 	if err != nil {
 		return nil, searchError(err)
 	}
+	hits = hits[:within(req.GetMaxDistance(), len(hits), func(i int) float64 { return hits[i].Score })]
 	return conceptResults(hits), nil
 }

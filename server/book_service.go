@@ -89,6 +89,47 @@ func (s *BookService) ListBookProcedures(ctx context.Context, req *bookv1.ListBo
 	return &bookv1.ListBookProceduresResponse{Procedures: b.GetProcedures()}, nil
 }
 
+// ListBookVersions returns the versions of a built-in book, oldest first.
+func (s *BookService) ListBookVersions(_ context.Context, req *bookv1.ListBookVersionsRequest) (*bookv1.ListBookVersionsResponse, error) {
+	if err := requireFields(map[string]string{"name": req.GetName()}); err != nil {
+		return nil, err
+	}
+	vs, err := s.reg.Versions(req.GetName())
+	if err != nil {
+		return nil, transport.NotFound(ReasonBookNotFound, "books/"+req.GetName())
+	}
+	return &bookv1.ListBookVersionsResponse{Versions: vs}, nil
+}
+
+// ListBookConcepts returns the concepts of one version of a built-in book.
+func (s *BookService) ListBookConcepts(ctx context.Context, req *bookv1.ListBookConceptsRequest) (*bookv1.ListBookConceptsResponse, error) {
+	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
+		return nil, err
+	}
+	b, err := s.reg.Book(ctx, books.Workspace{}, req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, bookError(err, req.GetName(), req.GetVersion())
+	}
+	return &bookv1.ListBookConceptsResponse{Concepts: books.Concepts(b)}, nil
+}
+
+// ListWorkspaceBookConcepts returns the concepts of a book the workspace
+// sees (built in or registered there).
+func (s *BookService) ListWorkspaceBookConcepts(ctx context.Context, req *bookv1.ListWorkspaceBookConceptsRequest) (*bookv1.ListWorkspaceBookConceptsResponse, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
+		return nil, err
+	}
+	b, err := s.reg.Book(ctx, ws, req.GetName(), req.GetVersion())
+	if err != nil {
+		return nil, bookError(err, req.GetName(), req.GetVersion())
+	}
+	return &bookv1.ListWorkspaceBookConceptsResponse{Concepts: books.Concepts(b)}, nil
+}
+
 // ListTags returns the tags used across the built-in books.
 func (s *BookService) ListTags(context.Context, *bookv1.ListTagsRequest) (*bookv1.ListTagsResponse, error) {
 	return &bookv1.ListTagsResponse{Tags: s.reg.Tags()}, nil

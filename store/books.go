@@ -56,6 +56,21 @@ type WorkspaceBooks interface {
 	// entry's Name ranks above the same match in its Text. Words are runs of
 	// letters and digits; a query without any returns none.
 	SearchWorkspaceCatalog(ctx context.Context, organizationID, workspaceID string, q CatalogQuery) ([]CatalogMatch, error)
+	// ListUnindexedWorkspaceBooks returns at most limit books registered in
+	// any workspace that have no catalog entries (books registered before
+	// the catalog existed), ordered by organization, workspace, name and
+	// version, after the book of key after (the zero key: from the first).
+	ListUnindexedWorkspaceBooks(ctx context.Context, after WorkspaceBookKey, limit int) ([]WorkspaceBook, error)
+	// IndexWorkspaceBook writes b.Catalog as the catalog entries of the book
+	// of b's key, if that book still has b.Book as its descriptor and has no
+	// entries yet (so that a concurrent update's entries or another
+	// replica's are kept); it reports whether it wrote them.
+	IndexWorkspaceBook(ctx context.Context, b WorkspaceBook) (bool, error)
+}
+
+// WorkspaceBookKey identifies a book registered in a workspace.
+type WorkspaceBookKey struct {
+	OrganizationID, WorkspaceID, Name, Version string
 }
 
 // CatalogKind is the kind of a searchable catalog item.

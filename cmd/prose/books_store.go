@@ -241,3 +241,44 @@ func (s *dbConnections) RekeyConnections(ctx context.Context, reseal func(r book
 	})
 	return n, fromStore(err)
 }
+
+// backfillPage is how many unindexed books one step of backfillCatalog
+// reads.
+const backfillPage = 100
+
+// backfillCatalog indexes the workspace books that have no catalog entries
+// (registered before migration 00029, when the store could not decode their
+// descriptors to index them), a page at a time, and returns how many it
+// indexed. It is idempotent and safe beside other replicas doing the same or
+// updating the books (store.IndexWorkspaceBook writes only while the book
+// is unchanged and unindexed). A descriptor that does not decode is skipped
+// and reported to skipped.
+func (s *dbBooks) backfillCatalog(ctx context.Context, skipped func(store.WorkspaceBook, error)) (int, error) {
+	n := 0
+	var after store.WorkspaceBookKey
+	for {
+		page, err := s.st.ListUnindexedWorkspaceBooks(ctx, after, backfillPage)
+		if err != nil {
+			return n, err
+		}
+		for _, row := range page {
+			after = store.WorkspaceBookKey{OrganizationID: row.OrganizationID, WorkspaceID: row.WorkspaceID, Name: row.Name, Version: row.Version}
+			b, err := decodeBook(row)
+			if err != nil {
+				skipped(row, err)
+				continue
+			}
+			row.Catalog = toStoreEntries(books.CatalogEntries(b))
+			wrote, err := s.st.IndexWorkspaceBook(ctx, row)
+			if err != nil {
+				return n, err
+			}
+			if wrote {
+				n++
+			}
+		}
+		if len(page) < backfillPage {
+			return n, nil
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
+	"github.com/proserun/prose/store"
 )
 
 const (
@@ -185,5 +187,194 @@ func TestConnectionOAuthPublicNetworkOnly(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != 400 || called || strings.Contains(string(b), oauthClientSecret) {
 		t.Fatalf("callback to a loopback token url: %d %s (provider called: %v)", resp.StatusCode, b, called)
+	}
+}
+
+// TestConnectionOAuthRefresh: an access token the API refuses (401) or that
+// has expired is refreshed with the refresh token, kept sealed, and the call
+// is made again once; concurrent refreshes of one connection make one
+// request to the token url; a refused refresh is the run's exception, naming
+// the connection and never a secret.
+func TestConnectionOAuthRefresh(t *testing.T) {
+	const (
+		rt2 = "rt-Kb72-second-refresh"
+	)
+	var mu sync.Mutex
+	issued := 0       // access tokens issued
+	accepted := ""    // the access token the API takes
+	expiresIn := 3600 // of the next token
+	refuse := false   // the token url refuses refreshes
+	refreshes := 0    // refresh requests
+	lastRefresh := "" // the refresh token of the last one
+	provider := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = r.ParseForm()
+		f := r.PostForm
+		mu.Lock()
+		defer mu.Unlock()
+		if f.Get("client_id") != "cid" || f.Get("client_secret") != oauthClientSecret {
+			http.Error(w, `{"error": "invalid_client"}`, http.StatusUnauthorized)
+			return
+		}
+		answer := map[string]any{"token_type": "bearer", "expires_in": expiresIn}
+		switch f.Get("grant_type") {
+		case "authorization_code":
+			answer["refresh_token"] = oauthRefresh
+		case "refresh_token":
+			refreshes++
+			lastRefresh = f.Get("refresh_token")
+			if refuse {
+				// The answer echoes the refresh token: it must not reach the run.
+				http.Error(w, `{"error": "invalid_grant", "detail": "`+lastRefresh+` was revoked"}`, http.StatusBadRequest)
+				return
+			}
+			if refreshes == 1 {
+				answer["refresh_token"] = rt2 // rotated; later answers keep it
+			}
+		default:
+			http.Error(w, `{"error": "unsupported_grant_type"}`, http.StatusBadRequest)
+			return
+		}
+		issued++
+		answer["access_token"] = fmt.Sprintf("at-%d-Vv90-access", issued)
+		accepted = fmt.Sprint(answer["access_token"])
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(answer)
+	}))
+	defer provider.Close()
+	var apiCalls []string
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		ok := r.Header.Get("Authorization") == "Bearer "+accepted
+		apiCalls = append(apiCalls, r.Header.Get("Authorization"))
+		mu.Unlock()
+		if !ok {
+			http.Error(w, `{"error": "token expired"}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"name": "Ana"}`)
+	}))
+	defer api.Close()
+
+	logs := &syncBuffer{}
+	e := newTestEnvLogged(t, func(c *serveConfig) { c.publicURL = oauthPublic },
+		slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	m := e.api(t, "POST", e.wsPath()+"/books/http/1.0.0/connections", `{"connection_name": "crm",
+		"authentication": {"authentication_id": "oauth2", "authentication_credentials": [{"id": "client id", "value": {"text_value": "cid"}}, {"id": "client secret", "value": {"text_value": "`+oauthClientSecret+`"}}]},
+		"config_map": {"base url": {"text_value": "`+api.URL+`"}, "authorize url": {"text_value": "`+provider.URL+`/authorize"}, "token url": {"text_value": "`+provider.URL+`/token"}}}`, 200)
+	id := fmt.Sprint(field(m, "book_connection_descriptor.connection_id"))
+	a := e.api(t, "PUT", e.wsPath()+"/connections/"+id+"/authorize", "", 200)
+	u, _ := url.Parse(fmt.Sprint(field(a, "authorize_url.url")))
+	resp, err := http.Get(e.srv.URL + "/oauth/callback?code=c1&state=" + url.QueryEscape(u.Query().Get("state")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("callback: %d", resp.StatusCode)
+	}
+	ws := books.Workspace{OrganizationID: e.init.orgID, WorkspaceID: e.init.workspaceID}
+	stored := func() *books.Connection {
+		t.Helper()
+		c, err := e.app.conns.Resolve(t.Context(), ws, "http", "crm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	var answers []string
+	auto := e.mkAutomation(t, "Who am I", "call the api at \"/me\" with\n  the connection is \"crm\"\nthe output name is the above's name\n", true)
+	run := func(want string) map[string]any {
+		t.Helper()
+		inv := e.api(t, "POST", e.automationsPath()+"/"+auto.id+":invoke", `{"stage": "AUTOMATION_STAGE_PUBLISHED"}`, 200)
+		r := e.waitRun(t, auto.id, fmt.Sprint(inv["run_id"]), want)
+		b, _ := json.Marshal(r)
+		answers = append(answers, string(b))
+		return r
+	}
+
+	// 1. The API refuses the token (revoked): refresh, store, retry once.
+	mu.Lock()
+	accepted = "revoked"
+	mu.Unlock()
+	if out, _ := json.Marshal(run("completed")); !strings.Contains(string(out), `"Ana"`) {
+		t.Errorf("run after a 401: %s", out)
+	}
+	mu.Lock()
+	if refreshes != 1 || lastRefresh != oauthRefresh || len(apiCalls) != 2 || apiCalls[1] != "Bearer at-2-Vv90-access" {
+		t.Errorf("after a 401: %d refreshes (with %q), API calls %q", refreshes, lastRefresh, apiCalls)
+	}
+	mu.Unlock()
+	if c := stored(); c.Credentials["access token"] != "at-2-Vv90-access" || c.Credentials["refresh token"] != rt2 {
+		t.Errorf("stored tokens after the refresh: %q %q", c.Credentials["access token"], c.Credentials["refresh token"])
+	}
+
+	// 2. The token expires within the margin: refreshed before the call
+	// (the answer has no refresh token: the rotated one is kept).
+	mu.Lock()
+	expiresIn = 5
+	mu.Unlock()
+	if _, err := e.app.conns.RefreshOAuth(t.Context(), ws, id, "at-2-Vv90-access"); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	expiresIn, apiCalls = 3600, nil
+	mu.Unlock()
+	run("completed")
+	mu.Lock()
+	if refreshes != 3 || lastRefresh != rt2 || len(apiCalls) != 1 || apiCalls[0] != "Bearer at-4-Vv90-access" {
+		t.Errorf("an expired token: %d refreshes (with %q), API calls %q", refreshes, lastRefresh, apiCalls)
+	}
+	mu.Unlock()
+
+	// 3. Concurrent refreshes of one stale token: one request.
+	stale := stored().Credentials["access token"]
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for range 8 {
+		wg.Go(func() {
+			_, err := e.app.conns.RefreshOAuth(context.Background(), ws, id, stale)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	mu.Lock()
+	if refreshes != 4 {
+		t.Errorf("8 concurrent refreshes made %d requests, want 1", refreshes-3)
+	}
+	mu.Unlock()
+
+	// 4. A refused refresh: the run's exception names the connection and
+	// the token url's status, never a secret.
+	mu.Lock()
+	refuse, accepted = true, "revoked again"
+	mu.Unlock()
+	r := run("awaiting_guidance")
+	xid := store.LastSegment(fmt.Sprint(field(r, "state.awaiting_guidance.exception")))
+	x := e.api(t, "GET", e.wsPath()+"/exceptions/"+xid, "", 200)
+	msg := fmt.Sprint(x["message"])
+	if !strings.Contains(msg, `"crm" could not refresh its OAuth access token`) || !strings.Contains(msg, "400") || !strings.Contains(msg, "authorize it again") {
+		t.Errorf("exception of a refused refresh: %q", msg)
+	}
+	xb, _ := json.Marshal(x)
+	answers = append(answers, string(xb))
+	got := e.api(t, "GET", e.wsPath()+"/connections/"+id, "", 200)
+	gb, _ := json.Marshal(got)
+	answers = append(answers, string(gb))
+	for _, s := range []string{oauthClientSecret, oauthRefresh, rt2, "at-1-Vv90", "at-2-Vv90", "at-4-Vv90", "at-5-Vv90"} {
+		for _, a := range answers {
+			if strings.Contains(a, s) {
+				t.Fatalf("an answer carries %q: %s", s, a)
+			}
+		}
+		if strings.Contains(logs.String(), s) {
+			t.Fatalf("a log line carries %q", s)
+		}
 	}
 }

@@ -458,6 +458,19 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		a.Close()
 		return nil, fmt.Errorf("index the built-in books for search: %w", err)
 	}
+	// Books registered before the catalog existed (migration 00029) are
+	// indexed once; later starts find none to index.
+	n, err := newDBBooks(st).backfillCatalog(ctx, func(b store.WorkspaceBook, err error) {
+		logger.Warn("a workspace book's descriptor does not decode: it is not searchable", "organization", b.OrganizationID,
+			"workspace", b.WorkspaceID, "book", b.Name, "version", b.Version, "error", err)
+	})
+	if err != nil {
+		a.Close()
+		return nil, fmt.Errorf("index the workspace books registered before catalog search: %w", err)
+	}
+	if n > 0 {
+		logger.Info("workspace books indexed for search", "count", n)
+	}
 	keyring, err := secretKeyring(ctx, cfg.secretKeysFile, st)
 	if err != nil {
 		a.Close()

@@ -22,6 +22,7 @@ func testWorkspaceBooks(t *testing.T, open Opener) {
 		{"CatalogSearchInStep", testCatalogSearchInStep},
 		{"CatalogSearchBuiltins", testCatalogSearchBuiltins},
 		{"CatalogSearchOneBook", testCatalogSearchOneBook},
+		{"CatalogBackfill", testCatalogBackfill},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}

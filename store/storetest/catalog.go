@@ -165,3 +165,70 @@ func testCatalogSearchOneBook(t *testing.T, s *suite) {
 	wantItems(t, "a built-in book", search("http", "1"), "http/1/get")
 	wantItems(t, "an unknown book", search("crm", "9"))
 }
+
+// testCatalogBackfill: the books without catalog entries are listed in
+// pages, and indexing one writes its entries once, only while the book is
+// unchanged.
+func testCatalogBackfill(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	s.ws(t, "acme", "w2", "Two")
+	for _, b := range []store.WorkspaceBook{
+		catalogBook("acme", "w1", "b", "1"), // no entries: as before the catalog
+		catalogBook("acme", "w1", "a", "1"),
+		catalogBook("acme", "w2", "a", "1"),
+		catalogBook("acme", "w1", "c", "1", store.CatalogEntry{Kind: store.CatalogBook, Name: "c"}),
+	} {
+		of(s.st.CreateWorkspaceBook(s.ctx, b)).must(t)
+	}
+	keys := func(bs []store.WorkspaceBook) []string {
+		out := make([]string, len(bs))
+		for i, b := range bs {
+			out[i] = b.WorkspaceID + "/" + b.Name
+		}
+		return out
+	}
+	page := of(s.st.ListUnindexedWorkspaceBooks(s.ctx, store.WorkspaceBookKey{}, 2)).must(t)
+	if got := keys(page); len(got) != 2 || got[0] != "w1/a" || got[1] != "w1/b" || string(page[0].Book) != "a" {
+		t.Fatalf("first page = %q", got)
+	}
+	last := page[1]
+	rest := of(s.st.ListUnindexedWorkspaceBooks(s.ctx, store.WorkspaceBookKey{OrganizationID: "acme", WorkspaceID: "w1", Name: last.Name, Version: last.Version}, 2)).must(t)
+	if got := keys(rest); len(got) != 1 || got[0] != "w2/a" {
+		t.Fatalf("second page = %q", got)
+	}
+
+	entry := store.CatalogEntry{Kind: store.CatalogBook, Name: "backfilled zebra"}
+	b := page[0]
+	b.Catalog = []store.CatalogEntry{entry}
+	if !of(s.st.IndexWorkspaceBook(s.ctx, b)).must(t) {
+		t.Fatal("an unindexed book was not indexed")
+	}
+	// Again (another replica): nothing is written twice.
+	if of(s.st.IndexWorkspaceBook(s.ctx, b)).must(t) {
+		t.Error("an indexed book was indexed again")
+	}
+	found := of(s.st.SearchWorkspaceCatalog(s.ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogBook, Text: "zebra", Limit: 10})).must(t)
+	wantItems(t, "backfilled", found, "a/1/")
+
+	// A book updated since it was listed keeps the update's entries.
+	stale := page[1]
+	upd := catalogBook("acme", "w1", "b", "1", store.CatalogEntry{Kind: store.CatalogBook, Name: "updated okapi"})
+	upd.Book = []byte("b2")
+	of(s.st.UpdateWorkspaceBook(s.ctx, upd)).must(t)
+	stale.Catalog = []store.CatalogEntry{{Kind: store.CatalogBook, Name: "stale yak"}}
+	if of(s.st.IndexWorkspaceBook(s.ctx, stale)).must(t) {
+		t.Error("a book changed since it was listed was indexed with its old entries")
+	}
+	wantItems(t, "stale", of(s.st.SearchWorkspaceCatalog(s.ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogBook, Text: "yak", Limit: 10})).must(t))
+	// A deleted one is skipped.
+	gone := rest[0]
+	noErr(t, s.st.DeleteWorkspaceBook(s.ctx, "acme", "w2", "a", "1"))
+	gone.Catalog = []store.CatalogEntry{entry}
+	if of(s.st.IndexWorkspaceBook(s.ctx, gone)).must(t) {
+		t.Error("a deleted book was indexed")
+	}
+	if left := of(s.st.ListUnindexedWorkspaceBooks(s.ctx, store.WorkspaceBookKey{}, 10)).must(t); len(left) != 0 {
+		t.Errorf("still unindexed: %q", keys(left))
+	}
+}

@@ -87,9 +87,14 @@ func (db *DB) GetWorkspaceBook(ctx context.Context, org, ws, name, version strin
 
 // ListWorkspaceBooks implements store.WorkspaceBooks.
 func (db *DB) ListWorkspaceBooks(ctx context.Context, org, ws string) ([]store.WorkspaceBook, error) {
-	what := fmt.Sprintf("books of workspace %q in organization %q", ws, org)
-	rows, err := db.reader().query(ctx, `SELECT `+workspaceBookCols+` FROM workspace_books
+	return db.queryWorkspaceBooks(ctx, fmt.Sprintf("books of workspace %q in organization %q", ws, org),
+		`SELECT `+workspaceBookCols+` FROM workspace_books
 		WHERE organization_id = ? AND workspace_id = ? ORDER BY name, version`, org, ws)
+}
+
+// queryWorkspaceBooks returns the books q selects (workspaceBookCols).
+func (db *DB) queryWorkspaceBooks(ctx context.Context, what, q string, args ...any) ([]store.WorkspaceBook, error) {
+	rows, err := db.reader().query(ctx, q, args...)
 	if err != nil {
 		return nil, db.mapErr(err, what)
 	}

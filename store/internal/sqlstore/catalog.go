@@ -1,7 +1,10 @@
 package sqlstore
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode"
@@ -126,4 +129,60 @@ func (db *DB) SearchWorkspaceCatalog(ctx context.Context, org, ws string, cq sto
 		return nil, db.mapErr(err, what)
 	}
 	return out, nil
+}
+
+// ListUnindexedWorkspaceBooks implements store.WorkspaceBooks. Every
+// indexed book has an entry of kind book, so a book without one has none.
+func (db *DB) ListUnindexedWorkspaceBooks(ctx context.Context, after store.WorkspaceBookKey, limit int) ([]store.WorkspaceBook, error) {
+	return db.queryWorkspaceBooks(ctx, "books without catalog entries", `SELECT `+workspaceBookCols+` FROM workspace_books b
+		WHERE (organization_id, workspace_id, name, version) > (?, ?, ?, ?)
+		AND NOT EXISTS (SELECT 1 FROM `+db.catalogTable()+` c
+			WHERE c.organization_id = b.organization_id AND c.workspace_id = b.workspace_id
+			AND c.book_name = b.name AND c.book_version = b.version AND c.kind = 'book')
+		ORDER BY organization_id, workspace_id, name, version LIMIT ?`,
+		after.OrganizationID, after.WorkspaceID, after.Name, after.Version, limit)
+}
+
+// IndexWorkspaceBook implements store.WorkspaceBooks. On PostgreSQL the
+// book's row is locked first: an update of the book waits for this
+// transaction (or this one sees its new descriptor and writes nothing), and
+// so does another replica indexing the same book (which then finds the
+// entries). SQLite runs one write transaction at a time.
+func (db *DB) IndexWorkspaceBook(ctx context.Context, b store.WorkspaceBook) (bool, error) {
+	what := "index " + workspaceBookWhat(b.OrganizationID, b.WorkspaceID, b.Name, b.Version)
+	lock := ""
+	if db.d == store.Postgres {
+		lock = " FOR UPDATE"
+	}
+	wrote := false
+	err := db.tx(ctx, func(c conn) error {
+		var cur []byte
+		err := c.queryRow(ctx, `SELECT book FROM workspace_books
+			WHERE organization_id = ? AND workspace_id = ? AND name = ? AND version = ?`+lock,
+			b.OrganizationID, b.WorkspaceID, b.Name, b.Version).Scan(&cur)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil // deleted since it was listed
+		}
+		if err != nil {
+			return db.mapErr(err, what)
+		}
+		if !bytes.Equal(cur, b.Book) {
+			return nil // updated since it was listed: the update indexed it
+		}
+		var n int
+		if err := c.queryRow(ctx, `SELECT COUNT(*) FROM `+db.catalogTable()+`
+			WHERE organization_id = ? AND workspace_id = ? AND book_name = ? AND book_version = ?`,
+			b.OrganizationID, b.WorkspaceID, b.Name, b.Version).Scan(&n); err != nil {
+			return db.mapErr(err, what)
+		}
+		if n > 0 {
+			return nil
+		}
+		if err := c.writeCatalog(ctx, db.d, b); err != nil {
+			return db.mapErr(err, what)
+		}
+		wrote = true
+		return nil
+	})
+	return wrote, err
 }

@@ -808,6 +808,319 @@ func (x *ListWorkspaceBookProceduresResponse) GetProcedures() []*Procedure {
 	return nil
 }
 
+// Request of ListBookVersions.
+type ListBookVersionsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The book's name.
+	Name          string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBookVersionsRequest) Reset() {
+	*x = ListBookVersionsRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBookVersionsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBookVersionsRequest) ProtoMessage() {}
+
+func (x *ListBookVersionsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBookVersionsRequest.ProtoReflect.Descriptor instead.
+func (*ListBookVersionsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListBookVersionsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+// Response of ListBookVersions.
+type ListBookVersionsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The book's versions, oldest first (semantic version order).
+	Versions      []string `protobuf:"bytes,1,rep,name=versions,proto3" json:"versions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBookVersionsResponse) Reset() {
+	*x = ListBookVersionsResponse{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBookVersionsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBookVersionsResponse) ProtoMessage() {}
+
+func (x *ListBookVersionsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBookVersionsResponse.ProtoReflect.Descriptor instead.
+func (*ListBookVersionsResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListBookVersionsResponse) GetVersions() []string {
+	if x != nil {
+		return x.Versions
+	}
+	return nil
+}
+
+// Request of ListBookConcepts.
+type ListBookConceptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The book's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The book's version.
+	Version       string `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBookConceptsRequest) Reset() {
+	*x = ListBookConceptsRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBookConceptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBookConceptsRequest) ProtoMessage() {}
+
+func (x *ListBookConceptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBookConceptsRequest.ProtoReflect.Descriptor instead.
+func (*ListBookConceptsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ListBookConceptsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ListBookConceptsRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+// Response of ListBookConcepts.
+type ListBookConceptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The concepts: the book's configurations, then its procedures' inputs
+	// and outputs, each name once.
+	Concepts      []*Concept `protobuf:"bytes,1,rep,name=concepts,proto3" json:"concepts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListBookConceptsResponse) Reset() {
+	*x = ListBookConceptsResponse{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListBookConceptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListBookConceptsResponse) ProtoMessage() {}
+
+func (x *ListBookConceptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListBookConceptsResponse.ProtoReflect.Descriptor instead.
+func (*ListBookConceptsResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *ListBookConceptsResponse) GetConcepts() []*Concept {
+	if x != nil {
+		return x.Concepts
+	}
+	return nil
+}
+
+// Request of ListWorkspaceBookConcepts.
+type ListWorkspaceBookConceptsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The book's name.
+	Name string `protobuf:"bytes,3,opt,name=name,proto3" json:"name,omitempty"`
+	// The book's version.
+	Version       string `protobuf:"bytes,4,opt,name=version,proto3" json:"version,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkspaceBookConceptsRequest) Reset() {
+	*x = ListWorkspaceBookConceptsRequest{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkspaceBookConceptsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkspaceBookConceptsRequest) ProtoMessage() {}
+
+func (x *ListWorkspaceBookConceptsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkspaceBookConceptsRequest.ProtoReflect.Descriptor instead.
+func (*ListWorkspaceBookConceptsRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *ListWorkspaceBookConceptsRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConceptsRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConceptsRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ListWorkspaceBookConceptsRequest) GetVersion() string {
+	if x != nil {
+		return x.Version
+	}
+	return ""
+}
+
+// Response of ListWorkspaceBookConcepts.
+type ListWorkspaceBookConceptsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The concepts (see ListBookConceptsResponse).
+	Concepts      []*Concept `protobuf:"bytes,1,rep,name=concepts,proto3" json:"concepts,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListWorkspaceBookConceptsResponse) Reset() {
+	*x = ListWorkspaceBookConceptsResponse{}
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListWorkspaceBookConceptsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListWorkspaceBookConceptsResponse) ProtoMessage() {}
+
+func (x *ListWorkspaceBookConceptsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListWorkspaceBookConceptsResponse.ProtoReflect.Descriptor instead.
+func (*ListWorkspaceBookConceptsResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListWorkspaceBookConceptsResponse) GetConcepts() []*Concept {
+	if x != nil {
+		return x.Concepts
+	}
+	return nil
+}
+
 // Request of CreateWorkspaceBook.
 type CreateWorkspaceBookRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -826,7 +1139,7 @@ type CreateWorkspaceBookRequest struct {
 
 func (x *CreateWorkspaceBookRequest) Reset() {
 	*x = CreateWorkspaceBookRequest{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[14]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -838,7 +1151,7 @@ func (x *CreateWorkspaceBookRequest) String() string {
 func (*CreateWorkspaceBookRequest) ProtoMessage() {}
 
 func (x *CreateWorkspaceBookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[14]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -851,7 +1164,7 @@ func (x *CreateWorkspaceBookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CreateWorkspaceBookRequest.ProtoReflect.Descriptor instead.
 func (*CreateWorkspaceBookRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{14}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CreateWorkspaceBookRequest) GetOrganizationId() string {
@@ -904,7 +1217,7 @@ type UpdateWorkspaceBookRequest struct {
 
 func (x *UpdateWorkspaceBookRequest) Reset() {
 	*x = UpdateWorkspaceBookRequest{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[15]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +1229,7 @@ func (x *UpdateWorkspaceBookRequest) String() string {
 func (*UpdateWorkspaceBookRequest) ProtoMessage() {}
 
 func (x *UpdateWorkspaceBookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[15]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -929,7 +1242,7 @@ func (x *UpdateWorkspaceBookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UpdateWorkspaceBookRequest.ProtoReflect.Descriptor instead.
 func (*UpdateWorkspaceBookRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{15}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *UpdateWorkspaceBookRequest) GetOrganizationId() string {
@@ -993,7 +1306,7 @@ type DeleteWorkspaceBookRequest struct {
 
 func (x *DeleteWorkspaceBookRequest) Reset() {
 	*x = DeleteWorkspaceBookRequest{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[16]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1005,7 +1318,7 @@ func (x *DeleteWorkspaceBookRequest) String() string {
 func (*DeleteWorkspaceBookRequest) ProtoMessage() {}
 
 func (x *DeleteWorkspaceBookRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[16]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1018,7 +1331,7 @@ func (x *DeleteWorkspaceBookRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteWorkspaceBookRequest.ProtoReflect.Descriptor instead.
 func (*DeleteWorkspaceBookRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{16}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *DeleteWorkspaceBookRequest) GetOrganizationId() string {
@@ -1068,8 +1381,11 @@ type SearchWorkspaceBooksRequest struct {
 	Query string `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
 	// Maximum number of results (default 10, at most 100).
 	TopK int64 `protobuf:"varint,4,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
-	// Accepted for compatibility; text ranking has no distance, so it is not
-	// applied.
+	// Maximum distance of a result from the best one, between 0 and 1: a
+	// result's distance is 1 - score / best score of the query (0 for the best
+	// result, near 1 for the weakest matches), so 0.25 keeps the results
+	// scoring at least three quarters of the best. 0 (the default) keeps every
+	// result; outside [0, 1] is INVALID_ARGUMENT.
 	MaxDistance   float32 `protobuf:"fixed32,5,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1077,7 +1393,7 @@ type SearchWorkspaceBooksRequest struct {
 
 func (x *SearchWorkspaceBooksRequest) Reset() {
 	*x = SearchWorkspaceBooksRequest{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[17]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1405,7 @@ func (x *SearchWorkspaceBooksRequest) String() string {
 func (*SearchWorkspaceBooksRequest) ProtoMessage() {}
 
 func (x *SearchWorkspaceBooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[17]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1418,7 @@ func (x *SearchWorkspaceBooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchWorkspaceBooksRequest.ProtoReflect.Descriptor instead.
 func (*SearchWorkspaceBooksRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{17}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *SearchWorkspaceBooksRequest) GetOrganizationId() string {
@@ -1151,7 +1467,7 @@ type SearchWorkspaceBooksResponse struct {
 
 func (x *SearchWorkspaceBooksResponse) Reset() {
 	*x = SearchWorkspaceBooksResponse{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[18]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1163,7 +1479,7 @@ func (x *SearchWorkspaceBooksResponse) String() string {
 func (*SearchWorkspaceBooksResponse) ProtoMessage() {}
 
 func (x *SearchWorkspaceBooksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[18]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1176,7 +1492,7 @@ func (x *SearchWorkspaceBooksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchWorkspaceBooksResponse.ProtoReflect.Descriptor instead.
 func (*SearchWorkspaceBooksResponse) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{18}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SearchWorkspaceBooksResponse) GetResults() []*SearchBookMatch {
@@ -1199,7 +1515,7 @@ type SearchBookMatch struct {
 
 func (x *SearchBookMatch) Reset() {
 	*x = SearchBookMatch{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[19]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1211,7 +1527,7 @@ func (x *SearchBookMatch) String() string {
 func (*SearchBookMatch) ProtoMessage() {}
 
 func (x *SearchBookMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[19]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1224,7 +1540,7 @@ func (x *SearchBookMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBookMatch.ProtoReflect.Descriptor instead.
 func (*SearchBookMatch) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{19}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SearchBookMatch) GetBook() *Book {
@@ -1253,7 +1569,8 @@ type SearchWorkspaceBookProceduresRequest struct {
 	Query string `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
 	// Maximum number of results (default 10, at most 100).
 	TopK int64 `protobuf:"varint,4,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
-	// Accepted for compatibility; not applied (see SearchWorkspaceBooksRequest).
+	// Maximum distance of a result from the best one, 0 to 1 (see
+	// SearchWorkspaceBooksRequest); 0 keeps every result.
 	MaxDistance   float32 `protobuf:"fixed32,5,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1261,7 +1578,7 @@ type SearchWorkspaceBookProceduresRequest struct {
 
 func (x *SearchWorkspaceBookProceduresRequest) Reset() {
 	*x = SearchWorkspaceBookProceduresRequest{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[20]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1273,7 +1590,7 @@ func (x *SearchWorkspaceBookProceduresRequest) String() string {
 func (*SearchWorkspaceBookProceduresRequest) ProtoMessage() {}
 
 func (x *SearchWorkspaceBookProceduresRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[20]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1286,7 +1603,7 @@ func (x *SearchWorkspaceBookProceduresRequest) ProtoReflect() protoreflect.Messa
 
 // Deprecated: Use SearchWorkspaceBookProceduresRequest.ProtoReflect.Descriptor instead.
 func (*SearchWorkspaceBookProceduresRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{20}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SearchWorkspaceBookProceduresRequest) GetOrganizationId() string {
@@ -1335,7 +1652,7 @@ type SearchWorkspaceBookProceduresResponse struct {
 
 func (x *SearchWorkspaceBookProceduresResponse) Reset() {
 	*x = SearchWorkspaceBookProceduresResponse{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[21]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1347,7 +1664,7 @@ func (x *SearchWorkspaceBookProceduresResponse) String() string {
 func (*SearchWorkspaceBookProceduresResponse) ProtoMessage() {}
 
 func (x *SearchWorkspaceBookProceduresResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[21]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1360,7 +1677,7 @@ func (x *SearchWorkspaceBookProceduresResponse) ProtoReflect() protoreflect.Mess
 
 // Deprecated: Use SearchWorkspaceBookProceduresResponse.ProtoReflect.Descriptor instead.
 func (*SearchWorkspaceBookProceduresResponse) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{21}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SearchWorkspaceBookProceduresResponse) GetResults() []*SearchWorkspaceBookProcedureMatch {
@@ -1393,7 +1710,7 @@ type SearchWorkspaceBookProcedureMatch struct {
 
 func (x *SearchWorkspaceBookProcedureMatch) Reset() {
 	*x = SearchWorkspaceBookProcedureMatch{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[22]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1405,7 +1722,7 @@ func (x *SearchWorkspaceBookProcedureMatch) String() string {
 func (*SearchWorkspaceBookProcedureMatch) ProtoMessage() {}
 
 func (x *SearchWorkspaceBookProcedureMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[22]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1418,7 +1735,7 @@ func (x *SearchWorkspaceBookProcedureMatch) ProtoReflect() protoreflect.Message 
 
 // Deprecated: Use SearchWorkspaceBookProcedureMatch.ProtoReflect.Descriptor instead.
 func (*SearchWorkspaceBookProcedureMatch) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{22}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *SearchWorkspaceBookProcedureMatch) GetBookName() string {
@@ -1477,7 +1794,8 @@ type SearchBooksRequest struct {
 	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
 	// Maximum number of results (default 10, at most 100).
 	TopK int64 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
-	// Accepted for compatibility; not applied.
+	// Maximum distance of a result from the best one, 0 to 1 (see
+	// SearchWorkspaceBooksRequest); 0 keeps every result.
 	MaxDistance   float32 `protobuf:"fixed32,3,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1485,7 +1803,7 @@ type SearchBooksRequest struct {
 
 func (x *SearchBooksRequest) Reset() {
 	*x = SearchBooksRequest{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[23]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1497,7 +1815,7 @@ func (x *SearchBooksRequest) String() string {
 func (*SearchBooksRequest) ProtoMessage() {}
 
 func (x *SearchBooksRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[23]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1510,7 +1828,7 @@ func (x *SearchBooksRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBooksRequest.ProtoReflect.Descriptor instead.
 func (*SearchBooksRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{23}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *SearchBooksRequest) GetQuery() string {
@@ -1545,7 +1863,7 @@ type SearchBooksResponse struct {
 
 func (x *SearchBooksResponse) Reset() {
 	*x = SearchBooksResponse{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[24]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1557,7 +1875,7 @@ func (x *SearchBooksResponse) String() string {
 func (*SearchBooksResponse) ProtoMessage() {}
 
 func (x *SearchBooksResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[24]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1570,7 +1888,7 @@ func (x *SearchBooksResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBooksResponse.ProtoReflect.Descriptor instead.
 func (*SearchBooksResponse) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{24}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SearchBooksResponse) GetResults() []*SearchBookMatch {
@@ -1587,7 +1905,8 @@ type SearchBookProceduresRequest struct {
 	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
 	// Maximum number of results (default 10, at most 100).
 	TopK int64 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
-	// Accepted for compatibility; not applied.
+	// Maximum distance of a result from the best one, 0 to 1 (see
+	// SearchWorkspaceBooksRequest); 0 keeps every result.
 	MaxDistance   float32 `protobuf:"fixed32,3,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1595,7 +1914,7 @@ type SearchBookProceduresRequest struct {
 
 func (x *SearchBookProceduresRequest) Reset() {
 	*x = SearchBookProceduresRequest{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[25]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1607,7 +1926,7 @@ func (x *SearchBookProceduresRequest) String() string {
 func (*SearchBookProceduresRequest) ProtoMessage() {}
 
 func (x *SearchBookProceduresRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[25]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1620,7 +1939,7 @@ func (x *SearchBookProceduresRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBookProceduresRequest.ProtoReflect.Descriptor instead.
 func (*SearchBookProceduresRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{25}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SearchBookProceduresRequest) GetQuery() string {
@@ -1655,7 +1974,7 @@ type SearchBookProceduresResponse struct {
 
 func (x *SearchBookProceduresResponse) Reset() {
 	*x = SearchBookProceduresResponse{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[26]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1667,7 +1986,7 @@ func (x *SearchBookProceduresResponse) String() string {
 func (*SearchBookProceduresResponse) ProtoMessage() {}
 
 func (x *SearchBookProceduresResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[26]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1680,7 +1999,7 @@ func (x *SearchBookProceduresResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBookProceduresResponse.ProtoReflect.Descriptor instead.
 func (*SearchBookProceduresResponse) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{26}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *SearchBookProceduresResponse) GetResults() []*SearchBookProcedureMatch {
@@ -1707,7 +2026,7 @@ type SearchBookProcedureMatch struct {
 
 func (x *SearchBookProcedureMatch) Reset() {
 	*x = SearchBookProcedureMatch{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[27]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1719,7 +2038,7 @@ func (x *SearchBookProcedureMatch) String() string {
 func (*SearchBookProcedureMatch) ProtoMessage() {}
 
 func (x *SearchBookProcedureMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[27]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1732,7 +2051,7 @@ func (x *SearchBookProcedureMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBookProcedureMatch.ProtoReflect.Descriptor instead.
 func (*SearchBookProcedureMatch) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{27}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *SearchBookProcedureMatch) GetBookName() string {
@@ -1771,7 +2090,8 @@ type SearchBookConceptsRequest struct {
 	Query string `protobuf:"bytes,1,opt,name=query,proto3" json:"query,omitempty"`
 	// Maximum number of results (default 10, at most 100).
 	TopK int64 `protobuf:"varint,2,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
-	// Accepted for compatibility; not applied.
+	// Maximum distance of a result from the best one, 0 to 1 (see
+	// SearchWorkspaceBooksRequest); 0 keeps every result.
 	MaxDistance   float32 `protobuf:"fixed32,3,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1779,7 +2099,7 @@ type SearchBookConceptsRequest struct {
 
 func (x *SearchBookConceptsRequest) Reset() {
 	*x = SearchBookConceptsRequest{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[28]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1791,7 +2111,7 @@ func (x *SearchBookConceptsRequest) String() string {
 func (*SearchBookConceptsRequest) ProtoMessage() {}
 
 func (x *SearchBookConceptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[28]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1804,7 +2124,7 @@ func (x *SearchBookConceptsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBookConceptsRequest.ProtoReflect.Descriptor instead.
 func (*SearchBookConceptsRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{28}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *SearchBookConceptsRequest) GetQuery() string {
@@ -1839,7 +2159,8 @@ type SearchWorkspaceBookConceptsRequest struct {
 	Query string `protobuf:"bytes,3,opt,name=query,proto3" json:"query,omitempty"`
 	// Maximum number of results (default 10, at most 100).
 	TopK int64 `protobuf:"varint,4,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
-	// Accepted for compatibility; not applied.
+	// Maximum distance of a result from the best one, 0 to 1 (see
+	// SearchWorkspaceBooksRequest); 0 keeps every result.
 	MaxDistance   float32 `protobuf:"fixed32,5,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1847,7 +2168,7 @@ type SearchWorkspaceBookConceptsRequest struct {
 
 func (x *SearchWorkspaceBookConceptsRequest) Reset() {
 	*x = SearchWorkspaceBookConceptsRequest{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[29]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1859,7 +2180,7 @@ func (x *SearchWorkspaceBookConceptsRequest) String() string {
 func (*SearchWorkspaceBookConceptsRequest) ProtoMessage() {}
 
 func (x *SearchWorkspaceBookConceptsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[29]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1872,7 +2193,7 @@ func (x *SearchWorkspaceBookConceptsRequest) ProtoReflect() protoreflect.Message
 
 // Deprecated: Use SearchWorkspaceBookConceptsRequest.ProtoReflect.Descriptor instead.
 func (*SearchWorkspaceBookConceptsRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{29}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *SearchWorkspaceBookConceptsRequest) GetOrganizationId() string {
@@ -1921,7 +2242,7 @@ type SearchBookConceptsResponse struct {
 
 func (x *SearchBookConceptsResponse) Reset() {
 	*x = SearchBookConceptsResponse{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[30]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1933,7 +2254,7 @@ func (x *SearchBookConceptsResponse) String() string {
 func (*SearchBookConceptsResponse) ProtoMessage() {}
 
 func (x *SearchBookConceptsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[30]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1946,7 +2267,7 @@ func (x *SearchBookConceptsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBookConceptsResponse.ProtoReflect.Descriptor instead.
 func (*SearchBookConceptsResponse) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{30}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *SearchBookConceptsResponse) GetResults() []*SearchBookConceptMatch {
@@ -1973,7 +2294,7 @@ type SearchBookConceptMatch struct {
 
 func (x *SearchBookConceptMatch) Reset() {
 	*x = SearchBookConceptMatch{}
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[31]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1985,7 +2306,7 @@ func (x *SearchBookConceptMatch) String() string {
 func (*SearchBookConceptMatch) ProtoMessage() {}
 
 func (x *SearchBookConceptMatch) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_book_service_proto_msgTypes[31]
+	mi := &file_prose_book_v1_book_service_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1998,7 +2319,7 @@ func (x *SearchBookConceptMatch) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SearchBookConceptMatch.ProtoReflect.Descriptor instead.
 func (*SearchBookConceptMatch) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{31}
+	return file_prose_book_v1_book_service_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *SearchBookConceptMatch) GetBookName() string {
@@ -2086,7 +2407,26 @@ const file_prose_book_v1_book_service_proto_rawDesc = "" +
 	"#ListWorkspaceBookProceduresResponse\x128\n" +
 	"\n" +
 	"procedures\x18\x01 \x03(\v2\x18.prose.book.v1.ProcedureR\n" +
-	"procedures\"\xc4\x01\n" +
+	"procedures\"E\n" +
+	"\x17ListBookVersionsRequest\x12*\n" +
+	"\x04name\x18\x01 \x01(\tB\x16\xe0A\x02\xfaA\x10\n" +
+	"\x0eprose.run/BookR\x04name\"6\n" +
+	"\x18ListBookVersionsResponse\x12\x1a\n" +
+	"\bversions\x18\x01 \x03(\tR\bversions\"d\n" +
+	"\x17ListBookConceptsRequest\x12*\n" +
+	"\x04name\x18\x01 \x01(\tB\x16\xe0A\x02\xfaA\x10\n" +
+	"\x0eprose.run/BookR\x04name\x12\x1d\n" +
+	"\aversion\x18\x02 \x01(\tB\x03\xe0A\x02R\aversion\"N\n" +
+	"\x18ListBookConceptsResponse\x122\n" +
+	"\bconcepts\x18\x01 \x03(\v2\x16.prose.book.v1.ConceptR\bconcepts\"\xc3\x01\n" +
+	" ListWorkspaceBookConceptsRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12*\n" +
+	"\x04name\x18\x03 \x01(\tB\x16\xe0A\x02\xfaA\x10\n" +
+	"\x0eprose.run/BookR\x04name\x12\x1d\n" +
+	"\aversion\x18\x04 \x01(\tB\x03\xe0A\x02R\aversion\"W\n" +
+	"!ListWorkspaceBookConceptsResponse\x122\n" +
+	"\bconcepts\x18\x01 \x03(\v2\x16.prose.book.v1.ConceptR\bconcepts\"\xc4\x01\n" +
 	"\x1aCreateWorkspaceBookRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12,\n" +
@@ -2169,7 +2509,7 @@ const file_prose_book_v1_book_service_proto_rawDesc = "" +
 	"\tbook_name\x18\x01 \x01(\tR\bbookName\x12!\n" +
 	"\fbook_version\x18\x02 \x01(\tR\vbookVersion\x120\n" +
 	"\aconcept\x18\x03 \x01(\v2\x16.prose.book.v1.ConceptR\aconcept\x12\x14\n" +
-	"\x05score\x18\x04 \x01(\x01R\x05score2\xbf\x15\n" +
+	"\x05score\x18\x04 \x01(\x01R\x05score2\xcf\x19\n" +
 	"\vBookService\x12e\n" +
 	"\tListBooks\x12\x1f.prose.book.v1.ListBooksRequest\x1a .prose.book.v1.ListBooksResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/api/v1/books\x12~\n" +
 	"\x0fListLatestBooks\x12%.prose.book.v1.ListLatestBooksRequest\x1a&.prose.book.v1.ListLatestBooksResponse\"\x1c\x82\xd3\xe4\x93\x02\x16\x12\x14/api/v1/books:latest\x12p\n" +
@@ -2177,7 +2517,10 @@ const file_prose_book_v1_book_service_proto_rawDesc = "" +
 	"\x12ListBookProcedures\x12(.prose.book.v1.ListBookProceduresRequest\x1a).prose.book.v1.ListBookProceduresResponse\"1\x82\xd3\xe4\x93\x02+\x12)/api/v1/books/{name}/{version}/procedures\x12a\n" +
 	"\bListTags\x12\x1e.prose.book.v1.ListTagsRequest\x1a\x1f.prose.book.v1.ListTagsResponse\"\x14\x82\xd3\xe4\x93\x02\x0e\x12\f/api/v1/tags\x12\xba\x01\n" +
 	"\x12ListWorkspaceBooks\x12(.prose.book.v1.ListWorkspaceBooksRequest\x1a).prose.book.v1.ListWorkspaceBooksResponse\"O\x82\xd3\xe4\x93\x02I\x12G/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books\x12\xf1\x01\n" +
-	"\x1bListWorkspaceBookProcedures\x121.prose.book.v1.ListWorkspaceBookProceduresRequest\x1a2.prose.book.v1.ListWorkspaceBookProceduresResponse\"k\x82\xd3\xe4\x93\x02e\x12c/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{name}/{version}/procedures\x12u\n" +
+	"\x1bListWorkspaceBookProcedures\x121.prose.book.v1.ListWorkspaceBookProceduresRequest\x1a2.prose.book.v1.ListWorkspaceBookProceduresResponse\"k\x82\xd3\xe4\x93\x02e\x12c/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{name}/{version}/procedures\x12\x8a\x01\n" +
+	"\x10ListBookVersions\x12&.prose.book.v1.ListBookVersionsRequest\x1a'.prose.book.v1.ListBookVersionsResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/api/v1/books/{name}/versions\x12\x94\x01\n" +
+	"\x10ListBookConcepts\x12&.prose.book.v1.ListBookConceptsRequest\x1a'.prose.book.v1.ListBookConceptsResponse\"/\x82\xd3\xe4\x93\x02)\x12'/api/v1/books/{name}/{version}/concepts\x12\xe9\x01\n" +
+	"\x19ListWorkspaceBookConcepts\x12/.prose.book.v1.ListWorkspaceBookConceptsRequest\x1a0.prose.book.v1.ListWorkspaceBookConceptsResponse\"i\x82\xd3\xe4\x93\x02c\x12a/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{name}/{version}/concepts\x12u\n" +
 	"\vSearchBooks\x12!.prose.book.v1.SearchBooksRequest\x1a\".prose.book.v1.SearchBooksResponse\"\x1f\x82\xd3\xe4\x93\x02\x19:\x01*\"\x14/api/v1/books:search\x12\x95\x01\n" +
 	"\x14SearchBookProcedures\x12*.prose.book.v1.SearchBookProceduresRequest\x1a+.prose.book.v1.SearchBookProceduresResponse\"$\x82\xd3\xe4\x93\x02\x1e:\x01*\"\x19/api/v1/procedures:search\x12\x8d\x01\n" +
 	"\x12SearchBookConcepts\x12(.prose.book.v1.SearchBookConceptsRequest\x1a).prose.book.v1.SearchBookConceptsResponse\"\"\x82\xd3\xe4\x93\x02\x1c:\x01*\"\x17/api/v1/concepts:search\x12\xd9\x01\n" +
@@ -2200,7 +2543,7 @@ func file_prose_book_v1_book_service_proto_rawDescGZIP() []byte {
 	return file_prose_book_v1_book_service_proto_rawDescData
 }
 
-var file_prose_book_v1_book_service_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_prose_book_v1_book_service_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_prose_book_v1_book_service_proto_goTypes = []any{
 	(*ListBooksRequest)(nil),                      // 0: prose.book.v1.ListBooksRequest
 	(*ListBooksResponse)(nil),                     // 1: prose.book.v1.ListBooksResponse
@@ -2216,86 +2559,100 @@ var file_prose_book_v1_book_service_proto_goTypes = []any{
 	(*ListWorkspaceBooksResponse)(nil),            // 11: prose.book.v1.ListWorkspaceBooksResponse
 	(*ListWorkspaceBookProceduresRequest)(nil),    // 12: prose.book.v1.ListWorkspaceBookProceduresRequest
 	(*ListWorkspaceBookProceduresResponse)(nil),   // 13: prose.book.v1.ListWorkspaceBookProceduresResponse
-	(*CreateWorkspaceBookRequest)(nil),            // 14: prose.book.v1.CreateWorkspaceBookRequest
-	(*UpdateWorkspaceBookRequest)(nil),            // 15: prose.book.v1.UpdateWorkspaceBookRequest
-	(*DeleteWorkspaceBookRequest)(nil),            // 16: prose.book.v1.DeleteWorkspaceBookRequest
-	(*SearchWorkspaceBooksRequest)(nil),           // 17: prose.book.v1.SearchWorkspaceBooksRequest
-	(*SearchWorkspaceBooksResponse)(nil),          // 18: prose.book.v1.SearchWorkspaceBooksResponse
-	(*SearchBookMatch)(nil),                       // 19: prose.book.v1.SearchBookMatch
-	(*SearchWorkspaceBookProceduresRequest)(nil),  // 20: prose.book.v1.SearchWorkspaceBookProceduresRequest
-	(*SearchWorkspaceBookProceduresResponse)(nil), // 21: prose.book.v1.SearchWorkspaceBookProceduresResponse
-	(*SearchWorkspaceBookProcedureMatch)(nil),     // 22: prose.book.v1.SearchWorkspaceBookProcedureMatch
-	(*SearchBooksRequest)(nil),                    // 23: prose.book.v1.SearchBooksRequest
-	(*SearchBooksResponse)(nil),                   // 24: prose.book.v1.SearchBooksResponse
-	(*SearchBookProceduresRequest)(nil),           // 25: prose.book.v1.SearchBookProceduresRequest
-	(*SearchBookProceduresResponse)(nil),          // 26: prose.book.v1.SearchBookProceduresResponse
-	(*SearchBookProcedureMatch)(nil),              // 27: prose.book.v1.SearchBookProcedureMatch
-	(*SearchBookConceptsRequest)(nil),             // 28: prose.book.v1.SearchBookConceptsRequest
-	(*SearchWorkspaceBookConceptsRequest)(nil),    // 29: prose.book.v1.SearchWorkspaceBookConceptsRequest
-	(*SearchBookConceptsResponse)(nil),            // 30: prose.book.v1.SearchBookConceptsResponse
-	(*SearchBookConceptMatch)(nil),                // 31: prose.book.v1.SearchBookConceptMatch
-	(*Book)(nil),                                  // 32: prose.book.v1.Book
-	(*Procedure)(nil),                             // 33: prose.book.v1.Procedure
-	(*fieldmaskpb.FieldMask)(nil),                 // 34: google.protobuf.FieldMask
-	(*Concept)(nil),                               // 35: prose.book.v1.Concept
-	(*emptypb.Empty)(nil),                         // 36: google.protobuf.Empty
+	(*ListBookVersionsRequest)(nil),               // 14: prose.book.v1.ListBookVersionsRequest
+	(*ListBookVersionsResponse)(nil),              // 15: prose.book.v1.ListBookVersionsResponse
+	(*ListBookConceptsRequest)(nil),               // 16: prose.book.v1.ListBookConceptsRequest
+	(*ListBookConceptsResponse)(nil),              // 17: prose.book.v1.ListBookConceptsResponse
+	(*ListWorkspaceBookConceptsRequest)(nil),      // 18: prose.book.v1.ListWorkspaceBookConceptsRequest
+	(*ListWorkspaceBookConceptsResponse)(nil),     // 19: prose.book.v1.ListWorkspaceBookConceptsResponse
+	(*CreateWorkspaceBookRequest)(nil),            // 20: prose.book.v1.CreateWorkspaceBookRequest
+	(*UpdateWorkspaceBookRequest)(nil),            // 21: prose.book.v1.UpdateWorkspaceBookRequest
+	(*DeleteWorkspaceBookRequest)(nil),            // 22: prose.book.v1.DeleteWorkspaceBookRequest
+	(*SearchWorkspaceBooksRequest)(nil),           // 23: prose.book.v1.SearchWorkspaceBooksRequest
+	(*SearchWorkspaceBooksResponse)(nil),          // 24: prose.book.v1.SearchWorkspaceBooksResponse
+	(*SearchBookMatch)(nil),                       // 25: prose.book.v1.SearchBookMatch
+	(*SearchWorkspaceBookProceduresRequest)(nil),  // 26: prose.book.v1.SearchWorkspaceBookProceduresRequest
+	(*SearchWorkspaceBookProceduresResponse)(nil), // 27: prose.book.v1.SearchWorkspaceBookProceduresResponse
+	(*SearchWorkspaceBookProcedureMatch)(nil),     // 28: prose.book.v1.SearchWorkspaceBookProcedureMatch
+	(*SearchBooksRequest)(nil),                    // 29: prose.book.v1.SearchBooksRequest
+	(*SearchBooksResponse)(nil),                   // 30: prose.book.v1.SearchBooksResponse
+	(*SearchBookProceduresRequest)(nil),           // 31: prose.book.v1.SearchBookProceduresRequest
+	(*SearchBookProceduresResponse)(nil),          // 32: prose.book.v1.SearchBookProceduresResponse
+	(*SearchBookProcedureMatch)(nil),              // 33: prose.book.v1.SearchBookProcedureMatch
+	(*SearchBookConceptsRequest)(nil),             // 34: prose.book.v1.SearchBookConceptsRequest
+	(*SearchWorkspaceBookConceptsRequest)(nil),    // 35: prose.book.v1.SearchWorkspaceBookConceptsRequest
+	(*SearchBookConceptsResponse)(nil),            // 36: prose.book.v1.SearchBookConceptsResponse
+	(*SearchBookConceptMatch)(nil),                // 37: prose.book.v1.SearchBookConceptMatch
+	(*Book)(nil),                                  // 38: prose.book.v1.Book
+	(*Procedure)(nil),                             // 39: prose.book.v1.Procedure
+	(*Concept)(nil),                               // 40: prose.book.v1.Concept
+	(*fieldmaskpb.FieldMask)(nil),                 // 41: google.protobuf.FieldMask
+	(*emptypb.Empty)(nil),                         // 42: google.protobuf.Empty
 }
 var file_prose_book_v1_book_service_proto_depIdxs = []int32{
-	32, // 0: prose.book.v1.ListBooksResponse.books:type_name -> prose.book.v1.Book
-	32, // 1: prose.book.v1.ListLatestBooksResponse.books:type_name -> prose.book.v1.Book
-	32, // 2: prose.book.v1.GetBookResponse.book:type_name -> prose.book.v1.Book
-	33, // 3: prose.book.v1.ListBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	32, // 4: prose.book.v1.ListWorkspaceBooksResponse.books:type_name -> prose.book.v1.Book
-	33, // 5: prose.book.v1.ListWorkspaceBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	32, // 6: prose.book.v1.CreateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
-	32, // 7: prose.book.v1.UpdateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
-	34, // 8: prose.book.v1.UpdateWorkspaceBookRequest.update_mask:type_name -> google.protobuf.FieldMask
-	19, // 9: prose.book.v1.SearchWorkspaceBooksResponse.results:type_name -> prose.book.v1.SearchBookMatch
-	32, // 10: prose.book.v1.SearchBookMatch.book:type_name -> prose.book.v1.Book
-	22, // 11: prose.book.v1.SearchWorkspaceBookProceduresResponse.results:type_name -> prose.book.v1.SearchWorkspaceBookProcedureMatch
-	33, // 12: prose.book.v1.SearchWorkspaceBookProcedureMatch.procedure:type_name -> prose.book.v1.Procedure
-	19, // 13: prose.book.v1.SearchBooksResponse.results:type_name -> prose.book.v1.SearchBookMatch
-	27, // 14: prose.book.v1.SearchBookProceduresResponse.results:type_name -> prose.book.v1.SearchBookProcedureMatch
-	33, // 15: prose.book.v1.SearchBookProcedureMatch.procedure:type_name -> prose.book.v1.Procedure
-	31, // 16: prose.book.v1.SearchBookConceptsResponse.results:type_name -> prose.book.v1.SearchBookConceptMatch
-	35, // 17: prose.book.v1.SearchBookConceptMatch.concept:type_name -> prose.book.v1.Concept
-	0,  // 18: prose.book.v1.BookService.ListBooks:input_type -> prose.book.v1.ListBooksRequest
-	2,  // 19: prose.book.v1.BookService.ListLatestBooks:input_type -> prose.book.v1.ListLatestBooksRequest
-	4,  // 20: prose.book.v1.BookService.GetBook:input_type -> prose.book.v1.GetBookRequest
-	6,  // 21: prose.book.v1.BookService.ListBookProcedures:input_type -> prose.book.v1.ListBookProceduresRequest
-	8,  // 22: prose.book.v1.BookService.ListTags:input_type -> prose.book.v1.ListTagsRequest
-	10, // 23: prose.book.v1.BookService.ListWorkspaceBooks:input_type -> prose.book.v1.ListWorkspaceBooksRequest
-	12, // 24: prose.book.v1.BookService.ListWorkspaceBookProcedures:input_type -> prose.book.v1.ListWorkspaceBookProceduresRequest
-	23, // 25: prose.book.v1.BookService.SearchBooks:input_type -> prose.book.v1.SearchBooksRequest
-	25, // 26: prose.book.v1.BookService.SearchBookProcedures:input_type -> prose.book.v1.SearchBookProceduresRequest
-	28, // 27: prose.book.v1.BookService.SearchBookConcepts:input_type -> prose.book.v1.SearchBookConceptsRequest
-	29, // 28: prose.book.v1.BookService.SearchWorkspaceBookConcepts:input_type -> prose.book.v1.SearchWorkspaceBookConceptsRequest
-	17, // 29: prose.book.v1.BookService.SearchWorkspaceBooks:input_type -> prose.book.v1.SearchWorkspaceBooksRequest
-	20, // 30: prose.book.v1.BookService.SearchWorkspaceBookProcedures:input_type -> prose.book.v1.SearchWorkspaceBookProceduresRequest
-	14, // 31: prose.book.v1.BookService.CreateWorkspaceBook:input_type -> prose.book.v1.CreateWorkspaceBookRequest
-	15, // 32: prose.book.v1.BookService.UpdateWorkspaceBook:input_type -> prose.book.v1.UpdateWorkspaceBookRequest
-	16, // 33: prose.book.v1.BookService.DeleteWorkspaceBook:input_type -> prose.book.v1.DeleteWorkspaceBookRequest
-	1,  // 34: prose.book.v1.BookService.ListBooks:output_type -> prose.book.v1.ListBooksResponse
-	3,  // 35: prose.book.v1.BookService.ListLatestBooks:output_type -> prose.book.v1.ListLatestBooksResponse
-	5,  // 36: prose.book.v1.BookService.GetBook:output_type -> prose.book.v1.GetBookResponse
-	7,  // 37: prose.book.v1.BookService.ListBookProcedures:output_type -> prose.book.v1.ListBookProceduresResponse
-	9,  // 38: prose.book.v1.BookService.ListTags:output_type -> prose.book.v1.ListTagsResponse
-	11, // 39: prose.book.v1.BookService.ListWorkspaceBooks:output_type -> prose.book.v1.ListWorkspaceBooksResponse
-	13, // 40: prose.book.v1.BookService.ListWorkspaceBookProcedures:output_type -> prose.book.v1.ListWorkspaceBookProceduresResponse
-	24, // 41: prose.book.v1.BookService.SearchBooks:output_type -> prose.book.v1.SearchBooksResponse
-	26, // 42: prose.book.v1.BookService.SearchBookProcedures:output_type -> prose.book.v1.SearchBookProceduresResponse
-	30, // 43: prose.book.v1.BookService.SearchBookConcepts:output_type -> prose.book.v1.SearchBookConceptsResponse
-	30, // 44: prose.book.v1.BookService.SearchWorkspaceBookConcepts:output_type -> prose.book.v1.SearchBookConceptsResponse
-	18, // 45: prose.book.v1.BookService.SearchWorkspaceBooks:output_type -> prose.book.v1.SearchWorkspaceBooksResponse
-	21, // 46: prose.book.v1.BookService.SearchWorkspaceBookProcedures:output_type -> prose.book.v1.SearchWorkspaceBookProceduresResponse
-	32, // 47: prose.book.v1.BookService.CreateWorkspaceBook:output_type -> prose.book.v1.Book
-	32, // 48: prose.book.v1.BookService.UpdateWorkspaceBook:output_type -> prose.book.v1.Book
-	36, // 49: prose.book.v1.BookService.DeleteWorkspaceBook:output_type -> google.protobuf.Empty
-	34, // [34:50] is the sub-list for method output_type
-	18, // [18:34] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	38, // 0: prose.book.v1.ListBooksResponse.books:type_name -> prose.book.v1.Book
+	38, // 1: prose.book.v1.ListLatestBooksResponse.books:type_name -> prose.book.v1.Book
+	38, // 2: prose.book.v1.GetBookResponse.book:type_name -> prose.book.v1.Book
+	39, // 3: prose.book.v1.ListBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	38, // 4: prose.book.v1.ListWorkspaceBooksResponse.books:type_name -> prose.book.v1.Book
+	39, // 5: prose.book.v1.ListWorkspaceBookProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	40, // 6: prose.book.v1.ListBookConceptsResponse.concepts:type_name -> prose.book.v1.Concept
+	40, // 7: prose.book.v1.ListWorkspaceBookConceptsResponse.concepts:type_name -> prose.book.v1.Concept
+	38, // 8: prose.book.v1.CreateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
+	38, // 9: prose.book.v1.UpdateWorkspaceBookRequest.book:type_name -> prose.book.v1.Book
+	41, // 10: prose.book.v1.UpdateWorkspaceBookRequest.update_mask:type_name -> google.protobuf.FieldMask
+	25, // 11: prose.book.v1.SearchWorkspaceBooksResponse.results:type_name -> prose.book.v1.SearchBookMatch
+	38, // 12: prose.book.v1.SearchBookMatch.book:type_name -> prose.book.v1.Book
+	28, // 13: prose.book.v1.SearchWorkspaceBookProceduresResponse.results:type_name -> prose.book.v1.SearchWorkspaceBookProcedureMatch
+	39, // 14: prose.book.v1.SearchWorkspaceBookProcedureMatch.procedure:type_name -> prose.book.v1.Procedure
+	25, // 15: prose.book.v1.SearchBooksResponse.results:type_name -> prose.book.v1.SearchBookMatch
+	33, // 16: prose.book.v1.SearchBookProceduresResponse.results:type_name -> prose.book.v1.SearchBookProcedureMatch
+	39, // 17: prose.book.v1.SearchBookProcedureMatch.procedure:type_name -> prose.book.v1.Procedure
+	37, // 18: prose.book.v1.SearchBookConceptsResponse.results:type_name -> prose.book.v1.SearchBookConceptMatch
+	40, // 19: prose.book.v1.SearchBookConceptMatch.concept:type_name -> prose.book.v1.Concept
+	0,  // 20: prose.book.v1.BookService.ListBooks:input_type -> prose.book.v1.ListBooksRequest
+	2,  // 21: prose.book.v1.BookService.ListLatestBooks:input_type -> prose.book.v1.ListLatestBooksRequest
+	4,  // 22: prose.book.v1.BookService.GetBook:input_type -> prose.book.v1.GetBookRequest
+	6,  // 23: prose.book.v1.BookService.ListBookProcedures:input_type -> prose.book.v1.ListBookProceduresRequest
+	8,  // 24: prose.book.v1.BookService.ListTags:input_type -> prose.book.v1.ListTagsRequest
+	10, // 25: prose.book.v1.BookService.ListWorkspaceBooks:input_type -> prose.book.v1.ListWorkspaceBooksRequest
+	12, // 26: prose.book.v1.BookService.ListWorkspaceBookProcedures:input_type -> prose.book.v1.ListWorkspaceBookProceduresRequest
+	14, // 27: prose.book.v1.BookService.ListBookVersions:input_type -> prose.book.v1.ListBookVersionsRequest
+	16, // 28: prose.book.v1.BookService.ListBookConcepts:input_type -> prose.book.v1.ListBookConceptsRequest
+	18, // 29: prose.book.v1.BookService.ListWorkspaceBookConcepts:input_type -> prose.book.v1.ListWorkspaceBookConceptsRequest
+	29, // 30: prose.book.v1.BookService.SearchBooks:input_type -> prose.book.v1.SearchBooksRequest
+	31, // 31: prose.book.v1.BookService.SearchBookProcedures:input_type -> prose.book.v1.SearchBookProceduresRequest
+	34, // 32: prose.book.v1.BookService.SearchBookConcepts:input_type -> prose.book.v1.SearchBookConceptsRequest
+	35, // 33: prose.book.v1.BookService.SearchWorkspaceBookConcepts:input_type -> prose.book.v1.SearchWorkspaceBookConceptsRequest
+	23, // 34: prose.book.v1.BookService.SearchWorkspaceBooks:input_type -> prose.book.v1.SearchWorkspaceBooksRequest
+	26, // 35: prose.book.v1.BookService.SearchWorkspaceBookProcedures:input_type -> prose.book.v1.SearchWorkspaceBookProceduresRequest
+	20, // 36: prose.book.v1.BookService.CreateWorkspaceBook:input_type -> prose.book.v1.CreateWorkspaceBookRequest
+	21, // 37: prose.book.v1.BookService.UpdateWorkspaceBook:input_type -> prose.book.v1.UpdateWorkspaceBookRequest
+	22, // 38: prose.book.v1.BookService.DeleteWorkspaceBook:input_type -> prose.book.v1.DeleteWorkspaceBookRequest
+	1,  // 39: prose.book.v1.BookService.ListBooks:output_type -> prose.book.v1.ListBooksResponse
+	3,  // 40: prose.book.v1.BookService.ListLatestBooks:output_type -> prose.book.v1.ListLatestBooksResponse
+	5,  // 41: prose.book.v1.BookService.GetBook:output_type -> prose.book.v1.GetBookResponse
+	7,  // 42: prose.book.v1.BookService.ListBookProcedures:output_type -> prose.book.v1.ListBookProceduresResponse
+	9,  // 43: prose.book.v1.BookService.ListTags:output_type -> prose.book.v1.ListTagsResponse
+	11, // 44: prose.book.v1.BookService.ListWorkspaceBooks:output_type -> prose.book.v1.ListWorkspaceBooksResponse
+	13, // 45: prose.book.v1.BookService.ListWorkspaceBookProcedures:output_type -> prose.book.v1.ListWorkspaceBookProceduresResponse
+	15, // 46: prose.book.v1.BookService.ListBookVersions:output_type -> prose.book.v1.ListBookVersionsResponse
+	17, // 47: prose.book.v1.BookService.ListBookConcepts:output_type -> prose.book.v1.ListBookConceptsResponse
+	19, // 48: prose.book.v1.BookService.ListWorkspaceBookConcepts:output_type -> prose.book.v1.ListWorkspaceBookConceptsResponse
+	30, // 49: prose.book.v1.BookService.SearchBooks:output_type -> prose.book.v1.SearchBooksResponse
+	32, // 50: prose.book.v1.BookService.SearchBookProcedures:output_type -> prose.book.v1.SearchBookProceduresResponse
+	36, // 51: prose.book.v1.BookService.SearchBookConcepts:output_type -> prose.book.v1.SearchBookConceptsResponse
+	36, // 52: prose.book.v1.BookService.SearchWorkspaceBookConcepts:output_type -> prose.book.v1.SearchBookConceptsResponse
+	24, // 53: prose.book.v1.BookService.SearchWorkspaceBooks:output_type -> prose.book.v1.SearchWorkspaceBooksResponse
+	27, // 54: prose.book.v1.BookService.SearchWorkspaceBookProcedures:output_type -> prose.book.v1.SearchWorkspaceBookProceduresResponse
+	38, // 55: prose.book.v1.BookService.CreateWorkspaceBook:output_type -> prose.book.v1.Book
+	38, // 56: prose.book.v1.BookService.UpdateWorkspaceBook:output_type -> prose.book.v1.Book
+	42, // 57: prose.book.v1.BookService.DeleteWorkspaceBook:output_type -> google.protobuf.Empty
+	39, // [39:58] is the sub-list for method output_type
+	20, // [20:39] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_prose_book_v1_book_service_proto_init() }
@@ -2310,7 +2667,7 @@ func file_prose_book_v1_book_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_book_v1_book_service_proto_rawDesc), len(file_prose_book_v1_book_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   32,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -27,6 +27,9 @@ const (
 	BookService_ListTags_FullMethodName                      = "/prose.book.v1.BookService/ListTags"
 	BookService_ListWorkspaceBooks_FullMethodName            = "/prose.book.v1.BookService/ListWorkspaceBooks"
 	BookService_ListWorkspaceBookProcedures_FullMethodName   = "/prose.book.v1.BookService/ListWorkspaceBookProcedures"
+	BookService_ListBookVersions_FullMethodName              = "/prose.book.v1.BookService/ListBookVersions"
+	BookService_ListBookConcepts_FullMethodName              = "/prose.book.v1.BookService/ListBookConcepts"
+	BookService_ListWorkspaceBookConcepts_FullMethodName     = "/prose.book.v1.BookService/ListWorkspaceBookConcepts"
 	BookService_SearchBooks_FullMethodName                   = "/prose.book.v1.BookService/SearchBooks"
 	BookService_SearchBookProcedures_FullMethodName          = "/prose.book.v1.BookService/SearchBookProcedures"
 	BookService_SearchBookConcepts_FullMethodName            = "/prose.book.v1.BookService/SearchBookConcepts"
@@ -60,6 +63,14 @@ type BookServiceClient interface {
 	ListWorkspaceBooks(ctx context.Context, in *ListWorkspaceBooksRequest, opts ...grpc.CallOption) (*ListWorkspaceBooksResponse, error)
 	// Lists the procedures of one version of a book available in a workspace.
 	ListWorkspaceBookProcedures(ctx context.Context, in *ListWorkspaceBookProceduresRequest, opts ...grpc.CallOption) (*ListWorkspaceBookProceduresResponse, error)
+	// Lists the versions of a built-in book, oldest first.
+	ListBookVersions(ctx context.Context, in *ListBookVersionsRequest, opts ...grpc.CallOption) (*ListBookVersionsResponse, error)
+	// Lists the concepts of one version of a built-in book: its configurations,
+	// then its procedures' inputs and outputs, each name once.
+	ListBookConcepts(ctx context.Context, in *ListBookConceptsRequest, opts ...grpc.CallOption) (*ListBookConceptsResponse, error)
+	// Lists the concepts of one version of a book available in a workspace
+	// (built in or registered there).
+	ListWorkspaceBookConcepts(ctx context.Context, in *ListWorkspaceBookConceptsRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConceptsResponse, error)
 	// Ranks the built-in books against a free-text query.
 	SearchBooks(ctx context.Context, in *SearchBooksRequest, opts ...grpc.CallOption) (*SearchBooksResponse, error)
 	// Ranks the procedures of the built-in books against a free-text query.
@@ -179,6 +190,36 @@ func (c *bookServiceClient) ListWorkspaceBookProcedures(ctx context.Context, in 
 	return out, nil
 }
 
+func (c *bookServiceClient) ListBookVersions(ctx context.Context, in *ListBookVersionsRequest, opts ...grpc.CallOption) (*ListBookVersionsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBookVersionsResponse)
+	err := c.cc.Invoke(ctx, BookService_ListBookVersions_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookServiceClient) ListBookConcepts(ctx context.Context, in *ListBookConceptsRequest, opts ...grpc.CallOption) (*ListBookConceptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListBookConceptsResponse)
+	err := c.cc.Invoke(ctx, BookService_ListBookConcepts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *bookServiceClient) ListWorkspaceBookConcepts(ctx context.Context, in *ListWorkspaceBookConceptsRequest, opts ...grpc.CallOption) (*ListWorkspaceBookConceptsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListWorkspaceBookConceptsResponse)
+	err := c.cc.Invoke(ctx, BookService_ListWorkspaceBookConcepts_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *bookServiceClient) SearchBooks(ctx context.Context, in *SearchBooksRequest, opts ...grpc.CallOption) (*SearchBooksResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(SearchBooksResponse)
@@ -291,6 +332,14 @@ type BookServiceServer interface {
 	ListWorkspaceBooks(context.Context, *ListWorkspaceBooksRequest) (*ListWorkspaceBooksResponse, error)
 	// Lists the procedures of one version of a book available in a workspace.
 	ListWorkspaceBookProcedures(context.Context, *ListWorkspaceBookProceduresRequest) (*ListWorkspaceBookProceduresResponse, error)
+	// Lists the versions of a built-in book, oldest first.
+	ListBookVersions(context.Context, *ListBookVersionsRequest) (*ListBookVersionsResponse, error)
+	// Lists the concepts of one version of a built-in book: its configurations,
+	// then its procedures' inputs and outputs, each name once.
+	ListBookConcepts(context.Context, *ListBookConceptsRequest) (*ListBookConceptsResponse, error)
+	// Lists the concepts of one version of a book available in a workspace
+	// (built in or registered there).
+	ListWorkspaceBookConcepts(context.Context, *ListWorkspaceBookConceptsRequest) (*ListWorkspaceBookConceptsResponse, error)
 	// Ranks the built-in books against a free-text query.
 	SearchBooks(context.Context, *SearchBooksRequest) (*SearchBooksResponse, error)
 	// Ranks the procedures of the built-in books against a free-text query.
@@ -360,6 +409,15 @@ func (UnimplementedBookServiceServer) ListWorkspaceBooks(context.Context, *ListW
 }
 func (UnimplementedBookServiceServer) ListWorkspaceBookProcedures(context.Context, *ListWorkspaceBookProceduresRequest) (*ListWorkspaceBookProceduresResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListWorkspaceBookProcedures not implemented")
+}
+func (UnimplementedBookServiceServer) ListBookVersions(context.Context, *ListBookVersionsRequest) (*ListBookVersionsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBookVersions not implemented")
+}
+func (UnimplementedBookServiceServer) ListBookConcepts(context.Context, *ListBookConceptsRequest) (*ListBookConceptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListBookConcepts not implemented")
+}
+func (UnimplementedBookServiceServer) ListWorkspaceBookConcepts(context.Context, *ListWorkspaceBookConceptsRequest) (*ListWorkspaceBookConceptsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListWorkspaceBookConcepts not implemented")
 }
 func (UnimplementedBookServiceServer) SearchBooks(context.Context, *SearchBooksRequest) (*SearchBooksResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SearchBooks not implemented")
@@ -531,6 +589,60 @@ func _BookService_ListWorkspaceBookProcedures_Handler(srv interface{}, ctx conte
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(BookServiceServer).ListWorkspaceBookProcedures(ctx, req.(*ListWorkspaceBookProceduresRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_ListBookVersions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBookVersionsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).ListBookVersions(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_ListBookVersions_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).ListBookVersions(ctx, req.(*ListBookVersionsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_ListBookConcepts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListBookConceptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).ListBookConcepts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_ListBookConcepts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).ListBookConcepts(ctx, req.(*ListBookConceptsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _BookService_ListWorkspaceBookConcepts_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListWorkspaceBookConceptsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(BookServiceServer).ListWorkspaceBookConcepts(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: BookService_ListWorkspaceBookConcepts_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(BookServiceServer).ListWorkspaceBookConcepts(ctx, req.(*ListWorkspaceBookConceptsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -731,6 +843,18 @@ var BookService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListWorkspaceBookProcedures",
 			Handler:    _BookService_ListWorkspaceBookProcedures_Handler,
+		},
+		{
+			MethodName: "ListBookVersions",
+			Handler:    _BookService_ListBookVersions_Handler,
+		},
+		{
+			MethodName: "ListBookConcepts",
+			Handler:    _BookService_ListBookConcepts_Handler,
+		},
+		{
+			MethodName: "ListWorkspaceBookConcepts",
+			Handler:    _BookService_ListWorkspaceBookConcepts_Handler,
 		},
 		{
 			MethodName: "SearchBooks",

@@ -3557,7 +3557,8 @@ type SearchWorkspaceBookConnectionProceduresRequest struct {
 	Query string `protobuf:"bytes,4,opt,name=query,proto3" json:"query,omitempty"`
 	// Maximum number of results (default 10, at most 100).
 	TopK int64 `protobuf:"varint,5,opt,name=top_k,json=topK,proto3" json:"top_k,omitempty"`
-	// Accepted for compatibility; not applied.
+	// Maximum distance of a result from the best one, 0 to 1 (see
+	// SearchWorkspaceBooksRequest); 0 keeps every result.
 	MaxDistance   float32 `protobuf:"fixed32,6,opt,name=max_distance,json=maxDistance,proto3" json:"max_distance,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
