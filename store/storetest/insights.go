@@ -197,6 +197,39 @@ func testRunAggregates(t *testing.T, open Opener) {
 				m.state, m.guided = store.RunCompleted, true
 			}
 		}
+		// Batches of creates (CreateRuns, as the engine's creator writes
+		// them): runs of several automations and workspaces created
+		// together, completed or failed at creation (none left pending for
+		// the claims below), and a request id used again (its run is not
+		// created twice).
+		for round := range 3 {
+			clock.set(steps[rng.IntN(len(steps))])
+			var in []store.Run
+			for i := range 7 {
+				a := autos[rng.IntN(len(autos))]
+				r := store.Run{OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, AutomationID: a.ID, Stage: store.StageDraft,
+					StageVersion: a.Version, Steps: []byte("steps"), RequestID: fmt.Sprintf("batch-%d-%d", round, i%6)}
+				r.State, r.Outputs, r.Step = store.RunCompleted, []byte("out"), 1
+				if rng.IntN(3) == 0 {
+					r.State, r.Outputs, r.Step, r.ErrorID, r.Description = store.RunFailed, nil, 0, "e", "d"
+				}
+				if i == 6 {
+					r.OrganizationID, r.WorkspaceID, r.AutomationID, r.StageVersion = in[0].OrganizationID, in[0].WorkspaceID, in[0].AutomationID, in[0].StageVersion
+				}
+				in = append(in, r)
+			}
+			runs, created, errs, err := s.st.CreateRuns(s.ctx, in)
+			noErr(t, err)
+			for i, r := range runs {
+				noErr(t, errs[i])
+				if created[i] != (i < 6) {
+					t.Fatalf("batch run %d: created %v", i, created[i])
+				}
+				if created[i] {
+					model[r.ID] = &aggRun{ws: r.WorkspaceID, auto: r.AutomationID, created: r.CreateTime, state: r.State}
+				}
+			}
+		}
 		var times []time.Time
 		for _, m := range model {
 			times = append(times, m.created)

@@ -84,6 +84,71 @@ func argList(a *Args, vals []string) string {
 	return strings.Join(ph, ", ")
 }
 
+// countCreatedRuns adds runs, just created in c's transaction, to the run
+// aggregates on SQLite (migration 00033: the insert trigger of 00027/00030
+// made four upserts a run; runs created together share their create time,
+// so a batch is one upsert per automation and level, plus the workspace's
+// rollups). On PostgreSQL a statement trigger counts them (deltas).
+func (c conn) countCreatedRuns(ctx context.Context, runs []store.Run) error {
+	if c.db.d != store.SQLite || len(runs) == 0 {
+		return nil
+	}
+	type key struct {
+		org, ws, auto string
+		at            time.Time
+	}
+	type counts struct{ runs, completed, failed, awaiting int }
+	var keys []key
+	sums := map[key]*counts{}
+	for _, r := range runs {
+		k := key{r.OrganizationID, r.WorkspaceID, r.AutomationID, r.CreateTime}
+		n := sums[k]
+		if n == nil {
+			n = &counts{}
+			sums[k] = n
+			keys = append(keys, k)
+		}
+		n.runs++
+		switch r.State {
+		case store.RunCompleted:
+			n.completed++ // not guided: a run is created unguided
+		case store.RunFailed:
+			n.failed++
+		case store.RunAwaitingGuidance:
+			n.awaiting++
+		}
+	}
+	var b strings.Builder
+	args := make([]any, 0, 8*len(keys))
+	b.WriteString(`WITH v (organization_id, workspace_id, automation_id, create_time, runs, completed, failed, awaiting) AS (VALUES `)
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?)")
+		n := sums[k]
+		args = append(args, k.org, k.ws, k.auto, k.at, n.runs, n.completed, n.failed, n.awaiting)
+	}
+	// As the trigger of migration 00030 did for each run (duplicate keys
+	// of the rollup rows are upserted in turn).
+	b.WriteString(`)
+	INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
+	SELECT v.organization_id, v.workspace_id, l.level, (v.create_time - ((v.create_time % l.size) + l.size) % l.size) / l.size,
+		v.automation_id, v.runs, v.completed, 0, v.failed, v.awaiting
+	FROM v, run_aggregate_levels l WHERE true
+	UNION ALL
+	SELECT v.organization_id, v.workspace_id, l.level, (v.create_time - ((v.create_time % l.size) + l.size) % l.size) / l.size,
+		'', sum(v.runs), sum(v.completed), 0, sum(v.failed), sum(v.awaiting)
+	FROM v, run_aggregate_levels l GROUP BY 1, 2, 3, 4
+	ON CONFLICT (organization_id, workspace_id, level, bucket, automation_id) DO UPDATE SET
+		runs = runs + excluded.runs, completed = completed + excluded.completed, guided_completed = guided_completed + excluded.guided_completed,
+		failed = failed + excluded.failed, awaiting = awaiting + excluded.awaiting`)
+	if _, err := c.exec(ctx, b.String(), args...); err != nil {
+		return c.db.mapErr(err, "count the runs created")
+	}
+	return nil
+}
+
 // compactRunAggregates folds the run aggregates' deltas (PostgreSQL,
 // migration 00027) into their rows; ClaimRuns calls it with its recovery of
 // expired leases, at most once a second. Best effort: the reads add the

@@ -61,6 +61,11 @@ func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, erro
 		if err != nil {
 			return err
 		}
+		if created {
+			if err := c.countCreatedRuns(ctx, []store.Run{out}); err != nil {
+				return err
+			}
+		}
 		return runErr
 	})
 	return out, created, err
@@ -268,14 +273,18 @@ func (db *DB) CreateRuns(ctx context.Context, in []store.Run) (runs []store.Run,
 		return db.createRunsPG(ctx, in, now)
 	}
 	err = db.tx(ctx, func(c conn) error {
+		var counted []store.Run
 		for i, r := range in {
 			var err error
 			runs[i], created[i], errs[i], err = c.createRun(ctx, r, now)
 			if err != nil {
 				return err
 			}
+			if created[i] {
+				counted = append(counted, runs[i])
+			}
 		}
-		return nil
+		return c.countCreatedRuns(ctx, counted)
 	})
 	if err != nil {
 		return nil, nil, nil, err

@@ -45,8 +45,8 @@ func SeedBenchExceptions(tb testing.TB, s *sqlite.Store, failRuns bool) {
 
 // SeedBenchInsightsRuns inserts the insights benchmark's runs (see
 // storetest.BenchInsightsRuns) into s in bulk statements of a million
-// runs, the triggers of migration 00027 keeping the run aggregates as
-// they go; the parents must exist (storetest.SeedInsightsParents). It ends
+// runs, then counts them in the run aggregates as the store's creates do
+// (migration 00033); the parents must exist (storetest.SeedInsightsParents). It ends
 // with ANALYZE.
 func SeedBenchInsightsRuns(tb testing.TB, s *sqlite.Store) {
 	tb.Helper()
@@ -66,6 +66,16 @@ func SeedBenchInsightsRuns(tb testing.TB, s *sqlite.Store) {
 			start(), step(), start(), step(), start(), step()); err != nil {
 			tb.Fatal(err)
 		}
+	}
+	// The rows of each automation and the workspace's rollups (automation
+	// ''), per level and bucket.
+	if _, err := w.ExecContext(ctx, `INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
+		SELECT r.organization_id, r.workspace_id, l.level, (r.create_time - ((r.create_time % l.size) + l.size) % l.size) / l.size,
+			CASE WHEN x.rollup THEN '' ELSE r.automation_id END,
+			count(*), sum(r.state = 'completed'), sum(r.state = 'completed' AND r.guided > 0), sum(r.state = 'failed'), sum(r.state = 'awaiting_guidance')
+		FROM runs r, run_aggregate_levels l, (SELECT 0 AS rollup UNION ALL SELECT 1) x
+		GROUP BY 1, 2, 3, 4, 5`); err != nil {
+		tb.Fatal(err)
 	}
 	if _, err := w.ExecContext(ctx, `ANALYZE`); err != nil {
 		tb.Fatal(err)

@@ -1,0 +1,22 @@
+-- +goose Up
+-- Runs created are counted in run_aggregates by the store, once per
+-- transaction of creates (store/internal/sqlstore/insights.go,
+-- countCreatedRuns: one upsert per automation, level and workspace rollup
+-- for the runs of a batch, which share their create time), not by a
+-- trigger making four upserts a run (migrations 00027, 00030). Changes of
+-- state and deletions are still counted by their triggers. Runs are
+-- created only by the store's CreateRun(s).
+DROP TRIGGER run_aggregates_insert;
+
+-- +goose Down
+-- +goose StatementBegin
+CREATE TRIGGER run_aggregates_insert AFTER INSERT ON runs BEGIN
+    INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
+    SELECT NEW.organization_id, NEW.workspace_id, l.level, (NEW.create_time - ((NEW.create_time % l.size) + l.size) % l.size) / l.size,
+        a.id, 1, NEW.state = 'completed', NEW.state = 'completed' AND NEW.guided > 0, NEW.state = 'failed', NEW.state = 'awaiting_guidance'
+    FROM run_aggregate_levels l, (SELECT NEW.automation_id AS id UNION ALL SELECT '') a WHERE true
+    ON CONFLICT (organization_id, workspace_id, level, bucket, automation_id) DO UPDATE SET
+        runs = runs + excluded.runs, completed = completed + excluded.completed, guided_completed = guided_completed + excluded.guided_completed,
+        failed = failed + excluded.failed, awaiting = awaiting + excluded.awaiting;
+END;
+-- +goose StatementEnd
