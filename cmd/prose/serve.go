@@ -633,6 +633,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Admission: a.admission,
 		Sizes:     cfg.sizes,
 		Health:    a.health,
+		// A child span per in-process call of the gateway and the console.
+		TracerProvider: cfg.tracerProvider,
 	})
 	a.grpc = srv.GRPC
 	// Every service on the gRPC server and on the in-process channel the
