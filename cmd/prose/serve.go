@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/console"
@@ -664,7 +665,10 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		a.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	local := srv.Local
-	doc, err := openapi.WithVersion(openapi.JSON, server.Version)
+	doc, err := constrainedOpenAPI()
+	if err == nil {
+		doc, err = openapi.WithVersion(doc, server.Version)
+	}
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("openapi: %w", err)
@@ -859,3 +863,10 @@ func secretKeyring(ctx context.Context, file string, st store.SecretKeys) (*book
 	}
 	return books.NewKeyring(key)
 }
+
+// constrainedOpenAPI is the generated OpenAPI document with the protos'
+// protovalidate rules written in (openapi.WithConstraints), made once.
+var constrainedOpenAPI = sync.OnceValues(func() ([]byte, error) {
+	doc, _, err := openapi.WithConstraints(openapi.JSON, protoregistry.GlobalFiles)
+	return doc, err
+})
