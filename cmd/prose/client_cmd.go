@@ -498,3 +498,58 @@ func completeIDs(f *clientFlags, kind string) cobra.CompletionFunc {
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
 }
+
+// clientRun is the RunE of a client command: check (nil: none) looks at
+// the flags and files before any connection, then it connects to the
+// workspace (the flags, the environment, the profile), resolves the
+// resource its first argument names when kind is set ("automation",
+// "exception": an id or a name in the workspace), calls call and closes
+// the session.
+func (f *clientFlags) clientRun(kind string, check func(cmd *cobra.Command, args []string) error, call func(cmd *cobra.Command, s *session, id string, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if check != nil {
+			if err := check(cmd, args); err != nil {
+				return err
+			}
+		}
+		s, err := f.connect(cmd, true)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		id := ""
+		if kind != "" {
+			if id, err = s.idIn(kind, args[0]); err != nil {
+				return err
+			}
+		}
+		return call(cmd, s, id, args)
+	}
+}
+
+// listAll gathers up to limit items, a page at a time: page asks for size
+// items after token and returns them and the next token ("" at the end).
+func listAll[T any](limit int, page func(size int32, token string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	token := ""
+	for {
+		items, next, err := page(pageSize(limit, len(all)), token)
+		if err != nil {
+			return nil, apiErr(err)
+		}
+		all = append(all, items...)
+		if token = next; token == "" || len(all) >= limit {
+			return all, nil
+		}
+	}
+}
+
+// printList prints a list: resp (the API's list response) with -o json,
+// else a table of rows under header.
+func (s *session) printList(resp proto.Message, header []string, rows [][]string) error {
+	if s.json {
+		return s.printJSON(resp)
+	}
+	s.table(header, rows)
+	return nil
+}

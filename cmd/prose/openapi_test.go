@@ -79,7 +79,7 @@ func TestOpenAPIConstraints(t *testing.T) {
 	defer resp.Body.Close()
 	var doc struct {
 		Paths       map[string]map[string]map[string]any `json:"paths"`
-		Definitions map[string]map[string]any           `json:"definitions"`
+		Definitions map[string]map[string]any            `json:"definitions"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
 		t.Fatal(err)
