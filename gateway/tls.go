@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"os"
@@ -84,4 +85,18 @@ func (r *CertReloader) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, e
 // least; Serve adds HTTP/2's ALPN).
 func (r *CertReloader) TLSConfig() *tls.Config {
 	return &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: r.GetCertificate}
+}
+
+// LoadCAPool reads the PEM CA certificates of file (a client CA for mutual
+// TLS): an error when the file cannot be read or holds no certificate.
+func LoadCAPool(file string) (*x509.CertPool, error) {
+	b, err := os.ReadFile(file) //nolint:gosec // G304: the operator's own file
+	if err != nil {
+		return nil, fmt.Errorf("tls: client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(b) {
+		return nil, fmt.Errorf("tls: client CA %s: no PEM certificate in it", file)
+	}
+	return pool, nil
 }

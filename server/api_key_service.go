@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"go.einride.tech/aip/fieldmask"
 	"google.golang.org/grpc/codes"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -106,8 +105,6 @@ func APIKeyProto(k store.APIKey) *platformv1.ApiKey {
 	return out
 }
 
-var idPermissionRE = regexp.MustCompile(`^[a-z][a-z_]*\.[a-z][a-z_]*$`)
-
 // keyScope reads the workspace_ids of a key being created or updated:
 // every id must name a workspace of org; none means all workspaces.
 func (s *ApiKeyService) keyScope(ctx context.Context, org string, in *platformv1.ApiKey, k *store.APIKey) error {
@@ -128,29 +125,21 @@ func (s *ApiKeyService) keyScope(ctx context.Context, org string, in *platformv1
 	return nil
 }
 
-// keyLevel reads the permission_level of a key.
-func keyLevel(in *platformv1.ApiKey, k *store.APIKey) error {
-	level, ok := levelFromProto(in.GetPermissionLevel())
-	if !ok {
-		return transport.InvalidArgument(ReasonInvalidField, "unknown permission_level", transport.Violation("api_key.permission_level", "unknown value"))
-	}
-	k.PermissionLevel = level
-	return nil
+// keyLevel reads the permission_level of a key: a defined value (its
+// protovalidate constraint, enum.defined_only).
+func keyLevel(in *platformv1.ApiKey, k *store.APIKey) {
+	k.PermissionLevel, _ = levelFromProto(in.GetPermissionLevel())
 }
 
-// keyToggles reads the restricted_permissions of a key (those switched on).
-func keyToggles(in *platformv1.ApiKey, k *store.APIKey) error {
+// keyToggles reads the restricted_permissions of a key (those switched on),
+// each "<resource>.<verb>" (its protovalidate constraint on the map's keys).
+func keyToggles(in *platformv1.ApiKey, k *store.APIKey) {
 	k.Permissions = map[string]bool{}
 	for perm, on := range in.GetRestrictedPermissions() {
-		if !idPermissionRE.MatchString(perm) {
-			return transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("restricted_permissions: %q is not <resource>.<verb>", perm),
-				transport.Violation("api_key.restricted_permissions", "bad permission "+perm))
-		}
 		if on {
 			k.Permissions[perm] = true
 		}
 	}
-	return nil
 }
 
 // keyWithin checks that key k, as it will be stored, stays inside the
@@ -198,10 +187,9 @@ func (s *ApiKeyService) CreateApiKey(ctx context.Context, req *platformv1.Create
 	}
 	org := req.GetOrganizationId()
 	in := req.GetApiKey()
+	// display_name: given (field_behavior REQUIRED), at most 200
+	// characters and not blank (its protovalidate constraints).
 	name := strings.TrimSpace(in.GetDisplayName())
-	if name == "" || len(name) > 200 {
-		return nil, transport.InvalidArgument(ReasonInvalidField, "api_key.display_name must be 1-200 characters", transport.Violation("api_key.display_name", "blank or too long"))
-	}
 	d, ok := ExpirationDuration(in.GetExpiration())
 	if !ok {
 		return nil, transport.InvalidArgument(ReasonInvalidField, "api_key.expiration must be one of 7, 30, 60, 90, 180 days or 1 year",
@@ -211,14 +199,10 @@ func (s *ApiKeyService) CreateApiKey(ctx context.Context, req *platformv1.Create
 	if err := s.keyScope(ctx, org, in, &k); err != nil {
 		return nil, err
 	}
-	if err := keyLevel(in, &k); err != nil {
-		return nil, err
-	}
+	keyLevel(in, &k)
 	k.Permissions = nil
 	if k.PermissionLevel == store.PermissionRestricted {
-		if err := keyToggles(in, &k); err != nil {
-			return nil, err
-		}
+		keyToggles(in, &k)
 	}
 	if err := keyWithin(p, k); err != nil {
 		return nil, err
@@ -334,20 +318,16 @@ func (s *ApiKeyService) UpdateApiKey(ctx context.Context, req *platformv1.Update
 		var err error
 		switch path {
 		case "display_name":
-			name := strings.TrimSpace(in.GetDisplayName())
-			if name == "" || len(name) > 200 {
-				return nil, transport.InvalidArgument(ReasonInvalidField, "api_key.display_name must be 1-200 characters", transport.Violation("api_key.display_name", "blank or too long"))
-			}
-			k.Name = name
+			k.Name = strings.TrimSpace(in.GetDisplayName())
 			mask = append(mask, "name")
 		case "workspace_ids":
 			err = s.keyScope(ctx, org, in, &k)
 			mask = append(mask, "scope")
 		case "permission_level":
-			err = keyLevel(in, &k)
+			keyLevel(in, &k)
 			mask = append(mask, "permissions")
 		case "restricted_permissions":
-			err = keyToggles(in, &k)
+			keyToggles(in, &k)
 			mask = append(mask, "permissions")
 		case "expiration", "expire_time":
 			msg := fmt.Sprintf("update_mask: %s is set when the key is created and cannot be changed; make a new key", path)

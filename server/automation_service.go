@@ -216,10 +216,8 @@ func checkCode(code, field string) error {
 
 // checkAutomation validates the writable fields named by has.
 func checkAutomation(a *platformv1.Automation, has func(string) bool) error {
-	if has("display_name") && strings.TrimSpace(a.GetDisplayName()) == "" {
-		return transport.InvalidArgument(ReasonInvalidField, "automation.display_name must not be blank",
-			transport.Violation("automation.display_name", "blank"))
-	}
+	// display_name: given (field_behavior REQUIRED) and not blank (its
+	// protovalidate constraint).
 	if has("english_code") {
 		if err := checkCode(a.GetEnglishCode(), "automation.english_code"); err != nil {
 			return err
@@ -262,10 +260,7 @@ func (s *AutomationService) requireWorkspace(ctx context.Context, org, ws string
 // Idempotent with request_id.
 func (s *AutomationService) CreateAutomation(ctx context.Context, req *platformv1.CreateAutomationRequest) (*platformv1.Automation, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
-	if id != "" && !resourceIDRE.MatchString(id) {
-		return nil, transport.InvalidArgument(ReasonInvalidField, "automation_id must be 1-63 lowercase letters, digits or hyphens, starting with a letter",
-			transport.Violation("automation_id", "not a valid resource id"))
-	}
+	// automation_id, when given, is a resource id: its protovalidate pattern.
 	in := req.GetAutomation()
 	if err := checkAutomation(in, func(string) bool { return true }); err != nil {
 		return nil, err
@@ -319,11 +314,10 @@ func (s *AutomationService) GetAutomation(ctx context.Context, req *platformv1.G
 // FAILED_PRECONDITION (AUTOMATION_NOT_PUBLISHED), as invoking it is.
 func (s *AutomationService) QueryAutomation(ctx context.Context, req *platformv1.QueryAutomationRequest) (*platformv1.Automation, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
+	// stage is a defined value (its protovalidate constraint).
 	stage := store.StageDraft
 	if req.GetStage() == platformv1.AutomationStage_AUTOMATION_STAGE_PUBLISHED {
 		stage = store.StagePublished
-	} else if req.GetStage() != platformv1.AutomationStage_AUTOMATION_STAGE_DRAFT && req.GetStage() != platformv1.AutomationStage_AUTOMATION_STAGE_UNSPECIFIED {
-		return nil, transport.InvalidArgument(ReasonInvalidField, "stage must be AUTOMATION_STAGE_DRAFT or AUTOMATION_STAGE_PUBLISHED", transport.Violation("stage", "unknown stage"))
 	}
 	a, err := s.st.GetAutomation(ctx, org, ws, id)
 	if err != nil {
@@ -529,9 +523,6 @@ func (s *AutomationService) InvokeAutomation(ctx context.Context, req *platformv
 	if !ok {
 		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "stage must be AUTOMATION_STAGE_DRAFT or AUTOMATION_STAGE_PUBLISHED",
 			transport.Violation("stage", "required: AUTOMATION_STAGE_DRAFT or AUTOMATION_STAGE_PUBLISHED"))
-	}
-	if len(req.GetRequestId()) > 128 {
-		return nil, transport.InvalidArgument(ReasonInvalidField, "request_id is longer than 128 characters", transport.Violation("request_id", "at most 128 characters"))
 	}
 	if s.eng == nil {
 		return nil, errStoreUnavailable

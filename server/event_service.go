@@ -316,10 +316,7 @@ func (s *EventService) CancelGeneration(ctx context.Context, req *platformv1.Can
 // unsubscribes when the client leaves.
 func (s *EventService) StreamEvents(req *platformv1.StreamEventsRequest, stream platformv1.EventService_StreamEventsServer) error {
 	ctx := stream.Context()
-	offset := req.GetAfterOffset()
-	if offset < 0 {
-		return transport.InvalidArgument(ReasonInvalidField, "after_offset must not be negative", transport.Violation("after_offset", "must be 0 or more"))
-	}
+	offset := req.GetAfterOffset() // 0 or more: its protovalidate constraint
 	t, _, err := s.thread(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId(), req.GetRunId(), req.GetAgentId())
 	if err != nil {
 		return err

@@ -219,9 +219,6 @@ func (s *ExceptionService) ListExceptions(ctx context.Context, req *platformv1.L
 	if err != nil {
 		return nil, err
 	}
-	if req.GetSkip() < 0 {
-		return nil, transport.InvalidArgument(ReasonInvalidField, "skip must not be negative", transport.Violation("skip", "must not be negative"))
-	}
 	f, err := excParseFilter(req.GetFilter())
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -192,7 +193,11 @@ func addQuery(t *testing.T, q url.Values, prefix string, msg protoreflect.Messag
 		}
 		v := msg.Get(f)
 		if f.Kind() == protoreflect.EnumKind {
-			q.Set(name, string(f.Enum().Values().ByNumber(v.Enum()).Name()))
+			if ev := f.Enum().Values().ByNumber(v.Enum()); ev != nil {
+				q.Set(name, string(ev.Name()))
+			} else { // a number the enum does not define, sent as such
+				q.Set(name, strconv.Itoa(int(v.Enum())))
+			}
 		} else {
 			q.Set(name, v.String())
 		}

@@ -40,37 +40,21 @@ create_time, update_time, …), e.g. display_name:"invoice".`,
 		Example: "  prose automations list\n  prose automations list --filter 'display_name:\"invoice\"' -o json",
 		Aliases: []string{"ls"},
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := f.connect(cmd, true)
+		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, _ []string) error {
+			all, err := listAll(limit, func(size int32, token string) ([]*platformv1.Automation, string, error) {
+				resp, err := s.c.Automations.ListAutomations(cmd.Context(), &platformv1.ListAutomationsRequest{
+					OrganizationId: s.org, WorkspaceId: s.ws, Filter: filter, OrderBy: orderBy, PageSize: size, PageToken: token})
+				return resp.GetAutomations(), resp.GetNextPageToken(), err
+			})
 			if err != nil {
 				return err
-			}
-			defer s.close()
-			var all []*platformv1.Automation
-			token := ""
-			for {
-				resp, err := s.c.Automations.ListAutomations(cmd.Context(), &platformv1.ListAutomationsRequest{
-					OrganizationId: s.org, WorkspaceId: s.ws, Filter: filter, OrderBy: orderBy,
-					PageSize: pageSize(limit, len(all)), PageToken: token,
-				})
-				if err != nil {
-					return apiErr(err)
-				}
-				all = append(all, resp.GetAutomations()...)
-				if token = resp.GetNextPageToken(); token == "" || len(all) >= limit {
-					break
-				}
-			}
-			if s.json {
-				return s.printJSON(&platformv1.ListAutomationsResponse{Automations: all})
 			}
 			rows := make([][]string, 0, len(all))
 			for _, a := range all {
 				rows = append(rows, []string{names.ID(a.GetName()), a.GetDisplayName(), a.GetVersion(), orDash(a.GetLatestPublishedVersion()), timeText(a.GetUpdateTime())})
 			}
-			s.table([]string{"ID", "TITLE", "VERSION", "PUBLISHED", "UPDATED"}, rows)
-			return nil
-		},
+			return s.printList(&platformv1.ListAutomationsResponse{Automations: all}, []string{"ID", "TITLE", "VERSION", "PUBLISHED", "UPDATED"}, rows)
+		}),
 	}
 	cmd.Flags().StringVar(&filter, "filter", "", "an AIP-160 filter, as the API takes it")
 	cmd.Flags().StringVar(&orderBy, "order-by", "", "an AIP-132 order, as the API takes it (update_time desc)")
@@ -106,22 +90,13 @@ func automationsGet(f *clientFlags) *cobra.Command {
 		Long:              "Show an automation (by id or name): its title, versions, share ids, and with --code its program.",
 		Example:           "  prose automations get invoices --code\n  prose automations get organizations/o/workspaces/w/automations/invoices -o json",
 		Args:              exactArgs(1, "AUTOMATION"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			id, err := s.idIn("automation", args[0])
-			if err != nil {
-				return err
-			}
+		RunE: f.clientRun("automation", nil, func(cmd *cobra.Command, s *session, id string, args []string) error {
 			a, err := s.c.Automations.GetAutomation(cmd.Context(), &platformv1.GetAutomationRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: id})
 			if err != nil {
 				return apiErr(err)
 			}
 			return s.showAutomation(a, code)
-		},
+		}),
 	}
 	cmd.Flags().BoolVar(&code, "code", false, "print the program too")
 	return cmd
@@ -169,6 +144,7 @@ func readCode(file string) (string, error) {
 }
 
 func automationsCreate(f *clientFlags) *cobra.Command {
+	var code string // the program of --file, read before connecting
 	var file, title, id, description string
 	var publish bool
 	cmd := &cobra.Command{
@@ -179,16 +155,13 @@ a syntax error is refused with its place). The title defaults to the file's
 name; --publish publishes the draft at once, so that it can be invoked.`,
 		Example: "  prose automations create --file examples/invoice.prose --title Invoices --id invoices --publish",
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			code, err := readCode(file)
-			if err != nil {
+		RunE: f.clientRun("", func(cmd *cobra.Command, _ []string) error {
+			var err error
+			if code, err = readCode(file); err != nil {
 				return err
 			}
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
+			return nil
+		}, func(cmd *cobra.Command, s *session, _ string, _ []string) error {
 			if title == "" {
 				title = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 			}
@@ -207,7 +180,7 @@ name; --publish publishes the draft at once, so that it can be invoked.`,
 				}
 			}
 			return s.showAutomation(a, false)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&file, "file", "f", "", "the program file (required)")
@@ -219,6 +192,8 @@ name; --publish publishes the draft at once, so that it can be invoked.`,
 }
 
 func automationsUpdate(f *clientFlags) *cobra.Command {
+	var a *platformv1.Automation // the new values, and the paths they update
+	var paths []string
 	var file, title, description string
 	var publish bool
 	cmd := &cobra.Command{
@@ -229,9 +204,9 @@ func automationsUpdate(f *clientFlags) *cobra.Command {
 description; only what is given changes. --publish publishes the new draft.`,
 		Example: "  prose automations update invoices --file examples/invoice.prose --publish",
 		Args:    exactArgs(1, "AUTOMATION"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			a := &platformv1.Automation{DisplayName: title, Description: description}
-			var paths []string
+		RunE: f.clientRun("automation", func(cmd *cobra.Command, args []string) error {
+			a = &platformv1.Automation{DisplayName: title, Description: description}
+			paths = nil
 			if file != "" {
 				code, err := readCode(file)
 				if err != nil {
@@ -249,15 +224,9 @@ description; only what is given changes. --publish publishes the new draft.`,
 			if len(paths) == 0 && !publish {
 				return usageErr("nothing to update: give --file, --title, --description or --publish")
 			}
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			id, err := s.idIn("automation", args[0])
-			if err != nil {
-				return err
-			}
+			return nil
+		}, func(cmd *cobra.Command, s *session, id string, args []string) error {
+			var err error
 			if len(paths) > 0 {
 				if a, err = s.c.Automations.UpdateAutomation(cmd.Context(), &platformv1.UpdateAutomationRequest{
 					OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: id, Automation: a,
@@ -272,7 +241,7 @@ description; only what is given changes. --publish publishes the new draft.`,
 				}
 			}
 			return s.showAutomation(a, false)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&file, "file", "f", "", "the new program file")
@@ -290,26 +259,18 @@ func automationsPublish(f *clientFlags) *cobra.Command {
 		Long:              "Copy the draft of an automation to its published stage, the one invoke runs by default.",
 		Example:           "  prose automations publish invoices",
 		Args:              exactArgs(1, "AUTOMATION"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			id, err := s.idIn("automation", args[0])
-			if err != nil {
-				return err
-			}
+		RunE: f.clientRun("automation", nil, func(cmd *cobra.Command, s *session, id string, args []string) error {
 			a, err := s.c.Automations.PublishAutomation(cmd.Context(), &platformv1.PublishAutomationRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: id})
 			if err != nil {
 				return apiErr(err)
 			}
 			return s.showAutomation(a, false)
-		},
+		}),
 	}
 }
 
 func automationsInvoke(f *clientFlags) *cobra.Command {
+	var in map[string]any // the inputs, parsed before connecting
 	var inputs []string
 	var inputsJSON, requestID string
 	var draft, wait bool
@@ -325,9 +286,9 @@ or needs guidance, prints it, and exits 0, 1, 1 or 3.`,
 		Example: `  prose automations invoke invoices --input invoice_total=120.50
   prose automations invoke invoices --inputs '{"invoice_total": 120.50}' --wait -o json`,
 		Args: exactArgs(1, "AUTOMATION"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			in, err := parseAssignments("input", inputs)
-			if err != nil {
+		RunE: f.clientRun("automation", func(cmd *cobra.Command, args []string) error {
+			var err error
+			if in, err = parseAssignments("input", inputs); err != nil {
 				return err
 			}
 			if inputsJSON != "" {
@@ -339,15 +300,8 @@ or needs guidance, prints it, and exits 0, 1, 1 or 3.`,
 					in[k] = v
 				}
 			}
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			id, err := s.idIn("automation", args[0])
-			if err != nil {
-				return err
-			}
+			return nil
+		}, func(cmd *cobra.Command, s *session, id string, args []string) error {
 			var opts []client.InvokeOption
 			if draft {
 				opts = append(opts, client.Draft())
@@ -372,7 +326,7 @@ or needs guidance, prints it, and exits 0, 1, 1 or 3.`,
 				return apiErr(err)
 			}
 			return s.showRun(r)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVarP(&inputs, "input", "i", nil, "an input as name=value (repeat)")

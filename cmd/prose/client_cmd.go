@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,12 +35,19 @@ const defaultAddress = "127.0.0.1:8080"
 // clientFlags are the flags of the commands that talk to a server.
 type clientFlags struct {
 	address, apiKey, workspace, profile, output string
+	// caFile, certFile and keyFile configure TLS: the roots that verify
+	// the server (else the system's) and a client certificate for a
+	// server that asks for one (mutual TLS).
+	caFile, certFile, keyFile string
 }
 
 const clientFlagsHelp = `The server and the key come from --address and --api-key, else PROSE_ADDRESS
 and PROSE_API_KEY, else the profile 'prose login' wrote; the workspace from
 --workspace, else PROSE_WORKSPACE, else the profile, else the only workspace the
-key can use. Names and ids are both accepted wherever a resource is named.`
+key can use. Names and ids are both accepted wherever a resource is named.
+--ca-file, --cert-file and --key-file (else PROSE_CA_FILE, PROSE_CERT_FILE,
+PROSE_KEY_FILE, else the profile's) speak TLS to a server with a private CA or
+one that asks for a client certificate.`
 
 func (f *clientFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.address, "address", "", "the server: host:port, http://host:port or https://host (TLS) (env PROSE_ADDRESS; default: the profile's, else "+defaultAddress+")")
@@ -46,6 +55,63 @@ func (f *clientFlags) register(fs *pflag.FlagSet) {
 	fs.StringVarP(&f.workspace, "workspace", "w", "", "the workspace: organizations/{o}/workspaces/{w} or its id (env PROSE_WORKSPACE; default: the profile's, else the key's only workspace)")
 	fs.StringVar(&f.profile, "profile", "", "the profile of 'prose login' to use (env PROSE_PROFILE; default: default)")
 	fs.StringVarP(&f.output, "output", "o", "table", "table for people, json for scripts")
+	fs.StringVar(&f.caFile, "ca-file", "", "PEM file of the CA certificates that verify the server; implies TLS (env PROSE_CA_FILE; default: the profile's, else the system's roots)")
+	fs.StringVar(&f.certFile, "cert-file", "", "PEM client certificate for a server that asks for one (mutual TLS), with --key-file; implies TLS (env PROSE_CERT_FILE; default: the profile's)")
+	fs.StringVar(&f.keyFile, "key-file", "", "PEM private key of --cert-file (env PROSE_KEY_FILE; default: the profile's)")
+}
+
+// tlsFiles are the CA, certificate and key files of the flags, the
+// environment or the profile (each on its own), as absolute paths.
+type tlsFiles struct{ ca, cert, key string }
+
+func (f *clientFlags) tlsFiles(prof profile) (tlsFiles, error) {
+	t := tlsFiles{
+		ca:   firstNonEmpty(f.caFile, os.Getenv("PROSE_CA_FILE"), prof.CAFile),
+		cert: firstNonEmpty(f.certFile, os.Getenv("PROSE_CERT_FILE"), prof.CertFile),
+		key:  firstNonEmpty(f.keyFile, os.Getenv("PROSE_KEY_FILE"), prof.KeyFile),
+	}
+	if (t.cert == "") != (t.key == "") {
+		return t, usageErr("--cert-file and --key-file go together (or PROSE_CERT_FILE and PROSE_KEY_FILE)")
+	}
+	for _, p := range []*string{&t.ca, &t.cert, &t.key} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			return t, usageErr("%s: %v", *p, err)
+		}
+		*p = abs
+	}
+	return t, nil
+}
+
+// config is the client's TLS configuration of the files, or nil when none
+// is given (TLS then only for an https:// address, with the system's roots).
+func (t tlsFiles) config() (*tls.Config, error) {
+	if t == (tlsFiles{}) {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if t.ca != "" {
+		b, err := os.ReadFile(t.ca)
+		if err != nil {
+			return nil, usageErr("--ca-file: %v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, usageErr("--ca-file %s: no PEM certificate in it", t.ca)
+		}
+		cfg.RootCAs = pool
+	}
+	if t.cert != "" {
+		pair, err := tls.LoadX509KeyPair(t.cert, t.key)
+		if err != nil {
+			return nil, usageErr("--cert-file and --key-file: %v", err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
 }
 
 // profile is what `prose login` keeps for a server.
@@ -53,6 +119,9 @@ type profile struct {
 	Address   string `json:"address"`
 	APIKey    string `json:"api_key"`
 	Workspace string `json:"workspace,omitempty"`
+	CAFile    string `json:"ca_file,omitempty"`
+	CertFile  string `json:"cert_file,omitempty"`
+	KeyFile   string `json:"key_file,omitempty"`
 }
 
 type profileFile struct {
@@ -159,7 +228,19 @@ func (f *clientFlags) connect(cmd *cobra.Command, needWorkspace bool) (*session,
 	if key == "" {
 		return nil, &exitError{code: exitAuth, err: errors.New("no API key: pass --api-key, set PROSE_API_KEY, or run 'prose login' (prose init and prose serve print a key)")}
 	}
-	c, err := client.Dial(address, key)
+	files, err := f.tlsFiles(prof)
+	if err != nil {
+		return nil, err
+	}
+	tlsCfg, err := files.config()
+	if err != nil {
+		return nil, err
+	}
+	var opts []client.Option
+	if tlsCfg != nil {
+		opts = append(opts, client.WithTLS(tlsCfg))
+	}
+	c, err := client.Dial(address, key, opts...)
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
@@ -416,4 +497,59 @@ func completeIDs(f *clientFlags, kind string) cobra.CompletionFunc {
 		}
 		return out, cobra.ShellCompDirectiveNoFileComp
 	}
+}
+
+// clientRun is the RunE of a client command: check (nil: none) looks at
+// the flags and files before any connection, then it connects to the
+// workspace (the flags, the environment, the profile), resolves the
+// resource its first argument names when kind is set ("automation",
+// "exception": an id or a name in the workspace), calls call and closes
+// the session.
+func (f *clientFlags) clientRun(kind string, check func(cmd *cobra.Command, args []string) error, call func(cmd *cobra.Command, s *session, id string, args []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		if check != nil {
+			if err := check(cmd, args); err != nil {
+				return err
+			}
+		}
+		s, err := f.connect(cmd, true)
+		if err != nil {
+			return err
+		}
+		defer s.close()
+		id := ""
+		if kind != "" {
+			if id, err = s.idIn(kind, args[0]); err != nil {
+				return err
+			}
+		}
+		return call(cmd, s, id, args)
+	}
+}
+
+// listAll gathers up to limit items, a page at a time: page asks for size
+// items after token and returns them and the next token ("" at the end).
+func listAll[T any](limit int, page func(size int32, token string) ([]T, string, error)) ([]T, error) {
+	var all []T
+	token := ""
+	for {
+		items, next, err := page(pageSize(limit, len(all)), token)
+		if err != nil {
+			return nil, apiErr(err)
+		}
+		all = append(all, items...)
+		if token = next; token == "" || len(all) >= limit {
+			return all, nil
+		}
+	}
+}
+
+// printList prints a list: resp (the API's list response) with -o json,
+// else a table of rows under header.
+func (s *session) printList(resp proto.Message, header []string, rows [][]string) error {
+	if s.json {
+		return s.printJSON(resp)
+	}
+	s.table(header, rows)
+	return nil
 }

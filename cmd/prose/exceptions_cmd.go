@@ -40,37 +40,22 @@ assignee (users/{u}, or "" for the unassigned), create_time.`,
 		Example: "  prose exceptions list --filter 'state = PENDING'\n  prose exceptions list --filter 'automation = \"invoices\"' -o json",
 		Aliases: []string{"ls"},
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := f.connect(cmd, true)
+		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, _ []string) error {
+			all, err := listAll(limit, func(size int32, token string) ([]*platformv1.Exception, string, error) {
+				resp, err := s.c.Exceptions.ListExceptions(cmd.Context(), &platformv1.ListExceptionsRequest{
+					OrganizationId: s.org, WorkspaceId: s.ws, Filter: filter, PageSize: size, PageToken: token})
+				return resp.GetExceptions(), resp.GetNextPageToken(), err
+			})
 			if err != nil {
 				return err
-			}
-			defer s.close()
-			var all []*platformv1.Exception
-			token := ""
-			for {
-				resp, err := s.c.Exceptions.ListExceptions(cmd.Context(), &platformv1.ListExceptionsRequest{
-					OrganizationId: s.org, WorkspaceId: s.ws, Filter: filter, PageSize: pageSize(limit, len(all)), PageToken: token,
-				})
-				if err != nil {
-					return apiErr(err)
-				}
-				all = append(all, resp.GetExceptions()...)
-				if token = resp.GetNextPageToken(); token == "" || len(all) >= limit {
-					break
-				}
-			}
-			if s.json {
-				return s.printJSON(&platformv1.ListExceptionsResponse{Exceptions: all})
 			}
 			rows := make([][]string, 0, len(all))
 			for _, e := range all {
 				_, _, _, run, _ := names.ParseRun(e.GetRun())
 				rows = append(rows, []string{names.ID(e.GetName()), excState(e), names.ID(e.GetAutomation()), run, oneLine(e.GetMessage(), 60), timeText(e.GetCreateTime())})
 			}
-			s.table([]string{"ID", "STATE", "AUTOMATION", "RUN", "MESSAGE", "CREATED"}, rows)
-			return nil
-		},
+			return s.printList(&platformv1.ListExceptionsResponse{Exceptions: all}, []string{"ID", "STATE", "AUTOMATION", "RUN", "MESSAGE", "CREATED"}, rows)
+		}),
 	}
 	cmd.Flags().StringVar(&filter, "filter", "", "an AIP-160 filter, as the API takes it")
 	cmd.Flags().IntVar(&limit, "limit", 50, "the most exceptions to list")
@@ -104,22 +89,13 @@ func exceptionsGet(f *clientFlags) *cobra.Command {
 asks for (the facts to provide, the question and its choices, the failed checks).`,
 		Example: "  prose exceptions get EXCEPTION\n  prose exceptions get EXCEPTION -o json",
 		Args:    exactArgs(1, "EXCEPTION"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			id, err := s.idIn("exception", args[0])
-			if err != nil {
-				return err
-			}
+		RunE: f.clientRun("exception", nil, func(cmd *cobra.Command, s *session, id string, args []string) error {
 			e, err := s.c.Exceptions.GetException(cmd.Context(), &platformv1.GetExceptionRequest{OrganizationId: s.org, WorkspaceId: s.ws, ExceptionId: id})
 			if err != nil {
 				return apiErr(err)
 			}
 			return s.showException(e)
-		},
+		}),
 	}
 }
 
@@ -133,19 +109,12 @@ func exceptionsAssign(f *clientFlags) *cobra.Command {
 		Long:              "Assign an exception to a user (users/{u} or the id) who is a member of the workspace; --unassign clears the assignee.",
 		Example:           "  prose exceptions assign EXCEPTION --to users/u123\n  prose exceptions assign EXCEPTION --unassign",
 		Args:              exactArgs(1, "EXCEPTION"),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: f.clientRun("exception", func(cmd *cobra.Command, args []string) error {
 			if (to == "") == !unassign {
 				return usageErr("give --to USER or --unassign")
 			}
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			id, err := s.idIn("exception", args[0])
-			if err != nil {
-				return err
-			}
+			return nil
+		}, func(cmd *cobra.Command, s *session, id string, args []string) error {
 			assignee := ""
 			if to != "" {
 				assignee = names.User(names.ID(to))
@@ -155,7 +124,7 @@ func exceptionsAssign(f *clientFlags) *cobra.Command {
 				return apiErr(err)
 			}
 			return s.showException(e)
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&to, "to", "", "the user: users/{u} or its id")
 	cmd.Flags().BoolVar(&unassign, "unassign", false, "clear the assignee")
@@ -163,6 +132,7 @@ func exceptionsAssign(f *clientFlags) *cobra.Command {
 }
 
 func exceptionsResolve(f *clientFlags) *cobra.Command {
+	var g []client.Guidance // the guidance of the flags, read before connecting
 	var values []string
 	var answer, replaceFile, replace string
 	var skip, retry, wait bool
@@ -182,8 +152,8 @@ func exceptionsResolve(f *clientFlags) *cobra.Command {
   prose exceptions resolve EXCEPTION --answer manager --wait
   prose exceptions resolve EXCEPTION --replace-file fix.prose`,
 		Args: exactArgs(1, "EXCEPTION"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			var g []client.Guidance
+		RunE: f.clientRun("exception", func(cmd *cobra.Command, args []string) error {
+			g = nil
 			if len(values) > 0 {
 				m, err := parseAssignments("value", values)
 				if err != nil {
@@ -213,15 +183,8 @@ func exceptionsResolve(f *clientFlags) *cobra.Command {
 			if len(g) != 1 {
 				return usageErr("give exactly one kind of guidance: --value, --answer, --skip, --retry or --replace-file")
 			}
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
-			id, err := s.idIn("exception", args[0])
-			if err != nil {
-				return err
-			}
+			return nil
+		}, func(cmd *cobra.Command, s *session, id string, args []string) error {
 			e, err := s.c.ResolveException(cmd.Context(), names.Exception(s.org, s.ws, id), g[0])
 			if err != nil {
 				return apiErr(err)
@@ -234,7 +197,7 @@ func exceptionsResolve(f *clientFlags) *cobra.Command {
 				return apiErr(err)
 			}
 			return s.showRun(r)
-		},
+		}),
 	}
 	fl := cmd.Flags()
 	fl.StringArrayVar(&values, "value", nil, "a fact's value as 'fact=value' (repeat)")

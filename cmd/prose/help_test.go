@@ -3,11 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"regexp"
 	"strings"
 	"testing"
 	"unicode"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
+
+var (
+	flagNameRE = regexp.MustCompile(`^[a-z][a-z0-9]*(-[a-z0-9]+)*$`)
+	// A usage may start with an acronym or a name in capitals (PEM, HTTP, URL, AIP-160, OTLP, API).
+	flagUsageAcronym = regexp.MustCompile(`^[A-Z][A-Z0-9-]+\b`)
 )
 
 // TestHelpConsistency walks every command of the binary: each has a short
@@ -29,9 +37,25 @@ func TestHelpConsistency(t *testing.T) {
 			} else if r := []rune(c.Short); !unicode.IsUpper(r[0]) || strings.HasSuffix(c.Short, ".") {
 				t.Errorf("short %q: want a capital first and no final period", c.Short)
 			}
-			if c.Long == "" && c.Example == "" {
-				t.Error("neither a long description nor examples")
+			if c.Example == "" {
+				t.Error("no example")
 			}
+			// One flag style: kebab-case names, usage lines that start in
+			// lower case (or with a flag or a value) and end without a period.
+			c.LocalFlags().VisitAll(func(fl *pflag.Flag) {
+				if fl.Hidden {
+					return
+				}
+				if !flagNameRE.MatchString(fl.Name) {
+					t.Errorf("flag --%s: want a kebab-case name", fl.Name)
+				}
+				u := []rune(fl.Usage)
+				if len(u) == 0 {
+					t.Errorf("flag --%s has no usage", fl.Name)
+				} else if unicode.IsUpper(u[0]) && !flagUsageAcronym.MatchString(fl.Usage) || strings.HasSuffix(fl.Usage, ".") {
+					t.Errorf("flag --%s usage %q: want a lower-case start and no final period", fl.Name, fl.Usage)
+				}
+			})
 			for _, line := range strings.Split(c.Example, "\n") {
 				if line != "" && !strings.HasPrefix(line, "  prose ") && !strings.HasPrefix(line, "  go ") && !strings.HasPrefix(line, "  source ") {
 					t.Errorf("example line %q is not an indented prose command", line)

@@ -23,10 +23,12 @@ configuration directory (~/.config on Linux, ~/Library/Application Support on
 macOS, %AppData% on Windows). --profile keeps several (default: "default").
 
 Without --workspace, the key's only workspace is kept (a key that can use
-several needs --workspace).`,
+several needs --workspace). The TLS files of --ca-file, --cert-file and
+--key-file are kept by their absolute paths (not their contents).`,
 		Example: `  prose login --api-key prose_… 
   prose login --address https://prose.example.com --api-key "$KEY" --workspace organizations/o/workspaces/w
-  prose login --profile staging --address staging:8080 --api-key "$STAGING_KEY"`,
+  prose login --profile staging --address staging:8080 --api-key "$STAGING_KEY"
+  prose login --address https://prose.internal:8443 --api-key "$KEY" --ca-file ca.pem --cert-file me.pem --key-file me-key.pem`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := f.connect(cmd, true)
@@ -43,10 +45,17 @@ several needs --workspace).`,
 				return &exitError{code: exitFailed, err: err}
 			}
 			prof := pf.Profiles[f.profileName()]
+			files, err := f.tlsFiles(prof)
+			if err != nil {
+				return err
+			}
 			pf.Profiles[f.profileName()] = profile{
 				Address:   firstNonEmpty(f.address, envOr("PROSE_ADDRESS"), prof.Address, defaultAddress),
 				APIKey:    firstNonEmpty(f.apiKey, envOr("PROSE_API_KEY"), prof.APIKey),
 				Workspace: names.Workspace(s.org, s.ws),
+				CAFile:    files.ca,
+				CertFile:  files.cert,
+				KeyFile:   files.key,
 			}
 			if err := writeProfiles(pf, path); err != nil {
 				return &exitError{code: exitFailed, err: fmt.Errorf("write %s: %w", path, err)}

@@ -167,9 +167,24 @@ func newRootCmd() *cobra.Command {
 			if c.Example == "" {
 				c.Example = "  prose completion bash > /etc/bash_completion.d/prose\n  prose completion zsh > \"${fpath[1]}/_prose\"\n  prose completion fish > ~/.config/fish/completions/prose.fish"
 			}
+			// cobra's shell subcommands have no examples: one each, as
+			// every other command has.
+			for _, sh := range c.Commands() {
+				if sh.Example == "" {
+					sh.Example = completionExamples[sh.Name()]
+				}
+			}
 		}
 	}
 	return root
+}
+
+// completionExamples are the examples of `prose completion SHELL`.
+var completionExamples = map[string]string{
+	"bash":       "  source <(prose completion bash)\n  prose completion bash > /etc/bash_completion.d/prose",
+	"zsh":        "  prose completion zsh > \"${fpath[1]}/_prose\"",
+	"fish":       "  prose completion fish > ~/.config/fish/completions/prose.fish",
+	"powershell": "  prose completion powershell | Out-String | Invoke-Expression",
 }
 
 func withGroup(id string, c *cobra.Command) *cobra.Command {

@@ -37,44 +37,29 @@ create_time > "2026-01-01T00:00:00Z".`,
 		Example: "  prose runs list --automation invoices\n  prose runs list --filter 'state = \"failed\"' -o json",
 		Aliases: []string{"ls"},
 		Args:    noArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
+		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, _ []string) error {
 			a := "-"
 			if automation != "" {
+				var err error
 				if a, err = s.idIn("automation", automation); err != nil {
 					return err
 				}
 			}
-			var all []*platformv1.Run
-			token := ""
-			for {
+			all, err := listAll(limit, func(size int32, token string) ([]*platformv1.Run, string, error) {
 				resp, err := s.c.Runs.ListRuns(cmd.Context(), &platformv1.ListRunsRequest{
-					OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, Filter: filter, OrderBy: orderBy,
-					PageSize: pageSize(limit, len(all)), PageToken: token,
-				})
-				if err != nil {
-					return apiErr(err)
-				}
-				all = append(all, resp.GetRuns()...)
-				if token = resp.GetNextPageToken(); token == "" || len(all) >= limit {
-					break
-				}
-			}
-			if s.json {
-				return s.printJSON(&platformv1.ListRunsResponse{Runs: all})
+					OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, Filter: filter, OrderBy: orderBy, PageSize: size, PageToken: token})
+				return resp.GetRuns(), resp.GetNextPageToken(), err
+			})
+			if err != nil {
+				return err
 			}
 			rows := make([][]string, 0, len(all))
 			for _, r := range all {
 				_, _, aut, id, _ := names.ParseRun(r.GetName())
 				rows = append(rows, []string{id, aut, client.StateName(r), timeText(r.GetCreateTime()), timeText(r.GetUpdateTime())})
 			}
-			s.table([]string{"ID", "AUTOMATION", "STATE", "CREATED", "UPDATED"}, rows)
-			return nil
-		},
+			return s.printList(&platformv1.ListRunsResponse{Runs: all}, []string{"ID", "AUTOMATION", "STATE", "CREATED", "UPDATED"}, rows)
+		}),
 	}
 	cmd.Flags().StringVar(&automation, "automation", "", "only the runs of this automation (id or name)")
 	cmd.Flags().StringVar(&filter, "filter", "", "an AIP-160 filter, as the API takes it")
@@ -137,18 +122,13 @@ exception it waits on, or why it failed. The exit code follows the state: 0
 completed or still going, 1 failed or stopped, 3 awaiting guidance.`,
 		Example: "  prose runs get RUN\n  prose runs get RUN -o json | jq .state",
 		Args:    exactArgs(1, "RUN"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
+		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, args []string) error {
 			r, err := s.getRun(cmd, args[0])
 			if err != nil {
 				return err
 			}
 			return s.showRun(r)
-		},
+		}),
 	}
 }
 
@@ -163,12 +143,7 @@ state it goes through (with -o json: the run as JSON at the end), then exit as
 'runs get' does: 0 completed, 1 failed or stopped, 3 awaiting guidance.`,
 		Example: "  prose runs watch RUN\n  prose runs watch RUN --timeout 5m",
 		Args:    exactArgs(1, "RUN"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
+		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, args []string) error {
 			r, err := s.getRun(cmd, args[0])
 			if err != nil {
 				return err
@@ -202,7 +177,7 @@ state it goes through (with -o json: the run as JSON at the end), then exit as
 				}
 			}
 			return s.showRun(r)
-		},
+		}),
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 1); 0: never")
 	return cmd
@@ -222,12 +197,7 @@ by node_kind (for example 'node_kind = "Say"'). With --agent, the events of
 its conversation with that agent follow.`,
 		Example: "  prose runs events RUN\n  prose runs events RUN --filter 'node_kind = \"FunctionCall\"' -o json\n  prose runs events RUN --agent prose",
 		Args:    exactArgs(1, "RUN"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
+		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, args []string) error {
 			r, err := s.getRun(cmd, args[0])
 			if err != nil {
 				return err
@@ -281,7 +251,7 @@ its conversation with that agent follow.`,
 				s.table([]string{"TIME", "WHAT", "KIND", "TEXT"}, rows)
 			}
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&filter, "filter", "", "AIP-160 filter on node_kind")
 	cmd.Flags().StringVar(&agent, "agent", "", "also show the run's conversation with this agent (prose: the built-in one)")
@@ -377,15 +347,12 @@ stopped), a pending or waiting one at once. The reason stays on the stopped
 state; 'prose runs continue' resumes it.`,
 		Example: "  prose runs pause RUN --reason \"the supplier's data is late\"",
 		Args:    exactArgs(1, "RUN"),
-		RunE: func(cmd *cobra.Command, args []string) error {
+		RunE: f.clientRun("", func(cmd *cobra.Command, args []string) error {
 			if strings.TrimSpace(reason) == "" {
 				return usageErr("--reason is required")
 			}
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
+			return nil
+		}, func(cmd *cobra.Command, s *session, _ string, args []string) error {
 			a, id, err := s.runRef(args[0])
 			if err != nil {
 				return err
@@ -399,7 +366,7 @@ state; 'prose runs continue' resumes it.`,
 			}
 			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), client.StateName(r))
 			return nil
-		},
+		}),
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the run is paused (required)")
 	return cmd
@@ -413,12 +380,7 @@ func runsContinue(f *clientFlags) *cobra.Command {
 		Long:              "Put a stopped run back to pending (or awaiting guidance, when its exception is still pending).",
 		Example:           "  prose runs continue RUN",
 		Args:              exactArgs(1, "RUN"),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := f.connect(cmd, true)
-			if err != nil {
-				return err
-			}
-			defer s.close()
+		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, args []string) error {
 			a, id, err := s.runRef(args[0])
 			if err != nil {
 				return err
@@ -432,6 +394,6 @@ func runsContinue(f *clientFlags) *cobra.Command {
 			}
 			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), client.StateName(r))
 			return nil
-		},
+		}),
 	}
 }

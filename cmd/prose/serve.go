@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -28,6 +29,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/reflect/protoregistry"
 
 	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/console"
@@ -120,6 +122,9 @@ type serveConfig struct {
 	// tlsCert and tlsKey serve TLS on addr (both or neither); read again
 	// when the files change.
 	tlsCert, tlsKey string
+	// tlsClientCA, when set, asks every client for a certificate signed by
+	// one of the file's CAs (mutual TLS; needs tlsCert).
+	tlsClientCA string
 	// tracerProvider, when set, traces requests (otelgrpc, otelhttp) and
 	// runs (the engine's spans); nil: tracing off. serveCmd sets it from
 	// the OTEL_ variables (tracing.Setup); tests pass an in-memory one.
@@ -158,6 +163,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
 	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS and gRPC over TLS on --addr (with --tls-key); read again when the file changes. Default: plain HTTP and h2c, for loopback")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
+	fs.StringVar(&cfg.tlsClientCA, "tls-client-ca", "", "PEM file of the CA certificates of the clients: every client (gRPC and HTTP) must show a certificate one of them signed (mutual TLS; needs --tls-cert). Default: no client certificates")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "on SIGTERM or SIGINT, how long requests in flight may take to finish, and runs in flight to reach their next statement and go back to the queue (for another replica at once), before the rest is cut")
 	fs.StringVar(&cfg.logFormat, "log-format", logctx.FormatAuto, "auto (text on a terminal, JSON lines otherwise), text or json")
 	fs.IntVar(&cfg.metricsAutomations, "metrics-automations", metrics.DefaultMaxAutomations, "automations named (by id) in the automation label of the run metrics, the first ones this process sees; later ones count under \"other\" (bounds the series /metrics exports); -1: none")
@@ -202,6 +208,10 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 		fmt.Fprintln(stderr, "serve: --tls-cert and --tls-key go together")
 		return 2
 	}
+	if cfg.tlsClientCA != "" && cfg.tlsCert == "" {
+		fmt.Fprintln(stderr, "serve: --tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS)")
+		return 2
+	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(cfg.logLevel)); err != nil {
 		fmt.Fprintf(stderr, "serve: bad --log-level: %v\n", err)
@@ -244,7 +254,16 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 			logger.Error("tls", "err", err)
 			return 1
 		}
-		opts = append(opts, gateway.WithTLS(certs.TLSConfig()))
+		tlsCfg := certs.TLSConfig()
+		if cfg.tlsClientCA != "" {
+			pool, err := gateway.LoadCAPool(cfg.tlsClientCA)
+			if err != nil {
+				logger.Error("tls", "err", err)
+				return 1
+			}
+			tlsCfg.ClientCAs, tlsCfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		}
+		opts = append(opts, gateway.WithTLS(tlsCfg))
 		scheme = "https"
 	}
 	lis, err := net.Listen("tcp", cfg.addr)
@@ -633,6 +652,8 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Admission: a.admission,
 		Sizes:     cfg.sizes,
 		Health:    a.health,
+		// A child span per in-process call of the gateway and the console.
+		TracerProvider: cfg.tracerProvider,
 	})
 	a.grpc = srv.GRPC
 	// Every service on the gRPC server and on the in-process channel the
@@ -644,7 +665,10 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		a.health.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 	}
 	local := srv.Local
-	doc, err := openapi.WithVersion(openapi.JSON, server.Version)
+	doc, err := constrainedOpenAPI()
+	if err == nil {
+		doc, err = openapi.WithVersion(doc, server.Version)
+	}
 	if err != nil {
 		a.Close()
 		return nil, fmt.Errorf("openapi: %w", err)
@@ -839,3 +863,10 @@ func secretKeyring(ctx context.Context, file string, st store.SecretKeys) (*book
 	}
 	return books.NewKeyring(key)
 }
+
+// constrainedOpenAPI is the generated OpenAPI document with the protos'
+// protovalidate rules written in (openapi.WithConstraints), made once.
+var constrainedOpenAPI = sync.OnceValues(func() ([]byte, error) {
+	doc, _, err := openapi.WithConstraints(openapi.JSON, protoregistry.GlobalFiles)
+	return doc, err
+})

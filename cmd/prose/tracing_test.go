@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	otelcodes "go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -42,6 +43,7 @@ func TestTracingLinksRunsToRequests(t *testing.T) {
 	}
 	a := e.mkAutomation(t, "traced", "stamp \"t1\"\nthe output s is the above\n", false)
 
+	const invokeRPC = "prose.platform.v1.AutomationService/InvokeAutomation"
 	check := func(t *testing.T, run string, caller trace.TraceID) {
 		t.Helper()
 		e.waitRun(t, a.id, run, "completed")
@@ -57,7 +59,9 @@ func TestTracingLinksRunsToRequests(t *testing.T) {
 		}
 		for _, s := range spans {
 			switch {
-			case s.SpanKind() == trace.SpanKindServer && s.SpanContext().TraceID() == caller:
+			// The RPC's span (otelgrpc's on a connection; Local's under
+			// the HTTP request's span): the run links to it.
+			case s.Name() == invokeRPC && s.SpanContext().TraceID() == caller:
 				request = s
 			case s.Name() == "prose.run.step" && s.Parent().SpanID() == runSpan.SpanContext().SpanID():
 				step = s
@@ -91,6 +95,51 @@ func TestTracingLinksRunsToRequests(t *testing.T) {
 			t.Fatalf("invoke: %d %s", code, raw)
 		}
 		check(t, fmt.Sprint(m["run_id"]), caller)
+		// HTTP → gateway → the in-process call: the RPC's span is a child
+		// of the HTTP request's, as over a connection.
+		var httpSpan, rpc sdktrace.ReadOnlySpan
+		for _, s := range exp.GetSpans().Snapshots() {
+			if s.SpanContext().TraceID() != caller {
+				continue
+			}
+			switch s.Name() {
+			case "HTTP POST":
+				httpSpan = s
+			case invokeRPC:
+				rpc = s
+			}
+		}
+		if httpSpan == nil || rpc == nil {
+			t.Fatalf("http span %v, rpc span %v", httpSpan, rpc)
+		}
+		if rpc.Parent().SpanID() != httpSpan.SpanContext().SpanID() || rpc.SpanKind() != trace.SpanKindServer {
+			t.Errorf("rpc span parent %s kind %v, want a server span under the HTTP span %s", rpc.Parent().SpanID(), rpc.SpanKind(), httpSpan.SpanContext().SpanID())
+		}
+		if spanAttr(rpc, "rpc.system") != "grpc" || spanAttr(rpc, "rpc.service") != "prose.platform.v1.AutomationService" ||
+			spanAttr(rpc, "rpc.method") != "InvokeAutomation" || spanAttr(rpc, "rpc.grpc.status_code") != "0" {
+			t.Errorf("rpc span attributes %v", rpc.Attributes())
+		}
+	})
+	t.Run("http error", func(t *testing.T) {
+		// A refused call's span carries its code and an error status.
+		traceID, _ := trace.TraceIDFromHex("2cf7651916cd43dd8448eb211c80319e")
+		code, _, raw := e.doHTTP(t, "GET", e.automationsPath()+"/no-such-automation", "",
+			map[string]string{"Authorization": "Bearer " + e.init.APIKey, "traceparent": "00-2cf7651916cd43dd8448eb211c80319e-d7ad6b7169203333-01"})
+		if code != 404 {
+			t.Fatalf("get: %d %s", code, raw)
+		}
+		var rpc sdktrace.ReadOnlySpan
+		for _, s := range exp.GetSpans().Snapshots() {
+			if s.SpanContext().TraceID() == traceID && s.Name() == "prose.platform.v1.AutomationService/GetAutomation" {
+				rpc = s
+			}
+		}
+		if rpc == nil {
+			t.Fatal("no GetAutomation span")
+		}
+		if spanAttr(rpc, "rpc.grpc.status_code") != "5" || rpc.Status().Code != otelcodes.Error {
+			t.Errorf("span of a NOT_FOUND call: code %s status %v", spanAttr(rpc, "rpc.grpc.status_code"), rpc.Status())
+		}
 	})
 	t.Run("grpc", func(t *testing.T) {
 		caller, _ := trace.TraceIDFromHex("1bf7651916cd43dd8448eb211c80319d")

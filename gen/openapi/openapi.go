@@ -7,6 +7,14 @@ package openapi
 import (
 	_ "embed"
 	"encoding/json"
+	"slices"
+	"sort"
+	"strings"
+
+	"buf.build/gen/go/bufbuild/protovalidate/protocolbuffers/go/buf/validate"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
 // JSON is the merged OpenAPI v2 description of every Prose service.
@@ -32,4 +40,244 @@ func WithVersion(doc []byte, version string) ([]byte, error) {
 	}
 	top["info"] = b
 	return json.MarshalIndent(top, "", "  ")
+}
+
+// Constrained is what WithConstraints wrote: the protovalidate rules of a
+// field (its full name) that reached the document, and those it could not
+// say in OpenAPI v2.
+type Constrained struct {
+	// Fields are the fields whose rules were written, at least once.
+	Fields map[protoreflect.FullName]bool
+	// Unsaid lists "field: rule" for each rule with no OpenAPI keyword.
+	Unsaid []string
+}
+
+// WithConstraints returns doc (protoc-gen-openapiv2's document of the
+// services in files) with the protovalidate field rules of the protos
+// ((buf.validate.field), which protoc-gen-openapiv2 does not read) written
+// as JSON Schema keywords on the parameters and the definitions the
+// operations use: min_len/max_len as minLength/maxLength, pattern, in as
+// enum, gte/gt/lte/lt as minimum/maximum (exclusive for gt/lt),
+// min_items/max_items, min_pairs/max_pairs as minProperties/maxProperties,
+// required in required; max_bytes/min_bytes as x-maxBytes/x-minBytes and a
+// map's key rules under x-keys (OpenAPI v2 has no keyword for them). An
+// enum's defined_only needs nothing: the document lists the enum's values.
+// The operations are found by their operationId, Service_Method.
+func WithConstraints(doc []byte, files *protoregistry.Files) ([]byte, Constrained, error) {
+	var top map[string]any
+	if err := json.Unmarshal(doc, &top); err != nil {
+		return nil, Constrained{}, err
+	}
+	methods := map[string]protoreflect.MethodDescriptor{}
+	files.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
+		for i := range fd.Services().Len() {
+			sd := fd.Services().Get(i)
+			for j := range sd.Methods().Len() {
+				md := sd.Methods().Get(j)
+				methods[string(sd.Name())+"_"+string(md.Name())] = md
+			}
+		}
+		return true
+	})
+	c := &constrainer{defs: asMap(top["definitions"]), seen: map[string]bool{},
+		out: Constrained{Fields: map[protoreflect.FullName]bool{}}}
+	for _, item := range asMap(top["paths"]) {
+		for _, op := range asMap(item) {
+			opm := asMap(op)
+			id, _ := opm["operationId"].(string)
+			md, ok := methods[id]
+			if !ok {
+				continue
+			}
+			params, _ := opm["parameters"].([]any)
+			for _, p := range params {
+				c.parameter(asMap(p), md.Input())
+			}
+		}
+	}
+	sort.Strings(c.out.Unsaid)
+	c.out.Unsaid = slices.Compact(c.out.Unsaid)
+	b, err := json.MarshalIndent(top, "", "  ")
+	return b, c.out, err
+}
+
+type constrainer struct {
+	defs map[string]any
+	seen map[string]bool // definition and message already constrained
+	out  Constrained
+}
+
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// parameter constrains an operation's parameter of request message req: a
+// body (the request, or one of its fields) or a query or path parameter
+// (a field path, "filter.time_window.start_time").
+func (c *constrainer) parameter(p map[string]any, req protoreflect.MessageDescriptor) {
+	name, _ := p["name"].(string)
+	if p["in"] == "body" {
+		md := req
+		if fd := req.Fields().ByName(protoreflect.Name(name)); fd != nil && fd.Message() != nil {
+			md = fd.Message()
+		}
+		c.message(asMap(p["schema"]), md)
+		return
+	}
+	md := req
+	var fd protoreflect.FieldDescriptor
+	for part := range strings.SplitSeq(name, ".") {
+		if md == nil {
+			return
+		}
+		if fd = md.Fields().ByName(protoreflect.Name(part)); fd == nil {
+			return
+		}
+		md = fd.Message()
+	}
+	if rules := fieldRules(fd); rules != nil {
+		if c.apply(p, rules, fd) || rules.GetRequired() {
+			c.out.Fields[fd.FullName()] = true
+		}
+		if rules.GetRequired() {
+			p["required"] = true
+		}
+	}
+}
+
+// message constrains schema (a $ref to a definition, or an object) as the
+// message md, and the messages of its fields.
+func (c *constrainer) message(schema map[string]any, md protoreflect.MessageDescriptor) {
+	if schema == nil {
+		return
+	}
+	if ref, ok := schema["$ref"].(string); ok {
+		name := strings.TrimPrefix(ref, "#/definitions/")
+		key := name + " " + string(md.FullName())
+		if c.seen[key] {
+			return
+		}
+		c.seen[key] = true
+		schema = asMap(c.defs[name])
+		if schema == nil {
+			return
+		}
+	}
+	props := asMap(schema["properties"])
+	for i := range md.Fields().Len() {
+		fd := md.Fields().Get(i)
+		p := asMap(props[string(fd.Name())])
+		if p == nil {
+			continue
+		}
+		if rules := fieldRules(fd); rules != nil {
+			if c.apply(p, rules, fd) || rules.GetRequired() {
+				c.out.Fields[fd.FullName()] = true
+			}
+			if rules.GetRequired() {
+				req, _ := schema["required"].([]any)
+				if !slices.Contains(req, any(string(fd.Name()))) {
+					schema["required"] = append(req, string(fd.Name()))
+				}
+			}
+		}
+		switch {
+		case fd.IsMap() && fd.MapValue().Message() != nil:
+			c.message(asMap(p["additionalProperties"]), fd.MapValue().Message())
+		case fd.IsList() && fd.Message() != nil:
+			c.message(asMap(p["items"]), fd.Message())
+		case fd.Message() != nil:
+			c.message(p, fd.Message())
+		}
+	}
+}
+
+func fieldRules(fd protoreflect.FieldDescriptor) *validate.FieldRules {
+	if fd == nil || fd.Options() == nil || !proto.HasExtension(fd.Options(), validate.E_Field) {
+		return nil
+	}
+	rules, _ := proto.GetExtension(fd.Options(), validate.E_Field).(*validate.FieldRules)
+	return rules
+}
+
+// schemaKeyword is the OpenAPI keyword of a rule of the typed rules
+// (StringRules, Int32Rules, …); exclusive names the keyword set true beside
+// it (gt, lt).
+var schemaKeyword = map[protoreflect.Name]struct{ keyword, exclusive string }{
+	"min_len": {"minLength", ""}, "max_len": {"maxLength", ""}, "len": {"x-length", ""},
+	"pattern": {"pattern", ""}, "in": {"enum", ""}, "const": {"x-const", ""},
+	"min_bytes": {"x-minBytes", ""}, "max_bytes": {"x-maxBytes", ""},
+	"gte": {"minimum", ""}, "gt": {"minimum", "exclusiveMinimum"},
+	"lte": {"maximum", ""}, "lt": {"maximum", "exclusiveMaximum"},
+	"min_items": {"minItems", ""}, "max_items": {"maxItems", ""}, "unique": {"uniqueItems", ""},
+	"min_pairs": {"minProperties", ""}, "max_pairs": {"maxProperties", ""},
+}
+
+// apply writes rules on schema (a parameter or a property); it reports
+// whether it wrote anything, and records the rules it could not say.
+func (c *constrainer) apply(schema map[string]any, rules *validate.FieldRules, fd protoreflect.FieldDescriptor) bool {
+	rm := rules.ProtoReflect()
+	oneof := rm.Descriptor().Oneofs().ByName("type")
+	if oneof == nil {
+		return false
+	}
+	which := rm.WhichOneof(oneof)
+	if which == nil {
+		return false
+	}
+	return c.applyTyped(schema, rm.Get(which).Message(), fd)
+}
+
+func (c *constrainer) applyTyped(schema map[string]any, typed protoreflect.Message, fd protoreflect.FieldDescriptor) bool {
+	wrote := false
+	typed.Range(func(f protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		name := f.Name()
+		switch {
+		case name == "defined_only": // the document lists the enum's values
+			wrote = true
+		case name == "items" && f.Message() != nil: // repeated: the items' rules
+			if items := asMap(schema["items"]); items != nil {
+				if c.apply(items, v.Message().Interface().(*validate.FieldRules), fd) {
+					wrote = true
+				}
+			}
+		case (name == "keys" || name == "values") && f.Message() != nil: // map
+			target := asMap(schema["additionalProperties"])
+			if name == "keys" {
+				target = map[string]any{}
+				schema["x-keys"] = target
+			}
+			if target != nil && c.apply(target, v.Message().Interface().(*validate.FieldRules), fd) {
+				wrote = true
+			}
+		default:
+			kw, ok := schemaKeyword[name]
+			if !ok {
+				c.out.Unsaid = append(c.out.Unsaid, string(fd.FullName())+": "+string(name))
+				return true
+			}
+			schema[kw.keyword] = jsonValue(f, v)
+			if kw.exclusive != "" {
+				schema[kw.exclusive] = true
+			}
+			wrote = true
+		}
+		return true
+	})
+	return wrote
+}
+
+// jsonValue is a rule's value as JSON: numbers as numbers (64-bit ones
+// too: the bounds of rules are small), lists as arrays.
+func jsonValue(f protoreflect.FieldDescriptor, v protoreflect.Value) any {
+	if f.IsList() {
+		l := v.List()
+		out := make([]any, l.Len())
+		for i := range l.Len() {
+			out[i] = l.Get(i).Interface()
+		}
+		return out
+	}
+	return v.Interface()
 }

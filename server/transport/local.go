@@ -55,6 +55,8 @@ func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
 type Local struct {
 	unary  grpc.UnaryServerInterceptor
 	stream grpc.StreamServerInterceptor
+	// tracer, when set, starts a span per call (startSpan).
+	tracer trace.Tracer
 
 	mu      sync.RWMutex
 	methods map[string]localMethod
@@ -100,14 +102,18 @@ func (l *Local) Invoke(ctx context.Context, method string, args, reply any, opts
 		return status.Errorf(codes.Internal, "local call %s: the request is not a protobuf message", method)
 	}
 	sts := &localTransportStream{method: method}
-	sctx := grpc.NewContextWithServerTransportStream(serverContext(ctx), sts)
+	spanCtx, span := l.startSpan(ctx, method)
+	sctx := grpc.NewContextWithServerTransportStream(serverContext(spanCtx), sts)
 	dec := func(v any) error { return shallowCopy(v, in) }
 	resp, err := m.unary(m.impl, sctx, dec, l.unary)
 	header, trailer := sts.done()
 	setCallMetadata(opts, header, trailer)
 	if err != nil {
-		return toStatus(err)
+		err = toStatus(err)
+		endSpan(span, err)
+		return err
 	}
+	endSpan(span, nil)
 	if err := shallowCopy(reply, resp); err != nil {
 		return status.Errorf(codes.Internal, "local call %s: %v", method, err)
 	}
@@ -121,7 +127,8 @@ func (l *Local) NewStream(ctx context.Context, _ *grpc.StreamDesc, method string
 	if !ok || m.stream == nil {
 		return nil, status.Errorf(codes.Unimplemented, "unknown method %s", method)
 	}
-	sctx, cancel := context.WithCancel(ctx)
+	spanCtx, span := l.startSpan(ctx, method)
+	sctx, cancel := context.WithCancel(spanCtx)
 	s := &localStream{
 		method: method, opts: opts, cctx: ctx, cancel: cancel,
 		toServer:  make(chan proto.Message, 1),
@@ -140,6 +147,7 @@ func (l *Local) NewStream(ctx context.Context, _ *grpc.StreamDesc, method string
 			err = m.stream.Handler(m.impl, ss)
 		}
 		s.finish(err)
+		endSpan(span, toStatus(err))
 	}()
 	return s, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -99,6 +100,11 @@ type Options struct {
 	// to the HTTP side for the gRPC calls it serves (gateway.Serve's
 	// WithGRPCAdmission).
 	Admission *Admission
+	// TracerProvider, when set, gives each call on Local a server span of
+	// its own, a child of the caller's (the HTTP request's), named and
+	// attributed as otelgrpc names a call on a connection. Native gRPC
+	// calls get theirs from otelgrpc's stats handler (ServerOptions).
+	TracerProvider trace.TracerProvider
 }
 
 func (o Options) logger() *slog.Logger {
@@ -248,6 +254,9 @@ func NewServer(opts Options) *Server {
 	s := &Server{
 		GRPC:  grpc.NewServer(append(grpcOpts, opts.ServerOptions...)...),
 		Local: &Local{unary: chainUnary(unary), stream: chainStream(stream), methods: map[string]localMethod{}},
+	}
+	if opts.TracerProvider != nil {
+		s.Local.tracer = opts.TracerProvider.Tracer(tracerName)
 	}
 	hs := opts.Health
 	if hs == nil {

@@ -157,7 +157,7 @@ type ApiKey struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The resource name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// A descriptive name.
+	// A descriptive name: at most 200 characters, not blank.
 	DisplayName string `protobuf:"bytes,2,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
 	// The public start of the key's value, for recognising it.
 	KeyPrefix string `protobuf:"bytes,3,opt,name=key_prefix,json=keyPrefix,proto3" json:"key_prefix,omitempty"`
@@ -715,18 +715,18 @@ var File_prose_platform_v1_api_key_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_api_key_proto_rawDesc = "" +
 	"\n" +
-	"\x1fprose/platform/v1/api_key.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa2\x06\n" +
+	"\x1fprose/platform/v1/api_key.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xee\x06\n" +
 	"\x06ApiKey\x12\x17\n" +
-	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12&\n" +
-	"\fdisplay_name\x18\x02 \x01(\tB\x03\xe0A\x02R\vdisplayName\x12\"\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x125\n" +
+	"\fdisplay_name\x18\x02 \x01(\tB\x12\xe0A\x02\xbaH\f\xd8\x01\x01r\a\x18\xc8\x012\x02\\SR\vdisplayName\x12\"\n" +
 	"\n" +
 	"key_prefix\x18\x03 \x01(\tB\x03\xe0A\x03R\tkeyPrefix\x12\x17\n" +
 	"\x04user\x18\x04 \x01(\tB\x03\xe0A\x03R\x04user\x12#\n" +
-	"\rworkspace_ids\x18\x05 \x03(\tR\fworkspaceIds\x12S\n" +
-	"\x10permission_level\x18\x06 \x01(\x0e2(.prose.platform.v1.ApiKeyPermissionLevelR\x0fpermissionLevel\x12k\n" +
-	"\x16restricted_permissions\x18\a \x03(\v24.prose.platform.v1.ApiKey.RestrictedPermissionsEntryR\x15restrictedPermissions\x12H\n" +
+	"\rworkspace_ids\x18\x05 \x03(\tR\fworkspaceIds\x12]\n" +
+	"\x10permission_level\x18\x06 \x01(\x0e2(.prose.platform.v1.ApiKeyPermissionLevelB\b\xbaH\x05\x82\x01\x02\x10\x01R\x0fpermissionLevel\x12\x95\x01\n" +
+	"\x16restricted_permissions\x18\a \x03(\v24.prose.platform.v1.ApiKey.RestrictedPermissionsEntryB(\xbaH%\x9a\x01\"\" r\x1e2\x1c^[a-z][a-z_]*\\.[a-z][a-z_]*$R\x15restrictedPermissions\x12P\n" +
 	"\n" +
-	"expiration\x18\b \x01(\x0e2#.prose.platform.v1.ApiKeyExpirationB\x03\xe0A\x04R\n" +
+	"expiration\x18\b \x01(\x0e2#.prose.platform.v1.ApiKeyExpirationB\v\xe0A\x04\xbaH\x05\x82\x01\x02\x10\x01R\n" +
 	"expiration\x12@\n" +
 	"\vcreate_time\x18\t \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
 	"createTime\x12@\n" +

@@ -157,7 +157,7 @@ type Automation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The resource name.
 	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	// The display name.
+	// The display name: not blank.
 	DisplayName string `protobuf:"bytes,2,opt,name=display_name,json=displayName,proto3" json:"display_name,omitempty"`
 	// The Prose source of the automation.
 	EnglishCode string `protobuf:"bytes,3,opt,name=english_code,json=englishCode,proto3" json:"english_code,omitempty"`
@@ -1406,7 +1406,8 @@ type CreateAutomationRequest struct {
 	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
 	// The automation to create; english_code is parsed and must be valid Prose.
 	Automation *Automation `protobuf:"bytes,3,opt,name=automation,proto3" json:"automation,omitempty"`
-	// The id to give it (lowercase letters, digits and dashes); generated when empty.
+	// The id to give it (1-63 lowercase letters, digits and dashes, starting
+	// with a letter, not ending with a dash); generated when empty.
 	AutomationId string `protobuf:"bytes,4,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
 	// An idempotency key: a retry with the same id returns the first result.
 	RequestId     string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
@@ -1996,7 +1997,7 @@ type InvokeAutomationRequest struct {
 	Stage AutomationStage `protobuf:"varint,5,opt,name=stage,proto3,enum=prose.platform.v1.AutomationStage" json:"stage,omitempty"`
 	// A previous run whose journaled results may be reused for unchanged steps.
 	PreviousRun string `protobuf:"bytes,6,opt,name=previous_run,json=previousRun,proto3" json:"previous_run,omitempty"`
-	// An idempotency key: a retry with the same id returns the first run.
+	// An idempotency key (at most 128 bytes): a retry with the same id returns the first run.
 	RequestId     string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2314,11 +2315,11 @@ var File_prose_platform_v1_automation_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"\n" +
-	"\"prose/platform/v1/automation.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1dprose/platform/v1/value.proto\"\x8a\f\n" +
+	"\"prose/platform/v1/automation.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1dprose/platform/v1/value.proto\"\x96\f\n" +
 	"\n" +
 	"Automation\x12\x17\n" +
-	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12&\n" +
-	"\fdisplay_name\x18\x02 \x01(\tB\x03\xe0A\x02R\vdisplayName\x12!\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x122\n" +
+	"\fdisplay_name\x18\x02 \x01(\tB\x0f\xe0A\x02\xbaH\t\xd8\x01\x01r\x042\x02\\SR\vdisplayName\x12!\n" +
 	"\fenglish_code\x18\x03 \x01(\tR\venglishCode\x12\x17\n" +
 	"\x04code\x18\x04 \x01(\tB\x03\xe0A\x03R\x04code\x12@\n" +
 	"\vcreate_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
@@ -2412,25 +2413,25 @@ const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"\x1aValueGenericDictionaryType\x127\n" +
 	"\bkey_type\x18\x01 \x01(\v2\x1c.prose.platform.v1.ValueTypeR\akeyType\x12;\n" +
 	"\n" +
-	"value_type\x18\x02 \x01(\v2\x1c.prose.platform.v1.ValueTypeR\tvalueType\"\xf7\x01\n" +
+	"value_type\x18\x02 \x01(\v2\x1c.prose.platform.v1.ValueTypeR\tvalueType\"\xa4\x02\n" +
 	"\x17CreateAutomationRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12B\n" +
 	"\n" +
 	"automation\x18\x03 \x01(\v2\x1d.prose.platform.v1.AutomationB\x03\xe0A\x02R\n" +
-	"automation\x12#\n" +
-	"\rautomation_id\x18\x04 \x01(\tR\fautomationId\x12\x1d\n" +
+	"automation\x12P\n" +
+	"\rautomation_id\x18\x04 \x01(\tB+\xbaH(\xd8\x01\x01r#2!^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$R\fautomationId\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x05 \x01(\tR\trequestId\"\x96\x01\n" +
 	"\x14GetAutomationRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
-	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\"\xd2\x01\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\"\xdc\x01\n" +
 	"\x16QueryAutomationRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
-	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x128\n" +
-	"\x05stage\x18\x04 \x01(\x0e2\".prose.platform.v1.AutomationStageR\x05stage\"\x89\x02\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12B\n" +
+	"\x05stage\x18\x04 \x01(\x0e2\".prose.platform.v1.AutomationStageB\b\xbaH\x05\x82\x01\x02\x10\x01R\x05stage\"\x89\x02\n" +
 	"\x16ListAutomationsRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12$\n" +
@@ -2459,16 +2460,16 @@ const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"\x17DeleteAutomationRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
-	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\"\xbf\x03\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\"\xd1\x03\n" +
 	"\x17InvokeAutomationRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
 	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12N\n" +
-	"\x06inputs\x18\x04 \x03(\v26.prose.platform.v1.InvokeAutomationRequest.InputsEntryR\x06inputs\x12=\n" +
-	"\x05stage\x18\x05 \x01(\x0e2\".prose.platform.v1.AutomationStageB\x03\xe0A\x02R\x05stage\x12!\n" +
-	"\fprevious_run\x18\x06 \x01(\tR\vpreviousRun\x12\x1d\n" +
+	"\x06inputs\x18\x04 \x03(\v26.prose.platform.v1.InvokeAutomationRequest.InputsEntryR\x06inputs\x12E\n" +
+	"\x05stage\x18\x05 \x01(\x0e2\".prose.platform.v1.AutomationStageB\v\xe0A\x02\xbaH\x05\x82\x01\x02\x10\x01R\x05stage\x12!\n" +
+	"\fprevious_run\x18\x06 \x01(\tR\vpreviousRun\x12'\n" +
 	"\n" +
-	"request_id\x18\a \x01(\tR\trequestId\x1aS\n" +
+	"request_id\x18\a \x01(\tB\b\xbaH\x05r\x03(\x80\x01R\trequestId\x1aS\n" +
 	"\vInputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
 	"\x05value\x18\x02 \x01(\v2\x18.prose.platform.v1.ValueR\x05value:\x028\x01\"1\n" +

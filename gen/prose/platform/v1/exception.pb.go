@@ -2085,14 +2085,14 @@ const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\x13GetExceptionRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12&\n" +
-	"\fexception_id\x18\x03 \x01(\tB\x03\xe0A\x02R\vexceptionId\"\xde\x01\n" +
+	"\fexception_id\x18\x03 \x01(\tB\x03\xe0A\x02R\vexceptionId\"\xe7\x01\n" +
 	"\x15ListExceptionsRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12$\n" +
 	"\tpage_size\x18\x03 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x12\n" +
-	"\x04skip\x18\x05 \x01(\x05R\x04skip\x12\x16\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x1b\n" +
+	"\x04skip\x18\x05 \x01(\x05B\a\xbaH\x04\x1a\x02(\x00R\x04skip\x12\x16\n" +
 	"\x06filter\x18\x06 \x01(\tR\x06filter\"\x9d\x01\n" +
 	"\x16ListExceptionsResponse\x12<\n" +
 	"\n" +
