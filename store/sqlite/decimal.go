@@ -95,6 +95,8 @@ func (s *decSum) WindowInverse(*sqlite.FunctionContext, []driver.Value) error {
 	return fmt.Errorf("prose_dec_sum is not a window function")
 }
 
-func (s *decSum) WindowValue(*sqlite.FunctionContext) (driver.Value, error) { return s.sum.Text('f'), nil }
+func (s *decSum) WindowValue(*sqlite.FunctionContext) (driver.Value, error) {
+	return s.sum.Text('f'), nil
+}
 
 func (s *decSum) Final(*sqlite.FunctionContext) {}
