@@ -404,7 +404,9 @@ func (db *DB) RebuildRunAggregates(ctx context.Context) error {
 	if db.d == store.SQLite {
 		zero = "'0'"
 		hour = "(r.create_time - ((r.create_time % 3600000000) + 3600000000) % 3600000000) / 3600000000"
-		div = func(x, n string) string { return "(" + x + " - ((" + x + " % " + n + ") + " + n + ") % " + n + ") / " + n }
+		div = func(x, n string) string {
+			return "(" + x + " - ((" + x + " % " + n + ") + " + n + ") % " + n + ") / " + n
+		}
 		usd = "prose_dec_sum(e.cost_usd, h.completed)"
 	}
 	q := `WITH h AS (SELECT r.organization_id, r.workspace_id, r.automation_id, ` + hour + ` AS hour, count(*) AS runs,
