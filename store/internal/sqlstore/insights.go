@@ -15,13 +15,10 @@ import (
 // automation_id ” are a workspace's rollups (migration 00030).
 var levelHours = []int64{1, 24, 7 * 24, 56 * 24}
 
-const (
-	hoursPerDay = 24
-	// hourInf stands for a range without start or end (in hours from the
-	// epoch, a whole number of the largest level; far past any time a run
-	// is created).
-	hourInf = int64(56*24) << 38
-)
+// hourInf stands for a range without start or end (in hours from the
+// epoch, a whole number of the largest level; far past any time a run is
+// created).
+const hourInf = int64(56*24) << 38
 
 // bucketRange is the buckets [lo, hi) of one level.
 type bucketRange struct {
