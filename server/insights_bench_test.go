@@ -39,10 +39,7 @@ func openInsightsBenchSQLite(b *testing.B) store.Store {
 		if err != nil {
 			b.Fatal(err)
 		}
-		var version int64
-		if err := old.WriteDB().QueryRowContext(ctx, `SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&version); err != nil {
-			b.Fatal(err)
-		}
+		version := sqlitetest.SchemaVersion(b, old)
 		_ = old.Close()
 		if version < sqlite.LatestMigration() {
 			b.Logf("%s: schema version %d of %d: seeded again", dir, version, sqlite.LatestMigration())

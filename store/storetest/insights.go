@@ -236,6 +236,7 @@ func testRunAggregates(t *testing.T, open Opener) {
 		// together, completed or failed at creation (none left pending for
 		// the claims below), and a request id used again (its run is not
 		// created twice).
+		valued := 0
 		for round := range 3 {
 			clock.set(steps[rng.IntN(len(steps))])
 			var in []store.Run
@@ -261,8 +262,16 @@ func testRunAggregates(t *testing.T, open Opener) {
 				}
 				if created[i] {
 					model[r.ID] = &aggRun{ws: r.WorkspaceID, auto: r.AutomationID, created: r.CreateTime, state: r.State}
+					if _, ok := estimates[r.WorkspaceID+"/"+r.AutomationID]; ok && r.State == store.RunCompleted {
+						valued++
+					}
 				}
 			}
+		}
+		// The value of runs created completed is kept as they are
+		// created (SQLite: countCreatedRuns, migration 00033).
+		if valued == 0 {
+			t.Fatal("no run of the batches was created completed with an estimate")
 		}
 		var times []time.Time
 		for _, m := range model {

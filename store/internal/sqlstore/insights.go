@@ -100,8 +100,8 @@ func argList(a *Args, vals []string) string {
 }
 
 // countCreatedRuns adds runs, just created in c's transaction, to the run
-// aggregates on SQLite (migration 00033: the insert trigger of 00027/00030
-// made four upserts a run; runs created together share their create time,
+// aggregates on SQLite (migration 00033: the insert trigger of 00032
+// made eight upserts a run; runs created together share their create time,
 // so a batch is one upsert per automation and level, plus the workspace's
 // rollups). On PostgreSQL a statement trigger counts them (deltas).
 func (c conn) countCreatedRuns(ctx context.Context, runs []store.Run) error {
@@ -144,20 +144,27 @@ func (c conn) countCreatedRuns(ctx context.Context, runs []store.Run) error {
 		n := sums[k]
 		args = append(args, k.org, k.ws, k.auto, k.at, n.runs, n.completed, n.failed, n.awaiting)
 	}
-	// As the trigger of migration 00030 did for each run (duplicate keys
-	// of the rollup rows are upserted in turn).
+	// As the trigger of migration 00032 did for each run (duplicate keys
+	// of the rollup rows are upserted in turn): the workspace's rollups
+	// (automation '') also keep the value of the runs created completed,
+	// their automation's estimate each (exact decimals: prose_dec_sum,
+	// prose_dec_add); the rows per automation keep counts only.
 	b.WriteString(`)
-	INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
+	INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting, saved_usd, saved_secs)
 	SELECT v.organization_id, v.workspace_id, l.level, (v.create_time - ((v.create_time % l.size) + l.size) % l.size) / l.size,
-		v.automation_id, v.runs, v.completed, 0, v.failed, v.awaiting
+		v.automation_id, v.runs, v.completed, 0, v.failed, v.awaiting, '0', 0
 	FROM v, run_aggregate_levels l WHERE true
 	UNION ALL
 	SELECT v.organization_id, v.workspace_id, l.level, (v.create_time - ((v.create_time % l.size) + l.size) % l.size) / l.size,
-		'', sum(v.runs), sum(v.completed), 0, sum(v.failed), sum(v.awaiting)
-	FROM v, run_aggregate_levels l GROUP BY 1, 2, 3, 4
+		'', sum(v.runs), sum(v.completed), 0, sum(v.failed), sum(v.awaiting),
+		prose_dec_sum(e.cost_usd, v.completed), coalesce(sum(e.time_saved_secs * v.completed), 0)
+	FROM v CROSS JOIN run_aggregate_levels l
+	LEFT JOIN automation_estimates e ON e.organization_id = v.organization_id AND e.workspace_id = v.workspace_id AND e.automation_id = v.automation_id
+	GROUP BY 1, 2, 3, 4
 	ON CONFLICT (organization_id, workspace_id, level, bucket, automation_id) DO UPDATE SET
 		runs = runs + excluded.runs, completed = completed + excluded.completed, guided_completed = guided_completed + excluded.guided_completed,
-		failed = failed + excluded.failed, awaiting = awaiting + excluded.awaiting`)
+		failed = failed + excluded.failed, awaiting = awaiting + excluded.awaiting,
+		saved_usd = prose_dec_add(saved_usd, excluded.saved_usd, 1), saved_secs = saved_secs + excluded.saved_secs`)
 	if _, err := c.exec(ctx, b.String(), args...); err != nil {
 		return c.db.mapErr(err, "count the runs created")
 	}

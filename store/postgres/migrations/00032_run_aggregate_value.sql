@@ -26,6 +26,12 @@
 ALTER TABLE run_aggregates ADD COLUMN saved_usd NUMERIC NOT NULL DEFAULT 0, ADD COLUMN saved_secs BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE run_aggregate_deltas ADD COLUMN saved_usd NUMERIC NOT NULL DEFAULT 0, ADD COLUMN saved_secs BIGINT NOT NULL DEFAULT 0;
 
+-- Every delta folded first (the value below is read from the rows): the
+-- compaction's lock is taken waiting, so that a compaction in flight
+-- elsewhere is waited for, not skipped (run_aggregates_compact only tries
+-- it; in this transaction it holds it then). The fill of the new levels
+-- reads the deltas too, as the queries do.
+SELECT pg_advisory_xact_lock(hashtext('prose.run_aggregates_compact'));
 SELECT run_aggregates_compact();
 INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
 SELECT g.organization_id, g.workspace_id, l.level, floor(g.bucket / l.days)::BIGINT, g.automation_id,

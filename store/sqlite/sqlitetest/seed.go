@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlite"
 	"github.com/proserun/prose/store/storetest"
 )
@@ -114,3 +115,36 @@ func SeedBenchInsightsRuns(tb testing.TB, s *sqlite.Store) {
 
 func start() int64 { return storetest.BenchInsightsStart.UnixMicro() }
 func step() int64  { return storetest.BenchInsightsStep.Microseconds() }
+
+// SchemaVersion is the latest migration applied to s (0 for none), for a
+// kept benchmark database that may be of an older schema.
+func SchemaVersion(tb testing.TB, s *sqlite.Store) int64 {
+	tb.Helper()
+	var version int64
+	if err := s.WriteDB().QueryRowContext(context.Background(),
+		`SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&version); err != nil {
+		tb.Fatal(err)
+	}
+	return version
+}
+
+// InsertRunRows writes runs (organization, workspace, automation, stage
+// version, state and create time; the draft stage, unguided) as rows,
+// counted by the triggers on runs of the schema s has: the runs of a
+// database of a version before the store counted the runs it creates
+// (migration 00033), for the migration tests.
+func InsertRunRows(tb testing.TB, s *sqlite.Store, runs []store.Run) {
+	tb.Helper()
+	for _, r := range runs {
+		id := r.ID
+		if id == "" {
+			id = store.NewID()
+		}
+		at := r.CreateTime.UnixMicro()
+		if _, err := s.WriteDB().ExecContext(context.Background(), `INSERT INTO runs (id, organization_id, workspace_id, automation_id, stage, stage_version,
+			state, state_time, create_time, update_time, guided) VALUES (?, ?, ?, ?, 'draft', ?, ?, ?, ?, ?, 0)`,
+			id, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.StageVersion, string(r.State), at, at, at); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
