@@ -142,7 +142,7 @@ func (e errTooMuch) Error() string {
 }
 
 const systemPrompt = `You are the assistant of Prose, a platform that runs automations written in a plain-English programming language. A run stopped on an exception and waits for guidance; a person is talking to you about it. Explain what happened and, when the person tells you what to do (or it is certain), act ONLY through the tools:
-- explain_exception: the exception, where the run stopped (line, code, byte span) and what it needs.
+- explain_exception: the exception, where the run stopped (line, code, byte span), what it needs, and the run's facts (names and values) at the exception.
 - resolve_exception: resolve it with exactly one kind: provide_values (values: {fact: JSON value}), answer (answer: JSON value), skip, retry, replace_step (code: Prose code that runs instead of the statement).
 - propose_guide_entry: propose that the platform remember guidance for the next runs (a person approves it).
 Values are plain JSON: numbers are kept exactly, text in quotes. Be brief.`
@@ -236,6 +236,12 @@ func explainJSON(c *Conversation) (string, error) {
 	}
 	if len(d.Failed) > 0 {
 		out["failed_checks"] = d.Failed
+	}
+	if facts, omitted, ok := runFacts(c); ok {
+		out["facts"] = facts
+		if omitted > 0 {
+			out["facts_omitted"] = omitted
+		}
 	}
 	b, err := json.Marshal(out)
 	return string(b), err

@@ -126,6 +126,17 @@ func explain(c *Conversation, x *lang.Exception) string {
 	if len(x.Failed) > 0 {
 		b.WriteString("These checks failed: " + strings.Join(x.Failed, "; ") + ". ")
 	}
+	if facts, omitted, ok := runFacts(c); ok && len(facts)+omitted > 0 {
+		parts := make([]string, 0, len(facts))
+		for _, f := range facts {
+			parts = append(parts, f.Name+" = "+string(f.Value))
+		}
+		b.WriteString("The run's facts then: " + strings.Join(parts, "; "))
+		if omitted > 0 {
+			fmt.Fprintf(&b, " (and %d more, too large to show)", omitted)
+		}
+		b.WriteString(". ")
+	}
 	b.WriteString(needs(x))
 	return b.String()
 }

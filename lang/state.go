@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -648,4 +649,44 @@ func argsOf(s *stmt, b *block) bool {
 		return s.body == b
 	}
 	return s.call != nil && s.call.args == b
+}
+
+// Fact is a fact's name and value.
+type Fact struct {
+	Name  string
+	Value Value
+}
+
+// StateFacts returns the facts a suspended or stopped run's state holds
+// where it stopped (state as Result.State gives it, prog the program it
+// came from): those of the innermost scope and of the scopes its reads
+// fall through to, a name once (its innermost value), in the order the
+// program first named them. Facts not set yet are left out.
+func StateFacts(prog *Program, state []byte) ([]Fact, error) {
+	m := newMachine(context.Background(), prog, Options{})
+	if err := m.decode(state); err != nil {
+		return nil, err
+	}
+	sc := m.top
+	if n := len(m.frames); n > 0 && m.frames[n-1].sc != nil {
+		sc = m.frames[n-1].sc
+	}
+	vals := map[int]Value{}
+	for s := sc; s != nil; s = s.parent {
+		for slot, v := range s.vals {
+			if _, ok := vals[slot]; !ok && v.IsValid() {
+				vals[slot] = v
+			}
+		}
+	}
+	slots := make([]int, 0, len(vals))
+	for slot := range vals {
+		slots = append(slots, slot)
+	}
+	slices.Sort(slots)
+	out := make([]Fact, 0, len(slots))
+	for _, slot := range slots {
+		out = append(out, Fact{Name: m.syms.name(slot), Value: vals[slot]})
+	}
+	return out, nil
 }

@@ -21,7 +21,8 @@ import (
 )
 
 // openInsightsBenchSQLite opens the seeded insights benchmark database,
-// seeding it the first time (several minutes). It is kept in
+// seeding it the first time (minutes: see sqlitetest.SeedBenchInsightsRuns)
+// or when its schema is older than the migrations. It is kept in
 // $PROSE_BENCH_DIR (default: the system temporary directory); delete it to
 // reseed.
 func openInsightsBenchSQLite(b *testing.B) store.Store {
@@ -33,11 +34,24 @@ func openInsightsBenchSQLite(b *testing.B) store.Store {
 	}
 	dir := filepath.Join(base, "prose-bench-insights-sqlite")
 	done := filepath.Join(dir, "seeded")
+	if _, err := os.Stat(done); err == nil {
+		old, err := sqlite.Open(ctx, dir, store.WithoutMigrations())
+		if err != nil {
+			b.Fatal(err)
+		}
+		version := sqlitetest.SchemaVersion(b, old)
+		_ = old.Close()
+		if version < sqlite.LatestMigration() {
+			b.Logf("%s: schema version %d of %d: seeded again", dir, version, sqlite.LatestMigration())
+			_ = os.Remove(done)
+		}
+	}
 	if _, err := os.Stat(done); err != nil {
 		_ = os.RemoveAll(dir)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatal(err)
 		}
+		t0 := time.Now()
 		s, err := sqlite.Open(ctx, dir)
 		if err != nil {
 			b.Fatal(err)
@@ -50,6 +64,7 @@ func openInsightsBenchSQLite(b *testing.B) store.Store {
 		if err := os.WriteFile(done, nil, 0o644); err != nil {
 			b.Fatal(err)
 		}
+		b.Logf("seeded %s in %s", dir, time.Since(t0).Round(time.Second))
 	}
 	s, err := sqlite.Open(ctx, dir)
 	if err != nil {

@@ -532,8 +532,24 @@ func (s *InsightsService) QueryInsights(ctx context.Context, req *platformv1.Que
 	}
 	span := end.Sub(start)
 	ranges = append(ranges, store.TimeRange{Start: start.Add(-span), End: start})
-	rows, err := s.st.SumRunAggregates(ctx, store.RunAggregatesRequest{OrganizationID: org, WorkspaceIDs: wss, AutomationIDs: autoIDs,
-		Periods: ranges, ByAutomation: true})
+	// Without an automation filter, the counts and the value per workspace
+	// and period come from the workspaces' rollups (the value kept in them:
+	// migration 00032), and those per automation from one more request
+	// for the whole window (few rows an automation: its larger buckets).
+	// With a filter, the automations' rows per period (the rollups count
+	// every automation).
+	rollups := len(autoIDs) == 0
+	var rows, autoRows []store.RunAggregate
+	if rollups {
+		if rows, err = s.st.SumRunAggregates(ctx, store.RunAggregatesRequest{OrganizationID: org, WorkspaceIDs: wss, Periods: ranges}); err == nil {
+			autoRows, err = s.st.SumRunAggregates(ctx, store.RunAggregatesRequest{OrganizationID: org, WorkspaceIDs: wss,
+				Periods: []store.TimeRange{{Start: start, End: end}}, ByAutomation: true})
+		}
+	} else {
+		rows, err = s.st.SumRunAggregates(ctx, store.RunAggregatesRequest{OrganizationID: org, WorkspaceIDs: wss, AutomationIDs: autoIDs,
+			Periods: ranges, ByAutomation: true})
+		autoRows = rows
+	}
 	if err != nil {
 		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, "organizations/"+org)
 	}
@@ -580,6 +596,7 @@ func (s *InsightsService) QueryInsights(ctx context.Context, req *platformv1.Que
 		}
 		_, _ = decimalCtx.Add(m[k], m[k], d)
 	}
+	// Per workspace and period (and the window before).
 	for _, g := range rows {
 		k := autoKey{g.WorkspaceID, g.AutomationID}
 		if only != nil && !only[k] {
@@ -591,26 +608,50 @@ func (s *InsightsService) QueryInsights(ctx context.Context, req *platformv1.Que
 		}
 		total.Add(g.Counts)
 		perPeriod[g.Period].Add(g.Counts)
-		if perAuto[k] == nil {
-			perAuto[k] = &store.RunCounts{}
-		}
-		perAuto[k].Add(g.Counts)
 		wp := wsPeriod{g.WorkspaceID, g.Period}
 		if perWsPeriod[wp] == nil {
 			perWsPeriod[wp] = &store.RunCounts{}
 		}
 		perWsPeriod[wp].Add(g.Counts)
+		switch {
+		case rollups:
+			m, _, err := apd.NewFromString(g.SavedUSD)
+			if err != nil {
+				return nil, fmt.Errorf("stored value of %s: %w", g.WorkspaceID, err)
+			}
+			if !m.IsZero() {
+				add(money, wp, m)
+				_, _ = decimalCtx.Add(totalMoney, totalMoney, m)
+			}
+			secs[wp] += g.SavedSecs
+			totalSecs += g.SavedSecs
+		default:
+			if e, ok := estOf[k]; ok && g.Counts.Completed > 0 {
+				m := mul(e.cost, g.Counts.Completed)
+				add(money, wp, m)
+				_, _ = decimalCtx.Add(totalMoney, totalMoney, m)
+				secs[wp] += e.secs * g.Counts.Completed
+				totalSecs += e.secs * g.Counts.Completed
+			}
+		}
+	}
+	// Per automation, over the window.
+	for _, g := range autoRows {
+		k := autoKey{g.WorkspaceID, g.AutomationID}
+		if only != nil && !only[k] || g.Period == len(periods) && !rollups {
+			continue
+		}
+		if perAuto[k] == nil {
+			perAuto[k] = &store.RunCounts{}
+		}
+		perAuto[k].Add(g.Counts)
 		if e, ok := estOf[k]; ok && g.Counts.Completed > 0 {
 			m := mul(e.cost, g.Counts.Completed)
-			add(money, wp, m)
 			if autoMoney[k] == nil {
 				autoMoney[k] = new(apd.Decimal)
 			}
 			_, _ = decimalCtx.Add(autoMoney[k], autoMoney[k], m)
-			_, _ = decimalCtx.Add(totalMoney, totalMoney, m)
-			secs[wp] += e.secs * g.Counts.Completed
 			autoSecs[k] += e.secs * g.Counts.Completed
-			totalSecs += e.secs * g.Counts.Completed
 		}
 	}
 	display, err := s.displayNames(ctx, org, perAuto)

@@ -71,6 +71,13 @@ type RunAggregate struct {
 	AutomationID string
 	Period       int
 	Counts       RunCounts
+	// SavedUSD and SavedSecs are the value of the completed runs by their
+	// automations' estimates (every completed run valued by its
+	// automation's estimate now, those completed before it was set too):
+	// an exact decimal number of USD and seconds. Only a workspace's counts
+	// (neither ByAutomation nor AutomationIDs) carry them; else "" and 0.
+	SavedUSD  string
+	SavedSecs int64
 }
 
 // AutomationEstimate is the value of one run of an automation: the cost
@@ -96,7 +103,10 @@ type RunAggregates interface {
 	SumRunAggregates(ctx context.Context, req RunAggregatesRequest) ([]RunAggregate, error)
 	// SetAutomationEstimates creates or replaces the estimates of
 	// automations of one workspace, in one transaction, and returns every
-	// estimate of the workspace ordered by automation id. ErrNotFound if an
+	// estimate of the workspace ordered by automation id. A changed
+	// estimate re-values its automation's completed runs in the kept value
+	// (RunAggregate.SavedUSD) in the same transaction: one pass over the
+	// workspace's rollup rows per changed estimate. ErrNotFound if an
 	// automation does not exist in the workspace.
 	SetAutomationEstimates(ctx context.Context, organizationID, workspaceID string, es []AutomationEstimate) ([]AutomationEstimate, error)
 	// ListAutomationEstimates returns the estimates of the given workspaces

@@ -149,3 +149,6 @@ func classify(err error) sqlstore.ErrorKind {
 	}
 	return sqlstore.KindOther
 }
+
+// LatestMigration is the schema version Open migrates a database to.
+func LatestMigration() int64 { return migrations("").LatestVersion() }

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -8,9 +9,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/apd/v3"
+
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
 )
+
+// decimal parses an exact decimal.
+func decimal(s string) (*apd.Decimal, error) {
+	d, _, err := apd.NewFromString(s)
+	return d, err
+}
+
+// decimalText is the decimal text s in its shortest form ("2.50" → "2.5").
+func decimalText(t *testing.T, s string) string {
+	t.Helper()
+	d := of(decimal(s)).must(t)
+	d.Reduce(d)
+	return d.Text('f')
+}
 
 // testRevisions checks that every save and publish writes a revision,
 // listed newest first, filtered by stage and paged, and read by version
@@ -145,7 +162,24 @@ func testRunAggregates(t *testing.T, open Opener) {
 			t.Helper()
 			of(s.st.ResolveException(s.ctx, r.OrganizationID, r.WorkspaceID, r.ExceptionID, accept(store.Resolution{Resolver: resolver, Data: []byte("g")}))).must(t)
 		}
-		for range 150 {
+		// Estimates (the value kept in the rollups, migration 00032): set
+		// before the runs, changed in their middle and after them; every
+		// completed run is valued by its automation's estimate now.
+		estimates := map[string]store.AutomationEstimate{}
+		setEstimates := func(ws string, es ...store.AutomationEstimate) {
+			t.Helper()
+			of(s.st.SetAutomationEstimates(s.ctx, "acme", ws, es)).must(t)
+			for _, e := range es {
+				estimates[ws+"/"+e.AutomationID] = e
+			}
+		}
+		setEstimates("ops", store.AutomationEstimate{AutomationID: "inv", CostUSD: "1.25", TimeSavedSecs: 60},
+			store.AutomationEstimate{AutomationID: "pay", CostUSD: "0.333", TimeSavedSecs: 7})
+		for i := range 150 {
+			if i == 75 {
+				setEstimates("ops", store.AutomationEstimate{AutomationID: "inv", CostUSD: "2.5", TimeSavedSecs: 30})
+				setEstimates("dev", store.AutomationEstimate{AutomationID: "inv", CostUSD: "10", TimeSavedSecs: 1})
+			}
 			clock.set(steps[rng.IntN(len(steps))])
 			a := autos[rng.IntN(len(autos))]
 			r := s.run(t, a, "")
@@ -202,6 +236,7 @@ func testRunAggregates(t *testing.T, open Opener) {
 		// together, completed or failed at creation (none left pending for
 		// the claims below), and a request id used again (its run is not
 		// created twice).
+		valued := 0
 		for round := range 3 {
 			clock.set(steps[rng.IntN(len(steps))])
 			var in []store.Run
@@ -227,8 +262,16 @@ func testRunAggregates(t *testing.T, open Opener) {
 				}
 				if created[i] {
 					model[r.ID] = &aggRun{ws: r.WorkspaceID, auto: r.AutomationID, created: r.CreateTime, state: r.State}
+					if _, ok := estimates[r.WorkspaceID+"/"+r.AutomationID]; ok && r.State == store.RunCompleted {
+						valued++
+					}
 				}
 			}
+		}
+		// The value of runs created completed is kept as they are
+		// created (SQLite: countCreatedRuns, migration 00033).
+		if valued == 0 {
+			t.Fatal("no run of the batches was created completed with an estimate")
 		}
 		var times []time.Time
 		for _, m := range model {
@@ -272,10 +315,22 @@ func testRunAggregates(t *testing.T, open Opener) {
 				req := store.RunAggregatesRequest{OrganizationID: "acme", WorkspaceIDs: []string{"ops", "dev"}, AutomationIDs: filter,
 					Periods: periods, ByAutomation: byAuto}
 				got := map[string]store.RunCounts{}
+				gotValue, wantValue := map[string]string{}, map[string]string{}
 				for _, g := range of(s.st.SumRunAggregates(s.ctx, req)).must(t) {
-					got[fmt.Sprintf("%s/%s/%d", g.WorkspaceID, g.AutomationID, g.Period)] = g.Counts
+					k := fmt.Sprintf("%s/%s/%d", g.WorkspaceID, g.AutomationID, g.Period)
+					got[k] = g.Counts
+					if filter == nil && !byAuto {
+						gotValue[k] = fmt.Sprintf("%s usd %d s", decimalText(t, g.SavedUSD), g.SavedSecs)
+					} else if g.SavedUSD != "" || g.SavedSecs != 0 {
+						t.Fatalf("%s: query %d: value %q %d in counts per automation", round, i, g.SavedUSD, g.SavedSecs)
+					}
 				}
 				want := map[string]store.RunCounts{}
+				type value struct {
+					usd  apd.Decimal
+					secs int64
+				}
+				values := map[string]*value{}
 				for _, m := range model {
 					if filter != nil && !slices.Contains(filter, m.auto) {
 						continue
@@ -297,6 +352,13 @@ func testRunAggregates(t *testing.T, open Opener) {
 							if m.guided {
 								c.GuidedCompleted++
 							}
+							if e, ok := estimates[m.ws+"/"+m.auto]; ok && filter == nil && !byAuto {
+								if values[k] == nil {
+									values[k] = &value{}
+								}
+								_, _ = apd.BaseContext.WithPrecision(60).Add(&values[k].usd, &values[k].usd, of(decimal(e.CostUSD)).must(t))
+								values[k].secs += int64(e.TimeSavedSecs)
+							}
 						case store.RunFailed:
 							c.Failed++
 						case store.RunAwaitingGuidance:
@@ -305,8 +367,17 @@ func testRunAggregates(t *testing.T, open Opener) {
 						want[k] = c
 					}
 				}
-				if fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Fatalf("%s: query %d (%+v):\n got %v\nwant %v", round, i, req, got, want)
+				if filter == nil && !byAuto {
+					for k := range want {
+						v := values[k]
+						if v == nil {
+							v = &value{}
+						}
+						wantValue[k] = fmt.Sprintf("%s usd %d s", decimalText(t, v.usd.Text('f')), v.secs)
+					}
+				}
+				if fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(gotValue) != fmt.Sprint(wantValue) {
+					t.Fatalf("%s: query %d (%+v):\n got %v %v\nwant %v %v", round, i, req, got, gotValue, want, wantValue)
 				}
 			}
 		}
@@ -324,6 +395,20 @@ func testRunAggregates(t *testing.T, open Opener) {
 			m.state, m.guided = store.RunCompleted, true
 		}
 		check("after resolving the waiting runs")
+
+		// Estimates changed, added and removed (its automation deleted)
+		// after the runs: the completed runs re-valued.
+		setEstimates("ops", store.AutomationEstimate{AutomationID: "inv", CostUSD: "0.1", TimeSavedSecs: 600},
+			store.AutomationEstimate{AutomationID: "pay", CostUSD: "0.333", TimeSavedSecs: 8})
+		check("after changing the estimates")
+
+		// The set-based rebuild of the bulk loads keeps what the triggers keep.
+		if rb, ok := s.st.(interface{ RebuildRunAggregates(context.Context) error }); ok {
+			noErr(t, rb.RebuildRunAggregates(s.ctx))
+			check("after rebuilding the aggregates")
+		} else {
+			t.Errorf("%T has no RebuildRunAggregates", s.st)
+		}
 
 		noErr(t, s.st.DeleteWorkspace(s.ctx, "acme", "dev"))
 		for id, m := range model {

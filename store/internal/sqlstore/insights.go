@@ -10,14 +10,15 @@ import (
 	"github.com/proserun/prose/store"
 )
 
-// The levels of run_aggregates (migration 00027): hours and UTC days. Rows
-// with automation_id ” are a workspace's rollups (migration 00030).
-const (
-	hoursPerDay = 24
-	// hourInf stands for a range without start or end (in hours from the
-	// epoch, a whole number of days; far past any time a run is created).
-	hourInf = int64(hoursPerDay) << 45
-)
+// The levels of run_aggregates (migrations 00027 and 00032): hours, UTC
+// days, 7 and 56 UTC days from the epoch, their sizes in hours. Rows with
+// automation_id ” are a workspace's rollups (migration 00030).
+var levelHours = []int64{1, 24, 7 * 24, 56 * 24}
+
+// hourInf stands for a range without start or end (in hours from the
+// epoch, a whole number of the largest level; far past any time a run is
+// created).
+const hourInf = int64(56*24) << 38
 
 // bucketRange is the buckets [lo, hi) of one level.
 type bucketRange struct {
@@ -35,45 +36,59 @@ func hourOf(t time.Time) int64 {
 	return h
 }
 
-// nearestDay is the hour of the UTC midnight nearest to hour h.
-func nearestDay(h int64) int64 {
-	return floorDiv(h+hoursPerDay/2, hoursPerDay) * hoursPerDay
+// nearest is the boundary of the buckets of size hours nearest to hour h.
+func nearest(h, size int64) int64 {
+	return floorDiv(h+size/2, size) * size
 }
 
 // signedRange is a range of buckets counted into a period with a weight:
-// +1, or −1 for the hours a whole day adds beyond the period's edge.
+// +1, or −1 for the buckets a larger one adds beyond the period's edge.
 type signedRange struct {
 	r bucketRange
 	w int
 }
 
-// periodRanges decomposes the hours [lo, hi) of a period into few rows: the
-// whole UTC days between the midnights nearest its edges, corrected at
-// each edge by the hours between the edge and that midnight, added or
-// taken away (at most 12 hours an edge). A day in New York (midnight at
-// 05:00 UTC) is its UTC day, less 00:00–05:00, plus 00:00–05:00 of the next
-// day; consecutive days share their corrections (SumRunAggregates reads
-// each once). A period shorter than a day is its hours.
+// periodRanges decomposes the hours [lo, hi) of a period into few rows:
+// the whole buckets of the largest level between the boundaries nearest
+// its edges, corrected at each edge by the span between the edge and that
+// boundary, added or taken away, decomposed the same way at the levels
+// below (at most half a bucket of each level an edge). A day in New York
+// (midnight at 05:00 UTC) is its UTC day, less 00:00–05:00, plus
+// 00:00–05:00 of the next day; a year is a few 56-day buckets, a few weeks
+// and days at its edges and the hours of the time zone's offset.
+// Consecutive periods share their corrections (SumRunAggregates reads each
+// once).
 func periodRanges(lo, hi int64) []signedRange {
+	var out []signedRange
+	decomposeRange(lo, hi, len(levelHours)-1, 1, &out)
+	return out
+}
+
+func decomposeRange(lo, hi int64, level, w int, out *[]signedRange) {
 	if hi <= lo {
-		return nil
+		return
 	}
-	sl, sh := nearestDay(lo), nearestDay(hi)
-	if sl >= sh || hi-lo < hoursPerDay {
-		return []signedRange{{bucketRange{0, lo, hi}, 1}}
+	if level == 0 {
+		*out = append(*out, signedRange{bucketRange{0, lo, hi}, w})
+		return
 	}
-	out := []signedRange{{bucketRange{1, sl / hoursPerDay, sh / hoursPerDay}, 1}}
+	size := levelHours[level]
+	sl, sh := nearest(lo, size), nearest(hi, size)
+	if sl >= sh || hi-lo < size {
+		decomposeRange(lo, hi, level-1, w, out)
+		return
+	}
+	*out = append(*out, signedRange{bucketRange{level, sl / size, sh / size}, w})
 	if lo < sl {
-		out = append(out, signedRange{bucketRange{0, lo, sl}, 1})
-	} else if lo > sl {
-		out = append(out, signedRange{bucketRange{0, sl, lo}, -1})
+		decomposeRange(lo, sl, level-1, w, out)
+	} else {
+		decomposeRange(sl, lo, level-1, -w, out)
 	}
 	if hi > sh {
-		out = append(out, signedRange{bucketRange{0, sh, hi}, 1})
-	} else if hi < sh {
-		out = append(out, signedRange{bucketRange{0, hi, sh}, -1})
+		decomposeRange(sh, hi, level-1, w, out)
+	} else {
+		decomposeRange(hi, sh, level-1, -w, out)
 	}
-	return out
 }
 
 func argList(a *Args, vals []string) string {
@@ -85,8 +100,8 @@ func argList(a *Args, vals []string) string {
 }
 
 // countCreatedRuns adds runs, just created in c's transaction, to the run
-// aggregates on SQLite (migration 00033: the insert trigger of 00027/00030
-// made four upserts a run; runs created together share their create time,
+// aggregates on SQLite (migration 00033: the insert trigger of 00032
+// made eight upserts a run; runs created together share their create time,
 // so a batch is one upsert per automation and level, plus the workspace's
 // rollups). On PostgreSQL a statement trigger counts them (deltas).
 func (c conn) countCreatedRuns(ctx context.Context, runs []store.Run) error {
@@ -129,20 +144,27 @@ func (c conn) countCreatedRuns(ctx context.Context, runs []store.Run) error {
 		n := sums[k]
 		args = append(args, k.org, k.ws, k.auto, k.at, n.runs, n.completed, n.failed, n.awaiting)
 	}
-	// As the trigger of migration 00030 did for each run (duplicate keys
-	// of the rollup rows are upserted in turn).
+	// As the trigger of migration 00032 did for each run (duplicate keys
+	// of the rollup rows are upserted in turn): the workspace's rollups
+	// (automation '') also keep the value of the runs created completed,
+	// their automation's estimate each (exact decimals: prose_dec_sum,
+	// prose_dec_add); the rows per automation keep counts only.
 	b.WriteString(`)
-	INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
+	INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting, saved_usd, saved_secs)
 	SELECT v.organization_id, v.workspace_id, l.level, (v.create_time - ((v.create_time % l.size) + l.size) % l.size) / l.size,
-		v.automation_id, v.runs, v.completed, 0, v.failed, v.awaiting
+		v.automation_id, v.runs, v.completed, 0, v.failed, v.awaiting, '0', 0
 	FROM v, run_aggregate_levels l WHERE true
 	UNION ALL
 	SELECT v.organization_id, v.workspace_id, l.level, (v.create_time - ((v.create_time % l.size) + l.size) % l.size) / l.size,
-		'', sum(v.runs), sum(v.completed), 0, sum(v.failed), sum(v.awaiting)
-	FROM v, run_aggregate_levels l GROUP BY 1, 2, 3, 4
+		'', sum(v.runs), sum(v.completed), 0, sum(v.failed), sum(v.awaiting),
+		prose_dec_sum(e.cost_usd, v.completed), coalesce(sum(e.time_saved_secs * v.completed), 0)
+	FROM v CROSS JOIN run_aggregate_levels l
+	LEFT JOIN automation_estimates e ON e.organization_id = v.organization_id AND e.workspace_id = v.workspace_id AND e.automation_id = v.automation_id
+	GROUP BY 1, 2, 3, 4
 	ON CONFLICT (organization_id, workspace_id, level, bucket, automation_id) DO UPDATE SET
 		runs = runs + excluded.runs, completed = completed + excluded.completed, guided_completed = guided_completed + excluded.guided_completed,
-		failed = failed + excluded.failed, awaiting = awaiting + excluded.awaiting`)
+		failed = failed + excluded.failed, awaiting = awaiting + excluded.awaiting,
+		saved_usd = prose_dec_add(saved_usd, excluded.saved_usd, 1), saved_secs = saved_secs + excluded.saved_secs`)
 	if _, err := c.exec(ctx, b.String(), args...); err != nil {
 		return c.db.mapErr(err, "count the runs created")
 	}
@@ -223,6 +245,15 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 	if req.ByAutomation {
 		auto = "g.automation_id"
 	}
+	// The value is kept in the workspace's rollups only (migration 00032).
+	rollup := !req.ByAutomation && len(req.AutomationIDs) == 0
+	usdSum, usdSpread := "'0'", "'0'"
+	switch {
+	case rollup && db.d == store.Postgres:
+		usdSum, usdSpread = "SUM(g.saved_usd)", "CAST(SUM(s.usd * m.w) AS TEXT)"
+	case rollup:
+		usdSum, usdSpread = "prose_dec_sum(g.saved_usd, 1)", "prose_dec_sum(s.usd, m.w)"
+	}
 	var b strings.Builder
 	b.WriteString("WITH r (id, level, lo, hi) AS (VALUES ")
 	for i, r := range ranges {
@@ -240,7 +271,8 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 	}
 	fmt.Fprintf(&b, `), s AS (SELECT g.workspace_id AS ws, %s AS auto, r.id AS id, CAST(SUM(g.runs) AS BIGINT) AS runs,
 		CAST(SUM(g.completed) AS BIGINT) AS completed, CAST(SUM(g.guided_completed) AS BIGINT) AS guided,
-		CAST(SUM(g.failed) AS BIGINT) AS failed, CAST(SUM(g.awaiting) AS BIGINT) AS awaiting FROM r `, auto)
+		CAST(SUM(g.failed) AS BIGINT) AS failed, CAST(SUM(g.awaiting) AS BIGINT) AS awaiting,
+		%s AS usd, CAST(SUM(g.saved_secs) AS BIGINT) AS secs FROM r `, auto, usdSum)
 	cond := fmt.Sprintf("g.organization_id = %s AND g.workspace_id IN (%s) AND g.level = r.level AND g.bucket >= r.lo AND g.bucket < r.hi",
 		a.Add(req.OrganizationID), argList(a, req.WorkspaceIDs))
 	switch {
@@ -264,16 +296,17 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 		// join is hashed over the whole workspace's rows).
 		// The deltas not folded yet are added (migration 00027). The
 		// condition's arguments are written twice: PostgreSQL's are numbered.
-		b.WriteString("CROSS JOIN LATERAL (SELECT g.workspace_id, g.automation_id, g.runs, g.completed, g.guided_completed, g.failed, g.awaiting FROM run_aggregates g WHERE " + cond +
-			" UNION ALL SELECT g.workspace_id, g.automation_id, g.runs, g.completed, g.guided_completed, g.failed, g.awaiting FROM run_aggregate_deltas g WHERE " + cond + " OFFSET 0) g")
+		b.WriteString("CROSS JOIN LATERAL (SELECT g.workspace_id, g.automation_id, g.runs, g.completed, g.guided_completed, g.failed, g.awaiting, g.saved_usd, g.saved_secs FROM run_aggregates g WHERE " + cond +
+			" UNION ALL SELECT g.workspace_id, g.automation_id, g.runs, g.completed, g.guided_completed, g.failed, g.awaiting, g.saved_usd, g.saved_secs FROM run_aggregate_deltas g WHERE " + cond + " OFFSET 0) g")
 	} else {
 		// SQLite loops over the small table r and seeks the index.
 		b.WriteString("JOIN run_aggregates g ON " + cond)
 	}
-	b.WriteString(` GROUP BY 1, 2, 3)
+	fmt.Fprintf(&b, ` GROUP BY 1, 2, 3)
 		SELECT s.ws, s.auto, m.p, CAST(SUM(s.runs * m.w) AS BIGINT), CAST(SUM(s.completed * m.w) AS BIGINT),
-			CAST(SUM(s.guided * m.w) AS BIGINT), CAST(SUM(s.failed * m.w) AS BIGINT), CAST(SUM(s.awaiting * m.w) AS BIGINT)
-		FROM s JOIN m ON m.id = s.id GROUP BY 1, 2, 3`)
+			CAST(SUM(s.guided * m.w) AS BIGINT), CAST(SUM(s.failed * m.w) AS BIGINT), CAST(SUM(s.awaiting * m.w) AS BIGINT),
+			%s, CAST(SUM(s.secs * m.w) AS BIGINT)
+		FROM s JOIN m ON m.id = s.id GROUP BY 1, 2, 3`, usdSpread)
 	rows, err := db.reader().queryArgs(ctx, b.String(), a)
 	if err != nil {
 		return nil, db.mapErr(err, "sum run aggregates")
@@ -283,10 +316,14 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 	for rows.Next() {
 		var g store.RunAggregate
 		c := &g.Counts
-		if err := rows.Scan(&g.WorkspaceID, &g.AutomationID, &g.Period, &c.Runs, &c.Completed, &c.GuidedCompleted, &c.Failed, &c.Awaiting); err != nil {
+		if err := rows.Scan(&g.WorkspaceID, &g.AutomationID, &g.Period, &c.Runs, &c.Completed, &c.GuidedCompleted, &c.Failed, &c.Awaiting,
+			&g.SavedUSD, &g.SavedSecs); err != nil {
 			return nil, err
 		}
-		if *c != (store.RunCounts{}) {
+		if !rollup {
+			g.SavedUSD = ""
+		}
+		if *c != (store.RunCounts{}) || g.SavedSecs != 0 || !decimalZero(g.SavedUSD) {
 			out = append(out, g)
 		}
 	}
@@ -346,4 +383,77 @@ func (c conn) listEstimates(ctx context.Context, org string, wss []string) ([]st
 		out = append(out, e)
 	}
 	return out, rows.Err()
+}
+
+// decimalZero reports whether the decimal text s is zero (or empty).
+func decimalZero(s string) bool {
+	return strings.Trim(s, "0.-+") == ""
+}
+
+// RebuildRunAggregates recomputes the run aggregates (every level, the
+// rows per automation and the workspaces' rollups with their value) from
+// runs and automation_estimates in one transaction, set-based: the runs
+// are counted per hour, and the larger buckets summed from the hours.
+// For bulk loads that insert runs with the triggers off (the benchmarks'
+// seeds); a test checks that it keeps what the triggers keep.
+func (db *DB) RebuildRunAggregates(ctx context.Context) error {
+	levels := make([]string, len(levelHours))
+	for i, h := range levelHours {
+		levels[i] = fmt.Sprintf("SELECT %d AS level, %d AS hours", i, h)
+	}
+	// hour: the run's hour from the epoch (as the triggers bucket it);
+	// div: floor division.
+	hour, div := "floor(floor(extract(epoch FROM r.create_time)) / 3600)::BIGINT", func(x, n string) string { return "floor(" + x + " / " + n + "::NUMERIC)::BIGINT" }
+	usd, zero := "sum(e.cost_usd::NUMERIC * h.completed)", "0"
+	if db.d == store.SQLite {
+		zero = "'0'"
+		hour = "(r.create_time - ((r.create_time % 3600000000) + 3600000000) % 3600000000) / 3600000000"
+		div = func(x, n string) string {
+			return "(" + x + " - ((" + x + " % " + n + ") + " + n + ") % " + n + ") / " + n
+		}
+		usd = "prose_dec_sum(e.cost_usd, h.completed)"
+	}
+	q := `WITH h AS (SELECT r.organization_id, r.workspace_id, r.automation_id, ` + hour + ` AS hour, count(*) AS runs,
+			sum(CASE WHEN r.state = 'completed' THEN 1 ELSE 0 END) AS completed,
+			sum(CASE WHEN r.state = 'completed' AND r.guided > 0 THEN 1 ELSE 0 END) AS guided,
+			sum(CASE WHEN r.state = 'failed' THEN 1 ELSE 0 END) AS failed,
+			sum(CASE WHEN r.state = 'awaiting_guidance' THEN 1 ELSE 0 END) AS awaiting
+		FROM runs r GROUP BY 1, 2, 3, 4)
+	INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting, saved_usd, saved_secs)
+	SELECT h.organization_id, h.workspace_id, l.level, ` + div("h.hour", "l.hours") + `, CASE WHEN x.rollup = 1 THEN '' ELSE h.automation_id END,
+		sum(h.runs), sum(h.completed), sum(h.guided), sum(h.failed), sum(h.awaiting),
+		CASE WHEN x.rollup = 1 THEN coalesce(` + usd + `, ` + zero + `) ELSE ` + zero + ` END,
+		CASE WHEN x.rollup = 1 THEN coalesce(sum(e.time_saved_secs * h.completed), 0) ELSE 0 END
+	FROM h LEFT JOIN automation_estimates e ON e.organization_id = h.organization_id AND e.workspace_id = h.workspace_id AND e.automation_id = h.automation_id,
+		(` + strings.Join(levels, " UNION ALL ") + `) AS l, (SELECT 0 AS rollup UNION ALL SELECT 1) AS x
+	GROUP BY 1, 2, 3, 4, 5, x.rollup`
+	return db.tx(ctx, func(c conn) error {
+		for _, s := range []string{`DELETE FROM run_aggregate_deltas`, `DELETE FROM run_aggregates`, q} {
+			if db.d == store.SQLite && s == `DELETE FROM run_aggregate_deltas` {
+				continue
+			}
+			if _, err := c.exec(ctx, s); err != nil {
+				return fmt.Errorf("rebuild run aggregates: %w", err)
+			}
+		}
+		return nil
+	})
+}
+
+// dropRunAggregates deletes the run aggregates of a deleted workspace or
+// organization (where: their condition), after the cascade deleted its
+// runs: their counts are 0 then, but on PostgreSQL the value's deltas
+// depend on the order in which the cascade deleted the runs and the
+// estimates (a run deleted after its estimate takes no value away).
+func (c conn) dropRunAggregates(ctx context.Context, where string, args ...any) error {
+	tables := []string{"run_aggregates"}
+	if c.db.d == store.Postgres {
+		tables = append(tables, "run_aggregate_deltas")
+	}
+	for _, t := range tables {
+		if _, err := c.exec(ctx, "DELETE FROM "+t+" WHERE "+where, args...); err != nil {
+			return c.db.mapErr(err, "delete run aggregates")
+		}
+	}
+	return nil
 }

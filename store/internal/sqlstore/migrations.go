@@ -101,3 +101,20 @@ func (m Migrations) withDB(ctx context.Context, fn func(db *sql.DB) (int64, erro
 	defer func() { _ = closeDB() }()
 	return fn(db)
 }
+
+// LatestVersion is the highest version among the SQL migrations of m and
+// the GoMigrations (what a database migrated to the end is at).
+func (m Migrations) LatestVersion() int64 {
+	var v int64
+	for _, g := range GoMigrations(m.Dialect) {
+		v = max(v, g.Version)
+	}
+	ents, _ := fs.ReadDir(m.Files, "migrations")
+	for _, e := range ents {
+		var n int64
+		if _, err := fmt.Sscanf(e.Name(), "%d_", &n); err == nil {
+			v = max(v, n)
+		}
+	}
+	return v
+}

@@ -58,14 +58,16 @@ func (db *DB) UpdateOrganization(ctx context.Context, o store.Organization) (sto
 // DeleteOrganization implements store.Organizations.
 func (db *DB) DeleteOrganization(ctx context.Context, id string) error {
 	defer db.authChanged(ctx)
-	res, err := db.writer().exec(ctx, `DELETE FROM organizations WHERE id = ?`, id)
-	if err != nil {
-		return db.mapErr(err, fmt.Sprintf("delete organization %q", id))
-	}
-	if rowsAffected(res) == 0 {
-		return fmt.Errorf("organization %q: %w", id, store.ErrNotFound)
-	}
-	return nil
+	return db.tx(ctx, func(c conn) error {
+		res, err := c.exec(ctx, `DELETE FROM organizations WHERE id = ?`, id)
+		if err != nil {
+			return db.mapErr(err, fmt.Sprintf("delete organization %q", id))
+		}
+		if rowsAffected(res) == 0 {
+			return fmt.Errorf("organization %q: %w", id, store.ErrNotFound)
+		}
+		return c.dropRunAggregates(ctx, "organization_id = ?", id)
+	})
 }
 
 var orgSort = map[string]sortCol{}

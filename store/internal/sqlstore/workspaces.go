@@ -152,7 +152,7 @@ func (db *DB) DeleteWorkspace(ctx context.Context, org, id string) error {
 		if rowsAffected(res) == 0 {
 			return fmt.Errorf("workspace %q in organization %q: %w", id, org, store.ErrNotFound)
 		}
-		return nil
+		return c.dropRunAggregates(ctx, "organization_id = ? AND workspace_id = ?", org, id)
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlite"
 	"github.com/proserun/prose/store/storetest"
 )
@@ -44,18 +45,47 @@ func SeedBenchExceptions(tb testing.TB, s *sqlite.Store, failRuns bool) {
 }
 
 // SeedBenchInsightsRuns inserts the insights benchmark's runs (see
-// storetest.BenchInsightsRuns) into s in bulk statements of a million
-// runs, then counts them in the run aggregates as the store's creates do
-// (migration 00033); the parents must exist (storetest.SeedInsightsParents). It ends
-// with ANALYZE.
+// storetest.BenchInsightsRuns) into s in one transaction: the triggers on
+// runs dropped (no run history, no webhooks, no aggregates kept row by
+// row), a recursive CTE a million runs per statement, the triggers
+// created again from their SQL as the schema holds it, then the run
+// aggregates built set-based (RebuildRunAggregates, which a conformance
+// test holds equal to what the store's creates and the triggers keep);
+// the parents must exist
+// (storetest.SeedInsightsParents). It ends with ANALYZE.
 func SeedBenchInsightsRuns(tb testing.TB, s *sqlite.Store) {
 	tb.Helper()
 	ctx := context.Background()
-	w := s.WriteDB()
+	tx, err := s.WriteDB().BeginTx(ctx, nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'runs'`)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var names, triggers []string
+	for rows.Next() {
+		var n, q string
+		if err := rows.Scan(&n, &q); err != nil {
+			tb.Fatal(err)
+		}
+		names, triggers = append(names, n), append(triggers, q)
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	_ = rows.Close()
+	for _, n := range names {
+		if _, err := tx.ExecContext(ctx, `DROP TRIGGER "`+n+`"`); err != nil {
+			tb.Fatal(err)
+		}
+	}
 	const chunk = 1_000_000
 	per := storetest.BenchInsightsAutomations / storetest.BenchInsightsWorkspaces
 	for from := 0; from < storetest.BenchInsightsRuns; from += chunk {
-		if _, err := w.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		if _, err := tx.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?)
 			INSERT INTO runs (id, organization_id, workspace_id, automation_id, stage, stage_version, state, state_time, create_time, update_time, guided)
 			SELECT printf('r%08d', i), ?, printf('w%d', (i % ?) / ?), printf('a%02d', i % ?), 'draft', 1,
 				CASE WHEN i % 20 < 14 THEN 'completed' WHEN i % 20 < 16 THEN 'failed' WHEN i % 20 = 16 THEN 'awaiting_guidance' ELSE 'stopped' END,
@@ -67,20 +97,54 @@ func SeedBenchInsightsRuns(tb testing.TB, s *sqlite.Store) {
 			tb.Fatal(err)
 		}
 	}
-	// The rows of each automation and the workspace's rollups (automation
-	// ''), per level and bucket.
-	if _, err := w.ExecContext(ctx, `INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting)
-		SELECT r.organization_id, r.workspace_id, l.level, (r.create_time - ((r.create_time % l.size) + l.size) % l.size) / l.size,
-			CASE WHEN x.rollup THEN '' ELSE r.automation_id END,
-			count(*), sum(r.state = 'completed'), sum(r.state = 'completed' AND r.guided > 0), sum(r.state = 'failed'), sum(r.state = 'awaiting_guidance')
-		FROM runs r, run_aggregate_levels l, (SELECT 0 AS rollup UNION ALL SELECT 1) x
-		GROUP BY 1, 2, 3, 4, 5`); err != nil {
+	for _, q := range triggers {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := w.ExecContext(ctx, `ANALYZE`); err != nil {
+	if err := s.RebuildRunAggregates(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := s.WriteDB().ExecContext(ctx, `ANALYZE`); err != nil {
 		tb.Fatal(err)
 	}
 }
 
 func start() int64 { return storetest.BenchInsightsStart.UnixMicro() }
 func step() int64  { return storetest.BenchInsightsStep.Microseconds() }
+
+// SchemaVersion is the latest migration applied to s (0 for none), for a
+// kept benchmark database that may be of an older schema.
+func SchemaVersion(tb testing.TB, s *sqlite.Store) int64 {
+	tb.Helper()
+	var version int64
+	if err := s.WriteDB().QueryRowContext(context.Background(),
+		`SELECT coalesce(max(version_id), 0) FROM goose_db_version WHERE is_applied`).Scan(&version); err != nil {
+		tb.Fatal(err)
+	}
+	return version
+}
+
+// InsertRunRows writes runs (organization, workspace, automation, stage
+// version, state and create time; the draft stage, unguided) as rows,
+// counted by the triggers on runs of the schema s has: the runs of a
+// database of a version before the store counted the runs it creates
+// (migration 00033), for the migration tests.
+func InsertRunRows(tb testing.TB, s *sqlite.Store, runs []store.Run) {
+	tb.Helper()
+	for _, r := range runs {
+		id := r.ID
+		if id == "" {
+			id = store.NewID()
+		}
+		at := r.CreateTime.UnixMicro()
+		if _, err := s.WriteDB().ExecContext(context.Background(), `INSERT INTO runs (id, organization_id, workspace_id, automation_id, stage, stage_version,
+			state, state_time, create_time, update_time, guided) VALUES (?, ?, ?, ?, 'draft', ?, ?, ?, ?, ?, 0)`,
+			id, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.StageVersion, string(r.State), at, at, at); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
