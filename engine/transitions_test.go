@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/proserun/prose/engine"
 	"github.com/proserun/prose/lang"
@@ -77,6 +78,14 @@ func TestExceptionTransitions(t *testing.T) {
 	good := engine.Guidance{Kind: engine.GuidanceProvideValues, Values: map[string]lang.Value{"the invoice total": lang.Num(lang.MustNumber("12.50"))}}
 	step("resolve", func() (store.Exception, error) { return e.eng.Resolve(ctx, e.org, e.ws, xid, "users/u", good) }, nil, store.ExceptionResolved, "")
 	e.waitFor(t, a, r.ID, store.RunCompleted)
+	// The worker that completed the run announces the change after its
+	// write: wait until it has returned (Busy drops after that notice), so
+	// that its notice is not counted against the steps below.
+	for deadline := time.Now().Add(10 * time.Second); e.eng.Busy() != 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the worker that completed the run did not return")
+		}
+	}
 	step("assign a resolved exception", assign("users/bo"), store.ErrFailedPrecondition, "", "")
 	step("archive a resolved exception", archive, store.ErrFailedPrecondition, "", "")
 }
