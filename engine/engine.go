@@ -360,35 +360,30 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 			// claim per freed slot.
 			e.gatherSlots(ctx, slots, freed)
 		}
-		// Reserve the slots first, then claim at most as many runs: a
-		// slot counted free could otherwise be taken between the count and
-		// the claim by a run this replica creates leased (reserveSlot
-		// shares the pool), and a run claimed would wait for a worker, its
-		// lease running, possibly past its end.
-		free := 0
-	reserve:
-		for free < e.opts.ClaimBatch {
-			select {
-			case slots <- struct{}{}:
-				free++
-			default:
-				break reserve
-			}
+		free := e.opts.Workers - len(slots)
+		if free > e.opts.ClaimBatch {
+			free = e.opts.ClaimBatch
 		}
 		now := e.opts.Clock()
-		var runs []store.Run
-		var err error
-		if free > 0 {
-			runs, err = e.claim(ctx, free, now.Add(e.opts.LeaseDuration))
-			if err != nil && ctx.Err() == nil {
-				e.log.Warn("claim runs", "err", err)
+		runs, err := e.claim(ctx, free, now.Add(e.opts.LeaseDuration))
+		if err != nil && ctx.Err() == nil {
+			e.log.Warn("claim runs", "err", err)
+		}
+		for i, r := range runs {
+			// A slot counted free may have been taken meanwhile by a run
+			// this replica launched itself (launch shares the pool), so
+			// the send may wait for a worker to finish; it must not
+			// outlive ctx, or a shutdown waits for a worker that waits
+			// for the shutdown. Runs not started stay leased to this
+			// replica until their lease expires, as after a crash.
+			select {
+			case slots <- struct{}{}:
+				e.startFlight(pool, r)
+				continue
+			case <-ctx.Done():
 			}
-		}
-		for _, r := range runs {
-			e.startFlight(pool, r) // on a slot reserved above
-		}
-		for range free - len(runs) {
-			pool.release()
+			e.log.Info("shutdown: claimed runs left to their lease", "runs", len(runs)-i)
+			break
 		}
 		saturated = len(runs) == free && free > 0
 		if saturated {
