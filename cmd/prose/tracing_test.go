@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	otelcodes "go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -48,14 +49,19 @@ func TestTracingLinksRunsToRequests(t *testing.T) {
 		t.Helper()
 		e.waitRun(t, a.id, run, "completed")
 		var request, runSpan, step, call sdktrace.ReadOnlySpan
-		spans := exp.GetSpans().Snapshots()
-		for _, s := range spans {
-			if s.Name() == "prose.run" && spanAttr(s, "prose.run") == run {
-				runSpan = s
+		// The run's span ends (and reaches the exporter) after the
+		// worker's write that made the run completed: wait for it.
+		var spans []sdktrace.ReadOnlySpan
+		for deadline := time.Now().Add(10 * time.Second); runSpan == nil; time.Sleep(5 * time.Millisecond) {
+			spans = exp.GetSpans().Snapshots()
+			for _, s := range spans {
+				if s.Name() == "prose.run" && spanAttr(s, "prose.run") == run {
+					runSpan = s
+				}
 			}
-		}
-		if runSpan == nil {
-			t.Fatalf("no prose.run span for run %s among %d spans", run, len(spans))
+			if runSpan == nil && time.Now().After(deadline) {
+				t.Fatalf("no prose.run span for run %s among %d spans", run, len(spans))
+			}
 		}
 		for _, s := range spans {
 			switch {
