@@ -65,26 +65,37 @@ func (s *BookService) ListLatestBooks(_ context.Context, req *bookv1.ListLatestB
 	return &bookv1.ListLatestBooksResponse{Books: page, NextPageToken: next}, nil
 }
 
-// GetBook returns one version of a built-in book.
-func (s *BookService) GetBook(ctx context.Context, req *bookv1.GetBookRequest) (*bookv1.GetBookResponse, error) {
+// book loads the version of a book a request names, as the workspace ws
+// sees it (the zero Workspace: the built-in books only): the name and
+// version are required, and an absent book is NOT_FOUND.
+func (s *BookService) book(ctx context.Context, ws books.Workspace, req interface {
+	GetName() string
+	GetVersion() string
+}) (*bookv1.Book, error) {
 	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
 		return nil, err
 	}
-	b, err := s.reg.Book(ctx, books.Workspace{}, req.GetName(), req.GetVersion())
+	b, err := s.reg.Book(ctx, ws, req.GetName(), req.GetVersion())
 	if err != nil {
 		return nil, bookError(err, req.GetName(), req.GetVersion())
+	}
+	return b, nil
+}
+
+// GetBook returns one version of a built-in book.
+func (s *BookService) GetBook(ctx context.Context, req *bookv1.GetBookRequest) (*bookv1.GetBookResponse, error) {
+	b, err := s.book(ctx, books.Workspace{}, req)
+	if err != nil {
+		return nil, err
 	}
 	return &bookv1.GetBookResponse{Book: b}, nil
 }
 
 // ListBookProcedures returns the procedures of one version of a built-in book.
 func (s *BookService) ListBookProcedures(ctx context.Context, req *bookv1.ListBookProceduresRequest) (*bookv1.ListBookProceduresResponse, error) {
-	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
-		return nil, err
-	}
-	b, err := s.reg.Book(ctx, books.Workspace{}, req.GetName(), req.GetVersion())
+	b, err := s.book(ctx, books.Workspace{}, req)
 	if err != nil {
-		return nil, bookError(err, req.GetName(), req.GetVersion())
+		return nil, err
 	}
 	return &bookv1.ListBookProceduresResponse{Procedures: b.GetProcedures()}, nil
 }
@@ -103,12 +114,9 @@ func (s *BookService) ListBookVersions(_ context.Context, req *bookv1.ListBookVe
 
 // ListBookConcepts returns the concepts of one version of a built-in book.
 func (s *BookService) ListBookConcepts(ctx context.Context, req *bookv1.ListBookConceptsRequest) (*bookv1.ListBookConceptsResponse, error) {
-	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
-		return nil, err
-	}
-	b, err := s.reg.Book(ctx, books.Workspace{}, req.GetName(), req.GetVersion())
+	b, err := s.book(ctx, books.Workspace{}, req)
 	if err != nil {
-		return nil, bookError(err, req.GetName(), req.GetVersion())
+		return nil, err
 	}
 	return &bookv1.ListBookConceptsResponse{Concepts: books.Concepts(b)}, nil
 }
@@ -120,12 +128,9 @@ func (s *BookService) ListWorkspaceBookConcepts(ctx context.Context, req *bookv1
 	if err != nil {
 		return nil, err
 	}
-	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
-		return nil, err
-	}
-	b, err := s.reg.Book(ctx, ws, req.GetName(), req.GetVersion())
+	b, err := s.book(ctx, ws, req)
 	if err != nil {
-		return nil, bookError(err, req.GetName(), req.GetVersion())
+		return nil, err
 	}
 	return &bookv1.ListWorkspaceBookConceptsResponse{Concepts: books.Concepts(b)}, nil
 }
@@ -159,12 +164,9 @@ func (s *BookService) ListWorkspaceBookProcedures(ctx context.Context, req *book
 	if err != nil {
 		return nil, err
 	}
-	if err := requireFields(map[string]string{"name": req.GetName(), "version": req.GetVersion()}); err != nil {
-		return nil, err
-	}
-	b, err := s.reg.Book(ctx, ws, req.GetName(), req.GetVersion())
+	b, err := s.book(ctx, ws, req)
 	if err != nil {
-		return nil, bookError(err, req.GetName(), req.GetVersion())
+		return nil, err
 	}
 	return &bookv1.ListWorkspaceBookProceduresResponse{Procedures: b.GetProcedures()}, nil
 }
