@@ -1,8 +1,6 @@
 package store_test
 
 import (
-	"errors"
-	"go/build"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -69,23 +67,15 @@ func TestStoreImportsNoPublicProto(t *testing.T) {
 		}
 		return true
 	}
-	dirs := 0
-	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
-		if err != nil || !d.IsDir() {
-			return err
-		}
-		if _, err := build.ImportDir(path, 0); err != nil {
-			var none *build.NoGoError
-			if errors.As(err, &none) {
-				return nil
-			}
-			return err
-		}
-		dirs++
-		return w.Walk(importwalk.Module+filepath.ToSlash(filepath.Join("store", path)), path, visit)
-	})
+	pkgs, err := importwalk.Dirs(".")
 	if err != nil {
 		t.Fatal(err)
+	}
+	dirs := len(pkgs)
+	for _, path := range pkgs {
+		if err := w.Walk(importwalk.Module+filepath.ToSlash(filepath.Join("store", path)), path, visit); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if _, ok := w.By[importwalk.Module+"gen/prose/persist/v1"]; dirs < 8 || !ok {
 		t.Fatalf("walked %d packages and did not reach persist.v1: the walk is broken", dirs)

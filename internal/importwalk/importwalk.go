@@ -5,7 +5,10 @@
 package importwalk
 
 import (
+	"errors"
 	"go/build"
+	"io/fs"
+	"path/filepath"
 	"strings"
 )
 
@@ -62,4 +65,29 @@ func (w *Walker) Walk(path, dir string, visit func(from, to string) bool) error 
 		}
 	}
 	return nil
+}
+
+// Dirs lists the directories under root (root included, as "."; paths
+// relative to root) that hold a package of non-test Go files.
+func Dirs(root string) ([]string, error) {
+	var dirs []string
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if _, err := build.ImportDir(path, 0); err != nil {
+			var none *build.NoGoError
+			if errors.As(err, &none) {
+				return nil
+			}
+			return err
+		}
+		rel, err := filepath.Rel(root, path)
+		if err != nil {
+			return err
+		}
+		dirs = append(dirs, rel)
+		return nil
+	})
+	return dirs, err
 }
