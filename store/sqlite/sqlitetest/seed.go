@@ -79,23 +79,25 @@ func SeedBenchInsightsRuns(tb testing.TB, path string) {
 	}
 	// The triggers and the indexes other than the key's (autoindexes have
 	// no SQL), to drop and to create again.
-	rows, err := db.QueryContext(ctx, `SELECT type, name, sql FROM sqlite_schema
-		WHERE type IN ('trigger', 'index') AND tbl_name = 'runs' AND sql IS NOT NULL ORDER BY type = 'trigger', name`)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var drops, creates []string
-	for rows.Next() {
-		var t, n, q string
-		if err := rows.Scan(&t, &n, &q); err != nil {
+	func() {
+		rows, err := db.QueryContext(ctx, `SELECT type, name, sql FROM sqlite_schema
+			WHERE type IN ('trigger', 'index') AND tbl_name = 'runs' AND sql IS NOT NULL ORDER BY type = 'trigger', name`)
+		if err != nil {
 			tb.Fatal(err)
 		}
-		drops, creates = append(drops, "DROP "+strings.ToUpper(t)+` "`+n+`"`), append(creates, q)
-	}
-	if err := rows.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	_ = rows.Close()
+		defer func() { _ = rows.Close() }()
+		for rows.Next() {
+			var t, n, q string
+			if err := rows.Scan(&t, &n, &q); err != nil {
+				tb.Fatal(err)
+			}
+			drops, creates = append(drops, "DROP "+strings.ToUpper(t)+` "`+n+`"`), append(creates, q)
+		}
+		if err := rows.Err(); err != nil {
+			tb.Fatal(err)
+		}
+	}()
 	for _, q := range drops {
 		exec(q)
 	}
