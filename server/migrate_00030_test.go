@@ -22,14 +22,15 @@ import (
 // after it, and a deletion of the workspace, keep the rollups equal to the sum of the automations'
 // counts, on both backends.
 func TestRunAggregateRollupsOfVersion27(t *testing.T) {
-	laterDown := []int64{33, 32, 30}
+	laterDown := []int64{34, 33, 32, 30}
 	migratetest.ForEachBackend(t, func(t *testing.T, b migratetest.Backend) {
 		ctx := context.Background()
 		if err := b.MigrateTo(ctx, goose.MaxVersion); err != nil {
 			t.Fatal(err)
 		}
 		// Back to version 29 in order: the later migrations (00032's
-		// levels and value, SQLite's 00033) redefine what 00030 defines.
+		// levels and value, SQLite's 00033) redefine what 00030 defines,
+		// and 00034's SQLite index holds 00032's columns.
 		for _, v := range laterDown {
 			if err := b.Apply(ctx, v, false); err != nil {
 				t.Fatal(err)

@@ -4,6 +4,8 @@ package sqlitetest
 
 import (
 	"context"
+	"database/sql"
+	"strings"
 	"testing"
 
 	"github.com/proserun/prose/store"
@@ -45,47 +47,64 @@ func SeedBenchExceptions(tb testing.TB, s *sqlite.Store, failRuns bool) {
 }
 
 // SeedBenchInsightsRuns inserts the insights benchmark's runs (see
-// storetest.BenchInsightsRuns) into s in one transaction: the triggers on
-// runs dropped (no run history, no webhooks, no aggregates kept row by
-// row), a recursive CTE a million runs per statement, the triggers
-// created again from their SQL as the schema holds it, then the run
-// aggregates built set-based (RebuildRunAggregates, which a conformance
-// test holds equal to what the store's creates and the triggers keep);
-// the parents must exist
-// (storetest.SeedInsightsParents). It ends with ANALYZE.
-func SeedBenchInsightsRuns(tb testing.TB, s *sqlite.Store) {
+// storetest.BenchInsightsRuns) into the database file path, which no
+// store may hold open; the parents must exist
+// (storetest.SeedInsightsParents). It is a bulk load on a connection of its
+// own, with the settings of a load that may be thrown away on failure (no
+// rollback journal, no syncs, an exclusive lock, a 1 GB page cache): the
+// triggers on runs and their secondary indexes dropped (no run history, no
+// webhooks, no aggregates kept row by row), a recursive CTE a million runs
+// per statement in the order of their keys, the indexes built again and
+// the triggers created again from their SQL as the schema held it, the
+// database back in WAL mode; then the store is opened and the run
+// aggregates are built set-based (RebuildRunAggregates, which a
+// conformance test holds equal to what the store's creates and the
+// triggers keep), and it ends with ANALYZE. The runs are those of
+// pgtest.OpenInsightsBench, value for value.
+func SeedBenchInsightsRuns(tb testing.TB, path string) {
 	tb.Helper()
 	ctx := context.Background()
-	tx, err := s.WriteDB().BeginTx(ctx, nil)
+	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=journal_mode(OFF)&_pragma=synchronous(OFF)&_pragma=locking_mode(EXCLUSIVE)"+
+		"&_pragma=cache_size(-1000000)&_pragma=foreign_keys(0)")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	defer func() { _ = tx.Rollback() }()
-	rows, err := tx.QueryContext(ctx, `SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'runs'`)
-	if err != nil {
-		tb.Fatal(err)
+	db.SetMaxOpenConns(1)
+	defer func() { _ = db.Close() }()
+	exec := func(q string, args ...any) {
+		tb.Helper()
+		if _, err := db.ExecContext(ctx, q, args...); err != nil {
+			tb.Fatalf("%.60s…: %v", q, err)
+		}
 	}
-	var names, triggers []string
-	for rows.Next() {
-		var n, q string
-		if err := rows.Scan(&n, &q); err != nil {
+	// The triggers and the indexes other than the key's (autoindexes have
+	// no SQL), to drop and to create again.
+	var drops, creates []string
+	func() {
+		rows, err := db.QueryContext(ctx, `SELECT type, name, sql FROM sqlite_schema
+			WHERE type IN ('trigger', 'index') AND tbl_name = 'runs' AND sql IS NOT NULL ORDER BY type = 'trigger', name`)
+		if err != nil {
 			tb.Fatal(err)
 		}
-		names, triggers = append(names, n), append(triggers, q)
-	}
-	if err := rows.Err(); err != nil {
-		tb.Fatal(err)
-	}
-	_ = rows.Close()
-	for _, n := range names {
-		if _, err := tx.ExecContext(ctx, `DROP TRIGGER "`+n+`"`); err != nil {
+		defer func() { _ = rows.Close() }()
+		for rows.Next() {
+			var t, n, q string
+			if err := rows.Scan(&t, &n, &q); err != nil {
+				tb.Fatal(err)
+			}
+			drops, creates = append(drops, "DROP "+strings.ToUpper(t)+` "`+n+`"`), append(creates, q)
+		}
+		if err := rows.Err(); err != nil {
 			tb.Fatal(err)
 		}
+	}()
+	for _, q := range drops {
+		exec(q)
 	}
 	const chunk = 1_000_000
 	per := storetest.BenchInsightsAutomations / storetest.BenchInsightsWorkspaces
 	for from := 0; from < storetest.BenchInsightsRuns; from += chunk {
-		if _, err := tx.ExecContext(ctx, `WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		exec(`WITH RECURSIVE n(i) AS (SELECT ? UNION ALL SELECT i + 1 FROM n WHERE i < ?)
 			INSERT INTO runs (id, organization_id, workspace_id, automation_id, stage, stage_version, state, state_time, create_time, update_time, guided)
 			SELECT printf('r%08d', i), ?, printf('w%d', (i % ?) / ?), printf('a%02d', i % ?), 'draft', 1,
 				CASE WHEN i % 20 < 14 THEN 'completed' WHEN i % 20 < 16 THEN 'failed' WHEN i % 20 = 16 THEN 'awaiting_guidance' ELSE 'stopped' END,
@@ -93,22 +112,33 @@ func SeedBenchInsightsRuns(tb testing.TB, s *sqlite.Store) {
 			FROM n`,
 			from, min(from+chunk, storetest.BenchInsightsRuns)-1, storetest.BenchInsightsOrg,
 			storetest.BenchInsightsAutomations, per, storetest.BenchInsightsAutomations,
-			start(), step(), start(), step(), start(), step()); err != nil {
-			tb.Fatal(err)
-		}
+			start(), step(), start(), step(), start(), step())
 	}
-	for _, q := range triggers {
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			tb.Fatal(err)
-		}
+	for _, q := range creates {
+		exec(q)
 	}
-	if err := tx.Commit(); err != nil {
+	exec(`PRAGMA journal_mode=WAL`)
+	if err := db.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	s, err := sqlite.Open(ctx, path)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer func() { _ = s.Close() }()
+	// The rebuild groups the 10,000,000 runs: a large cache for its sort.
+	if _, err := s.WriteDB().ExecContext(ctx, `PRAGMA cache_size=-1000000`); err != nil {
 		tb.Fatal(err)
 	}
 	if err := s.RebuildRunAggregates(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := s.WriteDB().ExecContext(ctx, `ANALYZE`); err != nil {
+	for _, q := range []string{`ANALYZE`, `PRAGMA wal_checkpoint(TRUNCATE)`} {
+		if _, err := s.WriteDB().ExecContext(ctx, q); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
 		tb.Fatal(err)
 	}
 }
