@@ -128,7 +128,7 @@ func (m *Marshaler) decodeOnce(data []byte, v any) bool {
 	if !ok || len(bytes.TrimSpace(data)) == 0 {
 		return false
 	}
-	jp, ok := m.HTTPBodyMarshaler.Marshaler.(*runtime.JSONPb)
+	jp, ok := m.Marshaler.(*runtime.JSONPb)
 	if !ok {
 		return false
 	}
