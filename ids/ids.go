@@ -34,8 +34,8 @@ func New() string {
 const ordered = "234567abcdefghijklmnopqrstuvwxyz"
 
 // orderedOffset is added to the milliseconds NewOrdered writes so that its
-// first symbol is a letter (index 6 or more of ordered) until the 45 bits
-// overflow, past the year 2800.
+// first symbol is a letter (index 6 or more of ordered) up to the top of
+// the 45 bits, past the year 2800.
 const orderedOffset = 6 << 40
 
 // NewOrdered returns an identifier of New's form (20 characters of
@@ -50,7 +50,10 @@ const orderedOffset = 6 << 40
 // per run.
 func NewOrdered(now time.Time) string {
 	var b [20]byte
-	v := uint64(now.UnixMilli()) + orderedOffset
+	// Clamped to the 45 bits' range, so that the first symbol stays a
+	// letter whatever the clock says (a zero time, a date past 2800).
+	ms := min(max(now.UnixMilli(), 0), 1<<45-1-orderedOffset)
+	v := uint64(ms) + orderedOffset
 	for i := 8; i >= 0; i-- {
 		b[i] = ordered[v&31]
 		v >>= 5

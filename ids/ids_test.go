@@ -49,6 +49,12 @@ func TestNewOrdered(t *testing.T) {
 			prev = id
 		}
 	}
+	// Clocks outside the range still give valid ids.
+	for _, now := range []time.Time{{}, time.Unix(-1, 0), time.Date(9999, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		if id := ids.NewOrdered(now); !valid.MatchString(id) {
+			t.Errorf("id %q (at %v) is not 20 lowercase base32 characters starting with a letter", id, now)
+		}
+	}
 }
 
 // A request id is 1 to 128 of [A-Za-z0-9._:-]; a made one is accepted.
