@@ -88,6 +88,9 @@ func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		if err != nil {
 			return err
 		}
+		if m.decodeOnce(data, v) {
+			return nil
+		}
 		dec := json.NewDecoder(bytes.NewReader(data))
 		var first json.RawMessage
 		if err := dec.Decode(&first); err != nil {
@@ -110,6 +113,28 @@ func (m *Marshaler) NewDecoder(r io.Reader) runtime.Decoder {
 		}
 		return err
 	})
+}
+
+// decodeOnce decodes a body into a request message in one pass, and
+// reports whether it could: protojson reads the whole body as one JSON
+// value and refuses anything after it, which is what NewDecoder's path
+// checks with two passes of encoding/json before the same protojson
+// decode (grpc-gateway's JSONPb adds a third). A body it refuses (or an
+// empty one, or a target that is not a message) goes that path, which
+// gives the error it always gave; a body it accepts, that path accepts
+// too, with the same message decoded.
+func (m *Marshaler) decodeOnce(data []byte, v any) bool {
+	pm, ok := v.(proto.Message)
+	if !ok || len(bytes.TrimSpace(data)) == 0 {
+		return false
+	}
+	jp, ok := m.Marshaler.(*runtime.JSONPb)
+	if !ok {
+		return false
+	}
+	// protojson clears the message before it decodes, so a failed attempt
+	// leaves nothing behind for the other path.
+	return jp.UnmarshalOptions.Unmarshal(data, pm) == nil
 }
 
 // descriptorOf is the descriptor of the message a decoder fills: a

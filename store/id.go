@@ -12,6 +12,11 @@ import (
 // generator of the ids of stored records.
 func NewID() string { return ids.New() }
 
+// NewOrderedID returns a new id of NewID's form that sorts after the ids
+// made before now (ids.NewOrdered): the ids of runs, inserted in order
+// into the indexes keyed by them.
+func NewOrderedID(now time.Time) string { return ids.NewOrdered(now) }
+
 // Time normalises t the way the store keeps it: UTC, microsecond precision.
 func Time(t time.Time) time.Time {
 	if t.IsZero() {

@@ -13,6 +13,60 @@ import (
 func testWebhooks(t *testing.T, open Opener) {
 	t.Run("WebhookOutbox", func(t *testing.T) { testWebhookOutbox(t, setup(t, open)) })
 	t.Run("WebhookLimit", func(t *testing.T) { testWebhookLimit(t, setup(t, open)) })
+	t.Run("WebhookOutboxCreateRuns", func(t *testing.T) { testWebhookOutboxCreateRuns(t, setup(t, open)) })
+}
+
+// testWebhookOutboxCreateRuns: the runs of one CreateRuns batch (one
+// statement on PostgreSQL) write one delivery each per webhook of their
+// workspace that takes runs, in the state each was created in; none for a
+// webhook of exceptions only, none in a workspace without webhooks.
+func testWebhookOutboxCreateRuns(t *testing.T, s *suite) {
+	a := s.automation(t, "a1")
+	s.ws(t, "acme", "other", "Other")
+	s.ws(t, "acme", "quiet", "Quiet")
+	b := of(s.st.CreateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "other", ID: "b1", DisplayName: "B", Code: "the output x is 1\n"})).must(t)
+	q := of(s.st.CreateAutomation(s.ctx, store.Automation{OrganizationID: "acme", WorkspaceID: "quiet", ID: "q1", DisplayName: "Q", Code: "the output x is 1\n"})).must(t)
+	runsHook := of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "ops", URL: "http://127.0.0.1:1/a", Runs: true, Secret: "s1"})).must(t)
+	excHook := of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "ops", URL: "http://127.0.0.1:1/b", Exceptions: true, Secret: "s2"})).must(t)
+	otherHook := of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "other", URL: "http://127.0.0.1:1/c", Runs: true, Secret: "s3"})).must(t)
+	mk := func(a store.Automation, req string, state store.RunState) store.Run {
+		r := store.Run{OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, AutomationID: a.ID, Stage: store.StageDraft, StageVersion: a.Version, RequestID: req}
+		if state == store.RunCompleted {
+			r.State, r.Outputs, r.Step = state, []byte(`{}`), 1
+		}
+		return r
+	}
+	runs, created, errs, err := s.st.CreateRuns(s.ctx, []store.Run{
+		mk(a, "w-1", store.RunCompleted), mk(b, "w-2", store.RunPending), mk(a, "w-3", store.RunPending), mk(q, "w-4", store.RunCompleted),
+	})
+	noErr(t, err)
+	for i := range runs {
+		if !created[i] || errs[i] != nil {
+			t.Fatalf("run %d: created %v, %v", i, created[i], errs[i])
+		}
+	}
+	got := func(ws, hook string) map[string]string {
+		out := map[string]string{}
+		for _, d := range of(s.st.ListWebhookDeliveries(s.ctx, "acme", ws, hook, 100, "")).must(t).Items {
+			if d.EventType != store.EventRunStateChanged {
+				t.Errorf("delivery of webhook %s: %+v", hook, d)
+			}
+			out[d.RunID] = d.ResourceState
+		}
+		return out
+	}
+	if d := got("ops", runsHook.ID); len(d) != 2 || d[runs[0].ID] != string(runs[0].State) || d[runs[2].ID] != string(store.RunPending) {
+		t.Errorf("deliveries of the runs webhook: %v, want %s %s and %s pending", d, runs[0].ID, runs[0].State, runs[2].ID)
+	}
+	if d := got("ops", excHook.ID); len(d) != 0 {
+		t.Errorf("deliveries of the exceptions webhook: %v", d)
+	}
+	if d := got("other", otherHook.ID); len(d) != 1 || d[runs[1].ID] != string(store.RunPending) {
+		t.Errorf("deliveries of the other workspace's webhook: %v", d)
+	}
+	if n := len(of(s.st.ClaimWebhookDeliveries(s.ctx, s.clock.Peek().Add(time.Hour), time.Minute, 100)).must(t)); n != 3 {
+		t.Errorf("claimed %d deliveries, want 3 (none for the workspace without webhooks)", n)
+	}
 }
 
 // testWebhookLimit: a workspace has at most MaxWebhooksPerWorkspace

@@ -76,7 +76,7 @@ func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, erro
 // other failure, after which the transaction must not be committed.
 func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out store.Run, created bool, runErr, err error) {
 	if r.ID == "" {
-		r.ID = store.NewID()
+		r.ID = store.NewOrderedID(now)
 	}
 	if r.FileIDs == nil {
 		r.FileIDs = []string{}

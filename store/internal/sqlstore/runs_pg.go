@@ -71,7 +71,7 @@ func (db *DB) createRunsPG(ctx context.Context, in []store.Run, now time.Time) (
 			first[k] = i
 		}
 		if r.ID == "" {
-			r.ID = store.NewID()
+			r.ID = store.NewOrderedID(now)
 		}
 		if r.FileIDs == nil {
 			r.FileIDs = []string{}
