@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -71,30 +70,47 @@ func handler(grpcServer *grpc.Server, httpHandler http.Handler, cfg serveConfig)
 				writeGRPCStatus(w, status.Convert(err))
 				return
 			}
-			r = r.WithContext(ctx)
+			if ctx != r.Context() { // most calls: unchanged, no copy of the request
+				r = r.WithContext(ctx)
+			}
 		}
 		if cfg.limit != nil && !clientStreams()[r.URL.Path] {
-			var prefix [5]byte
-			n, err := io.ReadFull(r.Body, prefix[:])
+			pb := &prefixedBody{body: r.Body}
+			n, err := io.ReadFull(r.Body, pb.prefix[:])
 			if err == nil {
-				if err := cfg.limit(r.URL.Path, binary.BigEndian.Uint32(prefix[1:])); err != nil {
+				if err := cfg.limit(r.URL.Path, binary.BigEndian.Uint32(pb.prefix[1:])); err != nil {
 					writeGRPCStatus(w, status.Convert(err))
 					return
 				}
 			}
 			// What was read goes back in front of the body (an empty or
 			// cut body is grpcServer's to answer).
-			r.Body = prefixedBody{Reader: io.MultiReader(bytes.NewReader(prefix[:n]), r.Body), Closer: r.Body}
+			pb.n = n
+			r.Body = pb
 		}
 		grpcServer.ServeHTTP(w, r)
 	})
 }
 
-// prefixedBody is a request body with bytes already read put back.
+// prefixedBody is a request body with the first bytes already read (a
+// gRPC message's 5-byte prefix, or fewer) put back in front: one
+// allocation per call.
 type prefixedBody struct {
-	io.Reader
-	io.Closer
+	prefix [5]byte
+	off, n int // prefix[off:n] is still to be read
+	body   io.ReadCloser
 }
+
+func (b *prefixedBody) Read(p []byte) (int, error) {
+	if b.off < b.n {
+		k := copy(p, b.prefix[b.off:b.n])
+		b.off += k
+		return k, nil
+	}
+	return b.body.Read(p)
+}
+
+func (b *prefixedBody) Close() error { return b.body.Close() }
 
 // writeGRPCStatus answers a gRPC call with st alone (a trailers-only
 // response).
