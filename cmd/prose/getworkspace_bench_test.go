@@ -200,4 +200,3 @@ func benchConn(b *testing.B, addr string) *grpc.ClientConn {
 	b.Cleanup(func() { _ = conn.Close() })
 	return conn
 }
-
