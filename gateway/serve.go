@@ -48,12 +48,13 @@ func Handler(grpcServer *grpc.Server, httpHandler http.Handler) http.Handler {
 // method but client-streaming ones, which grpcServer's own bound covers);
 // the wait is bounded by the call's context.
 func handler(grpcServer *grpc.Server, httpHandler http.Handler, cfg serveConfig) http.Handler {
-	type methodKind struct{ clientStream, unary bool }
-	methods := sync.OnceValue(func() map[string]methodKind {
-		m := map[string]methodKind{}
+	clientStreams := sync.OnceValue(func() map[string]bool {
+		m := map[string]bool{}
 		for svc, info := range grpcServer.GetServiceInfo() {
 			for _, md := range info.Methods {
-				m["/"+svc+"/"+md.Name] = methodKind{clientStream: md.IsClientStream, unary: !md.IsClientStream && !md.IsServerStream}
+				if md.IsClientStream {
+					m["/"+svc+"/"+md.Name] = true
+				}
 			}
 		}
 		return m
@@ -73,8 +74,7 @@ func handler(grpcServer *grpc.Server, httpHandler http.Handler, cfg serveConfig)
 				r = r.WithContext(ctx)
 			}
 		}
-		kind := methods()[r.URL.Path]
-		if cfg.limit != nil && !kind.clientStream {
+		if cfg.limit != nil && !clientStreams()[r.URL.Path] {
 			pb := &prefixedBody{body: r.Body}
 			n, err := io.ReadFull(r.Body, pb.prefix[:])
 			if err == nil {
@@ -88,42 +88,9 @@ func handler(grpcServer *grpc.Server, httpHandler http.Handler, cfg serveConfig)
 			pb.n = n
 			r.Body = pb
 		}
-		if kind.unary {
-			w = &unaryWriter{ResponseWriter: w}
-		}
 		grpcServer.ServeHTTP(w, r)
 	})
 }
-
-// unaryWriter is the ResponseWriter of a unary gRPC call on the shared
-// port: grpc.Server.ServeHTTP flushes after the response message and again
-// before the status, and each flush is a round trip to the HTTP/2
-// connection's serving goroutine. A unary call has nothing to stream, so
-// once its message is written those flushes wait for the end of the call,
-// which sends the headers, the message and the trailers together: the same
-// frames. A flush before anything was written (an error's status, whose
-// headers go first and the trailers after) is done as before.
-type unaryWriter struct {
-	http.ResponseWriter
-	wrote bool
-}
-
-func (w *unaryWriter) Write(b []byte) (int, error) {
-	w.wrote = true
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *unaryWriter) Flush() {
-	if w.wrote {
-		return
-	}
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the connection's writer.
-func (w *unaryWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // prefixedBody is a request body with the first bytes already read (a
 // gRPC message's 5-byte prefix, or fewer) put back in front: one
