@@ -1,7 +1,6 @@
 package apikey
 
 import (
-	"hash/crc32"
 	"strings"
 	"testing"
 	"time"
@@ -122,9 +121,4 @@ func TestChecksumUnchanged(t *testing.T) {
 	if p, err := Parse(old); err != nil || p != "prose_Ab3dE6gH9k_" {
 		t.Fatalf("Parse(%q) = %q, %v", old, p, err)
 	}
-}
-
-func crc32Bytes(s string) []byte {
-	v := crc32.ChecksumIEEE([]byte(s))
-	return []byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}
 }
