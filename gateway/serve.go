@@ -134,6 +134,14 @@ type serveConfig struct {
 	admit           tap.ServerInHandle
 	limit           func(method string, size uint32) error
 	tls             *tls.Config
+	// native are gRPC servers served by grpc-go's own transport
+	// (WithNativeGRPC).
+	native []nativeGRPC
+}
+
+type nativeGRPC struct {
+	lis net.Listener
+	srv *grpc.Server
 }
 
 // WithGRPCMessageLimit checks the declared length of the first message of
@@ -173,6 +181,17 @@ func WithShutdownTimeout(d time.Duration) ServeOption {
 // no hook between a message's length and its bytes.)
 func WithGRPCListener(lis net.Listener) ServeOption {
 	return func(c *serveConfig) { c.grpcListener = lis }
+}
+
+// WithNativeGRPC also serves srv on lis with grpc-go's own transport
+// (srv.Serve: gRPC only, TLS by srv's credentials), which costs far less
+// CPU per call than the shared port's net/http path. srv has its own
+// receive bound and tap handles: neither WithGRPCAdmission nor
+// WithGRPCMessageLimit applies to it. It stops with the rest: after the
+// HTTP drain, srv.GracefulStop within the shutdown timeout (with the other
+// gRPC server's), then Stop.
+func WithNativeGRPC(lis net.Listener, srv *grpc.Server) ServeOption {
+	return func(c *serveConfig) { c.native = append(c.native, nativeGRPC{lis, srv}) }
 }
 
 // ListenAndServe listens on addr and calls Serve.
@@ -231,7 +250,7 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 		}
 	}
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 2+len(cfg.native))
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -253,6 +272,15 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 			}
 		}()
 	}
+	for _, n := range cfg.native {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.srv.Serve(n.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				errc <- fmt.Errorf("gateway: serve native grpc: %w", err)
+			}
+		}()
+	}
 	logger.Debug("gateway: serving", slog.String("addr", lis.Addr().String()))
 
 	var serveErr error
@@ -261,12 +289,16 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 	case serveErr = <-errc:
 	}
 
-	shutdown(grpcServer, cfg.shutdownTimeout, logger, srv, grpcSrv)
+	grpcServers := []*grpc.Server{grpcServer}
+	for _, n := range cfg.native {
+		grpcServers = append(grpcServers, n.srv)
+	}
+	shutdown(grpcServers, cfg.shutdownTimeout, logger, srv, grpcSrv)
 	wg.Wait()
 	return serveErr
 }
 
-func shutdown(grpcServer *grpc.Server, timeout time.Duration, logger *slog.Logger, servers ...*http.Server) {
+func shutdown(grpcServers []*grpc.Server, timeout time.Duration, logger *slog.Logger, servers ...*http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for _, srv := range servers {
@@ -278,9 +310,15 @@ func shutdown(grpcServer *grpc.Server, timeout time.Duration, logger *slog.Logge
 			_ = srv.Close()
 		}
 	}
+	// The gRPC servers drain together, within one timeout.
 	stopped := make(chan struct{})
 	go func() {
-		grpcServer.GracefulStop()
+		var wg sync.WaitGroup
+		for _, g := range grpcServers {
+			wg.Add(1)
+			go func() { defer wg.Done(); g.GracefulStop() }()
+		}
+		wg.Wait()
 		close(stopped)
 	}()
 	timer := time.NewTimer(timeout)
@@ -289,7 +327,9 @@ func shutdown(grpcServer *grpc.Server, timeout time.Duration, logger *slog.Logge
 	case <-stopped:
 	case <-timer.C:
 		logger.Warn("grpc drain timed out; stopping")
-		grpcServer.Stop()
+		for _, g := range grpcServers {
+			g.Stop()
+		}
 		<-stopped
 	}
 	logger.Debug("gateway: shutdown complete")
