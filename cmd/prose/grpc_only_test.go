@@ -6,7 +6,9 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
@@ -136,4 +138,63 @@ func TestGRPCOnlyPortBoundsEveryMethod(t *testing.T) {
 	if _, err := workspaces.GetWorkspace(ctx, &platformv1.GetWorkspaceRequest{OrganizationId: org, WorkspaceId: ws}); err != nil {
 		t.Fatalf("GetWorkspace: %v", err)
 	}
+}
+
+// TestServeGRPCOnlyPort runs `prose serve --grpc-addr` and the prose CLI
+// against that port (--address): plain gRPC, then mutual TLS
+// (--tls-cert, --tls-client-ca apply to it: a client without a certificate
+// is refused). Each server stops on SIGTERM with exit 0 after draining.
+func TestServeGRPCOnlyPort(t *testing.T) {
+	bin := proseBinary(t)
+	data := t.TempDir()
+	init := proseInit(t, bin, "--data", data)
+	deadline := time.Now().Add(2 * time.Minute)
+	stop := func(p *proseProc) {
+		t.Helper()
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.done:
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("prose serve did not stop on SIGTERM:\n%s", p.logTail())
+		}
+		if code := p.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(p.logTail(), `"msg":"stopped"`) {
+			t.Fatalf("prose serve after SIGTERM: exit %d\n%s", code, p.logTail())
+		}
+	}
+
+	p := startProse(t, bin, deadline, "--data", data, "--grpc-addr", "127.0.0.1:0")
+	if p.grpcAddr == "" || p.grpcAddr == p.addr {
+		t.Fatalf("no gRPC-only port logged (%q):\n%s", p.grpcAddr, p.logTail())
+	}
+	c := newCLI(t, "PROSE_ADDRESS="+p.grpcAddr, "PROSE_API_KEY="+init.APIKey)
+	a := c.json(0, "automations", "create", "--file", "../../examples/invoice.prose", "--title", "Invoices", "--id", "invoices", "--publish")
+	if a["latest_published_version"] == nil {
+		t.Fatalf("created %v", a)
+	}
+	if out := c.must(0, "automations", "list"); !strings.Contains(out, "invoices") {
+		t.Fatalf("automations list:\n%s", out)
+	}
+	if out := c.must(0, "automations", "invoke", "invoices", "--input", "invoice_total=120.50", "--wait"); !strings.Contains(out, "completed") || !strings.Contains(out, "output due: 128.9350") {
+		t.Fatalf("invoke --wait:\n%s", out)
+	}
+	if out := c.must(0, "runs", "list"); !strings.Contains(out, "completed") {
+		t.Fatalf("runs list:\n%s", out)
+	}
+	stop(p)
+
+	ca := newTestCA(t, "prose-ca")
+	srvCert, srvKey := ca.issue("server", 2, true)
+	cliCert, cliKey := ca.issue("client", 3, false)
+	p = startProse(t, bin, deadline, "--data", data, "--grpc-addr", "127.0.0.1:0",
+		"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", ca.file)
+	base := []string{"--address", "https://" + p.grpcAddr, "--api-key", init.APIKey, "--ca-file", ca.file}
+	if out := c.must(0, append(base, "automations", "list", "--cert-file", cliCert, "--key-file", cliKey)...); !strings.Contains(out, "invoices") {
+		t.Fatalf("automations list over mutual TLS on the gRPC-only port:\n%s", out)
+	}
+	if code, _, errb := c.run(append(base, "automations", "list")...); code != exitUnavailable {
+		t.Fatalf("without a client certificate: exit %d, want %d\n%s", code, exitUnavailable, errb)
+	}
+	stop(p)
 }
