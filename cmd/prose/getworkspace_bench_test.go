@@ -101,10 +101,10 @@ func BenchmarkGetWorkspaceHTTP(b *testing.B) {
 //     port: net/http's HTTP/2 server, the shared port's admission and
 //     message-length checks, grpc.Server.ServeHTTP, the interceptor chain,
 //     the service, the store's cached read);
-//   - prose-native: the same *grpc.Server given its own listener
-//     (grpc.Server.Serve, grpc-go's transport): not what prose serve
-//     does (gateway.WithGRPCListener says why), the measure of the
-//     shared port's net/http path beside the chain's and the service's;
+//   - prose-grpc-only: the gRPC-only port of prose serve --grpc-addr, as
+//     serve builds it (transport.Options.GRPCOnly: the same chain and
+//     services on grpc-go's own transport, gateway.WithNativeGRPC) and
+//     served by the same gateway.Serve call as the shared port;
 //   - bare: the bare grpc-go server of cmd/prose-bare (internal/bare: no
 //     interceptor, grpc-go's own transport) answering the same message
 //     after the same header check.
@@ -118,7 +118,7 @@ func BenchmarkGetWorkspaceHTTP(b *testing.B) {
 //
 //	go test ./cmd/prose -run '^$' -bench BenchmarkGetWorkspaceGRPC -benchmem -count 6
 func BenchmarkGetWorkspaceGRPC(b *testing.B) {
-	cfg := serveConfig{addr: "127.0.0.1:0", data: b.TempDir(), logLevel: "error"}
+	cfg := serveConfig{addr: "127.0.0.1:0", grpcAddr: "127.0.0.1:0", data: b.TempDir(), logLevel: "error"}
 	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
 	if err != nil {
 		b.Fatal(err)
@@ -130,8 +130,14 @@ func BenchmarkGetWorkspaceGRPC(b *testing.B) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
+	// Both ports of prose serve --grpc-addr, served as serveCmd serves them.
+	onlyLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	onlyAddr := onlyLis.Addr().String()
 	proseAddr := benchListen(b, func(lis net.Listener) {
-		_ = gateway.Serve(ctx, lis, a.grpc, a.http, slog.New(slog.DiscardHandler), a.serveOptions()...)
+		_ = gateway.Serve(ctx, lis, a.grpc, a.http, slog.New(slog.DiscardHandler), append(a.serveOptions(), gateway.WithNativeGRPC(onlyLis, a.grpcOnly))...)
 	})
 	req := &platformv1.GetWorkspaceRequest{OrganizationId: init.orgID, WorkspaceId: init.workspaceID}
 	callCtx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+init.APIKey)
@@ -139,16 +145,12 @@ func BenchmarkGetWorkspaceGRPC(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	// The same *grpc.Server on grpc-go's own transport: not what prose
-	// serve does (see gateway.WithGRPCListener), the measure of what the
-	// shared port's net/http path costs beside the chain's.
-	nativeAddr := benchListen(b, func(lis net.Listener) { _ = a.grpc.Serve(lis) })
 	bs := grpc.NewServer()
 	bare.RegisterWorkspaces(bs, ws, init.APIKey)
 	bareAddr := benchListen(b, func(lis net.Listener) { _ = bs.Serve(lis) })
 	b.Cleanup(bs.Stop)
 
-	for _, c := range []struct{ name, addr string }{{"prose", proseAddr}, {"prose-native", nativeAddr}, {"bare", bareAddr}} {
+	for _, c := range []struct{ name, addr string }{{"prose", proseAddr}, {"prose-grpc-only", onlyAddr}, {"bare", bareAddr}} {
 		b.Run(c.name, func(b *testing.B) {
 			client := platformv1.NewWorkspaceServiceClient(benchConn(b, c.addr))
 			got, err := client.GetWorkspace(callCtx, req)
