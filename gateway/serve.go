@@ -207,7 +207,8 @@ func ListenAndServe(ctx context.Context, addr string, grpcServer *grpc.Server, h
 // over TLS with WithTLS) and HTTP/1.1 and HTTP/2 (the gateway) on lis until ctx is cancelled, then shuts
 // down gracefully: stop accepting, drain HTTP (which includes gRPC calls on
 // this port and on WithGRPCListener's) within the shutdown timeout, then
-// GracefulStop the gRPC server, forcing Stop past the timeout. It
+// GracefulStop the gRPC server (and WithNativeGRPC's, together), forcing
+// Stop past the timeout. It
 // returns nil after a shutdown caused by ctx, or the error that stopped it.
 func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpHandler http.Handler, logger *slog.Logger, opts ...ServeOption) error {
 	cfg := serveConfig{shutdownTimeout: 15 * time.Second}

@@ -169,7 +169,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.IntVar(&cfg.maxGRPCUploads, "max-grpc-uploads", transport.DefaultMaxLargeRequests, "native gRPC file uploads (UploadFile, up to 64 MiB each) received at once; more are refused at once with RESOURCE_EXHAUSTED UPLOADS_BUSY before their message is read; -1: no bound")
 	fs.DurationVar(&cfg.uploadWait, "upload-wait", gateway.DefaultUploadWait, "how long an upload waits for a slot when --max-uploads are in flight (its body unread) before 503; -1ns: no wait")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
-	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS and gRPC over TLS on --addr (with --tls-key); read again when the file changes. Default: plain HTTP and h2c, for loopback")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS and gRPC over TLS on --addr and --grpc-addr (with --tls-key); read again when the file changes. Default: plain HTTP and h2c, for loopback")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.StringVar(&cfg.tlsClientCA, "tls-client-ca", "", "PEM file of the CA certificates of the clients: every client (gRPC and HTTP) must show a certificate one of them signed (mutual TLS; needs --tls-cert). Default: no client certificates")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "on SIGTERM or SIGINT, how long requests in flight may take to finish, and runs in flight to reach their next statement and go back to the queue (for another replica at once), before the rest is cut")
