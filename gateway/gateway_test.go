@@ -834,6 +834,75 @@ func TestSecondGRPCListener(t *testing.T) {
 	}
 }
 
+// TestNativeGRPCDrainsOnShutdown: a server given to WithNativeGRPC (the
+// gRPC-only port, grpc-go's own transport) is served on its listener and
+// stopped gracefully with the rest: on shutdown its listener closes, a
+// call in flight completes, and then Serve returns.
+func TestNativeGRPCDrainsOnShutdown(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	hold := transport.Middleware{Name: "hold", Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == "/grpc.health.v1.Health/Check" {
+			close(entered)
+			<-release
+		}
+		return h(ctx, req)
+	}}
+	srv := transport.NewServer(transport.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry(),
+		InsecureNoAuthorization: true, Extra: []transport.Middleware{hold}, GRPCOnly: &transport.GRPCOnlyOptions{}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	httpLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nativeLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := nativeLis.Addr().String()
+	done := make(chan error, 1)
+	go func() {
+		done <- gateway.Serve(ctx, httpLis, srv.GRPC, http.NotFoundHandler(), nil, gateway.WithNativeGRPC(nativeLis, srv.GRPCOnly))
+	}()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	answered := make(chan error, 1)
+	go func() {
+		_, err := healthpb.NewHealthClient(conn).Check(context.Background(), &healthpb.HealthCheckRequest{})
+		answered <- err
+	}()
+	<-entered
+	cancel()
+	// Wait until the native listener is closed: its drain has begun.
+	for {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			break
+		}
+		_ = c.Close()
+		select {
+		case err := <-done:
+			t.Fatalf("Serve returned while a call was in flight: %v", err)
+		default:
+		}
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("Serve returned while a call was in flight: %v", err)
+	default:
+	}
+	close(release)
+	if err := <-answered; err != nil {
+		t.Fatalf("the call in flight: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
 func TestListenAndServeBadAddress(t *testing.T) {
 	gs := transport.New(transport.Options{Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
 	defer gs.Stop()

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -71,30 +70,47 @@ func handler(grpcServer *grpc.Server, httpHandler http.Handler, cfg serveConfig)
 				writeGRPCStatus(w, status.Convert(err))
 				return
 			}
-			r = r.WithContext(ctx)
+			if ctx != r.Context() { // most calls: unchanged, no copy of the request
+				r = r.WithContext(ctx)
+			}
 		}
 		if cfg.limit != nil && !clientStreams()[r.URL.Path] {
-			var prefix [5]byte
-			n, err := io.ReadFull(r.Body, prefix[:])
+			pb := &prefixedBody{body: r.Body}
+			n, err := io.ReadFull(r.Body, pb.prefix[:])
 			if err == nil {
-				if err := cfg.limit(r.URL.Path, binary.BigEndian.Uint32(prefix[1:])); err != nil {
+				if err := cfg.limit(r.URL.Path, binary.BigEndian.Uint32(pb.prefix[1:])); err != nil {
 					writeGRPCStatus(w, status.Convert(err))
 					return
 				}
 			}
 			// What was read goes back in front of the body (an empty or
 			// cut body is grpcServer's to answer).
-			r.Body = prefixedBody{Reader: io.MultiReader(bytes.NewReader(prefix[:n]), r.Body), Closer: r.Body}
+			pb.n = n
+			r.Body = pb
 		}
 		grpcServer.ServeHTTP(w, r)
 	})
 }
 
-// prefixedBody is a request body with bytes already read put back.
+// prefixedBody is a request body with the first bytes already read (a
+// gRPC message's 5-byte prefix, or fewer) put back in front: one
+// allocation per call.
 type prefixedBody struct {
-	io.Reader
-	io.Closer
+	prefix [5]byte
+	off, n int // prefix[off:n] is still to be read
+	body   io.ReadCloser
 }
+
+func (b *prefixedBody) Read(p []byte) (int, error) {
+	if b.off < b.n {
+		k := copy(p, b.prefix[b.off:b.n])
+		b.off += k
+		return k, nil
+	}
+	return b.body.Read(p)
+}
+
+func (b *prefixedBody) Close() error { return b.body.Close() }
 
 // writeGRPCStatus answers a gRPC call with st alone (a trailers-only
 // response).
@@ -118,6 +134,14 @@ type serveConfig struct {
 	admit           tap.ServerInHandle
 	limit           func(method string, size uint32) error
 	tls             *tls.Config
+	// native are gRPC servers served by grpc-go's own transport
+	// (WithNativeGRPC).
+	native []nativeGRPC
+}
+
+type nativeGRPC struct {
+	lis net.Listener
+	srv *grpc.Server
 }
 
 // WithGRPCMessageLimit checks the declared length of the first message of
@@ -159,6 +183,17 @@ func WithGRPCListener(lis net.Listener) ServeOption {
 	return func(c *serveConfig) { c.grpcListener = lis }
 }
 
+// WithNativeGRPC also serves srv on lis with grpc-go's own transport
+// (srv.Serve: gRPC only, TLS by srv's credentials), which costs far less
+// CPU per call than the shared port's net/http path. srv has its own
+// receive bound and tap handles: neither WithGRPCAdmission nor
+// WithGRPCMessageLimit applies to it. It stops with the rest: after the
+// HTTP drain, srv.GracefulStop within the shutdown timeout (with the other
+// gRPC server's), then Stop.
+func WithNativeGRPC(lis net.Listener, srv *grpc.Server) ServeOption {
+	return func(c *serveConfig) { c.native = append(c.native, nativeGRPC{lis, srv}) }
+}
+
 // ListenAndServe listens on addr and calls Serve.
 func ListenAndServe(ctx context.Context, addr string, grpcServer *grpc.Server, httpHandler http.Handler, logger *slog.Logger, opts ...ServeOption) error {
 	lis, err := net.Listen("tcp", addr)
@@ -172,7 +207,8 @@ func ListenAndServe(ctx context.Context, addr string, grpcServer *grpc.Server, h
 // over TLS with WithTLS) and HTTP/1.1 and HTTP/2 (the gateway) on lis until ctx is cancelled, then shuts
 // down gracefully: stop accepting, drain HTTP (which includes gRPC calls on
 // this port and on WithGRPCListener's) within the shutdown timeout, then
-// GracefulStop the gRPC server, forcing Stop past the timeout. It
+// GracefulStop the gRPC server (and WithNativeGRPC's, together), forcing
+// Stop past the timeout. It
 // returns nil after a shutdown caused by ctx, or the error that stopped it.
 func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpHandler http.Handler, logger *slog.Logger, opts ...ServeOption) error {
 	cfg := serveConfig{shutdownTimeout: 15 * time.Second}
@@ -215,7 +251,7 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 		}
 	}
 
-	errc := make(chan error, 2)
+	errc := make(chan error, 2+len(cfg.native))
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
@@ -237,6 +273,15 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 			}
 		}()
 	}
+	for _, n := range cfg.native {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := n.srv.Serve(n.lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+				errc <- fmt.Errorf("gateway: serve native grpc: %w", err)
+			}
+		}()
+	}
 	logger.Debug("gateway: serving", slog.String("addr", lis.Addr().String()))
 
 	var serveErr error
@@ -245,12 +290,16 @@ func Serve(ctx context.Context, lis net.Listener, grpcServer *grpc.Server, httpH
 	case serveErr = <-errc:
 	}
 
-	shutdown(grpcServer, cfg.shutdownTimeout, logger, srv, grpcSrv)
+	grpcServers := []*grpc.Server{grpcServer}
+	for _, n := range cfg.native {
+		grpcServers = append(grpcServers, n.srv)
+	}
+	shutdown(grpcServers, cfg.shutdownTimeout, logger, srv, grpcSrv)
 	wg.Wait()
 	return serveErr
 }
 
-func shutdown(grpcServer *grpc.Server, timeout time.Duration, logger *slog.Logger, servers ...*http.Server) {
+func shutdown(grpcServers []*grpc.Server, timeout time.Duration, logger *slog.Logger, servers ...*http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	for _, srv := range servers {
@@ -262,9 +311,15 @@ func shutdown(grpcServer *grpc.Server, timeout time.Duration, logger *slog.Logge
 			_ = srv.Close()
 		}
 	}
+	// The gRPC servers drain together, within one timeout.
 	stopped := make(chan struct{})
 	go func() {
-		grpcServer.GracefulStop()
+		var wg sync.WaitGroup
+		for _, g := range grpcServers {
+			wg.Add(1)
+			go func() { defer wg.Done(); g.GracefulStop() }()
+		}
+		wg.Wait()
 		close(stopped)
 	}()
 	timer := time.NewTimer(timeout)
@@ -273,7 +328,9 @@ func shutdown(grpcServer *grpc.Server, timeout time.Duration, logger *slog.Logge
 	case <-stopped:
 	case <-timer.C:
 		logger.Warn("grpc drain timed out; stopping")
-		grpcServer.Stop()
+		for _, g := range grpcServers {
+			g.Stop()
+		}
 		<-stopped
 	}
 	logger.Debug("gateway: shutdown complete")

@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"flag"
 	"fmt"
@@ -30,13 +29,11 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/bare"
 )
 
 func main() {
@@ -66,21 +63,11 @@ func run(args []string) error {
 	if err := protojson.Unmarshal(body, ws); err != nil {
 		return fmt.Errorf("%s: %w", *file, err)
 	}
-	want := []byte("Bearer " + *key)
-	authorized := func(v string) bool { return subtle.ConstantTimeCompare([]byte(v), want) == 1 }
-
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	errc := make(chan error, 2)
 	if *httpAddr != "" {
-		srv := &http.Server{Addr: *httpAddr, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if !authorized(r.Header.Get("Authorization")) {
-				http.Error(w, `{"code":16,"message":"unauthenticated"}`, http.StatusUnauthorized)
-				return
-			}
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(body)
-		}), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Addr: *httpAddr, Handler: bare.HTTPHandler(body, *key), ReadHeaderTimeout: 10 * time.Second}
 		go func() { errc <- srv.ListenAndServe() }()
 		defer func() { _ = srv.Close() }()
 	}
@@ -90,7 +77,7 @@ func run(args []string) error {
 			return err
 		}
 		gs := grpc.NewServer()
-		platformv1.RegisterWorkspaceServiceServer(gs, bareWorkspaces{ws: ws, authorized: authorized})
+		bare.RegisterWorkspaces(gs, ws, *key)
 		reflection.Register(gs) // for ghz; not on the measured path
 		go func() { errc <- gs.Serve(lis) }()
 		defer gs.Stop()
@@ -101,18 +88,4 @@ func run(args []string) error {
 	case err := <-errc:
 		return err
 	}
-}
-
-type bareWorkspaces struct {
-	platformv1.UnimplementedWorkspaceServiceServer
-	ws         *platformv1.Workspace
-	authorized func(string) bool
-}
-
-func (b bareWorkspaces) GetWorkspace(ctx context.Context, _ *platformv1.GetWorkspaceRequest) (*platformv1.Workspace, error) {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if v := md.Get("authorization"); len(v) != 1 || !b.authorized(v[0]) {
-		return nil, status.Error(codes.Unauthenticated, "unauthenticated")
-	}
-	return b.ws, nil
 }

@@ -3,14 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/grpc-ecosystem/grpc-gateway/v2/runtime"
 	"google.golang.org/genproto/googleapis/api/annotations"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -549,16 +552,33 @@ func lowerCamel(path string) string {
 
 // TestEveryRegisteredRPCIsGuarded enumerates every method of every service
 // registered on the server (grpc.Server.GetServiceInfo, not the contract's
-// list) and checks, over gRPC and over HTTP, that each non-public one has
+// list) and checks, over gRPC (on the server's own transport and on the
+// gRPC-only port of --grpc-addr, which must register the same methods) and
+// over HTTP, that each non-public one has
 // an entry in transport.MethodAccess, is refused without a key, and is refused
 // (ORGANIZATION_MISMATCH) to a key of another organization when the
 // request names this one. The server is built as serve builds it: the
 // checks must come from the built-in chain, not from an option.
 func TestEveryRegisteredRPCIsGuarded(t *testing.T) {
-	e := newTestEnv(t)
+	e := newTestEnvWith(t, withGRPCOnly)
 	intruder, err := bootstrap(context.Background(), e.st, initOptions{organization: "Intruder", email: "intruder-" + store.NewID() + "@example.test", workspace: "Theirs"})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The gRPC-only port: the same checks on its connection.
+	only := *e
+	only.conn = serveGRPCOnly(t, e, nil)
+	methodsOf := func(s *grpc.Server) map[string]bool {
+		m := map[string]bool{}
+		for svc, info := range s.GetServiceInfo() {
+			for _, md := range info.Methods {
+				m["/"+svc+"/"+md.Name] = true
+			}
+		}
+		return m
+	}
+	if shared, own := methodsOf(e.app.grpc), methodsOf(e.app.grpcOnly); !maps.Equal(shared, own) {
+		t.Errorf("the gRPC-only server registers other methods than the gRPC server:\n%v\n%v", slices.Sorted(maps.Keys(own)), slices.Sorted(maps.Keys(shared)))
 	}
 	n := 0
 	for svc, info := range e.app.grpc.GetServiceInfo() {
@@ -580,18 +600,20 @@ func TestEveryRegisteredRPCIsGuarded(t *testing.T) {
 			if legacy {
 				header, prefix = "x-api-key", ""
 			}
-			t.Run(strings.TrimPrefix(rpc, "/")+"/grpc", func(t *testing.T) {
-				_, err := e.doGRPC(t, rpc, msg, metadata.MD{})
-				if status.Code(err) != codes.Unauthenticated {
-					t.Errorf("without a key: %v, want UNAUTHENTICATED", err)
-				}
-				if namesOrg {
-					_, err = e.doGRPC(t, rpc, msg, metadata.Pairs(header, prefix+intruder.APIKey))
-					if status.Code(err) != codes.PermissionDenied || grpcReason(err) != transport.ReasonName(transport.ReasonOrganizationMismatch) {
-						t.Errorf("another organization's key: %v, want PERMISSION_DENIED %s", err, transport.ReasonName(transport.ReasonOrganizationMismatch))
+			for port, env := range map[string]*testEnv{"grpc": e, "grpc-only": &only} {
+				t.Run(strings.TrimPrefix(rpc, "/")+"/"+port, func(t *testing.T) {
+					_, err := env.doGRPC(t, rpc, msg, metadata.MD{})
+					if status.Code(err) != codes.Unauthenticated {
+						t.Errorf("without a key: %v, want UNAUTHENTICATED", err)
 					}
-				}
-			})
+					if namesOrg {
+						_, err = env.doGRPC(t, rpc, msg, metadata.Pairs(header, prefix+intruder.APIKey))
+						if status.Code(err) != codes.PermissionDenied || grpcReason(err) != transport.ReasonName(transport.ReasonOrganizationMismatch) {
+							t.Errorf("another organization's key: %v, want PERMISSION_DENIED %s", err, transport.ReasonName(transport.ReasonOrganizationMismatch))
+						}
+					}
+				})
+			}
 			if _, ok := proto.GetExtension(md.Options(), annotations.E_Http).(*annotations.HttpRule); !ok {
 				t.Errorf("%s has no HTTP binding", rpc)
 				continue

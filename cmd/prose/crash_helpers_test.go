@@ -53,7 +53,9 @@ func proseInit(t *testing.T, bin string, storeArgs ...string) initResult {
 type proseProc struct {
 	cmd  *exec.Cmd
 	addr string // host:port it serves on
-	done chan struct{}
+	// grpcAddr is the gRPC-only port's (--grpc-addr), logged before addr.
+	grpcAddr string
+	done     chan struct{}
 
 	mu   sync.Mutex
 	tail []string // its last log lines
@@ -80,6 +82,9 @@ func startProse(t *testing.T, bin string, deadline time.Time, args ...string) *p
 		for sc.Scan() {
 			line := sc.Text()
 			var m struct{ Msg, Addr string }
+			if json.Unmarshal([]byte(line), &m) == nil && m.Msg == "serving gRPC only" {
+				p.grpcAddr = m.Addr // read after addr arrives on addrCh
+			}
 			if json.Unmarshal([]byte(line), &m) == nil && m.Msg == "serving" && m.Addr != "" {
 				select {
 				case addrCh <- m.Addr:

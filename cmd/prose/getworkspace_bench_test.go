@@ -4,9 +4,20 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"runtime"
 	"testing"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/proserun/prose/gateway"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/bare"
 )
 
 // benchWriter is a reusable http.ResponseWriter that keeps the status and
@@ -80,4 +91,114 @@ func BenchmarkGetWorkspaceHTTP(b *testing.B) {
 	if w.status != http.StatusOK {
 		b.Fatalf("GET %s: status %d", path, w.status)
 	}
+}
+
+// BenchmarkGetWorkspaceGRPC: WorkspaceService/GetWorkspace with an API key
+// over a real loopback gRPC connection (client in the same process, one
+// connection, 32 calls at a time as ghz -c32 makes them), against:
+//
+//   - prose: the server as prose serve serves it (gateway.Serve on one
+//     port: net/http's HTTP/2 server, the shared port's admission and
+//     message-length checks, grpc.Server.ServeHTTP, the interceptor chain,
+//     the service, the store's cached read);
+//   - prose-grpc-only: the gRPC-only port of prose serve --grpc-addr, as
+//     serve builds it (transport.Options.GRPCOnly: the same chain and
+//     services on grpc-go's own transport, gateway.WithNativeGRPC) and
+//     served by the same gateway.Serve call as the shared port;
+//   - bare: the bare grpc-go server of cmd/prose-bare (internal/bare: no
+//     interceptor, grpc-go's own transport) answering the same message
+//     after the same header check.
+//
+// ns/op is wall time per call with every call in flight on GOMAXPROCS
+// cores, client included; cpu-ns/op is the process's CPU time (user +
+// system) per call, client included, which other work on the machine
+// disturbs less. Compare prose with bare (issue 13's gRPC figure is
+// bare's ns/op ÷ prose's), not either alone. B/op and allocs/op count the client's
+// allocations too (the same client for both). On SQLite.
+//
+//	go test ./cmd/prose -run '^$' -bench BenchmarkGetWorkspaceGRPC -benchmem -count 6
+func BenchmarkGetWorkspaceGRPC(b *testing.B) {
+	cfg := serveConfig{addr: "127.0.0.1:0", grpcAddr: "127.0.0.1:0", data: b.TempDir(), logLevel: "error"}
+	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(a.Close)
+	init, err := bootstrap(context.Background(), a.store, initOptions{organization: "Bench", email: "bench@example.test", workspace: "Ops"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	// Both ports of prose serve --grpc-addr, served as serveCmd serves them.
+	onlyLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	onlyAddr := onlyLis.Addr().String()
+	proseAddr := benchListen(b, func(lis net.Listener) {
+		_ = gateway.Serve(ctx, lis, a.grpc, a.http, slog.New(slog.DiscardHandler), append(a.serveOptions(), gateway.WithNativeGRPC(onlyLis, a.grpcOnly))...)
+	})
+	req := &platformv1.GetWorkspaceRequest{OrganizationId: init.orgID, WorkspaceId: init.workspaceID}
+	callCtx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+init.APIKey)
+	ws, err := platformv1.NewWorkspaceServiceClient(benchConn(b, proseAddr)).GetWorkspace(callCtx, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bs := grpc.NewServer()
+	bare.RegisterWorkspaces(bs, ws, init.APIKey)
+	bareAddr := benchListen(b, func(lis net.Listener) { _ = bs.Serve(lis) })
+	b.Cleanup(bs.Stop)
+
+	for _, c := range []struct{ name, addr string }{{"prose", proseAddr}, {"prose-grpc-only", onlyAddr}, {"bare", bareAddr}} {
+		b.Run(c.name, func(b *testing.B) {
+			client := platformv1.NewWorkspaceServiceClient(benchConn(b, c.addr))
+			got, err := client.GetWorkspace(callCtx, req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !proto.Equal(got, ws) {
+				b.Fatalf("%s answers %v, want %v", c.name, got, ws)
+			}
+			b.ReportAllocs()
+			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
+			b.ResetTimer()
+			cpu0 := processCPU()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := client.GetWorkspace(callCtx, req); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// benchListen serves on a loopback port with serve (in a goroutine, until
+// the benchmark ends) and returns its address.
+func benchListen(b *testing.B, serve func(net.Listener)) string {
+	b.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); serve(lis) }()
+	b.Cleanup(func() { _ = lis.Close(); <-done })
+	return lis.Addr().String()
+}
+
+// benchConn is a plaintext gRPC client connection to addr, closed when the
+// benchmark ends.
+func benchConn(b *testing.B, addr string) *grpc.ClientConn {
+	b.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = conn.Close() })
+	return conn
 }

@@ -25,9 +25,10 @@ import (
 // and other gRPC calls go on; once an upload ends its slot is free again.
 // Both ways gRPC calls arrive are checked: the server's own transport
 // (its InTapHandle) and the shared HTTP port of `prose serve`
-// (gateway.Serve, grpc.Server.ServeHTTP).
+// (gateway.Serve, grpc.Server.ServeHTTP), and the gRPC-only port of
+// --grpc-addr (its own server, sharing the bound).
 func TestGRPCUploadsInFlightAreBounded(t *testing.T) {
-	for _, via := range []string{"grpc-transport", "shared-port"} {
+	for _, via := range []string{"grpc-transport", "shared-port", "grpc-only"} {
 		t.Run(via, func(t *testing.T) { testGRPCUploadsBounded(t, via) })
 	}
 }
@@ -46,6 +47,9 @@ func testGRPCUploadsBounded(t *testing.T, via string) {
 	e := newTestEnvWith(t, func(c *serveConfig) {
 		c.maxGRPCUploads = 2
 		c.outer = append(c.outer, hold)
+		if via == "grpc-only" {
+			withGRPCOnly(c)
+		}
 	})
 	c, ctx := e.files(t)
 	conn := e.conn
@@ -65,6 +69,10 @@ func testGRPCUploadsBounded(t *testing.T, via string) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { conn.Close() })
+		c = platformv1.NewFileServiceClient(conn)
+	}
+	if via == "grpc-only" {
+		conn = serveGRPCOnly(t, e, nil)
 		c = platformv1.NewFileServiceClient(conn)
 	}
 	org := e.init.orgID

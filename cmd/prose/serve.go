@@ -26,6 +26,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -51,7 +52,10 @@ import (
 )
 
 type serveConfig struct {
-	addr      string
+	addr string
+	// grpcAddr, when set, is a gRPC-only port served by grpc-go's own
+	// transport (transport.Options.GRPCOnly), beside addr.
+	grpcAddr  string
 	data      string
 	database  string
 	logLevel  string
@@ -125,6 +129,9 @@ type serveConfig struct {
 	// tlsClientCA, when set, asks every client for a certificate signed by
 	// one of the file's CAs (mutual TLS; needs tlsCert).
 	tlsClientCA string
+	// tlsConfig is the TLS of both ports, made by serveCmd from the flags
+	// above (nil: plain).
+	tlsConfig *tls.Config
 	// tracerProvider, when set, traces requests (otelgrpc, otelhttp) and
 	// runs (the engine's spans); nil: tracing off. serveCmd sets it from
 	// the OTEL_ variables (tracing.Setup); tests pass an in-memory one.
@@ -150,6 +157,7 @@ type serveConfig struct {
 func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.String(ConfigFlag, "", "config file of flag values (YAML, or TOML if it ends in .toml; the flag names as keys)")
 	fs.StringVar(&cfg.addr, "addr", "127.0.0.1:8080", "address to listen on (gRPC and HTTP)")
+	fs.StringVar(&cfg.grpcAddr, "grpc-addr", "", "also serve gRPC alone on this address (HOST:PORT) with grpc-go's own transport: about half the CPU per call of gRPC on --addr, for gRPC-heavy clients; the same services, keys, TLS and limits, except that every request message there is bounded to 8 MiB (larger file uploads go to --addr). Default: none")
 	fs.StringVar(&cfg.data, "data", "./prose-data", "data directory of the embedded SQLite database")
 	fs.StringVar(&cfg.database, "database", "", "a postgres://… URL; overrides --data")
 	fs.StringVar(&cfg.publicURL, "public-url", "", "public origin of the HTTP side (https://prose.example.com), for signed file URLs; default: the request's host")
@@ -161,7 +169,7 @@ func serveFlags(fs *flag.FlagSet, cfg *serveConfig) {
 	fs.IntVar(&cfg.maxGRPCUploads, "max-grpc-uploads", transport.DefaultMaxLargeRequests, "native gRPC file uploads (UploadFile, up to 64 MiB each) received at once; more are refused at once with RESOURCE_EXHAUSTED UPLOADS_BUSY before their message is read; -1: no bound")
 	fs.DurationVar(&cfg.uploadWait, "upload-wait", gateway.DefaultUploadWait, "how long an upload waits for a slot when --max-uploads are in flight (its body unread) before 503; -1ns: no wait")
 	fs.DurationVar(&cfg.bodyReadTimeout, "body-read-timeout", gateway.DefaultBodyReadTimeout, "time to read a request body; a slower one is cut with 408; -1ns: none")
-	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS and gRPC over TLS on --addr (with --tls-key); read again when the file changes. Default: plain HTTP and h2c, for loopback")
+	fs.StringVar(&cfg.tlsCert, "tls-cert", "", "PEM certificate (chain) file: serve HTTPS and gRPC over TLS on --addr and --grpc-addr (with --tls-key); read again when the file changes. Default: plain HTTP and h2c, for loopback")
 	fs.StringVar(&cfg.tlsKey, "tls-key", "", "PEM private key file of --tls-cert")
 	fs.StringVar(&cfg.tlsClientCA, "tls-client-ca", "", "PEM file of the CA certificates of the clients: every client (gRPC and HTTP) must show a certificate one of them signed (mutual TLS; needs --tls-cert). Default: no client certificates")
 	fs.DurationVar(&cfg.shutdownTimeout, "shutdown-timeout", 15*time.Second, "on SIGTERM or SIGINT, how long requests in flight may take to finish, and runs in flight to reach their next statement and go back to the queue (for another replica at once), before the rest is cut")
@@ -239,14 +247,6 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 			}
 		}()
 	}
-	app, err := newApp(ctx, cfg, logger, stderr)
-	if err != nil {
-		logger.Error("start", "err", err)
-		return 1
-	}
-	defer app.Close()
-
-	opts := app.serveOptions()
 	scheme := "http"
 	if cfg.tlsCert != "" {
 		certs, err := gateway.NewCertReloader(cfg.tlsCert, cfg.tlsKey, logger)
@@ -263,8 +263,19 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 			}
 			tlsCfg.ClientCAs, tlsCfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
 		}
-		opts = append(opts, gateway.WithTLS(tlsCfg))
+		cfg.tlsConfig = tlsCfg
 		scheme = "https"
+	}
+	app, err := newApp(ctx, cfg, logger, stderr)
+	if err != nil {
+		logger.Error("start", "err", err)
+		return 1
+	}
+	defer app.Close()
+
+	opts := app.serveOptions()
+	if cfg.tlsConfig != nil {
+		opts = append(opts, gateway.WithTLS(cfg.tlsConfig))
 	}
 	lis, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
@@ -273,6 +284,20 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 	}
 	if scheme == "http" && !isLoopback(lis.Addr()) {
 		logger.Warn("serving plain HTTP and h2c on a non-loopback address: API keys cross the network in clear; give --tls-cert and --tls-key, or terminate TLS in front", "addr", lis.Addr().String())
+	}
+	if cfg.grpcAddr != "" {
+		glis, err := net.Listen("tcp", cfg.grpcAddr)
+		if err != nil {
+			_ = lis.Close()
+			logger.Error("listen", "grpc_addr", cfg.grpcAddr, "err", err)
+			return 1
+		}
+		if scheme == "http" && !isLoopback(glis.Addr()) {
+			logger.Warn("serving plain gRPC on a non-loopback address: API keys cross the network in clear; give --tls-cert and --tls-key", "addr", glis.Addr().String())
+		}
+		opts = append(opts, gateway.WithNativeGRPC(glis, app.grpcOnly))
+		// Before "serving": whoever waits for that line finds both ports.
+		logger.Info("serving gRPC only", "addr", glis.Addr().String(), "tls", scheme == "https", "max_request_bytes", transport.GRPCOnlyMaxRequestBytes)
 	}
 	// SIGTERM: this replica stops taking work at once (health NOT_SERVING,
 	// /readyz 503, the engine hands its runs back) while gateway.Serve
@@ -315,6 +340,9 @@ func serveCmd(ctx context.Context, args []string, _ io.Reader, _, stderr io.Writ
 type app struct {
 	services server.Services
 	grpc     *grpc.Server
+	// grpcOnly is the gRPC-only server of --grpc-addr (nil without it):
+	// grpc's chain and services on grpc-go's own transport.
+	grpcOnly *grpc.Server
 	http     http.Handler
 	store    store.Store
 	engine   *engine.Engine
@@ -654,8 +682,9 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		Health:    a.health,
 		// A child span per in-process call of the gateway and the console.
 		TracerProvider: cfg.tracerProvider,
+		GRPCOnly:       grpcOnlyOptions(cfg),
 	})
-	a.grpc = srv.GRPC
+	a.grpc, a.grpcOnly = srv.GRPC, srv.GRPCOnly
 	// Every service on the gRPC server and on the in-process channel the
 	// gateway and the console call (one interceptor chain for both).
 	a.services.Register(srv)
@@ -764,6 +793,19 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 			otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string { return "HTTP " + r.Method }))
 	}
 	return a, nil
+}
+
+// grpcOnlyOptions are the gRPC-only server's own options (nil: no
+// --grpc-addr): the ports' TLS as its transport credentials.
+func grpcOnlyOptions(cfg serveConfig) *transport.GRPCOnlyOptions {
+	if cfg.grpcAddr == "" {
+		return nil
+	}
+	o := &transport.GRPCOnlyOptions{}
+	if cfg.tlsConfig != nil {
+		o.ServerOptions = append(o.ServerOptions, grpc.Creds(credentials.NewTLS(cfg.tlsConfig)))
+	}
+	return o
 }
 
 // tracerOf is the engine's tracer of tp (nil: tracing off).

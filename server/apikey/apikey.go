@@ -108,11 +108,20 @@ func base62(b []byte, n int) string {
 	return string(out)
 }
 
+// checksum is the base62 CRC-32 of body: base62 of its 4 big-endian
+// bytes, on ChecksumLen digits (2^32 < 62^6), computed without math/big
+// (Parse runs on every authenticated call).
 func checksum(body string) string {
-	var b [4]byte
-	v := crc32.ChecksumIEEE([]byte(body))
-	b[0], b[1], b[2], b[3] = byte(v>>24), byte(v>>16), byte(v>>8), byte(v)
-	return base62(b[:], ChecksumLen) // 2^32 < 62^6
+	var out [ChecksumLen]byte
+	checksumInto(&out, crc32.ChecksumIEEE([]byte(body)))
+	return string(out[:])
+}
+
+func checksumInto(out *[ChecksumLen]byte, v uint32) {
+	for i := ChecksumLen - 1; i >= 0; i-- {
+		out[i] = alphabet[v%62]
+		v /= 62
+	}
 }
 
 func isBase62(s string) bool {
@@ -137,7 +146,9 @@ func Parse(value string) (prefix string, err error) {
 		return "", fmt.Errorf("%w: unexpected character", ErrMalformed)
 	}
 	body, sum := value[:Len-ChecksumLen], value[Len-ChecksumLen:]
-	if subtle.ConstantTimeCompare([]byte(checksum(body)), []byte(sum)) != 1 {
+	var want [ChecksumLen]byte
+	checksumInto(&want, crc32.ChecksumIEEE([]byte(body)))
+	if subtle.ConstantTimeCompare(want[:], []byte(sum)) != 1 {
 		return "", fmt.Errorf("%w: checksum mismatch (a typo or a truncated key?)", ErrMalformed)
 	}
 	return value[:PrefixLen], nil

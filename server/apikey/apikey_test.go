@@ -104,3 +104,21 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// The checksum of keys already given out must not change: checksum (no
+// math/big) equals the base62 of the CRC's 4 big-endian bytes that keys
+// were made with, and a key made before keeps parsing.
+func TestChecksumUnchanged(t *testing.T) {
+	for _, v := range []uint32{0, 1, 61, 62, 62 * 62, 1<<31 - 1, 1 << 31, 0xdeadbeef, 1<<32 - 1} {
+		var got [ChecksumLen]byte
+		checksumInto(&got, v)
+		if want := base62([]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)}, ChecksumLen); string(got[:]) != want {
+			t.Errorf("checksum of %#x = %s, want %s", v, got[:], want)
+		}
+	}
+	// A key value whose checksum was computed with math/big (base62).
+	const old = "prose_Ab3dE6gH9k_0123456789abcdefghijABCDEFGHIJ0123456789abc4Nz886"
+	if p, err := Parse(old); err != nil || p != "prose_Ab3dE6gH9k_" {
+		t.Fatalf("Parse(%q) = %q, %v", old, p, err)
+	}
+}

@@ -13,10 +13,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
 	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
-	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
 	"go.einride.tech/aip/fieldbehavior"
 	"google.golang.org/genproto/googleapis/api/annotations"
 	"google.golang.org/grpc"
@@ -156,6 +153,10 @@ func logCall(ctx context.Context, log *slog.Logger, method string, start time.Ti
 	switch code {
 	case codes.Internal, codes.Unknown, codes.DataLoss, codes.Unavailable:
 		level = slog.LevelError
+	}
+	if !log.Enabled(ctx, level) {
+		// Not logged (--log-level above info): no duration, no attributes.
+		return
 	}
 	attrs := []slog.Attr{
 		slog.String("method", method),
@@ -315,31 +316,37 @@ func (p publicSet) has(method string) bool {
 	return false
 }
 
-// The auth entry is go-grpc-middleware's auth interceptor behind its
-// selector: every method but the public ones is authenticated. The
-// Authenticator learns the method from the call's context (grpc.Method:
-// the gRPC server's stream, or Local's).
+// The auth entry authenticates every method but the public ones with the
+// Authenticator, given the method the interceptor is told (the gRPC
+// server's, or Local's: the same name grpc.Method reads). A service cannot
+// replace it (go-grpc-middleware's auth interceptor, used before, let a
+// service implementing AuthFuncOverride skip the Authenticator; and its
+// selector formatted the method's name again on every call).
 
-func authFunc(a Authenticator) auth.AuthFunc {
-	return func(ctx context.Context) (context.Context, error) {
-		method, ok := grpc.Method(ctx)
-		if !ok {
-			return nil, NewError(codes.Internal, ReasonInternal, internalMessage).Err()
+func authUnary(a Authenticator, public publicSet) grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if public.has(info.FullMethod) {
+			return handler(ctx, req)
 		}
-		return a.Authenticate(ctx, method)
+		ctx, err := a.Authenticate(ctx, info.FullMethod)
+		if err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
 	}
 }
 
-func notPublic(public publicSet) selector.Matcher {
-	return selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool { return !public.has(c.FullMethod()) })
-}
-
-func authUnary(a Authenticator, public publicSet) grpc.UnaryServerInterceptor {
-	return selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFunc(a)), notPublic(public))
-}
-
 func authStream(a Authenticator, public publicSet) grpc.StreamServerInterceptor {
-	return selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFunc(a)), notPublic(public))
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if public.has(info.FullMethod) {
+			return handler(srv, ss)
+		}
+		ctx, err := a.Authenticate(ss.Context(), info.FullMethod)
+		if err != nil {
+			return err
+		}
+		return handler(srv, withStreamContext(ss, ctx))
+	}
 }
 
 // --- validation -----------------------------------------------------------

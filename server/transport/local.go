@@ -22,12 +22,21 @@ type Server struct {
 	GRPC *grpc.Server
 	// Local is the in-process channel the gateway and the console call.
 	Local *Local
+	// GRPCOnly, when Options.GRPCOnly is set, serves gRPC clients on a
+	// port of its own with grpc-go's transport (grpc.Server.Serve): GRPC's
+	// chain and options, a receive bound of GRPCOnlyMaxRequestBytes for
+	// every method. Nil otherwise.
+	GRPCOnly *grpc.Server
 }
 
-// RegisterService registers impl on the gRPC server and on the in-process
-// channel.
+// RegisterService registers impl on the gRPC server, on the gRPC-only
+// server if there is one (with its receive errors rewritten: grpcOnlyDesc),
+// and on the in-process channel.
 func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	s.GRPC.RegisterService(desc, impl)
+	if s.GRPCOnly != nil {
+		s.GRPCOnly.RegisterService(grpcOnlyDesc(desc), impl)
+	}
 	s.Local.RegisterService(desc, impl)
 }
 

@@ -105,6 +105,12 @@ type Options struct {
 	// attributed as otelgrpc names a call on a connection. Native gRPC
 	// calls get theirs from otelgrpc's stats handler (ServerOptions).
 	TracerProvider trace.TracerProvider
+	// GRPCOnly, when set, makes NewServer build a second *grpc.Server
+	// (Server.GRPCOnly) for a gRPC-only port served by grpc-go's own
+	// transport (grpc.Server.Serve): the same interceptor chain, admission,
+	// health, reflection and ServerOptions, its own options after them, and
+	// one receive bound for every method, GRPCOnlyMaxRequestBytes.
+	GRPCOnly *GRPCOnlyOptions
 }
 
 func (o Options) logger() *slog.Logger {
@@ -235,7 +241,9 @@ func New(opts Options) *grpc.Server {
 
 // NewServer returns a gRPC server and its in-process channel, both behind
 // the interceptor chain of opts (one chain, built and checked once), with
-// gRPC health registered on both and server reflection on the gRPC server.
+// gRPC health registered on both and server reflection on the gRPC server
+// (and, with Options.GRPCOnly, a second gRPC server built from the same
+// chain and options: Server.GRPCOnly).
 // Register the Prose services on the Server, then serve GRPC
 // (gateway.ListenAndServe) and give Local to the gateway and the console.
 //
@@ -251,9 +259,15 @@ func NewServer(opts Options) *Server {
 	// Only native gRPC calls are admitted by Admission: Local's callers
 	// (the gateway, the console) are bounded by the gateway itself.
 	grpcOpts = append(grpcOpts, opts.Admission.serverOption()...)
+	grpcOpts = append(grpcOpts, opts.ServerOptions...)
 	s := &Server{
-		GRPC:  grpc.NewServer(append(grpcOpts, opts.ServerOptions...)...),
+		GRPC:  grpc.NewServer(grpcOpts...),
 		Local: &Local{unary: chainUnary(unary), stream: chainStream(stream), methods: map[string]localMethod{}},
+	}
+	if opts.GRPCOnly != nil {
+		// The same options, then its own, then its bound (last: it wins).
+		only := append(append(grpcOpts[:len(grpcOpts):len(grpcOpts)], opts.GRPCOnly.ServerOptions...), grpc.MaxRecvMsgSize(GRPCOnlyMaxRequestBytes))
+		s.GRPCOnly = grpc.NewServer(only...)
 	}
 	if opts.TracerProvider != nil {
 		s.Local.tracer = opts.TracerProvider.Tracer(tracerName)
@@ -266,6 +280,9 @@ func NewServer(opts Options) *Server {
 	healthpb.RegisterHealthServer(s, hs)
 	if !opts.DisableReflection {
 		reflection.Register(s.GRPC)
+		if s.GRPCOnly != nil {
+			reflection.Register(s.GRPCOnly)
+		}
 	}
 	return s
 }

@@ -340,3 +340,43 @@ func TestVerifyChain(t *testing.T) {
 	transport.New(transport.Options{Registerer: prometheus.NewRegistry(),
 		Extra: []transport.Middleware{{Name: transport.MiddlewareLogging, Unary: noop}}})
 }
+
+// overridingLegacy implements go-grpc-middleware's AuthFuncOverride, which
+// that library's auth interceptor obeyed instead of the Authenticator.
+type overridingLegacy struct{ fakeLegacy }
+
+func (*overridingLegacy) AuthFuncOverride(ctx context.Context, _ string) (context.Context, error) {
+	return ctx, nil
+}
+
+// TestServiceCannotSkipTheAuthenticator: the auth entry asks the
+// Authenticator whatever the service implements (over gRPC and over Local,
+// unary and streaming).
+func TestServiceCannotSkipTheAuthenticator(t *testing.T) {
+	refuse := transport.AuthenticatorFunc(func(context.Context, string) (context.Context, error) {
+		return nil, transport.Unauthenticated(errorsv1.ErrorReason_ERROR_REASON_API_KEY_MISSING, "no")
+	})
+	e := start(t, transport.Options{Authenticator: refuse}, &overridingLegacy{})
+	if _, err := legacyv2.NewLegacyServiceClient(e.conn).GetRun(context.Background(), &legacyv2.GetRunRequest{Id: "ok"}); status.Code(err) != codes.Unauthenticated {
+		t.Errorf("unary over gRPC: %v, want UNAUTHENTICATED", err)
+	}
+	srv := transport.NewServer(transport.Options{Logger: slog.New(slog.DiscardHandler), Registerer: prometheus.NewRegistry(),
+		Authenticator: refuse, DisableReflection: true})
+	defer srv.GRPC.Stop()
+	desc := healthpb.Health_ServiceDesc
+	desc.ServiceName = "probe.Health"
+	srv.RegisterService(&desc, overridingProbe{})
+	stream, err := probeClient{srv.Local}.Watch(context.Background(), &healthpb.HealthCheckRequest{})
+	if err == nil {
+		_, err = stream.Recv()
+	}
+	if status.Code(err) != codes.Unauthenticated {
+		t.Errorf("stream over Local: %v, want UNAUTHENTICATED", err)
+	}
+}
+
+type overridingProbe struct{ probeHealth }
+
+func (overridingProbe) AuthFuncOverride(ctx context.Context, _ string) (context.Context, error) {
+	return ctx, nil
+}

@@ -1,0 +1,200 @@
+package main
+
+import (
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/genproto/googleapis/api/httpbody"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/fieldmaskpb"
+
+	"github.com/proserun/prose/gateway"
+	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/server/transport"
+)
+
+// withGRPCOnly is a serveConfig edit giving the app a gRPC-only server
+// (--grpc-addr).
+func withGRPCOnly(c *serveConfig) { c.grpcAddr = "127.0.0.1:0" }
+
+// serveGRPCOnly serves the app as `prose serve --grpc-addr` does
+// (gateway.Serve with the gRPC-only server on a listener of its own,
+// wrapped by wrap when not nil) and returns a connection to the gRPC-only
+// port. The app must have been made with withGRPCOnly.
+func serveGRPCOnly(t *testing.T, e *testEnv, wrap func(net.Listener) net.Listener) *grpc.ClientConn {
+	t.Helper()
+	if e.app.grpcOnly == nil {
+		t.Fatal("the app has no gRPC-only server (withGRPCOnly)")
+	}
+	httpLis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var grpcLis net.Listener
+	if grpcLis, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	target := grpcLis.Addr().String()
+	if wrap != nil {
+		grpcLis = wrap(grpcLis)
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = gateway.Serve(sctx, httpLis, e.app.grpc, e.app.http, slogDiscard(), append(e.app.serveOptions(), gateway.WithNativeGRPC(grpcLis, e.app.grpcOnly))...)
+	}()
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close(); stop(); <-done })
+	return conn
+}
+
+// TestGRPCOnlyPortBoundsEveryMethod: on the gRPC-only port (--grpc-addr,
+// grpc-go's transport) every request message is bounded to 8 MiB, file
+// uploads included: a 20 MiB upload, or one just over 8 MiB, is
+// RESOURCE_EXHAUSTED REQUEST_TOO_LARGE saying to send it to the shared
+// port, refused from the length its frame declares (the server reads at
+// most the flow-control window of it) and before the interceptor chain; a
+// 20 MiB UpdateWorkspace is refused unread too (grpc-go's own
+// RESOURCE_EXHAUSTED). Within the bound, uploads and other calls are
+// served, and an upload's success carries no refusal.
+func TestGRPCOnlyPortBoundsEveryMethod(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]int{}
+	record := transport.Middleware{Name: "record", Unary: func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		mu.Lock()
+		seen[info.FullMethod]++
+		mu.Unlock()
+		return h(ctx, req)
+	}}
+	seenOf := func(method string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return seen[method]
+	}
+	e := newTestEnvWith(t, func(c *serveConfig) { withGRPCOnly(c); c.outer = append(c.outer, record) })
+	var read atomic.Int64
+	conn := serveGRPCOnly(t, e, func(l net.Listener) net.Listener { return countingListener{l, &read} })
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+e.init.APIKey)
+	org, ws := e.init.orgID, e.init.workspaceID
+	files := platformv1.NewFileServiceClient(conn)
+	workspaces := platformv1.NewWorkspaceServiceClient(conn)
+	const upload = "/prose.platform.v1.FileService/UploadFile"
+	uploadOf := func(size int) error {
+		_, err := files.UploadFile(ctx, &platformv1.UploadFileRequest{OrganizationId: org, Filename: "f.bin",
+			Content: &httpbody.HttpBody{ContentType: "application/octet-stream", Data: make([]byte, size)}})
+		return err
+	}
+
+	for _, size := range []int{20 << 20, 8<<20 + 1} {
+		before := read.Load()
+		err := uploadOf(size)
+		got := read.Load() - before
+		if status.Code(err) != codes.ResourceExhausted || grpcReason(err) != transport.ReasonName(transport.ReasonRequestTooLarge) {
+			t.Fatalf("an upload of %d bytes: %v (reason %q), want RESOURCE_EXHAUSTED REQUEST_TOO_LARGE", size, err, grpcReason(err))
+		}
+		msg := status.Convert(err).Message()
+		if !strings.Contains(msg, "8388608 bytes") || !strings.Contains(msg, "shared port (--addr, gRPC or HTTP)") {
+			t.Errorf("an upload of %d bytes: the message does not give the bound and the shared port: %q", size, msg)
+		}
+		if got > 4<<20 {
+			t.Errorf("an upload of %d bytes: the server read %d bytes of it, want at most the flow-control window", size, got)
+		}
+	}
+	if n := seenOf(upload); n != 0 {
+		t.Errorf("refused uploads reached the interceptor chain %d times", n)
+	}
+	// Other methods take 8 MiB on either port: grpc-go's own refusal.
+	before := read.Load()
+	_, err := workspaces.UpdateWorkspace(ctx, &platformv1.UpdateWorkspaceRequest{OrganizationId: org, WorkspaceId: ws,
+		Workspace: &platformv1.Workspace{Title: strings.Repeat("t", 20<<20)}, UpdateMask: &fieldmaskpb.FieldMask{Paths: []string{"title"}}})
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "vs. 8388608") {
+		t.Fatalf("UpdateWorkspace with a 20 MiB message: %v, want RESOURCE_EXHAUSTED over 8388608 bytes", err)
+	}
+	if got := read.Load() - before; got > 4<<20 {
+		t.Errorf("UpdateWorkspace with a 20 MiB message: the server read %d bytes of it", got)
+	}
+	// Within the bound: served, through the chain.
+	if err := uploadOf(7 << 20); err != nil {
+		t.Fatalf("a 7 MiB upload: %v", err)
+	}
+	if n := seenOf(upload); n != 1 {
+		t.Errorf("a 7 MiB upload went through the chain %d times, want 1", n)
+	}
+	if _, err := workspaces.GetWorkspace(ctx, &platformv1.GetWorkspaceRequest{OrganizationId: org, WorkspaceId: ws}); err != nil {
+		t.Fatalf("GetWorkspace: %v", err)
+	}
+}
+
+// TestServeGRPCOnlyPort runs `prose serve --grpc-addr` and the prose CLI
+// against that port (--address): plain gRPC, then mutual TLS
+// (--tls-cert, --tls-client-ca apply to it: a client without a certificate
+// is refused). Each server stops on SIGTERM with exit 0 after draining.
+func TestServeGRPCOnlyPort(t *testing.T) {
+	bin := proseBinary(t)
+	data := t.TempDir()
+	init := proseInit(t, bin, "--data", data)
+	deadline := time.Now().Add(2 * time.Minute)
+	stop := func(p *proseProc) {
+		t.Helper()
+		if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-p.done:
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("prose serve did not stop on SIGTERM:\n%s", p.logTail())
+		}
+		if code := p.cmd.ProcessState.ExitCode(); code != 0 || !strings.Contains(p.logTail(), `"msg":"stopped"`) {
+			t.Fatalf("prose serve after SIGTERM: exit %d\n%s", code, p.logTail())
+		}
+	}
+
+	p := startProse(t, bin, deadline, "--data", data, "--grpc-addr", "127.0.0.1:0")
+	if p.grpcAddr == "" || p.grpcAddr == p.addr {
+		t.Fatalf("no gRPC-only port logged (%q):\n%s", p.grpcAddr, p.logTail())
+	}
+	c := newCLI(t, "PROSE_ADDRESS="+p.grpcAddr, "PROSE_API_KEY="+init.APIKey)
+	a := c.json(0, "automations", "create", "--file", "../../examples/invoice.prose", "--title", "Invoices", "--id", "invoices", "--publish")
+	if a["latest_published_version"] == nil {
+		t.Fatalf("created %v", a)
+	}
+	if out := c.must(0, "automations", "list"); !strings.Contains(out, "invoices") {
+		t.Fatalf("automations list:\n%s", out)
+	}
+	if out := c.must(0, "automations", "invoke", "invoices", "--input", "invoice_total=120.50", "--wait"); !strings.Contains(out, "completed") || !strings.Contains(out, "output due: 128.9350") {
+		t.Fatalf("invoke --wait:\n%s", out)
+	}
+	if out := c.must(0, "runs", "list"); !strings.Contains(out, "completed") {
+		t.Fatalf("runs list:\n%s", out)
+	}
+	stop(p)
+
+	ca := newTestCA(t, "prose-ca")
+	srvCert, srvKey := ca.issue("server", 2, true)
+	cliCert, cliKey := ca.issue("client", 3, false)
+	p = startProse(t, bin, deadline, "--data", data, "--grpc-addr", "127.0.0.1:0",
+		"--tls-cert", srvCert, "--tls-key", srvKey, "--tls-client-ca", ca.file)
+	base := []string{"--address", "https://" + p.grpcAddr, "--api-key", init.APIKey, "--ca-file", ca.file}
+	if out := c.must(0, append(base, "automations", "list", "--cert-file", cliCert, "--key-file", cliKey)...); !strings.Contains(out, "invoices") {
+		t.Fatalf("automations list over mutual TLS on the gRPC-only port:\n%s", out)
+	}
+	if code, _, errb := c.run(append(base, "automations", "list")...); code != exitUnavailable {
+		t.Fatalf("without a client certificate: exit %d, want %d\n%s", code, exitUnavailable, errb)
+	}
+	stop(p)
+}
