@@ -30,12 +30,12 @@ type Server struct {
 }
 
 // RegisterService registers impl on the gRPC server, on the gRPC-only
-// server if there is one (with its receive errors rewritten: grpcOnlyDesc),
+// server if there is one,
 // and on the in-process channel.
 func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	s.GRPC.RegisterService(desc, impl)
 	if s.GRPCOnly != nil {
-		s.GRPCOnly.RegisterService(grpcOnlyDesc(desc), impl)
+		s.GRPCOnly.RegisterService(desc, impl)
 	}
 	s.Local.RegisterService(desc, impl)
 }
