@@ -35,4 +35,3 @@ func TestUntil(t *testing.T) {
 		t.Fatalf("failure %q", r.failed)
 	}
 }
-
