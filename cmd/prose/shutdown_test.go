@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 )
@@ -65,8 +66,8 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	ctx := context.Background()
-	deadline := time.Now().Add(90 * time.Second)
-	bin := buildProse(t)
+	bin := proseBinary(t)
+	deadline := testtime.Deadline(90 * time.Second)
 	data := t.TempDir()
 	ini := proseInit(t, bin, "--data", data)
 	book := newHeldBook(t)
