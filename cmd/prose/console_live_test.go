@@ -428,7 +428,7 @@ func TestServePrintsSignInLink(t *testing.T) {
 		cancel()
 		select {
 		case <-done:
-		case <-time.After(30 * time.Second):
+		case <-time.After(testtime.Limit(testtime.Wait)):
 			t.Error("serve did not stop")
 		}
 	}()
