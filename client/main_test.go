@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/proserun/prose/internal/testtime"
 )
 
 // The server the examples talk to: `prose serve` built from this module and
@@ -90,8 +92,8 @@ func runWithServer(m *testing.M) int {
 			fmt.Fprintln(os.Stderr, err)
 			return 1
 		}
-	case <-time.After(60 * time.Second):
-		fmt.Fprintln(os.Stderr, "prose serve did not start within 60s")
+	case <-time.After(testtime.Limit(testtime.Wait)):
+		fmt.Fprintf(os.Stderr, "prose serve did not start within %v\n", testtime.Limit(testtime.Wait))
 		return 1
 	}
 	if apiKey == "" || workspace == "" {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/store"
@@ -170,7 +171,7 @@ the output second is the second run's result
 			var asking store.Run
 			for _, k := range children(t, st, e.org, e.ws, a.ID, r.ID) {
 				// the child of 200 asks; the other completes
-				deadline := time.Now().Add(10 * time.Second)
+				deadline := testtime.Deadline(testtime.Wait)
 				for k.State != store.RunAwaitingGuidance && k.State != store.RunCompleted && time.Now().Before(deadline) {
 					time.Sleep(time.Millisecond) // poll for the child, not a timed assertion
 					if k, err = st.GetRunByID(ctx, k.ID); err != nil {
@@ -272,7 +273,7 @@ the output second is the second run's result
 				t.Fatal(err)
 			}
 			e.waitFor(t, a, r.ID, store.RunWaiting)
-			deadline := time.Now().Add(30 * time.Second)
+			deadline := testtime.Deadline(testtime.Wait)
 			for bk.calls.Load() == 0 {
 				if time.Now().After(deadline) {
 					t.Fatal("no child called the book")
@@ -347,7 +348,7 @@ func TestChildRunStartedOnceAcrossCrash(t *testing.T) {
 			}
 			select {
 			case <-st.hung: // the first child exists; its checkpoint hangs
-			case <-time.After(30 * time.Second):
+			case <-time.After(testtime.Limit(testtime.Wait)):
 				t.Fatal("no checkpoint was saved")
 			}
 			if n := len(children(t, base, e.org, e.ws, a.ID, r.ID)); n != 1 {
@@ -435,7 +436,7 @@ the output status is the first run's status
 		t.Fatal(err)
 	}
 	var kids []store.Run
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for {
 		kids = children(t, e.st, e.org, e.ws, deep.ID, r.ID)
 		if len(kids) == 1 && kids[0].State == store.RunAwaitingGuidance {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/postgres/pgtest"
@@ -78,7 +79,7 @@ func (e *env) automation(t *testing.T, code string) store.Automation {
 // waitState polls the store until the run leaves the given transient states.
 func (e *env) waitFor(t *testing.T, a store.Automation, id string, want store.RunState) store.Run {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for {
 		r, err := e.st.GetRun(context.Background(), e.org, e.ws, a.ID, id)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/store"
 )
@@ -53,15 +54,17 @@ func TestShutdownHandsRunsBack(t *testing.T) {
 	}
 	select {
 	case <-bk.started:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testtime.Limit(testtime.Wait)):
 		t.Fatal("the book was not called")
 	}
 	stop() // the shutdown starts while the book call is in flight
-	time.Sleep(50 * time.Millisecond)
+	// The book answers once the engine drains (a fixed 50 ms could end
+	// before a loaded machine's engine saw the stop: the run then went on).
+	testtime.Until(t, testtime.Wait, func() (bool, string) { return e.eng.Draining(), "the engine does not drain after its context ended" })
 	close(bk.release)
 	select {
 	case <-done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(testtime.Limit(testtime.Wait)):
 		t.Fatal("Run did not return after the run was handed back")
 	}
 	got, err := e.st.GetRun(ctx, e.org, e.ws, a.ID, r.ID)

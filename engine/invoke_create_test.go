@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/postgres"
 )
@@ -262,7 +263,7 @@ func TestAnnounceCoalescesNotices(t *testing.T) {
 	wg.Wait()
 	close(gate)
 	// The first notice, then one for the 49 invokes made meanwhile.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for {
 		mu.Lock()
 		got := notices

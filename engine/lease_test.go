@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlite"
@@ -67,14 +68,14 @@ func TestLostLeaseWritesNothing(t *testing.T) {
 	}
 	select {
 	case <-bk.started:
-	case <-time.After(30 * time.Second):
+	case <-time.After(testtime.Limit(testtime.Wait)):
 		t.Fatal("the book was not called")
 	}
 	// Another worker takes the run over once its lease is recovered (at
 	// most once a second of the store's clock); the engine has no free
 	// slot to take it back.
 	var thief []store.Run
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for len(thief) == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the expired lease was not recovered")
@@ -95,7 +96,7 @@ func TestLostLeaseWritesNothing(t *testing.T) {
 		if cause == nil || errors.Is(cause, context.Canceled) && cause.Error() == context.Canceled.Error() {
 			t.Fatalf("the call's context ended with %v, want the lost lease", cause)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(testtime.Limit(testtime.Wait)):
 		t.Fatal("the book call was not cancelled")
 	}
 	stopEngine() // waits for the worker

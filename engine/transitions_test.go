@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/store"
 )
@@ -81,7 +82,7 @@ func TestExceptionTransitions(t *testing.T) {
 	// The worker that completed the run announces the change after its
 	// write: wait until it has returned (Busy drops after that notice), so
 	// that its notice is not counted against the steps below.
-	for deadline := time.Now().Add(10 * time.Second); e.eng.Busy() != 0; time.Sleep(time.Millisecond) {
+	for deadline := testtime.Deadline(testtime.Wait); e.eng.Busy() != 0; time.Sleep(time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the worker that completed the run did not return")
 		}

@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 )
 
@@ -149,7 +150,7 @@ func TestFairWorkers(t *testing.T) {
 		e.app.engine.CheckPauses(context.Background())
 	})
 	// Both workers run organization A's runs.
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for {
 		n := 0
 		for _, id := range runaway {

@@ -23,7 +23,9 @@ var (
 )
 
 // proseBinary builds this command once per test process and returns the
-// binary's path.
+// binary's path (TestMain removes it at the end). Tests that start the
+// binary take their deadlines after this call: a build on a loaded machine
+// can take minutes.
 func proseBinary(t *testing.T) string {
 	t.Helper()
 	buildOnce.Do(func() {

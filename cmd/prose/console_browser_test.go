@@ -14,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/proserun/prose/console"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 )
 
@@ -58,7 +59,7 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 800))
 	// A bound on the whole test, so that a page that never shows what a step
 	// waits for fails the test instead of hanging it.
-	dctx, cancelD := context.WithTimeout(actx, 3*time.Minute)
+	dctx, cancelD := context.WithTimeout(actx, testtime.Limit(5*time.Minute))
 	ctx, cancel := chromedp.NewContext(dctx)
 	t.Cleanup(func() { cancel(); cancelD(); cancelA() })
 	b := &browser{t: t, ctx: ctx}
@@ -253,11 +254,14 @@ func TestConsoleBrowserEndToEnd(t *testing.T) {
 	// The run page updates itself until the run waits.
 	b.do(main, "the run waits for guidance", chromedp.WaitVisible(chromedp.CSS("#run-state.state-awaiting_guidance")))
 
-	// Within 2 s, without a reload, the inbox shows the exception.
-	ctx2, cancel := context.WithTimeout(inbox, 2*time.Second)
+	// Without a reload, the inbox shows the exception: the page is pushed
+	// the change (nothing polls), so the limit is not a latency asserted
+	// (a fixed 2 s failed on a loaded machine) but how long a page that
+	// never updates hangs the test.
+	ctx2, cancel := context.WithTimeout(inbox, testtime.Limit(testtime.Wait))
 	defer cancel()
 	if err := chromedp.Do(ctx2, chromedp.WaitVisible(chromedp.CSS("a.exc"))); err != nil {
-		t.Fatalf("the exception did not appear in the open inbox within 2 s: %v", err)
+		t.Fatalf("the exception did not appear in the open inbox: %v", err)
 	}
 	if v, err := chromedp.Run(inbox, chromedp.Evaluate[int]("window.proseNotReloaded || 0")); err != nil || v != 1 {
 		t.Errorf("the inbox was reloaded (%d, %v)", v, err)
@@ -289,7 +293,7 @@ func TestConsoleBrowserEndToEnd(t *testing.T) {
 		t.Errorf("exception page controls without a label: %v", got)
 	}
 	// The conversation is live: a message added to the run's thread (here
-	// through the API) shows in the open page within 2 s.
+	// through the API) shows in the open page, without a reload.
 	loc, err := chromedp.Run(inbox, chromedp.Location())
 	if err != nil {
 		t.Fatal(err)
@@ -302,10 +306,16 @@ func TestConsoleBrowserEndToEnd(t *testing.T) {
 	if c, _, raw := e.doHTTP(t, "POST", events, `{"userMessage":{"content":"Which invoice is this about?"}}`, e.bearer()); c != http.StatusOK {
 		t.Fatalf("add a message: %d %s", c, raw)
 	}
-	ctx3, cancel3 := context.WithTimeout(inbox, 2*time.Second)
+	if _, err := chromedp.Run(inbox, chromedp.Evaluate[int]("window.proseNotReloaded = 2")); err != nil {
+		t.Fatal(err)
+	}
+	ctx3, cancel3 := context.WithTimeout(inbox, testtime.Limit(testtime.Wait))
 	defer cancel3()
 	if _, err := chromedp.Run(ctx3, chromedp.Poll[bool](`document.getElementById("thread").textContent.includes("Which invoice is this about?")`)); err != nil {
-		t.Errorf("the message did not show in the open conversation within 2 s: %v", err)
+		t.Errorf("the message did not show in the open conversation: %v", err)
+	}
+	if v, err := chromedp.Run(inbox, chromedp.Evaluate[int]("window.proseNotReloaded || 0")); err != nil || v != 2 {
+		t.Errorf("the conversation was reloaded to show the message (%d, %v)", v, err)
 	}
 	b.do(inbox, "provide the value",
 		chromedp.SetValue(chromedp.ID("value-0"), "12.50"),

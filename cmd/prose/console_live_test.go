@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 )
 
@@ -47,9 +49,13 @@ func sseStream(t *testing.T, ctx context.Context, c *http.Client, u string) (int
 	return res.StatusCode, res.Header.Get("Content-Type"), out
 }
 
-// awaitEvent waits for an event named want on ch, at most d.
-func awaitEvent(t *testing.T, ch <-chan string, want string, d time.Duration, what string) {
+// awaitEvent waits for an event named want on ch. The streams are pushed
+// (nothing polls, nothing refreshes a page on a timer), so an event that
+// is not sent never comes: the limit (testtime.Wait) only bounds how long
+// a broken test hangs, and is not a latency the test asserts.
+func awaitEvent(t *testing.T, ch <-chan string, want string, what string) {
 	t.Helper()
+	d := testtime.Limit(testtime.Wait)
 	deadline := time.After(d)
 	for {
 		select {
@@ -98,10 +104,10 @@ func TestConsoleLiveUpdates(t *testing.T) {
 	}
 	_, _, runs := sseStream(t, ctx, c, e.srv.URL+ws+"/live?topic=runs")
 	// Wait for both subscriptions, then forget what came before.
-	deadline := time.Now().Add(5 * time.Second)
-	for e.app.hub.Streams() < 2 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testtime.Until(t, testtime.Wait, func() (bool, string) {
+		n := e.app.hub.Streams()
+		return n >= 2, fmt.Sprintf("%d live streams subscribed, want 2", n)
+	})
 	drain(inbox, 300*time.Millisecond)
 	drain(runs, 0)
 
@@ -112,8 +118,8 @@ func TestConsoleLiveUpdates(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	awaitEvent(t, inbox, "change", 2*time.Second, "inbox after an invoke")
-	awaitEvent(t, runs, "change", 2*time.Second, "runs after an invoke")
+	awaitEvent(t, inbox, "change", "inbox after an invoke")
+	awaitEvent(t, runs, "change", "runs after an invoke")
 	e.waitRunState(t, a.ID, r2.ID, store.RunAwaitingGuidance)
 	drain(inbox, 300*time.Millisecond)
 
@@ -121,7 +127,7 @@ func TestConsoleLiveUpdates(t *testing.T) {
 	if code, _, body := post(t, c, e.srv.URL, ws+"/exceptions:assign", url.Values{"csrf": {csrf}, "id": {excID}, "assignee": {"me"}}); code != http.StatusSeeOther {
 		t.Fatalf("assign: %d %s", code, body)
 	}
-	awaitEvent(t, inbox, "change", 2*time.Second, "inbox after an assignment")
+	awaitEvent(t, inbox, "change", "inbox after an assignment")
 
 	// The conversation: a message to the agent wakes the stream.
 	_, _, conv := sseStream(t, ctx, c, e.srv.URL+ws+"/live?topic=conversation&exception="+excID)
@@ -129,18 +135,18 @@ func TestConsoleLiveUpdates(t *testing.T) {
 	if code, _, body := post(t, c, e.srv.URL, ws+"/exceptions/"+excID+"/say", url.Values{"csrf": {csrf}, "message": {"the invoice total is 12.50"}}); code != http.StatusSeeOther {
 		t.Fatalf("say: %d %s", code, body)
 	}
-	awaitEvent(t, conv, "change", 2*time.Second, "conversation after a message")
+	awaitEvent(t, conv, "change", "conversation after a message")
 	// The agent's reply resolves the exception; the run completes and the
 	// inbox hears of it.
 	e.waitRunState(t, a.ID, run.ID, store.RunCompleted)
-	awaitEvent(t, inbox, "change", 2*time.Second, "inbox after the run completed")
+	awaitEvent(t, inbox, "change", "inbox after the run completed")
 
 	for q, want := range map[string]int{
 		"?topic=nonsense":                                  http.StatusBadRequest,
 		"?topic=conversation&exception=nope":               http.StatusNotFound,
 		"?topic=exceptions&unused=" + url.QueryEscape("x"): http.StatusOK,
 	} {
-		qctx, qcancel := context.WithTimeout(ctx, 5*time.Second)
+		qctx, qcancel := context.WithTimeout(ctx, testtime.Limit(testtime.Wait))
 		if code, _, _ := sseStream(t, qctx, c, e.srv.URL+ws+"/live"+q); code != want {
 			t.Errorf("live%s: %d, want %d", q, code, want)
 		}
@@ -422,13 +428,13 @@ func TestServePrintsSignInLink(t *testing.T) {
 		cancel()
 		select {
 		case <-done:
-		case <-time.After(30 * time.Second):
+		case <-time.After(testtime.Limit(testtime.Wait)):
 			t.Error("serve did not stop")
 		}
 	}()
 	re := regexp.MustCompile(`http://127\.0\.0\.1:\d+/signin\?link=[A-Za-z0-9_%-]+`)
 	var link string
-	for deadline := time.Now().Add(20 * time.Second); link == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	for deadline := testtime.Deadline(testtime.Wait); link == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		link = re.FindString(stderr.String())
 	}
 	if link == "" {
@@ -456,7 +462,13 @@ func TestServePrintsSignInLink(t *testing.T) {
 // is served over https (--public-url https://…), and the session expires
 // after --session-ttl even while cached.
 func TestConsoleCookieAndExpiry(t *testing.T) {
-	e := newTestEnvWith(t, func(c *serveConfig) { c.sessionTTL = 1500 * time.Millisecond })
+	// The sessions' clock moves only when the test moves it: on the real
+	// clock, a loaded machine could take the 1.5 s of the session between
+	// the sign-in and the first page.
+	start := time.Now()
+	var elapsed atomic.Int64
+	clock := func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+	e := newTestEnvWith(t, func(c *serveConfig) { c.sessionTTL = 1500 * time.Millisecond; c.sessionClock = clock })
 	signin := func(e *testEnv) *http.Cookie {
 		t.Helper()
 		c := browserClient(t)
@@ -493,7 +505,11 @@ func TestConsoleCookieAndExpiry(t *testing.T) {
 	if code := get(); code != http.StatusOK {
 		t.Fatalf("inbox in the session: %d", code)
 	}
-	time.Sleep(1600 * time.Millisecond)
+	elapsed.Add(int64(1400 * time.Millisecond))
+	if code := get(); code != http.StatusOK {
+		t.Fatalf("inbox 1.4 s into a 1.5 s session: %d", code)
+	}
+	elapsed.Add(int64(200 * time.Millisecond))
 	if code := get(); code != http.StatusSeeOther {
 		t.Errorf("inbox after the session's ttl: %d, want a redirect to sign in", code)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 )
 
@@ -37,10 +38,9 @@ func TestConsoleLiveAcrossReplicas(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("live stream on A: %d", code)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for a.app.hub.Streams() < 1 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testtime.Until(t, testtime.Wait, func() (bool, string) {
+		return a.app.hub.Streams() >= 1, "the live stream on A is not subscribed"
+	})
 	drain(inbox, 300*time.Millisecond)
 	// Nothing changes: nothing is sent (the 2 s refresh is gone).
 	select {
@@ -52,7 +52,7 @@ func TestConsoleLiveAcrossReplicas(t *testing.T) {
 	// Invoked on B: A's page hears of it at once, and of the run waiting.
 	start := time.Now()
 	m := b.api(t, "POST", b.automationsPath()+"/"+auto.id+":invoke", `{"stage":"AUTOMATION_STAGE_DRAFT"}`, 200)
-	awaitEvent(t, inbox, "change", time.Second, "A's inbox after an invoke on B")
+	awaitEvent(t, inbox, "change", "A's inbox after an invoke on B")
 	t.Logf("a change on B reached a page on A in %v", time.Since(start))
 	id := fmt.Sprint(m["run_id"])
 	w := b.waitRun(t, auto.id, id, "awaiting_guidance")
@@ -62,7 +62,7 @@ func TestConsoleLiveAcrossReplicas(t *testing.T) {
 	x := fmt.Sprint(field(w, "state.awaiting_guidance.exception"))
 	start = time.Now()
 	b.api(t, "POST", b.wsPath()+"/exceptions/"+x+":resolve", `{"provide_values":{"values":{"the invoice total":{"number":{"lo":5}}}}}`, 200)
-	awaitEvent(t, inbox, "change", time.Second, "A's inbox after a resolution on B")
+	awaitEvent(t, inbox, "change", "A's inbox after a resolution on B")
 	t.Logf("a resolution on B reached a page on A in %v", time.Since(start))
 	b.waitRun(t, auto.id, id, "completed")
 }

@@ -22,18 +22,8 @@ import (
 	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 )
-
-// buildProse builds the prose binary into a temporary directory.
-func buildProse(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "prose")
-	cmd := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // proseInit runs `prose init --json` on a store (--data DIR or --database URL).
 func proseInit(t *testing.T, bin string, storeArgs ...string) initResult {
@@ -62,7 +52,8 @@ type proseProc struct {
 }
 
 // startProse starts `prose serve --addr 127.0.0.1:0 args…` and waits (at most
-// until deadline) for it to log the address it listens on.
+// until deadline) for it to log the address it listens on. The binary is
+// built beforehand (proseBinary): the deadline is the server's alone.
 func startProse(t *testing.T, bin string, deadline time.Time, args ...string) *proseProc {
 	t.Helper()
 	// The address is read from the "serving" line, logged at info level.
@@ -132,7 +123,7 @@ type apiClient struct {
 }
 
 func newAPIClient(addr, key string) *apiClient {
-	return &apiClient{base: "http://" + addr, key: key, hc: &http.Client{Timeout: 20 * time.Second}}
+	return &apiClient{base: "http://" + addr, key: key, hc: &http.Client{Timeout: testtime.Limit(20 * time.Second)}}
 }
 
 // do sends body (JSON) and decodes the answer into out; a non-2xx answer is

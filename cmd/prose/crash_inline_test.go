@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 )
 
@@ -37,10 +38,15 @@ func TestCrashInlineRunsPostgres(t *testing.T) {
 
 func runInlineCrash(t *testing.T, storeArgs []string) {
 	ctx := context.Background()
-	bin := buildProse(t)
-	deadline := time.Now().Add(2 * time.Minute)
+	bin := proseBinary(t)
+	deadline := testtime.Deadline(3 * time.Minute)
 	ini := proseInit(t, bin, storeArgs...)
-	p := startProse(t, bin, deadline, storeArgs...)
+	// The default inline window (2 ms) is shorter than a run takes on a
+	// loaded machine, where no invoke then executes its run at its creation
+	// and the test has nothing to check; a long window keeps that path
+	// exercised (the runs are one line, without book calls).
+	inline := []string{"--inline-window", "10s"}
+	p := startProse(t, bin, deadline, append(inline, storeArgs...)...)
 	c := newAPIClient(p.addr, ini.APIKey)
 	automation, err := c.createAutomation(ctx, ini.Workspace, "the output o is the key + \"!\"\n")
 	if err != nil {
@@ -116,7 +122,7 @@ func runInlineCrash(t *testing.T, storeArgs []string) {
 	}
 
 	// Restart; retry every request id.
-	p2 := startProse(t, bin, deadline, storeArgs...)
+	p2 := startProse(t, bin, deadline, append(inline, storeArgs...)...)
 	c2 := newAPIClient(p2.addr, ini.APIKey)
 	runOf := map[string]string{} // key → run id
 	for i := 1; i <= keys; i++ {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/store"
 )
@@ -50,9 +51,12 @@ type crashScenario struct {
 
 func runCrashScenario(t *testing.T, sc crashScenario) {
 	ctx := context.Background()
-	deadline := time.Now().Add(55 * time.Second)
+	bin := proseBinary(t) // built once per test binary, before the deadline starts
+	// The deadline only bounds how long a broken scenario hangs (every wait
+	// returns at its event): 500 runs take about 15 s on a quiet machine,
+	// and several times that at a load average of 40.
+	deadline := testtime.Deadline(3 * time.Minute)
 	const lease = 3 * time.Second
-	bin := buildProse(t)
 	ini := proseInit(t, bin, sc.storeArgs...)
 
 	// The kill is asked for when the book has received 40% of all calls;

@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 )
 
@@ -85,8 +86,8 @@ func nextLine(t *testing.T, lines <-chan streamLine) streamLine {
 			t.Fatal("the stream ended")
 		}
 		return l
-	case <-time.After(20 * time.Second):
-		t.Fatal("no message within 20s")
+	case <-time.After(testtime.Limit(testtime.Wait)):
+		t.Fatalf("no message within %v", testtime.Limit(testtime.Wait))
 	}
 	return streamLine{}
 }
@@ -94,7 +95,7 @@ func nextLine(t *testing.T, lines <-chan streamLine) streamLine {
 // waitStreams waits until n event streams are open on the app.
 func (e *testEnv) waitStreams(t *testing.T, n int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for e.events().Streams() != n {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d streams open, want %d", e.events().Streams(), n)

@@ -18,6 +18,7 @@ import (
 	"github.com/proserun/prose/agent"
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/store"
 )
@@ -395,8 +396,8 @@ func TestEventStreamHTTP(t *testing.T) {
 				t.Fatalf("line without result.event: %v", m)
 			}
 			return ev
-		case <-time.After(10 * time.Second):
-			t.Fatal("no line within 10s")
+		case <-time.After(testtime.Limit(testtime.Wait)):
+			t.Fatalf("no line within %v", testtime.Limit(testtime.Wait))
 		}
 		return nil
 	}

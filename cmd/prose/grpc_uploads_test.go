@@ -15,6 +15,7 @@ import (
 
 	"github.com/proserun/prose/gateway"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/server/transport"
 )
 
@@ -107,7 +108,7 @@ func testGRPCUploadsBounded(t *testing.T, via string) {
 	}
 	// The slots are free again (a slot is released when its stream ends,
 	// just after the answer).
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for {
 		err := upload("after", 4<<20)
 		if err == nil {

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 )
 
@@ -124,7 +125,7 @@ func httpError(t *testing.T, code int, m map[string]any, raw []byte) xresult {
 }
 
 // pollWait is how long poll waits before failing.
-const pollWait = 20 * time.Second
+var pollWait = testtime.Limit(testtime.Wait)
 
 // poll calls read, waking the engine between reads, until it reports
 // done; it fails the test with read's description when read reports

@@ -21,6 +21,7 @@ import (
 	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 )
 
@@ -401,7 +402,7 @@ func TestUploadsInFlightBounded(t *testing.T) {
 		return e.fileHTTP(t, "POST", path, "text/plain", []byte("x"), e.init.APIKey)
 	}
 	// Until the server has taken the held upload, others still pass.
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for {
 		code, h, raw := upload()
 		if code == http.StatusServiceUnavailable {
@@ -425,7 +426,7 @@ func TestUploadsInFlightBounded(t *testing.T) {
 	resp.Body.Close()
 	// The slot is released as the held upload's handler returns, which may
 	// be just after its answer arrived.
-	for deadline := time.Now().Add(10 * time.Second); ; {
+	for deadline := testtime.Deadline(testtime.Wait); ; {
 		code, _, raw := upload()
 		if code == 200 {
 			break

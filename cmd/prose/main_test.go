@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/proserun/prose/store/postgres/pgtest"
@@ -13,20 +14,30 @@ import (
 // when PROSE_TEST_POSTGRES_URL names a server: the database is created
 // before the first test, PROSE_TEST_POSTGRES_URL is pointed at it for the
 // tests, and it is dropped when they end. The database the variable named
-// is never migrated or written.
+// is never migrated or written. The prose binary the tests build once
+// (proseBinary) is removed when they end.
 func TestMain(m *testing.M) {
+	code := runTests(m)
+	if builtPath != "" {
+		_ = os.RemoveAll(filepath.Dir(builtPath))
+	}
+	os.Exit(code)
+}
+
+func runTests(m *testing.M) int {
 	base := os.Getenv("PROSE_TEST_POSTGRES_URL")
 	if base == "" {
-		os.Exit(m.Run())
+		return m.Run()
 	}
 	dbURL, drop, err := createTestDatabase(base)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "PROSE_TEST_POSTGRES_URL: %v\n", err)
-		os.Exit(1)
+		return 1
 	}
 	if err := os.Setenv("PROSE_TEST_POSTGRES_URL", dbURL); err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		_ = drop()
+		return 1
 	}
 	code := m.Run()
 	if err := drop(); err != nil {
@@ -35,7 +46,7 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
-	os.Exit(code)
+	return code
 }
 
 // createTestDatabase creates a fresh database on the server of base and

@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	amqp "github.com/rabbitmq/amqp091-go"
 
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/store"
 )
@@ -102,7 +103,7 @@ func (e *testEnv) messageFixture(t *testing.T, b broker, a string) (dest string)
 // waitRuns waits until automation a has at least n runs and returns how many.
 func (e *testEnv) waitRuns(t *testing.T, a string, n int) int {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for {
 		got := len(e.scheduledRuns(t, a))
 		if got >= n {

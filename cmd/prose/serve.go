@@ -107,6 +107,10 @@ type serveConfig struct {
 	// clock is the scheduler's and the schedule service's (nil: time.Now;
 	// tests pass a fake one).
 	clock func() time.Time
+	// sessionClock is the console's and the authenticator's clock: console
+	// sessions start and expire on it, API keys expire on it (nil:
+	// time.Now; tests move one by hand instead of sleeping past an end).
+	sessionClock func() time.Time
 	// triggerRate bounds each trigger instance's events per replica
 	// (server.TriggerRate).
 	triggerRate server.TriggerRate
@@ -493,7 +497,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 		printInit(stderr, r, false)
 	}
 
-	auth := transport.NewKeyAuth(st, nil)
+	auth := transport.NewKeyAuth(st, cfg.sessionClock)
 	// Books registered over the API are kept in the store; those of a
 	// --books file are this process's own (in memory, over the stored ones).
 	fileBooks := books.NewMemoryStore()
@@ -769,7 +773,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	// The web console at /: pages that call the services above through the
 	// same in-process channel and interceptor chain, as the session's user.
 	conOpts := console.Options{
-		Conn: local, Sessions: st, Auth: auth, SessionTTL: cfg.sessionTTL,
+		Conn: local, Sessions: st, Auth: auth, SessionTTL: cfg.sessionTTL, Now: cfg.sessionClock,
 		Secure: strings.HasPrefix(cfg.publicURL, "https://"), Logger: logger, Hub: hub,
 	}
 	if !st.SingleWriter() {

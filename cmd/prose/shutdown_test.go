@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/store"
 )
@@ -65,8 +69,8 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Skip("builds the binary")
 	}
 	ctx := context.Background()
-	deadline := time.Now().Add(90 * time.Second)
-	bin := buildProse(t)
+	bin := proseBinary(t)
+	deadline := testtime.Deadline(90 * time.Second)
 	data := t.TempDir()
 	ini := proseInit(t, bin, "--data", data)
 	book := newHeldBook(t)
@@ -89,42 +93,55 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Fatalf("the book was not called:\n%s", p.logTail())
 	}
 
-	// A request in flight: its body is half sent when SIGTERM arrives.
-	pr, pw := io.Pipe()
-	req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+"/api/v1/"+ini.Workspace+"/automations", pr)
-	req.Header.Set("Authorization", "Bearer "+ini.APIKey)
-	req.Header.Set("Content-Type", "application/json")
-	type answer struct {
-		status int
-		body   string
-		err    error
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			answered <- answer{err: err}
-			return
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		answered <- answer{status: resp.StatusCode, body: string(b)}
-	}()
-	if _, err := io.WriteString(pw, `{"display_name": "sent across a shutdown", `); err != nil {
+	// A request in flight: the server is reading its body when SIGTERM
+	// arrives. Its headers ask for 100 Continue, which the server sends when
+	// the handler starts reading the body: the event the test waits for
+	// (a fixed 200 ms could pass before a loaded server accepted the
+	// connection, and the request then found the listener closed).
+	conn, err := net.Dial("tcp", p.addr)
+	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(200 * time.Millisecond) // the server is reading the body
+	defer conn.Close()
+	if err := conn.SetDeadline(deadline); err != nil {
+		t.Fatal(err)
+	}
+	body1, body2 := `{"display_name": "sent across a shutdown", `, `"english_code": "the output x is 1"}`
+	if _, err := fmt.Fprintf(conn, "POST /api/v1/%s/automations HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n",
+		ini.Workspace, p.addr, ini.APIKey, len(body1)+len(body2)); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(conn)
+	cont, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("the headers of the request in flight: %v\n%s", err, p.logTail())
+	}
+	cont.Body.Close() // a 1xx answer has no body
+	if cont.StatusCode != http.StatusContinue {
+		t.Fatalf("the headers of the request in flight: %s, want 100 Continue\n%s", cont.Status, p.logTail())
+	}
+	if _, err := io.WriteString(conn, body1); err != nil {
+		t.Fatal(err)
+	}
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	if _, err := io.WriteString(pw, `"english_code": "the output x is 1"}`); err != nil {
+	// The rest of the body is sent once the server is shutting down.
+	testtime.Until(t, testtime.Wait, func() (bool, string) {
+		return strings.Contains(p.logTail(), `"shutting down"`), "no 'shutting down' in the log:\n" + p.logTail()
+	})
+	if _, err := io.WriteString(conn, body2); err != nil {
 		t.Fatal(err)
 	}
-	pw.Close()
-	a := <-answered
-	if a.err != nil || a.status != http.StatusOK {
-		t.Fatalf("the request in flight: %d %s %v\n%s", a.status, a.body, a.err, p.logTail())
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("the request in flight: %v\n%s", err, p.logTail())
+	}
+	answer, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the request in flight: %d %s\n%s", resp.StatusCode, answer, p.logTail())
 	}
 
 	// The book call in flight completes; the run goes back to the queue.

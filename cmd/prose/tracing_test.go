@@ -14,6 +14,7 @@ import (
 
 	"github.com/proserun/prose/books"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/tracing"
 )
 
@@ -52,7 +53,7 @@ func TestTracingLinksRunsToRequests(t *testing.T) {
 		// The run's span ends (and reaches the exporter) after the
 		// worker's write that made the run completed: wait for it.
 		var spans []sdktrace.ReadOnlySpan
-		for deadline := time.Now().Add(10 * time.Second); runSpan == nil; time.Sleep(5 * time.Millisecond) {
+		for deadline := testtime.Deadline(testtime.Wait); runSpan == nil; time.Sleep(5 * time.Millisecond) {
 			spans = exp.GetSpans().Snapshots()
 			for _, s := range spans {
 				if s.Name() == "prose.run" && spanAttr(s, "prose.run") == run {

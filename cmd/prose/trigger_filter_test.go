@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 )
 
@@ -180,7 +181,7 @@ func TestMessageTriggerFilterAndActivation(t *testing.T) {
 // and returns the amounts of its runs in creation order.
 func (e *testEnv) runAmounts(t *testing.T, a string, last float64) []float64 {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for {
 		var got []float64
 		for _, r := range e.scheduledRuns(t, a) {

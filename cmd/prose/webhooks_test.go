@@ -17,6 +17,7 @@ import (
 
 	"github.com/proserun/prose/engine/outbound"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 )
 
@@ -67,7 +68,7 @@ func (r *receiver) received() []receivedHook {
 // delivery and at least n deliveries, and returns it.
 func (e *testEnv) deliveries(t *testing.T, webhook string, n int) []map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for {
 		m := e.api(t, "GET", e.wsPath()+"/webhooks/"+webhook+"/deliveries?page_size=1000", "", 200)
 		list, _ := m["deliveries"].([]any)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/postgres"
 )
@@ -30,7 +31,7 @@ func TestNotifyWakesOtherReplica(t *testing.T) {
 	a, b := twoReplicas(t)
 	ctx := t.Context()
 	wake := b.Listen(ctx)
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(testtime.Limit(testtime.Wait))
 	tick := time.NewTicker(20 * time.Millisecond) // LISTEN may not be registered yet: notify until heard
 	defer tick.Stop()
 	for {
@@ -52,7 +53,7 @@ func TestAuthChangeInvalidatesOtherReplica(t *testing.T) {
 	a, b := twoReplicas(t)
 	ctx := t.Context()
 	_ = b.Listen(ctx)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	// Listen moves the generation on once it listens (a notification may
 	// have been missed before).
 	for b.AuthGeneration() == 0 {
@@ -83,7 +84,7 @@ func TestWorkspaceChangeSeenByOtherReplica(t *testing.T) {
 	a, b := twoReplicas(t)
 	ctx := t.Context()
 	_ = b.Listen(ctx)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := testtime.Deadline(testtime.Wait)
 	for b.AuthGeneration() == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the listener did not start")

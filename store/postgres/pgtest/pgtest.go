@@ -22,6 +22,12 @@ import (
 // may create databases on; the PostgreSQL tests are skipped without it.
 const EnvURL = "PROSE_TEST_POSTGRES_URL"
 
+// EnvCreatedLog names a file CreateDatabase appends the name of each
+// database it creates to, one a line (unset: none). CI reads it after the
+// tests and fails when one of them is still on the server: a test that
+// does not drop its database.
+const EnvCreatedLog = "PROSE_TEST_CREATED_DATABASES"
+
 // CreateDatabase creates a database named prefix plus a random id on the
 // server of base (a postgres:// URL) and returns its URL and a function
 // that drops it.
@@ -39,6 +45,13 @@ func CreateDatabase(ctx context.Context, base, prefix string) (string, func() er
 		_ = admin.Close(ctx)
 		return "", nil, fmt.Errorf("create database: %w", err)
 	}
+	if log := os.Getenv(EnvCreatedLog); log != "" {
+		if err := appendLine(log, name); err != nil {
+			_, _ = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize())
+			_ = admin.Close(ctx)
+			return "", nil, fmt.Errorf("%s: %w", EnvCreatedLog, err)
+		}
+	}
 	u.Path = "/" + name
 	drop := func() error {
 		defer func() { _ = admin.Close(ctx) }()
@@ -48,6 +61,19 @@ func CreateDatabase(ctx context.Context, base, prefix string) (string, func() er
 		return nil
 	}
 	return u.String(), drop, nil
+}
+
+// appendLine appends line and a newline to the file at path, creating it.
+func appendLine(path, line string) error {
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600) //nolint:gosec // the path is the test runner's own (EnvCreatedLog)
+	if err != nil {
+		return err
+	}
+	_, err = f.WriteString(line + "\n")
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // TempDatabase creates a database (see CreateDatabase) on the EnvURL server
