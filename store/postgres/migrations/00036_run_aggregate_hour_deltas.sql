@@ -19,15 +19,28 @@
 -- Reads add the deltas not folded yet the same way (sqlstore.SumRunAggregates).
 -- The deltas stay an ordinary (logged) table: they are acknowledged runs.
 --
--- The column level is dropped (every delta is an hour): a transaction of
--- an older server that appends a delta of another level fails instead of
--- being folded as an hour. The deltas are folded first, in this
--- transaction, with the compaction's lock held (as 00032).
+-- The table is made again without the column level (every delta is an
+-- hour): a transaction of an older server that appends a delta of another
+-- level fails instead of being folded as an hour. The deltas are folded
+-- first, in this transaction, with the compaction's lock held (as 00032)
+-- and the table's lock (no delta appended meanwhile).
 SELECT pg_advisory_xact_lock(hashtext('prose.run_aggregates_compact'));
 LOCK TABLE run_aggregate_deltas IN EXCLUSIVE MODE;
 SELECT run_aggregates_compact();
-DROP INDEX run_aggregate_deltas_bucket;
-ALTER TABLE run_aggregate_deltas DROP COLUMN level;
+DROP TABLE run_aggregate_deltas;
+CREATE TABLE run_aggregate_deltas (
+    organization_id  TEXT COLLATE "C" NOT NULL,
+    workspace_id     TEXT COLLATE "C" NOT NULL,
+    bucket           BIGINT NOT NULL,
+    automation_id    TEXT COLLATE "C" NOT NULL,
+    runs             BIGINT NOT NULL,
+    completed        BIGINT NOT NULL,
+    guided_completed BIGINT NOT NULL,
+    failed           BIGINT NOT NULL,
+    awaiting         BIGINT NOT NULL,
+    saved_usd        NUMERIC NOT NULL DEFAULT 0,
+    saved_secs       BIGINT NOT NULL DEFAULT 0
+);
 CREATE INDEX run_aggregate_deltas_bucket ON run_aggregate_deltas (organization_id, workspace_id, bucket);
 
 -- A run's state changed (the row trigger run_aggregates_update): one row.
@@ -135,9 +148,22 @@ $$;
 SELECT pg_advisory_xact_lock(hashtext('prose.run_aggregates_compact'));
 LOCK TABLE run_aggregate_deltas IN EXCLUSIVE MODE;
 SELECT run_aggregates_compact();
-DROP INDEX run_aggregate_deltas_bucket;
-ALTER TABLE run_aggregate_deltas ADD COLUMN level SMALLINT NOT NULL DEFAULT 0;
-ALTER TABLE run_aggregate_deltas ALTER COLUMN level DROP DEFAULT;
+DROP TABLE run_aggregate_deltas;
+-- As 00027 and 00032 made it (their columns in their order).
+CREATE TABLE run_aggregate_deltas (
+    organization_id  TEXT COLLATE "C" NOT NULL,
+    workspace_id     TEXT COLLATE "C" NOT NULL,
+    level            SMALLINT NOT NULL,
+    bucket           BIGINT NOT NULL,
+    automation_id    TEXT COLLATE "C" NOT NULL,
+    runs             BIGINT NOT NULL,
+    completed        BIGINT NOT NULL,
+    guided_completed BIGINT NOT NULL,
+    failed           BIGINT NOT NULL,
+    awaiting         BIGINT NOT NULL,
+    saved_usd        NUMERIC NOT NULL DEFAULT 0,
+    saved_secs       BIGINT NOT NULL DEFAULT 0
+);
 CREATE INDEX run_aggregate_deltas_bucket ON run_aggregate_deltas (organization_id, workspace_id, level, bucket);
 
 -- The functions of 00032.
