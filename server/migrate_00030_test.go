@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"testing"
@@ -22,7 +23,9 @@ import (
 // after it, and a deletion of the workspace, keep the rollups equal to the sum of the automations'
 // counts, on both backends.
 func TestRunAggregateRollupsOfVersion27(t *testing.T) {
-	laterDown := []int64{34, 33, 32, 30}
+	// 00036 (PostgreSQL only: its deltas are hours, without 00032's
+	// column level) goes down first.
+	laterDown := []int64{36, 34, 33, 32, 30}
 	migratetest.ForEachBackend(t, func(t *testing.T, b migratetest.Backend) {
 		ctx := context.Background()
 		if err := b.MigrateTo(ctx, goose.MaxVersion); err != nil {
@@ -31,10 +34,16 @@ func TestRunAggregateRollupsOfVersion27(t *testing.T) {
 		// Back to version 29 in order: the later migrations (00032's
 		// levels and value, SQLite's 00033) redefine what 00030 defines,
 		// and 00034's SQLite index holds 00032's columns.
+		var down []int64 // the backend's
 		for _, v := range laterDown {
-			if err := b.Apply(ctx, v, false); err != nil {
+			err := b.Apply(ctx, v, false)
+			if errors.Is(err, goose.ErrVersionNotFound) {
+				continue
+			}
+			if err != nil {
 				t.Fatal(err)
 			}
+			down = append(down, v)
 		}
 		old, err := b.Open(ctx, store.WithoutMigrations())
 		if err != nil {
@@ -115,7 +124,7 @@ func TestRunAggregateRollupsOfVersion27(t *testing.T) {
 			t.Fatal(err)
 		}
 
-		for _, v := range slices.Backward(laterDown) {
+		for _, v := range slices.Backward(down) {
 			if err := b.Apply(ctx, v, true); err != nil {
 				t.Fatal(err)
 			}

@@ -262,16 +262,18 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 		// kept (with a VALUES row of parameters per range, 366 days in
 		// Kolkata took 7 ms to parse and 4–7 ms to plan each call).
 		n := len(ranges)
-		rid, rl, rlo, rhi := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		rid, rl, rlo, rhi, rh := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
 		for i, r := range ranges {
-			rid[i], rl[i], rlo[i], rhi[i] = int64(i), int64(r.level), r.lo, r.hi
+			rid[i], rl[i], rlo[i], rhi[i], rh[i] = int64(i), int64(r.level), r.lo, r.hi, levelHours[r.level]
 		}
 		mid, mp, mw := make([]int64, len(targets)), make([]int64, len(targets)), make([]int64, len(targets))
 		for i, t := range targets {
 			mid[i], mp[i], mw[i] = int64(t.id), int64(t.period), int64(t.w)
 		}
-		fmt.Fprintf(&b, "WITH r (id, level, lo, hi) AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])), ",
-			a.Add(rid), a.Add(rl), a.Add(rlo), a.Add(rhi))
+		// hours: the size of the range's buckets in hours (the deltas
+		// are hours, migration 00036).
+		fmt.Fprintf(&b, "WITH r (id, level, lo, hi, hours) AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])), ",
+			a.Add(rid), a.Add(rl), a.Add(rlo), a.Add(rhi), a.Add(rh))
 		fmt.Fprintf(&b, "m (id, p, w) AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])", a.Add(mid), a.Add(mp), a.Add(mw))
 	} else {
 		b.WriteString("WITH r (id, level, lo, hi) AS (VALUES ")
@@ -299,13 +301,21 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 		}
 		return "IN (" + argList(a, vals) + ")"
 	}
-	cond := fmt.Sprintf("g.organization_id = %s AND g.workspace_id %s AND g.level = r.level AND g.bucket >= r.lo AND g.bucket < r.hi",
-		a.Add(req.OrganizationID), inList(req.WorkspaceIDs))
+	where := fmt.Sprintf("g.organization_id = %s AND g.workspace_id %s", a.Add(req.OrganizationID), inList(req.WorkspaceIDs))
+	cond := where + " AND g.level = r.level AND g.bucket >= r.lo AND g.bucket < r.hi"
+	// The deltas (PostgreSQL, migration 00036) are hours, of the
+	// automations (their value is the rollups') and of the changes of
+	// estimates (automation '', a value only): the range's hours, and for
+	// the rollups every automation's.
+	dcond, dsaved := where+" AND g.bucket >= r.lo * r.hours AND g.bucket < r.hi * r.hours", "g.saved_usd, g.saved_secs"
 	switch {
 	case len(req.AutomationIDs) > 0:
-		cond += fmt.Sprintf(" AND g.automation_id %s AND g.automation_id <> ''", inList(req.AutomationIDs))
+		autos := fmt.Sprintf(" AND g.automation_id %s AND g.automation_id <> ''", inList(req.AutomationIDs))
+		cond += autos
+		dcond, dsaved = dcond+autos, "0, 0"
 	case req.ByAutomation:
 		cond += " AND g.automation_id <> ''"
+		dcond, dsaved = dcond+" AND g.automation_id <> ''", "0, 0"
 	default:
 		// The workspace's rollup rows (migration 00030): one row per
 		// bucket instead of one per automation, read through their own
@@ -318,10 +328,11 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 		// LATERAL with OFFSET 0 (so that it is not pulled up into a join):
 		// a nested loop over the ranges, each an index range scan (a plain
 		// join is hashed over the whole workspace's rows).
-		// The deltas not folded yet are added (migration 00027). The
-		// condition's arguments are written twice: PostgreSQL's are numbered.
+		// The deltas not folded yet are added (migrations 00027, 00036).
+		// The condition's arguments are written twice: PostgreSQL's are
+		// numbered.
 		b.WriteString("CROSS JOIN LATERAL (SELECT g.workspace_id, g.automation_id, g.runs, g.completed, g.guided_completed, g.failed, g.awaiting, g.saved_usd, g.saved_secs FROM run_aggregates g WHERE " + cond +
-			" UNION ALL SELECT g.workspace_id, g.automation_id, g.runs, g.completed, g.guided_completed, g.failed, g.awaiting, g.saved_usd, g.saved_secs FROM run_aggregate_deltas g WHERE " + cond + " OFFSET 0) g")
+			" UNION ALL SELECT g.workspace_id, g.automation_id, g.runs, g.completed, g.guided_completed, g.failed, g.awaiting, " + dsaved + " FROM run_aggregate_deltas g WHERE " + dcond + " OFFSET 0) g")
 	} else {
 		// SQLite loops over the small table r and seeks the index: CROSS
 		// JOIN keeps r the outer loop (with a plain join and the rollups'
