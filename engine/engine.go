@@ -401,6 +401,11 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("claim runs", "err", err)
 		}
+		if err == nil && len(runs) < ask {
+			// The queue was empty when the claim took its runs: invokes
+			// may execute at creation again (see queued).
+			e.queued.Store(false)
+		}
 		flights := make([]*flight, len(runs))
 		for i, r := range runs {
 			flights[i] = e.register(pool, r)
@@ -426,11 +431,6 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 			break
 		}
 		saturated = len(runs) == ask && ask > 0
-		if err == nil && len(runs) < ask {
-			// The queue was empty when the claim took its runs: invokes
-			// may execute at creation again (see queued).
-			e.queued.Store(false)
-		}
 		if saturated {
 			continue // there may be more
 		}
