@@ -735,12 +735,10 @@ func (e *Engine) fairLoop(ctx context.Context) {
 // time slices.
 const fairFor = 10
 
-// claimRuns claims up to max runs: shared fairly between organizations
-// while long runs give their workers up for turns (fairClaims; the fair
-// claim costs the store more; quick runs, however many, do not need it),
-// oldest first otherwise.
-// fairClaims reports whether claims are fair now: a run gave its worker up
-// less than fairFor time slices ago.
+// fairClaims reports whether claims are fair now (shared fairly between
+// organizations): a run gave its worker up less than fairFor time slices
+// ago. The fair claim costs the store more; quick runs, however many, do
+// not need it, and are claimed oldest first.
 func (e *Engine) fairClaims() bool {
 	return e.fair != nil && e.opts.TimeSlice > 0 && time.Since(time.Unix(0, e.lastYield.Load())) < fairFor*e.opts.TimeSlice
 }
