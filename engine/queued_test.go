@@ -300,6 +300,10 @@ func TestSlotFreedBeforeFinishCommits(t *testing.T) {
 			if n := h.timesClaimed(a.ID); n != 2 {
 				t.Fatalf("run a claimed %d times, want 2 (its lease expired once); its finish writes: %s", n, h.history())
 			}
+			// The write is seen committed before the hook counts it.
+			for deadline := time.Now().Add(10 * time.Second); h.finished.Load() == 0 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond)
+			}
 			if n := h.finished.Load(); n != 1 {
 				t.Fatalf("run a finished %d times, want 1; its finish writes: %s", n, h.history())
 			}
