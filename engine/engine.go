@@ -141,6 +141,9 @@ type Engine struct {
 	// is busy and runs wait in the queue (see fairLoop).
 	busy      atomic.Int64
 	contended atomic.Bool
+	// working counts the runs started and whose worker has not returned:
+	// busy, and those whose outcome waits to be written (Busy).
+	working atomic.Int64
 	// lastYield is when a run last gave its worker up (UnixNano): claims
 	// are fair (store.FairClaimer) for a while after, see claim.
 	lastYield atomic.Int64
@@ -287,8 +290,14 @@ func New(st store.Store, opts Options) *Engine {
 	return e
 }
 
-// Busy is the number of runs this engine executes now.
-func (e *Engine) Busy() int64 { return e.busy.Load() }
+// Busy is the number of runs this engine executes now, including those
+// whose outcome waits to be written (they gave their slot back): it drops
+// when the worker has returned, after its last notice (Options.Changed).
+func (e *Engine) Busy() int64 { return e.working.Load() }
+
+// BusySlots is the number of worker slots taken now (at most Workers): the
+// runs executing, without those whose outcome waits to be written.
+func (e *Engine) BusySlots() int64 { return e.busy.Load() }
 
 // Workers is the number of runs this engine executes at most at once.
 func (e *Engine) Workers() int { return e.opts.Workers }
@@ -510,6 +519,7 @@ func (e *Engine) startFlight(pool *workerPool, f *flight, r store.Run) {
 	}
 	pool.wg.Add(1)
 	e.busy.Add(1)
+	e.working.Add(1)
 	var freeOnce sync.Once
 	f.free = func() {
 		freeOnce.Do(func() {
@@ -519,6 +529,7 @@ func (e *Engine) startFlight(pool *workerPool, f *flight, r store.Run) {
 	}
 	go func() {
 		defer pool.wg.Done()
+		defer e.working.Add(-1)
 		defer f.free()
 		defer cancel(nil)
 		e.Changed(r.OrganizationID, r.WorkspaceID) // executing
