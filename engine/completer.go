@@ -68,8 +68,10 @@ func (c *completer) Stop() {
 }
 
 // Finish leaves a run in a final state and returns that run's result.
-// Completed and failed outcomes go to the writers while they run.
-func (c *completer) Finish(ctx context.Context, id string, o store.RunOutcome) error {
+// Completed and failed outcomes go to the writers while they run; handed,
+// when not nil, is then called as soon as the outcome is queued for them
+// (the worker gives its slot back while the outcome is written).
+func (c *completer) Finish(ctx context.Context, id string, o store.RunOutcome, handed func()) error {
 	c.mu.RLock()
 	q := c.queue
 	c.mu.RUnlock()
@@ -85,6 +87,9 @@ func (c *completer) Finish(ctx context.Context, id string, o store.RunOutcome) e
 	case q <- req:
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+	if handed != nil {
+		handed()
 	}
 	return <-req.done // the writers always answer
 }

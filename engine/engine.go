@@ -141,6 +141,9 @@ type Engine struct {
 	// is busy and runs wait in the queue (see fairLoop).
 	busy      atomic.Int64
 	contended atomic.Bool
+	// working counts the runs started and whose worker has not returned:
+	// busy, and those whose outcome waits to be written (Busy).
+	working atomic.Int64
 	// lastYield is when a run last gave its worker up (UnixNano): claims
 	// are fair (store.FairClaimer) for a while after, see claim.
 	lastYield atomic.Int64
@@ -150,6 +153,13 @@ type Engine struct {
 	// the runs Invoke executes (see inlineSlot).
 	running atomic.Bool
 	inline  atomic.Int64
+	// queued is set when a run this engine executed at its creation (or
+	// would have started leased) came back pending from the store: runs
+	// wait in the queue, so invokes skip the execution the store would
+	// throw away, until a claim finds the queue empty (fewer runs than it
+	// asked for). Only a hint: the store's check at each creation decides
+	// (another replica's pending runs included).
+	queued atomic.Bool
 	// draining is set (under mu) when Run's context ended: the runs in
 	// flight, and any started after, are handed back (errHandBack).
 	draining bool
@@ -193,6 +203,7 @@ const maxCreateBatch = 128
 // cancels a book call in flight nor a write: the call's result is journaled
 // and the run ends stopped.
 type flight struct {
+	ctx    context.Context
 	cancel context.CancelCauseFunc // ctx
 	pause  context.CancelCauseFunc // soft
 	soft   context.Context
@@ -200,6 +211,12 @@ type flight struct {
 	// more), and read by the run's worker.
 	lost    atomic.Bool
 	yielded bool // the run gave its worker up for a turn (set by the executing goroutine)
+	// free gives the run's worker slot back (once; nil for a flight not
+	// started on a pool): called when the run's outcome is handed to the
+	// completer, so that the slot waits on the interpretation of the next
+	// run, not on the commit of this one. The run stays in flight (its
+	// lease renewed) until its outcome is written.
+	free func()
 }
 
 var (
@@ -273,8 +290,14 @@ func New(st store.Store, opts Options) *Engine {
 	return e
 }
 
-// Busy is the number of runs this engine executes now.
-func (e *Engine) Busy() int64 { return e.busy.Load() }
+// Busy is the number of runs this engine executes now, including those
+// whose outcome waits to be written (they gave their slot back): it drops
+// when the worker has returned, after its last notice (Options.Changed).
+func (e *Engine) Busy() int64 { return e.working.Load() }
+
+// BusySlots is the number of worker slots taken now (at most Workers): the
+// runs executing, without those whose outcome waits to be written.
+func (e *Engine) BusySlots() int64 { return e.busy.Load() }
 
 // Workers is the number of runs this engine executes at most at once.
 func (e *Engine) Workers() int { return e.opts.Workers }
@@ -334,7 +357,11 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 
 	// The completer lives until every worker has returned (they wait for
 	// it); it writes with runCtx, cancelled when the grace period ends.
-	e.done.Start(runCtx, e.opts.Workers)
+	// Runs whose outcome waits for the writers have given their slots
+	// back (flight.free): up to a batch of them queue while another
+	// batch commits, so the batches of a saturated engine are not bounded
+	// by its workers.
+	e.done.Start(runCtx, max(e.opts.Workers, maxFinishBatch))
 	e.guided.Start(runCtx, e.opts.Workers)
 	e.notes.Start()
 
@@ -364,28 +391,55 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 		if free > e.opts.ClaimBatch {
 			free = e.opts.ClaimBatch
 		}
+		ask := free
+		fair := e.fairClaims()
+		if saturated && e.singleWriter && !fair && free > 0 {
+			// Runs wait in the queue (the last claim took all it asked
+			// for): claim a whole batch, not only the free slots. On a
+			// single-writer database each claim is a writer transaction
+			// taking its turn with the creates (up to a batch each) and
+			// the finishes: claims of a few runs each would let the queue
+			// grow for as long as invokes keep coming (the queued mode).
+			// The runs beyond the free slots wait here for one, their
+			// leases renewed (register); not with fair claims, whose runs
+			// are long and give their workers up for turns.
+			ask = max(free, e.opts.ClaimBatch)
+		}
 		now := e.opts.Clock()
-		runs, err := e.claim(ctx, free, now.Add(e.opts.LeaseDuration))
+		runs, err := e.claimRuns(ctx, fair, ask, now.Add(e.opts.LeaseDuration))
 		if err != nil && ctx.Err() == nil {
 			e.log.Warn("claim runs", "err", err)
 		}
+		if err == nil && len(runs) < ask {
+			// The queue was empty when the claim took its runs: invokes
+			// may execute at creation again (see queued).
+			e.queued.Store(false)
+		}
+		flights := make([]*flight, len(runs))
+		for i, r := range runs {
+			flights[i] = e.register(pool, r)
+		}
 		for i, r := range runs {
 			// A slot counted free may have been taken meanwhile by a run
-			// this replica launched itself (launch shares the pool), so
-			// the send may wait for a worker to finish; it must not
-			// outlive ctx, or a shutdown waits for a worker that waits
-			// for the shutdown. Runs not started stay leased to this
-			// replica until their lease expires, as after a crash.
+			// this replica launched itself (launch shares the pool), and
+			// the runs claimed beyond the free slots wait for workers to
+			// finish, so the send may wait; it must not outlive ctx, or a
+			// shutdown waits for a worker that waits for the shutdown.
+			// Runs not started stay leased to this replica until their
+			// lease expires, as after a crash.
 			select {
 			case slots <- struct{}{}:
-				e.startFlight(pool, r)
+				e.startFlight(pool, flights[i], r)
 				continue
 			case <-ctx.Done():
 			}
 			e.log.Info("shutdown: claimed runs left to their lease", "runs", len(runs)-i)
+			for j := i; j < len(runs); j++ {
+				e.unregister(flights[j], runs[j].ID)
+			}
 			break
 		}
-		saturated = len(runs) == free && free > 0
+		saturated = len(runs) == ask && ask > 0
 		if saturated {
 			continue // there may be more
 		}
@@ -428,34 +482,55 @@ func runLogContext(ctx context.Context, r store.Run) context.Context {
 	return logctx.With(ctx, logctx.Organization, r.OrganizationID, logctx.Workspace, r.WorkspaceID, logctx.Run, r.ID)
 }
 
-// startFlight executes r, leased to this engine, on a worker of pool
-// whose slot the caller took.
-func (e *Engine) startFlight(pool *workerPool, r store.Run) {
+// register makes the flight of r, leased to this engine, before it starts
+// (startFlight): from now on its lease is renewed and a pause reaches it.
+func (e *Engine) register(pool *workerPool, r store.Run) *flight {
 	fctx, cancel := context.WithCancelCause(pool.runCtx)
 	soft, pause := context.WithCancelCause(fctx)
-	f := &flight{cancel: cancel, pause: pause, soft: soft}
+	f := &flight{ctx: fctx, cancel: cancel, pause: pause, soft: soft}
 	e.mu.Lock()
 	e.inflight[r.ID] = f
 	if e.draining {
 		pause(errHandBack)
 	}
 	e.mu.Unlock()
+	return f
+}
+
+// unregister drops the flight of a run register made that will not start.
+func (e *Engine) unregister(f *flight, id string) {
+	e.mu.Lock()
+	if e.inflight[id] == f {
+		delete(e.inflight, id)
+	}
+	e.mu.Unlock()
+	f.cancel(errShutdown)
+}
+
+// startFlight executes r, leased to this engine and registered as f, on a
+// worker of pool whose slot the caller took. The slot is given back when
+// the run's outcome is handed to the completer or, at the latest, when the
+// worker returns (flight.free).
+func (e *Engine) startFlight(pool *workerPool, f *flight, r store.Run) {
+	fctx, cancel := f.ctx, f.cancel
 	if r.Step == 0 && r.Checkpoint == nil {
 		// Its first execution: the wait since its creation.
 		e.opts.Metrics.QueueWait(e.opts.Clock().Sub(r.CreateTime))
 	}
 	pool.wg.Add(1)
 	e.busy.Add(1)
+	e.working.Add(1)
+	var freeOnce sync.Once
+	f.free = func() {
+		freeOnce.Do(func() {
+			e.busy.Add(-1)
+			pool.release()
+		})
+	}
 	go func() {
 		defer pool.wg.Done()
-		defer func() {
-			e.busy.Add(-1)
-			<-pool.slots
-			select {
-			case pool.freed <- struct{}{}:
-			default:
-			}
-		}()
+		defer e.working.Add(-1)
+		defer f.free()
 		defer cancel(nil)
 		e.Changed(r.OrganizationID, r.WorkspaceID) // executing
 		e.execute(fctx, f, r)
@@ -490,9 +565,10 @@ func (e *Engine) gatherSlots(ctx context.Context, slots chan struct{}, freed <-c
 	}
 }
 
-// finish leaves a run in a final state (see completer).
-func (e *Engine) finish(ctx context.Context, id string, o store.RunOutcome) error {
-	return e.done.Finish(ctx, id, o)
+// finish leaves a run in a final state (see completer); handed, when not
+// nil, is called once the outcome waits for the writers.
+func (e *Engine) finish(ctx context.Context, id string, o store.RunOutcome, handed func()) error {
+	return e.done.Finish(ctx, id, o, handed)
 }
 
 // create creates a run (store.Runs.CreateRun). The run is queued and a createLoop goroutine (up to e.writers of them, one
@@ -670,12 +746,17 @@ func (e *Engine) fairLoop(ctx context.Context) {
 // time slices.
 const fairFor = 10
 
-// claim claims up to max runs: shared fairly between organizations while
-// long runs give their workers up for turns (the fair claim costs the
-// store more; quick runs, however many, do not need it), oldest first
-// otherwise.
-func (e *Engine) claim(ctx context.Context, max int, leaseUntil time.Time) ([]store.Run, error) {
-	if e.fair != nil && e.opts.TimeSlice > 0 && time.Since(time.Unix(0, e.lastYield.Load())) < fairFor*e.opts.TimeSlice {
+// fairClaims reports whether claims are fair now (shared fairly between
+// organizations): a run gave its worker up less than fairFor time slices
+// ago. The fair claim costs the store more; quick runs, however many, do
+// not need it, and are claimed oldest first.
+func (e *Engine) fairClaims() bool {
+	return e.fair != nil && e.opts.TimeSlice > 0 && time.Since(time.Unix(0, e.lastYield.Load())) < fairFor*e.opts.TimeSlice
+}
+
+// claimRuns claims up to max runs, fairly or oldest first.
+func (e *Engine) claimRuns(ctx context.Context, fair bool, max int, leaseUntil time.Time) ([]store.Run, error) {
+	if fair {
 		return e.fair.ClaimRunsFair(ctx, e.opts.Owner, max, leaseUntil)
 	}
 	return e.st.ClaimRuns(ctx, e.opts.Owner, max, leaseUntil)

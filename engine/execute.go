@@ -87,7 +87,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) (err 
 	if r.Step >= len(steps.GetSteps()) {
 		// Paused as its last step completed: the store kept the outputs
 		// (see store.Runs.FinishRun); continuing completes it.
-		return e.finishRun(ctx, r, store.RunOutcome{State: store.RunCompleted, Outputs: r.Outputs, Step: r.Step})
+		return e.finishRun(ctx, f, r, store.RunOutcome{State: store.RunCompleted, Outputs: r.Outputs, Step: r.Step})
 	}
 	// soft is the interpreter's context: a pause cancels it, not ctx.
 	soft := f.soft
@@ -110,7 +110,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) (err 
 			if errors.As(perr, &se) {
 				desc, loc = se.Msg, store.Location{Start: int64(se.Span.Start), End: int64(se.Span.End)}
 			}
-			return e.finishRun(ctx, r, store.RunOutcome{
+			return e.finishRun(ctx, f, r, store.RunOutcome{
 				State: store.RunFailed, ErrorID: store.NewID(), Description: "Could not parse step " + strconv.Itoa(step+1) + ": " + desc, Location: loc,
 			})
 		}
@@ -190,7 +190,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) (err 
 				}
 				// Step is past the last one: if the run is being paused, the
 				// store keeps it stopped there with its outputs.
-				return e.finishRun(ctx, r, store.RunOutcome{State: store.RunCompleted, Outputs: b, Step: step + 1, Events: h.flush()})
+				return e.finishRun(ctx, f, r, store.RunOutcome{State: store.RunCompleted, Outputs: b, Step: step + 1, Events: h.flush()})
 			}
 			if stepInputs, err = encodeValues(out); err != nil {
 				return err
@@ -233,7 +233,7 @@ func (e *Engine) executeSteps(ctx context.Context, f *flight, r store.Run) (err 
 			return err
 		case lang.Failed:
 			fl := res.Failure
-			return e.finishRun(ctx, r, store.RunOutcome{
+			return e.finishRun(ctx, f, r, store.RunOutcome{
 				State: store.RunFailed, ErrorID: store.NewID(), Description: fl.Description,
 				Location: store.Location{Start: int64(fl.Span.Start), End: int64(fl.Span.End)}, Events: h.flush(),
 			})
@@ -488,10 +488,10 @@ func (c *programCache) parse(code string) (*lang.Program, error) {
 // finishRun finishes a run that completed or failed. A child run finishes
 // at once (not in a batch), so that its parent, waiting for it, is woken in
 // the same call (see store.Runs.FinishRun).
-func (e *Engine) finishRun(ctx context.Context, r store.Run, o store.RunOutcome) error {
+func (e *Engine) finishRun(ctx context.Context, f *flight, r store.Run, o store.RunOutcome) error {
 	var err error
 	if r.ParentRun == "" {
-		err = e.finish(ctx, r.ID, o)
+		err = e.finish(ctx, r.ID, o, f.free)
 	} else if _, err = e.st.FinishRun(ctx, e.opts.Owner, r.ID, o); err == nil {
 		e.Wake()
 	}

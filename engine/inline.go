@@ -64,10 +64,11 @@ func (b *inlineBooks) Settled(context.Context, []string) ([]lang.RunOutcome, boo
 }
 
 // inlineSlot takes a free worker slot for an inline execution: the engine
-// runs (Run), executes fewer runs than it has workers, and no run waits for
-// a worker (contended). release gives it back.
+// runs (Run), executes fewer runs than it has workers, no run waits for a
+// worker (contended), and no run of the queue is known to wait (queued).
+// release gives it back.
 func (e *Engine) inlineSlot() (release func(), ok bool) {
-	if e.opts.InlineWindow < 0 || !e.running.Load() || e.contended.Load() {
+	if e.opts.InlineWindow < 0 || !e.running.Load() || e.contended.Load() || e.queued.Load() {
 		return nil, false
 	}
 	if n := e.inline.Add(1); n+e.busy.Load() > int64(e.opts.Workers) {
@@ -160,7 +161,7 @@ func asCreated(r store.Run) store.Run {
 // reserveSlot takes a free worker slot of Run's pool for a run to be
 // created leased.
 func (e *Engine) reserveSlot() (*workerPool, bool) {
-	if e.contended.Load() {
+	if e.contended.Load() || e.queued.Load() {
 		return nil, false
 	}
 	e.poolMu.Lock()
@@ -195,6 +196,6 @@ func (e *Engine) launch(p *workerPool, r store.Run) bool {
 	if e.pool != p {
 		return false
 	}
-	e.startFlight(p, r)
+	e.startFlight(p, e.register(p, r), r)
 	return true
 }

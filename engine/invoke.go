@@ -103,6 +103,12 @@ func (e *Engine) Invoke(ctx context.Context, req InvokeRequest) (store.Run, bool
 			}
 		}
 		r, created, err = e.create(ctx, in)
+		if err == nil && created && in.State != "" && in.State != store.RunPending && r.State == store.RunPending {
+			// Executed (or to start leased) but created pending: runs wait
+			// in the queue. Until a claim empties it, invokes create their
+			// runs pending without executing them first (see queued).
+			e.queued.Store(true)
+		}
 		if pool != nil {
 			switch {
 			case err != nil || !created || r.State != store.RunExecuting:

@@ -98,7 +98,7 @@ func TestCompleterStartStop(t *testing.T) {
 	errs := make([]error, n)
 	for i := range n {
 		wg.Go(func() {
-			errs[i] = c.Finish(ctx, ids[i], store.RunOutcome{State: store.RunCompleted, Outputs: []byte{}})
+			errs[i] = c.Finish(ctx, ids[i], store.RunOutcome{State: store.RunCompleted, Outputs: []byte{}}, nil)
 		})
 	}
 	wg.Wait()
@@ -113,10 +113,10 @@ func TestCompleterStartStop(t *testing.T) {
 	}
 	// Stopped: written on its own; a second Finish of the same run is the
 	// store's conflict.
-	if err := c.Finish(ctx, ids[n], store.RunOutcome{State: store.RunFailed, ErrorID: "e"}); err != nil {
+	if err := c.Finish(ctx, ids[n], store.RunOutcome{State: store.RunFailed, ErrorID: "e"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Finish(ctx, ids[n], store.RunOutcome{State: store.RunFailed, ErrorID: "e"}); err == nil {
+	if err := c.Finish(ctx, ids[n], store.RunOutcome{State: store.RunFailed, ErrorID: "e"}, nil); err == nil {
 		t.Fatal("finishing a finished run succeeded")
 	}
 }

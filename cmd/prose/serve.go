@@ -553,7 +553,7 @@ func newApp(ctx context.Context, cfg serveConfig, logger *slog.Logger, stderr io
 	work, err := metrics.New(a.registry, metrics.Options{
 		MaxAutomations: cfg.metricsAutomations,
 		PendingRuns:    st.CountPendingRuns,
-		BusyWorkers:    func() int64 { return a.engine.Busy() },
+		BusyWorkers:    func() int64 { return a.engine.BusySlots() },
 		Workers:        func() int { return a.engine.Workers() },
 	})
 	if err != nil {
