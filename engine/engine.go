@@ -128,12 +128,12 @@ type Engine struct {
 	// create several per transaction (see create).
 	createMu sync.Mutex
 	creates  []*createReq
-	creating int // createLoop goroutines draining creates
+	creating int // createLoop goroutines draining creates (0 or 1)
 
-	// writers is how many batches (of creates, of finishes) are written at
-	// once: one on a single-writer database, where they queue anyway;
-	// parallelBatches on PostgreSQL, where each batch is one statement and
-	// the server commits several at once.
+	// writers is how many batches of finishes are written at once: one on
+	// a single-writer database, where they queue anyway; parallelBatches on
+	// PostgreSQL, where each batch is one statement and the server commits
+	// several at once. Creates are written one batch at a time (create).
 	writers      int
 	singleWriter bool
 
@@ -179,8 +179,8 @@ type workerPool struct {
 	wg     sync.WaitGroup
 }
 
-// parallelBatches is the number of batches of creates and of finishes
-// written at once on a database with concurrent writers (PostgreSQL).
+// parallelBatches is the number of batches of finishes written at once on
+// a database with concurrent writers (PostgreSQL).
 const parallelBatches = 4
 
 // createReq is an invoke's run waiting for the creator.
@@ -263,10 +263,10 @@ func New(st store.Store, opts Options) *Engine {
 		log = slog.New(slog.DiscardHandler)
 	}
 	e := &Engine{st: st, opts: opts, log: log, wake: make(chan struct{}, 1), inflight: map[string]*flight{}, progs: newProgramCache(1024)}
-	// On a single-writer database (SQLite) one committer and one creator
-	// write, and claims wait a moment to take several runs; otherwise
-	// (PostgreSQL, where a batch is one statement) parallelBatches of each
-	// write at once.
+	// On a single-writer database (SQLite) one committer writes, and
+	// claims wait a moment to take several runs; otherwise (PostgreSQL,
+	// where a batch is one statement) parallelBatches of finishes write at
+	// once. Creates are written one batch at a time on both (see create).
 	e.singleWriter = st.SingleWriter()
 	e.fair = st
 	e.writers = parallelBatches
@@ -571,11 +571,17 @@ func (e *Engine) finish(ctx context.Context, id string, o store.RunOutcome, hand
 	return e.done.Finish(ctx, id, o, handed)
 }
 
-// create creates a run (store.Runs.CreateRun). The run is queued and a createLoop goroutine (up to e.writers of them, one
-// started when fewer run) writes everything queued in one transaction per
-// batch: while one batch commits, the next gathers (group commit, no
-// timer). Invoke works without Run, so the goroutines live only while there
-// is something to create.
+// create creates a run (store.Runs.CreateRun). The run is queued and one
+// createLoop goroutine (started when none runs) writes everything queued
+// in one transaction per batch: while one batch commits, the next gathers
+// (group commit, no timer). Invoke works without Run, so the goroutine
+// lives only while there is something to create.
+//
+// One batch at a time on PostgreSQL too (finishes write parallelBatches at
+// once): with four, under prose-load --concurrency 32 on 2 cores, the
+// batches held a quarter of the runs each and PostgreSQL spent 181–195 µs
+// of CPU per created run; with one, 91–102 µs, and the server 187–218
+// against 236–289 µs (BENCHMARKS.md, "One create batch at a time").
 func (e *Engine) create(ctx context.Context, r store.Run) (store.Run, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return store.Run{}, false, err
@@ -583,7 +589,7 @@ func (e *Engine) create(ctx context.Context, r store.Run) (store.Run, bool, erro
 	req := &createReq{ctx: ctx, in: r, done: make(chan struct{})}
 	e.createMu.Lock()
 	e.creates = append(e.creates, req)
-	if e.creating < e.writers {
+	if e.creating == 0 {
 		e.creating++
 		go e.createLoop()
 	}
