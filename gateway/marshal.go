@@ -71,6 +71,16 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 			return append(append([]byte(`{"error":`), rpcStatusBody(st)...), '}'), nil
 		}
 	}
+	// A message (not an HttpBody, whose bytes are its data): protojson's
+	// bytes themselves. runtime.JSONPb.Marshal copies them into a
+	// bytes.Buffer first (an allocation and a copy per response).
+	if pm, ok := v.(proto.Message); ok {
+		if _, body := v.(*httpbody.HttpBody); !body {
+			if jp, ok := m.Marshaler.(*runtime.JSONPb); ok {
+				return jp.MarshalOptions.Marshal(pm)
+			}
+		}
+	}
 	return m.HTTPBodyMarshaler.Marshal(v)
 }
 

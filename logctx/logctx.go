@@ -39,6 +39,9 @@ type fields struct {
 
 type key struct{}
 
+// withRoom is how many fields past its own With leaves room for.
+const withRoom = 2
+
 func from(ctx context.Context) *fields {
 	f, _ := ctx.Value(key{}).(*fields)
 	return f
@@ -47,11 +50,16 @@ func from(ctx context.Context) *fields {
 // With returns a context whose fields are ctx's with kv (key, value pairs)
 // set over them; ctx's own set is unchanged.
 func With(ctx context.Context, kv ...string) context.Context {
+	// Room for ctx's fields, kv's and the two a request's fields usually
+	// get later (Set: organization, workspace): one allocation, not one
+	// per append that outgrows the slice.
 	f := &fields{}
 	if p := from(ctx); p != nil {
 		p.mu.Lock()
-		f.attrs = append(f.attrs, p.attrs...)
+		f.attrs = append(make([]slog.Attr, 0, len(p.attrs)+len(kv)/2+withRoom), p.attrs...)
 		p.mu.Unlock()
+	} else {
+		f.attrs = make([]slog.Attr, 0, len(kv)/2+withRoom)
 	}
 	f.set(kv)
 	return context.WithValue(ctx, key{}, f)

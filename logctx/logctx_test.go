@@ -70,3 +70,23 @@ func TestFormats(t *testing.T) {
 		t.Error("ValidFormat")
 	}
 }
+
+// TestWithLeavesRoomForARequestsFields: a request's fields (With its
+// request id and method, then Set its organization and workspace) take
+// three allocations (the set, its slice, the context), not one more per
+// field that outgrows the slice.
+func TestWithLeavesRoomForARequestsFields(t *testing.T) {
+	ctx := context.Background()
+	n := testing.AllocsPerRun(100, func() {
+		c := logctx.With(ctx, logctx.RequestID, "r", logctx.Method, "/m")
+		logctx.Set(c, logctx.Organization, "o", logctx.Workspace, "w")
+	})
+	if n > 3 {
+		t.Errorf("With and Set of four fields: %v allocations, want at most 3", n)
+	}
+	c := logctx.With(ctx, logctx.RequestID, "r", logctx.Method, "/m")
+	logctx.Set(c, logctx.Organization, "o", logctx.Workspace, "w")
+	if got := logctx.Get(c, logctx.Workspace) + logctx.Get(c, logctx.RequestID); got != "wr" {
+		t.Errorf("fields: %q", got)
+	}
+}

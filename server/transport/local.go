@@ -4,6 +4,7 @@ import (
 	"context"
 	"go.opentelemetry.io/otel/trace"
 	"io"
+	"reflect"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -62,7 +63,9 @@ func (s *Server) RegisterService(desc *grpc.ServiceDesc, impl any) {
 // bodies themselves. The only way to make one is NewServer, so that no
 // service is reachable through it without the chain.
 type Local struct {
-	unary  grpc.UnaryServerInterceptor
+	// unary is the chain's unary interceptors, outermost first: each
+	// method's chain is built once, when it is registered (unaryCall).
+	unary  []grpc.UnaryServerInterceptor
 	stream grpc.StreamServerInterceptor
 	// tracer, when set, starts a span per call (startSpan).
 	tracer trace.Tracer
@@ -72,8 +75,9 @@ type Local struct {
 }
 
 type localMethod struct {
-	impl   any
-	unary  grpc.MethodHandler
+	impl any
+	// unary is the method's interceptor chain and handler (unaryCall).
+	unary  grpc.UnaryHandler
 	stream *grpc.StreamDesc
 }
 
@@ -85,7 +89,8 @@ func (l *Local) RegisterService(desc *grpc.ServiceDesc, impl any) {
 	defer l.mu.Unlock()
 	for i := range desc.Methods {
 		m := &desc.Methods[i]
-		l.methods["/"+desc.ServiceName+"/"+m.MethodName] = localMethod{impl: impl, unary: m.Handler}
+		name := "/" + desc.ServiceName + "/" + m.MethodName
+		l.methods[name] = localMethod{impl: impl, unary: l.unaryCall(name, impl, m.Handler)}
 	}
 	for i := range desc.Streams {
 		s := &desc.Streams[i]
@@ -110,11 +115,15 @@ func (l *Local) Invoke(ctx context.Context, method string, args, reply any, opts
 	if !ok {
 		return status.Errorf(codes.Internal, "local call %s: the request is not a protobuf message", method)
 	}
+	// The method's request: a copy, as a gRPC server decodes its own.
+	req := in.ProtoReflect().Type().New().Interface()
+	if err := shallowCopy(req, in); err != nil {
+		return err
+	}
 	sts := &localTransportStream{method: method}
 	spanCtx, span := l.startSpan(ctx, method)
 	sctx := grpc.NewContextWithServerTransportStream(serverContext(spanCtx), sts)
-	dec := func(v any) error { return shallowCopy(v, in) }
-	resp, err := m.unary(m.impl, sctx, dec, l.unary)
+	resp, err := m.unary(sctx, req)
 	header, trailer := sts.done()
 	setCallMetadata(opts, header, trailer)
 	if err != nil {
@@ -189,26 +198,27 @@ type valuesHidden struct{ context.Context }
 
 func (valuesHidden) Value(any) any { return nil }
 
-// chainUnary is interceptors as one, outermost first (grpc.ChainUnaryInterceptor).
-func chainUnary(interceptors []grpc.UnaryServerInterceptor) grpc.UnaryServerInterceptor {
-	switch len(interceptors) {
-	case 0:
-		return nil
-	case 1:
-		return interceptors[0]
+// unaryCall is the unary method name of impl (h, its generated handler)
+// behind l's interceptors, outermost first, as grpc.ChainUnaryInterceptor
+// runs them: each interceptor gets the UnaryServerInfo the generated
+// handler would give it (Server impl, FullMethod name) and the next one as
+// its handler; the innermost handler gives the request it is called with
+// to h, with no interceptor. The chain's closures and the info are built
+// here, once per method, not on every call (grpc-go's chain and the
+// generated handler make one closure per interceptor and call, and the
+// info: about ten allocations per call).
+func (l *Local) unaryCall(name string, impl any, h grpc.MethodHandler) grpc.UnaryHandler {
+	next := func(ctx context.Context, req any) (any, error) {
+		return h(impl, ctx, func(v any) error { return shallowCopy(v, req) }, nil)
 	}
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		var next func(i int) grpc.UnaryHandler
-		next = func(i int) grpc.UnaryHandler {
-			if i == len(interceptors) {
-				return handler
-			}
-			return func(ctx context.Context, req any) (any, error) {
-				return interceptors[i](ctx, req, info, next(i+1))
-			}
+	info := &grpc.UnaryServerInfo{Server: impl, FullMethod: name}
+	for i := len(l.unary) - 1; i >= 0; i-- {
+		interceptor, handler := l.unary[i], next
+		next = func(ctx context.Context, req any) (any, error) {
+			return interceptor(ctx, req, info, handler)
 		}
-		return interceptors[0](ctx, req, info, next(1))
 	}
+	return next
 }
 
 // chainStream is interceptors as one, outermost first.
@@ -267,6 +277,13 @@ func shallowCopy(dst, src any) error {
 	}
 	if !sm.IsValid() {
 		return nil // a nil message of the type: nothing set
+	}
+	if c := copierFor(reflect.TypeOf(d)); c != nil && reflect.TypeOf(s) == reflect.TypeOf(d) {
+		c.copy(reflect.ValueOf(d).Elem(), reflect.ValueOf(s).Elem())
+		if u := sm.GetUnknown(); len(u) > 0 {
+			dm.SetUnknown(u)
+		}
+		return nil
 	}
 	sm.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
 		dm.Set(fd, v)
@@ -549,4 +566,70 @@ func (t *localStreamTransport) SendHeader(md metadata.MD) error {
 func (t *localStreamTransport) SetTrailer(md metadata.MD) error {
 	(*localServerStream)(t).SetTrailer(md)
 	return nil
+}
+
+// fieldCopier copies the populated fields of one generated message type
+// by their Go struct fields: what shallowCopy's Range and Set do, without
+// boxing each scalar into a protoreflect.Value (two allocations per string
+// field, twelve per GET workspace over HTTP).
+type fieldCopier struct {
+	fields []int // the struct's exported fields: its proto fields and oneofs
+}
+
+// copiers holds a *fieldCopier, or a nil one (use Range), per message type.
+var copiers sync.Map
+
+// copierFor is t's copier, nil unless t is a pointer to a struct whose
+// only unexported fields are protoc-gen-go's message state, size cache and
+// unknown fields (extensions, weak fields, the opaque API and dynamic
+// messages go through Range).
+func copierFor(t reflect.Type) *fieldCopier {
+	if c, ok := copiers.Load(t); ok {
+		return c.(*fieldCopier)
+	}
+	c := newFieldCopier(t)
+	copiers.Store(t, c)
+	return c
+}
+
+func newFieldCopier(t reflect.Type) *fieldCopier {
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil
+	}
+	st := t.Elem()
+	c := &fieldCopier{}
+	for i := range st.NumField() {
+		f := st.Field(i)
+		if f.IsExported() {
+			c.fields = append(c.fields, i)
+			continue
+		}
+		switch f.Name {
+		case "state", "sizeCache", "unknownFields":
+		default:
+			return nil
+		}
+	}
+	return c
+}
+
+// copy sets on dst every field of src that Range would visit: a non-zero
+// scalar, a set pointer or oneof, a non-empty list, map or bytes. As Set
+// does, dst shares src's nested messages, lists, maps and bytes (and, here,
+// its oneof wrappers).
+func (c *fieldCopier) copy(dst, src reflect.Value) {
+	for _, i := range c.fields {
+		v := src.Field(i)
+		switch v.Kind() {
+		case reflect.Slice, reflect.Map:
+			if v.Len() == 0 {
+				continue
+			}
+		default:
+			if v.IsZero() {
+				continue
+			}
+		}
+		dst.Field(i).Set(v)
+	}
 }

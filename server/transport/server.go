@@ -262,7 +262,7 @@ func NewServer(opts Options) *Server {
 	grpcOpts = append(grpcOpts, opts.ServerOptions...)
 	s := &Server{
 		GRPC:  grpc.NewServer(grpcOpts...),
-		Local: &Local{unary: chainUnary(unary), stream: chainStream(stream), methods: map[string]localMethod{}},
+		Local: &Local{unary: unary, stream: chainStream(stream), methods: map[string]localMethod{}},
 	}
 	if opts.GRPCOnly != nil {
 		// The same options, then its own, then its bound (last: it wins).
