@@ -10,27 +10,15 @@ import (
 	"time"
 
 	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/internal/loadprog"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlite"
 )
 
-// benchCode is an automation of ten statements (the one cmd/prose-load runs).
-const benchCode = `the a is 41 + 1
-the b is the a * 2
-the c is the b + 3
-the d is the c - 1
-the e is the d * 2
-the f is the e + 5
-the g is the f - 2
-the h is the g * 3
-the i is the h + 1
-the output result is the i
-`
-
 // BenchmarkInvokeComplete measures in-process throughput on SQLite: b.N
 // runs invoked from 8 goroutines through Engine.Invoke and executed by the
 // engine's workers until all completed. It reports completed runs/s.
-func BenchmarkInvokeComplete(b *testing.B) { benchInvokeComplete(b, benchCode) }
+func BenchmarkInvokeComplete(b *testing.B) { benchInvokeComplete(b, loadprog.Short) }
 
 // BenchmarkInvokeCompleteSay is BenchmarkInvokeComplete with an automation
 // that says 0 or 5 lines before its ten statements (the cost of the run's
@@ -38,7 +26,7 @@ func BenchmarkInvokeComplete(b *testing.B) { benchInvokeComplete(b, benchCode) }
 func BenchmarkInvokeCompleteSay(b *testing.B) {
 	for _, n := range []int{0, 5} {
 		b.Run(fmt.Sprintf("say=%d", n), func(b *testing.B) {
-			benchInvokeComplete(b, strings.Repeat("say \"a line of the run\"\n", n)+benchCode)
+			benchInvokeComplete(b, strings.Repeat("say \"a line of the run\"\n", n)+loadprog.Short)
 		})
 	}
 }

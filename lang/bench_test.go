@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proserun/prose/internal/loadprog"
 	"github.com/proserun/prose/lang"
 )
 
@@ -126,24 +127,10 @@ func BenchmarkParse10k(b *testing.B) {
 	}
 }
 
-// shortProgram is cmd/prose-load's automation: ten statements, the kind of
-// run the server executes at its creation.
-const shortProgram = `the a is 41 + 1
-the b is the a * 2
-the c is the b + 3
-the d is the c - 1
-the e is the d * 2
-the f is the e + 5
-the g is the f - 2
-the h is the g * 3
-the i is the h + 1
-the output result is the i
-`
-
 // BenchmarkShortRun starts and completes a ten-statement run: what one run
 // of the load generator costs the interpreter (allocations included).
 func BenchmarkShortRun(b *testing.B) {
-	prog, err := lang.Parse(shortProgram)
+	prog, err := lang.Parse(loadprog.Short)
 	if err != nil {
 		b.Fatal(err)
 	}

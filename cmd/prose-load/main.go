@@ -27,20 +27,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-)
 
-// code is the automation: ten statements.
-const code = `the a is 41 + 1
-the b is the a * 2
-the c is the b + 3
-the d is the c - 1
-the e is the d * 2
-the f is the e + 5
-the g is the f - 2
-the h is the g * 3
-the i is the h + 1
-the output result is the i
-`
+	"github.com/proserun/prose/internal/loadprog"
+)
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "host:port of prose serve")
@@ -80,7 +69,7 @@ func main() {
 	defer cancel()
 	c := &client{base: "http://" + *addr, key: *key, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc + 4}}}
 
-	src := strings.Repeat("say \"a line of the run\"\n", *say) + code
+	src := strings.Repeat("say \"a line of the run\"\n", *say) + loadprog.Short
 	if *guided {
 		src += "the output total is the grand total\n"
 	}

@@ -44,6 +44,23 @@ func (w *benchWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
+// newBenchApp is the server prose serve builds from cfg, closed when b
+// ends, with an organization, a workspace and an API key made as prose init
+// makes them.
+func newBenchApp(b *testing.B, cfg serveConfig) (*app, initResult) {
+	b.Helper()
+	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(a.Close)
+	init, err := bootstrap(context.Background(), a.store, initOptions{organization: "Bench", email: "bench@example.test", workspace: "Ops"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a, init
+}
+
 // BenchmarkGetWorkspaceHTTP: GET /api/v1/organizations/{o}/workspaces/{w}
 // through the whole HTTP handler the server serves (request id, body guard,
 // grpc-gateway, the in-process channel, the interceptor chain with the key
@@ -55,15 +72,7 @@ func (w *benchWriter) Write(b []byte) (int, error) {
 //	go test ./cmd/prose -run '^$' -bench BenchmarkGetWorkspaceHTTP -benchmem -count 6
 func BenchmarkGetWorkspaceHTTP(b *testing.B) {
 	cfg := serveConfig{addr: "127.0.0.1:0", data: b.TempDir(), logLevel: "error"}
-	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(a.Close)
-	init, err := bootstrap(context.Background(), a.store, initOptions{organization: "Bench", email: "bench@example.test", workspace: "Ops"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a, init := newBenchApp(b, cfg)
 	path := "/api/v1/organizations/" + init.orgID + "/workspaces/" + init.workspaceID
 	req := &http.Request{
 		Method: http.MethodGet, URL: &url.URL{Path: path}, RequestURI: path,
@@ -119,15 +128,7 @@ func BenchmarkGetWorkspaceHTTP(b *testing.B) {
 //	go test ./cmd/prose -run '^$' -bench BenchmarkGetWorkspaceGRPC -benchmem -count 6
 func BenchmarkGetWorkspaceGRPC(b *testing.B) {
 	cfg := serveConfig{addr: "127.0.0.1:0", grpcAddr: "127.0.0.1:0", data: b.TempDir(), logLevel: "error"}
-	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(a.Close)
-	init, err := bootstrap(context.Background(), a.store, initOptions{organization: "Bench", email: "bench@example.test", workspace: "Ops"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a, init := newBenchApp(b, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
 	// Both ports of prose serve --grpc-addr, served as serveCmd serves them.

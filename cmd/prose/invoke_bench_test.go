@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,21 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/proserun/prose/internal/loadprog"
 	"github.com/proserun/prose/store/backend"
 )
-
-// benchInvokeCode is prose-load's automation: ten statements, no book.
-const benchInvokeCode = `the a is 41 + 1
-the b is the a * 2
-the c is the b + 3
-the d is the c - 1
-the e is the d * 2
-the f is the e + 5
-the g is the f - 2
-the h is the g * 3
-the i is the h + 1
-the output result is the i
-`
 
 // BenchmarkInvokeHTTP: POST /api/v1/{automation}:invoke, as prose-load
 // sends it, through the whole HTTP handler the server serves (request id,
@@ -51,15 +38,7 @@ func BenchmarkInvokeHTTP(b *testing.B) {
 		b.Cleanup(func() { st.Close() })
 		cfg.store = st
 	}
-	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(a.Close)
-	init, err := bootstrap(context.Background(), a.store, initOptions{organization: "Bench", email: "bench@example.test", workspace: "Ops"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a, init := newBenchApp(b, cfg)
 	post := func(w http.ResponseWriter, path string, body []byte) {
 		req := &http.Request{
 			Method: http.MethodPost, URL: &url.URL{Path: path}, RequestURI: path,
@@ -71,7 +50,7 @@ func BenchmarkInvokeHTTP(b *testing.B) {
 		a.http.ServeHTTP(w, req.WithContext(context.Background()))
 	}
 	// The automation, created as prose-load creates it.
-	body, _ := json.Marshal(map[string]any{"display_name": "load", "english_code": benchInvokeCode})
+	body, _ := json.Marshal(map[string]any{"display_name": "load", "english_code": loadprog.Short})
 	rec := &recordWriter{benchWriter: benchWriter{h: http.Header{}}}
 	post(rec, "/api/v1/organizations/"+init.orgID+"/workspaces/"+init.workspaceID+"/automations", body)
 	var auto struct{ Name string }
