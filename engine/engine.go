@@ -415,11 +415,17 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 			// may execute at creation again (see queued).
 			e.queued.Store(false)
 		}
-		flights := make([]*flight, len(runs))
-		for i, r := range runs {
-			flights[i] = e.register(pool, r)
+		// A run this engine executes already (its lease expired by the
+		// store's clock, and the claim took it back for this same owner)
+		// is not started twice: its flight goes on, under the new lease.
+		flights := make([]*flight, 0, len(runs))
+		claimed := runs[:0:0]
+		for _, r := range runs {
+			if f := e.register(pool, r); f != nil {
+				flights, claimed = append(flights, f), append(claimed, r)
+			}
 		}
-		for i, r := range runs {
+		for i, r := range claimed {
 			// A slot counted free may have been taken meanwhile by a run
 			// this replica launched itself (launch shares the pool), and
 			// the runs claimed beyond the free slots wait for workers to
@@ -433,9 +439,9 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 				continue
 			case <-ctx.Done():
 			}
-			e.log.Info("shutdown: claimed runs left to their lease", "runs", len(runs)-i)
-			for j := i; j < len(runs); j++ {
-				e.unregister(flights[j], runs[j].ID)
+			e.log.Info("shutdown: claimed runs left to their lease", "runs", len(claimed)-i)
+			for j := i; j < len(claimed); j++ {
+				e.unregister(flights[j], claimed[j].ID)
 			}
 			break
 		}
@@ -484,11 +490,17 @@ func runLogContext(ctx context.Context, r store.Run) context.Context {
 
 // register makes the flight of r, leased to this engine, before it starts
 // (startFlight): from now on its lease is renewed and a pause reaches it.
+// Nil when r is in flight here already: its flight stays the one the
+// renewals and pauses reach.
 func (e *Engine) register(pool *workerPool, r store.Run) *flight {
+	e.mu.Lock()
+	if e.inflight[r.ID] != nil {
+		e.mu.Unlock()
+		return nil
+	}
 	fctx, cancel := context.WithCancelCause(pool.runCtx)
 	soft, pause := context.WithCancelCause(fctx)
 	f := &flight{ctx: fctx, cancel: cancel, pause: pause, soft: soft}
-	e.mu.Lock()
 	e.inflight[r.ID] = f
 	if e.draining {
 		pause(errHandBack)

@@ -196,6 +196,13 @@ func (e *Engine) launch(p *workerPool, r store.Run) bool {
 	if e.pool != p {
 		return false
 	}
-	e.startFlight(p, e.register(p, r), r)
+	f := e.register(p, r)
+	if f == nil {
+		// In flight here already (a run just created is not; nothing to
+		// start twice).
+		p.release()
+		return true
+	}
+	e.startFlight(p, f, r)
 	return true
 }
