@@ -103,6 +103,12 @@ func (m *machine) exec(f *frame, s *stmt) error {
 			var r *raise
 			if s.op == opFind && errors.As(err, &r) && r.group == GroupMissingValues {
 				v = Null()
+				if ref, ok := s.x.(*refExpr); ok && len(ref.fields) == 0 && ref.name != "above" && !m.has(ref.slot) {
+					// `find the X` that finds nothing: the X is nothing
+					if err := m.assign(ref, Null()); err != nil {
+						return err
+					}
+				}
 			} else {
 				return err
 			}
@@ -274,6 +280,13 @@ func isMissing(err error) bool {
 	return errors.As(err, &r) && r.group == GroupMissingValues
 }
 
+// unsetList reports whether target names, alone, a fact with a plural name
+// that has no value: `add X to the Ys` then starts the list.
+func (m *machine) unsetList(target expr) bool {
+	r, ok := target.(*refExpr)
+	return ok && len(r.fields) == 0 && !m.has(r.slot) && isPluralName(r.name)
+}
+
 // arith runs add/subtract/multiply/divide.
 func (m *machine) arith(f *frame, s *stmt) error {
 	x, err := s.x.eval(m)
@@ -282,7 +295,10 @@ func (m *machine) arith(f *frame, s *stmt) error {
 	}
 	t, err := s.target.eval(m)
 	if err != nil {
-		return err
+		if s.op != opAdd || !isMissing(err) || !m.unsetList(s.target) {
+			return err
+		}
+		t = ListValue() // `add X to the Ys`, the Ys never set: a new list
 	}
 	if t.k != KindNumber || x.k != KindNumber {
 		if err := m.arithOK(s, t, x); err != nil {

@@ -85,12 +85,18 @@ var stopWords = map[string]bool{
 }
 
 // nameWords reads the words of a name, up to a stop word, an operator or
-// the end.
+// the end. A whole number written after the first word is a word of the name
+// (`the address line 1`, as the input `address_line_1`).
 func (q *ep) nameWords() ([]string, Span) {
 	var words []string
 	start := q.peek().span.Start
 	for {
 		t := q.peek()
+		if t.kind == tNum && len(words) > 0 && isDigits(t.raw) {
+			words = append(words, t.text)
+			q.next()
+			continue
+		}
 		if t.kind != tWord {
 			break
 		}
@@ -109,6 +115,16 @@ func (q *ep) nameWords() ([]string, Span) {
 		q.next()
 	}
 	return words, q.spanFrom(start)
+}
+
+// isDigits reports whether s is digits only (a whole number, no sign).
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 func (q *ep) expr() (expr, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math/big"
 	"os"
 	"path/filepath"
 	"testing"
@@ -119,6 +120,60 @@ func FuzzNumberParts(f *testing.F) {
 		p, err := lang.ParseNumber(n.String())
 		if err != nil || p.String() != n.String() {
 			t.Fatalf("%s: %v %v", n, p, err)
+		}
+	})
+}
+
+// FuzzNumberMul: a product is the exact product, or it is rounded to the
+// most fractional digits that fit (at most 28) and is within half a unit of
+// its last digit; it is an overflow only when the integer part does not fit.
+func FuzzNumberMul(f *testing.F) {
+	f.Add(uint32(0x5555555), uint32(0x1c62ae93), uint32(0x6bb4afe), uint32(28<<16), uint32(3), uint32(0), uint32(0), uint32(0))
+	f.Add(uint32(0xffffffff), uint32(0xffffffff), uint32(0xffffffff), uint32(28<<16), uint32(15), uint32(0), uint32(0), uint32(1<<16))
+	f.Add(uint32(1), uint32(0), uint32(0), uint32(28<<16), uint32(5), uint32(0), uint32(0), uint32(0x80010000))
+	f.Fuzz(func(t *testing.T, lo1, mid1, hi1, fl1, lo2, mid2, hi2, fl2 uint32) {
+		a, err1 := lang.NumberFromParts(lo1, mid1, hi1, fl1)
+		b, err2 := lang.NumberFromParts(lo2, mid2, hi2, fl2)
+		if err1 != nil || err2 != nil {
+			return
+		}
+		rat := func(n lang.Number) *big.Rat {
+			r, ok := new(big.Rat).SetString(n.String())
+			if !ok {
+				t.Fatalf("%s is no rational", n)
+			}
+			return r
+		}
+		exact := new(big.Rat).Mul(rat(a), rat(b))
+		p, err := a.Mul(b)
+		intPart := new(big.Int).Quo(exact.Num(), exact.Denom())
+		max := new(big.Int).Sub(new(big.Int).Lsh(big.NewInt(1), 96), big.NewInt(1))
+		if err != nil {
+			if new(big.Int).Abs(intPart).Cmp(max) <= 0 {
+				// the integer part fits unless rounding carries it over
+				rounded := new(big.Rat).Add(new(big.Rat).Abs(exact), big.NewRat(1, 2))
+				if new(big.Int).Quo(rounded.Num(), rounded.Denom()).Cmp(max) <= 0 {
+					t.Fatalf("%s * %s: %v, but the integer part fits", a, b, err)
+				}
+			}
+			return
+		}
+		if p.Scale() > a.Scale()+b.Scale() || p.Scale() > 28 {
+			t.Fatalf("%s * %s = %s: scale %d", a, b, p, p.Scale())
+		}
+		diff := new(big.Rat).Sub(rat(p), exact)
+		diff.Abs(diff)
+		half := new(big.Rat).SetFrac(big.NewInt(1), new(big.Int).Mul(big.NewInt(2), new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p.Scale())), nil)))
+		if diff.Cmp(half) > 0 {
+			t.Fatalf("%s * %s = %s, exact %s", a, b, p, exact.FloatString(40))
+		}
+		if p.Scale() < min(a.Scale()+b.Scale(), 28) {
+			// digits were dropped: one more would not have fitted
+			scaled := new(big.Rat).Mul(exact, new(big.Rat).SetInt(new(big.Int).Exp(big.NewInt(10), big.NewInt(int64(p.Scale()+1)), nil)))
+			q := new(big.Int).Quo(scaled.Num(), scaled.Denom())
+			if q.Abs(q).Cmp(max) < 0 {
+				t.Fatalf("%s * %s = %s dropped a digit that fits", a, b, p)
+			}
 		}
 	})
 }

@@ -251,12 +251,28 @@ func addNum(x, y *apd.Decimal, yneg bool) (Number, error) {
 	return finish(&r)
 }
 
-// Mul returns n * o; the scales add (a scale above 28 is rounded half to even).
+// Mul returns n * o; the scales add (a scale above 28 is rounded half to
+// even). A product with more digits than 96 bits hold is rounded half to even
+// to fewer fractional digits, as a quotient is (`10 / 3 * 3` is
+// 10.000000000000000000000000000); only one whose integer part does not fit
+// is an overflow.
 func (n Number) Mul(o Number) (Number, error) {
 	var r apd.Decimal
 	r.Coeff.Mul(&n.d.Coeff, &o.d.Coeff)
 	r.Exponent = n.d.Exponent + o.d.Exponent
 	r.Negative = n.d.Negative != o.d.Negative
+	if r.Exponent < 0 && (r.Exponent < -MaxScale || r.Coeff.CmpAbs(max96) > 0) {
+		// Round the exact product once, to the most fractional digits that
+		// fit (rounding digit by digit would round twice).
+		for k := min(int(-r.Exponent), MaxScale); k >= 0; k-- {
+			var c apd.Decimal
+			c.Set(&r)
+			roundTo(&c, k)
+			if c.Coeff.CmpAbs(max96) <= 0 {
+				return finish(&c)
+			}
+		}
+	}
 	return finish(&r)
 }
 

@@ -849,6 +849,26 @@ func pluralNames(item string) []string {
 	return out
 }
 
+// isPluralName reports whether the last word of a fact's name is a regular
+// or common irregular English plural (`backorders`, `entries`, `boxes`,
+// `people`), not a singular that ends in s (`status`, `address`, `basis`).
+func isPluralName(name string) bool {
+	last := name[strings.LastIndexByte(name, ' ')+1:]
+	switch last {
+	case "people", "children", "men", "women", "mice", "feet", "teeth", "data", "criteria", "indices":
+		return true
+	}
+	if len(last) < 3 || !strings.HasSuffix(last, "s") {
+		return false
+	}
+	for _, end := range []string{"ss", "us", "is", "news", "series", "species"} {
+		if strings.HasSuffix(last, end) {
+			return false
+		}
+	}
+	return true
+}
+
 // article is a keyword with its indefinite article, quoted: "an 'ask'".
 func article(word string) string {
 	if strings.ContainsRune("aeiou", rune(word[0])) {

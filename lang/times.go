@@ -308,7 +308,7 @@ func parseISODuration(s string) (Duration, bool) {
 // addToDate adds a duration to a date. A duration with a time part gives a
 // datetime (at midnight UTC plus the time).
 func addToDate(d Date, dur Duration, sign int64) (Value, bool) {
-	t := d.time().AddDate(0, int(sign*dur.Months), int(sign*dur.Days))
+	t := addCalendar(d.time(), sign*dur.Months, sign*dur.Days)
 	if dur.Nanos != 0 {
 		t = t.Add(time.Duration(sign * dur.Nanos))
 		if t.Year() < 1 || t.Year() > 9999 {
@@ -323,11 +323,30 @@ func addToDate(d Date, dur Duration, sign int64) (Value, bool) {
 }
 
 func addToDateTime(t time.Time, dur Duration, sign int64) (Value, bool) {
-	r := t.AddDate(0, int(sign*dur.Months), int(sign*dur.Days)).Add(time.Duration(sign * dur.Nanos))
+	r := addCalendar(t, sign*dur.Months, sign*dur.Days).Add(time.Duration(sign * dur.Nanos))
 	if r.Year() < 1 || r.Year() > 9999 {
 		return Value{}, false
 	}
 	return DateTimeValue(r), true
+}
+
+// addCalendar adds months, then days. A day of the month that the month
+// reached does not have is its last day: a month after January 31st is the
+// last day of February, as a person (and a spreadsheet) counts it.
+func addCalendar(t time.Time, months, days int64) time.Time {
+	if months > 1<<20 || months < -(1<<20) || days > 1<<30 || days < -(1<<30) {
+		return time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) // out of range
+	}
+	if months != 0 {
+		y, m, d := t.Date()
+		first := time.Date(y, m+time.Month(months), 1, 0, 0, 0, 0, t.Location())
+		if last := first.AddDate(0, 1, -1).Day(); d > last {
+			d = last
+		}
+		hh, mm, ss := t.Clock()
+		t = time.Date(first.Year(), first.Month(), d, hh, mm, ss, t.Nanosecond(), t.Location())
+	}
+	return t.AddDate(0, 0, int(days))
 }
 
 func daysBetween(a, b Date) int64 {

@@ -77,6 +77,13 @@ func TestNumberArithmetic(t *testing.T) {
 		{"600", "/", "0.3", "2000"},
 		{"1", "-", "1.00", "0.00"},
 		{"-2.5", "*", "-2", "5.0"},
+		// a product with more digits than fit loses fractional digits, rounded once, half to even
+		{"3.3333333333333333333333333333", "*", "3", "10.000000000000000000000000000"},
+		{"1000.00", "*", "0.3333333333333333333333333333", "333.33333333333333333333333330"},
+		{"-1000.00", "*", "0.3333333333333333333333333333", "-333.33333333333333333333333330"},
+		{"7.9228162514264337593543950335", "*", "1.5", "11.884224377139650639031592550"},
+		{"0.0000000000000000000000000001", "*", "0.5", "0.0000000000000000000000000000"},
+		{"0.0000000000000000000000000003", "*", "0.5", "0.0000000000000000000000000002"},
 	} {
 		a, b := lang.MustNumber(tc.a), lang.MustNumber(tc.b)
 		var r lang.Number
@@ -94,6 +101,10 @@ func TestNumberArithmetic(t *testing.T) {
 		if err != nil || r.String() != tc.want {
 			t.Errorf("%s %s %s = %v (%v), want %s", tc.a, tc.op, tc.b, r, err, tc.want)
 		}
+	}
+	// a product whose integer part does not fit is an overflow, not a rounding
+	if r, err := lang.MustNumber("79228162514264337593543950335").Mul(lang.MustNumber("1.5")); err == nil {
+		t.Errorf("max * 1.5 = %v, want an overflow", r)
 	}
 	if _, err := lang.MustNumber("1").Quo(lang.MustNumber("0.0")); !errors.Is(err, lang.ErrDivisionByZero) {
 		t.Errorf("division by zero: %v", err)
