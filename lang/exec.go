@@ -485,6 +485,16 @@ func (m *machine) finishFrame() error {
 
 func (m *machine) call(f *frame, s *stmt) error {
 	if s.call.args != nil {
+		if s.call.proc == nil && !s.call.run {
+			// a sentence nobody knows is said before its block runs, so
+			// that the block's statements (`repeat 3 times` and its body)
+			// do not run once as inputs of a call that cannot be made
+			if ok, err := m.callable(s); err != nil {
+				return err
+			} else if !ok {
+				return m.unknown(s)
+			}
+		}
 		m.push(frame{kind: fArgs, src: f.src, blk: s.call.args, sc: &scope{parent: m.cur}, origin: f.origin})
 		return nil
 	}
