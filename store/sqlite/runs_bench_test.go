@@ -18,7 +18,7 @@ func BenchmarkCreateRunsCompleted(b *testing.B) {
 	for _, c := range []struct{ batch, say int }{{64, 0}, {64, 5}, {1, 0}, {8, 0}, {16, 0}, {32, 0}} {
 		name := fmt.Sprintf("say=%d", c.say)
 		if c.batch != 64 {
-			name = fmt.Sprintf("say=%d/batch=%d", c.say, c.batch)
+			name = fmt.Sprintf("say=%d,batch=%d", c.say, c.batch)
 		}
 		b.Run(name, func(b *testing.B) {
 			s, err := sqlite.Open(context.Background(), b.TempDir())
