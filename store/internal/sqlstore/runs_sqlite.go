@@ -42,7 +42,6 @@ func (c conn) createRunsSQLite(ctx context.Context, in []store.Run, now time.Tim
 	n := len(in)
 	runs, created, errs = make([]store.Run, n), make([]bool, n), make([]error, n)
 	in = append([]store.Run(nil), in...) // the caller's runs are not changed
-	type reqKey struct{ org, req string }
 	first := map[reqKey]int{}
 	sameAs := make([]int, n)
 	live := make([]bool, n) // passed checkCreateState and is the first of its request id
@@ -79,22 +78,8 @@ func (c conn) createRunsSQLite(ctx context.Context, in []store.Run, now time.Tim
 			for _, rq := range reqs[:k] {
 				args = append(args, rq)
 			}
-			rows, err := c.query(ctx, runSelect+` WHERE r.organization_id = ? AND r.request_id IN ( `+placeholders(k)+`) AND r.request_id != ''`, args...)
-			if err != nil {
-				return nil, nil, nil, c.db.mapErr(err, "create runs")
-			}
-			for rows.Next() {
-				r, err := scanRun(rows)
-				if err != nil {
-					_ = rows.Close()
-					return nil, nil, nil, c.db.mapErr(err, "create runs")
-				}
-				existing[reqKey{r.OrganizationID, r.RequestID}] = r
-			}
-			err = rows.Err()
-			_ = rows.Close()
-			if err != nil {
-				return nil, nil, nil, c.db.mapErr(err, "create runs")
+			if err := c.runsOfRequests(ctx, k, args, existing); err != nil {
+				return nil, nil, nil, err
 			}
 			reqs = reqs[k:]
 		}
@@ -239,6 +224,27 @@ func (c conn) createRunsSQLite(ctx context.Context, in []store.Run, now time.Tim
 	}
 	return runs, created, errs, nil
 }
+
+// runsOfRequests adds to existing the runs of an organization holding one
+// of k request ids (args: the organization, then the request ids).
+func (c conn) runsOfRequests(ctx context.Context, k int, args []any, existing map[reqKey]store.Run) error {
+	rows, err := c.query(ctx, runSelect+` WHERE r.organization_id = ? AND r.request_id IN ( `+placeholders(k)+`) AND r.request_id != ''`, args...)
+	if err != nil {
+		return c.db.mapErr(err, "create runs")
+	}
+	defer func() { _ = rows.Close() }()
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return c.db.mapErr(err, "create runs")
+		}
+		existing[reqKey{r.OrganizationID, r.RequestID}] = r
+	}
+	return c.db.mapErr(rows.Err(), "create runs")
+}
+
+// reqKey is a request id of an organization.
+type reqKey struct{ org, req string }
 
 // maxCreateChunk is the most runs one INSERT of createRunsSQLite writes
 // (28 arguments each; SQLite allows 32,766 per statement).
