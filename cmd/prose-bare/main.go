@@ -14,6 +14,11 @@
 //
 //     curl -s -H "Authorization: Bearer $KEY" http://127.0.0.1:18081/api/v1/organizations/$ORG/workspaces/$WSID > /tmp/ws.json
 //     prose-bare --workspace /tmp/ws.json --key "$KEY" --http 127.0.0.1:18082 --grpc 127.0.0.1:18083
+//
+//   - with --automation and --invoke (HTTP only): also prose-load's calls,
+//     answered with the bodies prose serve gave (bare.InvokeHandler): the
+//     floor of `prose-load` runs/s on this machine with no database and no
+//     engine (BENCHMARKS.md, "SQLite runs/s: last pass and the ceiling").
 package main
 
 import (
@@ -49,6 +54,8 @@ func run(args []string) error {
 	key := fs.String("key", "", "the API key callers must send as Bearer (required)")
 	httpAddr := fs.String("http", "", "serve the bare HTTP handler on this address")
 	grpcAddr := fs.String("grpc", "", "serve the bare gRPC server on this address")
+	autoFile := fs.String("automation", "", "JSON body of POST .../automations (with --invoke: answer prose-load's calls)")
+	invokeFile := fs.String("invoke", "", "JSON body of POST .../automations/{a}:invoke")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -59,6 +66,21 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
+	if (*autoFile == "") != (*invokeFile == "") {
+		return errors.New("--automation and --invoke go together")
+	}
+	handler := bare.HTTPHandler(body, *key)
+	if *invokeFile != "" {
+		auto, err := os.ReadFile(*autoFile)
+		if err != nil {
+			return err
+		}
+		inv, err := os.ReadFile(*invokeFile)
+		if err != nil {
+			return err
+		}
+		handler = bare.InvokeHandler(body, auto, inv, *key)
+	}
 	ws := &platformv1.Workspace{}
 	if err := protojson.Unmarshal(body, ws); err != nil {
 		return fmt.Errorf("%s: %w", *file, err)
@@ -67,7 +89,7 @@ func run(args []string) error {
 	defer stop()
 	errc := make(chan error, 2)
 	if *httpAddr != "" {
-		srv := &http.Server{Addr: *httpAddr, Handler: bare.HTTPHandler(body, *key), ReadHeaderTimeout: 10 * time.Second}
+		srv := &http.Server{Addr: *httpAddr, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 		go func() { errc <- srv.ListenAndServe() }()
 		defer func() { _ = srv.Close() }()
 	}

@@ -9,7 +9,9 @@ package bare
 import (
 	"context"
 	"crypto/subtle"
+	"io"
 	"net/http"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -34,6 +36,40 @@ func HTTPHandler(body []byte, key string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !authorized(r.Header.Get("Authorization")) {
 			http.Error(w, `{"code":16,"message":"unauthenticated"}`, http.StatusUnauthorized)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	})
+}
+
+// InvokeHandler is HTTPHandler that also answers prose-load's calls as
+// prose serve does, with no database and no engine (BENCHMARKS.md, "SQLite
+// runs/s: last pass and the ceiling"): a POST to .../automations reads the
+// request body and answers automation (the body prose serve answered to
+// prose-load's create); a POST to ...:invoke reads the request body and
+// answers invoke (the body of an invoke's answer); a GET of .../runs
+// answers no runs (prose-load's wait for unfinished runs ends at once).
+// Anything else is answered as HTTPHandler does.
+func InvokeHandler(workspace, automation, invoke []byte, key string) http.Handler {
+	authorized := authorizer(key)
+	noRuns := []byte(`{"runs":[],"nextPageToken":""}`)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !authorized(r.Header.Get("Authorization")) {
+			http.Error(w, `{"code":16,"message":"unauthenticated"}`, http.StatusUnauthorized)
+			return
+		}
+		body := workspace
+		switch p := r.URL.Path; {
+		case r.Method == http.MethodPost && strings.HasSuffix(p, ":invoke"):
+			body = invoke
+		case r.Method == http.MethodPost && strings.HasSuffix(p, "/automations"):
+			body = automation
+		case r.Method == http.MethodGet && strings.HasSuffix(p, "/runs"):
+			body = noRuns
+		}
+		if _, err := io.Copy(io.Discard, r.Body); err != nil {
+			http.Error(w, `{"code":3,"message":"body"}`, http.StatusBadRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")

@@ -55,6 +55,11 @@ func dsn(path string, readOnly bool) string {
 	q.Add("_pragma", "busy_timeout(10000)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")
+	// Temporary files in memory: the statement journals of a transaction's
+	// statements (the pages a statement changed, to undo it alone if it
+	// fails) spilled to a temporary file past 64 KiB. They serve no
+	// recovery: the WAL and synchronous above decide what a crash keeps.
+	q.Add("_pragma", "temp_store(MEMORY)")
 	if readOnly {
 		q.Add("_pragma", "query_only(1)")
 	} else {

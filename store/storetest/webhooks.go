@@ -64,8 +64,22 @@ func testWebhookOutboxCreateRuns(t *testing.T, s *suite) {
 	if d := got("other", otherHook.ID); len(d) != 1 || d[runs[1].ID] != string(store.RunPending) {
 		t.Errorf("deliveries of the other workspace's webhook: %v", d)
 	}
-	if n := len(of(s.st.ClaimWebhookDeliveries(s.ctx, s.clock.Peek().Add(time.Hour), time.Minute, 100)).must(t)); n != 3 {
-		t.Errorf("claimed %d deliveries, want 3 (none for the workspace without webhooks)", n)
+	// A request id already used (before the batch, or earlier in it)
+	// creates nothing and writes no delivery; an unknown automation
+	// neither.
+	again, created, errs, err := s.st.CreateRuns(s.ctx, []store.Run{
+		mk(a, "w-1", store.RunCompleted), mk(a, "w-5", store.RunPending), mk(a, "w-5", store.RunPending),
+		mk(store.Automation{OrganizationID: "acme", WorkspaceID: "ops", ID: "nope", Version: 1}, "w-6", store.RunPending),
+	})
+	noErr(t, err)
+	if created[0] || again[0].ID != runs[0].ID || !created[1] || created[2] || again[2].ID != again[1].ID || errs[3] == nil {
+		t.Fatalf("second batch: created %v, errs %v, ids %s %s %s (first batch's w-1: %s)", created, errs, again[0].ID, again[1].ID, again[2].ID, runs[0].ID)
+	}
+	if d := got("ops", runsHook.ID); len(d) != 3 || d[again[1].ID] != string(store.RunPending) {
+		t.Errorf("deliveries of the runs webhook after the second batch: %v, want 3 (one more: %s pending)", d, again[1].ID)
+	}
+	if n := len(of(s.st.ClaimWebhookDeliveries(s.ctx, s.clock.Peek().Add(time.Hour), time.Minute, 100)).must(t)); n != 4 {
+		t.Errorf("claimed %d deliveries, want 4 (none for the workspace without webhooks)", n)
 	}
 }
 

@@ -55,6 +55,17 @@ func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, erro
 	now := db.now()
 	var out store.Run
 	var created bool
+	if db.d == store.SQLite {
+		err := db.tx(ctx, func(c conn) error {
+			runs, cr, errs, err := c.createRunsSQLite(ctx, []store.Run{r}, now)
+			if err != nil {
+				return err
+			}
+			out, created = runs[0], cr[0]
+			return errs[0]
+		})
+		return out, created, err
+	}
 	err := db.tx(ctx, func(c conn) error {
 		var runErr, err error
 		out, created, runErr, err = c.createRun(ctx, r, now)
@@ -273,18 +284,9 @@ func (db *DB) CreateRuns(ctx context.Context, in []store.Run) (runs []store.Run,
 		return db.createRunsPG(ctx, in, now)
 	}
 	err = db.tx(ctx, func(c conn) error {
-		var counted []store.Run
-		for i, r := range in {
-			var err error
-			runs[i], created[i], errs[i], err = c.createRun(ctx, r, now)
-			if err != nil {
-				return err
-			}
-			if created[i] {
-				counted = append(counted, runs[i])
-			}
-		}
-		return c.countCreatedRuns(ctx, counted)
+		var err error
+		runs, created, errs, err = c.createRunsSQLite(ctx, in, now)
+		return err
 	})
 	if err != nil {
 		return nil, nil, nil, err
