@@ -17,8 +17,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/dynamicpb"
@@ -703,6 +705,28 @@ func hostileMessages(m protoreflect.Message) []protoreflect.Message {
 type grpcVariant struct {
 	name string
 	msg  proto.Message
+	raw  rawMessage // when set: the request's bytes, sent as they are
+}
+
+// rawMessage is a request already encoded (one no proto library would
+// encode: a string that is not UTF-8).
+type rawMessage []byte
+
+// rawRequestCodec sends a rawMessage as it is and anything else as proto.
+type rawRequestCodec struct{}
+
+func (rawRequestCodec) Name() string { return "proto" }
+
+func (rawRequestCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if b, ok := v.(rawMessage); ok {
+		return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+	}
+	b, err := proto.Marshal(v.(proto.Message))
+	return mem.BufferSlice{mem.SliceBuffer(b)}, err
+}
+
+func (rawRequestCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	return proto.Unmarshal(data.Materialize(), v.(proto.Message))
 }
 
 // grpcVariants mutates one field of base at a time (top-level fields and
@@ -718,7 +742,7 @@ func grpcVariants(base protoreflect.Message) []grpcVariant {
 			variant := func(what string, set func(m protoreflect.Message)) {
 				c := proto.Clone(base.Interface())
 				set(get(c.ProtoReflect()))
-				out = append(out, grpcVariant{name + " " + what, c})
+				out = append(out, grpcVariant{name: name + " " + what, msg: c})
 			}
 			switch {
 			case f.IsMap():
@@ -769,6 +793,22 @@ func grpcVariants(base protoreflect.Message) []grpcVariant {
 		}
 	}
 	walk("", func(m protoreflect.Message) protoreflect.Message { return m }, base.Descriptor(), 0)
+	// Strings that are not UTF-8, which only a hand-made encoding sends: the
+	// field appended to the encoded request (the last value of a string
+	// wins; a list gets one more element).
+	enc, err := proto.Marshal(base.Interface())
+	if err == nil {
+		fields := base.Descriptor().Fields()
+		for i := 0; i < fields.Len(); i++ {
+			f := fields.Get(i)
+			if f.Kind() != protoreflect.StringKind || f.IsMap() {
+				continue
+			}
+			b := protowire.AppendTag(append([]byte(nil), enc...), f.Number(), protowire.BytesType)
+			b = protowire.AppendBytes(b, []byte("a\xff\xfeb"))
+			out = append(out, grpcVariant{name: string(f.Name()) + " not UTF-8", raw: b})
+		}
+	}
 	return out
 }
 
@@ -781,6 +821,7 @@ func TestHostileGRPCInput(t *testing.T) {
 	type call struct {
 		rpc, variant string
 		msg          proto.Message
+		raw          rawMessage
 		md           metadata.MD
 		stream       bool
 		out          protoreflect.MessageDescriptor
@@ -804,7 +845,7 @@ func TestHostileGRPCInput(t *testing.T) {
 		msg := dynamicpb.NewMessage(md.Input())
 		fillRequest(msg, org, ws, 0)
 		for _, v := range grpcVariants(msg) {
-			c := call{b.rpc, v.name, v.msg, metadata.Pairs(header, prefix+key), md.IsStreamingServer(), md.Output()}
+			c := call{b.rpc, v.name, v.msg, v.raw, metadata.Pairs(header, prefix+key), md.IsStreamingServer(), md.Output()}
 			if destructive(b.method, b.rpc) {
 				late = append(late, c)
 			} else {
@@ -818,18 +859,23 @@ func TestHostileGRPCInput(t *testing.T) {
 		defer cancel()
 		ctx = metadata.NewOutgoingContext(ctx, c.md)
 		out := dynamicpb.NewMessage(c.out)
+		var in any = c.msg
+		if c.raw != nil {
+			in = c.raw
+		}
+		codec := grpc.ForceCodecV2(rawRequestCodec{})
 		var err error
 		if c.stream {
 			var s grpc.ClientStream
-			s, err = e.conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, c.rpc)
+			s, err = e.conn.NewStream(ctx, &grpc.StreamDesc{ServerStreams: true}, c.rpc, codec)
 			if err == nil {
-				if err = s.SendMsg(c.msg); err == nil {
+				if err = s.SendMsg(in); err == nil {
 					_ = s.CloseSend()
 					err = s.RecvMsg(out)
 				}
 			}
 		} else {
-			err = e.conn.Invoke(ctx, c.rpc, c.msg, out)
+			err = e.conn.Invoke(ctx, c.rpc, in, out, codec)
 		}
 		switch status.Code(err) {
 		case codes.Internal, codes.Unknown, codes.DataLoss, codes.Unimplemented:
@@ -926,4 +972,18 @@ func TestHostileRegressions(t *testing.T) {
 			}
 		})
 	}
+	// Over native gRPC a string that is not UTF-8 failed to decode, which
+	// grpc-go answers INTERNAL before any interceptor runs.
+	t.Run("grpc title not UTF-8", func(t *testing.T) {
+		// CreateWorkspaceRequest{organization_id: 1, workspace: 2{title: 2}}
+		title := protowire.AppendBytes(protowire.AppendTag(nil, 2, protowire.BytesType), []byte("Sales\xffOps"))
+		req := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte(e.init.orgID))
+		req = protowire.AppendBytes(protowire.AppendTag(req, 2, protowire.BytesType), title)
+		ctx := metadata.NewOutgoingContext(context.Background(), metadata.Pairs("authorization", "Bearer "+e.init.APIKey))
+		out := dynamicpb.NewMessage(methodDescriptor(t, "/prose.platform.v1.WorkspaceService/CreateWorkspace").Output())
+		err := e.conn.Invoke(ctx, "/prose.platform.v1.WorkspaceService/CreateWorkspace", rawMessage(req), out, grpc.ForceCodecV2(rawRequestCodec{}))
+		if r := grpcError(err); r.code != codes.InvalidArgument || r.reason != "INVALID_CHARACTER" || r.violation != "workspace.title" {
+			t.Errorf("%v (reason %q, field %q), want INVALID_ARGUMENT INVALID_CHARACTER on workspace.title", err, r.reason, r.violation)
+		}
+	})
 }

@@ -255,12 +255,13 @@ func (ls *limitSet) walkLimits(m protoreflect.Message, prefix string, r *limitRe
 
 // checkNUL reports a string holding a NUL character or bytes that are not
 // UTF-8 (a proto string must be UTF-8: such a request reaches a handler
-// only over HTTP, whose in-process channel does not encode it, and its
-// answer could not be encoded either).
+// over HTTP, whose in-process channel does not encode it, and its answer
+// could not be encoded either; over native gRPC requestCodec decodes such
+// a string with NUL characters in place of the bad bytes).
 func checkNUL(s, field string, r *limitReport) {
 	if strings.IndexByte(s, 0) >= 0 {
-		r.report(ReasonInvalidCharacter, field, "must not contain a NUL character (U+0000)")
+		r.report(ReasonInvalidCharacter, field, "must be UTF-8 without a NUL character (U+0000)")
 	} else if !utf8.ValidString(s) {
-		r.report(ReasonInvalidCharacter, field, "must be UTF-8")
+		r.report(ReasonInvalidCharacter, field, "must be UTF-8 without a NUL character (U+0000)")
 	}
 }
