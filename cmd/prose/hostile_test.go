@@ -178,7 +178,7 @@ var (
 		`create_time > timestamp("x")`, `state = "\u0000"`, strings.Repeat(`state = "a" OR `, 2000) + `state = "a"`,
 	}
 	hostileOrders = []string{"nope", "create_time sideways", ",,,", "create_time desc, create_time desc", "create_time desc desc",
-		"-create_time", "create_time;DROP TABLE runs", strings.Repeat("a,", 5000)}
+		"-create_time", "create_time;--", strings.Repeat("a,", 5000)}
 	hostileTokens = []string{"garbage", "%%%", "AAAA", "eyJ4IjoxfQ", strings.Repeat("A", 10000), "-1", "\x00"}
 	hostileMasks  = []string{"nope", "a..b", "*,x", ",", "display_name,nope", "name.*.x", strings.Repeat("a.", 3000)}
 	hostileInts   = []string{"abc", "-1", "2147483648", "-2147483649", "9223372036854775808", "1e309", "-0", "1.5", "", "0x10", "1000000000"}
