@@ -7,6 +7,8 @@ import (
 
 	"go.einride.tech/aip/filtering"
 	expr "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
+
+	"github.com/proserun/prose/internal/aipfilter"
 )
 
 // The one evaluator of the AIP-160 filters books applies in memory (book
@@ -51,7 +53,7 @@ func (fs filterFields[T]) declarations() *filtering.Declarations {
 // on the right, say). Errors wrap ErrInvalidArgument. A nil expression
 // matches everything.
 func parseFilter[T any](fs filterFields[T], decls *filtering.Declarations, s string, zero T) (*expr.Expr, error) {
-	f, err := filtering.ParseFilterString(s, decls)
+	f, err := aipfilter.Parse(s, decls)
 	if err != nil {
 		return nil, fmt.Errorf("%w: filter: %w", ErrInvalidArgument, err)
 	}

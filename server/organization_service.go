@@ -9,6 +9,7 @@ import (
 	expr "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/aipfilter"
 	"github.com/proserun/prose/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
@@ -83,7 +84,7 @@ func titleMatcher(filter string) (func(string) bool, error) {
 	if strings.TrimSpace(filter) == "" {
 		return func(string) bool { return true }, nil
 	}
-	parsed, err := filtering.ParseFilterString(filter, sqlfilter.Workspaces.Declarations())
+	parsed, err := aipfilter.Parse(filter, sqlfilter.Workspaces.Declarations())
 	if err != nil {
 		return nil, invalidFromStore(err)
 	}

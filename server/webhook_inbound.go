@@ -17,11 +17,14 @@ import (
 	"strconv"
 	"strings"
 
+	rpccode "google.golang.org/genproto/googleapis/rpc/code"
+
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
 
@@ -78,10 +81,14 @@ type webhookRun struct {
 	Error      string `json:"error,omitempty"`
 }
 
+// webhookError writes the API's error shape (rpcStatus: code, message, and
+// details holding an ErrorInfo whose reason is the code's name, as the
+// gateway adds to an error without one).
 func webhookError(w http.ResponseWriter, status int, code int, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"code": code, "message": msg, "details": []any{}})
+	info := map[string]any{"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": rpccode.Code(code).String(), "domain": transport.ErrorDomain}
+	_ = json.NewEncoder(w).Encode(map[string]any{"code": code, "message": msg, "details": []any{info}})
 }
 
 func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {

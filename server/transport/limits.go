@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -221,6 +222,8 @@ func (ls *limitSet) walkLimits(m protoreflect.Message, prefix string, r *limitRe
 				elem := path + "[" + strconv.Quote(key) + "]"
 				if strings.IndexByte(key, 0) >= 0 {
 					r.report(ReasonInvalidCharacter, elem, "has a key with a NUL character")
+				} else if !utf8.ValidString(key) {
+					r.report(ReasonInvalidCharacter, elem, "has a key that is not UTF-8")
 				}
 				switch fd.MapValue().Kind() {
 				case protoreflect.StringKind:
@@ -250,8 +253,15 @@ func (ls *limitSet) walkLimits(m protoreflect.Message, prefix string, r *limitRe
 	})
 }
 
+// checkNUL reports a string holding a NUL character or bytes that are not
+// UTF-8 (a proto string must be UTF-8: such a request reaches a handler
+// over HTTP, whose in-process channel does not encode it, and its answer
+// could not be encoded either; over native gRPC requestCodec decodes such
+// a string with NUL characters in place of the bad bytes).
 func checkNUL(s, field string, r *limitReport) {
 	if strings.IndexByte(s, 0) >= 0 {
-		r.report(ReasonInvalidCharacter, field, "must not contain a NUL character (U+0000)")
+		r.report(ReasonInvalidCharacter, field, "must be UTF-8 without a NUL character (U+0000)")
+	} else if !utf8.ValidString(s) {
+		r.report(ReasonInvalidCharacter, field, "must be UTF-8 without a NUL character (U+0000)")
 	}
 }

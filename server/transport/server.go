@@ -255,7 +255,7 @@ func NewServer(opts Options) *Server {
 	if err != nil {
 		panic("transport.New: " + err.Error())
 	}
-	grpcOpts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...)}
+	grpcOpts := []grpc.ServerOption{grpc.ChainUnaryInterceptor(unary...), grpc.ChainStreamInterceptor(stream...), codecOption()}
 	// Only native gRPC calls are admitted by Admission: Local's callers
 	// (the gateway, the console) are bounded by the gateway itself.
 	grpcOpts = append(grpcOpts, opts.Admission.serverOption()...)

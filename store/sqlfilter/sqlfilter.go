@@ -25,6 +25,7 @@ import (
 	"go.einride.tech/aip/filtering"
 	expr "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 
+	"github.com/proserun/prose/internal/aipfilter"
 	"github.com/proserun/prose/store"
 )
 
@@ -39,9 +40,9 @@ const (
 	OpHas = store.OpHas
 )
 
-// MaxFilterLength bounds the filter text (deeply nested input is rejected
-// before parsing).
-const MaxFilterLength = 4096
+// MaxFilterLength bounds the filter text; parentheses may nest at most
+// aipfilter.MaxDepth deep. Both are checked before parsing.
+const MaxFilterLength = aipfilter.MaxLength
 
 // Kind is the type of a field's values.
 type Kind int
@@ -202,8 +203,8 @@ func (r *Resource) Parse(text string) (f store.Filter, err error) {
 	if strings.TrimSpace(text) == "" {
 		return nil, nil
 	}
-	if len(text) > MaxFilterLength {
-		return nil, invalid("longer than %d bytes", MaxFilterLength)
+	if err := aipfilter.Check(text); err != nil {
+		return nil, invalid("%v", err)
 	}
 	defer func() {
 		if p := recover(); p != nil { // defensive: a parser bug must not crash the server
@@ -213,7 +214,7 @@ func (r *Resource) Parse(text string) (f store.Filter, err error) {
 	if r.contains {
 		text = containsAsHas(text)
 	}
-	parsed, err := filtering.ParseFilterString(text, r.decls)
+	parsed, err := aipfilter.Parse(text, r.decls)
 	if err != nil {
 		return nil, invalid("%v (fields: %s)", err, strings.Join(r.Fields(), ", "))
 	}
