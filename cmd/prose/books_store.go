@@ -233,6 +233,25 @@ func (s *dbConnections) DeleteConnection(ctx context.Context, ws books.Workspace
 	return fromStore(s.st.DeleteBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id))
 }
 
+// RefreshConnection implements books.ConnectionStore. The errors of
+// refresh come back as refresh gave them.
+func (s *dbConnections) RefreshConnection(ctx context.Context, ws books.Workspace, id string,
+	refresh func(ctx context.Context, r books.ConnectionRecord) (*books.ConnectionRecord, error)) (books.ConnectionRecord, error) {
+	got, err := s.st.RefreshBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id,
+		func(ctx context.Context, c store.BookConnection) (*store.BookConnection, error) {
+			next, err := refresh(ctx, toConnectionRecord(c))
+			if err != nil || next == nil {
+				return nil, err
+			}
+			row := fromConnectionRecord(*next)
+			return &row, nil
+		})
+	if err != nil {
+		return books.ConnectionRecord{}, fromStore(err)
+	}
+	return toConnectionRecord(got), nil
+}
+
 // RekeyConnections implements books.ConnectionStore. The errors of reseal
 // come back as reseal gave them.
 func (s *dbConnections) RekeyConnections(ctx context.Context, reseal func(r books.ConnectionRecord) ([]byte, bool, error)) (int, error) {
