@@ -98,8 +98,11 @@ func (s *dbBooks) IndexBuiltins(ctx context.Context, bs []books.BuiltinCatalog) 
 
 // SearchCatalog implements books.Searcher: the ranking is the database's.
 func (s *dbBooks) SearchCatalog(ctx context.Context, ws books.Workspace, q books.CatalogQuery) ([]books.CatalogHit, error) {
-	ms, err := s.st.SearchWorkspaceCatalog(ctx, ws.OrganizationID, ws.WorkspaceID, store.CatalogQuery{
-		Kind: store.CatalogKind(q.Kind), Text: q.Text, Limit: q.Limit, BookName: q.BookName, BookVersion: q.BookVersion})
+	cq := store.CatalogQuery{Kind: store.CatalogKind(q.Kind), Text: q.Text, Limit: q.Limit, BookName: q.BookName, BookVersion: q.BookVersion}
+	for _, b := range q.Transient {
+		cq.Transient = append(cq.Transient, store.BuiltinCatalog{Name: b.Name, Version: b.Version, Entries: toStoreEntries(b.Entries)})
+	}
+	ms, err := s.st.SearchWorkspaceCatalog(ctx, ws.OrganizationID, ws.WorkspaceID, cq)
 	if err != nil {
 		return nil, fromStore(err)
 	}
