@@ -51,6 +51,10 @@ type CatalogQuery struct {
 	Text                  string
 	Limit                 int
 	BookName, BookVersion string
+	// Transient are books of the workspace this process alone knows
+	// (Overlay's Top): ranked with the registered ones, and hiding a
+	// registered book of the same name and version.
+	Transient []BuiltinCatalog
 }
 
 // BuiltinIndexer is a Searcher that also indexes the built-in books (found

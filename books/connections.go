@@ -242,6 +242,12 @@ func (c *Connections) Resolve(ctx context.Context, ws Workspace, bookName, name 
 	if row.BookName != bookName {
 		return nil, fmt.Errorf("the connection %q is a connection of the %s book, not of the %s book: %w", name, row.BookName, bookName, ErrNotFound)
 	}
+	return c.fromRecord(ws, row, name)
+}
+
+// fromRecord is the connection of row with its credentials (name is how the
+// caller named it, for errors).
+func (c *Connections) fromRecord(ws Workspace, row ConnectionRecord, name string) (*Connection, error) {
 	auth, err := c.open(ws, row)
 	if err != nil {
 		return nil, err

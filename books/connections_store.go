@@ -48,6 +48,15 @@ type ConnectionStore interface {
 	UpdateConnection(ctx context.Context, r ConnectionRecord) (ConnectionRecord, error)
 	// DeleteConnection: ErrNotFound if absent.
 	DeleteConnection(ctx context.Context, ws Workspace, id string) error
+	// RefreshConnection calls refresh with the connection as stored while
+	// holding it: no other RefreshConnection of the same connection runs
+	// meanwhile, in this process or in another sharing the store. When
+	// refresh returns a record, its descriptor and secret replace the
+	// stored ones before the hold ends; an error of refresh comes back as
+	// it is and writes nothing. It returns the record as stored after.
+	// ErrNotFound if absent.
+	RefreshConnection(ctx context.Context, ws Workspace, id string,
+		refresh func(ctx context.Context, r ConnectionRecord) (*ConnectionRecord, error)) (ConnectionRecord, error)
 	// RekeyConnections passes every stored connection, of every workspace,
 	// to reseal; where it returns a new secret (changed), the record's
 	// secret is replaced (its update time stays). It returns how many were

@@ -75,6 +75,20 @@ func (s sqlConnections) DeleteConnection(ctx context.Context, ws books.Workspace
 	return connErr(s.st.DeleteBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id))
 }
 
+func (s sqlConnections) RefreshConnection(ctx context.Context, ws books.Workspace, id string,
+	refresh func(context.Context, books.ConnectionRecord) (*books.ConnectionRecord, error)) (books.ConnectionRecord, error) {
+	c, err := s.st.RefreshBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id,
+		func(ctx context.Context, c store.BookConnection) (*store.BookConnection, error) {
+			next, err := refresh(ctx, toRecord(c))
+			if err != nil || next == nil {
+				return nil, err
+			}
+			row := toRow(*next)
+			return &row, nil
+		})
+	return toRecord(c), connErr(err)
+}
+
 func (s sqlConnections) RekeyConnections(ctx context.Context, reseal func(books.ConnectionRecord) ([]byte, bool, error)) (int, error) {
 	n, err := s.st.RekeyBookConnections(ctx, func(c store.BookConnection) ([]byte, bool, error) { return reseal(toRecord(c)) })
 	return n, connErr(err)

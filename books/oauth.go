@@ -171,9 +171,22 @@ func (c *Connections) exchange(ctx context.Context, conn *Connection, form url.V
 // saveTokens keeps tok's tokens (and when the access token expires) sealed
 // with the connection of row; a refresh token tok lacks keeps the old one.
 func (c *Connections) saveTokens(ctx context.Context, ws Workspace, row ConnectionRecord, tok tokenAnswer) error {
-	auth, err := c.open(ws, row)
+	next, err := c.withTokens(ctx, ws, row, tok)
 	if err != nil {
 		return err
+	}
+	if _, err := c.st.UpdateConnection(ctx, next); err != nil {
+		return connStoreError(err, row.Name)
+	}
+	return nil
+}
+
+// withTokens is row with tok's tokens (and when the access token expires)
+// sealed in its credentials; a refresh token tok lacks keeps the old one.
+func (c *Connections) withTokens(ctx context.Context, ws Workspace, row ConnectionRecord, tok tokenAnswer) (ConnectionRecord, error) {
+	auth, err := c.open(ws, row)
+	if err != nil {
+		return ConnectionRecord{}, err
 	}
 	auth = proto.CloneOf(auth)
 	setCred := func(id, v string) {
@@ -197,20 +210,18 @@ func (c *Connections) saveTokens(ctx context.Context, ws Workspace, row Connecti
 	setCred(oauthAccessExpiry, expiry)
 	d, err := decodeDescriptor(row)
 	if err != nil {
-		return err
+		return ConnectionRecord{}, err
 	}
 	b, err := c.reg.Book(ctx, ws, row.BookName, row.BookVersion)
 	if err != nil {
-		return err
+		return ConnectionRecord{}, err
 	}
 	next, err := c.encode(ws, row.ID, b, ConnectionInput{Name: row.Name, Auth: auth, Config: d.GetConfigMap(), Labels: d.GetLabels(), discovered: d.GetDiscovered()}, auth)
 	if err != nil {
-		return err
+		return ConnectionRecord{}, err
 	}
-	if _, err := c.st.UpdateConnection(ctx, next); err != nil {
-		return connStoreError(err, row.Name)
-	}
-	return nil
+	next.CreateTime, next.UpdateTime = row.CreateTime, row.UpdateTime
+	return next, nil
 }
 
 // oauthExpired reports whether conn's access token has expired or expires
@@ -220,47 +231,82 @@ func oauthExpired(conn *Connection, now time.Time) bool {
 	return err == nil && !now.Add(OAuthRefreshMargin).Before(time.Unix(exp, 0))
 }
 
+// oauthRefreshTimeout bounds a refresh, its wait for another one of the
+// same connection included (that one's token request is bounded by
+// DefaultBookTimeout).
+const oauthRefreshTimeout = 3 * DefaultBookTimeout
+
 // RefreshOAuth gets a new access token for the OAuth connection id of ws
 // with its refresh token, keeps the tokens sealed with the connection and
 // returns the connection with them. stale is the access token the caller
 // found expired or refused: when the stored one differs and has not expired,
-// another call refreshed it already and it is returned as it is. Concurrent
-// refreshes of one connection in this process make one request to the token
-// url. Errors wrap ErrOAuth and name no secret.
+// another call refreshed it already and it is returned as it is.
+//
+// One refresh of a connection runs at a time: concurrent calls in this
+// process share one (singleflight), and the store holds the connection
+// while its token url is asked (ConnectionStore.RefreshConnection: a row
+// lock on PostgreSQL), so a replica that comes second reads the token the
+// first stored instead of spending the refresh token again, which a
+// provider rotating refresh tokens would refuse. Errors wrap ErrOAuth and
+// name no secret.
 func (c *Connections) RefreshOAuth(ctx context.Context, ws Workspace, id, stale string) (*Connection, error) {
 	key := ws.OrganizationID + "\x00" + ws.WorkspaceID + "\x00" + id
 	v, err, _ := c.refreshes.Do(key, func() (any, error) {
 		// The first caller's cancellation must not fail the others.
-		ctx := context.WithoutCancel(ctx)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), oauthRefreshTimeout)
+		defer cancel()
 		conn, err := c.Resolve(ctx, ws, HTTPBookName, id)
 		if err != nil {
 			return nil, err
 		}
-		if t := conn.Credentials[oauthAccessToken]; t != "" && t != stale && !oauthExpired(conn, c.now()) {
+		if fresh(conn, stale, c.now()) {
 			return conn, nil
 		}
-		rt := conn.Credentials[oauthRefreshToken]
-		if rt == "" {
-			return nil, fmt.Errorf("%w: the connection %q has no refresh token; authorize it again", ErrOAuth, conn.Name)
-		}
-		tok, err := c.exchange(ctx, conn, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt},
-			"client_id": {conn.Credentials["client id"]}, "client_secret": {conn.Credentials["client secret"]}})
+		var out *Connection
+		_, err = c.st.RefreshConnection(ctx, ws, conn.ID, func(ctx context.Context, row ConnectionRecord) (*ConnectionRecord, error) {
+			// Read again under the hold: another replica may have refreshed.
+			cur, err := c.fromRecord(ws, row, conn.Name)
+			if err != nil {
+				return nil, err
+			}
+			if fresh(cur, stale, c.now()) {
+				out = cur
+				return nil, nil
+			}
+			rt := cur.Credentials[oauthRefreshToken]
+			if rt == "" {
+				return nil, fmt.Errorf("%w: the connection %q has no refresh token; authorize it again", ErrOAuth, cur.Name)
+			}
+			tok, err := c.exchange(ctx, cur, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt},
+				"client_id": {cur.Credentials["client id"]}, "client_secret": {cur.Credentials["client secret"]}})
+			if err != nil {
+				return nil, err
+			}
+			next, err := c.withTokens(ctx, ws, row, tok)
+			if err != nil {
+				return nil, err
+			}
+			if out, err = c.fromRecord(ws, next, conn.Name); err != nil {
+				return nil, err
+			}
+			return &next, nil
+		})
 		if err != nil {
-			return nil, err
+			return nil, connStoreError(err, conn.Name)
 		}
-		row, err := c.st.GetConnection(ctx, ws, conn.ID)
-		if err != nil {
-			return nil, connStoreError(err, conn.ID)
-		}
-		if err := c.saveTokens(ctx, ws, row, tok); err != nil {
-			return nil, err
-		}
-		return c.Resolve(ctx, ws, HTTPBookName, conn.ID)
+		return out, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v.(*Connection), nil
+}
+
+// fresh reports whether conn's access token is one the caller can use in
+// place of stale: another one, not expired.
+func fresh(conn *Connection, stale string, now time.Time) bool {
+	t := conn.Credentials[oauthAccessToken]
+	return t != "" && t != stale && !oauthExpired(conn, now)
 }
 
 // issuedCredential reports whether id is a credential the authorization

@@ -99,12 +99,23 @@ func (o Overlay) DeleteWorkspaceBook(ctx context.Context, ws Workspace, name, ve
 	return o.Base.DeleteWorkspaceBook(ctx, ws, name, version)
 }
 
-// SearchCatalog implements Searcher over Base (the registered books; the
-// books of Top are not indexed), or returns ErrSearchUnavailable.
+// SearchCatalog implements Searcher over Base, with the books of Top in the
+// workspace passed as q.Transient: Base ranks them with its own (a book of
+// Top hides one of Base of the same name and version, as in reads). It
+// returns ErrSearchUnavailable when Base cannot search.
 func (o Overlay) SearchCatalog(ctx context.Context, ws Workspace, q CatalogQuery) ([]CatalogHit, error) {
 	s, ok := o.Base.(Searcher)
 	if !ok {
 		return nil, ErrSearchUnavailable
+	}
+	if ws != (Workspace{}) {
+		top, err := o.Top.ListWorkspaceBooks(ctx, ws)
+		if err != nil {
+			return nil, err
+		}
+		for _, b := range top {
+			q.Transient = append(q.Transient, BuiltinCatalog{Name: b.GetName(), Version: b.GetVersion(), Entries: CatalogEntries(b)})
+		}
 	}
 	return s.SearchCatalog(ctx, ws, q)
 }

@@ -309,7 +309,7 @@ func CheckGuidance(x *lang.Exception, g Guidance) error {
 		if x.Question == "" {
 			return &GuidanceError{Field: "answer", Msg: "this exception asks no question: an answer does not resolve it"}
 		}
-		if err := lang.CheckAnswer(x.AnswerType, res.Answer); err != nil {
+		if err := lang.CheckAnswer(lang.ExpectedAnswerType(x), res.Answer); err != nil {
 			return &GuidanceError{Field: "answer.value", Msg: err.Error()}
 		}
 		if len(x.Choices) > 0 {

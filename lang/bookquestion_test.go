@@ -141,3 +141,28 @@ func (b *answerBooks) Call(ctx context.Context, p lang.BookProcedure, in map[str
 	}
 	return b.fakeBooks.Call(ctx, p, in)
 }
+
+// TestExpectedAnswerType: a book's question's type, else the type every
+// choice has, else "" (any value).
+func TestExpectedAnswerType(t *testing.T) {
+	n := lang.Num(lang.MustNumber("1"))
+	for _, tc := range []struct {
+		name string
+		x    *lang.Exception
+		want string
+	}{
+		{"none", nil, ""},
+		{"missing fact", &lang.Exception{Fact: "the invoice total"}, ""},
+		{"question's type", &lang.Exception{Question: "q", AnswerType: "date"}, "date"},
+		{"question's type over choices", &lang.Exception{Question: "q", AnswerType: "text", Choices: []lang.Value{n}}, "text"},
+		{"number choices", &lang.Exception{Question: "q", Choices: []lang.Value{n, lang.Num(lang.MustNumber("2.5"))}}, "number"},
+		{"text choices", &lang.Exception{Question: "q", Choices: []lang.Value{lang.Text("yes"), lang.Text("no")}}, "text"},
+		{"boolean choices", &lang.Exception{Question: "q", Choices: []lang.Value{lang.Bool(true), lang.Bool(false)}}, "boolean"},
+		{"mixed choices", &lang.Exception{Question: "q", Choices: []lang.Value{lang.Text("1"), n}}, ""},
+		{"no choices", &lang.Exception{Question: "q"}, ""},
+	} {
+		if got := lang.ExpectedAnswerType(tc.x); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -334,6 +334,31 @@ func IsAnswerType(typ string) bool {
 	return ok || typ == ""
 }
 
+// ExpectedAnswerType is the answer type an answer to e must have: its
+// AnswerType (a book's question), else the type every one of its choices
+// has ("text", "number", "boolean", "date", "datetime", "time"), else ""
+// (the interpreter does not know: any value, as for a missing fact).
+func ExpectedAnswerType(e *Exception) string {
+	if e == nil {
+		return ""
+	}
+	if e.AnswerType != "" || len(e.Choices) == 0 {
+		return e.AnswerType
+	}
+	k := e.Choices[0].k
+	for _, c := range e.Choices[1:] {
+		if c.k != k {
+			return ""
+		}
+	}
+	for typ, kind := range answerKinds {
+		if kind == k {
+			return typ
+		}
+	}
+	return ""
+}
+
 // CheckAnswer reports whether v fits the answer type typ of a question; an
 // error says what was wanted. A date, datetime or time may also be given
 // as text (its plain JSON form), which the book reads.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/lang"
 	"github.com/proserun/prose/lang/protovalue"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
@@ -156,7 +157,7 @@ func guidanceRequestProto(e store.Exception) *platformv1.GuidanceRequest {
 	if err != nil || x.Fact == "" && x.Question == "" && len(x.Failed) == 0 {
 		return nil
 	}
-	out := &platformv1.GuidanceRequest{Question: x.Question, FailedChecks: x.Failed}
+	out := &platformv1.GuidanceRequest{Question: x.Question, FailedChecks: x.Failed, AnswerType: answerTypes[lang.ExpectedAnswerType(x)]}
 	if x.Fact != "" {
 		out.Facts = []string{x.Fact}
 	}
@@ -166,6 +167,14 @@ func guidanceRequestProto(e store.Exception) *platformv1.GuidanceRequest {
 		}
 	}
 	return out
+}
+
+// answerTypes are the API's answer types by the interpreter's names (an
+// unknown name is ANSWER_TYPE_UNSPECIFIED: any value).
+var answerTypes = map[string]platformv1.AnswerType{
+	"text": platformv1.AnswerType_ANSWER_TYPE_TEXT, "number": platformv1.AnswerType_ANSWER_TYPE_NUMBER,
+	"boolean": platformv1.AnswerType_ANSWER_TYPE_BOOLEAN, "date": platformv1.AnswerType_ANSWER_TYPE_DATE,
+	"datetime": platformv1.AnswerType_ANSWER_TYPE_DATETIME, "time": platformv1.AnswerType_ANSWER_TYPE_TIME,
 }
 
 // exceptionErr maps a store or engine error about one exception.

@@ -110,6 +110,12 @@ type CatalogQuery struct {
 	Limit int
 	// BookName and BookVersion, when set, restrict the search to that book.
 	BookName, BookVersion string
+	// Transient are books of the workspace that only the calling process
+	// knows (those of a `serve --books` file): they are searched and ranked
+	// as if registered, and one of them hides a registered book of the same
+	// name and version. Their entries are written in the search's
+	// transaction, which is rolled back: nothing is stored.
+	Transient []BuiltinCatalog
 }
 
 // CatalogMatch is one ranked search result.

@@ -49,6 +49,18 @@ type BookConnections interface {
 	UpdateBookConnection(ctx context.Context, c BookConnection) (BookConnection, error)
 	// DeleteBookConnection: ErrNotFound if absent.
 	DeleteBookConnection(ctx context.Context, organizationID, workspaceID, id string) error
+	// RefreshBookConnection calls refresh with the connection as stored
+	// while holding it: no other RefreshBookConnection of the same
+	// connection runs meanwhile, in this process or in any other sharing
+	// the database (PostgreSQL locks the row for the call; a SQLite
+	// database has one process, which holds a lock of its own). When
+	// refresh returns a connection, its descriptor and secret replace the
+	// stored ones (update time set) before the hold ends; an error of
+	// refresh comes back as it is and writes nothing. It returns the
+	// connection as stored after. ErrNotFound if absent. refresh may take
+	// as long as a call to another service: a caller bounds it with ctx.
+	RefreshBookConnection(ctx context.Context, organizationID, workspaceID, id string,
+		refresh func(ctx context.Context, c BookConnection) (*BookConnection, error)) (BookConnection, error)
 	// RekeyBookConnections passes every connection of the store, in key
 	// order and in batches, to reseal; where it returns a new secret
 	// (changed), the row's secret is replaced (its update time stays). It

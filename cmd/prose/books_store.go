@@ -98,8 +98,11 @@ func (s *dbBooks) IndexBuiltins(ctx context.Context, bs []books.BuiltinCatalog) 
 
 // SearchCatalog implements books.Searcher: the ranking is the database's.
 func (s *dbBooks) SearchCatalog(ctx context.Context, ws books.Workspace, q books.CatalogQuery) ([]books.CatalogHit, error) {
-	ms, err := s.st.SearchWorkspaceCatalog(ctx, ws.OrganizationID, ws.WorkspaceID, store.CatalogQuery{
-		Kind: store.CatalogKind(q.Kind), Text: q.Text, Limit: q.Limit, BookName: q.BookName, BookVersion: q.BookVersion})
+	cq := store.CatalogQuery{Kind: store.CatalogKind(q.Kind), Text: q.Text, Limit: q.Limit, BookName: q.BookName, BookVersion: q.BookVersion}
+	for _, b := range q.Transient {
+		cq.Transient = append(cq.Transient, store.BuiltinCatalog{Name: b.Name, Version: b.Version, Entries: toStoreEntries(b.Entries)})
+	}
+	ms, err := s.st.SearchWorkspaceCatalog(ctx, ws.OrganizationID, ws.WorkspaceID, cq)
 	if err != nil {
 		return nil, fromStore(err)
 	}
@@ -231,6 +234,25 @@ func (s *dbConnections) UpdateConnection(ctx context.Context, r books.Connection
 // DeleteConnection implements books.ConnectionStore.
 func (s *dbConnections) DeleteConnection(ctx context.Context, ws books.Workspace, id string) error {
 	return fromStore(s.st.DeleteBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id))
+}
+
+// RefreshConnection implements books.ConnectionStore. The errors of
+// refresh come back as refresh gave them.
+func (s *dbConnections) RefreshConnection(ctx context.Context, ws books.Workspace, id string,
+	refresh func(ctx context.Context, r books.ConnectionRecord) (*books.ConnectionRecord, error)) (books.ConnectionRecord, error) {
+	got, err := s.st.RefreshBookConnection(ctx, ws.OrganizationID, ws.WorkspaceID, id,
+		func(ctx context.Context, c store.BookConnection) (*store.BookConnection, error) {
+			next, err := refresh(ctx, toConnectionRecord(c))
+			if err != nil || next == nil {
+				return nil, err
+			}
+			row := fromConnectionRecord(*next)
+			return &row, nil
+		})
+	if err != nil {
+		return books.ConnectionRecord{}, fromStore(err)
+	}
+	return toConnectionRecord(got), nil
 }
 
 // RekeyConnections implements books.ConnectionStore. The errors of reseal

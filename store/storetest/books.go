@@ -19,6 +19,7 @@ func testWorkspaceBooks(t *testing.T, open Opener) {
 		{"WorkspaceBookRequestID", testWorkspaceBookRequestID},
 		{"WorkspaceBookCascade", testWorkspaceBookCascade},
 		{"CatalogSearch", testCatalogSearch},
+		{"CatalogSearchTransient", testCatalogSearchTransient},
 		{"CatalogSearchInStep", testCatalogSearchInStep},
 		{"CatalogSearchBuiltins", testCatalogSearchBuiltins},
 		{"CatalogSearchOneBook", testCatalogSearchOneBook},

@@ -232,3 +232,41 @@ func testCatalogBackfill(t *testing.T, s *suite) {
 		t.Errorf("still unindexed: %q", keys(left))
 	}
 }
+
+// testCatalogSearchTransient: books given as Transient are found and
+// ranked with the stored ones of the workspace, hide a stored book of the
+// same name and version, and leave nothing behind; a search of the
+// built-in books ignores them.
+func testCatalogSearchTransient(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "mail", "1",
+		proc("p1", "send an email", "Sends a message through SMTP")))).must(t)
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w1", "weather", "1",
+		proc("f1", "get the forecast", "Sunshine from the stored book")))).must(t)
+	transient := []store.BuiltinCatalog{
+		{Name: "sailing", Version: "1", Entries: []store.CatalogEntry{proc("t1", "get the tide", "High water of a harbour")}},
+		{Name: "weather", Version: "1", Entries: []store.CatalogEntry{proc("f2", "get the rainfall", "Rain by the hour")}},
+	}
+	search := func(text string, tr []store.BuiltinCatalog) []store.CatalogMatch {
+		t.Helper()
+		return of(s.st.SearchWorkspaceCatalog(s.ctx, "acme", "w1", store.CatalogQuery{
+			Kind: store.CatalogProcedure, Text: text, Limit: 10, Transient: tr})).must(t)
+	}
+	wantItems(t, "tide with the transient books", search("tide harbour", transient), "sailing/1/t1")
+	got := search("email rainfall", transient)
+	if len(got) != 2 {
+		t.Errorf("email or rainfall = %q, want the stored and the transient procedure", items(got))
+	}
+	wantItems(t, "a hidden stored book", search("sunshine forecast", transient))
+	wantItems(t, "one book of them", of(s.st.SearchWorkspaceCatalog(s.ctx, "acme", "w1", store.CatalogQuery{
+		Kind: store.CatalogProcedure, Text: "rainfall tide", Limit: 10, BookName: "weather", BookVersion: "1", Transient: transient})).must(t),
+		"weather/1/f2")
+	// Nothing stays: without them the stored books are what is found.
+	wantItems(t, "tide without them", search("tide harbour", nil))
+	wantItems(t, "the stored weather again", search("sunshine", nil), "weather/1/f1")
+	if ms := of(s.st.SearchWorkspaceCatalog(s.ctx, "", "", store.CatalogQuery{
+		Kind: store.CatalogProcedure, Text: "tide", Limit: 10, Transient: transient})).must(t); len(ms) != 0 {
+		t.Errorf("the built-in search found transient books: %q", items(ms))
+	}
+}

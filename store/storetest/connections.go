@@ -2,11 +2,13 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/proserun/prose/store"
 )
@@ -22,6 +24,7 @@ func testBookConnections(t *testing.T, open Opener) {
 		{"BookConnectionCascade", testBookConnectionCascade},
 		{"SecretKeyFirstWins", testSecretKeyFirstWins},
 		{"BookConnectionRekey", testBookConnectionRekey},
+		{"BookConnectionRefreshOneAtATime", testBookConnectionRefresh},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
@@ -190,5 +193,113 @@ func testBookConnectionRekey(t *testing.T, s *suite) {
 	_, err = s.st.RekeyBookConnections(s.ctx, func(store.BookConnection) ([]byte, bool, error) { return nil, false, boom })
 	if !errors.Is(err, boom) {
 		t.Errorf("reseal error: %v", err)
+	}
+}
+
+// testBookConnectionRefresh: RefreshBookConnection holds the connection
+// while its refresh runs. A second refresh of the same connection starts
+// only after the first has written, and reads what it wrote; a refresh of
+// another connection does not wait; a refresh that fails writes nothing and
+// its error comes back; an absent connection is ErrNotFound; a wait ends
+// with its context.
+func testBookConnectionRefresh(t *testing.T, s *suite) {
+	s.org(t, "acme")
+	s.ws(t, "acme", "w1", "One")
+	orig := of(s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", "c1", "crm"))).must(t)
+	of(s.st.CreateBookConnection(s.ctx, bconn("acme", "w1", "c2", "mail"))).must(t)
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	firstDone := make(chan error, 1)
+	go func() {
+		_, err := s.st.RefreshBookConnection(s.ctx, "acme", "w1", "c1", func(_ context.Context, c store.BookConnection) (*store.BookConnection, error) {
+			close(entered)
+			<-release
+			c.Descriptor, c.Secret = []byte("d-refreshed"), []byte("s-refreshed")
+			return &c, nil
+		})
+		firstDone <- err
+	}()
+	<-entered
+	// Another connection is not held.
+	other := of(s.st.RefreshBookConnection(s.ctx, "acme", "w1", "c2", func(_ context.Context, c store.BookConnection) (*store.BookConnection, error) {
+		return nil, nil
+	})).must(t)
+	if other.Name != "mail" {
+		t.Errorf("refresh of another connection: %+v", other)
+	}
+	secondIn := make(chan []byte, 1)
+	secondDone := make(chan store.BookConnection, 1)
+	go func() {
+		got, err := s.st.RefreshBookConnection(s.ctx, "acme", "w1", "c1", func(_ context.Context, c store.BookConnection) (*store.BookConnection, error) {
+			secondIn <- c.Secret
+			return nil, nil
+		})
+		if err != nil {
+			t.Error(err)
+		}
+		secondDone <- got
+	}()
+	// The second must not start while the first holds the connection.
+	select {
+	case sec := <-secondIn:
+		t.Fatalf("a second refresh ran while the first held the connection (it read %q)", sec)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
+	}
+	if sec := <-secondIn; string(sec) != "s-refreshed" {
+		t.Errorf("the second refresh read the secret %q, want the first's", sec)
+	}
+	got := <-secondDone
+	if string(got.Secret) != "s-refreshed" || string(got.Descriptor) != "d-refreshed" || got.Name != "crm" ||
+		!got.CreateTime.Equal(orig.CreateTime) || got.UpdateTime.Before(orig.UpdateTime) {
+		t.Errorf("after the refresh: %+v", got)
+	}
+
+	// A refresh that fails writes nothing; its error comes back.
+	boom := errors.New("the token url refused")
+	_, err := s.st.RefreshBookConnection(s.ctx, "acme", "w1", "c1", func(_ context.Context, c store.BookConnection) (*store.BookConnection, error) {
+		c.Secret = []byte("lost")
+		return nil, boom
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("a failed refresh: %v, want its error", err)
+	}
+	if c := of(s.st.GetBookConnection(s.ctx, "acme", "w1", "c1")).must(t); string(c.Secret) != "s-refreshed" {
+		t.Errorf("a failed refresh wrote %q", c.Secret)
+	}
+	_, err = s.st.RefreshBookConnection(s.ctx, "acme", "w1", "absent", func(context.Context, store.BookConnection) (*store.BookConnection, error) {
+		t.Error("refresh called for an absent connection")
+		return nil, nil
+	})
+	if !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("an absent connection: %v", err)
+	}
+
+	// A wait ends with its context.
+	entered, release = make(chan struct{}), make(chan struct{})
+	go func() {
+		_, err := s.st.RefreshBookConnection(s.ctx, "acme", "w1", "c1", func(_ context.Context, c store.BookConnection) (*store.BookConnection, error) {
+			close(entered)
+			<-release
+			return nil, nil
+		})
+		firstDone <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(s.ctx, 100*time.Millisecond)
+	defer cancel()
+	_, err = s.st.RefreshBookConnection(ctx, "acme", "w1", "c1", func(context.Context, store.BookConnection) (*store.BookConnection, error) {
+		t.Error("refresh called while another held the connection")
+		return nil, nil
+	})
+	if err == nil {
+		t.Error("a wait past its context succeeded")
+	}
+	close(release)
+	if err := <-firstDone; err != nil {
+		t.Fatal(err)
 	}
 }

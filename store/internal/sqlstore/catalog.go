@@ -2,10 +2,12 @@ package sqlstore
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -112,23 +114,59 @@ func (db *DB) SearchWorkspaceCatalog(ctx context.Context, org, ws string, cq sto
 		args = []any{strings.Join(quoted, " OR "), org, ws, string(kind), cq.BookName, cq.BookName, cq.BookVersion, limit}
 	}
 	what := fmt.Sprintf("search of the %ss of workspace %q in organization %q", kind, ws, org)
-	rows, err := db.reader().query(ctx, q, args...)
-	if err != nil {
+	if len(cq.Transient) == 0 || org == "" && ws == "" {
+		out, err := db.reader().catalogMatches(ctx, kind, q, args)
+		return out, db.mapErr(err, what)
+	}
+	// The transient books' entries are written where the stored ones are
+	// (replacing those of a stored book of the same name and version), so
+	// that the index ranks them together, in a transaction rolled back
+	// after the search. They are written in name and version order, so
+	// that concurrent searches take the rows of shadowed books in one
+	// order.
+	transient := slices.Clone(cq.Transient)
+	slices.SortFunc(transient, func(a, b store.BuiltinCatalog) int {
+		return cmp.Or(cmp.Compare(a.Name, b.Name), cmp.Compare(a.Version, b.Version))
+	})
+	var out []store.CatalogMatch
+	err := db.tx(ctx, func(c conn) error {
+		for _, b := range transient {
+			if err := c.writeCatalog(ctx, db.d, store.WorkspaceBook{OrganizationID: org, WorkspaceID: ws,
+				Name: b.Name, Version: b.Version, Catalog: b.Entries}); err != nil {
+				return err
+			}
+		}
+		var err error
+		if out, err = c.catalogMatches(ctx, kind, q, args); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	if !errors.Is(err, errRollback) {
 		return nil, db.mapErr(err, what)
+	}
+	return out, nil
+}
+
+// errRollback ends a transaction that must write nothing.
+var errRollback = errors.New("rolled back")
+
+// catalogMatches runs a catalog search query.
+func (c conn) catalogMatches(ctx context.Context, kind store.CatalogKind, q string, args []any) ([]store.CatalogMatch, error) {
+	rows, err := c.query(ctx, q, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	out := []store.CatalogMatch{}
 	for rows.Next() {
 		m := store.CatalogMatch{Kind: kind}
 		if err := rows.Scan(&m.BookName, &m.BookVersion, &m.Item, &m.Score); err != nil {
-			return nil, db.mapErr(err, what)
+			return nil, err
 		}
 		out = append(out, m)
 	}
-	if err := rows.Err(); err != nil {
-		return nil, db.mapErr(err, what)
-	}
-	return out, nil
+	return out, rows.Err()
 }
 
 // ListUnindexedWorkspaceBooks implements store.WorkspaceBooks. Every

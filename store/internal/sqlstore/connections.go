@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/proserun/prose/store"
 )
@@ -220,4 +221,114 @@ func (db *DB) connectionBatch(ctx context.Context, org, ws, id string) ([]store.
 		batch = append(batch, bc)
 	}
 	return batch, db.mapErr(rows.Err(), "rekey connections")
+}
+
+// RefreshBookConnection implements store.BookConnections. PostgreSQL holds
+// the row FOR UPDATE in a transaction around refresh, so a refresh of
+// another replica waits and then reads what this one wrote. SQLite holds
+// this store's lock of the connection instead: its single writer must not
+// wait on a call to another service, and its database has one process.
+func (db *DB) RefreshBookConnection(ctx context.Context, org, ws, id string,
+	refresh func(ctx context.Context, c store.BookConnection) (*store.BookConnection, error)) (store.BookConnection, error) {
+	what := bookConnectionWhat(org, ws, id)
+	write := func(c conn, next *store.BookConnection) (store.BookConnection, error) {
+		if next != nil {
+			desc, secret := next.Descriptor, next.Secret
+			if desc == nil {
+				desc = []byte{}
+			}
+			if secret == nil {
+				secret = []byte{}
+			}
+			res, err := c.exec(ctx, `UPDATE book_connections SET descriptor = ?, secret = ?, update_time = ?
+				WHERE organization_id = ? AND workspace_id = ? AND id = ?`, desc, secret, db.now(), org, ws, id)
+			if err != nil {
+				return store.BookConnection{}, db.mapErr(err, "refresh "+what)
+			}
+			if rowsAffected(res) == 0 {
+				return store.BookConnection{}, fmt.Errorf("%s: %w", what, store.ErrNotFound)
+			}
+		}
+		out, err := c.bookConnection(ctx, org, ws, id)
+		return out, db.mapErr(err, what)
+	}
+	var out store.BookConnection
+	if db.d == store.Postgres {
+		err := db.tx(ctx, func(c conn) error {
+			cur, err := scanBookConnection(c.queryRow(ctx, `SELECT `+bookConnectionCols+` FROM book_connections
+				WHERE organization_id = ? AND workspace_id = ? AND id = ? FOR UPDATE`, org, ws, id))
+			if err != nil {
+				return db.mapErr(err, what)
+			}
+			next, err := refresh(ctx, cur)
+			if err != nil {
+				return err
+			}
+			out, err = write(c, next)
+			return err
+		})
+		return out, err
+	}
+	unlock, err := db.connLocks.lock(ctx, org+"\x00"+ws+"\x00"+id)
+	if err != nil {
+		return store.BookConnection{}, err
+	}
+	defer unlock()
+	cur, err := db.reader().bookConnection(ctx, org, ws, id)
+	if err != nil {
+		return store.BookConnection{}, db.mapErr(err, what)
+	}
+	next, err := refresh(ctx, cur)
+	if err != nil {
+		return store.BookConnection{}, err
+	}
+	if next == nil {
+		return cur, nil
+	}
+	err = db.tx(ctx, func(c conn) error {
+		out, err = write(c, next)
+		return err
+	})
+	return out, err
+}
+
+// keyLocks is a lock per key, waited for under a context.
+type keyLocks struct {
+	mu    sync.Mutex
+	locks map[string]*keyLock
+}
+
+type keyLock struct {
+	ch      chan struct{} // holds a token while the key is locked
+	waiters int           // holders and waiters; the entry goes at 0
+}
+
+// lock takes the lock of key, waiting until it is free or ctx ends; unlock
+// gives it back.
+func (k *keyLocks) lock(ctx context.Context, key string) (unlock func(), err error) {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*keyLock{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &keyLock{ch: make(chan struct{}, 1)}
+		k.locks[key] = l
+	}
+	l.waiters++
+	k.mu.Unlock()
+	release := func() {
+		k.mu.Lock()
+		if l.waiters--; l.waiters == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
+	select {
+	case l.ch <- struct{}{}:
+		return func() { <-l.ch; release() }, nil
+	case <-ctx.Done():
+		release()
+		return nil, ctx.Err()
+	}
 }

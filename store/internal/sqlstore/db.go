@@ -68,6 +68,7 @@ type DB struct {
 	wsCache     wsCache       // GetWorkspace's cache, under authGen
 	notices     localNotices  // Notify and Listen on a single-process database
 	lastRecover atomic.Int64  // ClaimRuns' last recovery of expired leases (UnixNano of the store's clock)
+	connLocks   keyLocks      // RefreshBookConnection's locks on SQLite
 }
 
 var _ store.Store = (*DB)(nil)

@@ -81,6 +81,75 @@ func (ExceptionState) EnumDescriptor() ([]byte, []int) {
 	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{0}
 }
 
+// The type of value an answer must have.
+type AnswerType int32
+
+const (
+	// Not known: any value is accepted.
+	AnswerType_ANSWER_TYPE_UNSPECIFIED AnswerType = 0
+	// A text.
+	AnswerType_ANSWER_TYPE_TEXT AnswerType = 1
+	// A number (a decimal: amounts of money are numbers).
+	AnswerType_ANSWER_TYPE_NUMBER AnswerType = 2
+	// Yes or no (true or false).
+	AnswerType_ANSWER_TYPE_BOOLEAN AnswerType = 3
+	// A date (a text is also accepted: the book reads it).
+	AnswerType_ANSWER_TYPE_DATE AnswerType = 4
+	// A date and time (a text is also accepted: the book reads it).
+	AnswerType_ANSWER_TYPE_DATETIME AnswerType = 5
+	// A time of day (a text is also accepted: the book reads it).
+	AnswerType_ANSWER_TYPE_TIME AnswerType = 6
+)
+
+// Enum value maps for AnswerType.
+var (
+	AnswerType_name = map[int32]string{
+		0: "ANSWER_TYPE_UNSPECIFIED",
+		1: "ANSWER_TYPE_TEXT",
+		2: "ANSWER_TYPE_NUMBER",
+		3: "ANSWER_TYPE_BOOLEAN",
+		4: "ANSWER_TYPE_DATE",
+		5: "ANSWER_TYPE_DATETIME",
+		6: "ANSWER_TYPE_TIME",
+	}
+	AnswerType_value = map[string]int32{
+		"ANSWER_TYPE_UNSPECIFIED": 0,
+		"ANSWER_TYPE_TEXT":        1,
+		"ANSWER_TYPE_NUMBER":      2,
+		"ANSWER_TYPE_BOOLEAN":     3,
+		"ANSWER_TYPE_DATE":        4,
+		"ANSWER_TYPE_DATETIME":    5,
+		"ANSWER_TYPE_TIME":        6,
+	}
+)
+
+func (x AnswerType) Enum() *AnswerType {
+	p := new(AnswerType)
+	*p = x
+	return p
+}
+
+func (x AnswerType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (AnswerType) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_platform_v1_exception_proto_enumTypes[1].Descriptor()
+}
+
+func (AnswerType) Type() protoreflect.EnumType {
+	return &file_prose_platform_v1_exception_proto_enumTypes[1]
+}
+
+func (x AnswerType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use AnswerType.Descriptor instead.
+func (AnswerType) EnumDescriptor() ([]byte, []int) {
+	return file_prose_platform_v1_exception_proto_rawDescGZIP(), []int{1}
+}
+
 // An exception raised by the interpreter during a run.
 type Exception struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -282,7 +351,14 @@ type GuidanceRequest struct {
 	// The choices of the question, when it offers some.
 	Choices []*Value `protobuf:"bytes,3,rep,name=choices,proto3" json:"choices,omitempty"`
 	// The checks that failed (validate).
-	FailedChecks  []string `protobuf:"bytes,4,rep,name=failed_checks,json=failedChecks,proto3" json:"failed_checks,omitempty"`
+	FailedChecks []string `protobuf:"bytes,4,rep,name=failed_checks,json=failedChecks,proto3" json:"failed_checks,omitempty"`
+	// The type of value the answer must have, so that a client can show the
+	// right input before it sends one: the type a book's question declares,
+	// else the type every choice shares. ANSWER_TYPE_UNSPECIFIED: the engine
+	// does not know (a missing fact, a question without a type) and any value
+	// is accepted. An answer of another type is refused with INVALID_ARGUMENT
+	// (GUIDANCE_DOES_NOT_FIT) naming the type wanted.
+	AnswerType    AnswerType `protobuf:"varint,5,opt,name=answer_type,json=answerType,proto3,enum=prose.platform.v1.AnswerType" json:"answer_type,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -343,6 +419,13 @@ func (x *GuidanceRequest) GetFailedChecks() []string {
 		return x.FailedChecks
 	}
 	return nil
+}
+
+func (x *GuidanceRequest) GetAnswerType() AnswerType {
+	if x != nil {
+		return x.AnswerType
+	}
+	return AnswerType_ANSWER_TYPE_UNSPECIFIED
 }
 
 // A group of exceptions.
@@ -2062,12 +2145,14 @@ const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01:{\xeaAx\n" +
 	"\x13prose.run/Exception\x12Jorganizations/{organization}/workspaces/{workspace}/exceptions/{exception}*\n" +
-	"exceptions2\texception\"\x9c\x01\n" +
+	"exceptions2\texception\"\xe1\x01\n" +
 	"\x0fGuidanceRequest\x12\x14\n" +
 	"\x05facts\x18\x01 \x03(\tR\x05facts\x12\x1a\n" +
 	"\bquestion\x18\x02 \x01(\tR\bquestion\x122\n" +
 	"\achoices\x18\x03 \x03(\v2\x18.prose.platform.v1.ValueR\achoices\x12#\n" +
-	"\rfailed_checks\x18\x04 \x03(\tR\ffailedChecks\"\xb2\x01\n" +
+	"\rfailed_checks\x18\x04 \x03(\tR\ffailedChecks\x12C\n" +
+	"\vanswer_type\x18\x05 \x01(\x0e2\x1d.prose.platform.v1.AnswerTypeB\x03\xe0A\x03R\n" +
+	"answerType\"\xb2\x01\n" +
 	"\x0eExceptionGroup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05title\x18\x02 \x01(\tR\x05title\x12 \n" +
@@ -2193,7 +2278,16 @@ const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\x1bEXCEPTION_STATE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17EXCEPTION_STATE_PENDING\x10\x01\x12\x1c\n" +
 	"\x18EXCEPTION_STATE_RESOLVED\x10\x02\x12\x1c\n" +
-	"\x18EXCEPTION_STATE_ARCHIVED\x10\x032\x97\x14\n" +
+	"\x18EXCEPTION_STATE_ARCHIVED\x10\x03*\xb6\x01\n" +
+	"\n" +
+	"AnswerType\x12\x1b\n" +
+	"\x17ANSWER_TYPE_UNSPECIFIED\x10\x00\x12\x14\n" +
+	"\x10ANSWER_TYPE_TEXT\x10\x01\x12\x16\n" +
+	"\x12ANSWER_TYPE_NUMBER\x10\x02\x12\x17\n" +
+	"\x13ANSWER_TYPE_BOOLEAN\x10\x03\x12\x14\n" +
+	"\x10ANSWER_TYPE_DATE\x10\x04\x12\x18\n" +
+	"\x14ANSWER_TYPE_DATETIME\x10\x05\x12\x14\n" +
+	"\x10ANSWER_TYPE_TIME\x10\x062\x97\x14\n" +
 	"\x10ExceptionService\x12\xb9\x01\n" +
 	"\fGetException\x12&.prose.platform.v1.GetExceptionRequest\x1a\x1c.prose.platform.v1.Exception\"c\x82\xd3\xe4\x93\x02]\x12[/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/exceptions/{exception_id}\x12\xbb\x01\n" +
 	"\x0eListExceptions\x12(.prose.platform.v1.ListExceptionsRequest\x1a).prose.platform.v1.ListExceptionsResponse\"T\x82\xd3\xe4\x93\x02N\x12L/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/exceptions\x12\xcf\x01\n" +
@@ -2220,96 +2314,98 @@ func file_prose_platform_v1_exception_proto_rawDescGZIP() []byte {
 	return file_prose_platform_v1_exception_proto_rawDescData
 }
 
-var file_prose_platform_v1_exception_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
+var file_prose_platform_v1_exception_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
 var file_prose_platform_v1_exception_proto_msgTypes = make([]protoimpl.MessageInfo, 29)
 var file_prose_platform_v1_exception_proto_goTypes = []any{
 	(ExceptionState)(0),                         // 0: prose.platform.v1.ExceptionState
-	(*Exception)(nil),                           // 1: prose.platform.v1.Exception
-	(*GuidanceRequest)(nil),                     // 2: prose.platform.v1.GuidanceRequest
-	(*ExceptionGroup)(nil),                      // 3: prose.platform.v1.ExceptionGroup
-	(*ExceptionGroupCount)(nil),                 // 4: prose.platform.v1.ExceptionGroupCount
-	(*ExceptionAutomationCount)(nil),            // 5: prose.platform.v1.ExceptionAutomationCount
-	(*GetExceptionRequest)(nil),                 // 6: prose.platform.v1.GetExceptionRequest
-	(*ListExceptionsRequest)(nil),               // 7: prose.platform.v1.ListExceptionsRequest
-	(*ListExceptionsResponse)(nil),              // 8: prose.platform.v1.ListExceptionsResponse
-	(*ListExceptionGroupsRequest)(nil),          // 9: prose.platform.v1.ListExceptionGroupsRequest
-	(*ListExceptionGroupsResponse)(nil),         // 10: prose.platform.v1.ListExceptionGroupsResponse
-	(*CountExceptionsByGroupRequest)(nil),       // 11: prose.platform.v1.CountExceptionsByGroupRequest
-	(*CountExceptionsByGroupResponse)(nil),      // 12: prose.platform.v1.CountExceptionsByGroupResponse
-	(*CountExceptionsByAutomationRequest)(nil),  // 13: prose.platform.v1.CountExceptionsByAutomationRequest
-	(*CountExceptionsByAutomationResponse)(nil), // 14: prose.platform.v1.CountExceptionsByAutomationResponse
-	(*ResolveExceptionRequest)(nil),             // 15: prose.platform.v1.ResolveExceptionRequest
-	(*ProvideValues)(nil),                       // 16: prose.platform.v1.ProvideValues
-	(*Skip)(nil),                                // 17: prose.platform.v1.Skip
-	(*Retry)(nil),                               // 18: prose.platform.v1.Retry
-	(*ReplaceStep)(nil),                         // 19: prose.platform.v1.ReplaceStep
-	(*Answer)(nil),                              // 20: prose.platform.v1.Answer
-	(*ArchiveExceptionRequest)(nil),             // 21: prose.platform.v1.ArchiveExceptionRequest
-	(*UnarchiveExceptionRequest)(nil),           // 22: prose.platform.v1.UnarchiveExceptionRequest
-	(*AssignExceptionRequest)(nil),              // 23: prose.platform.v1.AssignExceptionRequest
-	(*BatchArchiveExceptionsRequest)(nil),       // 24: prose.platform.v1.BatchArchiveExceptionsRequest
-	(*BatchUnarchiveExceptionsRequest)(nil),     // 25: prose.platform.v1.BatchUnarchiveExceptionsRequest
-	(*BatchAssignExceptionsRequest)(nil),        // 26: prose.platform.v1.BatchAssignExceptionsRequest
-	(*BatchExceptionsResponse)(nil),             // 27: prose.platform.v1.BatchExceptionsResponse
-	nil,                                         // 28: prose.platform.v1.Exception.ExtraEntry
-	nil,                                         // 29: prose.platform.v1.ProvideValues.ValuesEntry
-	(*Location)(nil),                            // 30: prose.platform.v1.Location
-	(*timestamppb.Timestamp)(nil),               // 31: google.protobuf.Timestamp
-	(AutomationStage)(0),                        // 32: prose.platform.v1.AutomationStage
-	(*Value)(nil),                               // 33: prose.platform.v1.Value
+	(AnswerType)(0),                             // 1: prose.platform.v1.AnswerType
+	(*Exception)(nil),                           // 2: prose.platform.v1.Exception
+	(*GuidanceRequest)(nil),                     // 3: prose.platform.v1.GuidanceRequest
+	(*ExceptionGroup)(nil),                      // 4: prose.platform.v1.ExceptionGroup
+	(*ExceptionGroupCount)(nil),                 // 5: prose.platform.v1.ExceptionGroupCount
+	(*ExceptionAutomationCount)(nil),            // 6: prose.platform.v1.ExceptionAutomationCount
+	(*GetExceptionRequest)(nil),                 // 7: prose.platform.v1.GetExceptionRequest
+	(*ListExceptionsRequest)(nil),               // 8: prose.platform.v1.ListExceptionsRequest
+	(*ListExceptionsResponse)(nil),              // 9: prose.platform.v1.ListExceptionsResponse
+	(*ListExceptionGroupsRequest)(nil),          // 10: prose.platform.v1.ListExceptionGroupsRequest
+	(*ListExceptionGroupsResponse)(nil),         // 11: prose.platform.v1.ListExceptionGroupsResponse
+	(*CountExceptionsByGroupRequest)(nil),       // 12: prose.platform.v1.CountExceptionsByGroupRequest
+	(*CountExceptionsByGroupResponse)(nil),      // 13: prose.platform.v1.CountExceptionsByGroupResponse
+	(*CountExceptionsByAutomationRequest)(nil),  // 14: prose.platform.v1.CountExceptionsByAutomationRequest
+	(*CountExceptionsByAutomationResponse)(nil), // 15: prose.platform.v1.CountExceptionsByAutomationResponse
+	(*ResolveExceptionRequest)(nil),             // 16: prose.platform.v1.ResolveExceptionRequest
+	(*ProvideValues)(nil),                       // 17: prose.platform.v1.ProvideValues
+	(*Skip)(nil),                                // 18: prose.platform.v1.Skip
+	(*Retry)(nil),                               // 19: prose.platform.v1.Retry
+	(*ReplaceStep)(nil),                         // 20: prose.platform.v1.ReplaceStep
+	(*Answer)(nil),                              // 21: prose.platform.v1.Answer
+	(*ArchiveExceptionRequest)(nil),             // 22: prose.platform.v1.ArchiveExceptionRequest
+	(*UnarchiveExceptionRequest)(nil),           // 23: prose.platform.v1.UnarchiveExceptionRequest
+	(*AssignExceptionRequest)(nil),              // 24: prose.platform.v1.AssignExceptionRequest
+	(*BatchArchiveExceptionsRequest)(nil),       // 25: prose.platform.v1.BatchArchiveExceptionsRequest
+	(*BatchUnarchiveExceptionsRequest)(nil),     // 26: prose.platform.v1.BatchUnarchiveExceptionsRequest
+	(*BatchAssignExceptionsRequest)(nil),        // 27: prose.platform.v1.BatchAssignExceptionsRequest
+	(*BatchExceptionsResponse)(nil),             // 28: prose.platform.v1.BatchExceptionsResponse
+	nil,                                         // 29: prose.platform.v1.Exception.ExtraEntry
+	nil,                                         // 30: prose.platform.v1.ProvideValues.ValuesEntry
+	(*Location)(nil),                            // 31: prose.platform.v1.Location
+	(*timestamppb.Timestamp)(nil),               // 32: google.protobuf.Timestamp
+	(AutomationStage)(0),                        // 33: prose.platform.v1.AutomationStage
+	(*Value)(nil),                               // 34: prose.platform.v1.Value
 }
 var file_prose_platform_v1_exception_proto_depIdxs = []int32{
-	30, // 0: prose.platform.v1.Exception.location:type_name -> prose.platform.v1.Location
-	31, // 1: prose.platform.v1.Exception.create_time:type_name -> google.protobuf.Timestamp
-	31, // 2: prose.platform.v1.Exception.update_time:type_name -> google.protobuf.Timestamp
+	31, // 0: prose.platform.v1.Exception.location:type_name -> prose.platform.v1.Location
+	32, // 1: prose.platform.v1.Exception.create_time:type_name -> google.protobuf.Timestamp
+	32, // 2: prose.platform.v1.Exception.update_time:type_name -> google.protobuf.Timestamp
 	0,  // 3: prose.platform.v1.Exception.state:type_name -> prose.platform.v1.ExceptionState
-	32, // 4: prose.platform.v1.Exception.stage:type_name -> prose.platform.v1.AutomationStage
-	28, // 5: prose.platform.v1.Exception.extra:type_name -> prose.platform.v1.Exception.ExtraEntry
-	2,  // 6: prose.platform.v1.Exception.guidance_request:type_name -> prose.platform.v1.GuidanceRequest
-	33, // 7: prose.platform.v1.GuidanceRequest.choices:type_name -> prose.platform.v1.Value
-	3,  // 8: prose.platform.v1.ExceptionGroupCount.group:type_name -> prose.platform.v1.ExceptionGroup
-	1,  // 9: prose.platform.v1.ListExceptionsResponse.exceptions:type_name -> prose.platform.v1.Exception
-	3,  // 10: prose.platform.v1.ListExceptionGroupsResponse.groups:type_name -> prose.platform.v1.ExceptionGroup
-	4,  // 11: prose.platform.v1.CountExceptionsByGroupResponse.group_counts:type_name -> prose.platform.v1.ExceptionGroupCount
-	5,  // 12: prose.platform.v1.CountExceptionsByAutomationResponse.automation_counts:type_name -> prose.platform.v1.ExceptionAutomationCount
-	16, // 13: prose.platform.v1.ResolveExceptionRequest.provide_values:type_name -> prose.platform.v1.ProvideValues
-	17, // 14: prose.platform.v1.ResolveExceptionRequest.skip:type_name -> prose.platform.v1.Skip
-	18, // 15: prose.platform.v1.ResolveExceptionRequest.retry:type_name -> prose.platform.v1.Retry
-	19, // 16: prose.platform.v1.ResolveExceptionRequest.replace_step:type_name -> prose.platform.v1.ReplaceStep
-	20, // 17: prose.platform.v1.ResolveExceptionRequest.answer:type_name -> prose.platform.v1.Answer
-	29, // 18: prose.platform.v1.ProvideValues.values:type_name -> prose.platform.v1.ProvideValues.ValuesEntry
-	33, // 19: prose.platform.v1.Answer.value:type_name -> prose.platform.v1.Value
-	1,  // 20: prose.platform.v1.BatchExceptionsResponse.exceptions:type_name -> prose.platform.v1.Exception
-	33, // 21: prose.platform.v1.ProvideValues.ValuesEntry.value:type_name -> prose.platform.v1.Value
-	6,  // 22: prose.platform.v1.ExceptionService.GetException:input_type -> prose.platform.v1.GetExceptionRequest
-	7,  // 23: prose.platform.v1.ExceptionService.ListExceptions:input_type -> prose.platform.v1.ListExceptionsRequest
-	9,  // 24: prose.platform.v1.ExceptionService.ListExceptionGroups:input_type -> prose.platform.v1.ListExceptionGroupsRequest
-	11, // 25: prose.platform.v1.ExceptionService.CountExceptionsByGroup:input_type -> prose.platform.v1.CountExceptionsByGroupRequest
-	13, // 26: prose.platform.v1.ExceptionService.CountExceptionsByAutomation:input_type -> prose.platform.v1.CountExceptionsByAutomationRequest
-	15, // 27: prose.platform.v1.ExceptionService.ResolveException:input_type -> prose.platform.v1.ResolveExceptionRequest
-	21, // 28: prose.platform.v1.ExceptionService.ArchiveException:input_type -> prose.platform.v1.ArchiveExceptionRequest
-	22, // 29: prose.platform.v1.ExceptionService.UnarchiveException:input_type -> prose.platform.v1.UnarchiveExceptionRequest
-	23, // 30: prose.platform.v1.ExceptionService.AssignException:input_type -> prose.platform.v1.AssignExceptionRequest
-	24, // 31: prose.platform.v1.ExceptionService.BatchArchiveExceptions:input_type -> prose.platform.v1.BatchArchiveExceptionsRequest
-	25, // 32: prose.platform.v1.ExceptionService.BatchUnarchiveExceptions:input_type -> prose.platform.v1.BatchUnarchiveExceptionsRequest
-	26, // 33: prose.platform.v1.ExceptionService.BatchAssignExceptions:input_type -> prose.platform.v1.BatchAssignExceptionsRequest
-	1,  // 34: prose.platform.v1.ExceptionService.GetException:output_type -> prose.platform.v1.Exception
-	8,  // 35: prose.platform.v1.ExceptionService.ListExceptions:output_type -> prose.platform.v1.ListExceptionsResponse
-	10, // 36: prose.platform.v1.ExceptionService.ListExceptionGroups:output_type -> prose.platform.v1.ListExceptionGroupsResponse
-	12, // 37: prose.platform.v1.ExceptionService.CountExceptionsByGroup:output_type -> prose.platform.v1.CountExceptionsByGroupResponse
-	14, // 38: prose.platform.v1.ExceptionService.CountExceptionsByAutomation:output_type -> prose.platform.v1.CountExceptionsByAutomationResponse
-	1,  // 39: prose.platform.v1.ExceptionService.ResolveException:output_type -> prose.platform.v1.Exception
-	1,  // 40: prose.platform.v1.ExceptionService.ArchiveException:output_type -> prose.platform.v1.Exception
-	1,  // 41: prose.platform.v1.ExceptionService.UnarchiveException:output_type -> prose.platform.v1.Exception
-	1,  // 42: prose.platform.v1.ExceptionService.AssignException:output_type -> prose.platform.v1.Exception
-	27, // 43: prose.platform.v1.ExceptionService.BatchArchiveExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
-	27, // 44: prose.platform.v1.ExceptionService.BatchUnarchiveExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
-	27, // 45: prose.platform.v1.ExceptionService.BatchAssignExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
-	34, // [34:46] is the sub-list for method output_type
-	22, // [22:34] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	33, // 4: prose.platform.v1.Exception.stage:type_name -> prose.platform.v1.AutomationStage
+	29, // 5: prose.platform.v1.Exception.extra:type_name -> prose.platform.v1.Exception.ExtraEntry
+	3,  // 6: prose.platform.v1.Exception.guidance_request:type_name -> prose.platform.v1.GuidanceRequest
+	34, // 7: prose.platform.v1.GuidanceRequest.choices:type_name -> prose.platform.v1.Value
+	1,  // 8: prose.platform.v1.GuidanceRequest.answer_type:type_name -> prose.platform.v1.AnswerType
+	4,  // 9: prose.platform.v1.ExceptionGroupCount.group:type_name -> prose.platform.v1.ExceptionGroup
+	2,  // 10: prose.platform.v1.ListExceptionsResponse.exceptions:type_name -> prose.platform.v1.Exception
+	4,  // 11: prose.platform.v1.ListExceptionGroupsResponse.groups:type_name -> prose.platform.v1.ExceptionGroup
+	5,  // 12: prose.platform.v1.CountExceptionsByGroupResponse.group_counts:type_name -> prose.platform.v1.ExceptionGroupCount
+	6,  // 13: prose.platform.v1.CountExceptionsByAutomationResponse.automation_counts:type_name -> prose.platform.v1.ExceptionAutomationCount
+	17, // 14: prose.platform.v1.ResolveExceptionRequest.provide_values:type_name -> prose.platform.v1.ProvideValues
+	18, // 15: prose.platform.v1.ResolveExceptionRequest.skip:type_name -> prose.platform.v1.Skip
+	19, // 16: prose.platform.v1.ResolveExceptionRequest.retry:type_name -> prose.platform.v1.Retry
+	20, // 17: prose.platform.v1.ResolveExceptionRequest.replace_step:type_name -> prose.platform.v1.ReplaceStep
+	21, // 18: prose.platform.v1.ResolveExceptionRequest.answer:type_name -> prose.platform.v1.Answer
+	30, // 19: prose.platform.v1.ProvideValues.values:type_name -> prose.platform.v1.ProvideValues.ValuesEntry
+	34, // 20: prose.platform.v1.Answer.value:type_name -> prose.platform.v1.Value
+	2,  // 21: prose.platform.v1.BatchExceptionsResponse.exceptions:type_name -> prose.platform.v1.Exception
+	34, // 22: prose.platform.v1.ProvideValues.ValuesEntry.value:type_name -> prose.platform.v1.Value
+	7,  // 23: prose.platform.v1.ExceptionService.GetException:input_type -> prose.platform.v1.GetExceptionRequest
+	8,  // 24: prose.platform.v1.ExceptionService.ListExceptions:input_type -> prose.platform.v1.ListExceptionsRequest
+	10, // 25: prose.platform.v1.ExceptionService.ListExceptionGroups:input_type -> prose.platform.v1.ListExceptionGroupsRequest
+	12, // 26: prose.platform.v1.ExceptionService.CountExceptionsByGroup:input_type -> prose.platform.v1.CountExceptionsByGroupRequest
+	14, // 27: prose.platform.v1.ExceptionService.CountExceptionsByAutomation:input_type -> prose.platform.v1.CountExceptionsByAutomationRequest
+	16, // 28: prose.platform.v1.ExceptionService.ResolveException:input_type -> prose.platform.v1.ResolveExceptionRequest
+	22, // 29: prose.platform.v1.ExceptionService.ArchiveException:input_type -> prose.platform.v1.ArchiveExceptionRequest
+	23, // 30: prose.platform.v1.ExceptionService.UnarchiveException:input_type -> prose.platform.v1.UnarchiveExceptionRequest
+	24, // 31: prose.platform.v1.ExceptionService.AssignException:input_type -> prose.platform.v1.AssignExceptionRequest
+	25, // 32: prose.platform.v1.ExceptionService.BatchArchiveExceptions:input_type -> prose.platform.v1.BatchArchiveExceptionsRequest
+	26, // 33: prose.platform.v1.ExceptionService.BatchUnarchiveExceptions:input_type -> prose.platform.v1.BatchUnarchiveExceptionsRequest
+	27, // 34: prose.platform.v1.ExceptionService.BatchAssignExceptions:input_type -> prose.platform.v1.BatchAssignExceptionsRequest
+	2,  // 35: prose.platform.v1.ExceptionService.GetException:output_type -> prose.platform.v1.Exception
+	9,  // 36: prose.platform.v1.ExceptionService.ListExceptions:output_type -> prose.platform.v1.ListExceptionsResponse
+	11, // 37: prose.platform.v1.ExceptionService.ListExceptionGroups:output_type -> prose.platform.v1.ListExceptionGroupsResponse
+	13, // 38: prose.platform.v1.ExceptionService.CountExceptionsByGroup:output_type -> prose.platform.v1.CountExceptionsByGroupResponse
+	15, // 39: prose.platform.v1.ExceptionService.CountExceptionsByAutomation:output_type -> prose.platform.v1.CountExceptionsByAutomationResponse
+	2,  // 40: prose.platform.v1.ExceptionService.ResolveException:output_type -> prose.platform.v1.Exception
+	2,  // 41: prose.platform.v1.ExceptionService.ArchiveException:output_type -> prose.platform.v1.Exception
+	2,  // 42: prose.platform.v1.ExceptionService.UnarchiveException:output_type -> prose.platform.v1.Exception
+	2,  // 43: prose.platform.v1.ExceptionService.AssignException:output_type -> prose.platform.v1.Exception
+	28, // 44: prose.platform.v1.ExceptionService.BatchArchiveExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
+	28, // 45: prose.platform.v1.ExceptionService.BatchUnarchiveExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
+	28, // 46: prose.platform.v1.ExceptionService.BatchAssignExceptions:output_type -> prose.platform.v1.BatchExceptionsResponse
+	35, // [35:47] is the sub-list for method output_type
+	23, // [23:35] is the sub-list for method input_type
+	23, // [23:23] is the sub-list for extension type_name
+	23, // [23:23] is the sub-list for extension extendee
+	0,  // [0:23] is the sub-list for field type_name
 }
 
 func init() { file_prose_platform_v1_exception_proto_init() }
@@ -2331,7 +2427,7 @@ func file_prose_platform_v1_exception_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_platform_v1_exception_proto_rawDesc), len(file_prose_platform_v1_exception_proto_rawDesc)),
-			NumEnums:      1,
+			NumEnums:      2,
 			NumMessages:   29,
 			NumExtensions: 0,
 			NumServices:   1,
