@@ -335,7 +335,7 @@ func TestServeShutdownReleasesClaimedRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	testtime.Until(t, testtime.Wait, func() (bool, string) {
-		return strings.Contains(p.logTail(), "claimed runs not started handed back"), "no 'claimed runs not started handed back' in the log:\n" + p.logTail()
+		return strings.Contains(p.logTail(), `"shutting down"`), "no 'shutting down' in the log:\n" + p.logTail()
 	})
 	// The run in flight finishes its book call and is handed back.
 	close(book.gates["R"])
@@ -346,6 +346,9 @@ func TestServeShutdownReleasesClaimedRuns(t *testing.T) {
 	}
 	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
 		t.Fatalf("exit code %d:\n%s", code, p.logTail())
+	}
+	if !strings.Contains(p.logTail(), "claimed runs not started handed back") {
+		t.Errorf("no 'claimed runs not started handed back' in the log:\n%s", p.logTail())
 	}
 	st, err = openStore(ctx, data, "")
 	if err != nil {
