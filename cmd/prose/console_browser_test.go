@@ -110,13 +110,16 @@ func (b *browser) do(ctx context.Context, what string, steps ...chromedp.Action[
 	}
 }
 
+// text is the visible text of the first element matching sel, read in one
+// evaluation: a live part swapped in again between a query and a read of
+// its node (two steps of chromedp.Text) would leave the node read detached.
 func (b *browser) text(ctx context.Context, sel string) string {
 	b.t.Helper()
-	s, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("text of %s: %v", sel, err)
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[*string]("(el => el ? el.innerText : null)(document.querySelector("+jsString(sel)+"))"))
+	if err != nil || s == nil {
+		b.t.Fatalf("text of %s: %v (no such element: %v)", sel, err, s == nil)
 	}
-	return s
+	return *s
 }
 
 // count is the number of elements matching a CSS selector.
