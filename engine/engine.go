@@ -431,18 +431,14 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 			// the runs claimed beyond the free slots wait for workers to
 			// finish, so the send may wait; it must not outlive ctx, or a
 			// shutdown waits for a worker that waits for the shutdown.
-			// Runs not started stay leased to this replica until their
-			// lease expires, as after a crash.
+			// Runs not started go back to the queue at once (release).
 			select {
 			case slots <- struct{}{}:
 				e.startFlight(pool, flights[i], r)
 				continue
 			case <-ctx.Done():
 			}
-			e.log.Info("shutdown: claimed runs left to their lease", "runs", len(claimed)-i)
-			for j := i; j < len(claimed); j++ {
-				e.unregister(flights[j], claimed[j].ID)
-			}
+			e.release(ctx, flights[i:], claimed[i:], grace)
 			break
 		}
 		saturated = len(runs) == ask && ask > 0
@@ -507,6 +503,38 @@ func (e *Engine) register(pool *workerPool, r store.Run) *flight {
 	}
 	e.mu.Unlock()
 	return f
+}
+
+// release hands back the runs this engine claimed but will not start (Run's
+// context ended while they waited for a worker): their flights are dropped
+// (no renewal reaches them any more) and the runs go back to the queue in
+// one write (store.Runs.ReleaseRuns), pending as the claim found them (or
+// stopped, if paused meanwhile), so that another replica, or this process
+// restarted, claims them at once instead of after their lease. The other
+// replicas are told. The write may take at most grace; if it fails, the
+// runs stay leased until their lease expires, as after a crash.
+func (e *Engine) release(ctx context.Context, flights []*flight, runs []store.Run, grace time.Duration) {
+	ids := make([]string, len(runs))
+	for i, r := range runs {
+		e.unregister(flights[i], r.ID)
+		ids[i] = r.ID
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), max(grace, time.Second))
+	defer cancel()
+	n, err := e.st.ReleaseRuns(wctx, e.opts.Owner, ids)
+	if err != nil {
+		e.log.Warn("shutdown: claimed runs not started left to their lease", "runs", len(ids), "err", err)
+		return
+	}
+	e.log.Info("shutdown: claimed runs not started handed back", "runs", n)
+	told := map[[2]string]bool{}
+	for _, r := range runs {
+		if k := [2]string{r.OrganizationID, r.WorkspaceID}; !told[k] {
+			told[k] = true
+			e.Changed(r.OrganizationID, r.WorkspaceID)
+		}
+	}
+	e.notes.Announce(wctx)
 }
 
 // unregister drops the flight of a run register made that will not start.

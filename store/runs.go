@@ -259,6 +259,14 @@ type Runs interface {
 	// returns the state of each (a run the owner lost is absent; a run being
 	// paused is reported as stopping).
 	RenewLeases(ctx context.Context, owner string, ids []string, leaseUntil time.Time) (map[string]RunState, error)
+	// ReleaseRuns gives back, in one write, runs leased to owner that its
+	// worker claimed but never started (an engine shutting down with runs
+	// claimed beyond its free slots): executing ones go back to pending and
+	// stopping ones (paused meanwhile) to stopped, with their state as the
+	// claim found it, as the expiry of their lease would leave them but at
+	// once and without counting a lost lease. Runs no longer leased to owner
+	// are left as they are. It returns how many runs it released.
+	ReleaseRuns(ctx context.Context, owner string, ids []string) (int, error)
 	// AppendJournal appends entries to a run leased to owner.
 	AppendJournal(ctx context.Context, owner, runID string, entries []JournalEntry) error
 	// SaveProgress records, in one transaction, where a leased run is: its

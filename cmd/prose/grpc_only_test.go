@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/http2"
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -20,6 +23,7 @@ import (
 
 	"github.com/proserun/prose/gateway"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/server/transport"
 )
 
@@ -191,4 +195,100 @@ func TestServeGRPCOnlyPort(t *testing.T) {
 		t.Fatalf("without a client certificate: exit %d, want %d\n%s", code, exitUnavailable, errb)
 	}
 	stop(p)
+}
+
+// grpcOnlyAddr serves the app's gRPC-only port (serveGRPCOnly) and returns
+// its address, for raw connections.
+func grpcOnlyAddr(t *testing.T, e *testEnv) (string, *grpc.ClientConn) {
+	t.Helper()
+	var addr string
+	conn := serveGRPCOnly(t, e, func(l net.Listener) net.Listener { addr = l.Addr().String(); return l })
+	return addr, conn
+}
+
+// TestGRPCOnlyPortClosesSilentConnections: on the gRPC-only port a client
+// that opens a TCP connection and sends nothing (no TLS handshake, no HTTP/2
+// preface) is closed after the handshake timeout (10 s in production,
+// shortened here), while ordinary calls are served.
+func TestGRPCOnlyPortClosesSilentConnections(t *testing.T) {
+	e := newTestEnvWith(t, func(c *serveConfig) {
+		withGRPCOnly(c)
+		c.grpcHandshakeTimeout = 500 * time.Millisecond
+	})
+	addr, conn := grpcOnlyAddr(t, e)
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+e.init.APIKey)
+	if _, err := platformv1.NewWorkspaceServiceClient(conn).GetWorkspace(ctx, &platformv1.GetWorkspaceRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID}); err != nil {
+		t.Fatalf("a call on the gRPC-only port: %v", err)
+	}
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetReadDeadline(testtime.Deadline(testtime.Wait)); err != nil {
+		t.Fatal(err)
+	}
+	// The server's own settings come first; then the connection ends.
+	_, err = io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		t.Fatalf("a silent connection is still open after %s", testtime.Limit(testtime.Wait))
+	}
+}
+
+// TestGRPCOnlyPortPingPolicy: the gRPC-only port advertises at most 250
+// streams per connection (as net/http's HTTP/2 server on the shared port),
+// and a client pinging more often than every 5 s is sent GOAWAY
+// ENHANCE_YOUR_CALM "too_many_pings" and closed.
+func TestGRPCOnlyPortPingPolicy(t *testing.T) {
+	e := newTestEnvWith(t, withGRPCOnly)
+	addr, _ := grpcOnlyAddr(t, e)
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.SetDeadline(testtime.Deadline(testtime.Wait)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.WriteString(c, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	fr := http2.NewFramer(c, c)
+	if err := fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
+	var maxStreams uint32
+	var sawSettings bool
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("no GOAWAY after the pings (settings seen: %v): %v", sawSettings, err)
+		}
+		switch f := f.(type) {
+		case *http2.SettingsFrame:
+			if f.IsAck() {
+				continue
+			}
+			sawSettings = true
+			maxStreams, _ = f.Value(http2.SettingMaxConcurrentStreams)
+			if err := fr.WriteSettingsAck(); err != nil {
+				t.Fatal(err)
+			}
+			// Pings back to back, as a misconfigured client would.
+			for i := range 10 {
+				if err := fr.WritePing(false, [8]byte{byte(i)}); err != nil {
+					t.Fatalf("ping %d: %v", i, err)
+				}
+			}
+		case *http2.GoAwayFrame:
+			if f.ErrCode != http2.ErrCodeEnhanceYourCalm || string(f.DebugData()) != "too_many_pings" {
+				t.Fatalf("GOAWAY %v %q, want ENHANCE_YOUR_CALM too_many_pings", f.ErrCode, f.DebugData())
+			}
+			if maxStreams != transport.GRPCOnlyMaxConcurrentStreams {
+				t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS %d, want %d", maxStreams, transport.GRPCOnlyMaxConcurrentStreams)
+			}
+			return
+		}
+	}
 }

@@ -55,11 +55,15 @@ type serveConfig struct {
 	addr string
 	// grpcAddr, when set, is a gRPC-only port served by grpc-go's own
 	// transport (transport.Options.GRPCOnly), beside addr.
-	grpcAddr  string
-	data      string
-	database  string
-	logLevel  string
-	logFormat string
+	grpcAddr string
+	// grpcHandshakeTimeout replaces the gRPC-only port's handshake timeout
+	// (transport.GRPCOnlyHandshakeTimeout) when positive; no flag: tests
+	// shorten it.
+	grpcHandshakeTimeout time.Duration
+	data                 string
+	database             string
+	logLevel             string
+	logFormat            string
 	// publicURL is the public origin for signed file URLs ("": the request's).
 	publicURL string
 	// lease is the engine's run lease (0: engine default); books is a JSON
@@ -805,7 +809,7 @@ func grpcOnlyOptions(cfg serveConfig) *transport.GRPCOnlyOptions {
 	if cfg.grpcAddr == "" {
 		return nil
 	}
-	o := &transport.GRPCOnlyOptions{}
+	o := &transport.GRPCOnlyOptions{HandshakeTimeout: cfg.grpcHandshakeTimeout}
 	if cfg.tlsConfig != nil {
 		o.ServerOptions = append(o.ServerOptions, grpc.Creds(credentials.NewTLS(cfg.tlsConfig)))
 	}

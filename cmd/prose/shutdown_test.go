@@ -201,3 +201,185 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Errorf("book calls %v, want each ticket once", book.calls)
 	}
 }
+
+// heldByTicketBook answers `stamp a ticket (the stamp)` with "S:" and the ticket,
+// holding the calls whose ticket has a gate until that gate is opened.
+type heldByTicketBook struct {
+	srv   *httptest.Server
+	gates map[string]chan struct{} // by ticket prefix
+	calls chan string              // every ticket, as its call arrives
+}
+
+func newHeldByTicketBook(t *testing.T, prefixes ...string) *heldByTicketBook {
+	b := &heldByTicketBook{gates: map[string]chan struct{}{}, calls: make(chan string, 100)}
+	for _, p := range prefixes {
+		b.gates[p] = make(chan struct{})
+	}
+	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Inputs struct{ Ticket string } `json:"inputs"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		b.calls <- req.Inputs.Ticket
+		for p, gate := range b.gates {
+			if strings.HasPrefix(req.Inputs.Ticket, p) {
+				select {
+				case <-gate:
+				case <-r.Context().Done():
+					return
+				}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]any{"outputs": map[string]string{"stamp": "S:" + req.Inputs.Ticket}})
+	}))
+	t.Cleanup(func() {
+		for _, g := range b.gates {
+			select {
+			case <-g:
+			default:
+				close(g)
+			}
+		}
+		b.srv.Close()
+	})
+	return b
+}
+
+// waitCall waits for the book's call of a ticket with prefix and returns it.
+func (b *heldByTicketBook) waitCall(t *testing.T, p *proseProc, deadline time.Time, prefix string) string {
+	t.Helper()
+	for {
+		select {
+		case ticket := <-b.calls:
+			if strings.HasPrefix(ticket, prefix) {
+				return ticket
+			}
+		case <-time.After(time.Until(deadline)):
+			t.Fatalf("the book was not called with %s…:\n%s", prefix, p.logTail())
+		}
+	}
+}
+
+// On SIGTERM, the runs a server claimed in a batch beyond its free workers
+// (SQLite claims a whole batch while runs queue) and never started go back
+// to the queue at once, in one write, not after their lease: the next
+// server (or another replica) takes them straight away. The run in flight
+// is handed back as before, after its book call.
+func TestServeShutdownReleasesClaimedRuns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	ctx := context.Background()
+	bin := proseBinary(t)
+	deadline := testtime.Deadline(90 * time.Second)
+	data := t.TempDir()
+	ini := proseInit(t, bin, "--data", data)
+	book := newHeldByTicketBook(t, "H", "R")
+	books := writeBookFile(t, ini.Workspace, stampBook(book.srv.URL))
+	// One worker; a lease far longer than the test (a run left leased
+	// would not be taken over in time); no run executed at its creation;
+	// no turns (a run held in a book call would give its worker up and
+	// the claims would be fair, one run at a time).
+	args := []string{"--data", data, "--books", books, "--lease", "10m", "--inline-window", "-1ns", "--time-slice", "-1ns", "--workers", "1"}
+	p := startProse(t, bin, deadline, append(args, "--shutdown-timeout", "30s")...)
+	c := newAPIClient(p.addr, ini.APIKey)
+	automation, err := c.createAutomation(ctx, ini.Workspace, "stamp the key\nthe output a is the above\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	invoke := func(key string) string {
+		t.Helper()
+		id, err := c.invoke(ctx, ini.Workspace, automation, key, map[string]string{"key": key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	// H takes the only worker (its claim took all it asked for); the runs
+	// invoked meanwhile queue.
+	h := invoke("H")
+	book.waitCall(t, p, deadline, "H")
+	queued := []string{invoke("Q")}
+	for i := range 6 {
+		queued = append(queued, invoke(fmt.Sprintf("R%d", i)))
+	}
+	// H ends: the engine claims the whole queue in one batch; Q runs and
+	// ends, R0 runs and is held, R1…R5 wait for the worker.
+	close(book.gates["H"])
+	book.waitCall(t, p, deadline, "R")
+	org, ws, _ := names.ParseWorkspace(ini.Workspace)
+	st, err := openStore(ctx, data, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	executing := 0
+	for _, id := range queued {
+		r, err := st.GetRun(ctx, org, ws, automation, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State == store.RunExecuting {
+			executing++
+		}
+	}
+	st.Close()
+	if executing != 6 {
+		t.Fatalf("%d of the queued runs claimed before the shutdown, want 6 (R0 held, R1…R5 waiting for the worker)\n%s", executing, p.logTail())
+	}
+
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	testtime.Until(t, testtime.Wait, func() (bool, string) {
+		return strings.Contains(p.logTail(), `"shutting down"`), "no 'shutting down' in the log:\n" + p.logTail()
+	})
+	// The run in flight finishes its book call and is handed back.
+	close(book.gates["R"])
+	select {
+	case <-p.done:
+	case <-time.After(time.Until(deadline)):
+		t.Fatalf("prose serve did not exit after SIGTERM:\n%s", p.logTail())
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("exit code %d:\n%s", code, p.logTail())
+	}
+	if !strings.Contains(p.logTail(), "claimed runs not started handed back") {
+		t.Errorf("no 'claimed runs not started handed back' in the log:\n%s", p.logTail())
+	}
+	st, err = openStore(ctx, data, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, id := range queued[1:] {
+		r, err := st.GetRun(ctx, org, ws, automation, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.State != store.RunPending || r.LeaseOwner != "" {
+			t.Errorf("after the shutdown run %s is %s leased to %q; want pending, unleased\n%s", id, r.State, r.LeaseOwner, p.logTail())
+		}
+	}
+
+	// The next server takes them at once (their leases would last 10 min).
+	p2 := startProse(t, bin, deadline, args...)
+	for _, id := range append([]string{h}, queued...) {
+		for {
+			r, err := st.GetRun(ctx, org, ws, automation, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.State == store.RunCompleted {
+				break
+			}
+			if r.State.Terminal() || time.Now().After(deadline) {
+				t.Fatalf("run %s is %s (%s):\n%s", id, r.State, r.Description, p2.logTail())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}

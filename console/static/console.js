@@ -14,15 +14,22 @@ document.addEventListener("click", (ev) => {
   }
 });
 
-// Live parts: an element with data-live="/w/…/live?topic=…" (and
-// hx-trigger="live") is fetched again whenever the server-sent event
-// stream at that URL sends "change", and when the stream (re)opens, since
-// changes may have come while it was closed. One stream per URL.
+// Live parts: an element with data-live="/w/…/live?topic=…" is fetched
+// again (its hx-get, swapped as its hx-swap and hx-select say) whenever
+// the server-sent event stream at that URL sends "change", and when the
+// stream (re)opens, since changes may have come while it was closed. One
+// stream per URL.
 //
-// htmx drops a trigger that comes while the element's request is in flight
-// (hx-sync's default), so a change announced during a fetch would be lost
-// and the part left stale: such a change marks the URL dirty instead, and
-// the part is fetched once more when its request ends.
+// The fetch is htmx.ajax with the element as its source, not an htmx
+// trigger: htmx installs the trigger listeners of an element it swapped in
+// only when the swap settles (htmx's settle delay, 20 ms, and far later on
+// a busy page), so a trigger sent in between reached an element that did
+// not listen, and the change was lost (the part stayed stale until the
+// next one). The element keeps hx-trigger="live" so that htmx does not
+// give it its default trigger (a click).
+//
+// One fetch per URL at a time: a change announced while one is in flight
+// marks the URL dirty, and the part is fetched once more when it ends.
 const liveStreams = new Map();
 const liveBusy = new Map(); // url → "busy" | "dirty"
 function liveFire(url) {
@@ -30,32 +37,31 @@ function liveFire(url) {
     liveBusy.set(url, "dirty");
     return;
   }
+  liveBusy.set(url, "busy");
+  const fetches = [];
   for (const el of document.querySelectorAll("[data-live]")) {
-    if (el.dataset.live === url) htmx.trigger(el, "live");
+    if (el.dataset.live === url) fetches.push(liveFetch(el));
   }
+  Promise.all(fetches).then(() => {
+    const dirty = liveBusy.get(url) === "dirty";
+    liveBusy.delete(url);
+    if (dirty) liveFire(url);
+  });
 }
-function liveURLOf(ev) {
-  const el = ev.detail && ev.detail.elt;
-  return el && el.dataset ? el.dataset.live : undefined;
-}
-document.addEventListener("htmx:beforeRequest", (ev) => {
-  const url = liveURLOf(ev);
-  if (url && !liveBusy.has(url)) liveBusy.set(url, "busy");
-});
-// The request ends: its response is about to be swapped in (beforeSwap,
-// while the element is still in the page: an outerHTML swap detaches it,
-// and events on a detached element do not reach the document), or it
-// failed.
-function liveDone(ev) {
-  const url = liveURLOf(ev);
-  if (!url) return;
-  const dirty = liveBusy.get(url) === "dirty";
-  liveBusy.delete(url);
-  // After the swap and settle of this response (htmx settles in 20 ms).
-  if (dirty) setTimeout(() => liveFire(url), 100);
-}
-for (const name of ["htmx:beforeSwap", "htmx:sendError", "htmx:timeout", "htmx:sendAbort"]) {
-  document.addEventListener(name, liveDone);
+// liveFetch fetches a live part again; the promise resolves when its
+// response is swapped in or the request failed (never rejects). htmx.ajax's
+// own promise settles then, except when the swap throws: its error event
+// ends the wait too.
+function liveFetch(el) {
+  return new Promise((resolve) => {
+    el.addEventListener("htmx:onLoadError", () => resolve(), { once: true });
+    try {
+      htmx.ajax("get", el.getAttribute("hx-get"), { source: el }).then(() => resolve(), () => resolve());
+    } catch (err) {
+      console.warn("live part", err);
+      resolve();
+    }
+  });
 }
 function liveConnect(url) {
   if (liveStreams.has(url)) return;

@@ -265,8 +265,10 @@ func NewServer(opts Options) *Server {
 		Local: &Local{unary: unary, stream: chainStream(stream), methods: map[string]localMethod{}},
 	}
 	if opts.GRPCOnly != nil {
-		// The same options, then its own, then its bound (last: it wins).
-		only := append(append(grpcOpts[:len(grpcOpts):len(grpcOpts)], opts.GRPCOnly.ServerOptions...), grpc.MaxRecvMsgSize(GRPCOnlyMaxRequestBytes))
+		// The same options, its connection limits, then its own options,
+		// then its bound (last: it wins).
+		only := append(grpcOpts[:len(grpcOpts):len(grpcOpts)], GRPCOnlyConnectionOptions(opts.GRPCOnly.HandshakeTimeout)...)
+		only = append(append(only, opts.GRPCOnly.ServerOptions...), grpc.MaxRecvMsgSize(GRPCOnlyMaxRequestBytes))
 		s.GRPCOnly = grpc.NewServer(only...)
 	}
 	if opts.TracerProvider != nil {

@@ -24,6 +24,7 @@ func testAutomationsAndRuns(t *testing.T, open Opener) {
 		{"RunCreate", testRunCreate},
 		{"RunCreateCurrentStage", testRunCreateCurrentStage},
 		{"RunLeases", testRunLeases},
+		{"RunRelease", testRunRelease},
 		{"RunPauseContinue", testRunPauseContinue},
 		{"RunPauseMeetsFinish", testRunPauseMeetsFinish},
 		{"RunPauseFinishRace", testRunPauseFinishRace},
@@ -308,6 +309,69 @@ func testRunLeases(t *testing.T, s *suite) {
 		t.Errorf("the old owner still renews: %v", states)
 	}
 	wantErr(t, s.st.SaveProgress(s.ctx, "w1", r3.ID, store.Progress{}), store.ErrConflict, "lease lost")
+}
+
+// ReleaseRuns: runs claimed and never started go back, in one write, to
+// the queue as the claim found them (stopped when paused meanwhile), and
+// another worker claims them at once, their leases far from expired; runs
+// not leased to the owner are left alone.
+func testRunRelease(t *testing.T, s *suite) {
+	a := s.automation(t, "inv")
+	far := s.clock.Peek().Add(time.Hour)
+	if n, err := s.st.ReleaseRuns(s.ctx, "w1", nil); err != nil || n != 0 {
+		t.Fatalf("release nothing: %d %v", n, err)
+	}
+	// r1 comes back to the queue with a checkpoint (a worker handed it
+	// back): released, it keeps it.
+	r1 := s.run(t, a, "")
+	of(s.st.ClaimRuns(s.ctx, "w0", 1, far)).must(t)
+	of(s.st.FinishRun(s.ctx, "w0", r1.ID, store.RunOutcome{State: store.RunPending, Checkpoint: []byte("cp"), Step: 2, StepInputs: []byte("in")})).must(t)
+	r2, r3, r4 := s.run(t, a, ""), s.run(t, a, ""), s.run(t, a, "")
+	claimed := of(s.st.ClaimRuns(s.ctx, "w1", 4, far)).must(t)
+	if len(claimed) != 4 {
+		t.Fatalf("claimed %d runs, want 4", len(claimed))
+	}
+	r5 := s.run(t, a, "")
+	of(s.st.ClaimRuns(s.ctx, "w2", 1, far)).must(t)
+	// r2 is paused while it waits for a worker.
+	if p := of(s.st.ChangeRun(s.ctx, "acme", "ops", "inv", r2.ID, pause("hold"))).must(t); p.State != store.RunStopping {
+		t.Fatalf("pause a claimed run: %+v", p)
+	}
+
+	n, err := s.st.ReleaseRuns(s.ctx, "w1", []string{r1.ID, r2.ID, r3.ID, r5.ID, "no-such-run"})
+	if err != nil || n != 3 {
+		t.Fatalf("release: %d %v, want 3", n, err)
+	}
+	for _, c := range []struct {
+		r     store.Run
+		state store.RunState
+		owner string
+	}{{r1, store.RunPending, ""}, {r2, store.RunStopped, ""}, {r3, store.RunPending, ""}, {r4, store.RunExecuting, "w1"}, {r5, store.RunExecuting, "w2"}} {
+		got := of(s.st.GetRun(s.ctx, "acme", "ops", "inv", c.r.ID)).must(t)
+		if got.State != c.state || got.LeaseOwner != c.owner {
+			t.Errorf("run %s after the release: %s leased to %q, want %s leased to %q", c.r.ID, got.State, got.LeaseOwner, c.state, c.owner)
+		}
+	}
+	if got := of(s.st.GetRun(s.ctx, "acme", "ops", "inv", r1.ID)).must(t); string(got.Checkpoint) != "cp" || got.Step != 2 || string(got.StepInputs) != "in" {
+		t.Errorf("released run lost its state: checkpoint %q step %d inputs %q", got.Checkpoint, got.Step, got.StepInputs)
+	}
+	if got := of(s.st.GetRun(s.ctx, "acme", "ops", "inv", r2.ID)).must(t); got.Reason != "hold" {
+		t.Errorf("released paused run: reason %q", got.Reason)
+	}
+	// The releasing worker holds them no more.
+	if states := of(s.st.RenewLeases(s.ctx, "w1", []string{r1.ID, r2.ID, r3.ID, r4.ID}, far)).must(t); len(states) != 1 || states[r4.ID] != store.RunExecuting {
+		t.Errorf("renew after the release: %v, want only %s", states, r4.ID)
+	}
+	wantErr(t, s.st.SaveProgress(s.ctx, "w1", r1.ID, store.Progress{}), store.ErrConflict, "progress of a released run")
+	// Another worker claims the pending ones now, oldest first.
+	again := of(s.st.ClaimRuns(s.ctx, "w3", 10, far)).must(t)
+	if len(again) != 2 || again[0].ID != r1.ID || again[1].ID != r3.ID || string(again[0].Checkpoint) != "cp" {
+		t.Fatalf("claim after the release: %+v, want %s (with its checkpoint) and %s", again, r1.ID, r3.ID)
+	}
+	// Released again by w1 (no longer its own): nothing changes.
+	if n, err := s.st.ReleaseRuns(s.ctx, "w1", []string{r1.ID, r3.ID}); err != nil || n != 0 {
+		t.Errorf("release runs leased to another: %d %v", n, err)
+	}
 }
 
 func testRunPauseContinue(t *testing.T, s *suite) {

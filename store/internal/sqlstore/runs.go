@@ -595,6 +595,26 @@ func (db *DB) RenewLeases(ctx context.Context, owner string, ids []string, lease
 	return out, err
 }
 
+// ReleaseRuns implements store.Runs: one statement.
+func (db *DB) ReleaseRuns(ctx context.Context, owner string, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	now := db.now()
+	args := append([]any{time.Time{}, now, now, owner}, anySlice(ids)...)
+	res, err := db.writer().exec(ctx, `UPDATE runs SET state = CASE WHEN state = 'stopping' THEN 'stopped' ELSE 'pending' END,
+		lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?
+		WHERE lease_owner = ? AND state IN ('executing', 'stopping') AND id IN (`+placeholders(len(ids))+`)`, args...)
+	if err != nil {
+		return 0, db.mapErr(err, "release runs")
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, db.mapErr(err, "release runs")
+	}
+	return int(n), nil
+}
+
 // leased checks, inside a transaction, that run id is leased to owner, and
 // returns its state and reason.
 func (c conn) leased(ctx context.Context, owner, id string) (store.RunState, string, error) {
