@@ -36,6 +36,18 @@ func TestExceptionTransitions(t *testing.T) {
 	}
 	w := e.waitFor(t, a, r.ID, store.RunAwaitingGuidance)
 	xid := w.ExceptionID
+	// The worker that wrote a run's change announces it after the write:
+	// wait until it has returned (Busy drops after that notice), so that
+	// its notice is not counted against the step that follows.
+	idle := func(what string) {
+		t.Helper()
+		for deadline := testtime.Deadline(testtime.Wait); e.eng.Busy() != 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the worker that %s did not return", what)
+			}
+		}
+	}
+	idle("raised the exception")
 	count := func() int { mu.Lock(); defer mu.Unlock(); return changed }
 	step := func(what string, do func() (store.Exception, error), wantErr error, wantState store.ExceptionState, wantRun store.RunState) {
 		t.Helper()
@@ -79,14 +91,7 @@ func TestExceptionTransitions(t *testing.T) {
 	good := engine.Guidance{Kind: engine.GuidanceProvideValues, Values: map[string]lang.Value{"the invoice total": lang.Num(lang.MustNumber("12.50"))}}
 	step("resolve", func() (store.Exception, error) { return e.eng.Resolve(ctx, e.org, e.ws, xid, "users/u", good) }, nil, store.ExceptionResolved, "")
 	e.waitFor(t, a, r.ID, store.RunCompleted)
-	// The worker that completed the run announces the change after its
-	// write: wait until it has returned (Busy drops after that notice), so
-	// that its notice is not counted against the steps below.
-	for deadline := testtime.Deadline(testtime.Wait); e.eng.Busy() != 0; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatal("the worker that completed the run did not return")
-		}
-	}
+	idle("completed the run")
 	step("assign a resolved exception", assign("users/bo"), store.ErrFailedPrecondition, "", "")
 	step("archive a resolved exception", archive, store.ErrFailedPrecondition, "", "")
 }
