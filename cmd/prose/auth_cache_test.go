@@ -2,7 +2,10 @@ package main
 
 import (
 	"context"
+	"hash/crc32"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/proserun/prose/server/apikey"
 )
@@ -52,5 +55,74 @@ func TestRevocationTakesEffectAtOnce(t *testing.T) {
 	}
 	if c, reason := get(); c != 401 || reason != "API_KEY_INVALID" {
 		t.Fatalf("after the key is deleted: %d %s, want 401 API_KEY_INVALID", c, reason)
+	}
+}
+
+// withChecksum is body (a key's prefix and secret) with its CRC-32
+// checksum, as apikey makes keys: a value that passes apikey.Parse.
+func withChecksum(body string) string {
+	const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+	v := crc32.ChecksumIEEE([]byte(body))
+	var out [apikey.ChecksumLen]byte
+	for i := apikey.ChecksumLen - 1; i >= 0; i-- {
+		out[i] = alphabet[v%62]
+		v /= 62
+	}
+	return body + string(out[:])
+}
+
+// TestVerifiedKeyIsComparedWhole: once a key has been verified (and its
+// record cached), a value sharing its prefix is still the key only if it
+// is the same value: another secret with a valid checksum, a value one
+// character off, a truncated one are refused, and the key goes on being
+// accepted after them; the key's expiry is checked on every call, a
+// verified value's too.
+func TestVerifiedKeyIsComparedWhole(t *testing.T) {
+	start := time.Now()
+	var elapsed atomic.Int64
+	clock := func() time.Time { return start.Add(time.Duration(elapsed.Load())) }
+	e := newTestEnvWith(t, func(c *serveConfig) { c.sessionClock = clock })
+	key := e.newKey(t, keySpec{}) // expires in an hour
+	path := "/api/v1/organizations/" + e.init.orgID + "/workspaces/" + e.init.workspaceID
+	get := func(value string) (int, string) {
+		t.Helper()
+		c, m, _ := e.doHTTP(t, "GET", path, "", map[string]string{"Authorization": "Bearer " + value})
+		return c, httpReason(m)
+	}
+	for range 3 { // verified, then compared with the verified value
+		if c, reason := get(key); c != 200 {
+			t.Fatalf("the key: %d %s", c, reason)
+		}
+	}
+	body := key[:len(key)-apikey.ChecksumLen]
+	last := body[len(body)-1]
+	other := byte('A')
+	if last == other {
+		other = 'B'
+	}
+	forged := withChecksum(body[:len(body)-1] + string(other)) // same prefix, another secret, a valid checksum
+	if _, err := apikey.Parse(forged); err != nil {
+		t.Fatalf("the forged value should pass the checksum: %v", err)
+	}
+	sumOff := key[:len(key)-1] + string(map[bool]byte{true: '0', false: '1'}[key[len(key)-1] != '0'])
+	for name, v := range map[string]string{
+		"another secret":   forged,
+		"checksum one off": sumOff,
+		"truncated":        key[:len(key)-1],
+		"longer":           key + "0",
+		"prefix only":      key[:apikey.PrefixLen],
+	} {
+		for range 2 {
+			if c, reason := get(v); c != 401 || reason != "API_KEY_INVALID" {
+				t.Fatalf("%s: %d %s, want 401 API_KEY_INVALID", name, c, reason)
+			}
+		}
+		if c, reason := get(key); c != 200 {
+			t.Fatalf("the key after %s: %d %s", name, c, reason)
+		}
+	}
+	elapsed.Store(int64(2 * time.Hour)) // past the key's expiry; its record is still cached
+	if c, reason := get(key); c != 401 || reason != "API_KEY_EXPIRED" {
+		t.Fatalf("the key past its expiry: %d %s, want 401 API_KEY_EXPIRED", c, reason)
 	}
 }

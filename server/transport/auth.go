@@ -5,11 +5,13 @@ import (
 	"github.com/proserun/prose/logctx"
 
 	"context"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -200,7 +202,7 @@ type KeyAuth struct {
 	mu      sync.Mutex
 	touched map[string]time.Time // key id → last TouchAPIKey
 
-	keys     genCache[string, store.APIKey]         // key prefix → key
+	keys     genCache[string, *cachedKey]           // key prefix → key
 	perms    genCache[permKey, []string]            // the user's permissions in a workspace
 	sessions genCache[string, store.ConsoleSession] // token hash → console session
 
@@ -229,15 +231,25 @@ type genEntry[V any] struct {
 	at  time.Time
 }
 
-// load returns the value of k: the cached one while gens has not moved
-// on since it was read and it is younger than authCacheTTL, else what read
-// returns (cached unless an error).
-func (c *genCache[K, V]) load(gens store.AuthGenerations, k K, read func() (V, error)) (V, error) {
+// peek returns the cached value of k while it may be used (as load
+// would), without reading it when it may not.
+func (c *genCache[K, V]) peek(gens store.AuthGenerations, k K) (V, bool) {
 	c.mu.Lock()
 	e, ok := c.m[k]
 	c.mu.Unlock()
 	if ok && e.gen == gens.AuthGeneration() && time.Since(e.at) < authCacheTTL {
-		return e.v, nil
+		return e.v, true
+	}
+	var zero V
+	return zero, false
+}
+
+// load returns the value of k: the cached one while gens has not moved
+// on since it was read and it is younger than authCacheTTL, else what read
+// returns (cached unless an error).
+func (c *genCache[K, V]) load(gens store.AuthGenerations, k K, read func() (V, error)) (V, error) {
+	if v, ok := c.peek(gens, k); ok {
+		return v, nil
 	}
 	// The generation is read before the value: a change committed after
 	// the read moves it on and the entry is not used.
@@ -263,10 +275,80 @@ func NewKeyAuth(st store.Store, now func() time.Time) *KeyAuth {
 	return &KeyAuth{st: st, now: now, gen: st, touched: map[string]time.Time{}}
 }
 
+// cachedKey is a key record read under an AuthGeneration, and the value
+// that last proved to be its key.
+type cachedKey struct {
+	k store.APIKey
+	// verified is the key value that last passed apikey.Parse and
+	// apikey.Verify against k.SecretHash, nil before one did. It lives as
+	// long as the entry (authCacheTTL at most, and no longer than the
+	// generation it was read under), like the values of the requests
+	// themselves.
+	verified atomic.Pointer[string]
+}
+
 // apiKey is GetAPIKeyByPrefix through the cache (a key not found is not
 // cached).
-func (a *KeyAuth) apiKey(ctx context.Context, prefix string) (store.APIKey, error) {
-	return a.keys.load(a.gen, prefix, func() (store.APIKey, error) { return a.st.GetAPIKeyByPrefix(ctx, prefix) })
+func (a *KeyAuth) apiKey(ctx context.Context, prefix string) (*cachedKey, error) {
+	return a.keys.load(a.gen, prefix, func() (*cachedKey, error) {
+		k, err := a.st.GetAPIKeyByPrefix(ctx, prefix)
+		if err != nil {
+			return nil, err
+		}
+		return &cachedKey{k: k}, nil
+	})
+}
+
+// verifiedKey returns the key whose value is value: its shape and checksum
+// (apikey.Parse) and its secret (apikey.Verify: SHA-256 of the value
+// against the stored hash, in constant time) are checked, the store (or
+// the cache) read by the value's prefix. A value equal to the one that
+// last passed these checks for the record the cache holds is that key:
+// it is compared with it in constant time instead, which spares the hash
+// and the checksum of every call of a client that sends the same key
+// again. The record is used under the cache's rules (store generation,
+// authCacheTTL): a revoked or changed key is read again, and its value
+// checked again. Errors: apikey.ErrMalformed for a value that is not a
+// key, store.ErrNotFound when the prefix names no key or the secret does
+// not match, else the store's.
+func (a *KeyAuth) verifiedKey(ctx context.Context, value string) (store.APIKey, error) {
+	if len(value) == apikey.Len {
+		// The prefix is public (the key's id in the store), and only the
+		// cache is read here.
+		if ck, ok := a.keys.peek(a.gen, value[:apikey.PrefixLen]); ok {
+			if v := ck.verified.Load(); v != nil && constantTimeEqual(*v, value) {
+				return ck.k, nil
+			}
+		}
+	}
+	prefix, err := apikey.Parse(value)
+	if err != nil {
+		return store.APIKey{}, err
+	}
+	ck, err := a.apiKey(ctx, prefix)
+	if err != nil {
+		return store.APIKey{}, err
+	}
+	if !apikey.Verify(value, ck.k.SecretHash) {
+		return store.APIKey{}, store.ErrNotFound
+	}
+	v := strings.Clone(value) // not the request's memory
+	ck.verified.Store(&v)
+	return ck.k, nil
+}
+
+// constantTimeEqual reports whether a and b are equal, in a time that
+// depends on their lengths only (subtle.ConstantTimeCompare without
+// converting the strings to byte slices).
+func constantTimeEqual(a, b string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	var d byte
+	for i := 0; i < len(a); i++ {
+		d |= a[i] ^ b[i]
+	}
+	return subtle.ConstantTimeByteEq(d, 0) == 1
 }
 
 // permissions is EffectivePermissions through the cache. The slice is
@@ -322,19 +404,12 @@ func (a *KeyAuth) Authenticate(ctx context.Context, fullMethod string) (context.
 	if len(value) > maxCredentialLength {
 		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
 	}
-	prefix, err := apikey.Parse(value)
-	if err != nil {
-		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
-	}
-	k, err := a.apiKey(ctx, prefix)
-	if errors.Is(err, store.ErrNotFound) {
+	k, err := a.verifiedKey(ctx, value)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, apikey.ErrMalformed) {
 		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
 	}
 	if err != nil {
 		return nil, err
-	}
-	if !apikey.Verify(value, k.SecretHash) {
-		return nil, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
 	}
 	now := a.now()
 	if k.Expired(now) {

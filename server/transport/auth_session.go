@@ -71,12 +71,8 @@ func (a *KeyAuth) KeyIdentity(ctx context.Context, value string) (store.APIKey, 
 	if len(value) > maxCredentialLength {
 		return store.APIKey{}, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
 	}
-	prefix, err := apikey.Parse(value)
-	if err != nil {
-		return store.APIKey{}, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
-	}
-	k, err := a.apiKey(ctx, prefix)
-	if errors.Is(err, store.ErrNotFound) || err == nil && !apikey.Verify(value, k.SecretHash) {
+	k, err := a.verifiedKey(ctx, value)
+	if errors.Is(err, store.ErrNotFound) || errors.Is(err, apikey.ErrMalformed) {
 		return store.APIKey{}, Unauthenticated(ReasonAPIKeyInvalid, unauthenticatedMessage)
 	}
 	if err != nil {

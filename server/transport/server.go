@@ -19,7 +19,7 @@ import (
 	"log/slog"
 	"strconv"
 
-	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
@@ -143,7 +143,7 @@ func Chain(opts Options) []Middleware {
 		{Name: MiddlewareRecovery, Unary: recoveryUnary(log), Stream: recoveryStream(log)},
 		{Name: MiddlewareRequestID, Unary: requestIDUnary(), Stream: requestIDStream()},
 		{Name: MiddlewareLogging, Unary: loggingUnary(log), Stream: loggingStream(log)},
-		{Name: MiddlewareMetrics, Unary: metrics.UnaryServerInterceptor(), Stream: metrics.StreamServerInterceptor()},
+		{Name: MiddlewareMetrics, Unary: interceptors.UnaryServerInterceptor(metrics), Stream: interceptors.StreamServerInterceptor(metrics)},
 		{Name: MiddlewareErrors, Unary: errorsUnary(log), Stream: errorsStream(log)},
 		{Name: MiddlewareAuth, Unary: authUnary(auth, public), Stream: authStream(auth, public)},
 		{Name: MiddlewareValidation, Unary: validationUnary(ls), Stream: validationStream(ls)},
@@ -289,15 +289,15 @@ func NewServer(opts Options) *Server {
 	return s
 }
 
-func serverMetrics(reg prometheus.Registerer) *grpcprom.ServerMetrics {
+func serverMetrics(reg prometheus.Registerer) *rpcMetrics {
 	if reg == nil {
 		reg = prometheus.DefaultRegisterer
 	}
-	m := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
+	m := newRPCMetrics()
 	if err := reg.Register(m); err != nil {
 		var are prometheus.AlreadyRegisteredError
 		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*grpcprom.ServerMetrics); ok {
+			if existing, ok := are.ExistingCollector.(*rpcMetrics); ok {
 				return existing
 			}
 		}
