@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	rpccode "google.golang.org/genproto/googleapis/rpc/code"
 
@@ -103,6 +104,15 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	org, ws, id := parts[0], parts[1], parts[2]
+	for _, p := range parts {
+		// No organization, workspace or trigger instance is named with a NUL
+		// or with bytes that are not UTF-8 (the API refuses such names), and
+		// PostgreSQL refuses them in a query: such a path names nothing.
+		if !utf8.ValidString(p) || strings.ContainsRune(p, 0) {
+			webhookError(w, http.StatusNotFound, 5, "not found: no webhook is named so")
+			return
+		}
+	}
 	r = r.WithContext(logctx.Set(r.Context(), logctx.Organization, org, logctx.Workspace, ws))
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxWebhookBody))
 	if err != nil {
