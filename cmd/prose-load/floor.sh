@@ -24,17 +24,7 @@ start_bare() {
   for i in $(seq 50); do curl -s -o /dev/null 127.0.0.1:$PORT/healthz && break; sleep 0.2; done
   local key ws
   key=$(jq -r .api_key init.json); ws=$(jq -r .workspace init.json)
-  local src='the a is 41 + 1
-the b is the a * 2
-the c is the b + 3
-the d is the c - 1
-the e is the d * 2
-the f is the e + 5
-the g is the f - 2
-the h is the g * 3
-the i is the h + 1
-the output result is the i
-'
+  local src; src=$(./prose-load --print-automation)
   jq -n --arg s "$src" '{display_name:"load", english_code:$s}' |
     curl -s -H "Authorization: Bearer $key" -H 'Content-Type: application/json' -d @- http://127.0.0.1:$PORT/api/v1/$ws/automations > automation.json
   curl -s -H "Authorization: Bearer $key" -H 'Content-Type: application/json' \

@@ -42,7 +42,16 @@ func main() {
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up after this long")
 	guided := flag.Bool("guided", false, "add a statement that needs a fact nobody gives (`the output total is the grand total`) and an approved guide entry that provides it: every run raises an exception the entry resolves")
 	say := flag.Int("say", 0, "lines the automation says (say statements before its ten statements)")
+	printProgram := flag.Bool("print-automation", false, "print the automation the load runs (with --say and --guided) and exit")
 	flag.Parse()
+	src := strings.Repeat("say \"a line of the run\"\n", *say) + loadprog.Short
+	if *guided {
+		src += "the output total is the grand total\n"
+	}
+	if *printProgram {
+		fmt.Print(src)
+		return
+	}
 	if *initFile != "" {
 		data, err := os.ReadFile(*initFile)
 		if err != nil {
@@ -69,10 +78,6 @@ func main() {
 	defer cancel()
 	c := &client{base: "http://" + *addr, key: *key, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *conc + 4}}}
 
-	src := strings.Repeat("say \"a line of the run\"\n", *say) + loadprog.Short
-	if *guided {
-		src += "the output total is the grand total\n"
-	}
 	var a struct{ Name string }
 	if err := c.do(ctx, "POST", "/api/v1/"+*workspace+"/automations", map[string]any{"display_name": "load", "english_code": src}, &a); err != nil {
 		fatal(err)
