@@ -12,6 +12,15 @@ func (m *machine) exec(f *frame, s *stmt) error {
 	case opAdd, opSubtract, opMultiply, opDivide:
 		return m.arith(f, s)
 	case opAssign:
+		if s.call != nil {
+			// `round the X`: a procedure or book procedure of that sentence
+			// takes the statement's place (see yields).
+			if ok, err := m.callable(s); err != nil {
+				return err
+			} else if ok {
+				return m.call(f, s)
+			}
+		}
 		var v Value
 		if s.list != nil || s.plural {
 			xs := s.list

@@ -457,6 +457,32 @@ func (e *caseExpr) eval(m *machine) (Value, error) {
 	return Text(out), nil
 }
 
+// roundExpr is `X rounded [to N decimal places]`.
+type roundExpr struct {
+	x      expr
+	places int
+	span   Span
+}
+
+func (e *roundExpr) sp() Span { return e.span }
+func (e *roundExpr) eval(m *machine) (Value, error) {
+	v, err := e.x.eval(m)
+	if err != nil {
+		return v, err
+	}
+	if v.k != KindNumber {
+		if d := describe(v); d != v.k.article() {
+			return Value{}, userErr("Could not round %s: it is %s", d, v.k.article())
+		}
+		return Value{}, userErr("Could not round %s: it is not a number", describe(v))
+	}
+	n, err := v.n.Round(e.places)
+	if err != nil {
+		return Value{}, userErr("Could not round %s to %s: %v", describe(v), plural(e.places, "decimal place"), err)
+	}
+	return Num(n), nil
+}
+
 type convertExpr struct {
 	x    expr
 	to   string

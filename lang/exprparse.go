@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"strconv"
 	"strings"
 )
 
@@ -109,6 +110,9 @@ func (q *ep) nameWords() ([]string, Span) {
 			}
 			if t.text == "of" && (q.at(1).is("the") || q.at(1).kind != tWord) {
 				break
+			}
+			if t.text == "rounded" && q.roundTail(1) > 0 {
+				break // `the total rounded to 2 decimal places`
 			}
 		}
 		words = append(words, strings.ReplaceAll(t.text, "_", " "))
@@ -416,10 +420,56 @@ func (q *ep) postfix() (expr, error) {
 				q.next()
 			}
 			x = &caseExpr{upper: w.is("uppercase") || w.is("upper") || w.is("capitals"), x: x, span: q.spanFrom(x.sp().Start)}
+		case t.is("rounded"):
+			q.next()
+			places := 0
+			if q.roundTail(0) > 0 || q.peek().is("to") && (q.at(1).kind == tNum || q.at(1).kind == tOp && q.at(1).text == "-") {
+				var err error
+				if places, err = q.roundPlaces(); err != nil {
+					return nil, err
+				}
+			}
+			x = &roundExpr{x: x, places: places, span: q.spanFrom(x.sp().Start)}
 		default:
 			return x, nil
 		}
 	}
+}
+
+// roundTail is the number of tokens of `to N decimal places` (or `decimal
+// place`, `places`, `place`) at offset k, N being one token; 0 when they are
+// not there.
+func (q *ep) roundTail(k int) int {
+	if !q.at(k).is("to") || q.at(k+1).kind == 0 {
+		return 0
+	}
+	j := k + 2
+	if q.at(j).is("decimal") {
+		j++
+	}
+	if q.at(j).is("places") || q.at(j).is("place") {
+		return j + 1 - k
+	}
+	return 0
+}
+
+// roundPlaces reads `to N decimal places`, N a whole number from 0 to
+// MaxScale.
+func (q *ep) roundPlaces() (int, error) {
+	n := q.roundTail(0)
+	if n == 0 {
+		if q.peek().is("to") {
+			return 0, q.errHere("expected a whole number and 'decimal places' after 'to', as in 'to 2 decimal places'")
+		}
+		return 0, q.errHere("expected 'to' and a number of decimal places, as in 'to 2 decimal places'")
+	}
+	t := q.at(1)
+	v, err := strconv.Atoi(t.raw)
+	if t.kind != tNum || !isDigits(t.raw) || err != nil || v > MaxScale {
+		return 0, q.p.errAt(t.span, "the number of decimal places must be a whole number from 0 to %d, as in 'to 2 decimal places'", MaxScale)
+	}
+	q.i += n
+	return v, nil
 }
 
 func (q *ep) fieldKey() (string, Span, error) {
@@ -622,6 +672,13 @@ func (q *ep) the() (expr, error) {
 			if err != nil {
 				return nil, err
 			}
+			if r, ok := x.(*roundExpr); ok {
+				// `the sum of the amounts rounded to 2 decimal places`
+				// rounds the sum.
+				r.x = &aggExpr{fn: fn, x: r.x, span: Span{t.span.Start, r.x.sp().End}}
+				r.span.Start = t.span.Start
+				return r, nil
+			}
 			return &aggExpr{fn: fn, x: x, span: Span{t.span.Start, x.sp().End}}, nil
 		}
 	}
@@ -655,6 +712,12 @@ func (q *ep) the() (expr, error) {
 		if err != nil {
 			return nil, err
 		}
+		round, _ := obj.(*roundExpr)
+		if round != nil {
+			// `the total of the invoice rounded to 2 decimal places`
+			// rounds the invoice's total.
+			obj = round.x
+		}
 		base, ok := obj.(*refExpr)
 		if !ok {
 			return nil, q.p.errAt(obj.sp(), "expected a fact after 'of'")
@@ -665,7 +728,12 @@ func (q *ep) the() (expr, error) {
 				raw = append(raw, tk.raw)
 			}
 		}
-		return base.withField(strings.Join(raw, " "), obj.sp().End), nil
+		field := base.withField(strings.Join(raw, " "), obj.sp().End)
+		if round != nil {
+			round.x, round.span.Start = field, t.span.Start
+			return round, nil
+		}
+		return field, nil
 	}
 	return ref, nil
 }

@@ -345,3 +345,29 @@ func (n Number) Neg() Number {
 
 // IsZero reports whether n is zero.
 func (n Number) IsZero() bool { return n.d.Coeff.Sign() == 0 }
+
+// Round returns n rounded half away from zero (2.345 → 2.35, -2.5 → -3) to
+// exactly places fractional digits (0–28): a number with fewer is padded with
+// zeros (1.5 to 2 places is 1.50). Padding past 96 bits is an overflow.
+func (n Number) Round(places int) (Number, error) {
+	if places < 0 || places > MaxScale {
+		return Number{}, fmt.Errorf("cannot round to %d decimal places (0 to %d)", places, MaxScale)
+	}
+	var r apd.Decimal
+	r.Negative = n.d.Negative
+	r.Exponent = -int32(places)
+	var abs apd.BigInt
+	abs.Abs(&n.d.Coeff)
+	if drop := n.Scale() - places; drop > 0 {
+		var rem, twice apd.BigInt
+		p := pow10(drop)
+		r.Coeff.QuoRem(&abs, p, &rem)
+		twice.Mul(&rem, apd.NewBigInt(2))
+		if twice.Cmp(p) >= 0 {
+			r.Coeff.Add(&r.Coeff, apd.NewBigInt(1))
+		}
+	} else {
+		r.Coeff.Mul(&abs, pow10(-drop))
+	}
+	return finish(&r)
+}

@@ -352,6 +352,17 @@ func (p *parser) simpleStmt(s *stmt, toks []token) (bool, error) {
 				s.target, err = q.target()
 			}
 		}
+	case "round":
+		// `round the X to N decimal places` (or `round the X`, to a whole
+		// number) sets the fact to its rounded value.
+		s.op = opAssign
+		if s.target, err = q.target(); err == nil {
+			places := 0
+			if !q.done() {
+				places, err = q.roundPlaces()
+			}
+			s.x = &roundExpr{x: s.target, places: places, span: s.target.span}
+		}
 	case "multiply", "divide":
 		s.op = opMultiply
 		if first.text == "divide" {
@@ -670,11 +681,12 @@ func (p *parser) callStmt(s *stmt, l *srcLine) error {
 }
 
 // yields reports whether a keyword statement is an undocumented synonym
-// (`print`, `log`, `write` for say; `create a`, `make a` for imagine) that
-// gives way to a procedure or book procedure of the same sentence.
+// (`print`, `log`, `write` for say; `create a`, `make a` for imagine) or a
+// keyword added after programs could use its word (`round`) that gives way
+// to a procedure or book procedure of the same sentence.
 func yields(first token) bool {
 	switch first.text {
-	case "print", "log", "write", "create", "make":
+	case "print", "log", "write", "create", "make", "round":
 		return true
 	}
 	return false
