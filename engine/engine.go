@@ -432,10 +432,15 @@ func (e *Engine) Run(ctx context.Context, grace time.Duration) error {
 			// finish, so the send may wait; it must not outlive ctx, or a
 			// shutdown waits for a worker that waits for the shutdown.
 			// Runs not started go back to the queue at once (release).
+			// A slot and the shutdown may come at once (select picks
+			// either): a run is not started once the shutdown has begun.
 			select {
 			case slots <- struct{}{}:
-				e.startFlight(pool, flights[i], r)
-				continue
+				if ctx.Err() == nil {
+					e.startFlight(pool, flights[i], r)
+					continue
+				}
+				<-slots // not used: the slot goes back
 			case <-ctx.Done():
 			}
 			e.release(ctx, flights[i:], claimed[i:], grace)

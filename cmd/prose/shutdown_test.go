@@ -334,8 +334,11 @@ func TestServeShutdownReleasesClaimedRuns(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// The runs waiting for the worker are handed back as soon as the
+	// engine stops (R0 still holds the worker): only then does R0's book
+	// call end (had it ended before, its worker would have gone to R1).
 	testtime.Until(t, testtime.Wait, func() (bool, string) {
-		return strings.Contains(p.logTail(), `"shutting down"`), "no 'shutting down' in the log:\n" + p.logTail()
+		return strings.Contains(p.logTail(), "claimed runs not started handed back"), "no 'claimed runs not started handed back' in the log:\n" + p.logTail()
 	})
 	// The run in flight finishes its book call and is handed back.
 	close(book.gates["R"])
