@@ -59,16 +59,25 @@ const maxEventRows = 500
 // engine unless given, Time now unless given). The caller holds the run's
 // row.
 func (c conn) insertRunEvents(ctx context.Context, runID string, evs []store.RunEvent, now time.Time) error {
-	for len(evs) > 0 {
-		n := min(len(evs), maxEventRows)
+	return c.insertEvents(ctx, len(evs), func(i int) (string, store.RunEvent) { return runID, evs[i] }, now,
+		func(left int) int { return min(left, maxEventRows) })
+}
+
+// insertEvents writes n history entries, row(i) giving the i-th's run and
+// entry (Kind engine unless given, Time now unless given), in order, in
+// INSERTs of chunk(entries left) rows.
+func (c conn) insertEvents(ctx context.Context, n int, row func(i int) (string, store.RunEvent), now time.Time, chunk func(left int) int) error {
+	for done := 0; done < n; {
+		k := chunk(n - done)
 		var b strings.Builder
 		b.WriteString(`INSERT INTO run_events (run_id, create_time, kind, node_kind, state, reason, ref, loc_start, loc_end, data) VALUES `)
-		args := make([]any, 0, 10*n)
-		for i, e := range evs[:n] {
+		args := make([]any, 0, 10*k)
+		for i := range k {
 			if i > 0 {
 				b.WriteString(", ")
 			}
 			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+			runID, e := row(done + i)
 			kind, at := e.Kind, e.Time
 			if kind == "" {
 				kind = store.RunEventEngine
@@ -81,7 +90,7 @@ func (c conn) insertRunEvents(ctx context.Context, runID string, evs []store.Run
 		if _, err := c.exec(ctx, b.String(), args...); err != nil {
 			return c.db.mapErr(err, "record the run's history")
 		}
-		evs = evs[n:]
+		done += k
 	}
 	return nil
 }

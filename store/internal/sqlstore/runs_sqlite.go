@@ -295,30 +295,6 @@ type eventRow struct {
 // insertEventRows writes the history entries of several runs, in order, in
 // INSERTs of 256, 128, …, 1 rows.
 func (c conn) insertEventRows(ctx context.Context, evs []eventRow, now time.Time) error {
-	for len(evs) > 0 {
-		n := chunkSize(len(evs), 256)
-		var b strings.Builder
-		b.WriteString(`INSERT INTO run_events (run_id, create_time, kind, node_kind, state, reason, ref, loc_start, loc_end, data) VALUES `)
-		args := make([]any, 0, 10*n)
-		for i, x := range evs[:n] {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString("(?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
-			e := x.e
-			kind, at := e.Kind, e.Time
-			if kind == "" {
-				kind = store.RunEventEngine
-			}
-			if at.IsZero() {
-				at = now
-			}
-			args = append(args, x.runID, at, string(kind), e.NodeKind, e.State, e.Reason, e.Ref, e.Location.Start, e.Location.End, e.Data)
-		}
-		if _, err := c.exec(ctx, b.String(), args...); err != nil {
-			return c.db.mapErr(err, "record the run's history")
-		}
-		evs = evs[n:]
-	}
-	return nil
+	return c.insertEvents(ctx, len(evs), func(i int) (string, store.RunEvent) { return evs[i].runID, evs[i].e }, now,
+		func(left int) int { return chunkSize(left, 256) })
 }
