@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	rpccode "google.golang.org/genproto/googleapis/rpc/code"
 
@@ -108,7 +107,7 @@ func (h *WebhookHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// No organization, workspace or trigger instance is named with a NUL
 		// or with bytes that are not UTF-8 (the API refuses such names), and
 		// PostgreSQL refuses them in a query: such a path names nothing.
-		if !utf8.ValidString(p) || strings.ContainsRune(p, 0) {
+		if !transport.ValidText(p) {
 			webhookError(w, http.StatusNotFound, 5, "not found: no webhook is named so")
 			return
 		}

@@ -259,9 +259,14 @@ func (ls *limitSet) walkLimits(m protoreflect.Message, prefix string, r *limitRe
 // could not be encoded either; over native gRPC requestCodec decodes such
 // a string with NUL characters in place of the bad bytes).
 func checkNUL(s, field string, r *limitReport) {
-	if strings.IndexByte(s, 0) >= 0 {
-		r.report(ReasonInvalidCharacter, field, "must be UTF-8 without a NUL character (U+0000)")
-	} else if !utf8.ValidString(s) {
+	if !ValidText(s) {
 		r.report(ReasonInvalidCharacter, field, "must be UTF-8 without a NUL character (U+0000)")
 	}
+}
+
+// ValidText reports whether s is UTF-8 without a NUL character: what every
+// string of a request must be (checkNUL), and what no name the API gives
+// out can fail to be.
+func ValidText(s string) bool {
+	return strings.IndexByte(s, 0) < 0 && utf8.ValidString(s)
 }
