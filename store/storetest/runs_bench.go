@@ -17,19 +17,7 @@ import (
 // runs; ns/op is the store's cost of one run.
 func BenchCreateRunsCompleted(b *testing.B, st store.Store, batch, say int) {
 	ctx := context.Background()
-	org, err := st.CreateOrganization(ctx, store.Organization{DisplayName: "Acme"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws, err := st.CreateWorkspace(ctx, store.Workspace{OrganizationID: org.ID, Title: "ops"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := st.CreateAutomation(ctx, store.Automation{OrganizationID: org.ID, WorkspaceID: ws.ID, DisplayName: "bench",
-		Code: strings.Repeat("say \"a line\"\n", say) + "the output result is 42\n"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a := benchAutomation(b, st, strings.Repeat("say \"a line\"\n", say)+"the output result is 42\n")
 	events := make([]store.RunEvent, say)
 	for i := range events {
 		events[i] = store.RunEvent{NodeKind: "Say", Data: []byte("\n\x0aa line of the run"), Location: store.Location{Start: int64(i * 13), End: int64(i*13 + 12)}}
@@ -40,7 +28,7 @@ func BenchCreateRunsCompleted(b *testing.B, st store.Store, batch, say int) {
 	for done := 0; done < b.N; {
 		in = in[:0]
 		for i := 0; i < batch && done+i < b.N; i++ {
-			in = append(in, store.Run{OrganizationID: org.ID, WorkspaceID: ws.ID, AutomationID: a.ID, Stage: store.StageDraft, StageVersion: a.Version,
+			in = append(in, store.Run{OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, AutomationID: a.ID, Stage: store.StageDraft, StageVersion: a.Version,
 				State: store.RunCompleted, Outputs: []byte(`{"result":42}`), Step: 1, Events: events,
 				RequestID: fmt.Sprintf("req-%d", done+i)})
 		}
@@ -63,25 +51,14 @@ func BenchCreateRunsCompleted(b *testing.B, st store.Store, batch, say int) {
 // One op is one run through the three.
 func BenchCreateClaimFinish(b *testing.B, st store.Store, batch int) {
 	ctx := context.Background()
-	org, err := st.CreateOrganization(ctx, store.Organization{DisplayName: "Acme"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	ws, err := st.CreateWorkspace(ctx, store.Workspace{OrganizationID: org.ID, Title: "ops"})
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := st.CreateAutomation(ctx, store.Automation{OrganizationID: org.ID, WorkspaceID: ws.ID, DisplayName: "bench", Code: "the output result is 42\n"})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a := benchAutomation(b, st, "the output result is 42\n")
 	in := make([]store.Run, 0, batch)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for done := 0; done < b.N; {
 		in = in[:0]
 		for i := 0; i < batch && done+i < b.N; i++ {
-			in = append(in, store.Run{OrganizationID: org.ID, WorkspaceID: ws.ID, AutomationID: a.ID, Stage: store.StageDraft, StageVersion: a.Version,
+			in = append(in, store.Run{OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, AutomationID: a.ID, Stage: store.StageDraft, StageVersion: a.Version,
 				RequestID: fmt.Sprintf("req-%d", done+i)})
 		}
 		if _, _, _, err := st.CreateRuns(ctx, in); err != nil {
@@ -111,4 +88,23 @@ func BenchCreateClaimFinish(b *testing.B, st store.Store, batch int) {
 		}
 		done += len(in)
 	}
+}
+
+// benchAutomation makes an organization, a workspace and in it an
+// automation of code, for a benchmark.
+func benchAutomation(b *testing.B, st store.Store, code string) store.Automation {
+	ctx := context.Background()
+	org, err := st.CreateOrganization(ctx, store.Organization{DisplayName: "Acme"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ws, err := st.CreateWorkspace(ctx, store.Workspace{OrganizationID: org.ID, Title: "ops"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := st.CreateAutomation(ctx, store.Automation{OrganizationID: org.ID, WorkspaceID: ws.ID, DisplayName: "bench", Code: code})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return a
 }
