@@ -835,14 +835,25 @@ func (p *parser) resolveCalls() error {
 	return nil
 }
 
+// irregularPlurals are the irregular English plurals the language knows, by
+// singular; irregularPluralSet the plurals.
+var irregularPlurals = map[string]string{"person": "people", "child": "children", "man": "men", "woman": "women", "mouse": "mice", "foot": "feet", "tooth": "teeth", "datum": "data", "criterion": "criteria", "index": "indices"}
+
+var irregularPluralSet = func() map[string]bool {
+	m := make(map[string]bool, len(irregularPlurals))
+	for _, pl := range irregularPlurals {
+		m[pl] = true
+	}
+	return m
+}()
+
 // pluralNames are the plural fact names that `process each NAME` may go over.
 func pluralNames(item string) []string {
 	i := strings.LastIndexByte(item, ' ')
 	head, last := item[:i+1], item[i+1:]
 	var out []string
 	addp := func(s string) { out = append(out, head+s) }
-	irregular := map[string]string{"person": "people", "child": "children", "man": "men", "woman": "women", "mouse": "mice", "foot": "feet", "tooth": "teeth", "datum": "data", "criterion": "criteria", "index": "indices"}
-	if pl, ok := irregular[last]; ok {
+	if pl, ok := irregularPlurals[last]; ok {
 		addp(pl)
 	}
 	switch {
@@ -866,8 +877,7 @@ func pluralNames(item string) []string {
 // `people`), not a singular that ends in s (`status`, `address`, `basis`).
 func isPluralName(name string) bool {
 	last := name[strings.LastIndexByte(name, ' ')+1:]
-	switch last {
-	case "people", "children", "men", "women", "mice", "feet", "teeth", "data", "criteria", "indices":
+	if irregularPluralSet[last] {
 		return true
 	}
 	if len(last) < 3 || !strings.HasSuffix(last, "s") {
