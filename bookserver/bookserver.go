@@ -39,10 +39,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/internal/books"
+	"github.com/proserun/prose/internal/lang"
 )
 
 // MaxRequestBytes bounds the body of a call; a larger one is answered 413.

@@ -10,10 +10,10 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/bookserver"
 	"github.com/proserun/prose/bookserver/booktest"
-	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/internal/books"
+	"github.com/proserun/prose/internal/lang"
 )
 
 // counterBook has a mutation (a counter: each new call id counts once), a

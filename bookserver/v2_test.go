@@ -11,11 +11,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/bookserver"
 	"github.com/proserun/prose/bookserver/booktest"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
-	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/internal/books"
+	"github.com/proserun/prose/internal/lang"
 )
 
 const token = "tok-9hX-secret"

@@ -69,6 +69,7 @@ type Client struct {
 	Files         platformv1.FileServiceClient
 	History       platformv1.RunHistoryServiceClient
 	GuideEntries  platformv1.GuideEntryServiceClient
+	Tests         platformv1.AutomationTestServiceClient
 }
 
 type options struct {
@@ -153,6 +154,7 @@ func New(conn *grpc.ClientConn) *Client {
 		Files:         platformv1.NewFileServiceClient(conn),
 		History:       platformv1.NewRunHistoryServiceClient(conn),
 		GuideEntries:  platformv1.NewGuideEntryServiceClient(conn),
+		Tests:         platformv1.NewAutomationTestServiceClient(conn),
 	}
 }
 

@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +13,9 @@ import (
 	"go.einride.tech/aip/resourcename"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/ids"
-	"github.com/proserun/prose/lang"
-	"github.com/proserun/prose/lang/protovalue"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/codec/protovalue"
+	"github.com/proserun/prose/internal/lang"
+	"github.com/proserun/prose/internal/names"
 )
 
 // Value converts a plain value to the API's Value: nil, bool, string,
@@ -188,7 +188,7 @@ func (c *Client) Invoke(ctx context.Context, automation string, inputs map[strin
 	}
 	req := &platformv1.InvokeAutomationRequest{
 		OrganizationId: org, WorkspaceId: ws, AutomationId: a, Inputs: in,
-		Stage: platformv1.AutomationStage_AUTOMATION_STAGE_PUBLISHED, RequestId: ids.NewRequestID(),
+		Stage: platformv1.AutomationStage_AUTOMATION_STAGE_PUBLISHED, RequestId: rand.Text(),
 	}
 	for _, o := range opts {
 		o(req)

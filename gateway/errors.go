@@ -275,6 +275,11 @@ func (g *gw) writeError(w http.ResponseWriter, r *http.Request, st *spb.Status, 
 	if code == http.StatusUnauthorized {
 		h.Set("WWW-Authenticate", `Bearer realm="`+ErrorDomain+`"`)
 	}
+	if code == http.StatusServiceUnavailable && h.Get("Retry-After") == "" {
+		// The database restarting or failing over: a client may send the
+		// request again in a moment (creates are idempotent by request_id).
+		h.Set("Retry-After", "1")
+	}
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
 }

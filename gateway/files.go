@@ -44,10 +44,13 @@ const (
 	// name (what a run or a browser takes for it); the name is not signed
 	// and not read: the token names the file.
 	FilesDownloadNamedPattern = "/files/download/{token}/{filename}"
-	// multipartFileField is the part that carries the bytes.
-	multipartFileField = "file"
-	maxFormFieldBytes  = 64 << 10
-	maxFormFields      = 32
+	// multipartFileField is the part that carries the bytes; the reference's
+	// UploadFile names it multipartContentField (with the name in a field
+	// "filename"), and both are read.
+	multipartFileField    = "file"
+	multipartContentField = "content"
+	maxFormFieldBytes     = 64 << 10
+	maxFormFields         = 32
 )
 
 // HandleSignedFiles adds the signed URL routes to mux (from Mux):
@@ -177,7 +180,7 @@ func readUpload(r *http.Request, maxBytes int64) (upload, error) {
 			return u, badForm("the multipart form is malformed")
 		}
 		name := part.FormName()
-		if name == multipartFileField {
+		if name == multipartFileField || name == multipartContentField {
 			if seenFile {
 				return u, badForm("the form has more than one file part")
 			}
@@ -207,7 +210,7 @@ func readUpload(r *http.Request, maxBytes int64) (upload, error) {
 		u.fields[name] = string(v)
 	}
 	if !seenFile {
-		return u, badForm("the form has no file part named file")
+		return u, badForm("the form has no file part (named content or file)")
 	}
 	return u, nil
 }
@@ -267,13 +270,18 @@ func handleUpload(mux *runtime.ServeMux, conn grpc.ClientConnInterface, maxBytes
 			return
 		}
 		u, err := readUpload(r, maxBytes)
+		if name, ok := u.fields["filename"]; ok && err == nil {
+			// The reference's form: parts content and filename.
+			u.filename = name
+			delete(u.fields, "filename")
+		}
 		if err == nil && len(u.fields) > 0 {
 			keys := make([]string, 0, len(u.fields))
 			for k := range u.fields {
 				keys = append(keys, k)
 			}
 			sort.Strings(keys)
-			err = badForm("unexpected form fields: " + strings.Join(keys, ", ") + "; send only a file part named file")
+			err = badForm("unexpected form fields: " + strings.Join(keys, ", ") + "; send a file part named content (or file) and a field filename")
 		}
 		if err != nil {
 			runtime.HTTPError(ctx, mux, out, w, r, err)

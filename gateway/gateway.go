@@ -1,5 +1,5 @@
 // Package gateway is the HTTP side of Prose: a grpc-gateway mux that turns
-// HTTP/JSON into calls on transport.Server's in-process channel (so the
+// HTTP/JSON into calls on chain.Server's in-process channel (so the
 // server's interceptor chain runs for both transports and server streams
 // work over HTTP, without HTTP/2 framing or protobuf encoding in memory),
 // the JSON marshaler, the error renderers (rpcStatus for /api/v1, the legacy
@@ -8,7 +8,7 @@
 //
 // Assembly (cmd/prose/serve.go):
 //
-//	srv := transport.NewServer(transport.Options{Logger: logger, Authenticator: auth})
+//	srv := chain.NewServer(chain.Options{Logger: logger, Authenticator: auth})
 //	services.Register(srv)                   // every service, on srv.GRPC and srv.Local
 //	h, err := gateway.New(ctx, srv.Local, gateway.Options{OpenAPI: openapi.JSON, Logger: logger},
 //		gateway.Handlers()...)
@@ -81,6 +81,15 @@ type Options struct {
 	MaxUploads int
 	// UploadWait: 0 is DefaultUploadWait; negative: no wait.
 	UploadWait time.Duration
+	// UploadTenant names the tenant (organization) of an upload, from its
+	// checked credentials ("": unknown; such uploads share one tenant's
+	// share). With it, one tenant's uploads hold at most
+	// MaxUploadsPerTenant of the MaxUploads slots, so that its slow
+	// uploads do not make another's wait or fail. nil: no shares.
+	UploadTenant func(*http.Request) string
+	// MaxUploadsPerTenant: 0 is half of MaxUploads (at least 1); negative:
+	// no shares.
+	MaxUploadsPerTenant int
 	// BodyReadTimeout bounds the time to read a request body, counted from
 	// when the gateway starts on the request (after its headers, and for an
 	// upload once it has a slot); past it the request is 408
@@ -102,7 +111,7 @@ type gw struct {
 }
 
 // New builds the HTTP handler. conn reaches the services through the
-// server's interceptor chain: transport.Server's Local (in process), or a
+// server's interceptor chain: chain.Server's Local (in process), or a
 // client connection to the gRPC server; register are the service
 // registrations (Handlers). HTTP never bypasses the chain: do not register
 // RegisterXxxHandlerServer functions.
@@ -180,9 +189,9 @@ func build(ctx context.Context, conn grpc.ClientConnInterface, opts Options, reg
 			g.log.Warn("gateway: runtime.ServeMux's table is not the one the route index reads; routing without it")
 		}
 	}
-	h := g.recoverHTTP(routes)
+	h := g.recoverHTTP(streamErrorShape(routes))
 	h = newBodyGuard(opts, h)
-	return g, withRequestID(h), nil
+	return g, h, nil
 }
 
 // Mux is like New but also returns the runtime.ServeMux, for callers that

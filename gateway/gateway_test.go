@@ -32,6 +32,9 @@ import (
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/server/transport"
+	"github.com/proserun/prose/server/transport/auth"
+	"github.com/proserun/prose/server/transport/chain"
+	"github.com/proserun/prose/server/transport/requestid"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -184,7 +187,7 @@ type stack struct {
 }
 
 // authByKey rejects x-api-key "wrong" and lets everything else through.
-var authByKey = transport.AuthenticatorFunc(func(ctx context.Context, _ string) (context.Context, error) {
+var authByKey = auth.AuthenticatorFunc(func(ctx context.Context, _ string) (context.Context, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	for _, k := range md.Get("x-api-key") {
 		if k == "wrong" {
@@ -204,7 +207,7 @@ func startStack(t *testing.T) *stack {
 	logs := &syncBuffer{}
 	logger := slog.New(slog.NewJSONHandler(logs, nil))
 	reg := prometheus.NewRegistry()
-	srv := transport.NewServer(transport.Options{Logger: logger, Registerer: reg, Authenticator: authByKey, InsecureNoAuthorization: true})
+	srv := chain.NewServer(chain.Options{Logger: logger, Registerer: reg, Authenticator: authByKey, InsecureNoAuthorization: true})
 	gs := srv.GRPC
 	v1 := &fakeV1{}
 	legacyv1.RegisterLegacyServiceServer(srv, v1)
@@ -241,7 +244,7 @@ func startStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- gateway.Serve(ctx, lis, gs, h, logger) }()
+	go func() { done <- gateway.Serve(ctx, lis, gs, requestid.HTTP(h), logger) }()
 	client := &http.Client{Transport: &http.Transport{}}
 	var once sync.Once
 	var serveErr error
@@ -731,11 +734,11 @@ func TestStreamErrorBeforeFirstMessage(t *testing.T) {
 	if r.status != http.StatusNotFound {
 		t.Fatalf("status %d body %s", r.status, r.body)
 	}
-	// A stream's error is its last line, {"error": rpcStatus}, even when it
-	// is the only one.
-	e := decode(t, strings.TrimSpace(r.body))["error"].(map[string]any)
-	if e["code"] != float64(codes.NotFound) {
-		t.Errorf("body %s", r.body)
+	// An error before the first message is the rpcStatus every other
+	// operation answers (issue 30), not the stream's {"error": …} line.
+	e := decode(t, strings.TrimSpace(r.body))
+	if e["code"] != float64(codes.NotFound) || e["error"] != nil || r.header.Get("Content-Type") != "application/json" {
+		t.Errorf("content type %q body %s", r.header.Get("Content-Type"), r.body)
 	}
 }
 
@@ -802,7 +805,7 @@ func TestGracefulShutdownDrains(t *testing.T) {
 }
 
 func TestSecondGRPCListener(t *testing.T) {
-	srv := transport.NewServer(transport.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
+	srv := chain.NewServer(chain.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
 	gs := srv.GRPC
 	ctx, cancel := context.WithCancel(context.Background())
 	h, err := gateway.New(ctx, srv.Local, gateway.Options{DisableMetrics: true})
@@ -847,8 +850,8 @@ func TestNativeGRPCDrainsOnShutdown(t *testing.T) {
 		}
 		return h(ctx, req)
 	}}
-	srv := transport.NewServer(transport.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry(),
-		InsecureNoAuthorization: true, Extra: []transport.Middleware{hold}, GRPCOnly: &transport.GRPCOnlyOptions{}})
+	srv := chain.NewServer(chain.Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Registerer: prometheus.NewRegistry(),
+		InsecureNoAuthorization: true, Extra: []transport.Middleware{hold}, GRPCOnly: &chain.GRPCOnlyOptions{}})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	httpLis, err := net.Listen("tcp", "127.0.0.1:0")
@@ -904,7 +907,7 @@ func TestNativeGRPCDrainsOnShutdown(t *testing.T) {
 }
 
 func TestListenAndServeBadAddress(t *testing.T) {
-	gs := transport.New(transport.Options{Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
+	gs := chain.New(chain.Options{Registerer: prometheus.NewRegistry(), InsecureNoAuthorization: true})
 	defer gs.Stop()
 	err := gateway.ListenAndServe(context.Background(), "127.0.0.1:-1", gs, http.NotFoundHandler(), nil)
 	if err == nil {

@@ -33,6 +33,7 @@ func Handlers() []RegisterFunc {
 		Register(platformv1.NewGuideEntryServiceClient, platformv1.RegisterGuideEntryServiceHandlerClient),
 		Register(platformv1.NewAutomationRevisionServiceClient, platformv1.RegisterAutomationRevisionServiceHandlerClient),
 		Register(platformv1.NewInsightsServiceClient, platformv1.RegisterInsightsServiceHandlerClient),
+		Register(platformv1.NewAutomationTestServiceClient, platformv1.RegisterAutomationTestServiceHandlerClient),
 		Register(bookv1.NewBookServiceClient, bookv1.RegisterBookServiceHandlerClient),
 		Register(bookv1.NewConnectionServiceClient, bookv1.RegisterConnectionServiceHandlerClient),
 		Register(legacyv1.NewLegacyServiceClient, legacyv1.RegisterLegacyServiceHandlerClient),

@@ -2,8 +2,6 @@ package gateway
 
 import (
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
-	"github.com/proserun/prose/ids"
-	"github.com/proserun/prose/logctx"
 
 	"context"
 	"errors"
@@ -98,23 +96,6 @@ func successCode(v string) (int, bool) {
 		return 0, false
 	}
 	return code, true
-}
-
-// withRequestID gives every HTTP request an id before routing, so routing
-// errors carry one too: the client's X-Request-Id when valid, else a new
-// one. It is forwarded to gRPC (which then keeps it) and echoed.
-func withRequestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get(requestIDHTTPHeader)
-		if !ids.ValidRequestID(id) {
-			id = ids.NewRequestID()
-		}
-		r.Header.Set(requestIDHTTPHeader, id)
-		w.Header().Set(requestIDHTTPHeader, id)
-		// Lines logged by HTTP-only routes (inbound webhooks, signed
-		// files) name the request too.
-		next.ServeHTTP(w, r.WithContext(logctx.With(r.Context(), logctx.RequestID, id)))
-	})
 }
 
 // recoverHTTP turns a panic in an HTTP-side handler (a hand-written route)

@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +13,9 @@ import (
 
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+
+	"github.com/proserun/prose/gateway/uploadslots"
+	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 )
 
 // Request body bounds (Options.MaxBodyBytes, Options.MaxUploadBytes).
@@ -122,29 +123,45 @@ type bodyGuard struct {
 	readTimeout        time.Duration
 	uploads            chan struct{} // nil: no bound
 	uploadWait         time.Duration
-	next               http.Handler
+	// tenants bounds each tenant's share of uploads (nil: none), tenantOf
+	// names the tenant of an upload (Options.UploadTenant).
+	tenants  *uploadslots.PerTenant
+	tenantOf func(*http.Request) string
+	next     http.Handler
 }
 
-// acquireUpload takes an upload slot, waiting up to uploadWait for one (the
-// body of a waiting upload is not read: it costs the server nothing).
-func (g *bodyGuard) acquireUpload(ctx context.Context) bool {
-	select {
-	case g.uploads <- struct{}{}:
-		return true
-	default:
+// acquireUpload takes a slot of the upload's tenant and one of the
+// server's, waiting up to uploadWait in all (the body of a waiting upload
+// is not read: it costs the server nothing). It returns the release, or
+// the message of a 503 (whose bound is full).
+func (g *bodyGuard) acquireUpload(r *http.Request) (release func(), busy string) {
+	var timer <-chan time.Time
+	if g.uploadWait > 0 {
+		t := time.NewTimer(g.uploadWait)
+		defer t.Stop()
+		timer = t.C
 	}
-	if g.uploadWait <= 0 {
-		return false
+	ctx := r.Context()
+	releaseTenant := func() {}
+	if g.tenants != nil {
+		// The tenant's share first: while it is full, its uploads wait
+		// without holding any of the server's slots.
+		rel, ok := g.tenants.Take(ctx, g.tenantOf(r), timer)
+		if !ok {
+			return nil, fmt.Sprintf("%d uploads of this organization are in progress, the most one organization may have at once; retry shortly", g.tenants.Max())
+		}
+		releaseTenant = rel
 	}
-	t := time.NewTimer(g.uploadWait)
-	defer t.Stop()
-	select {
-	case g.uploads <- struct{}{}:
-		return true
-	case <-t.C:
-	case <-ctx.Done():
+	if g.uploads != nil && !uploadslots.Take(ctx, g.uploads, timer) {
+		releaseTenant()
+		return nil, fmt.Sprintf("%d uploads are in progress, the most this server takes at once; retry shortly", cap(g.uploads))
 	}
-	return false
+	return func() {
+		if g.uploads != nil {
+			<-g.uploads
+		}
+		releaseTenant()
+	}, ""
 }
 
 // uploadRetryAfter is the Retry-After (seconds) of a 503 for a full upload
@@ -166,17 +183,15 @@ func (g *bodyGuard) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, r, tooLarge(max), http.StatusRequestEntityTooLarge)
 		return
 	}
-	if upload && g.uploads != nil {
-		if !g.acquireUpload(r.Context()) {
+	if upload && (g.uploads != nil || g.tenants != nil) {
+		release, busy := g.acquireUpload(r)
+		if release == nil {
 			w.Header().Set("Retry-After", uploadRetryAfter)
-			st := withErrorInfo(&spb.Status{
-				Code:    int32(codes.Unavailable),
-				Message: fmt.Sprintf("%d uploads are in progress, the most this server takes at once; retry shortly", cap(g.uploads)),
-			}, ReasonUploadsBusy)
+			st := withErrorInfo(&spb.Status{Code: int32(codes.Unavailable), Message: busy}, ReasonUploadsBusy)
 			writeStatus(w, r, st, http.StatusServiceUnavailable)
 			return
 		}
-		defer func() { <-g.uploads }()
+		defer release()
 	}
 	st := &bodyState{max: max, timeout: g.readTimeout}
 	rc := http.NewResponseController(w)
@@ -216,8 +231,21 @@ func newBodyGuard(opts Options, next http.Handler) http.Handler {
 		uploadWait:  orDefault(opts.UploadWait, DefaultUploadWait),
 		next:        next,
 	}
-	if n := orDefault(opts.MaxUploads, DefaultMaxUploads); n > 0 {
+	n := orDefault(opts.MaxUploads, DefaultMaxUploads)
+	if n > 0 {
 		g.uploads = make(chan struct{}, n)
+	}
+	if opts.UploadTenant != nil {
+		per := opts.MaxUploadsPerTenant
+		if per == 0 {
+			per = max(1, n/2)
+			if n <= 0 {
+				per = DefaultMaxUploads / 2
+			}
+		}
+		if per > 0 {
+			g.tenants, g.tenantOf = uploadslots.NewPerTenant(per), opts.UploadTenant
+		}
 	}
 	return g
 }

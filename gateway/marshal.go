@@ -62,6 +62,15 @@ func (m *Marshaler) StreamContentType(v any) string {
 	return NDJSON
 }
 
+// emitUnpopulated are the answers whose zero values the reference requires:
+// QueryMetrics' series[].tags ({} without group_by) and points[].value (0
+// for an interval without runs), which protojson would leave out.
+var emitUnpopulated = map[protoreflect.FullName]bool{
+	"prose.platform.v1.QueryMetricsResponse": true,
+}
+
+var emitAll = protojson.MarshalOptions{UseProtoNames: true, EmitUnpopulated: true}
+
 // Marshal renders the error chunk of a stream (grpc-gateway passes
 // map[string]proto.Message{"error": *status.Status}) as an rpcStatus,
 // and everything else as protojson.
@@ -75,6 +84,9 @@ func (m *Marshaler) Marshal(v any) ([]byte, error) {
 	// bytes themselves. runtime.JSONPb.Marshal copies them into a
 	// bytes.Buffer first (an allocation and a copy per response).
 	if pm, ok := v.(proto.Message); ok {
+		if emitUnpopulated[pm.ProtoReflect().Descriptor().FullName()] {
+			return emitAll.Marshal(pm)
+		}
 		if _, body := v.(*httpbody.HttpBody); !body {
 			if jp, ok := m.Marshaler.(*runtime.JSONPb); ok {
 				return jp.MarshalOptions.Marshal(pm)

@@ -146,7 +146,7 @@ type nativeGRPC struct {
 
 // WithGRPCMessageLimit checks the declared length of the first message of
 // every gRPC call of the served ports before it is read
-// (transport.RequestSizeError: each method's bound): an error is the
+// (limits.RequestSizeError: each method's bound): an error is the
 // call's answer, and the message is never read.
 func WithGRPCMessageLimit(limit func(method string, size uint32) error) ServeOption {
 	return func(c *serveConfig) { c.limit = limit }
@@ -159,7 +159,7 @@ func WithTLS(c *tls.Config) ServeOption {
 }
 
 // WithGRPCAdmission asks admit about every gRPC call of the shared port
-// before its body is read (transport.Admission.Tap: the bound on large
+// before its body is read (admission.Admission.Tap: the bound on large
 // requests in flight), as the gRPC server's own InTapHandle does on the
 // connections it serves itself.
 func WithGRPCAdmission(admit tap.ServerInHandle) ServeOption {

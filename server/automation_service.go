@@ -1,8 +1,8 @@
 package server
 
 import (
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/codec"
+	"github.com/proserun/prose/internal/names"
 	"go.einride.tech/aip/fieldmask"
 
 	"context"
@@ -12,28 +12,15 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/proserun/prose/engine"
-	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/lang"
-	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/internal/codec/protovalue"
+	"github.com/proserun/prose/internal/engine"
+	"github.com/proserun/prose/internal/lang"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
-)
-
-// Reasons of the automation and run services' errors.
-const (
-	ReasonAutomationNotFound     = errorsv1.ErrorReason_ERROR_REASON_AUTOMATION_NOT_FOUND
-	ReasonAutomationExists       = errorsv1.ErrorReason_ERROR_REASON_AUTOMATION_ALREADY_EXISTS
-	ReasonAutomationNotPublished = errorsv1.ErrorReason_ERROR_REASON_AUTOMATION_NOT_PUBLISHED
-	ReasonCodeSyntaxError        = errorsv1.ErrorReason_ERROR_REASON_CODE_SYNTAX_ERROR
-	ReasonRunNotFound            = errorsv1.ErrorReason_ERROR_REASON_RUN_NOT_FOUND
-	ReasonRunStateConflict       = errorsv1.ErrorReason_ERROR_REASON_RUN_STATE_CONFLICT
-	ReasonShareIDNotFound        = errorsv1.ErrorReason_ERROR_REASON_SHARE_ID_NOT_FOUND
 )
 
 // AutomationService implements prose.platform.v1.AutomationService: an
@@ -49,6 +36,11 @@ type AutomationService struct {
 	platformv1.UnimplementedAutomationServiceServer
 	st  store.Store
 	eng *engine.Engine
+	// Gate, when set, makes PublishAutomation check the draft first (its
+	// tests and a replay: SafeChangeService.Publish).
+	Gate interface {
+		Publish(ctx context.Context, req *platformv1.PublishAutomationRequest) (store.Automation, error)
+	}
 }
 
 // NewAutomationService returns the automation service.
@@ -56,78 +48,12 @@ func NewAutomationService(st store.Store, eng *engine.Engine) *AutomationService
 	return &AutomationService{st: st, eng: eng}
 }
 
-// detailsOf extracts the fields kept in Details, as a
-// prose.persist.v1.AutomationDetails (nil when none is set).
-func detailsOf(a *platformv1.Automation) ([]byte, error) {
-	d := &persistv1.AutomationDetails{
-		ActivationState: persistv1.AutomationActivationState(a.GetActivationState()),
-		MarkedOutputs:   a.GetMarkedOutputs(),
-	}
-	if len(a.GetConnections()) > 0 {
-		d.Connections = make(map[string]*persistv1.BookConnection, len(a.GetConnections()))
-		for k, c := range a.GetConnections() {
-			d.Connections[k] = &persistv1.BookConnection{ConnectionId: c.GetConnectionId(), Endpoint: c.GetEndpoint()}
-		}
-	}
-	for _, spec := range a.GetInputSpecs() {
-		p := &persistv1.AutomationInputSpec{}
-		if err := engine.Mirror(p, spec); err != nil {
-			return nil, err
-		}
-		d.InputSpecs = append(d.InputSpecs, p)
-	}
-	if len(a.GetDefaultInputs()) > 0 {
-		d.DefaultInputs = make(map[string]*persistv1.Value, len(a.GetDefaultInputs()))
-		for k, v := range a.GetDefaultInputs() {
-			p := &persistv1.Value{}
-			if err := engine.Mirror(p, v); err != nil {
-				return nil, err
-			}
-			d.DefaultInputs[k] = p
-		}
-	}
-	if proto.Size(d) == 0 {
-		return nil, nil
-	}
-	return proto.MarshalOptions{Deterministic: true}.Marshal(d)
-}
+// detailsOf extracts the fields kept in Details (codec.AutomationDetails).
+func detailsOf(a *platformv1.Automation) ([]byte, error) { return codec.AutomationDetails(a) }
 
 // applyDetails copies the stored detail fields into out.
 func applyDetails(out *platformv1.Automation, b []byte) error {
-	if len(b) == 0 {
-		return nil
-	}
-	d := &persistv1.AutomationDetails{}
-	if err := proto.Unmarshal(b, d); err != nil {
-		return fmt.Errorf("decode automation details: %w", err)
-	}
-	out.Connections, out.InputSpecs, out.DefaultInputs = nil, nil, nil
-	if len(d.GetConnections()) > 0 {
-		out.Connections = make(map[string]*platformv1.BookConnection, len(d.GetConnections()))
-		for k, c := range d.GetConnections() {
-			out.Connections[k] = &platformv1.BookConnection{ConnectionId: c.GetConnectionId(), Endpoint: c.GetEndpoint()}
-		}
-	}
-	for _, p := range d.GetInputSpecs() {
-		spec := &platformv1.AutomationInputSpec{}
-		if err := engine.Mirror(spec, p); err != nil {
-			return fmt.Errorf("decode automation details: %w", err)
-		}
-		out.InputSpecs = append(out.InputSpecs, spec)
-	}
-	if len(d.GetDefaultInputs()) > 0 {
-		out.DefaultInputs = make(map[string]*platformv1.Value, len(d.GetDefaultInputs()))
-		for k, p := range d.GetDefaultInputs() {
-			v := &platformv1.Value{}
-			if err := engine.Mirror(v, p); err != nil {
-				return fmt.Errorf("decode automation details: %w", err)
-			}
-			out.DefaultInputs[k] = v
-		}
-	}
-	out.ActivationState = platformv1.AutomationActivationState(d.GetActivationState())
-	out.MarkedOutputs = d.GetMarkedOutputs()
-	return nil
+	return codec.ApplyAutomationDetails(out, b)
 }
 
 // AutomationInactive says why a stored automation must start no scheduled
@@ -136,11 +62,7 @@ func applyDetails(out *platformv1.Automation, b []byte) error {
 // AUTOMATION_ACTIVATION_STATE_DEACTIVATED. "" means it may run; unreadable
 // details do not stop it (they are checked when written).
 func AutomationInactive(a store.Automation) string {
-	d := &persistv1.AutomationDetails{}
-	if err := proto.Unmarshal(a.Details, d); err != nil {
-		return ""
-	}
-	if d.GetActivationState() == persistv1.AutomationActivationState_AUTOMATION_ACTIVATION_STATE_DEACTIVATED {
+	if codec.AutomationDeactivated(a.Details) {
 		return ErrAutomationDeactivated
 	}
 	return ""
@@ -189,11 +111,8 @@ func automationProto(a store.Automation, stage store.Stage) (*platformv1.Automat
 
 // automationErr maps a store error about an automation.
 func automationErr(err error, org, ws, id string) error {
-	if errors.Is(err, store.ErrFailedPrecondition) {
-		return transport.FailedPrecondition(ReasonAutomationNotPublished, withoutSentinel(err, store.ErrFailedPrecondition),
-			map[string]string{"resource_name": names.Automation(org, ws, id)})
-	}
-	return storeStatus(err, ReasonAutomationNotFound, ReasonAutomationExists, names.Automation(org, ws, id))
+	return storeErrors{name: names.Automation(org, ws, id), notFound: ReasonAutomationNotFound, exists: ReasonAutomationExists,
+		precondition: ReasonAutomationNotPublished}.status(err)
 }
 
 // checkCode parses english_code; a syntax error is INVALID_ARGUMENT with
@@ -295,7 +214,7 @@ func (s *AutomationService) CreateAutomation(ctx context.Context, req *platformv
 		_, err := s.st.DeleteAutomation(ctx, org, ws, idOf(a.GetName()))
 		return err
 	}
-	return idempotent(ctx, s.st, org, "CreateAutomation/"+ws, req.GetRequestId(), create, get, undo)
+	return withCodeWarnings(idempotent(ctx, s.st, org, "CreateAutomation/"+ws, req.GetRequestId(), create, get, undo))
 }
 
 // GetAutomation gets an automation's draft (deleted ones too, with
@@ -459,16 +378,24 @@ func (s *AutomationService) UpdateAutomation(ctx context.Context, req *platformv
 	if err != nil {
 		return nil, automationErr(err, org, ws, id)
 	}
-	return automationProto(a, store.StageDraft)
+	return withCodeWarnings(automationProto(a, store.StageDraft))
 }
 
 // PublishAutomation makes the draft the published stage; version,
 // stage_version and latest_published_version increase. The answer shows the
-// published stage.
+// published stage. With a Gate, the draft's tests and a replay of the
+// published version's runs check it first (docs/safe-change.md).
 func (s *AutomationService) PublishAutomation(ctx context.Context, req *platformv1.PublishAutomationRequest) (*platformv1.Automation, error) {
 	org, ws, id := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetAutomationId()
-	a, err := s.st.PublishAutomation(ctx, org, ws, id, callerID(ctx))
-	if err != nil {
+	var a store.Automation
+	var err error
+	if s.Gate != nil {
+		if a, err = s.Gate.Publish(ctx, req); err != nil {
+			return nil, err
+		}
+		return automationProto(a, store.StagePublished)
+	}
+	if a, err = s.st.PublishAutomation(ctx, org, ws, id, callerID(ctx)); err != nil {
 		return nil, automationErr(err, org, ws, id)
 	}
 	return automationProto(a, store.StagePublished)
@@ -500,12 +427,10 @@ func storeStage(s platformv1.AutomationStage) (store.Stage, bool) {
 // field the inputs came from.
 func invokeErr(err error, org, ws, id, inputsField string) error {
 	if errors.Is(err, store.ErrInvalidArgument) {
+		// The engine names previous_run in a FieldError; any other
+		// INVALID_ARGUMENT is about the inputs.
 		msg := withoutSentinel(err, store.ErrInvalidArgument)
-		field := inputsField
-		if strings.Contains(msg, "previous_run") {
-			field = "previous_run"
-		}
-		return transport.InvalidArgument(ReasonInvalidField, msg, transport.Violation(field, msg))
+		return transport.InvalidArgument(ReasonInvalidField, msg, transport.Violation(fieldOf(err, inputsField), msg))
 	}
 	if errors.Is(err, store.ErrAlreadyExists) {
 		// The request id started a run of another automation (AIP-155).

@@ -1,8 +1,6 @@
 package server
 
 import (
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,23 +12,11 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/emptypb"
 
-	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
-	"github.com/proserun/prose/ids"
+	"github.com/proserun/prose/internal/books"
 	"github.com/proserun/prose/server/transport"
+	"github.com/proserun/prose/server/transport/requestid"
 	"github.com/proserun/prose/store/pagination"
-)
-
-// Reasons of the book service's errors.
-const (
-	ReasonBookNotFound       = errorsv1.ErrorReason_ERROR_REASON_BOOK_NOT_FOUND
-	ReasonBookAlreadyExists  = errorsv1.ErrorReason_ERROR_REASON_BOOK_ALREADY_EXISTS
-	ReasonInvalidBook        = errorsv1.ErrorReason_ERROR_REASON_INVALID_BOOK
-	ReasonInvalidFilter      = errorsv1.ErrorReason_ERROR_REASON_INVALID_FILTER
-	ReasonInvalidPageToken   = errorsv1.ErrorReason_ERROR_REASON_INVALID_PAGE_TOKEN
-	ReasonInvalidPageSize    = errorsv1.ErrorReason_ERROR_REASON_INVALID_PAGE_SIZE
-	ReasonInvalidUpdateMask  = errorsv1.ErrorReason_ERROR_REASON_INVALID_UPDATE_MASK
-	ReasonBuiltinBookChanged = errorsv1.ErrorReason_ERROR_REASON_BUILTIN_BOOK_READ_ONLY
 )
 
 // BookService serves prose.book.v1.BookService over a books.Registry: the
@@ -40,6 +26,9 @@ const (
 type BookService struct {
 	bookv1.UnimplementedBookServiceServer
 	reg *books.Registry
+	// Workspaces, when set, makes the workspace lists and searches of an
+	// unknown workspace NOT_FOUND.
+	Workspaces WorkspaceGetter
 }
 
 // NewBookService returns the book service over reg.
@@ -146,6 +135,9 @@ func (s *BookService) ListWorkspaceBooks(ctx context.Context, req *bookv1.ListWo
 	if err != nil {
 		return nil, err
 	}
+	if err := knownWorkspace(ctx, s.Workspaces, ws); err != nil {
+		return nil, err
+	}
 	all, err := s.reg.WorkspaceBooks(ctx, ws)
 	if err != nil {
 		return nil, err
@@ -183,7 +175,7 @@ func (s *BookService) CreateWorkspaceBook(ctx context.Context, req *bookv1.Creat
 	}); err != nil {
 		return nil, err
 	}
-	if id := req.GetRequestId(); id != "" && !ids.ValidRequestID(id) {
+	if id := req.GetRequestId(); id != "" && !requestid.Valid(id) {
 		return nil, transport.InvalidArgument(transport.ReasonInvalidRequest, "request_id is not valid", transport.Violation("request_id", "must be a valid request id"))
 	}
 	created, err := s.reg.Register(ctx, ws, b, req.GetRequestId())

@@ -11,27 +11,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/books"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
-)
-
-// Reasons of the connection service's errors.
-const (
-	ReasonConnectionNotFound      = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_NOT_FOUND
-	ReasonConnectionAlreadyExists = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_ALREADY_EXISTS
-	ReasonInvalidConnection       = errorsv1.ErrorReason_ERROR_REASON_INVALID_CONNECTION
-	ReasonConnectionLimit         = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_LIMIT_REACHED
-	// ReasonWorkspaceLimit: a workspace has as many webhooks or trigger
-	// instances as it may.
-	ReasonWorkspaceLimit      = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_LIMIT_REACHED
-	ReasonConnectionInUse     = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_IN_USE
-	ReasonConnectionSecretKey = errorsv1.ErrorReason_ERROR_REASON_CONNECTION_SECRET_KEY_MISSING
 )
 
 // ConnectionService serves prose.book.v1.ConnectionService over
@@ -43,6 +29,13 @@ type ConnectionService struct {
 	automations store.Automations
 	// PublicURL is the server's public origin, for OAuth redirects.
 	PublicURL string
+	// Workspaces, when set, makes the lists of an unknown workspace NOT_FOUND.
+	Workspaces WorkspaceGetter
+	// Triggers, when set, keeps a connection with trigger instances from
+	// being deleted.
+	Triggers interface {
+		ListTriggerInstances(ctx context.Context, organizationID, workspaceID string, f store.Filter) ([]store.TriggerInstance, error)
+	}
 }
 
 // NewConnectionService returns the connection service; automations are
@@ -52,6 +45,16 @@ func NewConnectionService(conns *books.Connections, automations store.Automation
 }
 
 var _ bookv1.ConnectionServiceServer = (*ConnectionService)(nil)
+
+// workspace reads the request's workspace: INVALID_ARGUMENT without one,
+// NOT_FOUND when it does not exist (with Workspaces set).
+func (s *ConnectionService) workspace(ctx context.Context, req workspaceRequest) (books.Workspace, error) {
+	ws, err := workspaceOf(req)
+	if err != nil {
+		return ws, err
+	}
+	return ws, knownWorkspace(ctx, s.Workspaces, ws)
+}
 
 func connectionResource(ws books.Workspace, id string) string {
 	return ws.String() + "/connections/" + id
@@ -77,7 +80,7 @@ func connectionError(err error, ws books.Workspace, bookName, bookVersion, id st
 
 // AddWorkspaceBookConnection adds a connection to a book of the workspace.
 func (s *ConnectionService) AddWorkspaceBookConnection(ctx context.Context, req *bookv1.AddWorkspaceBookConnectionRequest) (*bookv1.BookConnectionResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +97,7 @@ func (s *ConnectionService) AddWorkspaceBookConnection(ctx context.Context, req 
 
 // UpdateWorkspaceBookConnection replaces a connection's parts.
 func (s *ConnectionService) UpdateWorkspaceBookConnection(ctx context.Context, req *bookv1.UpdateWorkspaceBookConnectionRequest) (*bookv1.BookConnectionResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +114,7 @@ func (s *ConnectionService) UpdateWorkspaceBookConnection(ctx context.Context, r
 
 // GetWorkspaceBookConnection returns one connection.
 func (s *ConnectionService) GetWorkspaceBookConnection(ctx context.Context, req *bookv1.GetWorkspaceBookConnectionRequest) (*bookv1.GetWorkspaceBookConnectionResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -127,12 +130,15 @@ func (s *ConnectionService) GetWorkspaceBookConnection(ctx context.Context, req 
 
 // ListWorkspaceBookConnections lists the connections of one book version.
 func (s *ConnectionService) ListWorkspaceBookConnections(ctx context.Context, req *bookv1.ListWorkspaceBookConnectionsRequest) (*bookv1.ListWorkspaceBookConnectionsResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	if err := requireFields(map[string]string{"book_name": req.GetBookName(), "book_version": req.GetBookVersion()}); err != nil {
 		return nil, err
+	}
+	if _, err := s.conns.BookVersion(ctx, ws, req.GetBookName(), req.GetBookVersion()); err != nil {
+		return nil, connectionError(err, ws, req.GetBookName(), req.GetBookVersion(), "")
 	}
 	all, err := s.conns.List(ctx, ws)
 	if err != nil {
@@ -151,7 +157,7 @@ func (s *ConnectionService) ListWorkspaceBookConnections(ctx context.Context, re
 
 // ListAllWorkspaceBookConnections lists every connection of the workspace.
 func (s *ConnectionService) ListAllWorkspaceBookConnections(ctx context.Context, req *bookv1.ListAllWorkspaceBookConnectionsRequest) (*bookv1.ListAllWorkspaceBookConnectionsResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -200,9 +206,10 @@ func pageConnections(all []*bookv1.BookConnectionDescriptor, size int32, token s
 
 // DeleteWorkspaceConnection deletes a connection unless a published
 // automation names it (`the connection is "NAME"`, see
-// books.CodeConnections); drafts that name it are listed.
+// books.CodeConnections) or a trigger instance is made on it; drafts that
+// name it are listed.
 func (s *ConnectionService) DeleteWorkspaceConnection(ctx context.Context, req *bookv1.DeleteWorkspaceConnectionRequest) (*bookv1.DeleteWorkspaceConnectionResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -242,10 +249,34 @@ func (s *ConnectionService) DeleteWorkspaceConnection(ctx context.Context, req *
 			fmt.Sprintf("the connection %q is used by published automations: %s", d.GetConnectionName(), strings.Join(blocking, ", ")),
 			map[string]string{"blocking_automations": strings.Join(blocking, ",")})
 	}
+	if err := s.triggerInstancesOn(ctx, ws, d); err != nil {
+		return nil, err
+	}
 	if err := s.conns.Delete(ctx, ws, req.GetConnectionId()); err != nil {
 		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
 	}
 	return &bookv1.DeleteWorkspaceConnectionResponse{AffectedAutomations: affected}, nil
+}
+
+// triggerInstancesOn refuses deleting connection d while trigger instances
+// are made on it (FAILED_PRECONDITION CONNECTION_IN_USE naming them): they
+// would name a connection that no longer exists. Delete them first.
+func (s *ConnectionService) triggerInstancesOn(ctx context.Context, ws books.Workspace, d *bookv1.BookConnectionDescriptor) error {
+	if s.Triggers == nil {
+		return nil
+	}
+	list, err := s.Triggers.ListTriggerInstances(ctx, ws.OrganizationID, ws.WorkspaceID,
+		store.Cond{Field: "connection_id", Op: store.OpEq, Value: d.GetConnectionId()})
+	if err != nil || len(list) == 0 {
+		return err
+	}
+	ids := make([]string, len(list))
+	for i, t := range list {
+		ids[i] = t.ID
+	}
+	return transport.FailedPrecondition(ReasonConnectionInUse,
+		fmt.Sprintf("the connection %q has trigger instances: %s (delete them first)", d.GetConnectionName(), strings.Join(ids, ", ")),
+		map[string]string{"trigger_instances": strings.Join(ids, ",")})
 }
 
 // MaxConnectionUsageIDs bounds the connection ids of one CountConnectionUsage.
@@ -254,7 +285,7 @@ const MaxConnectionUsageIDs = 100
 // UpgradeWorkspaceBookConnection moves a connection to another version of
 // its book.
 func (s *ConnectionService) UpgradeWorkspaceBookConnection(ctx context.Context, req *bookv1.UpgradeWorkspaceBookConnectionRequest) (*bookv1.BookConnectionResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +314,7 @@ func (s *ConnectionService) UpgradeWorkspaceBookConnection(ctx context.Context, 
 // ListWorkspaceBookConnectionProcedures lists the procedures of the
 // connection's book version.
 func (s *ConnectionService) ListWorkspaceBookConnectionProcedures(ctx context.Context, req *bookv1.ListWorkspaceBookConnectionProceduresRequest) (*bookv1.ListWorkspaceBookConnectionProceduresResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +330,7 @@ func (s *ConnectionService) ListWorkspaceBookConnectionProcedures(ctx context.Co
 
 // GetWorkspaceBookConnectionUserInfo tells who a connection acts as.
 func (s *ConnectionService) GetWorkspaceBookConnectionUserInfo(ctx context.Context, req *bookv1.GetWorkspaceBookConnectionUserInfoRequest) (*bookv1.GetWorkspaceBookConnectionUserInfoResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -354,7 +385,7 @@ func (s *ConnectionService) connectionUsage(ctx context.Context, ws books.Worksp
 
 // CountConnectionUsage counts the automations that name each connection.
 func (s *ConnectionService) CountConnectionUsage(ctx context.Context, req *bookv1.CountConnectionUsageRequest) (*bookv1.CountConnectionUsageResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -385,7 +416,7 @@ func (s *ConnectionService) CountConnectionUsage(ctx context.Context, req *bookv
 
 // TraceConnectionUsage lists the automations that name a connection.
 func (s *ConnectionService) TraceConnectionUsage(ctx context.Context, req *bookv1.TraceConnectionUsageRequest) (*bookv1.TraceConnectionUsageResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +442,7 @@ func (s *ConnectionService) TraceConnectionUsage(ctx context.Context, req *bookv
 // draft code names, each with the book of the call that names it (the
 // connection's book when the workspace has a connection of that name or id).
 func (s *ConnectionService) ExtractAutomationCodeConnections(ctx context.Context, req *bookv1.ExtractAutomationCodeConnectionsRequest) (*bookv1.ExtractAutomationCodeConnectionsResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -525,7 +556,7 @@ func listViolation(field string, i int, msg string) error {
 // AddAutomationConnections binds workspace connections to a draft under
 // aliases.
 func (s *ConnectionService) AddAutomationConnections(ctx context.Context, req *bookv1.AddAutomationConnectionsRequest) (*bookv1.AutomationConnectionsResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -579,7 +610,7 @@ func (s *ConnectionService) UpgradeAutomationConnections(ctx context.Context, re
 
 func (s *ConnectionService) replaceConnections(ctx context.Context, req workspaceRequest, automationID, field string,
 	rs []*bookv1.ConnectionReplacement, upgrade bool) (*bookv1.AutomationConnectionsResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -588,6 +619,14 @@ func (s *ConnectionService) replaceConnections(ctx context.Context, req workspac
 	}
 	if len(rs) == 0 {
 		return nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, field+" is required", transport.Violation(field, "is required"))
+	}
+	// An unknown automation is NOT_FOUND before its replacements are
+	// checked against each other.
+	if a, err := s.automations.GetAutomation(ctx, ws.OrganizationID, ws.WorkspaceID, automationID); err != nil || !a.DeleteTime.IsZero() {
+		if err == nil {
+			err = store.ErrNotFound
+		}
+		return nil, automationErr(err, ws.OrganizationID, ws.WorkspaceID, automationID)
 	}
 	olds := make([]*bookv1.BookConnectionDescriptor, len(rs))
 	news := make([]*bookv1.BookConnectionDescriptor, len(rs))
@@ -635,7 +674,7 @@ func (s *ConnectionService) replaceConnections(ctx context.Context, req workspac
 // RemoveAutomationConnections removes connections from a draft; the code's
 // mentions of them become placeholders.
 func (s *ConnectionService) RemoveAutomationConnections(ctx context.Context, req *bookv1.RemoveAutomationConnectionsRequest) (*bookv1.AutomationConnectionsResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -688,7 +727,7 @@ func discoveryError(err error, ws books.Workspace, id string) error {
 // ListWorkspaceBookConnectionDiscoverables lists what a connection can
 // reach (the databases book: its tables and views).
 func (s *ConnectionService) ListWorkspaceBookConnectionDiscoverables(ctx context.Context, req *bookv1.ListWorkspaceBookConnectionDiscoverablesRequest) (*bookv1.ListWorkspaceBookConnectionDiscoverablesResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -708,7 +747,7 @@ func (s *ConnectionService) ListWorkspaceBookConnectionDiscoverables(ctx context
 
 // SetDiscovered records which discoverables a connection discovered.
 func (s *ConnectionService) SetDiscovered(ctx context.Context, req *bookv1.SetDiscoveredRequest) (*bookv1.SetDiscoveredResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -728,12 +767,16 @@ const OAuthCallbackPath = "/oauth/callback"
 // AuthorizeWorkspaceBookConnection answers the URL that starts a
 // connection's OAuth authorization.
 func (s *ConnectionService) AuthorizeWorkspaceBookConnection(ctx context.Context, req *bookv1.AuthorizeWorkspaceBookConnectionRequest) (*bookv1.BookConnectionResponse, error) {
-	ws, err := workspaceOf(req)
+	ws, err := s.workspace(ctx, req)
 	if err != nil {
 		return nil, err
 	}
 	if err := requireFields(map[string]string{"connection_id": req.GetConnectionId()}); err != nil {
 		return nil, err
+	}
+	// An unknown connection is NOT_FOUND whatever the server's setup.
+	if _, err := s.conns.Get(ctx, ws, req.GetConnectionId()); err != nil {
+		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
 	}
 	if s.PublicURL == "" {
 		return nil, transport.FailedPrecondition(ReasonInvalidConnection,

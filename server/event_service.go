@@ -1,8 +1,7 @@
 package server
 
 import (
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 
 	"context"
 	"errors"
@@ -12,19 +11,12 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/proserun/prose/agent"
-	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/agent"
+	"github.com/proserun/prose/internal/engine"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
-)
-
-// Error reasons of the event service.
-const (
-	ReasonEventNotFound        = errorsv1.ErrorReason_ERROR_REASON_EVENT_NOT_FOUND
-	ReasonAgentNotFound        = errorsv1.ErrorReason_ERROR_REASON_AGENT_NOT_FOUND
-	ReasonEventMessageTooLarge = errorsv1.ErrorReason_ERROR_REASON_EVENT_MESSAGE_TOO_LARGE
 )
 
 // DefaultMaxEventMessageBytes is the default cap on the size of a user

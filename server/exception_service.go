@@ -1,8 +1,8 @@
 package server
 
 import (
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/codec"
+	"github.com/proserun/prose/internal/names"
 
 	"context"
 	"errors"
@@ -12,21 +12,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/lang"
-	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/internal/codec/protovalue"
+	"github.com/proserun/prose/internal/engine"
+	"github.com/proserun/prose/internal/lang"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
-)
-
-// Reasons of the exception service's errors.
-const (
-	ReasonExceptionNotFound      = errorsv1.ErrorReason_ERROR_REASON_EXCEPTION_NOT_FOUND
-	ReasonExceptionStateConflict = errorsv1.ErrorReason_ERROR_REASON_EXCEPTION_STATE_CONFLICT
-	ReasonGuidanceMismatch       = errorsv1.ErrorReason_ERROR_REASON_GUIDANCE_DOES_NOT_FIT
-	ReasonAssigneeNotMember      = errorsv1.ErrorReason_ERROR_REASON_ASSIGNEE_NOT_A_MEMBER
 )
 
 // MaxBatchExceptions bounds the exceptions one batch call changes. A batch
@@ -134,6 +126,7 @@ func exceptionProto(x store.Exception) *platformv1.Exception {
 		Extra:       extra,
 		Assignee:    x.Assignee,
 		Resolver:    x.Resolver,
+		RunNumber:   x.RunNumber,
 
 		ResolutionGuideEntry: guideEntryName(x),
 
@@ -153,7 +146,7 @@ func guideEntryName(x store.Exception) string {
 // guidanceRequestProto says what the interpreter's exception asks for (nil
 // when the details cannot be read: the exception still renders).
 func guidanceRequestProto(e store.Exception) *platformv1.GuidanceRequest {
-	x, err := engine.ExceptionDetails(e)
+	x, err := codec.ExceptionDetails(e)
 	if err != nil || x.Fact == "" && x.Question == "" && len(x.Failed) == 0 {
 		return nil
 	}
@@ -191,11 +184,9 @@ func exceptionErr(err error, org, ws, id string) error {
 			b = b.Meta("start_byte", strconv.Itoa(g.Span.Start)).Meta("end_byte", strconv.Itoa(g.Span.End))
 		}
 		return b.Err()
-	case errors.Is(err, store.ErrFailedPrecondition):
-		return transport.FailedPrecondition(ReasonExceptionStateConflict, withoutSentinel(err, store.ErrFailedPrecondition),
-			map[string]string{"resource_name": name})
 	}
-	return storeStatus(err, ReasonExceptionNotFound, ReasonExceptionNotFound, name)
+	return storeErrors{name: name, notFound: ReasonExceptionNotFound, exists: ReasonExceptionNotFound,
+		precondition: ReasonExceptionStateConflict}.status(err)
 }
 
 // checkWorkspace reports NOT_FOUND for a workspace that does not exist (lists

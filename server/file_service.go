@@ -1,8 +1,7 @@
 package server
 
 import (
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 	"net/url"
 
 	"context"
@@ -27,14 +26,6 @@ import (
 // INVALID_ARGUMENT FILE_TOO_LARGE; bodies over the gateway's upload bound
 // (40 MiB) are refused with 413.
 const MaxFileBytes = 32 << 20
-
-// Reasons of the file errors.
-const (
-	ReasonFileNotFound    = errorsv1.ErrorReason_ERROR_REASON_FILE_NOT_FOUND
-	ReasonFileTooLarge    = errorsv1.ErrorReason_ERROR_REASON_FILE_TOO_LARGE
-	ReasonFileNotUploaded = errorsv1.ErrorReason_ERROR_REASON_FILE_NOT_UPLOADED
-	ReasonFilenameInvalid = errorsv1.ErrorReason_ERROR_REASON_FILENAME_INVALID
-)
 
 // FileOptions configures NewFileService.
 type FileOptions struct {
@@ -80,15 +71,8 @@ func fileProto(f store.File) *platformv1.FileMetadata {
 
 // fileStoreError maps store errors of files to statuses.
 func fileStoreError(err error, org, id string) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrNotFound):
-		return transport.NotFound(ReasonFileNotFound, names.File(org, id))
-	case errors.Is(err, store.ErrFailedPrecondition):
-		return transport.FailedPrecondition(ReasonFileNotUploaded, "the file's content has not been uploaded yet", map[string]string{"file": names.File(org, id)})
-	}
-	return storeStatus(err, ReasonFileNotFound, ReasonConflict, names.File(org, id))
+	return storeErrors{name: names.File(org, id), notFound: ReasonFileNotFound, exists: ReasonConflict,
+		precondition: ReasonFileNotUploaded, preconditionKey: "file", preconditionMsg: "the file's content has not been uploaded yet"}.status(err)
 }
 
 // checkFilename refuses empty, over-long names and names with path

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )

@@ -10,21 +10,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 
-	"github.com/proserun/prose/engine"
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/lang/protovalue"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/codec"
+	"github.com/proserun/prose/internal/engine"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
-)
-
-// Reasons of the guide entry service's errors.
-const (
-	ReasonGuideEntryNotFound      = errorsv1.ErrorReason_ERROR_REASON_GUIDE_ENTRY_NOT_FOUND
-	ReasonGuideEntryStateConflict = errorsv1.ErrorReason_ERROR_REASON_GUIDE_ENTRY_STATE_CONFLICT
-	ReasonGuidanceNotRememberable = errorsv1.ErrorReason_ERROR_REASON_GUIDANCE_NOT_REMEMBERABLE
 )
 
 // GuideEntryService implements prose.platform.v1.GuideEntryService: the
@@ -83,15 +75,8 @@ func guideEntryProto(g store.GuideEntry) *platformv1.GuideEntry {
 
 // guideErr maps a store or engine error about one entry.
 func guideErr(err error, org, ws, automation, id string) error {
-	name := names.GuideEntry(org, ws, automation, id)
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrFailedPrecondition):
-		return transport.FailedPrecondition(ReasonGuideEntryStateConflict, withoutSentinel(err, store.ErrFailedPrecondition),
-			map[string]string{"resource_name": name})
-	}
-	return storeStatus(err, ReasonGuideEntryNotFound, ReasonGuideEntryNotFound, name)
+	return storeErrors{name: names.GuideEntry(org, ws, automation, id), notFound: ReasonGuideEntryNotFound, exists: ReasonGuideEntryNotFound,
+		precondition: ReasonGuideEntryStateConflict}.status(err)
 }
 
 // requireAutomation answers NOT_FOUND for an automation (or workspace)
@@ -144,27 +129,7 @@ func (s *GuideEntryService) ListGuideEntries(ctx context.Context, req *platformv
 
 // guidanceOfEntry reads the guidance of a CreateGuideEntry request.
 func guidanceOfEntry(g *platformv1.GuideEntryGuidance) engine.Guidance {
-	switch k := g.GetKind().(type) {
-	case *platformv1.GuideEntryGuidance_ProvideValues:
-		vals, err := protovalue.MapFromProto(k.ProvideValues.GetValues())
-		if err != nil {
-			return engine.Guidance{Unreadable: err}
-		}
-		return engine.Guidance{Kind: engine.GuidanceProvideValues, Values: vals}
-	case *platformv1.GuideEntryGuidance_ProvideExpressions:
-		return engine.Guidance{Kind: engine.GuidanceProvideValues, Expressions: k.ProvideExpressions.GetExpressions()}
-	case *platformv1.GuideEntryGuidance_Skip:
-		return engine.Guidance{Kind: engine.GuidanceSkip}
-	case *platformv1.GuideEntryGuidance_ReplaceStep:
-		return engine.Guidance{Kind: engine.GuidanceReplaceStep, Code: k.ReplaceStep.GetCode()}
-	case *platformv1.GuideEntryGuidance_Answer:
-		v, err := protovalue.FromProto(k.Answer.GetValue())
-		if err != nil {
-			return engine.Guidance{Unreadable: err}
-		}
-		return engine.Guidance{Kind: engine.GuidanceAnswer, Answer: v}
-	}
-	return engine.Guidance{Unreadable: errors.New("no guidance given")}
+	return engine.GuidanceOf(codec.GuideEntryGuidance(g))
 }
 
 // rememberErr maps an error of engine.NewGuideEntry.

@@ -16,19 +16,12 @@ import (
 	"google.golang.org/genproto/googleapis/type/date"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
 	"github.com/proserun/prose/store/sqlfilter"
-)
-
-// Reasons of the insights' errors.
-const (
-	ReasonInvalidTimeZone = errorsv1.ErrorReason_ERROR_REASON_INVALID_TIME_ZONE
-	ReasonInvalidEstimate = errorsv1.ErrorReason_ERROR_REASON_INVALID_ESTIMATE
 )
 
 // Limits of the insights (README, "Limits: requests and stored sizes").
@@ -468,43 +461,85 @@ type autoKey struct{ ws, auto string }
 func (s *InsightsService) QueryInsights(ctx context.Context, req *platformv1.QueryInsightsRequest) (*platformv1.QueryInsightsResponse, error) {
 	org := req.GetOrganizationId()
 	f := req.GetFilter()
-	tw := f.GetTimeWindow()
-	if tw.GetStartTime() == nil || tw.GetEndTime() == nil {
-		return nil, invalid(ReasonInvalidField, "filter.time_window", "filter.time_window.start_time and end_time are required")
-	}
-	if err := tw.GetStartTime().CheckValid(); err != nil {
-		return nil, invalid(ReasonInvalidField, "filter.time_window.start_time", "filter.time_window.start_time: %v", err)
-	}
-	if err := tw.GetEndTime().CheckValid(); err != nil {
-		return nil, invalid(ReasonInvalidField, "filter.time_window.end_time", "filter.time_window.end_time: %v", err)
-	}
-	loc, err := location(tw.GetTimeZone(), "filter.time_window.time_zone", "UTC")
+	start, end, periods, err := insightsWindow(f.GetTimeWindow())
 	if err != nil {
 		return nil, err
-	}
-	start, end := tw.GetStartTime().AsTime(), tw.GetEndTime().AsTime().Add(time.Nanosecond) // end is included
-	if !start.Before(end) {
-		return nil, invalid(ReasonInvalidField, "filter.time_window.end_time", "filter.time_window.end_time is before start_time")
-	}
-	periods := windowPeriods(start, end, loc)
-	if len(periods) > store.MaxAggregatePeriods-1 {
-		return nil, invalid(ReasonInvalidField, "filter.time_window", "the window is too long: at most %d periods", store.MaxAggregatePeriods-1)
 	}
 	wss, err := s.readableWorkspaces(ctx, org, f.GetWorkspaceIds(), "filter.workspace_ids")
 	if err != nil {
 		return nil, err
 	}
-	// The automations of the filter, by workspace.
-	var only map[autoKey]bool
-	var autoIDs []string
-	for i, n := range f.GetAutomationIds() {
+	only, autoIDs, err := insightsAutomations(ctx, org, f.GetAutomationIds())
+	if err != nil {
+		return nil, err
+	}
+	resp := newInsightsResponse()
+	if len(wss) == 0 {
+		resp.ValueInsight.TotalMoneySavedUsd = "0"
+		return resp, nil
+	}
+	span := end.Sub(start)
+	rows, autoRows, err := s.insightRows(ctx, org, wss, autoIDs, periods, start, end)
+	if err != nil {
+		return nil, err
+	}
+	estOf, err := s.estimates(ctx, org, wss)
+	if err != nil {
+		return nil, err
+	}
+	t := newInsightTally(len(periods), only, estOf, len(autoIDs) == 0)
+	if err := t.addPeriodRows(rows); err != nil {
+		return nil, err
+	}
+	t.addAutomationRows(autoRows)
+	display, err := s.displayNames(ctx, org, t.perAuto)
+	if err != nil {
+		return nil, err
+	}
+	cmpLabel := fmt.Sprintf("Previous %s", humanSpan(span))
+	t.fillRuns(resp, org, wss, periods, display, cmpLabel)
+	t.fillCompletion(resp, periods, cmpLabel)
+	return resp, nil
+}
+
+// insightsWindow checks QueryInsights' time window and cuts it into
+// periods; end is the window's end, excluded.
+func insightsWindow(tw *platformv1.InsightsTimeWindow) (start, end time.Time, periods []period, err error) {
+	if tw.GetStartTime() == nil || tw.GetEndTime() == nil {
+		return start, end, nil, invalid(ReasonInvalidField, "filter.time_window", "filter.time_window.start_time and end_time are required")
+	}
+	if err := tw.GetStartTime().CheckValid(); err != nil {
+		return start, end, nil, invalid(ReasonInvalidField, "filter.time_window.start_time", "filter.time_window.start_time: %v", err)
+	}
+	if err := tw.GetEndTime().CheckValid(); err != nil {
+		return start, end, nil, invalid(ReasonInvalidField, "filter.time_window.end_time", "filter.time_window.end_time: %v", err)
+	}
+	loc, err := location(tw.GetTimeZone(), "filter.time_window.time_zone", "UTC")
+	if err != nil {
+		return start, end, nil, err
+	}
+	start, end = tw.GetStartTime().AsTime(), tw.GetEndTime().AsTime().Add(time.Nanosecond) // end is included
+	if !start.Before(end) {
+		return start, end, nil, invalid(ReasonInvalidField, "filter.time_window.end_time", "filter.time_window.end_time is before start_time")
+	}
+	periods = windowPeriods(start, end, loc)
+	if len(periods) > store.MaxAggregatePeriods-1 {
+		return start, end, nil, invalid(ReasonInvalidField, "filter.time_window", "the window is too long: at most %d periods", store.MaxAggregatePeriods-1)
+	}
+	return start, end, periods, nil
+}
+
+// insightsAutomations checks the automations of QueryInsights' filter:
+// only is nil without them.
+func insightsAutomations(ctx context.Context, org string, automations []string) (only map[autoKey]bool, autoIDs []string, err error) {
+	for i, n := range automations {
 		o, w, a, ok := names.ParseAutomation(n)
 		if !ok || o != org {
-			return nil, invalid(ReasonInvalidField, fmt.Sprintf("filter.automation_ids[%d]", i),
+			return nil, nil, invalid(ReasonInvalidField, fmt.Sprintf("filter.automation_ids[%d]", i),
 				"filter.automation_ids[%d] %q is not an automation name of organizations/%s (organizations/{organization}/workspaces/{workspace}/automations/{automation})", i, n, org)
 		}
 		if err := transport.RequireWorkspace(ctx, w, store.PermRunsGet); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if only == nil {
 			only = map[autoKey]bool{}
@@ -512,7 +547,11 @@ func (s *InsightsService) QueryInsights(ctx context.Context, req *platformv1.Que
 		only[autoKey{w, a}] = true
 		autoIDs = append(autoIDs, a)
 	}
-	resp := &platformv1.QueryInsightsResponse{
+	return only, autoIDs, nil
+}
+
+func newInsightsResponse() *platformv1.QueryInsightsResponse {
+	return &platformv1.QueryInsightsResponse{
 		ValueInsight: &platformv1.ValueInsight{InsightsPerAutomationPerWorkspace: map[string]*platformv1.AutomationValueInsightList{},
 			InsightsPerPeriodPerWorkspace: map[string]*platformv1.CumulativeValueInsightList{}},
 		RunInsight: &platformv1.RunInsight{InsightsPerAutomationPerWorkspace: map[string]*platformv1.AutomationRunInsightList{},
@@ -520,27 +559,24 @@ func (s *InsightsService) QueryInsights(ctx context.Context, req *platformv1.Que
 		CompletionInsight:       &platformv1.CompletionInsight{},
 		AwaitingGuidanceInsight: &platformv1.AwaitingGuidanceInsight{},
 	}
-	if len(wss) == 0 {
-		resp.ValueInsight.TotalMoneySavedUsd = "0"
-		return resp, nil
-	}
-	// The window's periods, then the window before it of the same length
-	// (for the trends) as one more period.
+}
+
+// insightRows reads the counts of the window's periods and, as one more
+// period, of the window before it of the same length (for the trends).
+// Without an automation filter, the counts and the value per workspace
+// and period come from the workspaces' rollups (the value kept in them:
+// migration 00032), and those per automation (autoRows) from one more
+// request for the whole window (few rows an automation: its larger
+// buckets). With a filter, the automations' rows per period (the rollups
+// count every automation).
+func (s *InsightsService) insightRows(ctx context.Context, org string, wss, autoIDs []string, periods []period, start, end time.Time) (rows, autoRows []store.RunAggregate, err error) {
 	ranges := make([]store.TimeRange, 0, len(periods)+1)
 	for _, p := range periods {
 		ranges = append(ranges, p.TimeRange)
 	}
 	span := end.Sub(start)
 	ranges = append(ranges, store.TimeRange{Start: start.Add(-span), End: start})
-	// Without an automation filter, the counts and the value per workspace
-	// and period come from the workspaces' rollups (the value kept in them:
-	// migration 00032), and those per automation from one more request
-	// for the whole window (few rows an automation: its larger buckets).
-	// With a filter, the automations' rows per period (the rollups count
-	// every automation).
-	rollups := len(autoIDs) == 0
-	var rows, autoRows []store.RunAggregate
-	if rollups {
+	if len(autoIDs) == 0 {
 		if rows, err = s.st.SumRunAggregates(ctx, store.RunAggregatesRequest{OrganizationID: org, WorkspaceIDs: wss, Periods: ranges}); err == nil {
 			autoRows, err = s.st.SumRunAggregates(ctx, store.RunAggregatesRequest{OrganizationID: org, WorkspaceIDs: wss,
 				Periods: []store.TimeRange{{Start: start, End: end}}, ByAutomation: true})
@@ -551,124 +587,159 @@ func (s *InsightsService) QueryInsights(ctx context.Context, req *platformv1.Que
 		autoRows = rows
 	}
 	if err != nil {
-		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, "organizations/"+org)
+		return nil, nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, "organizations/"+org)
 	}
+	return rows, autoRows, nil
+}
+
+// estimate is an automation's estimate: the cost and time a completed run
+// saves.
+type estimate struct {
+	cost *apd.Decimal
+	secs int64
+}
+
+func (s *InsightsService) estimates(ctx context.Context, org string, wss []string) (map[autoKey]estimate, error) {
 	ests, err := s.st.ListAutomationEstimates(ctx, org, wss)
 	if err != nil {
 		return nil, err
 	}
-	type est struct {
-		cost *apd.Decimal
-		secs int64
-	}
-	estOf := map[autoKey]est{}
+	estOf := map[autoKey]estimate{}
 	for _, e := range ests {
 		c, err := parseCost(e.CostUSD, "cost_usd")
 		if err != nil {
 			return nil, fmt.Errorf("stored estimate of %s: %w", e.AutomationID, err)
 		}
-		estOf[autoKey{e.WorkspaceID, e.AutomationID}] = est{c, int64(e.TimeSavedSecs)}
+		estOf[autoKey{e.WorkspaceID, e.AutomationID}] = estimate{c, int64(e.TimeSavedSecs)}
 	}
-	var total, prev store.RunCounts
-	perPeriod := make([]store.RunCounts, len(periods))
-	perAuto := map[autoKey]*store.RunCounts{}
-	type wsPeriod struct {
-		ws string
-		p  int
+	return estOf, nil
+}
+
+// wsPeriod is a workspace's period (its index).
+type wsPeriod struct {
+	ws string
+	p  int
+}
+
+// insightTally sums the rows of QueryInsights: over the window (total), the
+// window before (prev), per period, per automation and per workspace and
+// period, with the time and money saved.
+type insightTally struct {
+	periods int
+	only    map[autoKey]bool // nil: every automation
+	estOf   map[autoKey]estimate
+	rollups bool // the period rows are the workspaces' rollups, with their value
+
+	total, prev store.RunCounts
+	perPeriod   []store.RunCounts
+	perAuto     map[autoKey]*store.RunCounts
+	perWsPeriod map[wsPeriod]*store.RunCounts
+	money       map[wsPeriod]*apd.Decimal
+	secs        map[wsPeriod]int64
+	autoMoney   map[autoKey]*apd.Decimal
+	autoSecs    map[autoKey]int64
+	totalMoney  *apd.Decimal
+	totalSecs   int64
+}
+
+func newInsightTally(periods int, only map[autoKey]bool, estOf map[autoKey]estimate, rollups bool) *insightTally {
+	return &insightTally{periods: periods, only: only, estOf: estOf, rollups: rollups,
+		perPeriod: make([]store.RunCounts, periods), perAuto: map[autoKey]*store.RunCounts{}, perWsPeriod: map[wsPeriod]*store.RunCounts{},
+		money: map[wsPeriod]*apd.Decimal{}, secs: map[wsPeriod]int64{}, autoMoney: map[autoKey]*apd.Decimal{}, autoSecs: map[autoKey]int64{},
+		totalMoney: new(apd.Decimal)}
+}
+
+// mulCost is cost times n.
+func mulCost(c *apd.Decimal, n int64) *apd.Decimal {
+	out := new(apd.Decimal)
+	if _, err := decimalCtx.Mul(out, c, apd.New(n, 0)); err != nil {
+		panic(err) // 60 digits hold any cost of 30 digits times any int64
 	}
-	perWsPeriod := map[wsPeriod]*store.RunCounts{}
-	money := map[wsPeriod]*apd.Decimal{}
-	secs := map[wsPeriod]int64{}
-	autoMoney := map[autoKey]*apd.Decimal{}
-	autoSecs := map[autoKey]int64{}
-	totalMoney := new(apd.Decimal)
-	var totalSecs int64
-	mul := func(c *apd.Decimal, n int64) *apd.Decimal {
-		out := new(apd.Decimal)
-		if _, err := decimalCtx.Mul(out, c, apd.New(n, 0)); err != nil {
-			panic(err) // 60 digits hold any cost of 30 digits times any int64
-		}
-		return out
+	return out
+}
+
+// addMoney adds d to the sum *m (allocated at the first).
+func addMoney(m **apd.Decimal, d *apd.Decimal) {
+	if *m == nil {
+		*m = new(apd.Decimal)
 	}
-	add := func(m map[wsPeriod]*apd.Decimal, k wsPeriod, d *apd.Decimal) {
-		if m[k] == nil {
-			m[k] = new(apd.Decimal)
-		}
-		_, _ = decimalCtx.Add(m[k], m[k], d)
-	}
-	// Per workspace and period (and the window before).
+	_, _ = decimalCtx.Add(*m, *m, d)
+}
+
+// addPeriodRows counts the rows per workspace and period (and the window
+// before).
+func (t *insightTally) addPeriodRows(rows []store.RunAggregate) error {
 	for _, g := range rows {
 		k := autoKey{g.WorkspaceID, g.AutomationID}
-		if only != nil && !only[k] {
+		if t.only != nil && !t.only[k] {
 			continue
 		}
-		if g.Period == len(periods) {
-			prev.Add(g.Counts)
+		if g.Period == t.periods {
+			t.prev.Add(g.Counts)
 			continue
 		}
-		total.Add(g.Counts)
-		perPeriod[g.Period].Add(g.Counts)
+		t.total.Add(g.Counts)
+		t.perPeriod[g.Period].Add(g.Counts)
 		wp := wsPeriod{g.WorkspaceID, g.Period}
-		if perWsPeriod[wp] == nil {
-			perWsPeriod[wp] = &store.RunCounts{}
+		if t.perWsPeriod[wp] == nil {
+			t.perWsPeriod[wp] = &store.RunCounts{}
 		}
-		perWsPeriod[wp].Add(g.Counts)
+		t.perWsPeriod[wp].Add(g.Counts)
+		saved, secs := (*apd.Decimal)(nil), int64(0)
 		switch {
-		case rollups:
+		case t.rollups:
 			m, _, err := apd.NewFromString(g.SavedUSD)
 			if err != nil {
-				return nil, fmt.Errorf("stored value of %s: %w", g.WorkspaceID, err)
+				return fmt.Errorf("stored value of %s: %w", g.WorkspaceID, err)
 			}
 			if !m.IsZero() {
-				add(money, wp, m)
-				_, _ = decimalCtx.Add(totalMoney, totalMoney, m)
+				saved = m
 			}
-			secs[wp] += g.SavedSecs
-			totalSecs += g.SavedSecs
+			secs = g.SavedSecs
 		default:
-			if e, ok := estOf[k]; ok && g.Counts.Completed > 0 {
-				m := mul(e.cost, g.Counts.Completed)
-				add(money, wp, m)
-				_, _ = decimalCtx.Add(totalMoney, totalMoney, m)
-				secs[wp] += e.secs * g.Counts.Completed
-				totalSecs += e.secs * g.Counts.Completed
+			if e, ok := t.estOf[k]; ok && g.Counts.Completed > 0 {
+				saved, secs = mulCost(e.cost, g.Counts.Completed), e.secs*g.Counts.Completed
 			}
 		}
+		if saved != nil {
+			m := t.money[wp]
+			addMoney(&m, saved)
+			t.money[wp] = m
+			_, _ = decimalCtx.Add(t.totalMoney, t.totalMoney, saved)
+		}
+		t.secs[wp] += secs
+		t.totalSecs += secs
 	}
-	// Per automation, over the window.
+	return nil
+}
+
+// addAutomationRows counts the rows per automation, over the window.
+func (t *insightTally) addAutomationRows(autoRows []store.RunAggregate) {
 	for _, g := range autoRows {
 		k := autoKey{g.WorkspaceID, g.AutomationID}
-		if only != nil && !only[k] || g.Period == len(periods) && !rollups {
+		if t.only != nil && !t.only[k] || g.Period == t.periods && !t.rollups {
 			continue
 		}
-		if perAuto[k] == nil {
-			perAuto[k] = &store.RunCounts{}
+		if t.perAuto[k] == nil {
+			t.perAuto[k] = &store.RunCounts{}
 		}
-		perAuto[k].Add(g.Counts)
-		if e, ok := estOf[k]; ok && g.Counts.Completed > 0 {
-			m := mul(e.cost, g.Counts.Completed)
-			if autoMoney[k] == nil {
-				autoMoney[k] = new(apd.Decimal)
-			}
-			_, _ = decimalCtx.Add(autoMoney[k], autoMoney[k], m)
-			autoSecs[k] += e.secs * g.Counts.Completed
+		t.perAuto[k].Add(g.Counts)
+		if e, ok := t.estOf[k]; ok && g.Counts.Completed > 0 {
+			m := t.autoMoney[k]
+			addMoney(&m, mulCost(e.cost, g.Counts.Completed))
+			t.autoMoney[k] = m
+			t.autoSecs[k] += e.secs * g.Counts.Completed
 		}
 	}
-	display, err := s.displayNames(ctx, org, perAuto)
-	if err != nil {
-		return nil, err
-	}
-	cmpLabel := fmt.Sprintf("Previous %s", humanSpan(span))
+}
 
-	// Runs.
-	ri := resp.RunInsight
-	ri.TotalRunsCount = total.Runs
-	ri.Trend = trend(float64(total.Runs), float64(prev.Runs), cmpLabel)
-	keys := make([]autoKey, 0, len(perAuto))
-	for k := range perAuto {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b autoKey) int { return cmp.Or(cmp.Compare(a.ws, b.ws), cmp.Compare(a.auto, b.auto)) })
+// fillRuns writes the runs and the value: in total, per automation and per
+// workspace and period.
+func (t *insightTally) fillRuns(resp *platformv1.QueryInsightsResponse, org string, wss []string, periods []period, display map[autoKey]string, cmpLabel string) {
+	ri, vi := resp.RunInsight, resp.ValueInsight
+	ri.TotalRunsCount = t.total.Runs
+	ri.Trend = trend(float64(t.total.Runs), float64(t.prev.Runs), cmpLabel)
+	keys := slices.SortedFunc(maps.Keys(t.perAuto), func(a, b autoKey) int { return cmp.Or(cmp.Compare(a.ws, b.ws), cmp.Compare(a.auto, b.auto)) })
 	for _, k := range keys {
 		wn := names.Workspace(org, k.ws)
 		an := names.Automation(org, k.ws, k.auto)
@@ -676,19 +747,17 @@ func (s *InsightsService) QueryInsights(ctx context.Context, req *platformv1.Que
 			ri.InsightsPerAutomationPerWorkspace[wn] = &platformv1.AutomationRunInsightList{}
 		}
 		ri.InsightsPerAutomationPerWorkspace[wn].Values = append(ri.InsightsPerAutomationPerWorkspace[wn].Values,
-			&platformv1.AutomationRunInsight{AutomationId: an, DisplayName: display[k], RunsCount: perAuto[k].Runs})
-		if e, ok := estOf[k]; ok {
-			_ = e
-			m := autoMoney[k]
+			&platformv1.AutomationRunInsight{AutomationId: an, DisplayName: display[k], RunsCount: t.perAuto[k].Runs})
+		if _, ok := t.estOf[k]; ok {
+			m := t.autoMoney[k]
 			if m == nil {
 				m = new(apd.Decimal)
 			}
-			vi := resp.ValueInsight
 			if vi.InsightsPerAutomationPerWorkspace[wn] == nil {
 				vi.InsightsPerAutomationPerWorkspace[wn] = &platformv1.AutomationValueInsightList{}
 			}
 			vi.InsightsPerAutomationPerWorkspace[wn].Values = append(vi.InsightsPerAutomationPerWorkspace[wn].Values,
-				&platformv1.AutomationValueInsight{AutomationId: an, DisplayName: display[k], TimeSavedSecs: autoSecs[k], MoneySavedUsd: m.Text('f')})
+				&platformv1.AutomationValueInsight{AutomationId: an, DisplayName: display[k], TimeSavedSecs: t.autoSecs[k], MoneySavedUsd: m.Text('f')})
 		}
 	}
 	for _, ws := range wss {
@@ -696,40 +765,40 @@ func (s *InsightsService) QueryInsights(ctx context.Context, req *platformv1.Que
 		runs := &platformv1.CumulativeRunInsightList{}
 		vals := &platformv1.CumulativeValueInsightList{}
 		for i, p := range periods {
-			c := perWsPeriod[wsPeriod{ws, i}]
+			c := t.perWsPeriod[wsPeriod{ws, i}]
 			if c == nil {
 				c = &store.RunCounts{}
 			}
 			runs.Values = append(runs.Values, &platformv1.CumulativeRunInsight{WindowLabel: p.label, RunsCount: c.Runs})
-			m := money[wsPeriod{ws, i}]
+			m := t.money[wsPeriod{ws, i}]
 			if m == nil {
 				m = new(apd.Decimal)
 			}
-			vals.Values = append(vals.Values, &platformv1.CumulativeValueInsight{WindowLabel: p.label, TimeSavedSecs: secs[wsPeriod{ws, i}], MoneySavedUsd: m.Text('f')})
+			vals.Values = append(vals.Values, &platformv1.CumulativeValueInsight{WindowLabel: p.label, TimeSavedSecs: t.secs[wsPeriod{ws, i}], MoneySavedUsd: m.Text('f')})
 		}
 		ri.InsightsPerPeriodPerWorkspace[wn] = runs
-		resp.ValueInsight.InsightsPerPeriodPerWorkspace[wn] = vals
+		vi.InsightsPerPeriodPerWorkspace[wn] = vals
 	}
+	vi.TotalMoneySavedUsd = t.totalMoney.Text('f')
+	vi.TotalTimeSavedSecs = t.totalSecs
+}
 
-	// Value.
-	resp.ValueInsight.TotalMoneySavedUsd = totalMoney.Text('f')
-	resp.ValueInsight.TotalTimeSavedSecs = totalSecs
-
-	// Completion: completed runs of the runs created; straight through:
-	// completed with no human guidance, of the completed.
+// fillCompletion writes the completion (completed runs of the runs
+// created; straight through: completed with no human guidance, of the
+// completed) and the runs awaiting guidance.
+func (t *insightTally) fillCompletion(resp *platformv1.QueryInsightsResponse, periods []period, cmpLabel string) {
 	ci := resp.CompletionInsight
-	ci.TotalPercentCompletions = percent(total.Completed, total.Runs)
-	ci.Stp = percent(total.Completed-total.GuidedCompleted, total.Completed)
-	ci.Trend = trend(ci.TotalPercentCompletions, percent(prev.Completed, prev.Runs), cmpLabel)
+	ci.TotalPercentCompletions = percent(t.total.Completed, t.total.Runs)
+	ci.Stp = percent(t.total.Completed-t.total.GuidedCompleted, t.total.Completed)
+	ci.Trend = trend(ci.TotalPercentCompletions, percent(t.prev.Completed, t.prev.Runs), cmpLabel)
 	ai := resp.AwaitingGuidanceInsight
-	ai.TotalRunsAwaitingGuidance = total.Awaiting
+	ai.TotalRunsAwaitingGuidance = t.total.Awaiting
 	for i, p := range periods {
-		c := perPeriod[i]
+		c := t.perPeriod[i]
 		ci.CompletionsPerPeriod = append(ci.CompletionsPerPeriod, &platformv1.CumulativeCompletionInsight{WindowLabel: p.label,
 			AutoCompletedCount: c.Completed - c.GuidedCompleted, ManuallyResolvedCount: c.GuidedCompleted})
 		ai.RunsPerPeriod = append(ai.RunsPerPeriod, &platformv1.RunsAwaitingGuidanceByPeriod{WindowLabel: p.label, RunsAwaitingGuidance: c.Awaiting})
 	}
-	return resp, nil
 }
 
 // humanSpan names a window's length ("7 days", "12 hours").
@@ -883,87 +952,9 @@ func matchTags(f store.Filter, tags map[string]string) bool {
 // paged by series.
 func (s *InsightsService) QueryMetrics(ctx context.Context, req *platformv1.QueryMetricsRequest) (*platformv1.QueryMetricsResponse, error) {
 	org := req.GetOrganizationId()
-	if len(req.GetMetrics()) == 0 {
-		return nil, invalid(ReasonInvalidField, "metrics", "metrics is required: one or more of %s", strings.Join(slices.Sorted(maps.Keys(metricCounts)), ", "))
-	}
-	for i, m := range req.GetMetrics() {
-		if metricCounts[m] == nil {
-			return nil, invalid(ReasonInvalidField, fmt.Sprintf("metrics[%d]", i), "metrics[%d] %q is not one of %s", i, m, strings.Join(slices.Sorted(maps.Keys(metricCounts)), ", "))
-		}
-	}
-	for i, g := range req.GetGroupBy() {
-		if !slices.Contains(metricTags, g) {
-			return nil, invalid(ReasonInvalidField, fmt.Sprintf("group_by[%d]", i), "group_by[%d] %q is not a tag (%s)", i, g, strings.Join(metricTags, ", "))
-		}
-		if slices.Index(req.GetGroupBy(), g) != i {
-			return nil, invalid(ReasonInvalidField, fmt.Sprintf("group_by[%d]", i), "group_by[%d] %q is given twice", i, g)
-		}
-	}
-	filter, err := sqlfilter.MetricTags.Parse(req.GetFilter())
-	if err != nil {
-		return nil, invalidFromStore(err)
-	}
-	orderBy, err := store.ParseOrderBy(req.GetOrderBy(), store.Ordering{Fields: append([]string{"value"}, req.GetGroupBy()...)})
-	if err != nil {
-		return nil, invalidFromStore(err)
-	}
-	switch req.GetAggregation() {
-	case platformv1.AggregationFunction_AGGREGATION_FUNCTION_UNSPECIFIED, platformv1.AggregationFunction_AGGREGATION_FUNCTION_COUNT,
-		platformv1.AggregationFunction_AGGREGATION_FUNCTION_SUM:
-	default:
-		return nil, invalid(ReasonInvalidField, "aggregation", "aggregation %v does not apply to run counts: use AGGREGATION_FUNCTION_COUNT (or SUM, the same for counts)", req.GetAggregation())
-	}
-	agg := req.GetAggregation()
-	if agg == platformv1.AggregationFunction_AGGREGATION_FUNCTION_UNSPECIFIED {
-		agg = platformv1.AggregationFunction_AGGREGATION_FUNCTION_COUNT
-	}
-	if req.GetStartTime() == nil || req.GetEndTime() == nil {
-		return nil, invalid(ReasonInvalidField, "start_time", "start_time and end_time are required")
-	}
-	if err := req.GetStartTime().CheckValid(); err != nil {
-		return nil, invalid(ReasonInvalidField, "start_time", "start_time: %v", err)
-	}
-	if err := req.GetEndTime().CheckValid(); err != nil {
-		return nil, invalid(ReasonInvalidField, "end_time", "end_time: %v", err)
-	}
-	start, end := req.GetStartTime().AsTime(), req.GetEndTime().AsTime()
-	if !start.Before(end) {
-		return nil, invalid(ReasonInvalidField, "end_time", "end_time must be after start_time")
-	}
-	size, err := pagination.PageSize(req.GetPageSize())
-	if err != nil {
-		return nil, invalid(ReasonInvalidField, "page_size", "%v", err)
-	}
-	iv := req.GetInterval()
-	if iv == platformv1.MetricInterval_METRIC_INTERVAL_UNSPECIFIED {
-		iv = autoInterval(end.Sub(start))
-	}
-	intervals, err := metricIntervals(start, end, iv)
+	q, err := parseMetricsQuery(req)
 	if err != nil {
 		return nil, err
-	}
-	// The first and last intervals are clipped to the range.
-	ranges := make([]store.TimeRange, len(intervals))
-	for i, p := range intervals {
-		ranges[i] = p.TimeRange
-		if ranges[i].Start.Before(start) {
-			ranges[i].Start = start
-		}
-		if ranges[i].End.After(end) {
-			ranges[i].End = end
-		}
-	}
-	bind := pagination.Bind("metrics", org, strings.Join(req.GetMetrics(), ","), req.GetFilter(), strings.Join(req.GetGroupBy(), ","),
-		start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano), iv.String(), agg.String(), orderBy.String(), strconv.Itoa(size))
-	offset := 0
-	if req.GetPageToken() != "" {
-		keys, err := pagination.Decode(req.GetPageToken(), bind, 1)
-		if err != nil {
-			return nil, invalidFromStore(err)
-		}
-		if offset, err = strconv.Atoi(keys[0]); err != nil || offset < 0 {
-			return nil, invalid(ReasonInvalidField, "page_token", "page_token is malformed")
-		}
 	}
 	wss, err := s.readableWorkspaces(ctx, org, nil, "filter")
 	if err != nil {
@@ -976,84 +967,213 @@ func (s *InsightsService) QueryMetrics(ctx context.Context, req *platformv1.Quer
 		// automation). The filter is matched on the tags below; one that
 		// does not mention automation_id reads no automation tag.
 		byAuto := slices.Contains(req.GetGroupBy(), "automation_id") || strings.Contains(req.GetFilter(), "automation_id")
-		if rows, err = s.st.SumRunAggregates(ctx, store.RunAggregatesRequest{OrganizationID: org, WorkspaceIDs: wss, Periods: ranges, ByAutomation: byAuto}); err != nil {
+		if rows, err = s.st.SumRunAggregates(ctx, store.RunAggregatesRequest{OrganizationID: org, WorkspaceIDs: wss, Periods: q.ranges, ByAutomation: byAuto}); err != nil {
 			return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceNotFound, "organizations/"+org)
 		}
 	}
-	// Series by their tags: the counts of each interval.
-	type series struct {
-		tags   map[string]string
-		key    string
-		counts []store.RunCounts
+	all := q.series(rows, req.GetGroupBy())
+	out := &platformv1.QueryMetricsResponse{}
+	more := false
+	for _, m := range req.GetMetrics() {
+		res, cut := q.result(m, all)
+		out.Results = append(out.Results, res)
+		more = more || cut
 	}
-	byKey := map[string]*series{}
-	var all []*series
+	if more {
+		out.NextPageToken = pagination.Encode(q.bind, []string{strconv.Itoa(q.offset + q.size)})
+	}
+	return out, nil
+}
+
+// metricsQuery is a checked QueryMetricsRequest.
+type metricsQuery struct {
+	filter    store.Filter
+	orderBy   store.OrderBy
+	agg       platformv1.AggregationFunction
+	iv        platformv1.MetricInterval
+	intervals []period
+	ranges    []store.TimeRange // the intervals, the first and last clipped to the range
+	size      int
+	offset    int
+	bind      pagination.Binding // the page token's binding
+}
+
+func parseMetricsQuery(req *platformv1.QueryMetricsRequest) (*metricsQuery, error) {
+	if err := checkMetricNames(req); err != nil {
+		return nil, err
+	}
+	q := &metricsQuery{}
+	var err error
+	if q.filter, err = sqlfilter.MetricTags.Parse(req.GetFilter()); err != nil {
+		return nil, invalidFromStore(err)
+	}
+	if q.orderBy, err = store.ParseOrderBy(req.GetOrderBy(), store.Ordering{Fields: append([]string{"value"}, req.GetGroupBy()...)}); err != nil {
+		return nil, invalidFromStore(err)
+	}
+	switch req.GetAggregation() {
+	case platformv1.AggregationFunction_AGGREGATION_FUNCTION_UNSPECIFIED, platformv1.AggregationFunction_AGGREGATION_FUNCTION_COUNT,
+		platformv1.AggregationFunction_AGGREGATION_FUNCTION_SUM:
+	default:
+		return nil, invalid(ReasonInvalidField, "aggregation", "aggregation %v does not apply to run counts: use AGGREGATION_FUNCTION_COUNT (or SUM, the same for counts)", req.GetAggregation())
+	}
+	q.agg = req.GetAggregation()
+	if q.agg == platformv1.AggregationFunction_AGGREGATION_FUNCTION_UNSPECIFIED {
+		q.agg = platformv1.AggregationFunction_AGGREGATION_FUNCTION_COUNT
+	}
+	start, end, err := metricsRange(req)
+	if err != nil {
+		return nil, err
+	}
+	if q.size, err = pagination.PageSize(req.GetPageSize()); err != nil {
+		return nil, invalid(ReasonInvalidField, "page_size", "%v", err)
+	}
+	q.iv = req.GetInterval()
+	if q.iv == platformv1.MetricInterval_METRIC_INTERVAL_UNSPECIFIED {
+		q.iv = autoInterval(end.Sub(start))
+	}
+	if q.intervals, err = metricIntervals(start, end, q.iv); err != nil {
+		return nil, err
+	}
+	q.ranges = make([]store.TimeRange, len(q.intervals))
+	for i, p := range q.intervals {
+		q.ranges[i] = p.TimeRange
+		if q.ranges[i].Start.Before(start) {
+			q.ranges[i].Start = start
+		}
+		if q.ranges[i].End.After(end) {
+			q.ranges[i].End = end
+		}
+	}
+	q.bind = pagination.Bind("metrics", req.GetOrganizationId(), strings.Join(req.GetMetrics(), ","), req.GetFilter(), strings.Join(req.GetGroupBy(), ","),
+		start.Format(time.RFC3339Nano), end.Format(time.RFC3339Nano), q.iv.String(), q.agg.String(), q.orderBy.String(), strconv.Itoa(q.size))
+	if req.GetPageToken() != "" {
+		keys, err := pagination.Decode(req.GetPageToken(), q.bind, 1)
+		if err != nil {
+			return nil, invalidFromStore(err)
+		}
+		if q.offset, err = strconv.Atoi(keys[0]); err != nil || q.offset < 0 {
+			return nil, invalid(ReasonInvalidField, "page_token", "page_token is malformed")
+		}
+	}
+	return q, nil
+}
+
+// checkMetricNames checks the metrics and the tags to group by.
+func checkMetricNames(req *platformv1.QueryMetricsRequest) error {
+	if len(req.GetMetrics()) == 0 {
+		return invalid(ReasonInvalidField, "metrics", "metrics is required: one or more of %s", strings.Join(slices.Sorted(maps.Keys(metricCounts)), ", "))
+	}
+	for i, m := range req.GetMetrics() {
+		if metricCounts[m] == nil {
+			return invalid(ReasonInvalidField, fmt.Sprintf("metrics[%d]", i), "metrics[%d] %q is not one of %s", i, m, strings.Join(slices.Sorted(maps.Keys(metricCounts)), ", "))
+		}
+	}
+	for i, g := range req.GetGroupBy() {
+		if !slices.Contains(metricTags, g) {
+			return invalid(ReasonInvalidField, fmt.Sprintf("group_by[%d]", i), "group_by[%d] %q is not a tag (%s)", i, g, strings.Join(metricTags, ", "))
+		}
+		if slices.Index(req.GetGroupBy(), g) != i {
+			return invalid(ReasonInvalidField, fmt.Sprintf("group_by[%d]", i), "group_by[%d] %q is given twice", i, g)
+		}
+	}
+	return nil
+}
+
+// metricsRange checks the range of QueryMetrics.
+func metricsRange(req *platformv1.QueryMetricsRequest) (start, end time.Time, err error) {
+	if req.GetStartTime() == nil || req.GetEndTime() == nil {
+		return start, end, invalid(ReasonInvalidField, "start_time", "start_time and end_time are required")
+	}
+	if err := req.GetStartTime().CheckValid(); err != nil {
+		return start, end, invalid(ReasonInvalidField, "start_time", "start_time: %v", err)
+	}
+	if err := req.GetEndTime().CheckValid(); err != nil {
+		return start, end, invalid(ReasonInvalidField, "end_time", "end_time: %v", err)
+	}
+	start, end = req.GetStartTime().AsTime(), req.GetEndTime().AsTime()
+	if !start.Before(end) {
+		return start, end, invalid(ReasonInvalidField, "end_time", "end_time must be after start_time")
+	}
+	return start, end, nil
+}
+
+// metricSeries is a series of QueryMetrics: the counts of each interval of
+// the rows with its tags.
+type metricSeries struct {
+	tags   map[string]string
+	key    string
+	counts []store.RunCounts
+}
+
+// series groups the rows matching the filter by the tags of groupBy (one
+// empty series when nothing is grouped and nothing matched).
+func (q *metricsQuery) series(rows []store.RunAggregate, groupBy []string) []*metricSeries {
+	byKey := map[string]*metricSeries{}
+	var all []*metricSeries
 	for _, g := range rows {
 		tags := map[string]string{"workspace_id": g.WorkspaceID, "automation_id": g.AutomationID}
-		if !matchTags(filter, tags) {
+		if !matchTags(q.filter, tags) {
 			continue
 		}
 		st := map[string]string{}
 		var kb strings.Builder
-		for _, t := range req.GetGroupBy() {
+		for _, t := range groupBy {
 			st[t] = tags[t]
 			kb.WriteString(tags[t] + "\x00")
 		}
 		k := kb.String()
 		se := byKey[k]
 		if se == nil {
-			se = &series{tags: st, key: k, counts: make([]store.RunCounts, len(intervals))}
+			se = &metricSeries{tags: st, key: k, counts: make([]store.RunCounts, len(q.intervals))}
 			byKey[k] = se
 			all = append(all, se)
 		}
 		se.counts[g.Period].Add(g.Counts)
 	}
-	if len(all) == 0 && len(req.GetGroupBy()) == 0 {
-		all = append(all, &series{tags: map[string]string{}, counts: make([]store.RunCounts, len(intervals))})
+	if len(all) == 0 && len(groupBy) == 0 {
+		all = append(all, &metricSeries{tags: map[string]string{}, counts: make([]store.RunCounts, len(q.intervals))})
 	}
-	out := &platformv1.QueryMetricsResponse{}
-	more := false
-	for _, m := range req.GetMetrics() {
-		count := metricCounts[m]
-		last := func(se *series) int64 { return count(se.counts[len(se.counts)-1]) }
-		list := slices.Clone(all)
-		slices.SortStableFunc(list, func(a, b *series) int {
-			for _, o := range orderBy {
-				var c int
-				if o.Field == "value" {
-					c = cmp.Compare(last(a), last(b))
-				} else {
-					c = cmp.Compare(a.tags[o.Field], b.tags[o.Field])
-				}
-				if o.Desc {
-					c = -c
-				}
-				if c != 0 {
-					return c
-				}
+	return all
+}
+
+// result is the page of metric m over the series all, ordered; more: the
+// page was cut.
+func (q *metricsQuery) result(m string, all []*metricSeries) (res *platformv1.MetricResult, more bool) {
+	count := metricCounts[m]
+	last := func(se *metricSeries) int64 { return count(se.counts[len(se.counts)-1]) }
+	list := slices.Clone(all)
+	slices.SortStableFunc(list, func(a, b *metricSeries) int {
+		for _, o := range q.orderBy {
+			var c int
+			if o.Field == "value" {
+				c = cmp.Compare(last(a), last(b))
+			} else {
+				c = cmp.Compare(a.tags[o.Field], b.tags[o.Field])
 			}
-			return cmp.Compare(a.key, b.key)
-		})
-		if offset < len(list) {
-			list = list[offset:]
-		} else {
-			list = nil
-		}
-		if size > 0 && len(list) > size {
-			list, more = list[:size], true
-		}
-		res := &platformv1.MetricResult{Metric: m, Interval: iv, Aggregation: agg, Series: []*platformv1.MetricSeries{}}
-		for _, se := range list {
-			ms := &platformv1.MetricSeries{Tags: se.tags}
-			for i, p := range intervals {
-				ms.Points = append(ms.Points, &platformv1.MetricDataPoint{StartTime: timestamppb.New(p.Start), Value: float64(count(se.counts[i])), WindowLabel: p.label})
+			if o.Desc {
+				c = -c
 			}
-			res.Series = append(res.Series, ms)
+			if c != 0 {
+				return c
+			}
 		}
-		out.Results = append(out.Results, res)
+		return cmp.Compare(a.key, b.key)
+	})
+	if q.offset < len(list) {
+		list = list[q.offset:]
+	} else {
+		list = nil
 	}
-	if more {
-		out.NextPageToken = pagination.Encode(bind, []string{strconv.Itoa(offset + size)})
+	if q.size > 0 && len(list) > q.size {
+		list, more = list[:q.size], true
 	}
-	return out, nil
+	res = &platformv1.MetricResult{Metric: m, Interval: q.iv, Aggregation: q.agg, Series: []*platformv1.MetricSeries{}}
+	for _, se := range list {
+		ms := &platformv1.MetricSeries{Tags: se.tags}
+		for i, p := range q.intervals {
+			ms.Points = append(ms.Points, &platformv1.MetricDataPoint{StartTime: timestamppb.New(p.Start), Value: float64(count(se.counts[i])), WindowLabel: p.label})
+		}
+		res.Series = append(res.Series, ms)
+	}
+	return res, more
 }

@@ -8,14 +8,13 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/proserun/prose/engine"
 	legacyv1 "github.com/proserun/prose/gen/prose/legacy/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/lang"
-	"github.com/proserun/prose/lang/protovalue"
+	"github.com/proserun/prose/internal/codec"
+	"github.com/proserun/prose/internal/codec/protovalue"
+	"github.com/proserun/prose/internal/engine"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
@@ -60,50 +59,20 @@ func visible(ctx context.Context, org string) bool {
 	return c == "" || c == org
 }
 
-// plainToValue converts one plain JSON value (struct form) to a Value.
-func plainToValue(v *structpb.Value) (*platformv1.Value, error) {
-	b, err := protojson.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	lv, err := lang.DecodePlain(b)
-	if err != nil {
-		return nil, err
-	}
-	return protovalue.ToProto(lv)
-}
-
-// valueToPlain converts a Value to its plain JSON form (struct form).
-func valueToPlain(v *platformv1.Value) (*structpb.Value, error) {
-	lv, err := protovalue.FromProto(v)
-	if err != nil {
-		return nil, err
-	}
-	b, err := lang.AppendPlain(nil, lv)
-	if err != nil {
-		return nil, err
-	}
-	out := &structpb.Value{}
-	if err := protojson.Unmarshal(b, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
 // plainOutputs returns a completed run's outputs as plain JSON values, by
 // output name, with the names sorted.
 func plainOutputs(r store.Run) (map[string]*structpb.Value, []string, error) {
 	if r.State != store.RunCompleted {
 		return nil, nil, nil
 	}
-	outs, err := engine.DecodeOutputs(r)
+	outs, err := codec.DecodeOutputs(r)
 	if err != nil {
 		return nil, nil, err
 	}
 	m := make(map[string]*structpb.Value, len(outs))
 	names := make([]string, 0, len(outs))
 	for name, v := range outs {
-		p, err := valueToPlain(v)
+		p, err := protovalue.ToPlain(v)
 		if err != nil {
 			return nil, nil, fmt.Errorf("output %q: %w", name, err)
 		}
@@ -190,7 +159,7 @@ func (s *LegacyV1) Invoke(ctx context.Context, req *legacyv1.InvokeRequest) (*le
 			inputs[name] = &platformv1.Value{Kind: &platformv1.Value_List{List: files}}
 			continue
 		}
-		pv, err := plainToValue(v)
+		pv, err := protovalue.FromPlain(v)
 		if err != nil {
 			return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("parameter %q: %v", name, err), transport.Violation(name, err.Error()))
 		}

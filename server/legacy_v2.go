@@ -10,9 +10,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/proserun/prose/engine"
 	legacyv2 "github.com/proserun/prose/gen/prose/legacy/v2"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/codec/protovalue"
+	"github.com/proserun/prose/internal/engine"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 )
@@ -228,7 +229,7 @@ func v2Inputs(v *structpb.Value) (map[string]*platformv1.Value, error) {
 		return out, nil
 	case *structpb.Value_StructValue:
 		for name, x := range k.StructValue.GetFields() {
-			pv, err := plainToValue(x)
+			pv, err := protovalue.FromPlain(x)
 			if err != nil {
 				return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("inputs.%s: %v", name, err), transport.Violation("inputs."+name, err.Error()))
 			}
@@ -251,7 +252,7 @@ func v2Inputs(v *structpb.Value) (map[string]*platformv1.Value, error) {
 			if val == nil {
 				val = structpb.NewNullValue()
 			}
-			pv, err := plainToValue(val)
+			pv, err := protovalue.FromPlain(val)
 			if err != nil {
 				return nil, transport.InvalidArgument(ReasonInvalidField, fmt.Sprintf("%s.value: %v", field, err), transport.Violation(field+".value", err.Error()))
 			}

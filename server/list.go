@@ -3,7 +3,7 @@ package server
 import (
 	"context"
 
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
 )

@@ -10,9 +10,10 @@ import (
 	"google.golang.org/genproto/googleapis/type/timeofday"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/proserun/prose/agent"
-	"github.com/proserun/prose/engine/schedule"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	"github.com/proserun/prose/internal/agent"
+	"github.com/proserun/prose/internal/codec"
+	"github.com/proserun/prose/internal/engine/schedule"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/migratetest"
 )
@@ -229,10 +230,10 @@ func TestRowsOfVersion21ReadBack(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if api, err := configFromEngine(cfg); err != nil || !proto.Equal(api, sched) {
+		if api, err := codec.ScheduleConfigFromStored(cfg); err != nil || !proto.Equal(api, sched) {
 			t.Fatalf("schedule reads back as %v (%v), want %v", api, err, sched)
 		}
-		if now, err := configToEngine(sched); err != nil {
+		if now, err := codec.ScheduleConfigToStored(sched); err != nil {
 			t.Fatal(err)
 		} else if b, err := schedule.EncodeConfig(now); err != nil || string(b) != string(sc.Config) {
 			t.Fatalf("a schedule written today differs from the kept one (%v)", err)

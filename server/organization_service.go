@@ -9,10 +9,10 @@ import (
 	expr "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/internal/aipfilter"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/aipfilter"
 	"github.com/proserun/prose/store/sqlfilter"
 )
 
@@ -40,7 +40,19 @@ func (s *OrganizationService) GetOrganization(ctx context.Context, req *platform
 	if err != nil {
 		return nil, orgStatus(err, req.GetOrganizationId())
 	}
-	return organizationProto(o), nil
+	out := organizationProto(o)
+	// The owner is the member who has held the organization role owner
+	// longest (the one who made it, unless it was handed on).
+	owners, err := s.st.ListOrganizationUsers(ctx, store.ListOrganizationUsersRequest{OrganizationID: o.ID, PageSize: 1,
+		Filter:  store.And{store.Cond{Field: "role", Op: store.OpEq, Value: "owner"}, store.Cond{Field: "role_scope", Op: store.OpEq, Value: "organization"}},
+		OrderBy: store.OrderBy{{Field: "created_time"}}})
+	if err != nil {
+		return nil, err
+	}
+	if len(owners.Items) > 0 {
+		out.OwnerDisplayName, out.OwnerEmail = owners.Items[0].User.DisplayName, owners.Items[0].User.Email
+	}
+	return out, nil
 }
 
 // ListCurrentUserOrganizations lists the organizations the caller can act
@@ -168,7 +180,8 @@ func (s *OrganizationService) ListOrganizationRoles(ctx context.Context, req *pl
 	return &platformv1.ListOrganizationRolesResponse{NextPageToken: page.NextPageToken, Roles: mapAll(page.Items, roleProto)}, nil
 }
 
-// ListOrganizationInvites lists the invitations to the organization itself.
+// ListOrganizationInvites lists every pending invitation of the organization:
+// to the organization itself and to each of its workspaces.
 func (s *OrganizationService) ListOrganizationInvites(ctx context.Context, req *platformv1.ListOrganizationInvitesRequest) (*platformv1.ListOrganizationInvitesResponse, error) {
 	org := req.GetOrganizationId()
 	lp, err := parsePage(req)
@@ -176,7 +189,7 @@ func (s *OrganizationService) ListOrganizationInvites(ctx context.Context, req *
 		return nil, err
 	}
 	page, err := listInOrganization(ctx, s.st, org, func() (store.Page[store.Invitation], error) {
-		return s.st.ListInvitations(ctx, org, "", lp.Size, lp.Token)
+		return s.st.ListOrganizationInvitations(ctx, org, lp.Size, lp.Token)
 	})
 	if err != nil {
 		return nil, err

@@ -1,25 +1,24 @@
 package server
 
 import (
-	"errors"
 	"strconv"
 
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/lang/protovalue"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/codec"
+	"github.com/proserun/prose/internal/engine"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/store"
 )
 
 // Rendering between the engine's own types and the platform API: runs and
 // stages out, guidance and invocations in. The engine never sees an API
-// message but the values it keeps (platform Values, see engine.RunData).
+// message but the values it keeps (platform Values, see codec.RunData).
 
 // RunToProto renders a stored run as the platform's Run resource.
 func RunToProto(r store.Run) (*platformv1.Run, error) {
-	d, err := engine.DecodeRun(r)
+	d, err := codec.DecodeRun(r)
 	if err != nil {
 		return nil, err
 	}
@@ -43,6 +42,7 @@ func RunToProto(r store.Run) (*platformv1.Run, error) {
 		StageVersion:    strconv.FormatInt(r.StageVersion, 10),
 		UserInputs:      d.Inputs,
 		State:           &platformv1.RunState{UpdateTime: timestamppb.New(r.StateTime)},
+		RunNumber:       r.Number,
 	}
 	if r.PreviousRun != "" {
 		out.PreviousRun = names.Run(r.OrganizationID, r.WorkspaceID, r.AutomationID, r.PreviousRun)
@@ -100,25 +100,5 @@ func manualInvocation(userID string) *engine.Invocation {
 // language cannot hold make unreadable guidance, which the engine reports
 // (as INVALID_ARGUMENT) once it has found the exception pending.
 func guidanceFromProto(req *platformv1.ResolveExceptionRequest) engine.Guidance {
-	switch k := req.GetGuidance().(type) {
-	case *platformv1.ResolveExceptionRequest_ProvideValues:
-		vals, err := protovalue.MapFromProto(k.ProvideValues.GetValues())
-		if err != nil {
-			return engine.Guidance{Unreadable: err}
-		}
-		return engine.Guidance{Kind: engine.GuidanceProvideValues, Values: vals}
-	case *platformv1.ResolveExceptionRequest_Skip:
-		return engine.Guidance{Kind: engine.GuidanceSkip}
-	case *platformv1.ResolveExceptionRequest_Retry:
-		return engine.Guidance{Kind: engine.GuidanceRetry}
-	case *platformv1.ResolveExceptionRequest_ReplaceStep:
-		return engine.Guidance{Kind: engine.GuidanceReplaceStep, Code: k.ReplaceStep.GetCode()}
-	case *platformv1.ResolveExceptionRequest_Answer:
-		v, err := protovalue.FromProto(k.Answer.GetValue())
-		if err != nil {
-			return engine.Guidance{Unreadable: err}
-		}
-		return engine.Guidance{Kind: engine.GuidanceAnswer, Answer: v}
-	}
-	return engine.Guidance{Unreadable: errors.New("no guidance given")}
+	return engine.GuidanceOf(codec.ResolveGuidance(req))
 }

@@ -7,17 +7,14 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/codec"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
 	"github.com/proserun/prose/store/sqlfilter"
 )
-
-// ReasonRevisionNotFound is the reason of a revision that does not exist.
-const ReasonRevisionNotFound = errorsv1.ErrorReason_ERROR_REASON_REVISION_NOT_FOUND
 
 // LatestRevision is the alternate id of an automation's newest revision.
 const LatestRevision = "latest"
@@ -72,6 +69,9 @@ func revisionProto(a store.Automation, v store.AutomationRevision) (*platformv1.
 	// automation's version.
 	if v.Version == a.Version {
 		out.AlternateIds = []string{LatestRevision}
+	}
+	if out.PublishCheck, err = codec.DecodePublishCheck(v.PublishCheck); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -9,9 +9,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/codec"
+	"github.com/proserun/prose/internal/engine"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
@@ -49,20 +50,42 @@ func (s *RunHistoryService) ListRunEvents(ctx context.Context, req *platformv1.L
 	if err != nil {
 		return nil, err
 	}
-	page, err := s.runs.st.ListRunEvents(ctx, store.ListRunEventsRequest{RunID: r.ID, Filter: lp.Filter, PageSize: lp.Size, PageToken: lp.Token})
+	req2 := store.ListRunEventsRequest{RunID: r.ID, Filter: lp.Filter, PageSize: lp.Size, PageToken: lp.Token}
+	page, err := s.runs.st.ListRunEvents(ctx, req2)
 	if err != nil {
 		return nil, storeStatus(err, ReasonRunNotFound, ReasonRunNotFound, names.Run(org, ws, automation, id))
 	}
 	out := &platformv1.ListRunEventsResponse{NextPageToken: page.NextPageToken}
 	rr := runEventRenderer{run: r}
-	for _, e := range page.Items {
-		ev, err := rr.render(e)
+	for i, e := range page.Items {
+		evs, err := rr.render(e)
 		if err != nil {
 			return nil, err
 		}
-		out.RunEvents = append(out.RunEvents, ev)
+		out.RunEvents = append(out.RunEvents, evs...)
+		if len(out.RunEvents) >= lp.Size && i+1 < len(page.Items) {
+			// the entries' facts filled the page: it ends after this
+			// entry (in full), the next one starts past it
+			if err := s.cutPage(ctx, req2, i+1, out); err != nil {
+				return nil, storeStatus(err, ReasonRunNotFound, ReasonRunNotFound, names.Run(org, ws, automation, id))
+			}
+			return out, nil
+		}
 	}
 	return out, nil
+}
+
+// cutPage ends the page out after its first n stored entries: the store's
+// page of n entries from the same token gives the token past them (a run's
+// entries are only ever appended, in the order of their ids).
+func (s *RunHistoryService) cutPage(ctx context.Context, req store.ListRunEventsRequest, n int, out *platformv1.ListRunEventsResponse) error {
+	req.PageSize = n
+	page, err := s.runs.st.ListRunEvents(ctx, req)
+	if err != nil {
+		return err
+	}
+	out.NextPageToken = page.NextPageToken
+	return nil
 }
 
 // GetExecutionOutputs gets the outputs of a completed run with their
@@ -79,7 +102,7 @@ func (s *RunHistoryService) GetExecutionOutputs(ctx context.Context, req *platfo
 			fmt.Sprintf("execution %q is %s: its outputs are known once it has completed", id, apiRunState(r.State)),
 			map[string]string{"resource_name": names.Run(org, ws, r.AutomationID, r.ID)})
 	}
-	outs, err := engine.DecodeOutputs(r)
+	outs, err := codec.DecodeOutputs(r)
 	if err != nil {
 		return nil, err
 	}
@@ -104,16 +127,24 @@ type runEventRenderer struct {
 	run store.Run
 }
 
-func (rr runEventRenderer) render(e store.RunEvent) (*platformv1.RunEvent, error) {
+// render renders one stored entry: one event, or one per fact of an entry
+// of facts.
+func (rr runEventRenderer) render(e store.RunEvent) ([]*platformv1.RunEvent, error) {
+	one := func(ev *platformv1.RunEvent, err error) ([]*platformv1.RunEvent, error) {
+		if err != nil {
+			return nil, err
+		}
+		return []*platformv1.RunEvent{ev}, nil
+	}
 	switch e.Kind {
 	case store.RunEventState:
-		return rr.stateEvent(e)
+		return one(rr.stateEvent(e))
 	case store.RunEventException:
-		return rr.exceptionEvent(e)
+		return one(rr.exceptionEvent(e))
 	case store.RunEventEngine:
-		return rr.engineEvent(e)
+		return rr.engineEvents(e)
 	case store.RunEventControl:
-		return rr.controlEvent(e), nil
+		return one(rr.controlEvent(e), nil)
 	}
 	return nil, fmt.Errorf("run %s: a history entry of kind %q", rr.run.ID, e.Kind)
 }
@@ -151,7 +182,7 @@ func (rr runEventRenderer) stateEvent(e store.RunEvent) (*platformv1.RunEvent, e
 		outs := map[string]*platformv1.Value{}
 		if r.State == store.RunCompleted {
 			var err error
-			if outs, err = engine.DecodeOutputs(r); err != nil {
+			if outs, err = codec.DecodeOutputs(r); err != nil {
 				return nil, err
 			}
 		}
@@ -192,7 +223,7 @@ func (rr runEventRenderer) exceptionEvent(e store.RunEvent) (*platformv1.RunEven
 			j.ExtraMetadata["resolver"] = textValue(e.Reason)
 		}
 		if len(e.Data) > 0 {
-			g, err := engine.DecodeGuidanceView(e.Data)
+			g, err := codec.DecodeGuidanceView(e.Data)
 			if err != nil {
 				return nil, err
 			}
@@ -236,16 +267,42 @@ func (rr runEventRenderer) controlEvent(e store.RunEvent) *platformv1.RunEvent {
 	return &platformv1.RunEvent{Event: &platformv1.RunEvent_ExecutionJournal{ExecutionJournal: j}}
 }
 
-// engineEvent: a say (node_executed, node_kind Say, the line as output
+// engineEvents: a say (node_executed, node_kind Say, the line as output
 // "text"), a book call (FunctionCall, with book_function_call), a run
-// started (StartRun, the run's name as output "run"), the end of what the
-// history records (HistoryTruncated).
-func (rr runEventRenderer) engineEvent(e store.RunEvent) (*platformv1.RunEvent, error) {
-	r := rr.run
-	h, err := engine.DecodeHistoryEvent(e.Data)
+// started (StartRun, the run's name as output "run"), a fact set (SetFact),
+// the end of what the history records (HistoryTruncated).
+func (rr runEventRenderer) engineEvents(e store.RunEvent) ([]*platformv1.RunEvent, error) {
+	h, err := codec.DecodeHistoryEvent(e.Data)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: history entry %d: %w", r.ID, e.ID, err)
+		return nil, fmt.Errorf("run %s: history entry %d: %w", rr.run.ID, e.ID, err)
 	}
+	if len(h.Facts) > 0 {
+		return rr.factEvents(e, h.Facts), nil
+	}
+	return []*platformv1.RunEvent{rr.engineEvent(e, h)}, nil
+}
+
+// factEvents: each fact of an entry of facts (SetFact, at its statement):
+// its name in extra_metadata "fact", its kind in "kind", its value as the
+// output of that name unless it was too large to keep ("truncated").
+func (rr runEventRenderer) factEvents(e store.RunEvent, facts []codec.FactEvent) []*platformv1.RunEvent {
+	out := make([]*platformv1.RunEvent, len(facts))
+	for i, f := range facts {
+		j := rr.journal(e)
+		j.ExtraMetadata = map[string]*platformv1.Value{"fact": textValue(f.Name), "kind": textValue(f.Kind)}
+		if len(f.Values) == 0 {
+			j.ExtraMetadata["truncated"] = &platformv1.Value{Kind: &platformv1.Value_BoolValue{BoolValue: true}}
+		}
+		n := &platformv1.NodeExecuted{CodeLocation: &platformv1.Location{StartByte: f.Start, EndByte: f.End}, NodeKind: e.NodeKind, Outputs: f.Values}
+		j.Event = &platformv1.ExecutionJournal_NodeExecuted{NodeExecuted: n}
+		out[i] = &platformv1.RunEvent{Event: &platformv1.RunEvent_ExecutionJournal{ExecutionJournal: j}}
+	}
+	return out
+}
+
+// engineEvent renders an engine entry other than facts.
+func (rr runEventRenderer) engineEvent(e store.RunEvent, h codec.HistoryEvent) *platformv1.RunEvent {
+	r := rr.run
 	j := rr.journal(e)
 	loc := &platformv1.Location{StartByte: e.Location.Start, EndByte: e.Location.End}
 	n := &platformv1.NodeExecuted{CodeLocation: loc, NodeKind: e.NodeKind}
@@ -288,7 +345,7 @@ func (rr runEventRenderer) engineEvent(e store.RunEvent) (*platformv1.RunEvent, 
 		j.ExtraMetadata = map[string]*platformv1.Value{"history_limit": textValue(strconv.FormatInt(h.TruncatedAt, 10))}
 	}
 	j.Event = &platformv1.ExecutionJournal_NodeExecuted{NodeExecuted: n}
-	return &platformv1.RunEvent{Event: &platformv1.RunEvent_ExecutionJournal{ExecutionJournal: j}}, nil
+	return &platformv1.RunEvent{Event: &platformv1.RunEvent_ExecutionJournal{ExecutionJournal: j}}
 }
 
 // valueTypeOf is the type of an output value: a scalar, a list of its

@@ -2,12 +2,11 @@ package server
 
 import (
 	"context"
-	"errors"
 	"strings"
 
-	"github.com/proserun/prose/engine"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/engine"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
@@ -30,11 +29,8 @@ func NewRunService(st store.Store, eng *engine.Engine) *RunService {
 // continue from a state that does not allow it) is FAILED_PRECONDITION
 // RUN_STATE_CONFLICT.
 func runErr(err error, org, ws, automation, id string) error {
-	if errors.Is(err, store.ErrFailedPrecondition) {
-		return transport.FailedPrecondition(ReasonRunStateConflict, withoutSentinel(err, store.ErrFailedPrecondition),
-			map[string]string{"resource_name": names.Run(org, ws, automation, id)})
-	}
-	return storeStatus(err, ReasonRunNotFound, ReasonRunNotFound, names.Run(org, ws, automation, id))
+	return storeErrors{name: names.Run(org, ws, automation, id), notFound: ReasonRunNotFound, exists: ReasonRunNotFound,
+		precondition: ReasonRunStateConflict}.status(err)
 }
 
 // getRun finds a run; automation "-" finds it in any automation of the

@@ -8,21 +8,12 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/proserun/prose/engine"
-	"github.com/proserun/prose/engine/schedule"
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
-	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/codec"
+	"github.com/proserun/prose/internal/engine/schedule"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
-)
-
-// Error reasons of the schedule service.
-const (
-	ReasonScheduleNotFound = errorsv1.ErrorReason_ERROR_REASON_SCHEDULE_NOT_FOUND
-	ReasonScheduleExists   = errorsv1.ErrorReason_ERROR_REASON_SCHEDULE_ALREADY_EXISTS
-	ReasonInvalidSchedule  = errorsv1.ErrorReason_ERROR_REASON_INVALID_SCHEDULE
 )
 
 // NextRunTimesShown is how many next_run_times a schedule shows.
@@ -67,7 +58,7 @@ func parseConfig(s *platformv1.AutomationSchedule) (*schedule.Calendar, []byte, 
 	if s == nil {
 		return nil, nil, transport.InvalidArgument(transport.ReasonRequiredFieldMissing, "schedule is required", transport.Violation("schedule", "required"))
 	}
-	cfg, err := configToEngine(s.GetConfig())
+	cfg, err := codec.ScheduleConfigToStored(s.GetConfig())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,24 +77,6 @@ func parseConfig(s *platformv1.AutomationSchedule) (*schedule.Calendar, []byte, 
 	return cal, b, nil
 }
 
-// configToEngine reads the API's schedule configuration as the engine's
-// (prose.persist.v1.ScheduleConfig mirrors it field by field with the same
-// numbers: TestPersistValueMirrorsPlatformValue); nil stays nil (schedule.Parse says
-// it is required).
-func configToEngine(cfg *platformv1.ScheduleConfig) (*persistv1.ScheduleConfig, error) {
-	if cfg == nil {
-		return nil, nil
-	}
-	out := &persistv1.ScheduleConfig{}
-	return out, engine.Mirror(out, cfg)
-}
-
-// configFromEngine renders the engine's configuration as the API's.
-func configFromEngine(cfg *persistv1.ScheduleConfig) (*platformv1.ScheduleConfig, error) {
-	out := &platformv1.ScheduleConfig{}
-	return out, engine.Mirror(out, cfg)
-}
-
 // scheduleProto renders a stored schedule as of now.
 func (s *ScheduleService) scheduleProto(sc store.Schedule) (*platformv1.AutomationSchedule, error) {
 	cfg, err := schedule.DecodeConfig(sc.Config)
@@ -114,7 +87,7 @@ func (s *ScheduleService) scheduleProto(sc store.Schedule) (*platformv1.Automati
 	if err != nil {
 		return nil, err
 	}
-	apiCfg, err := configFromEngine(cfg)
+	apiCfg, err := codec.ScheduleConfigFromStored(cfg)
 	if err != nil {
 		return nil, err
 	}

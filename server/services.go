@@ -15,7 +15,7 @@ import (
 // Services holds one implementation per gRPC service. A nil member is
 // registered as its generated Unimplemented server, so every RPC of the
 // contract is routed and answers UNIMPLEMENTED (naming the method) until it is
-// built. README.md keeps the table of what is implemented.
+// built. docs/api.md keeps the table of what is implemented.
 type Services struct {
 	Runs          platformv1.RunServiceServer
 	RunHistory    platformv1.RunHistoryServiceServer
@@ -33,6 +33,7 @@ type Services struct {
 	GuideEntries  platformv1.GuideEntryServiceServer
 	Revisions     platformv1.AutomationRevisionServiceServer
 	Insights      platformv1.InsightsServiceServer
+	Tests         platformv1.AutomationTestServiceServer
 	Connections   bookv1.ConnectionServiceServer
 	LegacyV1      legacyv1.LegacyServiceServer
 	LegacyV2      legacyv2.LegacyServiceServer
@@ -83,6 +84,9 @@ type (
 	}
 	unimplementedInsights struct {
 		platformv1.UnimplementedInsightsServiceServer
+	}
+	unimplementedTests struct {
+		platformv1.UnimplementedAutomationTestServiceServer
 	}
 	unimplementedBooks struct {
 		bookv1.UnimplementedBookServiceServer
@@ -145,6 +149,9 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	if sv.Insights == nil {
 		sv.Insights = unimplementedInsights{}
 	}
+	if sv.Tests == nil {
+		sv.Tests = unimplementedTests{}
+	}
 	if sv.Books == nil {
 		sv.Books = unimplementedBooks{}
 	}
@@ -172,6 +179,7 @@ func (sv Services) Register(s grpc.ServiceRegistrar) {
 	platformv1.RegisterGuideEntryServiceServer(s, sv.GuideEntries)
 	platformv1.RegisterAutomationRevisionServiceServer(s, sv.Revisions)
 	platformv1.RegisterInsightsServiceServer(s, sv.Insights)
+	platformv1.RegisterAutomationTestServiceServer(s, sv.Tests)
 	bookv1.RegisterBookServiceServer(s, sv.Books)
 	bookv1.RegisterConnectionServiceServer(s, sv.Connections)
 	legacyv1.RegisterLegacyServiceServer(s, sv.LegacyV1)

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,22 +15,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/proserun/prose/engine"
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
-	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
+	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/books"
+	"github.com/proserun/prose/internal/codec"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/sqlfilter"
-)
-
-// Error reasons of the trigger service.
-const (
-	ReasonTriggerInstanceNotFound = errorsv1.ErrorReason_ERROR_REASON_TRIGGER_INSTANCE_NOT_FOUND
-	ReasonTriggerInstanceExists   = errorsv1.ErrorReason_ERROR_REASON_TRIGGER_INSTANCE_ALREADY_EXISTS
-	ReasonTriggerBookUnknown      = errorsv1.ErrorReason_ERROR_REASON_TRIGGER_BOOK_UNKNOWN
-	ReasonInvalidTrigger          = errorsv1.ErrorReason_ERROR_REASON_INVALID_TRIGGER
 )
 
 // Limits of triggers (README, "Triggers").
@@ -43,72 +36,49 @@ const (
 )
 
 // WebhookBook is the built-in trigger book of inbound webhooks.
-const WebhookBook = "webhook"
+const WebhookBook = books.WebhookBookName
 
 // TriggerService implements prose.platform.v1.TriggerService.
 type TriggerService struct {
 	platformv1.UnimplementedTriggerServiceServer
 	st store.Store
+	// books finds the book an instance is made on.
+	books TriggerBooks
 	// PublicURL is the public origin of the HTTP side, for the endpoints of
 	// webhooks ("": the endpoint is a path).
 	PublicURL string
+	// Messages tells why a message trigger instance has no subscription on
+	// this replica (MessageTriggers.Failure); nil: message instances show
+	// ready.
+	Messages interface {
+		Failure(org, ws, id string) (string, bool)
+	}
 }
 
-// NewTriggerService returns the trigger service.
-func NewTriggerService(st store.Store) *TriggerService { return &TriggerService{st: st} }
+// TriggerBooks finds books (books.Registry has it).
+type TriggerBooks interface {
+	Book(ctx context.Context, ws books.Workspace, name, version string) (*bookv1.Book, error)
+	IsBuiltin(name, version string) bool
+}
+
+// NewTriggerService returns the trigger service; instances are made on the
+// trigger books of reg.
+func NewTriggerService(st store.Store, reg TriggerBooks) *TriggerService {
+	return &TriggerService{st: st, books: reg}
+}
 
 func triggerInstanceName(org, ws, id string) string { return names.TriggerInstance(org, ws, id) }
 
 // encodeTriggerConfig encodes what a trigger instance keeps beyond its
-// columns as a prose.persist.v1.TriggerConfig (the stored shape, private to
-// Prose: a change to the public TriggerInstance is never a data migration).
+// columns (codec.EncodeTriggerConfig: the stored shape, private to Prose,
+// so a change to the public TriggerInstance is never a data migration).
 func encodeTriggerConfig(cfg map[string]*platformv1.BdkValue, filter *platformv1.Expression) ([]byte, error) {
-	out := &persistv1.TriggerConfig{}
-	if len(cfg) > 0 {
-		out.Configuration = make(map[string]*persistv1.BdkValue, len(cfg))
-		for k, v := range cfg {
-			p := &persistv1.BdkValue{}
-			if err := engine.Mirror(p, v); err != nil {
-				return nil, err
-			}
-			out.Configuration[k] = p
-		}
-	}
-	if filter != nil {
-		out.FilterExpression = &persistv1.Expression{}
-		if err := engine.Mirror(out.FilterExpression, filter); err != nil {
-			return nil, err
-		}
-	}
-	return proto.MarshalOptions{Deterministic: true}.Marshal(out)
+	return codec.EncodeTriggerConfig(cfg, filter)
 }
 
-// decodeTriggerConfig reads what encodeTriggerConfig wrote back as the
-// platform's configuration and filter (in a TriggerInstance holding only
-// those two).
+// decodeTriggerConfig reads what encodeTriggerConfig wrote.
 func decodeTriggerConfig(b []byte) (*platformv1.TriggerInstance, error) {
-	in := &persistv1.TriggerConfig{}
-	if err := proto.Unmarshal(b, in); err != nil {
-		return nil, err
-	}
-	out := &platformv1.TriggerInstance{}
-	if len(in.GetConfiguration()) > 0 {
-		out.Configuration = make(map[string]*platformv1.BdkValue, len(in.GetConfiguration()))
-		for k, p := range in.GetConfiguration() {
-			v := &platformv1.BdkValue{}
-			if err := engine.Mirror(v, p); err != nil {
-				return nil, err
-			}
-			out.Configuration[k] = v
-		}
-	}
-	if in.GetFilterExpression() != nil {
-		out.FilterExpression = &platformv1.Expression{}
-		if err := engine.Mirror(out.FilterExpression, in.GetFilterExpression()); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return codec.DecodeTriggerConfig(b)
 }
 
 // WebhookPath is the path that delivers events to a webhook instance.
@@ -129,10 +99,16 @@ func (s *TriggerService) triggerInstanceProto(t store.TriggerInstance, withSecre
 			Reason: "accepting deliveries", LastUpdated: t.UpdateTime.UTC().Format(time.RFC3339Nano),
 		},
 	}
+	if _, ok := messageBooks[t.BookName]; ok && s.Messages != nil {
+		if why, failed := s.Messages.Failure(t.OrganizationID, t.WorkspaceID, t.ID); failed {
+			out.Status.State, out.Status.StateCategory = platformv1.TriggerInstanceState_TRIGGER_INSTANCE_STATE_FAILED, platformv1.TriggerInstanceStateCategory_TRIGGER_INSTANCE_STATE_CATEGORY_FAILED
+			out.Status.Reason = "not subscribed: " + why
+		}
+	}
 	if t.BookName == WebhookBook {
 		out.Endpoint = strings.TrimSuffix(s.PublicURL, "/") + WebhookPath(t.OrganizationID, t.WorkspaceID, t.ID)
 	}
-	if withSecret && t.Secret != "" {
+	if withSecret && t.Secret != "" && t.BookName == WebhookBook {
 		if out.Configuration == nil {
 			out.Configuration = map[string]*platformv1.BdkValue{}
 		}
@@ -141,22 +117,51 @@ func (s *TriggerService) triggerInstanceProto(t store.TriggerInstance, withSecre
 	return out, nil
 }
 
+// triggerBook checks the book, version and connection an instance is made
+// on: the book must be visible in the workspace (NOT_FOUND BOOK_NOT_FOUND),
+// one of the built-in trigger books (INVALID_ARGUMENT TRIGGER_BOOK_UNKNOWN),
+// and the connection one of the workspace's connections of that book and
+// version (NOT_FOUND CONNECTION_NOT_FOUND). It answers the trigger id the
+// book's one trigger has.
+func (s *TriggerService) triggerBook(ctx context.Context, req *platformv1.AddWorkspaceBookConnectionTriggerInstanceRequest) (string, error) {
+	org, ws, name, version := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetBookName(), req.GetBookVersion()
+	b, err := s.books.Book(ctx, books.Workspace{OrganizationID: org, WorkspaceID: ws}, name, version)
+	if err != nil {
+		return "", bookError(err, name, version)
+	}
+	_, isMessage := messageBooks[name]
+	if (name != WebhookBook && !isMessage) || !s.books.IsBuiltin(name, version) || len(b.GetTriggers()) != 1 {
+		return "", transport.InvalidArgument(ReasonTriggerBookUnknown, fmt.Sprintf("book %s version %s is not a trigger book; built in: %s, %s, %s, %s (version %s)",
+			name, version, WebhookBook, NATSBook, RabbitMQBook, MQTTBook, books.TriggerBookVersion), transport.Violation("book_name", "not a trigger book"))
+	}
+	c, err := s.st.GetBookConnection(ctx, org, ws, req.GetConnectionId())
+	if err == nil && (c.BookName != name || c.BookVersion != version) {
+		err = store.ErrNotFound // a connection of another book does not exist here
+	}
+	if err != nil {
+		return "", storeStatus(err, ReasonConnectionNotFound, ReasonConnectionAlreadyExists, names.Workspace(org, ws)+"/connections/"+req.GetConnectionId())
+	}
+	return b.GetTriggers()[0].GetId(), nil
+}
+
 // AddWorkspaceBookConnectionTriggerInstance creates an instance of a
-// built-in trigger book: "webhook" (trigger "webhook"), whose endpoint
-// starts the instance's automations. configuration.secret (text, at least
-// 16 characters) signs deliveries; without it one is generated. The
-// answer shows the secret; later reads do not.
+// built-in trigger book on one of its connections: "webhook" (trigger
+// "webhook"), whose endpoint starts the instance's automations, or a
+// message book (nats, rabbitmq, mqtt; trigger "message").
+// configuration.secret (text, at least 16 characters) signs a webhook's
+// deliveries; without it one is generated. The answer shows the secret;
+// later reads do not.
 func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.Context, req *platformv1.AddWorkspaceBookConnectionTriggerInstanceRequest) (*platformv1.AddWorkspaceBookConnectionTriggerInstanceResponse, error) {
 	org, ws := req.GetOrganizationId(), req.GetWorkspaceId()
-	mb, isMessage := messageBooks[req.GetBookName()]
-	if req.GetBookName() != WebhookBook && !isMessage {
-		return nil, transport.InvalidArgument(ReasonTriggerBookUnknown, fmt.Sprintf("book_name %q is not a trigger book; built in: %s, %s, %s, %s",
-			req.GetBookName(), WebhookBook, NATSBook, RabbitMQBook, MQTTBook), transport.Violation("book_name", "unknown trigger book"))
+	// An unknown workspace is NOT_FOUND before the book is looked at.
+	if _, err := s.st.GetWorkspace(ctx, org, ws); err != nil {
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(org, ws))
 	}
-	want := WebhookBook
-	if isMessage {
-		want = mb.trigger
+	want, err := s.triggerBook(ctx, req)
+	if err != nil {
+		return nil, err
 	}
+	_, isMessage := messageBooks[req.GetBookName()]
 	trig := req.GetTriggerId()
 	if trig == "" {
 		trig = want
@@ -172,6 +177,13 @@ func (s *TriggerService) AddWorkspaceBookConnectionTriggerInstance(ctx context.C
 			return nil, err
 		}
 		cfg = req.GetConfiguration()
+		// A broker URL's credentials are a secret: the URL is kept sealed
+		// (the instance's secret) and the configuration shows it redacted.
+		if u, shown := redactedBrokerURL(cfg["url"].GetTextValue()); shown != "" {
+			cfg = maps.Clone(cfg)
+			cfg["url"] = &platformv1.BdkValue{Kind: &platformv1.BdkValue_TextValue{TextValue: shown}}
+			secret = u
+		}
 	}
 	for k, v := range req.GetConfiguration() {
 		if isMessage {
@@ -233,8 +245,18 @@ func (s *TriggerService) SetAutomationsForTriggerInstance(ctx context.Context, r
 		return nil, transport.InvalidArgument(ReasonInvalidTrigger, fmt.Sprintf("at most %d automations", MaxTriggerAutomations), transport.Violation("automation_ids", "too many"))
 	}
 	var ids []string
-	for _, a := range req.GetAutomationIds() {
-		a = store.LastSegment(a)
+	for i, a := range req.GetAutomationIds() {
+		if strings.Contains(a, "/") {
+			// A full name must name an automation of this workspace: one of
+			// another workspace or organization is not re-read as a local id.
+			o, w, aid, ok := names.ParseAutomation(a)
+			if !ok || o != org || w != ws {
+				return nil, transport.InvalidArgument(ReasonInvalidField,
+					fmt.Sprintf("automation_ids[%d] %q is not an automation of %s", i, a, names.Workspace(org, ws)),
+					transport.Violation(fmt.Sprintf("automation_ids[%d]", i), "not an automation of this workspace"))
+			}
+			a = aid
+		}
 		if slices.Contains(ids, a) {
 			continue
 		}
@@ -277,6 +299,10 @@ func (s *TriggerService) ListWorkspaceTriggerInstances(ctx context.Context, req 
 	f, err := sqlfilter.TriggerInstances.Parse(req.GetFilter())
 	if err != nil {
 		return nil, invalidFromStore(err)
+	}
+	// The store lists an unknown workspace as empty: it must be NOT_FOUND.
+	if _, err := s.st.GetWorkspace(ctx, req.GetOrganizationId(), req.GetWorkspaceId()); err != nil {
+		return nil, storeStatus(err, ReasonWorkspaceNotFound, ReasonWorkspaceExists, names.Workspace(req.GetOrganizationId(), req.GetWorkspaceId()))
 	}
 	list, err := s.st.ListTriggerInstances(ctx, req.GetOrganizationId(), req.GetWorkspaceId(), f)
 	if err != nil {

@@ -14,18 +14,11 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/proserun/prose/engine/outbound"
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/engine/outbound"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server/transport"
 	"github.com/proserun/prose/store"
-)
-
-// Error reasons of the webhook service.
-const (
-	ReasonWebhookNotFound = errorsv1.ErrorReason_ERROR_REASON_WEBHOOK_NOT_FOUND
-	ReasonInvalidWebhook  = errorsv1.ErrorReason_ERROR_REASON_INVALID_WEBHOOK
 )
 
 // MaxWebhookURL bounds the length of a webhook's URL.
@@ -156,19 +149,42 @@ func (s *WebhookService) ListWebhookDeliveries(ctx context.Context, req *platfor
 	}
 	out := &platformv1.ListWebhookDeliveriesResponse{NextPageToken: page.NextPageToken}
 	for _, d := range page.Items {
-		p, err := structpb.NewStruct(outbound.Payload(d))
+		pd, err := deliveryProto(org, ws, id, d)
 		if err != nil {
 			return nil, err
-		}
-		pd := &platformv1.WebhookDelivery{
-			Name: names.Delivery(org, ws, id, d.ID), EventType: d.EventType, Payload: p, State: deliveryStates[d.State],
-			Attempts: int32(d.Attempts), LastStatusCode: int32(d.LastStatusCode), LastError: d.LastError, //nolint:gosec // G115: small counts
-			CreateTime: timestamppb.New(d.CreateTime), UpdateTime: timestamppb.New(d.UpdateTime),
-		}
-		if d.State == store.DeliveryPending {
-			pd.NextAttemptTime = timestamppb.New(d.NextAttemptTime)
 		}
 		out.Deliveries = append(out.Deliveries, pd)
 	}
 	return out, nil
+}
+
+func deliveryProto(org, ws, id string, d store.WebhookDelivery) (*platformv1.WebhookDelivery, error) {
+	p, err := structpb.NewStruct(outbound.Payload(d))
+	if err != nil {
+		return nil, err
+	}
+	pd := &platformv1.WebhookDelivery{
+		Name: names.Delivery(org, ws, id, d.ID), EventType: d.EventType, Payload: p, State: deliveryStates[d.State],
+		Attempts: int32(d.Attempts), LastStatusCode: int32(d.LastStatusCode), LastError: d.LastError, //nolint:gosec // G115: small counts
+		CreateTime: timestamppb.New(d.CreateTime), UpdateTime: timestamppb.New(d.UpdateTime),
+	}
+	if d.State == store.DeliveryPending {
+		pd.NextAttemptTime = timestamppb.New(d.NextAttemptTime)
+	}
+	return pd, nil
+}
+
+// RedeliverWebhookDelivery sends a delivery that succeeded or failed
+// again (pending, due now, attempts from 0, the same id); a pending one is
+// FAILED_PRECONDITION.
+func (s *WebhookService) RedeliverWebhookDelivery(ctx context.Context, req *platformv1.RedeliverWebhookDeliveryRequest) (*platformv1.WebhookDelivery, error) {
+	org, ws, id, did := req.GetOrganizationId(), req.GetWorkspaceId(), req.GetWebhookId(), req.GetDeliveryId()
+	if _, err := s.st.GetWebhook(ctx, org, ws, id); err != nil {
+		return nil, storeStatus(err, ReasonWebhookNotFound, ReasonWebhookNotFound, webhookName(org, ws, id))
+	}
+	d, err := s.st.RedeliverWebhookDelivery(ctx, org, ws, id, did)
+	if err != nil {
+		return nil, storeStatus(err, ReasonWebhookDeliveryNotFound, ReasonWebhookDeliveryNotFound, names.Delivery(org, ws, id, did))
+	}
+	return deliveryProto(org, ws, id, d)
 }

@@ -1,17 +1,14 @@
 package server
 
 import (
-	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 
 	"context"
 	"errors"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
@@ -19,81 +16,6 @@ import (
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
 )
-
-// Reasons of the identity services' errors.
-const (
-	ReasonOrganizationNotFound = errorsv1.ErrorReason_ERROR_REASON_ORGANIZATION_NOT_FOUND
-	ReasonWorkspaceNotFound    = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_NOT_FOUND
-	ReasonWorkspaceExists      = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_ALREADY_EXISTS
-	ReasonUserNotFound         = errorsv1.ErrorReason_ERROR_REASON_USER_NOT_FOUND
-	ReasonMemberNotFound       = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_USER_NOT_FOUND
-	ReasonMemberExists         = errorsv1.ErrorReason_ERROR_REASON_WORKSPACE_USER_ALREADY_EXISTS
-	ReasonInvitationNotFound   = errorsv1.ErrorReason_ERROR_REASON_INVITATION_NOT_FOUND
-	ReasonInvitationExists     = errorsv1.ErrorReason_ERROR_REASON_INVITATION_ALREADY_EXISTS
-	ReasonRoleNotFound         = errorsv1.ErrorReason_ERROR_REASON_ROLE_NOT_FOUND
-	ReasonAPIKeyNotFound       = errorsv1.ErrorReason_ERROR_REASON_API_KEY_NOT_FOUND
-	ReasonAPIKeyLimit          = errorsv1.ErrorReason_ERROR_REASON_API_KEY_LIMIT_REACHED
-	ReasonInvalidOrderBy       = errorsv1.ErrorReason_ERROR_REASON_INVALID_ORDER_BY
-	ReasonInvalidField         = errorsv1.ErrorReason_ERROR_REASON_INVALID_FIELD
-	ReasonFailedPrecondition   = errorsv1.ErrorReason_ERROR_REASON_FAILED_PRECONDITION
-	ReasonConflict             = errorsv1.ErrorReason_ERROR_REASON_CONFLICT
-	ReasonStoreUnavailable     = errorsv1.ErrorReason_ERROR_REASON_STORE_UNAVAILABLE
-	ReasonDatabaseUnavailable  = errorsv1.ErrorReason_ERROR_REASON_DATABASE_UNAVAILABLE
-	ReasonRequestIDReused      = errorsv1.ErrorReason_ERROR_REASON_REQUEST_ID_REUSED
-)
-
-// storeStatus maps a store error to a status: ErrNotFound → NOT_FOUND with
-// reason and resource name, ErrAlreadyExists → ALREADY_EXISTS (existsReason),
-// ErrInvalidArgument → INVALID_ARGUMENT, ErrFailedPrecondition →
-// FAILED_PRECONDITION, ErrConflict → ABORTED, ErrResourceExhausted →
-// RESOURCE_EXHAUSTED; anything else stays an internal error (logged, never
-// shown).
-func storeStatus(err error, notFoundReason, existsReason transport.ErrorReason, name string) error {
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, store.ErrNotFound):
-		return transport.NotFound(notFoundReason, name)
-	case errors.Is(err, store.ErrAlreadyExists):
-		return transport.AlreadyExists(existsReason, name)
-	case errors.Is(err, store.ErrInvalidArgument):
-		return invalidFromStore(err)
-	case errors.Is(err, store.ErrFailedPrecondition):
-		return transport.FailedPrecondition(ReasonFailedPrecondition, withoutSentinel(err, store.ErrFailedPrecondition), nil)
-	case errors.Is(err, store.ErrConflict):
-		return transport.Aborted(ReasonConflict, "a concurrent change won; retry")
-	case errors.Is(err, store.ErrResourceExhausted):
-		return transport.ResourceExhausted(ReasonAPIKeyLimit, withoutSentinel(err, store.ErrResourceExhausted))
-	}
-	return err
-}
-
-// withoutSentinel is the store's message without the sentinel's words.
-func withoutSentinel(err, sentinel error) string {
-	s := err.Error()
-	s = strings.TrimPrefix(s, sentinel.Error()+": ")
-	return s
-}
-
-// invalidFromStore maps a store INVALID_ARGUMENT to its status.
-func invalidFromStore(err error) error {
-	msg := withoutSentinel(err, store.ErrInvalidArgument)
-	reason, field := ReasonInvalidField, ""
-	switch {
-	case strings.Contains(msg, "page_token"):
-		reason, field = ReasonInvalidPageToken, "page_token"
-	case strings.Contains(msg, "page_size"):
-		reason, field = ReasonInvalidPageSize, "page_size"
-	case strings.HasPrefix(msg, "filter"):
-		reason, field = ReasonInvalidFilter, "filter"
-	case strings.HasPrefix(msg, "order_by"):
-		reason, field = ReasonInvalidOrderBy, "order_by"
-	}
-	if field == "" {
-		return transport.InvalidArgument(reason, msg)
-	}
-	return transport.InvalidArgument(reason, msg, transport.Violation(field, msg))
-}
 
 // checkedPageSize applies the list rules (0 → 50, > 1000 → 1000, < 0 → INVALID_ARGUMENT).
 func checkedPageSize(n int32) (int, error) {
@@ -206,5 +128,3 @@ func roleProto(r store.Role) *platformv1.Role {
 func invitationProto(inv store.Invitation) *platformv1.UserInvitation {
 	return &platformv1.UserInvitation{Email: inv.Email, InvitationId: inv.ID}
 }
-
-var errStoreUnavailable = transport.NewError(codes.Unavailable, ReasonStoreUnavailable, "no store is configured").Err()

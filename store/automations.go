@@ -73,9 +73,11 @@ var AutomationOrdering = Ordering{
 
 // Automations stores automations.
 type Automations interface {
-	// CreateAutomation inserts a (ID and share ids generated when empty;
-	// Version 1). ErrNotFound if the workspace does not exist;
-	// ErrAlreadyExists if the id is taken in the workspace.
+	// CreateAutomation inserts a (share ids generated when empty; Version
+	// 1). An empty ID becomes the first free of Slug(DisplayName),
+	// slug-2, slug-3, … in the workspace, a create racing another for one
+	// picking again. ErrNotFound if the workspace does not exist;
+	// ErrAlreadyExists if a given id is taken in the workspace.
 	CreateAutomation(ctx context.Context, a Automation) (Automation, error)
 	// GetAutomation returns an automation, soft-deleted ones included.
 	// ErrNotFound if absent.
@@ -116,6 +118,11 @@ type AutomationRevision struct {
 	Details        []byte
 	UserID         string // who saved or published
 	CreateTime     time.Time
+	// Tests are the automation's tests as they stood (see AutomationTests).
+	Tests []AutomationTest
+	// PublishCheck is what the publish that made a published revision
+	// checked (PublishCheckedAutomation; nil: nothing recorded), opaque.
+	PublishCheck []byte
 }
 
 // ListAutomationRevisionsRequest lists the revisions of an automation,

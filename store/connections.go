@@ -76,3 +76,28 @@ type SecretKeys interface {
 	// process stored: concurrent first starts agree).
 	EnsureSecretKey(ctx context.Context, candidate []byte) ([]byte, error)
 }
+
+// Sealer seals and opens secrets (the server's keyring: AES-256-GCM under
+// the first of its keys, opened with whichever sealed them). aad binds a
+// sealed secret to its row, so one copied to another row does not open.
+type Sealer interface {
+	Seal(plain, aad []byte) ([]byte, error)
+	Open(sealed, aad []byte) ([]byte, error)
+	// Current reports whether sealed was sealed with the first key.
+	Current(sealed []byte) bool
+}
+
+// SecretSealing keeps the secret columns of trigger instances (a webhook
+// trigger's HMAC secret, a broker URL with its credentials) and outbound
+// webhooks (their HMAC secret) sealed at rest. Callers read and write
+// them plain: the store seals on write and opens on read.
+type SecretSealing interface {
+	// SetSealer seals the secrets written from now on with s and opens
+	// the ones read with it. Without a sealer, secrets are written plain.
+	SetSealer(s Sealer)
+	// ResealSecrets seals every secret written plain (before sealing
+	// existed) or with a key other than the sealer's first, and returns
+	// how many it sealed. A secret no key opens fails it with
+	// ErrSecretKey.
+	ResealSecrets(ctx context.Context) (int, error)
+}

@@ -31,6 +31,14 @@ var (
 	// CurrentStage found the automation deleted or its stage at another
 	// version than the run's StageVersion. Read the automation again.
 	ErrStageChanged = fmt.Errorf("the automation's stage changed: %w", ErrConflict)
+	// ErrSecretKey: a sealed secret opens with none of the sealer's keys
+	// (a key was removed before every secret was sealed again).
+	ErrSecretKey = errors.New("a stored secret cannot be opened with the configured secret keys")
+	// ErrUnavailable: the database did not answer (restarting, failing
+	// over, refusing connections). The operation may be retried: creates
+	// are idempotent by their request id. The API answers UNAVAILABLE
+	// (HTTP 503 with Retry-After).
+	ErrUnavailable = errors.New("the database is unavailable for a moment")
 )
 
 // FieldError is an ErrInvalidArgument about one field of a request

@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// ExceptionState is the state of an exception.
+// ExceptionState is the state of an exception. The transitions are
+// declared in store/statemachine (docs/state-machine.md):
 //
 //	(created) → PENDING → RESOLVED (terminal; the run continues)
 //	PENDING → ARCHIVED (the run is abandoned: stopped)
@@ -25,9 +26,12 @@ type Exception struct {
 	WorkspaceID    string
 	ID             string
 	RunID          string
-	AutomationID   string
-	Stage          Stage
-	Step           int
+	// RunNumber is the number of its run (store.Run.Number), read with it
+	// (0 on writes, which ignore it).
+	RunNumber    int64
+	AutomationID string
+	Stage        Stage
+	Step         int
 	// Group is the group id ("missing_values", …); "" is ungrouped.
 	Group       string
 	Message     string

@@ -77,7 +77,7 @@ func TestStoreImportsNoPublicProto(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, ok := w.By[importwalk.Module+"gen/prose/persist/v1"]; dirs < 8 || !ok {
+	if _, ok := w.By[importwalk.Module+"store/persist/v1"]; dirs < 8 || !ok {
 		t.Fatalf("walked %d packages and did not reach persist.v1: the walk is broken", dirs)
 	}
 }

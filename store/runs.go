@@ -5,7 +5,8 @@ import (
 	"time"
 )
 
-// RunState is the lifecycle state of a run.
+// RunState is the lifecycle state of a run. The transitions are declared
+// in store/statemachine (docs/state-machine.md); in short:
 //
 //	pending → executing → completed | failed | awaiting_guidance
 //	executing → stopping → stopped          (pause with a reason; the worker's
@@ -84,10 +85,12 @@ type Run struct {
 	// before creating it (it made no book call, so nothing it did is lost
 	// if the creation is not committed), executing (with LeaseOwner and
 	// LeaseExpireTime) for a run the creator's engine executes next. Such a
-	// run is created so only while no run waits in the queue (no pending
-	// run, earlier runs of the same batch included); otherwise it is
-	// created pending, what the creator wrote dropped, and a worker
-	// executes it in its turn. Any other state is ErrInvalidArgument.
+	// run is created so only while no run of its organization waits in the
+	// queue (no pending run of the organization, earlier runs of the same
+	// batch included; other organizations' queues do not hold it back);
+	// otherwise it is created pending, what the creator wrote dropped, and
+	// a worker executes it in its turn. Any other state is
+	// ErrInvalidArgument.
 	State     RunState
 	StateTime time.Time // when State was entered
 	// Reason is the pause reason (stopping, stopped).
@@ -117,6 +120,12 @@ type Run struct {
 	// HistoryEvents is how many entries of the run's history the engine
 	// has recorded (RunEventEngine; the engine bounds them).
 	HistoryEvents int
+	// Number is the run's number in its automation (1, 2, 3, … in the
+	// order of creation; what people call it: "Invoices #42"), given by
+	// the store on create. Dense and unique in the automation, but for a
+	// run whose create lost a race on its request id to a concurrent retry
+	// (PostgreSQL): its number is not used again.
+	Number int64
 	// Events (input to CreateRun(s) only) are the engine's history entries
 	// of a run created completed or failed (what it said); they are dropped
 	// with the rest of its execution when it is created pending instead.
@@ -194,6 +203,13 @@ type RunOutcome struct {
 // give their workers up for turns.
 type FairClaimer interface {
 	ClaimRunsFair(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]Run, error)
+	// ClaimRunsSkipping is ClaimRuns (fair: ClaimRunsFair) that leaves the
+	// pending runs of the organizations in skip in the queue: the engine
+	// skips the organizations holding their share of its workers, so that
+	// the workers it keeps for the others go to the others
+	// (docs/fairness.md). The runs skipped do not count against the window
+	// of a fair claim.
+	ClaimRunsSkipping(ctx context.Context, owner string, max int, leaseUntil time.Time, fair bool, skip []string) ([]Run, error)
 	// HasPendingRuns reports cheaply whether runs wait in the queue (of any
 	// organization).
 	HasPendingRuns(ctx context.Context) (bool, error)
@@ -205,11 +221,24 @@ type QueueStats interface {
 	// CountPendingRuns counts the runs waiting in the queue (one count over
 	// the index runs_pending).
 	CountPendingRuns(ctx context.Context) (int64, error)
+	// CountPendingExceptions counts the exceptions in the PENDING state now,
+	// by workspace, automation and group (one sum over the 30-day rows of
+	// exception_counts, workspace by workspace: its cost grows with the
+	// workspaces and their automations, not with the exceptions). Only
+	// counts above zero are returned, in no particular order.
+	CountPendingExceptions(ctx context.Context) ([]PendingExceptionCount, error)
 	// OnLeasesRecovered makes ClaimRuns and ClaimRunsFair call fn with the
 	// number of executing runs they gave back to the queue (or failed as
 	// poison) because their worker's lease expired: runs taken over from a
 	// worker presumed dead. fn must return at once.
 	OnLeasesRecovered(fn func(n int64))
+}
+
+// PendingExceptionCount is how many exceptions of one automation and group
+// are pending (QueueStats.CountPendingExceptions).
+type PendingExceptionCount struct {
+	OrganizationID, WorkspaceID, AutomationID, Group string
+	N                                                int64
 }
 
 // Progress is where a leased run is; see Runs.SaveProgress.
@@ -294,12 +323,15 @@ type Runs interface {
 	// worker's finish, so a pause and a finish are serialised: see
 	// FinishRun) and the id of the run's newest PENDING exception ("" when
 	// none), and returns the change or an error, returned as is, that
-	// leaves everything unchanged. The engine owns the rules
-	// (engine/transitions.go); the store refuses only what would break a
-	// run: any change of a completed or failed run, and stopping a run that
-	// is not executing (no worker would end it) are ErrFailedPrecondition; a
-	// change to another state than stopping, stopped, pending or
-	// awaiting_guidance (which needs its exception) is ErrInvalidArgument.
+	// leaves everything unchanged. The engine decides (internal/engine,
+	// transitions.go); the store refuses any change that is not a pause or
+	// a continue of the table (store/statemachine): any change of a
+	// completed or failed run, and a change the table does not have from
+	// the run's state (stopping a run that is not executing, which no
+	// worker would end) are ErrFailedPrecondition; a change to a state no
+	// pause or continue enters (not stopping, stopped, pending or
+	// awaiting_guidance), or to awaiting_guidance without its exception, is
+	// ErrInvalidArgument.
 	// The change's actor is written to the run's history (RunEventControl)
 	// before the entry of the state it enters. ErrNotFound if absent (check
 	// is not called). The run is read once: the one returned is the row

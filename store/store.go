@@ -42,11 +42,14 @@ type Store interface {
 	WorkspaceBooks
 	BookConnections
 	SecretKeys
+	SecretSealing
 	ConsoleSessions
 	Schedules
 	Triggers
 	Webhooks
 	GuideEntries
+	AutomationTests
+	Replays
 
 	RunBatches
 	FairClaimer
@@ -343,6 +346,9 @@ type Invitations interface {
 	// ListInvitations lists invitations to a workspace (or, with workspaceID
 	// "", to the organization itself), newest first.
 	ListInvitations(ctx context.Context, organizationID, workspaceID string, pageSize int, pageToken string) (Page[Invitation], error)
+	// ListOrganizationInvitations lists every invitation of an organization,
+	// to the organization itself and to each of its workspaces, newest first.
+	ListOrganizationInvitations(ctx context.Context, organizationID string, pageSize int, pageToken string) (Page[Invitation], error)
 }
 
 // ---------------------------------------------------------------------------

@@ -52,6 +52,10 @@ type WebhookDelivery struct {
 	NextAttemptTime time.Time
 	CreateTime      time.Time
 	UpdateTime      time.Time
+	// Sequence is the delivery's number among the deliveries of its run to
+	// its webhook, from 1, in the order they were written (the same at
+	// every attempt). Set by ClaimWebhookDeliveries only.
+	Sequence int
 }
 
 // WebhookAttempt is the outcome of one attempt.
@@ -84,4 +88,9 @@ type Webhooks interface {
 	// ListWebhookDeliveries pages through the deliveries of a webhook,
 	// newest first.
 	ListWebhookDeliveries(ctx context.Context, organizationID, workspaceID, webhookID string, pageSize int, pageToken string) (Page[WebhookDelivery], error)
+	// RedeliverWebhookDelivery makes a delivery that succeeded or failed
+	// pending again, due at once, its attempts counted from 0 (same id,
+	// same event). ErrNotFound if the webhook has no such delivery;
+	// ErrFailedPrecondition if it is still pending.
+	RedeliverWebhookDelivery(ctx context.Context, organizationID, workspaceID, webhookID, id string) (WebhookDelivery, error)
 }

@@ -27,9 +27,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
-	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/internal/books"
+	"github.com/proserun/prose/internal/lang"
 )
 
 // Case is one call to make and its expected answer.

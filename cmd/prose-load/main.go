@@ -53,23 +53,7 @@ func main() {
 		return
 	}
 	if *initFile != "" {
-		data, err := os.ReadFile(*initFile)
-		if err != nil {
-			fatal(err)
-		}
-		var ini struct {
-			APIKey    string `json:"api_key"`
-			Workspace string `json:"workspace"`
-		}
-		if err := json.Unmarshal(data, &ini); err != nil {
-			fatal(fmt.Errorf("%s: %w", *initFile, err))
-		}
-		if *key == "" {
-			*key = ini.APIKey
-		}
-		if *workspace == "" {
-			*workspace = ini.Workspace
-		}
+		readInit(*initFile, key, workspace)
 	}
 	if *key == "" || *workspace == "" {
 		fatal(errors.New("give --init or --key and --workspace"))
@@ -88,27 +72,68 @@ func main() {
 	if *guided {
 		seed = teach(ctx, c, *workspace, auto, prefix)
 	}
+	start := time.Now()
+	failed, rts := invokeAll(ctx, c, auto, prefix, *runs, *conc, *rate)
+	invoked := time.Since(start)
+	waitFinished(ctx, c, auto)
+	wall := time.Since(start)
+	t := readRuns(ctx, c, auto, seed)
+	slices.Sort(t.lat)
+	slices.Sort(rts)
+	span := t.last.Sub(t.first)
+	fmt.Printf("runs: %d started (%d invoke errors), %d completed, %d not completed\n", *runs, failed, t.completed, t.other)
+	fmt.Printf("invoke: %.0f runs/s over %s (%d connections)\n", float64(*runs)/invoked.Seconds(), invoked.Round(time.Millisecond), *conc)
+	fmt.Printf("completed: %.0f runs/s (first create → last completion %s; wall %s)\n", float64(t.completed)/span.Seconds(), span.Round(time.Millisecond), wall.Round(time.Millisecond))
+	fmt.Printf("latency create→completed: p50 %s  p90 %s  p99 %s  max %s\n",
+		pctOf(t.lat, 0.50), pctOf(t.lat, 0.90), pctOf(t.lat, 0.99), pctOf(t.lat, 1))
+	// A run may complete before its invoke is answered (executed at its
+	// creation): the client's round trip bounds when it learns of it.
+	fmt.Printf("invoke round trip (client): p50 %s  p90 %s  p99 %s  max %s\n",
+		pctOf(rts, 0.50), pctOf(rts, 0.90), pctOf(rts, 0.99), pctOf(rts, 1))
+}
 
-	// Invoke.
-	var next atomic.Int64
-	var failed atomic.Int64
+// readInit sets key and workspace, where not given, from the output of
+// `prose init --json`.
+func readInit(initFile string, key, workspace *string) {
+	data, err := os.ReadFile(initFile) //nolint:gosec // the file the operator names on the command line
+	if err != nil {
+		fatal(err)
+	}
+	var ini struct {
+		APIKey    string `json:"api_key"`
+		Workspace string `json:"workspace"`
+	}
+	if err := json.Unmarshal(data, &ini); err != nil {
+		fatal(fmt.Errorf("%s: %w", initFile, err))
+	}
+	if *key == "" {
+		*key = ini.APIKey
+	}
+	if *workspace == "" {
+		*workspace = ini.Workspace
+	}
+}
+
+// invokeAll invokes the automation runs times from conc clients (at rate
+// a second, if not 0) and returns the invokes that failed and each
+// invoke's round trip, as this client saw it.
+func invokeAll(ctx context.Context, c *client, auto, prefix string, runs, conc int, rate float64) (failed int64, rts []time.Duration) {
+	var next, nfailed atomic.Int64
 	var tick <-chan time.Time
-	if *rate > 0 {
-		t := time.NewTicker(time.Duration(float64(time.Second) / *rate))
+	if rate > 0 {
+		t := time.NewTicker(time.Duration(float64(time.Second) / rate))
 		defer t.Stop()
 		tick = t.C
 	}
-	start := time.Now()
 	var wg sync.WaitGroup
 	var rtMu sync.Mutex
-	var rts []time.Duration // each invoke's round trip, as this client saw it
-	for range *conc {
+	for range conc {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := next.Add(1)
-				if i > int64(*runs) {
+				if i > int64(runs) {
 					return
 				}
 				if tick != nil {
@@ -121,7 +146,7 @@ func main() {
 				rts = append(rts, rt)
 				rtMu.Unlock()
 				if err != nil {
-					if failed.Add(1) <= 5 {
+					if nfailed.Add(1) <= 5 {
 						fmt.Fprintln(os.Stderr, "invoke:", err)
 					}
 				}
@@ -129,9 +154,11 @@ func main() {
 		}()
 	}
 	wg.Wait()
-	invoked := time.Since(start)
+	return nfailed.Load(), rts
+}
 
-	// Wait until no run is left unfinished.
+// waitFinished waits until no run of the automation is left unfinished.
+func waitFinished(ctx context.Context, c *client, auto string) {
 	for {
 		var page struct {
 			Runs []json.RawMessage `json:"runs"`
@@ -141,7 +168,7 @@ func main() {
 			fatal(err)
 		}
 		if len(page.Runs) == 0 {
-			break
+			return
 		}
 		select {
 		case <-ctx.Done():
@@ -149,12 +176,20 @@ func main() {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	wall := time.Since(start)
+}
 
-	// Read every run's create and completion times.
-	var lat []time.Duration
-	var first, last time.Time
-	completed, other := 0, 0
+// runTimes are the runs of a load: each completed run's latency from its
+// creation to its completion, the first creation and the last completion.
+type runTimes struct {
+	lat              []time.Duration
+	first, last      time.Time
+	completed, other int
+}
+
+// readRuns reads every run's create and completion times (but the run
+// seed, the one the guide entry was taught on).
+func readRuns(ctx context.Context, c *client, auto, seed string) runTimes {
+	var t runTimes
 	token := ""
 	for {
 		var page struct {
@@ -177,44 +212,33 @@ func main() {
 		}
 		for _, r := range page.Runs {
 			if seed != "" && strings.HasSuffix(r.Name, "/runs/"+seed) {
-				continue // the run the guide entry was taught on
-			}
-			if r.State.Completed == nil {
-				other++
 				continue
 			}
-			completed++
-			lat = append(lat, r.State.UpdateTime.Sub(r.CreateTime))
-			if first.IsZero() || r.CreateTime.Before(first) {
-				first = r.CreateTime
+			if r.State.Completed == nil {
+				t.other++
+				continue
 			}
-			if r.State.UpdateTime.After(last) {
-				last = r.State.UpdateTime
+			t.completed++
+			t.lat = append(t.lat, r.State.UpdateTime.Sub(r.CreateTime))
+			if t.first.IsZero() || r.CreateTime.Before(t.first) {
+				t.first = r.CreateTime
+			}
+			if r.State.UpdateTime.After(t.last) {
+				t.last = r.State.UpdateTime
 			}
 		}
 		if token = page.NextPageToken; token == "" {
-			break
+			return t
 		}
 	}
-	slices.Sort(lat)
-	slices.Sort(rts)
-	pctOf := func(xs []time.Duration, p float64) time.Duration {
-		if len(xs) == 0 {
-			return 0
-		}
-		return xs[min(len(xs)-1, int(p*float64(len(xs))))].Round(time.Microsecond)
+}
+
+// pctOf is the p-th quantile of the sorted xs.
+func pctOf(xs []time.Duration, p float64) time.Duration {
+	if len(xs) == 0 {
+		return 0
 	}
-	pct := func(p float64) time.Duration { return pctOf(lat, p) }
-	span := last.Sub(first)
-	fmt.Printf("runs: %d started (%d invoke errors), %d completed, %d not completed\n", *runs, failed.Load(), completed, other)
-	fmt.Printf("invoke: %.0f runs/s over %s (%d connections)\n", float64(*runs)/invoked.Seconds(), invoked.Round(time.Millisecond), *conc)
-	fmt.Printf("completed: %.0f runs/s (first create → last completion %s; wall %s)\n", float64(completed)/span.Seconds(), span.Round(time.Millisecond), wall.Round(time.Millisecond))
-	fmt.Printf("latency create→completed: p50 %s  p90 %s  p99 %s  max %s\n",
-		pct(0.50).Round(time.Microsecond), pct(0.90).Round(time.Microsecond), pct(0.99).Round(time.Microsecond), pct(1).Round(time.Microsecond))
-	// A run may complete before its invoke is answered (executed at its
-	// creation): the client's round trip bounds when it learns of it.
-	fmt.Printf("invoke round trip (client): p50 %s  p90 %s  p99 %s  max %s\n",
-		pctOf(rts, 0.50), pctOf(rts, 0.90), pctOf(rts, 0.99), pctOf(rts, 1))
+	return xs[min(len(xs)-1, int(p*float64(len(xs))))].Round(time.Microsecond)
 }
 
 // teach runs the automation once, resolves the exception its run raises

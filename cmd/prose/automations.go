@@ -12,12 +12,12 @@ import (
 
 	"github.com/proserun/prose/client"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 )
 
 func newAutomationsCmd() *cobra.Command {
 	f := &clientFlags{}
-	return clientGroup("automations", "List, create, update, publish and invoke automations",
+	return clientGroup("automations", "List, create, update, publish, invoke and delete automations",
 		`Work with the automations of a workspace on a running server: list and read
 them, create one from a program file, update its draft, publish the draft, and
 invoke it (start a run) with inputs typed on the command line.`,
@@ -25,12 +25,15 @@ invoke it (start a run) with inputs typed on the command line.`,
   prose automations create --file examples/invoice.prose --title Invoices --publish
   prose automations invoke AUTOMATION --input invoice_total=120.50 --wait`,
 		f,
-		automationsList(f), automationsGet(f), automationsCreate(f), automationsUpdate(f), automationsPublish(f), automationsInvoke(f))
+		automationsList(f), automationsGet(f), automationsCreate(f), automationsUpdate(f), automationsPublish(f), automationsInvoke(f), automationsDelete(f),
+		automationsTest(f), automationsReplay(f))
 }
 
 func automationsList(f *clientFlags) *cobra.Command {
 	var filter, orderBy string
 	var limit int
+	var deleted bool
+	var w watchFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List the automations of the workspace",
@@ -41,24 +44,28 @@ create_time, update_time, …), e.g. display_name:"invoice".`,
 		Aliases: []string{"ls"},
 		Args:    noArgs,
 		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, _ []string) error {
-			all, err := listAll(limit, func(size int32, token string) ([]*platformv1.Automation, string, error) {
-				resp, err := s.c.Automations.ListAutomations(cmd.Context(), &platformv1.ListAutomationsRequest{
-					OrganizationId: s.org, WorkspaceId: s.ws, Filter: filter, OrderBy: orderBy, PageSize: size, PageToken: token})
-				return resp.GetAutomations(), resp.GetNextPageToken(), err
+			return w.loop(cmd, s, func() (string, error) {
+				all, err := listAll(limit, func(size int32, token string) ([]*platformv1.Automation, string, error) {
+					resp, err := s.c.Automations.ListAutomations(cmd.Context(), &platformv1.ListAutomationsRequest{
+						OrganizationId: s.org, WorkspaceId: s.ws, Filter: filter, OrderBy: orderBy, PageSize: size, PageToken: token, ShowDeleted: deleted})
+					return resp.GetAutomations(), resp.GetNextPageToken(), err
+				})
+				if err != nil {
+					return "", err
+				}
+				rows := make([][]string, 0, len(all))
+				for _, a := range all {
+					rows = append(rows, []string{names.ID(a.GetName()), a.GetDisplayName(), a.GetVersion(), orDash(a.GetLatestPublishedVersion()), timeText(a.GetUpdateTime())})
+				}
+				return s.render(&platformv1.ListAutomationsResponse{Automations: all}, []string{"ID", "TITLE", "VERSION", "PUBLISHED", "UPDATED"}, rows)
 			})
-			if err != nil {
-				return err
-			}
-			rows := make([][]string, 0, len(all))
-			for _, a := range all {
-				rows = append(rows, []string{names.ID(a.GetName()), a.GetDisplayName(), a.GetVersion(), orDash(a.GetLatestPublishedVersion()), timeText(a.GetUpdateTime())})
-			}
-			return s.printList(&platformv1.ListAutomationsResponse{Automations: all}, []string{"ID", "TITLE", "VERSION", "PUBLISHED", "UPDATED"}, rows)
 		}),
 	}
 	cmd.Flags().StringVar(&filter, "filter", "", "an AIP-160 filter, as the API takes it")
 	cmd.Flags().StringVar(&orderBy, "order-by", "", "an AIP-132 order, as the API takes it (update_time desc)")
 	cmd.Flags().IntVar(&limit, "limit", 50, "the most automations to list")
+	cmd.Flags().BoolVar(&deleted, "deleted", false, "list the deleted automations too")
+	w.register(cmd)
 	return cmd
 }
 
@@ -109,7 +116,7 @@ func (s *session) showAutomation(a *platformv1.Automation, code bool) error {
 	s.fields("name", a.GetName(), "title", a.GetDisplayName(), "description", a.GetDescription(),
 		"version", a.GetVersion(), "published", orDash(a.GetLatestPublishedVersion()),
 		"draft share id", a.GetDraftShareId(), "published share id", a.GetPublishedShareId(),
-		"updated", timeText(a.GetUpdateTime()))
+		"updated", timeText(a.GetUpdateTime()), "deleted", timeText(a.GetDeleteTime()))
 	if code {
 		fmt.Fprintf(s.out, "\n%s", a.GetEnglishCode())
 		if !strings.HasSuffix(a.GetEnglishCode(), "\n") {
@@ -152,8 +159,10 @@ func automationsCreate(f *clientFlags) *cobra.Command {
 		Short: "Create an automation from a program file",
 		Long: `Create an automation whose draft is the program of --file (parsed by the server:
 a syntax error is refused with its place). The title defaults to the file's
-name; --publish publishes the draft at once, so that it can be invoked.`,
-		Example: "  prose automations create --file examples/invoice.prose --title Invoices --id invoices --publish",
+name; the id defaults to a slug of the title (Monthly invoices: monthly-invoices,
+then monthly-invoices-2, …); --publish publishes the draft at once, so that it
+can be invoked.`,
+		Example: "  prose automations create --file examples/invoice.prose --title Invoices --publish\n  prose automations create --file examples/invoice.prose --title Invoices --id invoices",
 		Args:    noArgs,
 		RunE: f.clientRun("", func(cmd *cobra.Command, _ []string) error {
 			var err error
@@ -185,7 +194,7 @@ name; --publish publishes the draft at once, so that it can be invoked.`,
 	fl := cmd.Flags()
 	fl.StringVarP(&file, "file", "f", "", "the program file (required)")
 	fl.StringVar(&title, "title", "", "the title (default: the file's name)")
-	fl.StringVar(&id, "id", "", "the automation's id (default: one is made)")
+	fl.StringVar(&id, "id", "", "the automation's id (default: a slug of the title: invoices, invoices-2, …)")
 	fl.StringVar(&description, "description", "", "a description")
 	fl.BoolVar(&publish, "publish", false, "publish the draft at once")
 	return cmd
@@ -194,16 +203,20 @@ name; --publish publishes the draft at once, so that it can be invoked.`,
 func automationsUpdate(f *clientFlags) *cobra.Command {
 	var a *platformv1.Automation // the new values, and the paths they update
 	var paths []string
-	var file, title, description string
+	var file, title, description, testsFile string
+	var tests []*platformv1.AutomationTest // the tests of --tests, read before connecting
 	var publish bool
 	cmd := &cobra.Command{
 		Use:               "update AUTOMATION [--file FILE] [--title T]",
 		ValidArgsFunction: completeIDs(f, "automation"),
 		Short:             "Update an automation's draft: its program, title or description",
 		Long: `Update the draft of an automation: its program (--file), its title or its
-description; only what is given changes. --publish publishes the new draft.`,
-		Example: "  prose automations update invoices --file examples/invoice.prose --publish",
-		Args:    exactArgs(1, "AUTOMATION"),
+description; only what is given changes. --tests makes the draft's tests those
+of a tests file (NAME.tests.yaml, matched by name: new ones created, changed ones
+updated, others deleted). --publish publishes the new draft.`,
+		Example: `  prose automations update invoices --file examples/invoice.prose --publish
+  prose automations update invoices --tests examples/invoice.tests.yaml`,
+		Args: exactArgs(1, "AUTOMATION"),
 		RunE: f.clientRun("automation", func(cmd *cobra.Command, args []string) error {
 			a = &platformv1.Automation{DisplayName: title, Description: description}
 			paths = nil
@@ -221,8 +234,14 @@ description; only what is given changes. --publish publishes the new draft.`,
 			if cmd.Flags().Changed("description") {
 				paths = append(paths, "description")
 			}
-			if len(paths) == 0 && !publish {
-				return usageErr("nothing to update: give --file, --title, --description or --publish")
+			if testsFile != "" {
+				var err error
+				if tests, err = readTestsFile(testsFile); err != nil {
+					return err
+				}
+			}
+			if len(paths) == 0 && !publish && testsFile == "" {
+				return usageErr("nothing to update: give --file, --title, --description, --tests or --publish")
 			}
 			return nil
 		}, func(cmd *cobra.Command, s *session, id string, args []string) error {
@@ -232,6 +251,14 @@ description; only what is given changes. --publish publishes the new draft.`,
 					OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: id, Automation: a,
 					UpdateMask: &fieldmaskpb.FieldMask{Paths: paths},
 				}); err != nil {
+					return apiErr(err)
+				}
+			}
+			if testsFile != "" {
+				if err := s.syncTests(cmd.Context(), id, tests); err != nil {
+					return err
+				}
+				if a, err = s.c.Automations.GetAutomation(cmd.Context(), &platformv1.GetAutomationRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: id}); err != nil {
 					return apiErr(err)
 				}
 			}
@@ -247,26 +274,47 @@ description; only what is given changes. --publish publishes the new draft.`,
 	fl.StringVarP(&file, "file", "f", "", "the new program file")
 	fl.StringVar(&title, "title", "", "the new title")
 	fl.StringVar(&description, "description", "", "the new description")
+	fl.StringVar(&testsFile, "tests", "", "a tests file whose tests become the draft's")
 	fl.BoolVar(&publish, "publish", false, "publish the draft afterwards")
 	return cmd
 }
 
 func automationsPublish(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var force bool
+	var reason string
+	var runs int32
+	cmd := &cobra.Command{
 		Use:               "publish AUTOMATION",
 		ValidArgsFunction: completeIDs(f, "automation"),
 		Short:             "Publish an automation's draft",
-		Long:              "Copy the draft of an automation to its published stage, the one invoke runs by default.",
-		Example:           "  prose automations publish invoices",
-		Args:              exactArgs(1, "AUTOMATION"),
-		RunE: f.clientRun("automation", nil, func(cmd *cobra.Command, s *session, id string, args []string) error {
-			a, err := s.c.Automations.PublishAutomation(cmd.Context(), &platformv1.PublishAutomationRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: id})
+		Long: `Copy the draft of an automation to its published stage, the one invoke runs by
+default. The server first runs the draft's tests and replays the last finished
+runs of the published version against it (--replay-runs, default 100): a test
+that fails or a run the draft changes refuses the publish, each listed on a
+line. --force with --reason publishes anyway; the revision keeps the reason
+(docs/safe-change.md).`,
+		Example: `  prose automations publish invoices
+  prose automations publish invoices --force --reason "the tax rate is 8% from July"`,
+		Args: exactArgs(1, "AUTOMATION"),
+		RunE: f.clientRun("automation", func(cmd *cobra.Command, args []string) error {
+			if force != (reason != "") {
+				return usageErr("--force and --reason go together: a forced publish says why")
+			}
+			return nil
+		}, func(cmd *cobra.Command, s *session, id string, args []string) error {
+			a, err := s.c.Automations.PublishAutomation(cmd.Context(), &platformv1.PublishAutomationRequest{OrganizationId: s.org, WorkspaceId: s.ws,
+				AutomationId: id, Force: force, ForceReason: reason, ReplayRunCount: runs})
 			if err != nil {
 				return apiErr(err)
 			}
 			return s.showAutomation(a, false)
 		}),
 	}
+	fl := cmd.Flags()
+	fl.BoolVar(&force, "force", false, "publish even though a test fails or the replay changes runs (with --reason)")
+	fl.StringVar(&reason, "reason", "", "why a forced publish goes on, kept in the revision")
+	fl.Int32Var(&runs, "replay-runs", 0, "how many finished runs of the published version to replay first (default 100, at most 1000)")
+	return cmd
 }
 
 func automationsInvoke(f *clientFlags) *cobra.Command {
@@ -315,10 +363,9 @@ or needs guidance, prints it, and exits 0, 1, 1 or 3.`,
 			}
 			if !wait {
 				if s.json {
-					fmt.Fprintf(s.out, "{\"run\":%q,\"run_id\":%q}\n", run, names.ID(run))
-				} else {
-					fmt.Fprintln(s.out, names.ID(run))
+					return s.emit(map[string]any{"run": run, "run_id": names.ID(run)})
 				}
+				fmt.Fprintln(s.out, names.ID(run))
 				return nil
 			}
 			r, err := s.c.WaitForRun(cmd.Context(), run)

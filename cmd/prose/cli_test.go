@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/proserun/prose/gateway"
+	"github.com/proserun/prose/server/testenv"
 )
 
 var (
@@ -58,7 +59,7 @@ func serveTCP(t *testing.T, e *testEnv) string {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = gateway.Serve(ctx, lis, e.app.grpc, e.app.http, slogDiscard(), e.app.serveOptions()...)
+		_ = gateway.Serve(ctx, lis, e.App.GRPC, e.App.HTTP, testenv.Discard(), e.App.ServeOptions()...)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return lis.Addr().String()
@@ -123,10 +124,10 @@ func (c *cli) json(want int, args ...string) map[string]any {
 func TestCLIDailyWork(t *testing.T) {
 	e := newTestEnv(t)
 	addr := serveTCP(t, e)
-	c := newCLI(t, "PROSE_ADDRESS="+addr, "PROSE_API_KEY="+e.init.APIKey)
+	c := newCLI(t, "PROSE_ADDRESS="+addr, "PROSE_API_KEY="+e.Init.APIKey)
 
 	a := c.json(0, "automations", "create", "--file", "../../examples/invoice.prose", "--title", "Invoices", "--id", "invoices", "--publish")
-	if a["name"] != "organizations/"+e.init.orgID+"/workspaces/"+e.init.workspaceID+"/automations/invoices" || a["latest_published_version"] == nil {
+	if a["name"] != "organizations/"+e.Init.OrganizationID+"/workspaces/"+e.Init.WorkspaceID+"/automations/invoices" || a["latest_published_version"] == nil {
 		t.Fatalf("created %v", a)
 	}
 	if out := c.must(0, "automations", "list"); !strings.Contains(out, "invoices") || !strings.Contains(out, "Invoices") || !strings.HasPrefix(out, "ID ") {
@@ -138,13 +139,13 @@ func TestCLIDailyWork(t *testing.T) {
 
 	// Flags after the argument, inputs typed as name=value: completed.
 	out := c.must(0, "automations", "invoke", "invoices", "--input", "invoice_total=120.50", "--wait")
-	if !strings.Contains(out, "completed") || !strings.Contains(out, "output due: 128.9350") {
+	if !strings.Contains(out, "Completed") || !strings.Contains(out, "output due: 128.9350") {
 		t.Fatalf("invoke --wait:\n%s", out)
 	}
 
 	// Without the input the run waits for guidance: exit 3.
 	out = c.must(exitAwaiting, "automations", "invoke", "invoices", "--wait")
-	if !strings.Contains(out, "awaiting_guidance") || !strings.Contains(out, "Please provide the invoice total") {
+	if !strings.Contains(out, "Awaiting guidance") || !strings.Contains(out, "Please provide the invoice total") {
 		t.Fatalf("invoke without input:\n%s", out)
 	}
 	list := c.json(0, "exceptions", "list", "--filter", "state = PENDING")
@@ -154,7 +155,7 @@ func TestCLIDailyWork(t *testing.T) {
 	}
 	exc := excs[0].(map[string]any)
 	excID := exc["name"].(string)[strings.LastIndexByte(exc["name"].(string), '/')+1:]
-	if out := c.must(0, "exceptions", "get", excID); !strings.Contains(out, "invoice total") || !strings.Contains(out, "pending") {
+	if out := c.must(0, "exceptions", "get", excID); !strings.Contains(out, "invoice total") || !strings.Contains(out, "Pending") {
 		t.Fatalf("exceptions get:\n%s", out)
 	}
 	// Shell completion asks the server for the ids.
@@ -169,8 +170,8 @@ func TestCLIDailyWork(t *testing.T) {
 	}
 
 	// Assign it to the owner, then clear it.
-	if out := c.must(0, "exceptions", "assign", excID, "--to", e.init.userID); !strings.Contains(out, "users/"+e.init.userID) {
-		t.Fatalf("assign:\n%s", out)
+	if m := c.json(0, "exceptions", "assign", excID, "--to", e.Init.UserID); m["assignee"] != "users/"+e.Init.UserID {
+		t.Fatalf("assign: %v", m)
 	}
 	if m := c.json(0, "exceptions", "assign", exc["name"].(string), "--unassign"); m["assignee"] != nil {
 		t.Fatalf("unassign: %v", m)
@@ -180,10 +181,10 @@ func TestCLIDailyWork(t *testing.T) {
 	// Pause and continue the waiting run.
 	run := exc["run"].(string)
 	runID := run[strings.LastIndexByte(run, '/')+1:]
-	if out := c.must(0, "runs", "pause", runID, "--reason", "supplier late"); !strings.Contains(out, "stopped") {
+	if out := c.must(0, "runs", "pause", runID, "--reason", "supplier late"); !strings.Contains(out, "Stopped") {
 		t.Fatalf("pause: %s", out)
 	}
-	if out := c.must(0, "runs", "continue", runID); !strings.Contains(out, "awaiting_guidance") {
+	if out := c.must(0, "runs", "continue", runID); !strings.Contains(out, "Awaiting guidance") {
 		t.Fatalf("continue: %s", out)
 	}
 
@@ -193,20 +194,20 @@ func TestCLIDailyWork(t *testing.T) {
 	if st["completed"] == nil {
 		t.Fatalf("resolved run: %v", r)
 	}
-	if out := c.must(0, "runs", "get", run); !strings.Contains(out, "output due: 128.9350") || !strings.Contains(out, "completed") {
+	if out := c.must(0, "runs", "get", run); !strings.Contains(out, "output due: 128.9350") || !strings.Contains(out, "Completed") {
 		t.Fatalf("runs get:\n%s", out)
 	}
-	if out := c.must(0, "runs", "list"); !strings.Contains(out, runID) || !strings.Contains(out, "completed") {
+	if out := c.must(0, "runs", "list"); !strings.Contains(out, runID) || !strings.Contains(out, "Completed") {
 		t.Fatalf("runs list:\n%s", out)
 	}
 	if m := c.json(0, "runs", "list", "--filter", `state = "completed"`); len(m["runs"].([]any)) != 2 {
 		t.Fatalf("completed runs: %v", m)
 	}
-	if out := c.must(0, "runs", "events", runID); !strings.Contains(out, "exception "+excID) || !strings.Contains(out, "resolved by users/") ||
-		!strings.Contains(out, "Say") || !strings.Contains(out, "awaiting_guidance") {
+	if out := c.must(0, "runs", "events", runID); !strings.Contains(out, "exception "+excID) || !strings.Contains(out, "resolved by ") || strings.Contains(out, "by users/") ||
+		!strings.Contains(out, "Say") || !strings.Contains(out, "Awaiting guidance") {
 		t.Fatalf("runs events:\n%s", out)
 	}
-	if out := c.must(0, "runs", "watch", runID); !strings.Contains(out, "completed") {
+	if out := c.must(0, "runs", "watch", runID); !strings.Contains(out, "Completed") {
 		t.Fatalf("runs watch:\n%s", out)
 	}
 
@@ -255,7 +256,7 @@ func TestCLIDailyWork(t *testing.T) {
 		{[]string{"exceptions", "resolve", excID}, exitUsage, "exactly one kind of guidance"},
 		{[]string{"exceptions", "resolve", excID, "--skip"}, exitFailed, "EXCEPTION_STATE_CONFLICT"},
 		{[]string{"runs", "list", "--filter", "bogus = 1"}, exitUsage, "INVALID_FILTER"},
-		{[]string{"runs", "list", "-o", "yaml"}, exitUsage, "-o must be table or json"},
+		{[]string{"runs", "list", "-o", "xml"}, exitUsage, "-o must be table, json or yaml"},
 		{[]string{"runs", "list", "--nope"}, exitUsage, "unknown flag: --nope"},
 		{[]string{"nope"}, exitUsage, `unknown command "nope"`},
 	} {
@@ -278,7 +279,7 @@ func TestCLILoginProfile(t *testing.T) {
 	if code, _, errb := c.run("automations", "list"); code != exitAuth || !strings.Contains(errb, "no API key") {
 		t.Fatalf("without a key: exit %d %s", code, errb)
 	}
-	out := c.must(0, "login", "--address", addr, "--api-key", e.init.APIKey)
+	out := c.must(0, "login", "--address", addr, "--api-key", e.Init.APIKey)
 	if !strings.Contains(out, "Ops") {
 		t.Fatalf("login: %s", out)
 	}

@@ -14,9 +14,11 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/itchyny/gojq"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	rpccode "google.golang.org/genproto/googleapis/rpc/code"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -25,7 +27,7 @@ import (
 
 	"github.com/proserun/prose/client"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 )
 
 // defaultAddress is the address of a server nobody named: `prose serve`'s
@@ -39,6 +41,11 @@ type clientFlags struct {
 	// the server (else the system's) and a client certificate for a
 	// server that asks for one (mutual TLS).
 	caFile, certFile, keyFile string
+	// raw prints the API's JSON as it travels; jq filters the output.
+	raw bool
+	jq  string
+	// login: the command writes the profile, so it need not exist yet.
+	login bool
 }
 
 const clientFlagsHelp = `The server and the key come from --address and --api-key, else PROSE_ADDRESS
@@ -53,8 +60,10 @@ func (f *clientFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.address, "address", "", "the server: host:port, http://host:port or https://host (TLS) (env PROSE_ADDRESS; default: the profile's, else "+defaultAddress+")")
 	fs.StringVar(&f.apiKey, "api-key", "", "the API key (env PROSE_API_KEY; default: the profile's)")
 	fs.StringVarP(&f.workspace, "workspace", "w", "", "the workspace: organizations/{o}/workspaces/{w} or its id (env PROSE_WORKSPACE; default: the profile's, else the key's only workspace)")
-	fs.StringVar(&f.profile, "profile", "", "the profile of 'prose login' to use (env PROSE_PROFILE; default: default)")
-	fs.StringVarP(&f.output, "output", "o", "table", "table for people, json for scripts")
+	fs.StringVar(&f.profile, "profile", "", "the profile of 'prose login' to use (env PROSE_PROFILE; default: the one of 'prose profiles switch', else default)")
+	fs.StringVarP(&f.output, "output", "o", "table", "table for people, json or yaml for scripts (values as people write them)")
+	fs.BoolVar(&f.raw, "raw", false, "with -o json, yaml or --jq: the API's JSON as it travels (values as Value messages)")
+	fs.StringVar(&f.jq, "jq", "", "a jq expression applied to the JSON output (text results print bare)")
 	fs.StringVar(&f.caFile, "ca-file", "", "PEM file of the CA certificates that verify the server; implies TLS (env PROSE_CA_FILE; default: the profile's, else the system's roots)")
 	fs.StringVar(&f.certFile, "cert-file", "", "PEM client certificate for a server that asks for one (mutual TLS), with --key-file; implies TLS (env PROSE_CERT_FILE; default: the profile's)")
 	fs.StringVar(&f.keyFile, "key-file", "", "PEM private key of --cert-file (env PROSE_KEY_FILE; default: the profile's)")
@@ -125,6 +134,9 @@ type profile struct {
 }
 
 type profileFile struct {
+	// Current is the profile of 'prose profiles switch': the one used
+	// without --profile or PROSE_PROFILE ("default" when empty).
+	Current  string             `json:"current,omitempty"`
 	Profiles map[string]profile `json:"profiles"`
 }
 
@@ -192,15 +204,31 @@ func firstNonEmpty(vs ...string) string {
 }
 
 func (f *clientFlags) profileName() string {
-	return firstNonEmpty(f.profile, os.Getenv("PROSE_PROFILE"), "default")
+	if p := firstNonEmpty(f.profile, os.Getenv("PROSE_PROFILE")); p != "" {
+		return p
+	}
+	pf, _, err := readProfiles()
+	if err != nil {
+		return "default"
+	}
+	return currentProfile(pf)
 }
 
 // session is a connection to a server and the workspace the commands work in.
 type session struct {
 	c       *client.Client
+	ctx     context.Context // the command's
 	org, ws string
 	out     io.Writer
-	json    bool
+	// json: print a machine-readable document (-o json, -o yaml or --jq)
+	// in the form of format; raw and jq as the flags say.
+	json   bool
+	format string
+	raw    bool
+	jq     *gojq.Code
+	// names caches the display names of automations and people that
+	// tables show instead of ids (names.go).
+	names *nameCache
 }
 
 func (s *session) close() { _ = s.c.Close() }
@@ -210,23 +238,22 @@ func (s *session) workspaceName() string { return names.Workspace(s.org, s.ws) }
 // connect dials the server of the flags, the environment or the profile.
 // needWorkspace: the command works in a workspace (not keys).
 func (f *clientFlags) connect(cmd *cobra.Command, needWorkspace bool) (*session, error) {
-	switch f.output {
-	case "table", "json":
-	default:
-		return nil, usageErr("-o must be table or json, not %q", f.output)
+	jq, err := f.checkOutput()
+	if err != nil {
+		return nil, err
 	}
 	pf, path, err := readProfiles()
 	if err != nil {
 		return nil, &exitError{code: exitFailed, err: fmt.Errorf("read the profiles: %w", err)}
 	}
 	prof := pf.Profiles[f.profileName()]
-	if f.profile != "" && prof.Address == "" && prof.APIKey == "" {
-		return nil, usageErr("no profile %q in %s (write it with: prose login --profile %s)", f.profile, path, f.profile)
+	if f.profile != "" && !f.login && prof.Address == "" && prof.APIKey == "" {
+		return nil, usageErr("no profile %q in %s (write it with: prose login --profile %s --address ADDRESS --api-key KEY)", f.profile, path, f.profile)
 	}
 	address := firstNonEmpty(f.address, os.Getenv("PROSE_ADDRESS"), prof.Address, defaultAddress)
 	key := firstNonEmpty(f.apiKey, os.Getenv("PROSE_API_KEY"), prof.APIKey)
 	if key == "" {
-		return nil, &exitError{code: exitAuth, err: errors.New("no API key: pass --api-key, set PROSE_API_KEY, or run 'prose login' (prose init and prose serve print a key)")}
+		return nil, &exitError{code: exitAuth, err: fmt.Errorf("no API key: pass --api-key, set PROSE_API_KEY, or sign in once with: prose login --address %s --api-key KEY (prose init and prose serve print a key)", address)}
 	}
 	files, err := f.tlsFiles(prof)
 	if err != nil {
@@ -244,7 +271,7 @@ func (f *clientFlags) connect(cmd *cobra.Command, needWorkspace bool) (*session,
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
-	s := &session{c: c, out: cmd.OutOrStdout(), json: f.output == "json"}
+	s := &session{c: c, ctx: cmd.Context(), out: cmd.OutOrStdout(), json: f.output != "table" || jq != nil, format: f.output, raw: f.raw, jq: jq}
 	if !needWorkspace {
 		if s.org, err = keyOrganization(cmd.Context(), c); err != nil {
 			s.close()
@@ -317,6 +344,15 @@ func apiErr(err error) error {
 			break
 		}
 	}
+	// what stands in the way of a FAILED_PRECONDITION, one per line (a
+	// publish's failing tests and changed runs)
+	for _, d := range st.Details() {
+		if pf, ok := d.(*errdetails.PreconditionFailure); ok {
+			for _, v := range pf.GetViolations() {
+				msg += "\n  - " + v.GetDescription()
+			}
+		}
+	}
 	code := exitFailed
 	switch st.Code() {
 	case codes.NotFound:
@@ -336,14 +372,14 @@ func apiErr(err error) error {
 
 var jsonOut = protojson.MarshalOptions{UseProtoNames: true}
 
-// printJSON writes m as the API's JSON, one object per line.
+// printJSON writes m in the machine-readable form of the flags (emit):
+// values plain unless --raw.
 func (s *session) printJSON(m proto.Message) error {
-	b, err := jsonOut.Marshal(m)
+	doc, err := plainDoc(m, s.raw)
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
 	}
-	fmt.Fprintln(s.out, string(b))
-	return nil
+	return s.emit(doc)
 }
 
 // table writes rows under a header, aligned.
@@ -518,7 +554,14 @@ func (f *clientFlags) clientRun(kind string, check func(cmd *cobra.Command, args
 		}
 		defer s.close()
 		id := ""
-		if kind != "" {
+		switch kind {
+		case "":
+		case "automation":
+			// A title is as good as an id (names.go).
+			if id, err = s.automationID(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+		default:
 			if id, err = s.idIn(kind, args[0]); err != nil {
 				return err
 			}

@@ -19,20 +19,19 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
-	"github.com/proserun/prose/books"
 	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
-	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/internal/testtime"
+	"github.com/proserun/prose/server/app"
 )
 
 // proseInit runs `prose init --json` on a store (--data DIR or --database URL).
-func proseInit(t *testing.T, bin string, storeArgs ...string) initResult {
+func proseInit(t *testing.T, bin string, storeArgs ...string) app.InitResult {
 	t.Helper()
 	out, err := exec.Command(bin, append([]string{"init", "--json"}, storeArgs...)...).Output()
 	if err != nil {
 		t.Fatalf("prose init: %v", err)
 	}
-	var r initResult
+	var r app.InitResult
 	if err := json.Unmarshal(out, &r); err != nil {
 		t.Fatalf("prose init output %q: %v", out, err)
 	}
@@ -53,11 +52,12 @@ type proseProc struct {
 
 // startProse starts `prose serve --addr 127.0.0.1:0 args…` and waits (at most
 // until deadline) for it to log the address it listens on. The binary is
-// built beforehand (proseBinary): the deadline is the server's alone.
+// built beforehand (proseBinary): the deadline is the server's alone. The
+// tests' books listen on loopback: the server may reach private networks.
 func startProse(t *testing.T, bin string, deadline time.Time, args ...string) *proseProc {
 	t.Helper()
 	// The address is read from the "serving" line, logged at info level.
-	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "info"}, args...)...)
+	cmd := exec.Command(bin, append([]string{"serve", "--addr", "127.0.0.1:0", "--log-level", "info", "--allow-private-networks"}, args...)...)
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -210,24 +210,6 @@ func writeBookFile(t *testing.T, workspace string, b *bookv1.Book) string {
 		t.Fatal(err)
 	}
 	return path
-}
-
-// stampBook is the counting test book's descriptor: `stamp a ticket (the
-// stamp)`, answered at endpoint.
-func stampBook(endpoint string) *bookv1.Book {
-	text := &bookv1.ConceptType{Kind: &bookv1.ConceptType_ScalarType{ScalarType: bookv1.ConceptScalarType_ConceptScalarTypeText}}
-	return &bookv1.Book{
-		Name: "test.stamps", Version: "1.0.0", Endpoint: endpoint,
-		Procedures: []*bookv1.Procedure{{
-			Id:        "stamp",
-			Signature: books.Signature("stamp a ticket (the stamp)"),
-			Inputs: []*bookv1.Concept{{
-				NounPhrases: &bookv1.NounPhrases{NounPhrases: []*platformv1.NounPhrase{books.Phrase("ticket")}},
-				Type:        text,
-			}},
-			IsMutation: true,
-		}},
-	}
 }
 
 // bookCall is one call the counting book received.

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proserun/prose/engine"
+	"github.com/proserun/prose/internal/codec"
 	"github.com/proserun/prose/internal/testtime"
+	"github.com/proserun/prose/server/app"
 	"github.com/proserun/prose/store"
 )
 
@@ -101,7 +102,7 @@ func runInlineCrash(t *testing.T, storeArgs []string) {
 		t.Fatalf("the kill came at the wrong time: %d of %d invokes answered", n, keys)
 	}
 
-	st, err := openStore(ctx, storeFlag(storeArgs, "--data"), storeFlag(storeArgs, "--database"))
+	st, err := app.OpenStore(ctx, storeFlag(storeArgs, "--data"), storeFlag(storeArgs, "--database"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -151,7 +152,7 @@ func runInlineCrash(t *testing.T, storeArgs []string) {
 		if r.State != store.RunCompleted {
 			t.Fatalf("run %s of %s is %s: %s", id, key, r.State, r.Description)
 		}
-		out, err := engine.DecodeOutputs(r)
+		out, err := codec.DecodeOutputs(r)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/server"
+	"github.com/proserun/prose/server/app"
+	"github.com/proserun/prose/server/testenv"
 	"github.com/proserun/prose/store"
 )
 
@@ -64,7 +66,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 	// dead, so some calls certainly die in flight.
 	book := newCountingBook(t, crashRuns*callsPerRun*2/5)
 	serve := func(replica int) *proseProc {
-		args := append([]string{"--lease", lease.String(), "--books", writeBookFile(t, ini.Workspace, stampBook(book.endpoint(replica)))}, sc.storeArgs...)
+		args := append([]string{"--lease", lease.String(), "--books", writeBookFile(t, ini.Workspace, testenv.StampBook(book.endpoint(replica)))}, sc.storeArgs...)
 		return startProse(t, bin, deadline, args...)
 	}
 	procs := make([]*proseProc, sc.replicas)
@@ -135,7 +137,7 @@ func runCrashScenario(t *testing.T, sc crashScenario) {
 	procs[0].kill()
 	book.victimDead()
 
-	st, err := openStore(ctx, storeFlag(sc.storeArgs, "--data"), storeFlag(sc.storeArgs, "--database"))
+	st, err := app.OpenStore(ctx, storeFlag(sc.storeArgs, "--data"), storeFlag(sc.storeArgs, "--database"))
 	if err != nil {
 		t.Fatal(err)
 	}

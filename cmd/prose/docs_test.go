@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 )
 
 // docLine is one command of a document's ```sh blocks.
@@ -23,6 +24,7 @@ type docLine struct {
 	expect string // "# → text": what its output contains
 	exit   int    // "# exit N": its exit code
 	line   int    // its line in the document
+	run    bool   // it is in a ```sh run block: TestRunnableDocs runs it
 }
 
 var (
@@ -30,7 +32,8 @@ var (
 	exitRE   = regexp.MustCompile(`#\s*exit (\d+)\s*$`)
 )
 
-// shellLines returns the commands of the ```sh blocks of a Markdown file.
+// shellLines returns the commands of the ```sh blocks of a Markdown file;
+// those of ```sh run blocks are marked run.
 func shellLines(t *testing.T, path string) []docLine {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -38,17 +41,19 @@ func shellLines(t *testing.T, path string) []docLine {
 		t.Fatal(err)
 	}
 	var out []docLine
-	in, cont := false, ""
+	in, run, cont := false, false, ""
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	n := 0
 	for sc.Scan() {
 		n++
 		l := sc.Text()
+		fence := strings.TrimLeft(l, " ") // a block may sit in a list item
 		switch {
-		case strings.HasPrefix(l, "```sh"):
-			in = true
+		case !in && strings.HasPrefix(fence, "```sh"):
+			info := strings.Fields(strings.TrimPrefix(fence, "```sh"))
+			in, run = true, len(info) > 0 && info[0] == "run"
 			continue
-		case strings.HasPrefix(l, "```"):
+		case strings.HasPrefix(fence, "```"):
 			in = false
 			continue
 		}
@@ -64,7 +69,7 @@ func shellLines(t *testing.T, path string) []docLine {
 		if strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "#") {
 			continue
 		}
-		d := docLine{text: l, line: n}
+		d := docLine{text: l, line: n, run: run}
 		if m := expectRE.FindStringSubmatch(l); m != nil {
 			d.expect = m[1]
 		}
@@ -76,29 +81,78 @@ func shellLines(t *testing.T, path string) []docLine {
 	return out
 }
 
-// TestGettingStartedGuide runs docs/getting-started.md as written, in a
-// fresh directory with the examples of the clone, the built binary on the
-// PATH (for `go install ./cmd/prose`) and a free port for its server: every
-// command must exit 0 (or the code of its "# exit N"), and print what its
-// "# → text" says.
-func TestGettingStartedGuide(t *testing.T) {
+// docFiles lists the Markdown documents the docs tests read, as paths from
+// this package's directory: the README, docs/ (subfolders included),
+// BENCHMARKS.md and the package notes.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	files := []string{"../../README.md", "../../BENCHMARKS.md"}
+	err := filepath.WalkDir("../../docs", func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			files = append(files, path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notes, _ := filepath.Glob("../../internal/*/README.md")
+	files = append(files, notes...)
+	if _, err := os.Stat("../../store/README.md"); err == nil {
+		files = append(files, "../../store/README.md")
+	}
+	return files
+}
+
+// TestRunnableDocs runs the ```sh run blocks of every document as written,
+// one script per document, in a fresh directory with the examples of the
+// clone, the built binary on the PATH (for `go install ./cmd/prose`) and a
+// free port for its server: every command must exit 0 (or the code of its
+// "# exit N"), and print what its "# → text" says.
+func TestRunnableDocs(t *testing.T) {
 	for _, tool := range []string{"bash", "curl", "jq"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("the guide needs %s: %v", tool, err)
+			t.Skipf("the runnable blocks need %s: %v", tool, err)
 		}
 	}
-	lines := shellLines(t, "../../docs/getting-started.md")
+	ran := map[string]bool{}
+	for _, f := range docFiles(t) {
+		var lines []docLine
+		for _, l := range shellLines(t, f) {
+			if l.run {
+				lines = append(lines, l)
+			}
+		}
+		if len(lines) == 0 {
+			continue
+		}
+		name := strings.TrimPrefix(f, "../../")
+		ran[name] = true
+		t.Run(name, func(t *testing.T) { runDocScript(t, lines) })
+	}
+	// The two a newcomer follows must stay runnable.
+	for _, must := range []string{"README.md", "docs/getting-started.md"} {
+		if !ran[must] {
+			t.Errorf("%s has no ```sh run block", must)
+		}
+	}
+}
+
+func runDocScript(t *testing.T, lines []docLine) {
 	bin := proseBinary(t)
 	work := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(work, "examples"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	src, err := os.ReadFile("../../examples/invoice.prose")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "examples", "invoice.prose"), src, 0o644); err != nil {
-		t.Fatal(err)
+	progs, _ := filepath.Glob("../../examples/*.prose")
+	for _, p := range progs {
+		src, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(work, "examples", filepath.Base(p)), src, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -110,20 +164,15 @@ func TestGettingStartedGuide(t *testing.T) {
 	// One bash script: each command, then a marker with its exit code, its
 	// output between markers.
 	var script strings.Builder
-	sawInstall := false
 	for i, l := range lines {
 		cmd := l.text
 		switch {
 		case strings.HasPrefix(cmd, "go install ./cmd/prose"):
-			sawInstall = true
 			cmd = ": " + cmd // the test built it and put it on the PATH
 		case strings.HasPrefix(cmd, "export PROSE_ADDRESS="):
 			cmd = "export PROSE_ADDRESS=" + addr
 		}
 		fmt.Fprintf(&script, "echo '@@begin %d'\n%s\necho \"@@end %d $?\"\n", i, cmd, i)
-	}
-	if !sawInstall {
-		t.Error("the guide does not say go install ./cmd/prose first")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -136,11 +185,11 @@ func TestGettingStartedGuide(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	sh.Stdout, sh.Stderr = &stdout, &stderr
 	err = sh.Run()
-	// The guide's server, if the script left it running: the script's
+	// The document's server, if the script left it running: the script's
 	// process group (this test made it).
 	_ = syscall.Kill(-sh.Process.Pid, syscall.SIGKILL)
 	if err != nil {
-		t.Fatalf("the guide's script: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+		t.Fatalf("the script: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
 	out := stdout.String()
 	for i, l := range lines {
@@ -166,10 +215,8 @@ func TestGettingStartedGuide(t *testing.T) {
 // and of docs/*.md against the binary's commands: the command exists, its
 // flags exist and take what is given, and its arguments fit.
 func TestDocsCommandsParse(t *testing.T) {
-	files, _ := filepath.Glob("../../docs/*.md")
-	files = append(files, "../../README.md")
 	checked := 0
-	for _, f := range files {
+	for _, f := range docFiles(t) {
 		for _, l := range shellLines(t, f) {
 			for _, words := range proseCommands(l.text) {
 				checked++
@@ -285,3 +332,251 @@ func parseCommandLine(words []string) error {
 	}
 	return nil
 }
+
+// TestReadmeIsShort keeps the README a page a newcomer reads to the end:
+// what Prose is, the set-up, the tour and the way into docs/. The rest
+// belongs in docs/.
+func TestReadmeIsShort(t *testing.T) {
+	data, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(data, []byte("\n")); n > 150 {
+		t.Errorf("README.md has %d lines, at most 150: move the detail into docs/", n)
+	}
+}
+
+// pendingDocs are documents that other branches add, linked before they
+// land. Remove an entry once its document is on main.
+var pendingDocs = map[string]string{}
+
+var (
+	linkRE     = regexp.MustCompile(`!?\[[^\]]*\]\(([^)\s]+)\)`)
+	codeSpanRE = regexp.MustCompile("`[^`]*`")
+)
+
+// mdProse returns the lines of a Markdown file outside its fenced code
+// blocks, with their line numbers (others are "").
+func mdProse(t *testing.T, path string) []string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(data), "\n")
+	in := false
+	for i, l := range lines {
+		if strings.HasPrefix(strings.TrimSpace(l), "```") {
+			in = !in
+			lines[i] = ""
+			continue
+		}
+		if in {
+			lines[i] = ""
+		}
+	}
+	return lines
+}
+
+// anchors returns the anchors GitHub makes of a Markdown file's headings.
+func anchors(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	seen := map[string]int{}
+	for _, l := range mdProse(t, path) {
+		if !strings.HasPrefix(l, "#") {
+			continue
+		}
+		h := strings.TrimSpace(strings.TrimLeft(l, "#"))
+		var b strings.Builder
+		for _, r := range strings.ToLower(h) {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+				b.WriteRune(r)
+			}
+		}
+		a := b.String()
+		if n := seen[a]; n > 0 {
+			out[fmt.Sprintf("%s-%d", a, n)] = true
+		} else {
+			out[a] = true
+		}
+		seen[a]++
+	}
+	return out
+}
+
+// TestDocsLinks resolves every relative link of the documents: the file
+// (or folder) exists and, for a Markdown file, the #anchor is one of its
+// headings.
+func TestDocsLinks(t *testing.T) {
+	root, _ := filepath.Abs("../..")
+	checked := 0
+	links := map[string][]string{} // document → the documents it links to, from the root
+	for _, f := range docFiles(t) {
+		for i, l := range mdProse(t, f) {
+			l = codeSpanRE.ReplaceAllString(l, "")
+			for _, m := range linkRE.FindAllStringSubmatch(l, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				checked++
+				file, anchor, _ := strings.Cut(target, "#")
+				path := f
+				if file != "" {
+					path = filepath.Join(filepath.Dir(f), file)
+				}
+				abs, _ := filepath.Abs(path)
+				rel, _ := filepath.Rel(root, abs)
+				from, _ := filepath.Abs(f)
+				fromRel, _ := filepath.Rel(root, from)
+				links[filepath.ToSlash(fromRel)] = append(links[filepath.ToSlash(fromRel)], filepath.ToSlash(rel))
+				where := fmt.Sprintf("%s:%d: %s", strings.TrimPrefix(f, "../../"), i+1, target)
+				if _, err := os.Stat(path); err != nil {
+					if _, ok := pendingDocs[filepath.ToSlash(rel)]; !ok {
+						t.Errorf("%s: no such file %s", where, filepath.ToSlash(rel))
+					}
+					continue
+				}
+				if anchor != "" && strings.HasSuffix(path, ".md") && !anchors(t, path)[anchor] {
+					t.Errorf("%s: %s has no heading #%s", where, filepath.ToSlash(rel), anchor)
+				}
+			}
+		}
+	}
+	if checked < 50 {
+		t.Errorf("checked %d links; the documents have more", checked)
+	}
+	// Every document is reachable from the README, following links.
+	seen := map[string]bool{"README.md": true}
+	queue := []string{"README.md"}
+	for len(queue) > 0 {
+		d := queue[0]
+		queue = queue[1:]
+		for _, to := range links[d] {
+			if to == "docs" { // the folder: GitHub shows its README.md
+				to = "docs/README.md"
+			}
+			if !seen[to] {
+				seen[to] = true
+				queue = append(queue, to)
+			}
+		}
+	}
+	for _, f := range docFiles(t) {
+		abs, _ := filepath.Abs(f)
+		rel, _ := filepath.Rel(root, abs)
+		if !seen[filepath.ToSlash(rel)] {
+			t.Errorf("%s cannot be reached from README.md by its links", filepath.ToSlash(rel))
+		}
+	}
+}
+
+// repoPathRE matches a code span that reads as a path in the repository:
+// a folder of the top level, or a package that moved under internal/, then
+// at least one more segment.
+var repoPathRE = regexp.MustCompile(`^([a-z][a-z0-9_-]*)(/[A-Za-z0-9_.*-]+)+/?$`)
+
+// TestDocsPaths checks that every path in backticks that starts at a folder
+// of the repository exists, and that no document names a package by the
+// place it had before it moved under internal/ (`engine/schedule`, `lang/`).
+func TestDocsPaths(t *testing.T) {
+	entries, err := os.ReadDir("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	top := map[string]bool{}
+	for _, e := range entries {
+		if e.IsDir() {
+			top[e.Name()] = true
+		}
+	}
+	moved := map[string]bool{}
+	internal, _ := os.ReadDir("../../internal")
+	for _, e := range internal {
+		if e.IsDir() {
+			moved[e.Name()] = true
+		}
+	}
+	checked := 0
+	for _, f := range docFiles(t) {
+		for i, l := range mdProse(t, f) {
+			for _, span := range codeSpanRE.FindAllString(l, -1) {
+				p := strings.TrimSuffix(strings.Trim(span, "`"), "/...") // a Go package pattern
+				if i := strings.LastIndex(p, "/"); i >= 0 {
+					// pkg/path.Name names a declaration of the package.
+					if j := strings.Index(p[i:], "."); j > 0 && i+j+1 < len(p) && unicode.IsUpper(rune(p[i+j+1])) {
+						p = p[:i+j]
+					}
+				}
+				if strings.HasPrefix(p, "../") && !strings.ContainsAny(p, " …{") { // relative to the document
+					// The shared contract lives beside the repository, not in it,
+					// and is named from the repository's root.
+					if p == "../shared" || strings.HasPrefix(p, "../shared/") {
+						continue
+					}
+					checked++
+					if _, err := os.Stat(filepath.Join(filepath.Dir(f), p)); err != nil {
+						t.Errorf("%s:%d: %s: no such path from the document's folder", strings.TrimPrefix(f, "../../"), i+1, span)
+					}
+					continue
+				}
+				m := repoPathRE.FindStringSubmatch(p)
+				if m == nil || (!top[m[1]] && !moved[m[1]]) {
+					continue
+				}
+				checked++
+				where := fmt.Sprintf("%s:%d: %s", strings.TrimPrefix(f, "../../"), i+1, span)
+				// A package note may name its own files from its folder.
+				bases := []string{"../..", filepath.Dir(f)}
+				found := false
+				for _, b := range bases {
+					if hits, _ := filepath.Glob(filepath.Join(b, strings.TrimSuffix(p, "/"))); len(hits) > 0 {
+						found = true
+						break
+					}
+				}
+				switch {
+				case found:
+				case moved[m[1]] && !top[m[1]]:
+					t.Errorf("%s: the package is under internal/ now (internal/%s)", where, p)
+				default:
+					t.Errorf("%s: no such path in the repository", where)
+				}
+			}
+		}
+	}
+	if checked < 30 {
+		t.Errorf("checked %d paths; the documents have more", checked)
+	}
+	// The packages a go command names (`go test ./internal/engine -run X`),
+	// in code blocks and in the text alike.
+	for _, f := range docFiles(t) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, l := range strings.Split(string(data), "\n") {
+			if j := strings.Index(l, " #"); j >= 0 { // a shell comment
+				l = l[:j]
+			}
+			if !goCmdRE.MatchString(l) {
+				continue
+			}
+			for _, m := range goPkgRE.FindAllStringSubmatch(l, -1) {
+				dir := strings.TrimSuffix(strings.TrimSuffix(m[1], "/..."), "/")
+				if st, err := os.Stat(filepath.Join("../..", dir)); err != nil || !st.IsDir() {
+					t.Errorf("%s:%d: go package ./%s: no such folder", strings.TrimPrefix(f, "../../"), i+1, dir)
+				}
+			}
+		}
+	}
+}
+
+var (
+	goCmdRE = regexp.MustCompile(`\bgo (test|run|build|vet|install|list|generate)\b`)
+	goPkgRE = regexp.MustCompile(`(?:^|[\s(])\./([a-z][A-Za-z0-9_/.-]*)`)
+)

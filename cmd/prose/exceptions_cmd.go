@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"strings"
 
@@ -8,57 +9,86 @@ import (
 
 	"github.com/proserun/prose/client"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 )
 
 func newExceptionsCmd() *cobra.Command {
 	f := &clientFlags{}
-	return clientGroup("exceptions", "List, read, assign and resolve the exceptions runs wait on",
+	return clientGroup("exceptions", "List, read, assign, resolve and archive the exceptions runs wait on",
 		`Work with the exceptions of a workspace on a running server: a run that cannot
 go on (a value nobody gave it, a question, a failed check) raises one and waits
 until a person resolves it.`,
-		`  prose exceptions list --filter 'state = PENDING'
+		`  prose exceptions list --state pending --automation Invoices
   prose exceptions resolve EXCEPTION --value 'invoice total=120.50'
   prose exceptions resolve EXCEPTION --skip`,
 		f,
-		exceptionsList(f), exceptionsGet(f), exceptionsAssign(f), exceptionsResolve(f))
+		exceptionsList(f), exceptionsGet(f), exceptionsAssign(f), exceptionsResolve(f), exceptionsArchive(f), exceptionsUnarchive(f))
 }
 
 func excState(e *platformv1.Exception) string {
-	return strings.ToLower(strings.TrimPrefix(e.GetState().String(), "EXCEPTION_STATE_"))
+	return stateWords(e.GetState().String())
 }
 
 func exceptionsList(f *clientFlags) *cobra.Command {
-	var filter string
+	var filter, state, automation, assignee string
 	var limit int
+	var w watchFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List exceptions, newest first",
-		Long: `List the exceptions of the workspace, newest first. --filter takes the API's
-AIP-160 filter: state (PENDING, RESOLVED, ARCHIVED), automation, run, group,
-assignee (users/{u}, or "" for the unassigned), create_time.`,
-		Example: "  prose exceptions list --filter 'state = PENDING'\n  prose exceptions list --filter 'automation = \"invoices\"' -o json",
+		Long: `List the exceptions of the workspace, newest first. --state (pending, resolved,
+archived, any case), --automation (a title or an id) and --assignee (a name,
+an email or an id; "none" for the unassigned) narrow it; --filter takes the
+API's AIP-160 filter (state, automation, run, group, assignee, create_time),
+and all of them are ANDed.`,
+		Example: "  prose exceptions list --state pending --automation Invoices\n  prose exceptions list --filter 'state = pending' -o json\n  prose exceptions list --state pending --watch",
 		Aliases: []string{"ls"},
 		Args:    noArgs,
 		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, _ []string) error {
-			all, err := listAll(limit, func(size int32, token string) ([]*platformv1.Exception, string, error) {
-				resp, err := s.c.Exceptions.ListExceptions(cmd.Context(), &platformv1.ListExceptionsRequest{
-					OrganizationId: s.org, WorkspaceId: s.ws, Filter: filter, PageSize: size, PageToken: token})
-				return resp.GetExceptions(), resp.GetNextPageToken(), err
+			clauses := []string{filter}
+			if state != "" {
+				clauses = append(clauses, "state = \""+state+"\"")
+			}
+			if automation != "" {
+				a, err := s.automationID(cmd.Context(), automation)
+				if err != nil {
+					return err
+				}
+				clauses = append(clauses, fmt.Sprintf("automation = %q", a))
+			}
+			switch assignee {
+			case "":
+			case "none":
+				clauses = append(clauses, `assignee = ""`)
+			default:
+				clauses = append(clauses, fmt.Sprintf("assignee = %q", s.userRef(cmd.Context(), assignee)))
+			}
+			flt := normalizeStateFilter(joinFilters(clauses...), true)
+			return w.loop(cmd, s, func() (string, error) {
+				all, err := listAll(limit, func(size int32, token string) ([]*platformv1.Exception, string, error) {
+					resp, err := s.c.Exceptions.ListExceptions(cmd.Context(), &platformv1.ListExceptionsRequest{
+						OrganizationId: s.org, WorkspaceId: s.ws, Filter: flt, PageSize: size, PageToken: token})
+					return resp.GetExceptions(), resp.GetNextPageToken(), err
+				})
+				if err != nil {
+					return "", err
+				}
+				rows := make([][]string, 0, len(all))
+				for _, e := range all {
+					_, _, _, run, _ := names.ParseRun(e.GetRun())
+					rows = append(rows, []string{names.ID(e.GetName()), excState(e), s.automationTitle(cmd.Context(), e.GetAutomation()), run, excRunNumber(e),
+						orDash(s.person(cmd.Context(), e.GetAssignee())), oneLine(e.GetMessage(), 60), timeText(e.GetCreateTime())})
+				}
+				return s.render(&platformv1.ListExceptionsResponse{Exceptions: all}, []string{"ID", "STATE", "AUTOMATION", "RUN", "#", "ASSIGNEE", "MESSAGE", "CREATED"}, rows)
 			})
-			if err != nil {
-				return err
-			}
-			rows := make([][]string, 0, len(all))
-			for _, e := range all {
-				_, _, _, run, _ := names.ParseRun(e.GetRun())
-				rows = append(rows, []string{names.ID(e.GetName()), excState(e), names.ID(e.GetAutomation()), run, oneLine(e.GetMessage(), 60), timeText(e.GetCreateTime())})
-			}
-			return s.printList(&platformv1.ListExceptionsResponse{Exceptions: all}, []string{"ID", "STATE", "AUTOMATION", "RUN", "MESSAGE", "CREATED"}, rows)
 		}),
 	}
+	cmd.Flags().StringVar(&state, "state", "", "only the exceptions in this state (any case)")
+	cmd.Flags().StringVar(&automation, "automation", "", "only the exceptions of this automation (title, id or name)")
+	cmd.Flags().StringVar(&assignee, "assignee", "", "only the exceptions assigned to this person (name, email or id; none: unassigned)")
 	cmd.Flags().StringVar(&filter, "filter", "", "an AIP-160 filter, as the API takes it")
 	cmd.Flags().IntVar(&limit, "limit", 50, "the most exceptions to list")
+	w.register(cmd)
 	return cmd
 }
 
@@ -73,8 +103,8 @@ func (s *session) showException(e *platformv1.Exception) error {
 			choices = append(choices, string(b))
 		}
 	}
-	s.fields("name", e.GetName(), "state", excState(e), "run", e.GetRun(), "message", e.GetMessage(),
-		"description", e.GetDescription(), "group", e.GetGroup(), "assignee", e.GetAssignee(), "resolver", e.GetResolver(),
+	s.fields("name", e.GetName(), "state", excState(e), "automation", s.automationTitle(s.ctx, e.GetAutomation()), "run", e.GetRun(), "message", e.GetMessage(),
+		"description", e.GetDescription(), "group", e.GetGroup(), "assignee", s.person(s.ctx, e.GetAssignee()), "resolver", s.person(s.ctx, e.GetResolver()),
 		"facts asked", strings.Join(g.GetFacts(), ", "), "question", g.GetQuestion(), "choices", strings.Join(choices, " / "),
 		"failed checks", strings.Join(g.GetFailedChecks(), "; "), "created", timeText(e.GetCreateTime()))
 	return nil
@@ -106,8 +136,8 @@ func exceptionsAssign(f *clientFlags) *cobra.Command {
 		Use:               "assign EXCEPTION --to USER",
 		ValidArgsFunction: completeIDs(f, "exception"),
 		Short:             "Assign an exception to a member of the workspace",
-		Long:              "Assign an exception to a user (users/{u} or the id) who is a member of the workspace; --unassign clears the assignee.",
-		Example:           "  prose exceptions assign EXCEPTION --to users/u123\n  prose exceptions assign EXCEPTION --unassign",
+		Long:              "Assign an exception to a member of the workspace (a name, an email, users/{u} or the id); --unassign clears the assignee.",
+		Example:           "  prose exceptions assign EXCEPTION --to ann@example.com\n  prose exceptions assign EXCEPTION --unassign",
 		Args:              exactArgs(1, "EXCEPTION"),
 		RunE: f.clientRun("exception", func(cmd *cobra.Command, args []string) error {
 			if (to == "") == !unassign {
@@ -117,7 +147,7 @@ func exceptionsAssign(f *clientFlags) *cobra.Command {
 		}, func(cmd *cobra.Command, s *session, id string, args []string) error {
 			assignee := ""
 			if to != "" {
-				assignee = names.User(names.ID(to))
+				assignee = s.userRef(cmd.Context(), to)
 			}
 			e, err := s.c.Exceptions.AssignException(cmd.Context(), &platformv1.AssignExceptionRequest{OrganizationId: s.org, WorkspaceId: s.ws, ExceptionId: id, Assignee: assignee})
 			if err != nil {
@@ -126,7 +156,7 @@ func exceptionsAssign(f *clientFlags) *cobra.Command {
 			return s.showException(e)
 		}),
 	}
-	cmd.Flags().StringVar(&to, "to", "", "the user: users/{u} or its id")
+	cmd.Flags().StringVar(&to, "to", "", "the person: a name, an email, users/{u} or the id")
 	cmd.Flags().BoolVar(&unassign, "unassign", false, "clear the assignee")
 	return cmd
 }

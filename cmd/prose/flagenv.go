@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/spf13/pflag"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -41,12 +41,12 @@ func EnvName(flagName string) string {
 // cobra over fs, passes its own). getenv is os.Getenv outside tests. A key of the file or a
 // value that no flag takes is an error naming it (a typo is not silently
 // ignored); an unknown PROSE_ variable is not (the environment is shared).
-func applyEnvAndConfig(fs *flag.FlagSet, changed func(name string) bool, getenv func(string) string) error {
+func applyEnvAndConfig(fs *pflag.FlagSet, changed func(name string) bool, getenv func(string) string) error {
 	set := map[string]bool{}
 	if changed == nil {
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		fs.Visit(func(f *pflag.Flag) { set[f.Name] = true })
 	} else {
-		fs.VisitAll(func(f *flag.Flag) { set[f.Name] = changed(f.Name) })
+		fs.VisitAll(func(f *pflag.Flag) { set[f.Name] = changed(f.Name) })
 	}
 
 	path := ""
@@ -74,7 +74,7 @@ func applyEnvAndConfig(fs *flag.FlagSet, changed func(name string) bool, getenv 
 		}
 	}
 	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
+	fs.VisitAll(func(f *pflag.Flag) {
 		if set[f.Name] || f.Name == ConfigFlag {
 			return
 		}
@@ -134,7 +134,7 @@ func readFlagFile(path string) (map[string]string, error) {
 
 // flagUsageWithEnv prints fs's flags with their defaults, each with its
 // environment variable, and says where values may come from.
-func flagUsageWithEnv(fs *flag.FlagSet, cmd string) func() {
+func flagUsageWithEnv(fs *pflag.FlagSet, cmd string) func() {
 	return func() {
 		w := fs.Output()
 		fmt.Fprintf(w, "usage: prose %s [flags]\n\n", cmd)
@@ -142,8 +142,8 @@ func flagUsageWithEnv(fs *flag.FlagSet, cmd string) func() {
 			"dashes as underscores: --max-uploads is PROSE_MAX_UPLOADS) or by a config file (--config F or\n"+
 			"PROSE_SERVE_CONFIG; YAML, or TOML if it ends in .toml; the flag names as keys). A flag on the command\n"+
 			"line wins over the environment, which wins over the file.\n\nFlags:\n")
-		fs.VisitAll(func(f *flag.Flag) {
-			name, usage := flag.UnquoteUsage(f)
+		fs.VisitAll(func(f *pflag.Flag) {
+			name, usage := pflag.UnquoteUsage(f)
 			line := "  --" + f.Name
 			if name != "" {
 				line += " " + name

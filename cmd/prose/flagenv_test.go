@@ -2,21 +2,23 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/proserun/prose/server/app"
+	"github.com/spf13/pflag"
 )
 
 // parseServe parses serve's flags from args, env and the config file as
 // serveCmd does.
-func parseServe(t *testing.T, args []string, env map[string]string) (serveConfig, error) {
+func parseServe(t *testing.T, args []string, env map[string]string) (app.Config, error) {
 	t.Helper()
-	var cfg serveConfig
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var cfg app.Config
+	fs := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	serveFlags(fs, &cfg)
 	if err := fs.Parse(args); err != nil {
@@ -63,8 +65,8 @@ func TestServeFlagsPrecedence(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if cfg.maxUploads != c.uploads || cfg.lease != c.lease || cfg.addr != c.addr || cfg.logLevel != c.level {
-				t.Errorf("got uploads=%d lease=%s addr=%s level=%s, want %d %s %s %s", cfg.maxUploads, cfg.lease, cfg.addr, cfg.logLevel, c.uploads, c.lease, c.addr, c.level)
+			if cfg.MaxUploads != c.uploads || cfg.Lease != c.lease || cfg.Addr != c.addr || cfg.LogLevel != c.level {
+				t.Errorf("got uploads=%d lease=%s addr=%s level=%s, want %d %s %s %s", cfg.MaxUploads, cfg.Lease, cfg.Addr, cfg.LogLevel, c.uploads, c.lease, c.addr, c.level)
 			}
 		})
 	}
@@ -77,8 +79,8 @@ func TestServeFlagsTOMLAndCustomValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.maxUploads != 4 || cfg.sizes.TitleBytes != 2048 || cfg.limits.l.MaxSteps != 1000 || cfg.lease != 10*time.Second || cfg.sizes.TextBytes != 4096 {
-		t.Errorf("got %+v / %+v", cfg.sizes, cfg)
+	if cfg.MaxUploads != 4 || cfg.Sizes.TitleBytes != 2048 || cfg.Limits.MaxSteps != 1000 || cfg.Lease != 10*time.Second || cfg.Sizes.TextBytes != 4096 {
+		t.Errorf("got %+v / %+v", cfg.Sizes, cfg)
 	}
 }
 

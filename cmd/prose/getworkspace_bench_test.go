@@ -18,6 +18,8 @@ import (
 	"github.com/proserun/prose/gateway"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/internal/bare"
+	"github.com/proserun/prose/server/app"
+	"github.com/proserun/prose/server/testenv"
 )
 
 // benchWriter is a reusable http.ResponseWriter that keeps the status and
@@ -47,14 +49,14 @@ func (w *benchWriter) Write(b []byte) (int, error) {
 // newBenchApp is the server prose serve builds from cfg, closed when b
 // ends, with an organization, a workspace and an API key made as prose init
 // makes them.
-func newBenchApp(b *testing.B, cfg serveConfig) (*app, initResult) {
+func newBenchApp(b *testing.B, cfg app.Config) (*app.App, app.InitResult) {
 	b.Helper()
-	a, err := newApp(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
+	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler), io.Discard)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(a.Close)
-	init, err := bootstrap(context.Background(), a.store, initOptions{organization: "Bench", email: "bench@example.test", workspace: "Ops"})
+	init, err := app.Bootstrap(context.Background(), a.Store, app.InitOptions{Organization: "Bench", Email: "bench@example.test", Workspace: "Ops"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,9 +73,9 @@ func newBenchApp(b *testing.B, cfg serveConfig) (*app, initResult) {
 //
 //	go test ./cmd/prose -run '^$' -bench BenchmarkGetWorkspaceHTTP -benchmem -count 6
 func BenchmarkGetWorkspaceHTTP(b *testing.B) {
-	cfg := serveConfig{addr: "127.0.0.1:0", data: b.TempDir(), logLevel: "error"}
+	cfg := app.Config{Addr: "127.0.0.1:0", Data: b.TempDir(), LogLevel: "error"}
 	a, init := newBenchApp(b, cfg)
-	path := "/api/v1/organizations/" + init.orgID + "/workspaces/" + init.workspaceID
+	path := "/api/v1/organizations/" + init.OrganizationID + "/workspaces/" + init.WorkspaceID
 	req := &http.Request{
 		Method: http.MethodGet, URL: &url.URL{Path: path}, RequestURI: path,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Host: "bench", RemoteAddr: "127.0.0.1:1234",
@@ -85,7 +87,7 @@ func BenchmarkGetWorkspaceHTTP(b *testing.B) {
 	serve := func() {
 		clear(w.h)
 		w.status, w.n = 0, 0
-		a.http.ServeHTTP(w, req)
+		a.HTTP.ServeHTTP(w, req)
 	}
 	serve()
 	if w.status != http.StatusOK || w.n == 0 {
@@ -111,7 +113,7 @@ func BenchmarkGetWorkspaceHTTP(b *testing.B) {
 //     message-length checks, grpc.Server.ServeHTTP, the interceptor chain,
 //     the service, the store's cached read);
 //   - prose-grpc-only: the gRPC-only port of prose serve --grpc-addr, as
-//     serve builds it (transport.Options.GRPCOnly: the same chain and
+//     serve builds it (chain.Options.GRPCOnly: the same chain and
 //     services on grpc-go's own transport, gateway.WithNativeGRPC) and
 //     served by the same gateway.Serve call as the shared port;
 //   - bare: the bare grpc-go server of cmd/prose-bare (internal/bare: no
@@ -127,7 +129,7 @@ func BenchmarkGetWorkspaceHTTP(b *testing.B) {
 //
 //	go test ./cmd/prose -run '^$' -bench BenchmarkGetWorkspaceGRPC -benchmem -count 6
 func BenchmarkGetWorkspaceGRPC(b *testing.B) {
-	cfg := serveConfig{addr: "127.0.0.1:0", grpcAddr: "127.0.0.1:0", data: b.TempDir(), logLevel: "error"}
+	cfg := app.Config{Addr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", Data: b.TempDir(), LogLevel: "error"}
 	a, init := newBenchApp(b, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(cancel)
@@ -138,9 +140,9 @@ func BenchmarkGetWorkspaceGRPC(b *testing.B) {
 	}
 	onlyAddr := onlyLis.Addr().String()
 	proseAddr := benchListen(b, func(lis net.Listener) {
-		_ = gateway.Serve(ctx, lis, a.grpc, a.http, slog.New(slog.DiscardHandler), append(a.serveOptions(), gateway.WithNativeGRPC(onlyLis, a.grpcOnly))...)
+		_ = gateway.Serve(ctx, lis, a.GRPC, a.HTTP, slog.New(slog.DiscardHandler), append(a.ServeOptions(), gateway.WithNativeGRPC(onlyLis, a.GRPCOnly))...)
 	})
-	req := &platformv1.GetWorkspaceRequest{OrganizationId: init.orgID, WorkspaceId: init.workspaceID}
+	req := &platformv1.GetWorkspaceRequest{OrganizationId: init.OrganizationID, WorkspaceId: init.WorkspaceID}
 	callCtx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+init.APIKey)
 	ws, err := platformv1.NewWorkspaceServiceClient(benchConn(b, proseAddr)).GetWorkspace(callCtx, req)
 	if err != nil {
@@ -164,7 +166,7 @@ func BenchmarkGetWorkspaceGRPC(b *testing.B) {
 			b.ReportAllocs()
 			b.SetParallelism(max(1, 32/runtime.GOMAXPROCS(0)))
 			b.ResetTimer()
-			cpu0 := processCPU()
+			cpu0 := testenv.ProcessCPU()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := client.GetWorkspace(callCtx, req); err != nil {
@@ -173,7 +175,7 @@ func BenchmarkGetWorkspaceGRPC(b *testing.B) {
 					}
 				}
 			})
-			b.ReportMetric(float64(processCPU()-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(testenv.ProcessCPU()-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

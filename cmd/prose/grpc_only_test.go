@@ -16,56 +16,17 @@ import (
 	"google.golang.org/genproto/googleapis/api/httpbody"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/fieldmaskpb"
 
-	"github.com/proserun/prose/gateway"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/internal/testtime"
+	"github.com/proserun/prose/server/app"
+	"github.com/proserun/prose/server/testenv"
 	"github.com/proserun/prose/server/transport"
+	"github.com/proserun/prose/server/transport/chain"
 )
-
-// withGRPCOnly is a serveConfig edit giving the app a gRPC-only server
-// (--grpc-addr).
-func withGRPCOnly(c *serveConfig) { c.grpcAddr = "127.0.0.1:0" }
-
-// serveGRPCOnly serves the app as `prose serve --grpc-addr` does
-// (gateway.Serve with the gRPC-only server on a listener of its own,
-// wrapped by wrap when not nil) and returns a connection to the gRPC-only
-// port. The app must have been made with withGRPCOnly.
-func serveGRPCOnly(t *testing.T, e *testEnv, wrap func(net.Listener) net.Listener) *grpc.ClientConn {
-	t.Helper()
-	if e.app.grpcOnly == nil {
-		t.Fatal("the app has no gRPC-only server (withGRPCOnly)")
-	}
-	httpLis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var grpcLis net.Listener
-	if grpcLis, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
-		t.Fatal(err)
-	}
-	target := grpcLis.Addr().String()
-	if wrap != nil {
-		grpcLis = wrap(grpcLis)
-	}
-	sctx, stop := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = gateway.Serve(sctx, httpLis, e.app.grpc, e.app.http, slogDiscard(), append(e.app.serveOptions(), gateway.WithNativeGRPC(grpcLis, e.app.grpcOnly))...)
-	}()
-	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(); stop(); <-done })
-	return conn
-}
 
 // TestGRPCOnlyPortBoundsEveryMethod: on the gRPC-only port (--grpc-addr,
 // grpc-go's transport) every request message is bounded to 8 MiB, file
@@ -88,11 +49,11 @@ func TestGRPCOnlyPortBoundsEveryMethod(t *testing.T) {
 		defer mu.Unlock()
 		return seen[method]
 	}
-	e := newTestEnvWith(t, func(c *serveConfig) { withGRPCOnly(c); c.outer = append(c.outer, record) })
+	e := newTestEnvWith(t, func(c *app.Config) { testenv.WithGRPCOnly(c); c.Outer = append(c.Outer, record) })
 	var read atomic.Int64
-	conn := serveGRPCOnly(t, e, func(l net.Listener) net.Listener { return countingListener{l, &read} })
-	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+e.init.APIKey)
-	org, ws := e.init.orgID, e.init.workspaceID
+	conn := e.ServeGRPCOnly(t, func(l net.Listener) net.Listener { return testenv.CountingListener{Listener: l, Read: &read} })
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+e.Init.APIKey)
+	org, ws := e.Init.OrganizationID, e.Init.WorkspaceID
 	files := platformv1.NewFileServiceClient(conn)
 	workspaces := platformv1.NewWorkspaceServiceClient(conn)
 	const upload = "/prose.platform.v1.FileService/UploadFile"
@@ -174,10 +135,10 @@ func TestServeGRPCOnlyPort(t *testing.T) {
 	if out := c.must(0, "automations", "list"); !strings.Contains(out, "invoices") {
 		t.Fatalf("automations list:\n%s", out)
 	}
-	if out := c.must(0, "automations", "invoke", "invoices", "--input", "invoice_total=120.50", "--wait"); !strings.Contains(out, "completed") || !strings.Contains(out, "output due: 128.9350") {
+	if out := c.must(0, "automations", "invoke", "invoices", "--input", "invoice_total=120.50", "--wait"); !strings.Contains(out, "Completed") || !strings.Contains(out, "output due: 128.9350") {
 		t.Fatalf("invoke --wait:\n%s", out)
 	}
-	if out := c.must(0, "runs", "list"); !strings.Contains(out, "completed") {
+	if out := c.must(0, "runs", "list"); !strings.Contains(out, "Completed") {
 		t.Fatalf("runs list:\n%s", out)
 	}
 	stop(p)
@@ -197,12 +158,12 @@ func TestServeGRPCOnlyPort(t *testing.T) {
 	stop(p)
 }
 
-// grpcOnlyAddr serves the app's gRPC-only port (serveGRPCOnly) and returns
+// grpcOnlyAddr serves the app's gRPC-only port (ServeGRPCOnly) and returns
 // its address, for raw connections.
 func grpcOnlyAddr(t *testing.T, e *testEnv) (string, *grpc.ClientConn) {
 	t.Helper()
 	var addr string
-	conn := serveGRPCOnly(t, e, func(l net.Listener) net.Listener { addr = l.Addr().String(); return l })
+	conn := e.ServeGRPCOnly(t, func(l net.Listener) net.Listener { addr = l.Addr().String(); return l })
 	return addr, conn
 }
 
@@ -211,13 +172,13 @@ func grpcOnlyAddr(t *testing.T, e *testEnv) (string, *grpc.ClientConn) {
 // preface) is closed after the handshake timeout (10 s in production,
 // shortened here), while ordinary calls are served.
 func TestGRPCOnlyPortClosesSilentConnections(t *testing.T) {
-	e := newTestEnvWith(t, func(c *serveConfig) {
-		withGRPCOnly(c)
-		c.grpcHandshakeTimeout = 500 * time.Millisecond
+	e := newTestEnvWith(t, func(c *app.Config) {
+		testenv.WithGRPCOnly(c)
+		c.GRPCHandshakeTimeout = 500 * time.Millisecond
 	})
 	addr, conn := grpcOnlyAddr(t, e)
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+e.init.APIKey)
-	if _, err := platformv1.NewWorkspaceServiceClient(conn).GetWorkspace(ctx, &platformv1.GetWorkspaceRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID}); err != nil {
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+e.Init.APIKey)
+	if _, err := platformv1.NewWorkspaceServiceClient(conn).GetWorkspace(ctx, &platformv1.GetWorkspaceRequest{OrganizationId: e.Init.OrganizationID, WorkspaceId: e.Init.WorkspaceID}); err != nil {
 		t.Fatalf("a call on the gRPC-only port: %v", err)
 	}
 	c, err := net.Dial("tcp", addr)
@@ -241,7 +202,7 @@ func TestGRPCOnlyPortClosesSilentConnections(t *testing.T) {
 // and a client pinging more often than every 5 s is sent GOAWAY
 // ENHANCE_YOUR_CALM "too_many_pings" and closed.
 func TestGRPCOnlyPortPingPolicy(t *testing.T) {
-	e := newTestEnvWith(t, withGRPCOnly)
+	e := newTestEnvWith(t, testenv.WithGRPCOnly)
 	addr, _ := grpcOnlyAddr(t, e)
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -285,8 +246,8 @@ func TestGRPCOnlyPortPingPolicy(t *testing.T) {
 			if f.ErrCode != http2.ErrCodeEnhanceYourCalm || string(f.DebugData()) != "too_many_pings" {
 				t.Fatalf("GOAWAY %v %q, want ENHANCE_YOUR_CALM too_many_pings", f.ErrCode, f.DebugData())
 			}
-			if maxStreams != transport.GRPCOnlyMaxConcurrentStreams {
-				t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS %d, want %d", maxStreams, transport.GRPCOnlyMaxConcurrentStreams)
+			if maxStreams != chain.GRPCOnlyMaxConcurrentStreams {
+				t.Errorf("SETTINGS_MAX_CONCURRENT_STREAMS %d, want %d", maxStreams, chain.GRPCOnlyMaxConcurrentStreams)
 			}
 			return
 		}

@@ -65,8 +65,8 @@ func TestHelpConsistency(t *testing.T) {
 			if code := execute(context.Background(), append(append([]string{}, path...), "--help"), strings.NewReader(""), &out, &errb); code != 0 {
 				t.Errorf("--help: exit %d, stderr %s", code, errb.String())
 			}
-			if !strings.Contains(out.String(), "Usage:") {
-				t.Errorf("--help printed no usage:\n%s", out.String())
+			if !strings.Contains(out.String(), "Usage:") || !strings.Contains(out.String(), "Examples:") {
+				t.Errorf("--help printed no usage or no examples:\n%s", out.String())
 			}
 		})
 		for _, sub := range c.Commands() {
@@ -94,7 +94,7 @@ func TestHelpOfTheBinary(t *testing.T) {
 	if out := c.must(0, "serve", "--help"); !strings.Contains(out, `--addr string`) || !strings.Contains(out, `(default "127.0.0.1:8080")`) || !strings.Contains(out, `(default "./prose-data")`) {
 		t.Errorf("serve --help shows no defaults:\n%s", out)
 	}
-	if code, _, errb := c.run("serve", "--nope"); code != exitUsage || !strings.Contains(errb, "flag provided but not defined: -nope") || !strings.Contains(errb, "Run 'prose serve --help'") || strings.Contains(errb, "--max-code-bytes") {
+	if code, _, errb := c.run("serve", "--nope"); code != exitUsage || !strings.Contains(errb, "unknown flag: --nope") || !strings.Contains(errb, "Run 'prose serve --help'") || strings.Contains(errb, "--max-code-bytes") {
 		t.Errorf("serve --nope: exit %d\n%s", code, errb)
 	}
 	if code, out, _ := c.run(); code != exitUsage || !strings.Contains(out, "Exit codes:") {

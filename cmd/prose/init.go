@@ -2,49 +2,18 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/proserun/prose/names"
-	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/server/app"
 	"github.com/proserun/prose/store"
-	"github.com/proserun/prose/store/backend"
 )
-
-// target is the store a command works on: --database when set, else --data.
-func target(data, database string) string {
-	if database != "" {
-		return database
-	}
-	return data
-}
-
-// openStore opens and migrates the store at --data / --database.
-func openStore(ctx context.Context, data, database string, opts ...store.Option) (store.Store, error) {
-	return backend.Open(ctx, target(data, database), opts...)
-}
-
-// organizationIDs lists up to limit organization ids, oldest first.
-func organizationIDs(ctx context.Context, st store.Store, limit int) ([]string, error) {
-	p, err := st.ListOrganizations(ctx, limit, "")
-	if err != nil {
-		return nil, err
-	}
-	ids := make([]string, len(p.Items))
-	for i, o := range p.Items {
-		ids[i] = o.ID
-	}
-	return ids, nil
-}
 
 // organizationOwner returns a member holding the owner role in org, the
 // earliest to join.
@@ -62,111 +31,21 @@ func organizationOwner(ctx context.Context, st store.Store, org string) (string,
 	return p.Items[0].User.ID, nil
 }
 
-// initResult is what init prints: resource names, the ids the next
-// commands take, and the key's value.
-type initResult struct {
-	Organization   string `json:"organization"`
-	Workspace      string `json:"workspace"`
-	User           string `json:"user"`
-	APIKey         string `json:"api_key"`
-	OrganizationID string `json:"organization_id"`
-	WorkspaceID    string `json:"workspace_id"`
-	UserID         string `json:"user_id"`
-
-	orgID, workspaceID, userID string
-}
-
-type initOptions struct {
-	organization, email, workspace string
-	expires                        time.Duration
-}
-
-func (o initOptions) withDefaults() initOptions {
-	if o.organization == "" {
-		o.organization = "My organization"
-	}
-	if o.email == "" {
-		o.email = "owner@localhost"
-	}
-	if o.workspace == "" {
-		o.workspace = "Default"
-	}
-	if o.expires == 0 {
-		o.expires = 365 * 24 * time.Hour
-	}
-	return o
-}
-
-// bootstrap creates an organization, its owner (reusing the user with that
-// e-mail if there is one), a first workspace the owner administers, and an
-// API key of level All for every workspace.
-func bootstrap(ctx context.Context, st store.Store, o initOptions) (initResult, error) {
-	o = o.withDefaults()
-	org, err := st.CreateOrganization(ctx, store.Organization{DisplayName: o.organization})
-	if err != nil {
-		return initResult{}, fmt.Errorf("create organization: %w", err)
-	}
-	display, _, _ := strings.Cut(o.email, "@")
-	u, err := st.CreateUser(ctx, store.User{DisplayName: display, Email: o.email})
-	if errors.Is(err, store.ErrAlreadyExists) {
-		u, err = st.GetUserByEmail(ctx, o.email)
-	}
-	if err != nil {
-		return initResult{}, fmt.Errorf("create user: %w", err)
-	}
-	if _, err := st.AddOrganizationMember(ctx, org.ID, u.ID, []string{"owner"}); err != nil {
-		return initResult{}, fmt.Errorf("add owner: %w", err)
-	}
-	ws, err := st.CreateWorkspace(ctx, store.Workspace{OrganizationID: org.ID, Title: o.workspace, CreatorID: u.ID})
-	if err != nil {
-		return initResult{}, fmt.Errorf("create workspace: %w", err)
-	}
-	if _, err := st.AddWorkspaceMember(ctx, org.ID, ws.ID, u.ID, []string{"workspace_admin"}); err != nil {
-		return initResult{}, fmt.Errorf("add workspace member: %w", err)
-	}
-	key, err := server.CreateKey(ctx, st, store.APIKey{
-		OrganizationID: org.ID, UserID: u.ID, Name: "initial key",
-		AllWorkspaces: true, PermissionLevel: store.PermissionAll,
-	}, o.expires, time.Now())
-	if err != nil {
-		return initResult{}, fmt.Errorf("create API key: %w", err)
-	}
-	return initResult{
-		Organization:   names.Organization(org.ID),
-		Workspace:      names.Workspace(org.ID, ws.ID),
-		User:           names.User(u.ID),
-		APIKey:         key.GetKey(),
-		OrganizationID: org.ID, WorkspaceID: ws.ID, UserID: u.ID,
-		orgID: org.ID, workspaceID: ws.ID, userID: u.ID,
-	}, nil
-}
-
-func printInit(w io.Writer, r initResult, asJSON bool) {
-	if asJSON {
-		b, _ := json.Marshal(r)
-		fmt.Fprintln(w, string(b))
-		return
-	}
-	fmt.Fprintf(w, "organization: %s\nworkspace:    %s\nuser:         %s\napi key:      %s\n", r.Organization, r.Workspace, r.User, r.APIKey)
-	fmt.Fprintf(w, "Next: prose login --api-key %s --workspace %s\n", r.APIKey, r.Workspace)
-	fmt.Fprintln(w, "The API key is shown once; keep it. Use it as Authorization: Bearer <key> (or x-api-key on /v1 and /v2).")
-}
-
 // dataFlags are --data and --database, the store of the commands that
 // work on a data directory.
 type dataFlags struct{ data, database string }
 
 func (d *dataFlags) register(fs *pflag.FlagSet) {
-	fs.StringVar(&d.data, "data", "./prose-data", "data directory of the embedded SQLite database (the default of 'prose serve' too)")
+	fs.StringVar(&d.data, "data", defaultData, "data directory of the embedded SQLite database (the default of 'prose serve' too)")
 	fs.StringVar(&d.database, "database", "", "a postgres://… URL; overrides --data")
 }
 
-func (d *dataFlags) target() string { return target(d.data, d.database) }
+func (d *dataFlags) target() string { return app.Target(d.data, d.database) }
 
 func newInitCmd() *cobra.Command {
 	var d dataFlags
 	var expires string
-	var o initOptions
+	var o app.InitOptions
 	var asJSON, force, login bool
 	var address string
 	cmd := &cobra.Command{
@@ -180,6 +59,10 @@ shown once. 'prose serve' does the same on an empty store by itself.
 user), the ids the other commands take (organization_id, workspace_id,
 user_id) and the api_key.
 
+It prints the 'prose login' line of the key, and the 'prose serve' line that
+prints a one-time sign-in link to the web console (--print-login-link), each
+with the store and the address when they are not the defaults.
+
 --login also keeps the key, the workspace and the server's address (--address,
 default ` + defaultAddress + `, where 'prose serve' listens) in the default
 profile, as 'prose login' would: the client commands then need no flags.`,
@@ -188,7 +71,8 @@ profile, as 'prose login' would: the client commands then need no flags.`,
   prose init --json | jq -r .api_key`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, code := initRun(cmd.Context(), d, o, expires, asJSON, force, cmd.OutOrStdout(), cmd.ErrOrStderr())
+			addr := firstNonEmpty(address, os.Getenv("PROSE_ADDRESS"), defaultAddress)
+			r, code := initRun(cmd.Context(), d, o, expires, asJSON, force, addr, cmd.OutOrStdout(), cmd.ErrOrStderr())
 			if code != 0 || !login {
 				return exitCode(code)
 			}
@@ -196,7 +80,7 @@ profile, as 'prose login' would: the client commands then need no flags.`,
 			if err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
-			pf.Profiles["default"] = profile{Address: firstNonEmpty(address, os.Getenv("PROSE_ADDRESS"), defaultAddress), APIKey: r.APIKey, Workspace: r.Workspace}
+			pf.Profiles["default"] = profile{Address: clientAddress(addr), APIKey: r.APIKey, Workspace: r.Workspace}
 			if err := writeProfiles(pf, path); err != nil {
 				return &exitError{code: exitFailed, err: err}
 			}
@@ -208,20 +92,23 @@ profile, as 'prose login' would: the client commands then need no flags.`,
 	}
 	fs := cmd.Flags()
 	d.register(fs)
-	fs.StringVar(&o.organization, "organization", "My organization", "title of the organization")
-	fs.StringVar(&o.email, "email", "owner@localhost", "e-mail address of the owner")
-	fs.StringVar(&o.workspace, "workspace", "Default", "title of the first workspace")
+	fs.StringVar(&o.Organization, "organization", "My organization", "title of the organization")
+	fs.StringVar(&o.Email, "email", "owner@localhost", "e-mail address of the owner")
+	fs.StringVar(&o.Workspace, "workspace", "Default", "title of the first workspace")
 	fs.StringVar(&expires, "expires", "1y", "lifetime of the API key: "+strings.Join(apikey.ExpirationChoices(), ", "))
 	fs.BoolVar(&asJSON, "json", false, `print one JSON object {"organization","workspace","user","api_key","organization_id","workspace_id","user_id"}`)
 	fs.BoolVar(&force, "force", false, "create another organization even if the store has one")
 	fs.BoolVar(&login, "login", false, "keep the key and workspace in the default profile of the client commands")
-	fs.StringVar(&address, "address", "", "with --login: the server's address (env PROSE_ADDRESS; default "+defaultAddress+")")
+	fs.StringVar(&address, "address", "", "the server's address, for --login and the printed command lines (env PROSE_ADDRESS; default "+defaultAddress+")")
 	return cmd
 }
 
 // noArgs refuses positional arguments as a usage mistake.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
+		if cmd.HasSubCommands() {
+			return unknownCommand(cmd, args[0])
+		}
 		return usageErr("unexpected argument %q", args[0])
 	}
 	return nil
@@ -240,35 +127,48 @@ func initCmd(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	return runArgs(ctx, "init", args, stdin, stdout, stderr)
 }
 
-func initRun(ctx context.Context, df dataFlags, o initOptions, expires string, asJSON, force bool, stdout, stderr io.Writer) (initResult, int) {
+func initRun(ctx context.Context, df dataFlags, o app.InitOptions, expires string, asJSON, force bool, address string, stdout, stderr io.Writer) (app.InitResult, int) {
 	d, err := apikey.ParseExpiration(expires)
 	if err != nil {
 		fmt.Fprintf(stderr, "init: --expires: %v\n", err)
-		return initResult{}, 2
+		return app.InitResult{}, 2
 	}
-	o.expires = d
-	st, err := openStore(ctx, df.data, df.database)
+	o.Expires = d
+	st, err := app.OpenStore(ctx, df.data, df.database)
 	if err != nil {
 		fmt.Fprintf(stderr, "init: %v\n", err)
-		return initResult{}, 1
+		return app.InitResult{}, 1
 	}
 	defer func() { _ = st.Close() }()
 	if !force {
-		ids, err := organizationIDs(ctx, st, 1)
+		ids, err := app.OrganizationIDs(ctx, st, 1)
 		if err != nil {
 			fmt.Fprintf(stderr, "init: %v\n", err)
-			return initResult{}, 1
+			return app.InitResult{}, 1
 		}
 		if len(ids) > 0 {
-			fmt.Fprintf(stderr, "init: the store already has organization %s; use `prose keys create` for a new key, or --force\n", ids[0])
-			return initResult{}, 1
+			fmt.Fprintf(stderr, "init: the store already has organization %s; for a new key: prose keys create --name NAME%s (or init --force)\n", ids[0], dataArgs(df.data, df.database))
+			return app.InitResult{}, 1
 		}
 	}
-	r, err := bootstrap(ctx, st, o)
+	r, err := app.Bootstrap(ctx, st, o)
 	if err != nil {
 		fmt.Fprintf(stderr, "init: %v\n", err)
-		return initResult{}, 1
+		return app.InitResult{}, 1
 	}
-	printInit(stdout, r, asJSON)
+	app.PrintInit(stdout, r, asJSON, app.LoginHint(clientAddress(address), r))
+	if !asJSON {
+		fmt.Fprintf(stdout, "Sign in to the web console with the link that prints: %s\n", serveHint(df, address))
+	}
 	return r, 0
+}
+
+// serveHint is the `prose serve` command line of the store df on address
+// (when it is a host:port to listen on) that prints a sign-in link.
+func serveHint(df dataFlags, address string) string {
+	addr := ""
+	if address != defaultAddress && !strings.Contains(address, "://") {
+		addr = " --addr " + shellWord(address)
+	}
+	return "prose serve" + dataArgs(df.data, df.database) + addr + " --print-login-link"
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/proserun/prose/internal/loadprog"
+	"github.com/proserun/prose/server/app"
 	"github.com/proserun/prose/store/backend"
 )
 
@@ -29,14 +30,14 @@ import (
 //
 //	go test ./cmd/prose -run '^$' -bench BenchmarkInvokeHTTP -benchmem -count 6
 func BenchmarkInvokeHTTP(b *testing.B) {
-	cfg := serveConfig{addr: "127.0.0.1:0", data: b.TempDir(), logLevel: "error"}
+	cfg := app.Config{Addr: "127.0.0.1:0", Data: b.TempDir(), LogLevel: "error"}
 	if u := os.Getenv("PROSE_TEST_POSTGRES_URL"); u != "" {
 		st, err := backend.Open(context.Background(), u)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { st.Close() })
-		cfg.store = st
+		cfg.Store = st
 	}
 	a, init := newBenchApp(b, cfg)
 	post := func(w http.ResponseWriter, path string, body []byte) {
@@ -47,12 +48,12 @@ func BenchmarkInvokeHTTP(b *testing.B) {
 				"Content-Length": {strconv.Itoa(len(body))}, "Accept-Encoding": {"gzip"}, "User-Agent": {"Go-http-client/1.1"}},
 			Body: io.NopCloser(bytes.NewReader(body)), ContentLength: int64(len(body)),
 		}
-		a.http.ServeHTTP(w, req.WithContext(context.Background()))
+		a.HTTP.ServeHTTP(w, req.WithContext(context.Background()))
 	}
 	// The automation, created as prose-load creates it.
 	body, _ := json.Marshal(map[string]any{"display_name": "load", "english_code": loadprog.Short})
 	rec := &recordWriter{benchWriter: benchWriter{h: http.Header{}}}
-	post(rec, "/api/v1/organizations/"+init.orgID+"/workspaces/"+init.workspaceID+"/automations", body)
+	post(rec, "/api/v1/organizations/"+init.OrganizationID+"/workspaces/"+init.WorkspaceID+"/automations", body)
 	var auto struct{ Name string }
 	if err := json.Unmarshal(rec.buf.Bytes(), &auto); err != nil || rec.status != http.StatusOK || auto.Name == "" {
 		b.Fatalf("create the automation: status %d, %s", rec.status, rec.buf.String())

@@ -14,9 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/server"
 	"github.com/proserun/prose/server/apikey"
+	"github.com/proserun/prose/server/app"
 	"github.com/proserun/prose/store"
 )
 
@@ -147,14 +148,14 @@ read-only, and print its value once: only a hash is kept.`,
 // withKeysStore opens the store of the flags and finds the organization.
 func withKeysStore(cmd *cobra.Command, o *keysOptions, f func(st store.Store, org string) int) error {
 	ctx, stderr := cmd.Context(), cmd.ErrOrStderr()
-	st, err := openStore(ctx, o.data.data, o.data.database)
+	st, err := app.OpenStore(ctx, o.data.data, o.data.database)
 	if err != nil {
 		return &exitError{code: exitFailed, err: err}
 	}
 	defer func() { _ = st.Close() }()
 	org := o.org
 	if org == "" {
-		ids, err := organizationIDs(ctx, st, 1)
+		ids, err := app.OrganizationIDs(ctx, st, 1)
 		if err != nil {
 			return &exitError{code: exitFailed, err: err}
 		}
@@ -213,9 +214,7 @@ func keysCreateAPI(cmd *cobra.Command, o *keysOptions) error {
 		return apiErr(err)
 	}
 	if s.json {
-		b, _ := json.Marshal(map[string]string{"name": resp.GetApiKey().GetName(), "api_key": resp.GetKey()})
-		fmt.Fprintln(s.out, string(b))
-		return nil
+		return s.emit(map[string]any{"name": resp.GetApiKey().GetName(), "api_key": resp.GetKey()})
 	}
 	fmt.Fprintf(s.out, "%s\n%s\n", resp.GetApiKey().GetName(), resp.GetKey())
 	fmt.Fprintln(cmd.ErrOrStderr(), "The key is shown once; keep it.")

@@ -1,14 +1,14 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"math"
 	"strconv"
 
 	"github.com/dustin/go-humanize"
+	"github.com/spf13/pflag"
 
-	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/internal/lang"
 	"github.com/proserun/prose/store"
 )
 
@@ -67,23 +67,26 @@ func (s intFlag) Set(v string) error {
 }
 
 // register adds the limit flags to fs.
-func (lf *limitFlags) register(fs *flag.FlagSet) {
+func (lf *limitFlags) register(fs *pflag.FlagSet) { registerLimitFlags(fs, &lf.l) }
+
+// registerLimitFlags adds the flags of a run's limits to fs, into l.
+func registerLimitFlags(fs *pflag.FlagSet, l *lang.Limits) {
 	d := lang.DefaultLimits
-	fs.Var(intFlag{&lf.l.MaxTextBytes}, "max-text-bytes", fmt.Sprintf("longest text a run may make (default %s; -1: no limit)", humanize.IBytes(uint64(d.MaxTextBytes))))
-	fs.Var(intFlag{&lf.l.MaxItems}, "max-items", fmt.Sprintf("most items of one list, set or dictionary, or rows of one table, a run may make (default %d)", d.MaxItems))
-	fs.Var(sizeFlag{&lf.l.MaxFactsBytes}, "max-facts-bytes", fmt.Sprintf("memory a run's facts may take together (default %s)", humanize.IBytes(uint64(d.MaxFactsBytes))))
-	fs.Var(sizeFlag{&lf.l.MaxJournalBytes}, "max-journal-bytes", fmt.Sprintf("size of a run's journal of book results and clock readings (default %s)", humanize.IBytes(uint64(d.MaxJournalBytes))))
-	fs.Var(intFlag{&lf.l.MaxStateBytes}, "max-state-bytes", fmt.Sprintf("size of a run's saved state; a run whose state is larger fails (default %s)", humanize.IBytes(uint64(d.MaxStateBytes))))
-	fs.Int64Var(&lf.l.MaxSteps, "max-steps", 0, fmt.Sprintf("statements a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %d)", d.MaxSteps))
-	fs.Var(intFlag{&lf.l.MaxChildRuns}, "max-child-runs", fmt.Sprintf("runs one run may start with `start a run`; the next start raises an exception (default %d; -1: no limit)", d.MaxChildRuns))
-	fs.Var(intFlag{&lf.l.MaxRunDepth}, "max-run-depth", fmt.Sprintf("how deep child runs nest: a child run this deep starting a run raises an exception (default %d)", d.MaxRunDepth))
-	fs.DurationVar(&lf.l.MaxDuration, "max-run-time", 0, fmt.Sprintf("wall time a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %s)", d.MaxDuration))
+	fs.Var(intFlag{&l.MaxTextBytes}, "max-text-bytes", fmt.Sprintf("longest text a run may make (default %s; -1: no limit)", humanize.IBytes(uint64(d.MaxTextBytes))))
+	fs.Var(intFlag{&l.MaxItems}, "max-items", fmt.Sprintf("most items of one list, set or dictionary, or rows of one table, a run may make (default %d)", d.MaxItems))
+	fs.Var(sizeFlag{&l.MaxFactsBytes}, "max-facts-bytes", fmt.Sprintf("memory a run's facts may take together (default %s)", humanize.IBytes(uint64(d.MaxFactsBytes))))
+	fs.Var(sizeFlag{&l.MaxJournalBytes}, "max-journal-bytes", fmt.Sprintf("size of a run's journal of book results and clock readings (default %s)", humanize.IBytes(uint64(d.MaxJournalBytes))))
+	fs.Var(intFlag{&l.MaxStateBytes}, "max-state-bytes", fmt.Sprintf("size of a run's saved state; a run whose state is larger fails (default %s)", humanize.IBytes(uint64(d.MaxStateBytes))))
+	fs.Int64Var(&l.MaxSteps, "max-steps", 0, fmt.Sprintf("statements a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %d)", d.MaxSteps))
+	fs.Var(intFlag{&l.MaxChildRuns}, "max-child-runs", fmt.Sprintf("runs one run may start with `start a run`; the next start raises an exception (default %d; -1: no limit)", d.MaxChildRuns))
+	fs.Var(intFlag{&l.MaxRunDepth}, "max-run-depth", fmt.Sprintf("how deep child runs nest: a child run this deep starting a run raises an exception (default %d)", d.MaxRunDepth))
+	fs.DurationVar(&l.MaxDuration, "max-run-time", 0, fmt.Sprintf("wall time a run may execute (from its start or its last guidance) before it raises an exception to retry with a fresh budget or skip (default %s)", d.MaxDuration))
 }
 
 // registerSizeFlags adds the flags of the sizes the server accepts
 // (store.SizeBounds): bytes or a unit ("2MiB"), 0 the default; newApp
 // validates them (store.Sizes.Validate).
-func registerSizeFlags(fs *flag.FlagSet, sz *store.Sizes) {
+func registerSizeFlags(fs *pflag.FlagSet, sz *store.Sizes) {
 	d := store.DefaultSizes
 	what := map[string]string{
 		"max-title-bytes":       "largest title or display name (workspaces, automations, API keys, v2 run names)",

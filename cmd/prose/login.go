@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 )
 
 func newLoginCmd() *cobra.Command {
@@ -31,6 +31,7 @@ several needs --workspace). The TLS files of --ca-file, --cert-file and
   prose login --address https://prose.internal:8443 --api-key "$KEY" --ca-file ca.pem --cert-file me.pem --key-file me-key.pem`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.login = true
 			s, err := f.connect(cmd, true)
 			if err != nil {
 				return err

@@ -5,36 +5,41 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/proserun/prose/console"
+	"github.com/proserun/prose/internal/console"
+	"github.com/proserun/prose/server/app"
 	"github.com/proserun/prose/store"
 )
 
 func newLoginLinkCmd() *cobra.Command {
 	var d dataFlags
-	var org, email, base string
+	var org, email, base, prof string
 	var ttl time.Duration
 	cmd := &cobra.Command{
 		Use:   "login-link",
 		Short: "Print a one-time sign-in link to the web console",
 		Long: `Print a link that signs a user in to the web console once, within --ttl. It is
 made in the data directory (or PostgreSQL database) the server uses, so it
-needs no running server and no API key: it is how an operator lets the owner in.`,
-		Example: "  prose login-link\n  prose login-link --email ann@example.test --url https://prose.example.com",
+needs no running server and no API key: it is how an operator lets the owner in.
+The link points at --url, else the server the client commands use
+(PROSE_ADDRESS, else the profile's address).`,
+		Example: "  prose login-link\n  prose login-link --email ann@example.test --url https://prose.example.com\n  prose login-link --profile staging",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return exitCode(loginLinkRun(cmd.Context(), d.data, d.database, org, email, base, ttl, cmd.OutOrStdout(), cmd.ErrOrStderr()))
+			return exitCode(loginLinkRun(cmd.Context(), d.data, d.database, org, email, consoleBase(base, prof), ttl, cmd.OutOrStdout(), cmd.ErrOrStderr()))
 		},
 	}
 	fs := cmd.Flags()
 	d.register(fs)
 	fs.StringVar(&org, "organization", "", "organization id (default: the oldest organization)")
 	fs.StringVar(&email, "email", "", "the user who signs in (default: an owner of the organization)")
-	fs.StringVar(&base, "url", "http://127.0.0.1:8080", "the console's address, as a browser reaches it")
+	fs.StringVar(&base, "url", "", "the console's address, as a browser reaches it (default: PROSE_ADDRESS, else the profile's address, else http://"+defaultAddress+")")
+	fs.StringVar(&prof, "profile", "", "the profile whose address the link uses (env PROSE_PROFILE; default: the current one)")
 	fs.DurationVar(&ttl, "ttl", console.DefaultLinkTTL, "how long the link can be used (once)")
 	return cmd
 }
@@ -49,14 +54,14 @@ func loginLinkRun(ctx context.Context, data, database, org, email, base string, 
 		fmt.Fprintln(stderr, "login-link: --ttl must be positive and at most 168h")
 		return 2
 	}
-	st, err := openStore(ctx, data, database)
+	st, err := app.OpenStore(ctx, data, database)
 	if err != nil {
 		fmt.Fprintf(stderr, "login-link: %v\n", err)
 		return 1
 	}
 	defer func() { _ = st.Close() }()
 	if org == "" {
-		ids, err := organizationIDs(ctx, st, 1)
+		ids, err := app.OrganizationIDs(ctx, st, 1)
 		if err != nil {
 			fmt.Fprintf(stderr, "login-link: %v\n", err)
 			return 1
@@ -94,4 +99,21 @@ func loginLinkRun(ctx context.Context, data, database, org, email, base string, 
 	}
 	fmt.Fprintln(stdout, console.LinkURL(strings.TrimSpace(base), token))
 	return 0
+}
+
+// consoleBase is the address a sign-in link points at: --url, else the
+// address the client commands would use (PROSE_ADDRESS, the profile), as
+// a URL (http:// when it has no scheme; 0.0.0.0 or :: as localhost).
+func consoleBase(flag, prof string) string {
+	if strings.TrimSpace(flag) != "" {
+		return flag
+	}
+	f := clientFlags{profile: prof}
+	pf, _, _ := readProfiles()
+	addr := firstNonEmpty(os.Getenv("PROSE_ADDRESS"), pf.Profiles[f.profileName()].Address, defaultAddress)
+	if !strings.Contains(addr, "://") {
+		addr = "http://" + addr
+	}
+	// A server told to listen on 0.0.0.0 is reached on localhost.
+	return reachableURL(addr)
 }

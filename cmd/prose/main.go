@@ -130,13 +130,14 @@ func newRootCmd() *cobra.Command {
 		// No arguments: the help, and exit 2 (nothing was asked).
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErr("unknown command %q", args[0])
+				return unknownCommand(cmd, args[0])
 			}
 			_ = cmd.Help()
 			return exit(exitUsage)
 		},
 		Args: cobra.ArbitraryArgs,
 	}
+	root.SuggestionsMinimumDistance = 2
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
 		return &exitError{code: exitUsage, err: err}
 	})
@@ -151,9 +152,9 @@ func newRootCmd() *cobra.Command {
 		c.GroupID = "server"
 		root.AddCommand(c)
 	}
-	root.AddCommand(withGroup("author", newRunCmd()))
+	root.AddCommand(withGroup("author", newRunCmd()), withGroup("author", newTestCmd()))
 	for _, c := range []*cobra.Command{
-		newLoginCmd(), newAutomationsCmd(), newRunsCmd(), newExceptionsCmd(),
+		newLoginCmd(), newLogoutCmd(), newAuthCmd(), newProfilesCmd(), newAutomationsCmd(), newRunsCmd(), newExceptionsCmd(),
 	} {
 		c.GroupID = "client"
 		root.AddCommand(c)
@@ -196,4 +197,17 @@ func withGroup(id string, c *cobra.Command) *cobra.Command {
 // per-command wrappers below use it).
 func runArgs(ctx context.Context, name string, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return execute(ctx, append([]string{name}, args...), stdin, stdout, stderr)
+}
+
+// unknownCommand is the usage error of a mistyped command, with cobra's
+// suggestions (by Levenshtein distance and prefix) when it has some.
+func unknownCommand(cmd *cobra.Command, name string) error {
+	if cmd.SuggestionsMinimumDistance <= 0 {
+		cmd.SuggestionsMinimumDistance = 2
+	}
+	msg := fmt.Sprintf("unknown command %q for %q", name, cmd.CommandPath())
+	if s := cmd.SuggestionsFor(name); len(s) > 0 {
+		msg += "\n\nDid you mean this?\n\t" + strings.Join(s, "\n\t")
+	}
+	return &exitError{code: exitUsage, err: errors.New(msg)}
 }

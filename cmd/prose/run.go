@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,11 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/proserun/prose/books"
-	bookv1 "github.com/proserun/prose/gen/prose/book/v1"
-	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/internal/books"
+	"github.com/proserun/prose/internal/lang"
+	"github.com/proserun/prose/server/app"
 )
 
 const runLong = `Run a Prose program file here, without a server: the built-in books answer its
@@ -67,9 +64,7 @@ func newRunCmd() *cobra.Command {
 	fl.StringVar(&f.answers, "answers", "", `answers to what the program asks, by fact or question: {"the invoice total": 120.50}`)
 	fl.BoolVar(&f.json, "json", false, "print one JSON object and never ask at the terminal")
 	fl.StringVar(&f.books, "books", "", `JSON file of books to add to the built-in ones: [{"book": {…}}] (the file of 'prose serve --books'; its "workspace" is ignored here)`)
-	limits := flag.NewFlagSet("run", flag.ContinueOnError)
-	f.limits.register(limits)
-	addGoFlags(fl, limits)
+	f.limits.register(fl)
 	return cmd
 }
 
@@ -118,31 +113,11 @@ func runProgram(ctx context.Context, fl runFlags, stdin io.Reader, stdout, stder
 	if err != nil {
 		return runUsage(stderr, err)
 	}
-	inputs, answers := map[string]lang.Value{}, map[string]lang.Value{}
-	if fl.inputs != "" {
-		if inputs, err = lang.DecodePlainObject([]byte(fl.inputs)); err != nil {
-			return runUsage(stderr, fmt.Errorf("--inputs: %w", err))
-		}
+	inputs, answers, err := runInputs(fl)
+	if err != nil {
+		return runUsage(stderr, err)
 	}
-	if fl.answers != "" {
-		m, err := lang.DecodePlainObject([]byte(fl.answers))
-		if err != nil {
-			return runUsage(stderr, fmt.Errorf("--answers: %w", err))
-		}
-		for k, v := range m {
-			answers[lang.FactName(k)] = v
-		}
-	}
-	report := func(state string, outputs map[string]lang.Value, log []string) *runReport {
-		out, err := lang.EncodePlainMap(outputs)
-		if err != nil {
-			out = []byte("{}")
-		}
-		if log == nil {
-			log = []string{}
-		}
-		return &runReport{State: state, Outputs: out, Log: log}
-	}
+	report := newRunReport
 	finish := func(r *runReport, code int) int {
 		if fl.json {
 			b, _ := json.Marshal(r)
@@ -170,6 +145,12 @@ func runProgram(ctx context.Context, fl runFlags, stdin io.Reader, stdout, stder
 		return finish(r, exitFailed)
 	}
 
+	if !fl.json {
+		for _, w := range prog.Warnings() {
+			fmt.Fprintf(stderr, "prose run: warning: %s\n", w)
+		}
+	}
+
 	var log []string
 	// The built-in books answer book calls, as on a server (without
 	// connections: those are a workspace's, on a server), and the books of
@@ -195,8 +176,24 @@ func runProgram(ctx context.Context, fl runFlags, stdin io.Reader, stdout, stder
 			break
 		}
 		resolution, ok := fromAnswers(res.Exception, answers)
+		if ok && resolution.Kind == lang.Answer {
+			// the answers a server would refuse are refused here too
+			if err := lang.CheckQuestionAnswer(res.Exception, resolution.Answer); err != nil {
+				r := report("failed", res.Outputs, log)
+				r.Error = &reportErr{Description: "--answers: " + err.Error(), Location: res.Exception.Span}
+				return finish(r, exitFailed)
+			}
+		}
 		if !ok && interactive {
 			resolution, ok = ask(in, stderr, res.Exception)
+			for ok && resolution.Kind == lang.Answer {
+				err := lang.CheckQuestionAnswer(res.Exception, resolution.Answer)
+				if err == nil {
+					break
+				}
+				fmt.Fprintf(stderr, "prose run: %v\n", err)
+				resolution, ok = ask(in, stderr, res.Exception)
+			}
 		}
 		if !ok {
 			break
@@ -214,22 +211,60 @@ func runProgram(ctx context.Context, fl runFlags, stdin io.Reader, stdout, stder
 		res = next
 	}
 
+	return finish(resultReport(res, log))
+}
+
+// newRunReport is the report of a run in state with outputs and log.
+func newRunReport(state string, outputs map[string]lang.Value, log []string) *runReport {
+	out, err := lang.EncodePlainMap(outputs)
+	if err != nil {
+		out = []byte("{}")
+	}
+	if log == nil {
+		log = []string{}
+	}
+	return &runReport{State: state, Outputs: out, Log: log}
+}
+
+// resultReport is the report of a run that ended (or waits) as res, and
+// the exit code that says so.
+func resultReport(res *lang.Result, log []string) (*runReport, int) {
 	switch res.Status {
 	case lang.Completed:
-		return finish(report("completed", res.Outputs, log), exitCompleted)
+		return newRunReport("completed", res.Outputs, log), exitCompleted
 	case lang.Suspended:
-		r := report("awaiting_guidance", res.Outputs, log)
+		r := newRunReport("awaiting_guidance", res.Outputs, log)
 		r.Exception = &reportExc{Group: string(res.Exception.Group), Message: res.Exception.Message, Location: res.Exception.Span}
-		return finish(r, exitAwaiting)
+		return r, exitAwaiting
 	case lang.Stopped:
-		r := report("failed", res.Outputs, log)
+		r := newRunReport("failed", res.Outputs, log)
 		r.Error = &reportErr{Description: "interrupted"}
-		return finish(r, exitFailed)
+		return r, exitFailed
 	default:
-		r := report("failed", res.Outputs, log)
+		r := newRunReport("failed", res.Outputs, log)
 		r.Error = &reportErr{Description: res.Failure.Description, Location: res.Failure.Span}
-		return finish(r, exitFailed)
+		return r, exitFailed
 	}
+}
+
+// runInputs reads --inputs and --answers (answers keyed by fact name).
+func runInputs(fl runFlags) (inputs, answers map[string]lang.Value, err error) {
+	inputs, answers = map[string]lang.Value{}, map[string]lang.Value{}
+	if fl.inputs != "" {
+		if inputs, err = lang.DecodePlainObject([]byte(fl.inputs)); err != nil {
+			return nil, nil, fmt.Errorf("--inputs: %w", err)
+		}
+	}
+	if fl.answers != "" {
+		m, err := lang.DecodePlainObject([]byte(fl.answers))
+		if err != nil {
+			return nil, nil, fmt.Errorf("--answers: %w", err)
+		}
+		for k, v := range m {
+			answers[lang.FactName(k)] = v
+		}
+	}
+	return inputs, answers, nil
 }
 
 // fromAnswers resolves an exception with --answers, when they hold its fact
@@ -265,6 +300,9 @@ func ask(in *bufio.Reader, w io.Writer, exc *lang.Exception) (lang.Resolution, b
 			fmt.Fprintf(w, "(%s) ", strings.Join(cs, " / "))
 		}
 		v, ok := readValue(in)
+		if ok && v.Kind() == lang.KindText {
+			v = lang.ReadAnswer(exc, v.AsText())
+		}
 		return lang.Resolution{Kind: lang.Answer, Answer: v}, ok
 	case exc.Fact != "":
 		fmt.Fprintf(w, "%s: ", exc.Message)
@@ -333,39 +371,8 @@ func runRegistry(ctx context.Context, file string) (*books.Registry, error) {
 	}
 	mem := books.NewMemoryStore()
 	reg := books.NewRegistry(books.WithStore(mem), builtins)
-	if err := registerBooks(ctx, reg, file, func(string) (books.Workspace, error) { return runWorkspace, nil }); err != nil {
+	if err := app.RegisterBooks(ctx, reg, file, func(string) (books.Workspace, error) { return runWorkspace, nil }); err != nil {
 		return nil, err
 	}
 	return reg, nil
-}
-
-// registerBooks registers the books of a JSON file of entries
-// [{"workspace": …, "book": {…}}] (the format of serve's --books), each in
-// the workspace where returns for the entry's workspace.
-func registerBooks(ctx context.Context, reg *books.Registry, path string, where func(string) (books.Workspace, error)) error {
-	data, err := os.ReadFile(path) //nolint:gosec // G304: the user names the file on the command line
-	if err != nil {
-		return err
-	}
-	var entries []struct {
-		Workspace string          `json:"workspace"`
-		Book      json.RawMessage `json:"book"`
-	}
-	if err := json.Unmarshal(data, &entries); err != nil {
-		return err
-	}
-	for i, e := range entries {
-		ws, err := where(e.Workspace)
-		if err != nil {
-			return fmt.Errorf("entry %d: %w", i, err)
-		}
-		b := &bookv1.Book{}
-		if err := protojson.Unmarshal(e.Book, b); err != nil {
-			return fmt.Errorf("entry %d: %w", i, err)
-		}
-		if _, err := reg.Register(ctx, ws, b, ""); err != nil {
-			return fmt.Errorf("entry %d: %w", i, err)
-		}
-	}
-	return nil
 }

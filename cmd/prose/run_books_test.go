@@ -9,11 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"google.golang.org/grpc/metadata"
-
 	"github.com/proserun/prose/client"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
+	"github.com/proserun/prose/server/testenv"
 )
 
 // TestRunBooksLikeServer: a program that calls built-in books gives the
@@ -31,9 +30,9 @@ func TestRunBooksLikeServer(t *testing.T) {
 	}
 
 	e := newTestEnv(t)
-	c := client.New(e.conn)
-	ctx := withKey(context.Background(), e.init.APIKey)
-	a, err := c.Automations.CreateAutomation(ctx, &platformv1.CreateAutomationRequest{OrganizationId: e.init.orgID, WorkspaceId: e.init.workspaceID,
+	c := client.New(e.Conn)
+	ctx := testenv.WithKey(context.Background(), e.Init.APIKey)
+	a, err := c.Automations.CreateAutomation(ctx, &platformv1.CreateAutomationRequest{OrganizationId: e.Init.OrganizationID, WorkspaceId: e.Init.WorkspaceID,
 		Automation: &platformv1.Automation{DisplayName: "words", EnglishCode: code}})
 	if err != nil {
 		t.Fatal(err)
@@ -65,7 +64,7 @@ func TestRunBooksLikeServer(t *testing.T) {
 		_ = json.NewEncoder(w).Encode(map[string]any{"outputs": map[string]string{"stamp": "S:" + req.Inputs.Ticket}})
 	}))
 	t.Cleanup(book.Close)
-	file := writeBookFile(t, names.Workspace("o", "w"), stampBook(book.URL))
+	file := writeBookFile(t, names.Workspace("o", "w"), testenv.StampBook(book.URL))
 	prog := writeProgram(t, "stamp \"t1\"\nthe output is the above\n")
 	out.Reset()
 	errb.Reset()
@@ -79,9 +78,4 @@ func TestRunBooksLikeServer(t *testing.T) {
 	if rc := runCommand(context.Background(), []string{prog, "--books", "/nonexistent.json"}, strings.NewReader(""), &out, &errb); rc != exitUsage {
 		t.Fatalf("missing --books file: exit %d", rc)
 	}
-}
-
-// withKey sends key as the bearer key of gRPC calls made with ctx.
-func withKey(ctx context.Context, key string) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+key)
 }

@@ -48,7 +48,7 @@ var readsClock = regexp.MustCompile(`(?i)\b(current|today|now)\b`)
 // the command line cannot give (guidance other than answers, books, a fixed
 // clock) are left to the language's own corpus test.
 func TestRunCommandCorpus(t *testing.T) {
-	files, err := filepath.Glob("../../lang/testdata/cases/*.json")
+	files, err := filepath.Glob("../../internal/lang/testdata/cases/*.json")
 	if err != nil || len(files) < 150 {
 		t.Fatalf("corpus: %d files, %v", len(files), err)
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/internal/lang"
 )
 
 func writeProgram(t *testing.T, src string) string {

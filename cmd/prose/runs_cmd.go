@@ -10,61 +10,74 @@ import (
 
 	"github.com/proserun/prose/client"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/internal/names"
 )
 
 func newRunsCmd() *cobra.Command {
 	f := &clientFlags{}
-	return clientGroup("runs", "List, read, watch, pause and continue runs",
+	return clientGroup("runs", "List, read, watch, pause, continue and cancel runs",
 		`Work with the runs of a workspace on a running server. A run is named by its
 id (any automation) or its full name.`,
-		`  prose runs list --filter 'state = "awaiting_guidance"'
+		`  prose runs list --state "awaiting guidance" --automation Invoices
   prose runs watch RUN
   prose runs pause RUN --reason "waiting for the supplier"`,
 		f,
-		runsList(f), runsGet(f), runsWatch(f), runsEvents(f), runsPause(f), runsContinue(f))
+		runsList(f), runsGet(f), runsWatch(f), runsEvents(f), runsPause(f), runsContinue(f), runsCancel(f))
 }
 
 func runsList(f *clientFlags) *cobra.Command {
-	var automation, filter, orderBy string
+	var automation, filter, orderBy, state string
 	var limit int
+	var w watchFlags
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest first",
-		Long: `List the runs of the workspace (or of one automation with --automation), newest
-first. --filter takes the API's AIP-160 filter, e.g. state = "failed" or
-create_time > "2026-01-01T00:00:00Z".`,
-		Example: "  prose runs list --automation invoices\n  prose runs list --filter 'state = \"failed\"' -o json",
+		Long: `List the runs of the workspace (or of one automation with --automation: its
+title or id), newest first. --state keeps the runs in one state (any case:
+pending, executing, "awaiting guidance", completed, failed, stopped).
+--filter takes the API's AIP-160 filter, e.g. state = failed or
+create_time > "2026-01-01T00:00:00Z"; both are ANDed. The # column is the
+run's number in its automation (Invoices #42), beside its id.`,
+		Example: "  prose runs list --automation Invoices --state \"awaiting guidance\"\n  prose runs list --filter 'state = failed' -o json\n  prose runs list --watch",
 		Aliases: []string{"ls"},
 		Args:    noArgs,
 		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, _ []string) error {
 			a := "-"
 			if automation != "" {
 				var err error
-				if a, err = s.idIn("automation", automation); err != nil {
+				if a, err = s.automationID(cmd.Context(), automation); err != nil {
 					return err
 				}
 			}
-			all, err := listAll(limit, func(size int32, token string) ([]*platformv1.Run, string, error) {
-				resp, err := s.c.Runs.ListRuns(cmd.Context(), &platformv1.ListRunsRequest{
-					OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, Filter: filter, OrderBy: orderBy, PageSize: size, PageToken: token})
-				return resp.GetRuns(), resp.GetNextPageToken(), err
+			st := ""
+			if state != "" {
+				st = "state = \"" + state + "\""
+			}
+			flt := normalizeStateFilter(joinFilters(st, filter), false)
+			return w.loop(cmd, s, func() (string, error) {
+				all, err := listAll(limit, func(size int32, token string) ([]*platformv1.Run, string, error) {
+					resp, err := s.c.Runs.ListRuns(cmd.Context(), &platformv1.ListRunsRequest{
+						OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, Filter: flt, OrderBy: orderBy, PageSize: size, PageToken: token})
+					return resp.GetRuns(), resp.GetNextPageToken(), err
+				})
+				if err != nil {
+					return "", err
+				}
+				rows := make([][]string, 0, len(all))
+				for _, r := range all {
+					_, _, aut, id, _ := names.ParseRun(r.GetName())
+					rows = append(rows, []string{id, runNumber(r), s.automationTitle(cmd.Context(), aut), stateWords(client.StateName(r)), timeText(r.GetCreateTime()), timeText(r.GetUpdateTime())})
+				}
+				return s.render(&platformv1.ListRunsResponse{Runs: all}, []string{"ID", "#", "AUTOMATION", "STATE", "CREATED", "UPDATED"}, rows)
 			})
-			if err != nil {
-				return err
-			}
-			rows := make([][]string, 0, len(all))
-			for _, r := range all {
-				_, _, aut, id, _ := names.ParseRun(r.GetName())
-				rows = append(rows, []string{id, aut, client.StateName(r), timeText(r.GetCreateTime()), timeText(r.GetUpdateTime())})
-			}
-			return s.printList(&platformv1.ListRunsResponse{Runs: all}, []string{"ID", "AUTOMATION", "STATE", "CREATED", "UPDATED"}, rows)
 		}),
 	}
-	cmd.Flags().StringVar(&automation, "automation", "", "only the runs of this automation (id or name)")
+	cmd.Flags().StringVar(&automation, "automation", "", "only the runs of this automation (title, id or name)")
+	cmd.Flags().StringVar(&state, "state", "", "only the runs in this state (any case)")
 	cmd.Flags().StringVar(&filter, "filter", "", "an AIP-160 filter, as the API takes it")
 	cmd.Flags().StringVar(&orderBy, "order-by", "", "an AIP-132 order, as the API takes it")
 	cmd.Flags().IntVar(&limit, "limit", 50, "the most runs to list")
+	w.register(cmd)
 	return cmd
 }
 
@@ -87,7 +100,12 @@ func (s *session) showRun(r *platformv1.Run) error {
 		}
 	} else {
 		st := r.GetState()
-		s.fields("name", r.GetName(), "state", client.StateName(r), "stage", strings.TrimPrefix(r.GetStage().String(), "AUTOMATION_STAGE_"),
+		_, _, aut, _, _ := names.ParseRun(r.GetName())
+		invoker := ""
+		if u := r.GetInvocationDetails().GetUserId(); u != "" {
+			invoker = s.person(s.ctx, u)
+		}
+		s.fields("name", r.GetName(), "number", runNumber(r), "automation", s.automationTitle(s.ctx, aut), "invoked by", invoker, "state", stateWords(client.StateName(r)), "stage", strings.TrimPrefix(r.GetStage().String(), "AUTOMATION_STAGE_"),
 			"created", timeText(r.GetCreateTime()), "updated", timeText(r.GetUpdateTime()),
 			"exception", client.ExceptionOf(r), "waits for", st.GetAwaitingGuidance().GetDescription(),
 			"failure", st.GetFailed().GetDescription(), "stopped", st.GetStopped().GetReason()+st.GetStopping().GetReason())
@@ -99,7 +117,7 @@ func (s *session) showRun(r *platformv1.Run) error {
 			sort.Strings(keys)
 			fmt.Fprintln(s.out, "outputs:")
 			for _, k := range keys {
-				fmt.Fprintf(s.out, "  %s: %s\n", k, outs[k])
+				fmt.Fprintf(s.out, "  %s: %s\n", k, plainText(outs[k], "  "))
 			}
 		}
 	}
@@ -113,23 +131,30 @@ func (s *session) showRun(r *platformv1.Run) error {
 }
 
 func runsGet(f *clientFlags) *cobra.Command {
-	return &cobra.Command{
+	var watch bool
+	cmd := &cobra.Command{
 		Use:               "get RUN",
 		ValidArgsFunction: completeIDs(f, "run"),
 		Short:             "Show a run: its state, outputs, or what it waits for",
 		Long: `Show a run (by id or name): its state, its outputs when it completed, the
 exception it waits on, or why it failed. The exit code follows the state: 0
-completed or still going, 1 failed or stopped, 3 awaiting guidance.`,
-		Example: "  prose runs get RUN\n  prose runs get RUN -o json | jq .state",
+completed or still going, 1 failed or stopped, 3 awaiting guidance. --watch
+follows it until it settles first (as 'runs watch').`,
+		Example: "  prose runs get RUN\n  prose runs get RUN --watch\n  prose runs get RUN --jq .state",
 		Args:    exactArgs(1, "RUN"),
 		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, args []string) error {
 			r, err := s.getRun(cmd, args[0])
 			if err != nil {
 				return err
 			}
+			if watch {
+				return s.follow(cmd, r, 0)
+			}
 			return s.showRun(r)
 		}),
 	}
+	cmd.Flags().BoolVar(&watch, "watch", false, "follow the run until it settles, printing its states")
+	return cmd
 }
 
 func runsWatch(f *clientFlags) *cobra.Command {
@@ -148,39 +173,46 @@ state it goes through (with -o json: the run as JSON at the end), then exit as
 			if err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			if timeout > 0 {
-				var cancel func()
-				ctx, cancel = contextWithTimeout(ctx, timeout)
-				defer cancel()
-			}
-			last := ""
-			wait := 20 * time.Millisecond
-			for {
-				if st := client.StateName(r); st != last && !s.json {
-					fmt.Fprintf(s.out, "%s  %s\n", time.Now().Format(time.TimeOnly), st)
-					last = st
-				}
-				if client.Settled(r) {
-					break
-				}
-				select {
-				case <-ctx.Done():
-					return &exitError{code: exitFailed, err: fmt.Errorf("the run is still %s: %w", client.StateName(r), ctx.Err())}
-				case <-time.After(wait):
-				}
-				if wait = wait * 3 / 2; wait > time.Second {
-					wait = time.Second
-				}
-				if r, err = s.c.GetRun(ctx, r.GetName()); err != nil {
-					return apiErr(err)
-				}
-			}
-			return s.showRun(r)
+			return s.follow(cmd, r, timeout)
 		}),
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 0, "give up after this long (exit 1); 0: never")
 	return cmd
+}
+
+// follow polls a run until it settles (or timeout, when positive),
+// printing each state it enters, then shows it as 'runs get' does.
+func (s *session) follow(cmd *cobra.Command, r *platformv1.Run, timeout time.Duration) error {
+	ctx := cmd.Context()
+	if timeout > 0 {
+		var cancel func()
+		ctx, cancel = contextWithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	last := ""
+	wait := 20 * time.Millisecond
+	for {
+		if st := client.StateName(r); st != last && !s.json {
+			fmt.Fprintf(s.out, "%s  %s\n", time.Now().Format(time.TimeOnly), stateWords(st))
+			last = st
+		}
+		if client.Settled(r) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return &exitError{code: exitFailed, err: fmt.Errorf("the run is still %s: %w", stateWords(client.StateName(r)), ctx.Err())}
+		case <-time.After(wait):
+		}
+		if wait = wait * 3 / 2; wait > time.Second {
+			wait = time.Second
+		}
+		var err error
+		if r, err = s.c.GetRun(ctx, r.GetName()); err != nil {
+			return apiErr(err)
+		}
+	}
+	return s.showRun(r)
 }
 
 func runsEvents(f *clientFlags) *cobra.Command {
@@ -236,10 +268,10 @@ its conversation with that agent follow.`,
 				}
 				return nil
 			}
-			fmt.Fprintf(s.out, "run %s is %s\n", r.GetName(), client.StateName(r))
+			fmt.Fprintf(s.out, "run %s is %s\n", r.GetName(), stateWords(client.StateName(r)))
 			rows := [][]string{}
 			for _, e := range history.GetRunEvents() {
-				rows = append(rows, historyRow(e))
+				rows = append(rows, s.historyRow(e))
 			}
 			s.table([]string{"TIME", "WHAT", "KIND", "TEXT"}, rows)
 			if evs != nil {
@@ -259,9 +291,9 @@ its conversation with that agent follow.`,
 }
 
 // historyRow is a table row of one entry of a run's history.
-func historyRow(e *platformv1.RunEvent) []string {
+func (s *session) historyRow(e *platformv1.RunEvent) []string {
 	if u := e.GetRunUpdate(); u != nil {
-		return []string{timeText(u.GetRun().GetUpdateTime()), "state", client.StateName(u.GetRun()), ""}
+		return []string{timeText(u.GetRun().GetUpdateTime()), "state", stateWords(client.StateName(u.GetRun())), ""}
 	}
 	j := e.GetExecutionJournal()
 	when := timeText(j.GetEventTime())
@@ -287,7 +319,7 @@ func historyRow(e *platformv1.RunEvent) []string {
 	case j.GetNodePatched() != nil:
 		text := "resolved"
 		if r := j.GetExtraMetadata()["resolver"]; r != nil {
-			text += " by " + r.GetText()
+			text += " by " + s.person(s.ctx, r.GetText())
 		}
 		return []string{when, "guidance", j.GetNodePatched().GetNodeKind(), oneLine(text, 80)}
 	case j.GetStopped() != nil:
@@ -364,7 +396,7 @@ state; 'prose runs continue' resumes it.`,
 			if s.json {
 				return s.printJSON(r)
 			}
-			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), client.StateName(r))
+			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), stateWords(client.StateName(r)))
 			return nil
 		}),
 	}
@@ -392,7 +424,7 @@ func runsContinue(f *clientFlags) *cobra.Command {
 			if s.json {
 				return s.printJSON(r)
 			}
-			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), client.StateName(r))
+			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), stateWords(client.StateName(r)))
 			return nil
 		}),
 	}

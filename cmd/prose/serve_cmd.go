@@ -1,10 +1,10 @@
 package main
 
 import (
-	"flag"
 	"io"
 	"strings"
 
+	"github.com/proserun/prose/server/app"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -15,7 +15,10 @@ that executes runs. The store is the embedded SQLite database of --data, or the
 PostgreSQL database of --database (replicas may share one).
 
 On an empty store, serve creates an organization, its owner, a workspace and an
-API key, and prints the key once to stderr with a sign-in link for the console.
+API key, and prints the key once to stderr with the 'prose login' line and a
+one-time sign-in link for the console (--print-login-link prints a link on any
+store). Both name --public-url, else the address serve listens on (0.0.0.0 as
+localhost).
 Every flag's default is shown below.
 
 Every flag may also be given by the environment, PROSE_ and the flag's name in
@@ -24,9 +27,10 @@ by a config file, --config F or PROSE_SERVE_CONFIG (YAML, or TOML if it ends in
 .toml; the flag names as keys). A flag on the command line wins over the
 environment, which wins over the file.`
 
-// newServeCmd is `prose serve`. Its flags are serve.go's Go flag set
-// (serveFlags), shown by cobra's help and completion, and parsed by serveCmd
-// itself with that flag set, so that what serve does with them stays in
+// newServeCmd is `prose serve`. Its flags are serve.go's (serveFlags, pflag
+// as every command's), shown by cobra's help and completion, and parsed by
+// serveCmd itself into an app.Config (then the environment and the config
+// file, applyEnvAndConfig), so that what serve does with them stays in
 // serve.go.
 func newServeCmd() *cobra.Command {
 	cmd := &cobra.Command{
@@ -35,6 +39,7 @@ func newServeCmd() *cobra.Command {
 		Long:  serveLong,
 		Example: `  prose serve                                   # 127.0.0.1:8080, SQLite in ./prose-data
   prose serve --addr :8080 --database postgres://prose@db/prose
+  prose serve --addr 0.0.0.0:9090 --print-login-link   # a sign-in link to http://localhost:9090
   prose serve --data /var/lib/prose --workers 16`,
 		DisableFlagParsing: true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -48,9 +53,9 @@ func newServeCmd() *cobra.Command {
 			}
 			// A mistake on the command line is told as every command tells
 			// it (serveCmd's own flag set would print all its flags).
-			check := flag.NewFlagSet("serve", flag.ContinueOnError)
+			check := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 			check.SetOutput(io.Discard)
-			serveFlags(check, &serveConfig{})
+			serveFlags(check, &app.Config{})
 			if err := check.Parse(args); err != nil {
 				return usageErr("%v", err)
 			}
@@ -69,23 +74,10 @@ func newServeCmd() *cobra.Command {
 			return out, cobra.ShellCompDirectiveNoFileComp
 		},
 	}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	serveFlags(fs, &serveConfig{})
-	addGoFlags(cmd.Flags(), fs)
+	// The same flags for cobra's help and completion (serveCmd parses its
+	// own set: what serve does with them stays in serve.go).
+	serveFlags(cmd.Flags(), &app.Config{})
 	return cmd
-}
-
-// addGoFlags adds a Go flag set to a command's flags; a zero duration
-// default is not shown in help ("(default 0s)" says nothing), as pflag does
-// for its own durations.
-func addGoFlags(to *pflag.FlagSet, fs *flag.FlagSet) {
-	to.AddGoFlagSet(fs)
-	fs.VisitAll(func(g *flag.Flag) {
-		if f := to.Lookup(g.Name); f != nil && f.DefValue == "0s" {
-			f.DefValue = "0"
-		}
-	})
 }
 
 func firstLine(s string) string {

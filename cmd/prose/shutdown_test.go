@@ -10,55 +10,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/proserun/prose/internal/names"
 	"github.com/proserun/prose/internal/testtime"
-	"github.com/proserun/prose/names"
+	"github.com/proserun/prose/server/app"
+	"github.com/proserun/prose/server/testenv"
 	"github.com/proserun/prose/store"
 )
-
-// heldBook answers `stamp a ticket (the stamp)` with "S:" and the ticket,
-// holding the first call until release is closed.
-type heldBook struct {
-	srv     *httptest.Server
-	held    chan struct{} // closed when the first call arrived
-	release chan struct{}
-
-	mu    sync.Mutex
-	calls map[string]int // by ticket
-}
-
-func newHeldBook(t *testing.T) *heldBook {
-	b := &heldBook{held: make(chan struct{}), release: make(chan struct{}), calls: map[string]int{}}
-	b.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			Inputs struct{ Ticket string } `json:"inputs"`
-		}
-		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		b.mu.Lock()
-		b.calls[req.Inputs.Ticket]++
-		first := len(b.calls) == 1 && b.calls[req.Inputs.Ticket] == 1
-		b.mu.Unlock()
-		if first {
-			close(b.held)
-			select {
-			case <-b.release:
-			case <-r.Context().Done():
-				return
-			}
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"outputs": map[string]string{"stamp": "S:" + req.Inputs.Ticket}})
-	}))
-	t.Cleanup(b.srv.Close)
-	return b
-}
 
 // On SIGTERM, prose serve finishes a request in flight, lets the book call
 // in flight complete, hands the run back to the queue (pending, unleased,
@@ -73,8 +34,8 @@ func TestServeGracefulShutdown(t *testing.T) {
 	deadline := testtime.Deadline(90 * time.Second)
 	data := t.TempDir()
 	ini := proseInit(t, bin, "--data", data)
-	book := newHeldBook(t)
-	books := writeBookFile(t, ini.Workspace, stampBook(book.srv.URL))
+	book := testenv.NewHeldBook(t)
+	books := writeBookFile(t, ini.Workspace, testenv.StampBook(book.Srv.URL))
 	// A lease far longer than the test: a run left leased would not be
 	// continued in time.
 	p := startProse(t, bin, deadline, "--data", data, "--books", books, "--lease", "10m", "--shutdown-timeout", "30s", "--inline-window", "-1ns")
@@ -88,7 +49,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case <-book.held:
+	case <-book.Held:
 	case <-time.After(time.Until(deadline)):
 		t.Fatalf("the book was not called:\n%s", p.logTail())
 	}
@@ -145,7 +106,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 	}
 
 	// The book call in flight completes; the run goes back to the queue.
-	close(book.release)
+	close(book.Release)
 	select {
 	case <-p.done:
 	case <-time.After(time.Until(deadline)):
@@ -158,7 +119,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 		t.Errorf("no 'run handed back' in the log:\n%s", p.logTail())
 	}
 	org, ws, _ := names.ParseWorkspace(ini.Workspace)
-	st, err := openStore(ctx, data, "")
+	st, err := app.OpenStore(ctx, data, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +138,7 @@ func TestServeGracefulShutdown(t *testing.T) {
 
 	// The next server continues it at once; "k/1" is not stamped again.
 	p2 := startProse(t, bin, deadline, "--data", data, "--books", books)
-	st, err = openStore(ctx, data, "")
+	st, err = app.OpenStore(ctx, data, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,10 +156,8 @@ func TestServeGracefulShutdown(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	book.mu.Lock()
-	defer book.mu.Unlock()
-	if book.calls["k/1"] != 1 || book.calls["k/2"] != 1 {
-		t.Errorf("book calls %v, want each ticket once", book.calls)
+	if calls := book.Calls(); calls["k/1"] != 1 || calls["k/2"] != 1 {
+		t.Errorf("book calls %v, want each ticket once", calls)
 	}
 }
 
@@ -279,7 +238,7 @@ func TestServeShutdownReleasesClaimedRuns(t *testing.T) {
 	data := t.TempDir()
 	ini := proseInit(t, bin, "--data", data)
 	book := newHeldByTicketBook(t, "H", "R")
-	books := writeBookFile(t, ini.Workspace, stampBook(book.srv.URL))
+	books := writeBookFile(t, ini.Workspace, testenv.StampBook(book.srv.URL))
 	// One worker; a lease far longer than the test (a run left leased
 	// would not be taken over in time); no run executed at its creation;
 	// no turns (a run held in a book call would give its worker up and
@@ -312,12 +271,21 @@ func TestServeShutdownReleasesClaimedRuns(t *testing.T) {
 	close(book.gates["H"])
 	book.waitCall(t, p, deadline, "R")
 	org, ws, _ := names.ParseWorkspace(ini.Workspace)
-	st, err := openStore(ctx, data, "")
+	st, err := app.OpenStore(ctx, data, "")
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Q's end is written after its worker is free (R0 may call the book
+	// first), so wait for it before counting the claimed Rs.
+	testtime.Until(t, testtime.Wait, func() (bool, string) {
+		r, err := st.GetRun(ctx, org, ws, automation, queued[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.State == store.RunCompleted, fmt.Sprintf("Q is %s, want completed\n%s", r.State, p.logTail())
+	})
 	executing := 0
-	for _, id := range queued {
+	for _, id := range queued[1:] {
 		r, err := st.GetRun(ctx, org, ws, automation, id)
 		if err != nil {
 			t.Fatal(err)
@@ -353,7 +321,7 @@ func TestServeShutdownReleasesClaimedRuns(t *testing.T) {
 	if !strings.Contains(p.logTail(), "claimed runs not started handed back") {
 		t.Errorf("no 'claimed runs not started handed back' in the log:\n%s", p.logTail())
 	}
-	st, err = openStore(ctx, data, "")
+	st, err = app.OpenStore(ctx, data, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,6 +29,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/proserun/prose/gateway"
+	"github.com/proserun/prose/server/app"
+	"github.com/proserun/prose/server/testenv"
 	"github.com/proserun/prose/store"
 )
 
@@ -72,7 +74,7 @@ func writeSelfSigned(t *testing.T, certFile, keyFile string, serial int64) {
 // serveTLS serves the test app over TLS with the files' certificate.
 func serveTLS(t *testing.T, e *testEnv, certFile, keyFile string) string {
 	t.Helper()
-	certs, err := gateway.NewCertReloader(certFile, keyFile, slogDiscard())
+	certs, err := gateway.NewCertReloader(certFile, keyFile, testenv.Discard())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func serveTLS(t *testing.T, e *testEnv, certFile, keyFile string) string {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = gateway.Serve(ctx, lis, e.app.grpc, e.app.http, slogDiscard(), append(e.app.serveOptions(), gateway.WithTLS(certs.TLSConfig()))...)
+		_ = gateway.Serve(ctx, lis, e.App.GRPC, e.App.HTTP, testenv.Discard(), append(e.App.ServeOptions(), gateway.WithTLS(certs.TLSConfig()))...)
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	return lis.Addr().String()
@@ -191,21 +193,21 @@ func (s *pingStore) Ping(ctx context.Context) error {
 // the shutdown), /livez, and the older /healthz and /v2/health.
 func TestServeHealth(t *testing.T) {
 	var ps *pingStore
-	e := newTestEnvWith(t, func(c *serveConfig) {
-		st := c.store
+	e := newTestEnvWith(t, func(c *app.Config) {
+		st := c.Store
 		if st == nil {
 			var err error
-			if st, err = openStore(context.Background(), c.data, ""); err != nil {
+			if st, err = app.OpenStore(context.Background(), c.Data, ""); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { st.Close() })
 		}
 		ps = &pingStore{Store: st}
-		c.store = ps
+		c.Store = ps
 	})
 	get := func(path string) (int, string) {
 		t.Helper()
-		resp, err := http.Get(e.srv.URL + path)
+		resp, err := http.Get(e.Srv.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -213,7 +215,7 @@ func TestServeHealth(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	hc := healthpb.NewHealthClient(e.conn)
+	hc := healthpb.NewHealthClient(e.Conn)
 	check := func(service string) healthpb.HealthCheckResponse_ServingStatus {
 		t.Helper()
 		res, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{Service: service})
@@ -245,7 +247,7 @@ func TestServeHealth(t *testing.T) {
 	}
 	ps.down.Store(false)
 
-	e.app.beginShutdown()
+	e.App.BeginShutdown()
 	for _, svc := range services {
 		if s := check(svc); s != healthpb.HealthCheckResponse_NOT_SERVING {
 			t.Errorf("health of %q during the shutdown: %s", svc, s)

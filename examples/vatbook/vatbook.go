@@ -16,7 +16,7 @@ import (
 	"strings"
 
 	"github.com/proserun/prose/bookserver"
-	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/internal/lang"
 )
 
 // rates are standard VAT rates by ISO 3166 country code.

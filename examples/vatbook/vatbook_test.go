@@ -3,10 +3,10 @@ package vatbook_test
 import (
 	"testing"
 
-	"github.com/proserun/prose/books"
 	"github.com/proserun/prose/bookserver/booktest"
 	"github.com/proserun/prose/examples/vatbook"
-	"github.com/proserun/prose/lang"
+	"github.com/proserun/prose/internal/books"
+	"github.com/proserun/prose/internal/lang"
 )
 
 // TestConformance runs the book protocol's conformance checks on the

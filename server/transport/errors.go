@@ -12,22 +12,12 @@ import (
 	"google.golang.org/protobuf/protoadapt"
 
 	errorsv1 "github.com/proserun/prose/gen/prose/errors/v1"
+	"github.com/proserun/prose/store"
 )
 
 // ErrorDomain is the domain of every google.rpc.ErrorInfo this service
 // returns (AIP-193).
 const ErrorDomain = "prose.run"
-
-// Reasons used by the transport layer itself. Handlers choose their own
-// UPPER_SNAKE reasons.
-const (
-	ReasonInternal             = errorsv1.ErrorReason_ERROR_REASON_INTERNAL
-	ReasonRequiredFieldMissing = errorsv1.ErrorReason_ERROR_REASON_REQUIRED_FIELD_MISSING
-	ReasonInvalidRequest       = errorsv1.ErrorReason_ERROR_REASON_INVALID_REQUEST
-	ReasonUnauthenticated      = errorsv1.ErrorReason_ERROR_REASON_UNAUTHENTICATED
-	ReasonCanceled             = errorsv1.ErrorReason_ERROR_REASON_CANCELED
-	ReasonDeadlineExceeded     = errorsv1.ErrorReason_ERROR_REASON_DEADLINE_EXCEEDED
-)
 
 // internalMessage is the only message a client sees for an error that was
 // not built as a status: the details are logged, never sent.
@@ -73,7 +63,10 @@ type Error struct {
 	msg        string
 	metadata   map[string]string
 	violations []*FieldViolation
-	st         *status.Status // built by Err, dropped by Meta and Violations
+	// preconditions are google.rpc.PreconditionFailure violations: what
+	// stands in the way of a FAILED_PRECONDITION.
+	preconditions []*errdetails.PreconditionFailure_Violation
+	st            *status.Status // built by Err, dropped by Meta and Violations
 }
 
 // NewError starts an error with a code, a reason and a message meant for the
@@ -99,6 +92,14 @@ func (e *Error) Violations(v ...*FieldViolation) *Error {
 	return e
 }
 
+// Preconditions adds google.rpc.PreconditionFailure violations (type,
+// subject, description), for a FAILED_PRECONDITION that lists what failed.
+func (e *Error) Preconditions(v ...*errdetails.PreconditionFailure_Violation) *Error {
+	e.preconditions = append(e.preconditions, v...)
+	e.st = nil
+	return e
+}
+
 // Code is the gRPC code of e.
 func (e *Error) Code() codes.Code { return e.code }
 
@@ -119,6 +120,9 @@ func (e *Error) build() *status.Status {
 	if len(e.violations) > 0 {
 		details = append(details, &errdetails.BadRequest{FieldViolations: e.violations})
 	}
+	if len(e.preconditions) > 0 {
+		details = append(details, &errdetails.PreconditionFailure{Violations: e.preconditions})
+	}
 	withDetails, err := st.WithDetails(details...)
 	if err != nil {
 		// Only fails for codes.OK or unmarshalable details; neither happens.
@@ -138,6 +142,12 @@ func (e *Error) Error() string { return fmt.Sprintf("rpc error: code = %s desc =
 func (e *Error) Err() error {
 	e.st = e.build()
 	return e
+}
+
+// Internal is the INTERNAL error a client sees for a failure it is not told
+// about (a panic, an error that is not a status): the details are logged.
+func Internal() error {
+	return NewError(codes.Internal, ReasonInternal, internalMessage).Err()
 }
 
 // NotFound reports that resourceName (e.g. "runs/123") does not exist or may
@@ -236,6 +246,11 @@ func ToStatus(err error) (*status.Status, bool) {
 		return NewError(codes.Canceled, ReasonCanceled, "the request was canceled").Status(), true
 	case errors.Is(err, context.DeadlineExceeded):
 		return NewError(codes.DeadlineExceeded, ReasonDeadlineExceeded, "the deadline expired").Status(), true
+	case errors.Is(err, store.ErrUnavailable):
+		// A database restarting or failing over is not an internal error:
+		// the client retries (creates are idempotent by request_id).
+		return NewError(codes.Unavailable, errorsv1.ErrorReason_ERROR_REASON_DATABASE_UNAVAILABLE,
+			"the database is unavailable for a moment; retry the request").Status(), true
 	}
 	return NewError(codes.Internal, ReasonInternal, internalMessage).Status(), true
 }

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -38,4 +39,23 @@ func BenchmarkExceptions(b *testing.B) {
 		b.Fatal(err)
 	}
 	storetest.BenchExceptionsList(b, s, f)
+}
+
+// BenchmarkCountPendingExceptions: the read behind prose_exceptions_pending
+// at each scrape, on the 1,000,000 exceptions of BenchmarkExceptions.
+//
+//	PROSE_TEST_POSTGRES_URL=… go test ./store/postgres -run '^$' -bench BenchmarkCountPendingExceptions
+func BenchmarkCountPendingExceptions(b *testing.B) {
+	s := pgtest.OpenExceptionBench(b)
+	ctx := context.Background()
+	for b.Loop() {
+		rows, err := s.CountPendingExceptions(ctx)
+		var n int64
+		for _, r := range rows {
+			n += r.N
+		}
+		if err != nil || n != storetest.BenchExceptions*6/10 {
+			b.Fatalf("%d pending in %d rows, %v", n, len(rows), err)
+		}
+	}
 }

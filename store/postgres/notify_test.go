@@ -8,6 +8,7 @@ import (
 	"github.com/proserun/prose/internal/testtime"
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/postgres"
+	"github.com/proserun/prose/store/storetest"
 )
 
 // twoReplicas opens two stores on one new database, closed when the test
@@ -115,4 +116,12 @@ func TestWorkspaceChangeSeenByOtherReplica(t *testing.T) {
 	if w, err := b.GetWorkspace(ctx, "acme", "w"); err != nil || w.Title != "After" {
 		t.Fatalf("b reads %+v, %v after the notice, want the title After", w, err)
 	}
+}
+
+// Two replicas creating runs of the same automations at once number them
+// densely and uniquely.
+func TestRunNumbersAcrossReplicas(t *testing.T) {
+	skipWithoutServer(t)
+	a, b := twoReplicas(t)
+	storetest.RunNumbers(t, a, b)
 }

@@ -6,10 +6,15 @@ package postgres
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"embed"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -137,15 +142,42 @@ func (s *Store) SQLDB() *sql.DB { return s.db }
 func classify(err error) sqlstore.ErrorKind {
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
-		return sqlstore.KindOther
+		return classifyConnection(err)
 	}
-	switch pe.Code {
-	case "23505":
+	switch {
+	case pe.Code == "23505":
 		return sqlstore.KindUnique
-	case "23503":
+	case pe.Code == "23503":
 		return sqlstore.KindForeignKey
-	case "40001", "40P01":
+	case pe.Code == "40001", pe.Code == "40P01":
 		return sqlstore.KindBusy
+	case pe.Code == "57P03": // cannot_connect_now: starting up or shutting down
+		return sqlstore.KindUnsent
+	case strings.HasPrefix(pe.Code, "08"), // connection exceptions
+		pe.Code == "57P01", pe.Code == "57P02", // admin or crash shutdown
+		pe.Code == "53300", // too many connections
+		pe.Code == "25006": // read-only transaction: a standby after a failover
+		return sqlstore.KindUnavailable
+	}
+	return sqlstore.KindOther
+}
+
+// classifyConnection tells a database that is away (refused, closed or
+// lost connections) from other failures: a statement that pgx reports as
+// never sent (SafeToRetry), or a connection that could not be made, may
+// be sent again.
+func classifyConnection(err error) sqlstore.ErrorKind {
+	var ce *pgconn.ConnectError
+	switch {
+	case errors.As(err, &ce), pgconn.SafeToRetry(err):
+		return sqlstore.KindUnsent
+	case errors.Is(err, driver.ErrBadConn), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED):
+		return sqlstore.KindUnavailable
+	}
+	var ne net.Error
+	if errors.As(err, &ne) && !errors.Is(err, context.DeadlineExceeded) {
+		return sqlstore.KindUnavailable
 	}
 	return sqlstore.KindOther
 }

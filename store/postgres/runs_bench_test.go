@@ -21,7 +21,33 @@ func BenchmarkCreateRunsCompleted(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
+			cpu := storetest.StartCPU(backends(b, s))
 			storetest.BenchCreateRunsCompleted(b, s, 64, say)
+			cpu.Report(b)
 		})
+	}
+}
+
+// backends lists the server's processes serving s's database (its pool's
+// connections), for storetest.StartCPU.
+func backends(b *testing.B, s *postgres.Store) func() []int {
+	return func() []int {
+		rows, err := s.SQLDB().Query(`SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer rows.Close()
+		var pids []int
+		for rows.Next() {
+			var pid int
+			if err := rows.Scan(&pid); err != nil {
+				b.Fatal(err)
+			}
+			pids = append(pids, pid)
+		}
+		if err := rows.Err(); err != nil {
+			b.Fatal(err)
+		}
+		return pids
 	}
 }

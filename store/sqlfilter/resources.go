@@ -55,7 +55,9 @@ var exceptionStates = map[string]string{
 // NameFields; group = "" selects
 // ungrouped exceptions, group != "" the grouped ones), create_time (RFC
 // 3339 with Z or an offset; = != < <= > >=), assignee (users/{user}, or
-// "" for the unassigned; = and !=).
+// "" for the unassigned; = and !=), resolver (users/{u}, agents/{a} or
+// guideEntries/{g}; = and !=: the console lists the runs a learning
+// resolved with it).
 var Exceptions = mustResource("exceptions",
 	Field{Name: "state", Kind: Enum, Ops: orderedOps, Values: exceptionStates},
 	Field{Name: "automation", Kind: String, Ops: exactOps, Names: ExceptionAutomationName},
@@ -63,6 +65,7 @@ var Exceptions = mustResource("exceptions",
 	Field{Name: "group", Kind: String, Ops: exactOps, Names: ExceptionGroupName},
 	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
 	Field{Name: "assignee", Kind: String, Ops: exactOps},
+	Field{Name: "resolver", Kind: String, Ops: exactOps},
 )
 
 // Events is the filter of ListEvents: exception (an exception id or
@@ -93,6 +96,31 @@ var runStates = map[string]string{
 var Runs = mustResource("runs",
 	Field{Name: "state", Kind: Enum, Ops: exactOps, Values: runStates},
 	Field{Name: "parent_run", Kind: String, Ops: exactOps, Names: RunParentName},
+	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
+)
+
+// ReplayOutcomes are the outcomes of a replayed run, by their enum names
+// (with or without OUTCOME_, any case) as stored.
+var replayOutcomes = map[string]string{
+	"OUTCOME_UNCHANGED": "unchanged", "OUTCOME_OUTPUTS_DIFFER": "outputs_differ", "OUTCOME_NEW_EXCEPTION": "new_exception",
+	"OUTCOME_UNANSWERED_BOOK_CALL": "unanswered_book_call", "OUTCOME_FAILED": "failed",
+	"UNCHANGED": "unchanged", "OUTPUTS_DIFFER": "outputs_differ", "NEW_EXCEPTION": "new_exception",
+	"UNANSWERED_BOOK_CALL": "unanswered_book_call", "FAILED": "failed",
+	"unchanged": "unchanged", "outputs_differ": "outputs_differ", "new_exception": "new_exception",
+	"unanswered_book_call": "unanswered_book_call", "failed": "failed",
+}
+
+// ReplayResults is the filter of ListAutomationReplayResults: outcome (=
+// and !=).
+var ReplayResults = mustResource("replay results",
+	Field{Name: "outcome", Kind: Enum, Ops: exactOps, Values: replayOutcomes},
+)
+
+// ReplayRuns is the filter of ReplayAutomation, which runs it chooses:
+// state (completed or failed) and create_time.
+var ReplayRuns = mustResource("replayed runs",
+	Field{Name: "state", Kind: Enum, Ops: exactOps, Values: map[string]string{"completed": "completed", "failed": "failed",
+		"COMPLETED": "completed", "FAILED": "failed", "RUN_STATE_COMPLETED": "completed", "RUN_STATE_FAILED": "failed"}},
 	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
 )
 

@@ -25,8 +25,8 @@ import (
 	"go.einride.tech/aip/filtering"
 	expr "google.golang.org/genproto/googleapis/api/expr/v1alpha1"
 
-	"github.com/proserun/prose/internal/aipfilter"
 	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/aipfilter"
 )
 
 // Operators (aip-go's function names are store.Op's spellings).

@@ -82,3 +82,23 @@ func BenchmarkExceptions(b *testing.B) {
 	}
 	storetest.BenchExceptionsList(b, s, f)
 }
+
+// BenchmarkCountPendingExceptions: the read behind prose_exceptions_pending
+// at each scrape, on the 1,000,000 exceptions of BenchmarkExceptions
+// (600,000 pending: 90 rows of 30 automations and 3 groups).
+//
+//	go test ./store/sqlite -run '^$' -bench BenchmarkCountPendingExceptions
+func BenchmarkCountPendingExceptions(b *testing.B) {
+	s := openExceptionBench(b)
+	ctx := context.Background()
+	for b.Loop() {
+		rows, err := s.CountPendingExceptions(ctx)
+		var n int64
+		for _, r := range rows {
+			n += r.N
+		}
+		if err != nil || n != storetest.BenchExceptions*6/10 {
+			b.Fatalf("%d pending in %d rows, %v", n, len(rows), err)
+		}
+	}
+}

@@ -26,7 +26,9 @@ func BenchmarkCreateRunsCompleted(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
+			cpu := storetest.StartCPU(nil)
 			storetest.BenchCreateRunsCompleted(b, s, c.batch, c.say)
+			cpu.Report(b)
 		})
 	}
 }

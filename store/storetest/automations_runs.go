@@ -21,6 +21,8 @@ func testAutomationsAndRuns(t *testing.T, open Opener) {
 	}{
 		{"Automations", testAutomations},
 		{"ListAutomations", testListAutomations},
+		{"AutomationSlugs", testAutomationSlugs},
+		{"RunNumbers", testRunNumbers},
 		{"RunCreate", testRunCreate},
 		{"RunCreateCurrentStage", testRunCreateCurrentStage},
 		{"RunLeases", testRunLeases},

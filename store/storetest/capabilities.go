@@ -22,6 +22,7 @@ func testCapabilities(t *testing.T, open Opener) {
 	}{
 		{"CreateRuns", testCreateRuns},
 		{"CreateRunsExecuted", testCreateRunsExecuted},
+		{"CreateRunsExecutedPerOrganization", testCreateRunsExecutedPerOrganization},
 		{"FinishRuns", testFinishRuns},
 		{"Notifier", testNotifier},
 		{"AuthGenerations", testAuthGenerations},
@@ -397,6 +398,60 @@ func testCreateRunsExecuted(t *testing.T, s *suite) {
 	// The queue is empty again.
 	if r := s.create(t, in(store.RunCompleted, "")); r.State != store.RunCompleted {
 		t.Fatalf("after the queue emptied: %+v", r)
+	}
+}
+
+// Only a run of its own organization waiting in the queue makes a run
+// asked executed or leased be created pending: another organization's
+// queue does not hold it back (docs/fairness.md), in CreateRun and in a
+// batch mixing both organizations.
+func testCreateRunsExecutedPerOrganization(t *testing.T, s *suite) {
+	a := s.automation(t, "inline") // organization acme
+	s.org(t, "zen")
+	s.ws(t, "zen", "w2", "W2")
+	b := of(s.st.CreateAutomation(s.ctx, store.Automation{OrganizationID: "zen", WorkspaceID: "w2", ID: "b1", DisplayName: "B", Code: "the output x is 1\n"})).must(t)
+	lease := s.clock.Peek().Add(time.Hour)
+	in := func(a store.Automation, state store.RunState) store.Run {
+		r := store.Run{OrganizationID: a.OrganizationID, WorkspaceID: a.WorkspaceID, AutomationID: a.ID, Stage: store.StageDraft, Steps: []byte("steps"), State: state}
+		switch state {
+		case store.RunCompleted:
+			r.Outputs, r.Step = []byte("out"), 1
+		case store.RunExecuting:
+			r.LeaseOwner, r.LeaseExpireTime = "w1", lease
+		}
+		return r
+	}
+	// zen's runs wait in the queue.
+	waiting := []store.Run{s.run(t, b, ""), s.run(t, b, "")}
+	for _, state := range []store.RunState{store.RunCompleted, store.RunExecuting} {
+		if r := s.create(t, in(a, state)); r.State != state {
+			t.Fatalf("acme's run asked %s behind zen's queue: created %s", state, r.State)
+		}
+		if r := s.create(t, in(b, state)); r.State != store.RunPending || r.Outputs != nil || r.LeaseOwner != "" {
+			t.Fatalf("zen's run asked %s behind its own queue: %+v", state, r)
+		}
+	}
+	// A batch: acme's runs go as asked until one of acme's is created
+	// pending; zen's are created pending (their organization waits).
+	runs, _, errs, err := s.st.CreateRuns(s.ctx, []store.Run{in(b, store.RunCompleted), in(a, store.RunCompleted), in(a, store.RunPending),
+		in(b, store.RunExecuting), in(a, store.RunExecuting)})
+	noErr(t, err)
+	for i, want := range []store.RunState{store.RunPending, store.RunCompleted, store.RunPending, store.RunPending, store.RunPending} {
+		if errs[i] != nil || runs[i].State != want {
+			t.Fatalf("mixed batch, run %d (%s): %v %s, want %s", i, runs[i].OrganizationID, errs[i], runs[i].State, want)
+		}
+	}
+	// acme's queue is empty again once its pending runs are claimed; zen's
+	// still waits.
+	claimed := of(s.st.ClaimRunsSkipping(s.ctx, "w2", 10, lease, false, []string{"zen"})).must(t)
+	if len(claimed) != 2 {
+		t.Fatalf("claimed %v, want acme's two pending runs", runIDs(claimed))
+	}
+	if r := s.create(t, in(a, store.RunCompleted)); r.State != store.RunCompleted {
+		t.Fatalf("acme's run after its queue emptied: %s", r.State)
+	}
+	if r := s.create(t, in(b, store.RunCompleted)); r.State != store.RunPending {
+		t.Fatalf("zen's run with %d of its runs waiting: %s", len(waiting), r.State)
 	}
 }
 

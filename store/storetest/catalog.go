@@ -85,6 +85,13 @@ func testCatalogSearch(t *testing.T, s *suite) {
 	wantItems(t, "punctuation", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: `" * () :`, Limit: 10})).must(t))
 	wantItems(t, "operators", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: `NOT list AND "folders*" | !`, Limit: 10})).must(t), "mail/1/p3", "mail/1/p2")
 	wantItems(t, "no match", of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w1", store.CatalogQuery{Kind: store.CatalogProcedure, Text: "zebra", Limit: 10})).must(t))
+	// Words joined by dots, @ or slashes (a host, an e-mail, a path) are
+	// found by each of their words, on both backends.
+	of(s.st.CreateWorkspaceBook(s.ctx, catalogBook("acme", "w2", "acme.crm", "1",
+		store.CatalogEntry{Kind: store.CatalogBook, Name: "acme.crm", Text: "Write to sales@acme.test, see /docs/customers"}))).must(t)
+	for _, q := range []string{"crm", "sales", "customers"} {
+		wantItems(t, "dotted "+q, of(s.st.SearchWorkspaceCatalog(ctx, "acme", "w2", store.CatalogQuery{Kind: store.CatalogBook, Text: q, Limit: 10})).must(t), "acme.crm/1/")
+	}
 }
 
 func testCatalogSearchInStep(t *testing.T, s *suite) {

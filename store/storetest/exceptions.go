@@ -33,6 +33,7 @@ func testExceptions(t *testing.T, open Opener) {
 		{"ResolveCheck", testResolveCheck},
 		{"ExceptionCheck", testExceptionCheck},
 		{"TransitionsReturnTheRow", testTransitionsReturnTheRow},
+		{"CountPendingExceptions", testCountPendingExceptions},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
 	}
@@ -592,3 +593,32 @@ func testResolveRaces(t *testing.T, s *suite) {
 }
 
 func isFailedPrecondition(err error) bool { return errors.Is(err, store.ErrFailedPrecondition) }
+
+// testCountPendingExceptions: the counts of pending exceptions by
+// workspace, automation and group follow raising, resolving, archiving and
+// unarchiving, and a workspace's deletion.
+func testCountPendingExceptions(t *testing.T, s *suite) {
+	count := func(want map[string]int64) {
+		t.Helper()
+		got := map[string]int64{}
+		for _, c := range of(s.st.CountPendingExceptions(s.ctx)).must(t) {
+			got[c.OrganizationID+"/"+c.WorkspaceID+"/"+c.AutomationID+"/"+c.Group] = c.N
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("pending exceptions %v, want %v", got, want)
+		}
+	}
+	count(map[string]int64{})
+	inv, pay := s.automation(t, "inv"), s.automation(t, "pay")
+	_, x1 := s.exception(t, inv, "missing_values", "a")
+	_, x2 := s.exception(t, inv, "missing_values", "b")
+	s.exception(t, inv, "", "c")
+	_, x4 := s.exception(t, pay, "user_system_error", "d")
+	count(map[string]int64{"acme/ops/inv/": 1, "acme/ops/inv/missing_values": 2, "acme/ops/pay/user_system_error": 1})
+	of(s.st.ResolveException(s.ctx, "acme", "ops", x1.ID, accept(store.Resolution{Resolver: "users/u", Data: []byte("g")}))).must(t)
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x4.ID, nil)).must(t)
+	count(map[string]int64{"acme/ops/inv/": 1, "acme/ops/inv/missing_values": 1})
+	of(s.st.UnarchiveException(s.ctx, "acme", "ops", x4.ID, nil)).must(t)
+	of(s.st.ArchiveException(s.ctx, "acme", "ops", x2.ID, nil)).must(t)
+	count(map[string]int64{"acme/ops/inv/": 1, "acme/ops/pay/user_system_error": 1})
+}

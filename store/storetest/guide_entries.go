@@ -242,6 +242,17 @@ func testGuidedExceptions(t *testing.T, s *suite) {
 	if n != 2 {
 		t.Errorf("resolved exceptions of the run: %d, want 2", n)
 	}
+	// The exceptions an entry resolved, by their resolver.
+	f, _ = sqlfilter.Exceptions.Parse(`resolver = "guideEntries/g3"`)
+	p, n, err := s.st.ListExceptions(s.ctx, store.ListExceptionsRequest{OrganizationID: "acme", WorkspaceID: "ops", Filter: f, PageSize: 10})
+	noErr(t, err)
+	if n != 2 || len(p.Items) != 2 || p.Items[0].ResolutionGuideEntry != "g3" || p.Items[1].ResolutionGuideEntry != "g3" {
+		t.Errorf("resolved by g3: %d %+v, want the two it resolved", n, p.Items)
+	}
+	f, _ = sqlfilter.Exceptions.Parse(`resolver != "guideEntries/g3" AND state = RESOLVED AND run = "` + fourth.ID + `"`)
+	if _, n, err := s.st.ListExceptions(s.ctx, store.ListExceptionsRequest{OrganizationID: "acme", WorkspaceID: "ops", Filter: f}); err != nil || n != 0 {
+		t.Errorf("resolved by another than g3 in the fourth run: %d %v, want 0", n, err)
+	}
 }
 
 func equalStrings(a, b []string) bool {

@@ -21,6 +21,7 @@ func testRunBudgets(t *testing.T, open Opener) {
 		{"RunYield", testRunYield},
 		{"RunFairClaims", testRunFairClaims},
 		{"RunFairClaimsWorkspaces", testRunFairClaimsWorkspaces},
+		{"RunClaimsSkipping", testRunClaimsSkipping},
 		{"RunQueueStats", testRunQueueStats},
 	} {
 		t.Run(tc.name, func(t *testing.T) { tc.fn(t, setup(t, open)) })
@@ -216,6 +217,40 @@ func testRunFairClaimsWorkspaces(t *testing.T, s *suite) {
 	// ops holds four and w2 three: w2's last run is acme's next.
 	if len(got) != 2 || got[0].ID != w2d.ID || got[1].ID != zen.ID {
 		t.Fatalf("claim with another organization waiting: %v, want %s and %s", runIDs(got), zen.ID, w2d.ID)
+	}
+}
+
+// testRunClaimsSkipping: a claim skipping an organization leaves its
+// pending runs in the queue, older ones included, in both claim orders;
+// skipping nobody is the plain claim.
+func testRunClaimsSkipping(t *testing.T, s *suite) {
+	a := s.automation(t, "a1") // organization acme
+	s.org(t, "zen")
+	s.ws(t, "zen", "w2", "W2")
+	b := of(s.st.CreateAutomation(s.ctx, store.Automation{OrganizationID: "zen", WorkspaceID: "w2", ID: "b1", DisplayName: "B", Code: "the output x is 1\n"})).must(t)
+	far := s.clock.Peek().Add(time.Hour)
+	var acme []store.Run
+	for range 4 {
+		acme = append(acme, s.run(t, a, ""))
+	}
+	z1, z2 := s.run(t, b, ""), s.run(t, b, "")
+	for _, fair := range []bool{false, true} {
+		z := z1
+		if fair {
+			z = z2
+		}
+		got := of(s.st.ClaimRunsSkipping(s.ctx, "w", 1, far, fair, []string{"acme", "nobody"})).must(t)
+		if len(got) != 1 || got[0].ID != z.ID {
+			t.Fatalf("fair %v: claim skipping acme: %v, want %s", fair, runIDs(got), z.ID)
+		}
+	}
+	// Only acme's runs wait: skipping it claims nothing.
+	if got := of(s.st.ClaimRunsSkipping(s.ctx, "w", 2, far, true, []string{"acme"})).must(t); len(got) != 0 {
+		t.Fatalf("claim skipping the only organization waiting: %v", runIDs(got))
+	}
+	got := of(s.st.ClaimRunsSkipping(s.ctx, "w", 2, far, false, nil)).must(t)
+	if len(got) != 2 || got[0].ID != acme[0].ID || got[1].ID != acme[1].ID {
+		t.Fatalf("claim skipping nobody: %v, want acme's two oldest", runIDs(got))
 	}
 }
 

@@ -72,6 +72,7 @@ func Run(t *testing.T, open Opener) {
 	testAutomationsAndRuns(t, open)
 	testRunBudgets(t, open)
 	testChildRuns(t, open)
+	testStateMachine(t, open)
 	testRunHistory(t, open)
 	testEvents(t, open)
 	testFiles(t, open)
@@ -85,7 +86,9 @@ func Run(t *testing.T, open Opener) {
 	testSchedules(t, open)
 	testTriggers(t, open)
 	testWebhooks(t, open)
+	t.Run("SecretSealing", func(t *testing.T) { testSecretSealing(t, open) })
 	testGuideEntries(t, open)
+	testSafeChange(t, open)
 }
 
 // ---------------------------------------------------------------------------
@@ -881,6 +884,16 @@ func testInvitations(t *testing.T, s *suite) {
 	orgList := of(s.st.ListInvitations(s.ctx, "acme", "", 0, "")).must(t)
 	if len(orgList.Items) != 1 || orgList.Items[0].ID != orgInv.ID {
 		t.Errorf("organization invitations = %+v", orgList.Items)
+	}
+	everyList, pages := all(t, 2, func(tok string) (store.Page[store.Invitation], error) {
+		return s.st.ListOrganizationInvitations(s.ctx, "acme", 2, tok)
+	})
+	if got := ids(everyList, func(i store.Invitation) string { return i.Email + "/" + i.WorkspaceID }); !slices.Equal(got,
+		[]string{"p2@example.com/w", "p1@example.com/w", "p0@example.com/w", "new@example.com/", "new@example.com/w"}) || pages != 3 {
+		t.Errorf("ListOrganizationInvitations = %v in %d pages", got, pages)
+	}
+	if other := of(s.st.ListOrganizationInvitations(s.ctx, "nope", 0, "")).must(t); len(other.Items) != 0 {
+		t.Errorf("another organization's invitations = %+v", other.Items)
 	}
 	noErr(t, s.st.DeleteInvitation(s.ctx, "acme", inv.ID))
 	_, err := s.st.GetInvitation(s.ctx, "acme", inv.ID)

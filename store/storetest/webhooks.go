@@ -14,6 +14,37 @@ func testWebhooks(t *testing.T, open Opener) {
 	t.Run("WebhookOutbox", func(t *testing.T) { testWebhookOutbox(t, setup(t, open)) })
 	t.Run("WebhookLimit", func(t *testing.T) { testWebhookLimit(t, setup(t, open)) })
 	t.Run("WebhookOutboxCreateRuns", func(t *testing.T) { testWebhookOutboxCreateRuns(t, setup(t, open)) })
+	t.Run("WebhookRedeliver", func(t *testing.T) { testWebhookRedeliver(t, setup(t, open)) })
+}
+
+// testWebhookRedeliver: a delivery that succeeded or failed is pending
+// again, due at once, its attempts from 0 and its id kept; a pending one is
+// refused, and so is a delivery of another webhook.
+func testWebhookRedeliver(t *testing.T, s *suite) {
+	a := s.automation(t, "a1")
+	hook := of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "ops", URL: "http://127.0.0.1:1/a", Runs: true, Secret: "s1"})).must(t)
+	other := of(s.st.CreateWebhook(s.ctx, store.Webhook{OrganizationID: "acme", WorkspaceID: "ops", URL: "http://127.0.0.1:1/b", Exceptions: true, Secret: "s2"})).must(t)
+	s.run(t, a, "")
+	now := s.clock.Peek().Add(time.Hour)
+	claimed := of(s.st.ClaimWebhookDeliveries(s.ctx, now, time.Minute, 100)).must(t)
+	if len(claimed) == 0 {
+		t.Fatal("no delivery to redeliver")
+	}
+	d := claimed[0]
+	_, err := s.st.RedeliverWebhookDelivery(s.ctx, "acme", "ops", hook.ID, d.ID)
+	wantErr(t, err, store.ErrFailedPrecondition, "redeliver a pending delivery")
+	noErr(t, s.st.FinishWebhookAttempt(s.ctx, d.ID, store.WebhookAttempt{State: store.DeliveryFailed, StatusCode: 500, Error: "HTTP 500"}))
+	got := of(s.st.RedeliverWebhookDelivery(s.ctx, "acme", "ops", hook.ID, d.ID)).must(t)
+	if got.ID != d.ID || got.State != store.DeliveryPending || got.Attempts != 0 || got.EventType != d.EventType || got.RunID != d.RunID {
+		t.Errorf("redelivered: %+v, from %+v", got, d)
+	}
+	if again := of(s.st.ClaimWebhookDeliveries(s.ctx, s.clock.Peek().Add(time.Second), time.Minute, 100)).must(t); len(again) != 1 || again[0].ID != d.ID {
+		t.Errorf("the redelivered delivery is not due at once: %+v", again)
+	}
+	_, err = s.st.RedeliverWebhookDelivery(s.ctx, "acme", "ops", other.ID, d.ID)
+	wantErr(t, err, store.ErrNotFound, "redeliver through another webhook")
+	_, err = s.st.RedeliverWebhookDelivery(s.ctx, "acme", "ops", hook.ID, "nope")
+	wantErr(t, err, store.ErrNotFound, "redeliver an unknown delivery")
 }
 
 // testWebhookOutboxCreateRuns: the runs of one CreateRuns batch (one
@@ -170,14 +201,41 @@ func testWebhookOutbox(t *testing.T, s *suite) {
 	if again := of(s.st.ClaimWebhookDeliveries(s.ctx, now, time.Minute, 100)).must(t); len(again) != 0 {
 		t.Errorf("claimed leased deliveries again: %d", len(again))
 	}
+	// A claimed delivery's sequence is its rank among its run's deliveries
+	// to its webhook, in the order they were written.
+	byHook := map[string][]store.WebhookDelivery{}
+	firstSeq := map[string]int{}
+	for _, d := range claimed {
+		byHook[d.WebhookID] = append(byHook[d.WebhookID], d)
+		firstSeq[d.ID] = d.Sequence
+	}
+	for hook, ds := range byHook {
+		sort.Slice(ds, func(i, j int) bool {
+			if !ds[i].CreateTime.Equal(ds[j].CreateTime) {
+				return ds[i].CreateTime.Before(ds[j].CreateTime)
+			}
+			return ds[i].ID < ds[j].ID
+		})
+		for i, d := range ds {
+			if d.Sequence != i+1 {
+				t.Errorf("webhook %s: delivery %d of the run (%s %s) has sequence %d", hook, i+1, d.EventType, d.ResourceState, d.Sequence)
+			}
+		}
+	}
 	noErr(t, s.st.FinishWebhookAttempt(s.ctx, claimed[0].ID, store.WebhookAttempt{State: store.DeliverySucceeded, StatusCode: 204}))
 	noErr(t, s.st.FinishWebhookAttempt(s.ctx, claimed[1].ID, store.WebhookAttempt{State: store.DeliveryPending, StatusCode: 500, Error: "HTTP 500",
 		NextAttemptTime: now.Add(10 * time.Second)}))
 	noErr(t, s.st.FinishWebhookAttempt(s.ctx, claimed[2].ID, store.WebhookAttempt{State: store.DeliveryFailed, Error: "refused"}))
 	wantErr(t, s.st.FinishWebhookAttempt(s.ctx, "nope", store.WebhookAttempt{State: store.DeliveryFailed}), store.ErrNotFound, "finish unknown")
 	// After the lease: the two never finished, and the retried one once due.
-	if c := of(s.st.ClaimWebhookDeliveries(s.ctx, now.Add(2*time.Minute), time.Minute, 100)).must(t); len(c) != 3 {
+	c := of(s.st.ClaimWebhookDeliveries(s.ctx, now.Add(2*time.Minute), time.Minute, 100)).must(t)
+	if len(c) != 3 {
 		t.Errorf("claimed %d after the lease, want 3 (2 unfinished + 1 retried)", len(c))
+	}
+	for _, d := range c {
+		if d.Sequence != firstSeq[d.ID] {
+			t.Errorf("delivery %s claimed again has sequence %d, first %d", d.ID, d.Sequence, firstSeq[d.ID])
+		}
 	}
 	var retried store.WebhookDelivery
 	for _, d := range append(all(both.ID), all(exc.ID)...) {

@@ -2,8 +2,10 @@ package sqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/proserun/prose/store"
 )
@@ -26,22 +28,48 @@ func (c conn) getAutomation(ctx context.Context, org, ws, id string) (store.Auto
 	return a, c.db.mapErr(err, fmt.Sprintf("automation %q in workspace %q", id, ws))
 }
 
-// CreateAutomation implements store.Automations.
+// slugTries is how many times CreateAutomation picks a slug again after
+// a concurrent create took the one it picked.
+const slugTries = 8
+
+// CreateAutomation implements store.Automations. Without an id, the id is
+// the first free of the display name's slug, slug-2, slug-3, … in the
+// workspace (deleted automations keep theirs); a create that lost the id
+// it picked to a concurrent one picks again.
 func (db *DB) CreateAutomation(ctx context.Context, a store.Automation) (store.Automation, error) {
-	if a.ID == "" {
-		a.ID = store.NewID()
-	}
 	if a.DraftShareID == "" {
 		a.DraftShareID = store.NewID()
 	}
 	if a.PublishedShareID == "" {
 		a.PublishedShareID = store.NewID()
 	}
+	if a.ID != "" {
+		return db.insertAutomation(ctx, a, "")
+	}
+	slug := store.Slug(a.DisplayName)
+	for try := 0; ; try++ {
+		out, err := db.insertAutomation(ctx, a, slug)
+		if !errors.Is(err, store.ErrAlreadyExists) || try == slugTries {
+			return out, err
+		}
+	}
+}
+
+// insertAutomation inserts a, its id the first free one of slug when slug
+// is set.
+func (db *DB) insertAutomation(ctx context.Context, a store.Automation, slug string) (store.Automation, error) {
 	now := db.now()
 	var out store.Automation
 	err := db.tx(ctx, func(c conn) error {
 		if err := c.workspaceExists(ctx, a.OrganizationID, a.WorkspaceID); err != nil {
 			return err
+		}
+		if slug != "" {
+			id, err := c.freeSlug(ctx, a.OrganizationID, a.WorkspaceID, slug)
+			if err != nil {
+				return err
+			}
+			a.ID = id
 		}
 		if _, err := c.exec(ctx, `INSERT INTO automations (organization_id, workspace_id, id, display_name, description, code, details,
 			version, draft_share_id, published_share_id, author_id, update_user_id, create_time, update_time)
@@ -57,6 +85,35 @@ func (db *DB) CreateAutomation(ctx context.Context, a store.Automation) (store.A
 		return c.addRevision(ctx, out, store.StageDraft, a.AuthorID, now)
 	})
 	return out, err
+}
+
+// freeSlug is the first of slug, slug-2, slug-3, … that no automation of
+// the workspace has as its id, read with one look-up of the ids sharing
+// the slug's prefix.
+func (c conn) freeSlug(ctx context.Context, org, ws, slug string) (string, error) {
+	prefix := store.SlugCandidate(slug, 1000)
+	prefix = prefix[:strings.LastIndexByte(prefix, '-')]
+	rows, err := c.query(ctx, `SELECT id FROM automations WHERE organization_id = ? AND workspace_id = ? AND id LIKE ?`, org, ws, prefix+"%")
+	if err != nil {
+		return "", c.db.mapErr(err, "choose an automation id")
+	}
+	defer func() { _ = rows.Close() }()
+	taken := map[string]bool{}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return "", c.db.mapErr(err, "choose an automation id")
+		}
+		taken[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		return "", c.db.mapErr(err, "choose an automation id")
+	}
+	for n := 1; ; n++ {
+		if id := store.SlugCandidate(slug, n); !taken[id] {
+			return id, nil
+		}
+	}
 }
 
 // GetAutomation implements store.Automations.

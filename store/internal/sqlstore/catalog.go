@@ -35,10 +35,14 @@ func (c conn) writeCatalog(ctx context.Context, d store.Dialect, b store.Workspa
 		return err
 	}
 	for _, e := range b.Catalog {
+		name, text := e.Name, e.Text
+		if d == store.Postgres {
+			name, text = tsWords(name), tsWords(text)
+		}
 		if _, err := c.exec(ctx, `INSERT INTO `+table+`
 			(organization_id, workspace_id, book_name, book_version, kind, item, name, text)
 			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			b.OrganizationID, b.WorkspaceID, b.Name, b.Version, string(e.Kind), e.Item, e.Name, e.Text); err != nil {
+			b.OrganizationID, b.WorkspaceID, b.Name, b.Version, string(e.Kind), e.Item, name, text); err != nil {
 			return err
 		}
 	}
@@ -65,6 +69,16 @@ func (db *DB) ReplaceBuiltinCatalog(ctx context.Context, books []store.BuiltinCa
 		}
 		return nil
 	})
+}
+
+// tsWords is s as PostgreSQL's text search should read it: the words of
+// searchWords, in order, repeats kept. Its parser keeps "test.stamps",
+// "ops@acme.test" or "/docs/x" as one token (a host, an e-mail, a path),
+// which no query word can match; SQLite's tokenizer splits them already.
+func tsWords(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}), " ")
 }
 
 // searchWords returns the words of a free-text query: runs of letters and

@@ -27,7 +27,47 @@ const (
 	KindUnique
 	KindForeignKey
 	KindBusy // serialization failure / database locked: retryable
+	// KindUnavailable: the database is away (a restart, a failover, a
+	// refused or lost connection); the statement may have reached it.
+	KindUnavailable
+	// KindUnsent: the database is away and the statement never reached
+	// it, so it is safe to send again.
+	KindUnsent
 )
+
+// Retries of a statement that never reached the database (KindUnsent) and
+// of a transaction that could not begin: at most unsentRetries, waiting
+// firstRetryWait, doubled each time (about 3 s in all: a PostgreSQL restart
+// or a failover's switch), within the caller's deadline.
+const (
+	unsentRetries  = 5
+	firstRetryWait = 100 * time.Millisecond
+)
+
+// retryUnsent runs op again while it fails with an error that classify
+// says never reached the database (or, when begin, that a transaction
+// could not begin with), waiting between tries.
+func retryUnsent[T any](ctx context.Context, db *DB, begin bool, op func() (T, error)) (T, error) {
+	wait := firstRetryWait
+	for i := 0; ; i++ {
+		v, err := op()
+		if err == nil || i == unsentRetries {
+			return v, err
+		}
+		k := db.classify(err)
+		if k != KindUnsent && (!begin || k != KindUnavailable) {
+			return v, err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, err
+		case <-t.C:
+		}
+		wait *= 2
+	}
+}
 
 // Config configures a DB.
 type Config struct {
@@ -64,11 +104,12 @@ type DB struct {
 	// SetPageBytes).
 	pageBytes atomic.Int64
 
-	authGen     atomic.Uint64 // see AuthGeneration
-	wsCache     wsCache       // GetWorkspace's cache, under authGen
-	notices     localNotices  // Notify and Listen on a single-process database
-	lastRecover atomic.Int64  // ClaimRuns' last recovery of expired leases (UnixNano of the store's clock)
-	connLocks   keyLocks      // RefreshBookConnection's locks on SQLite
+	authGen     atomic.Uint64             // see AuthGeneration
+	wsCache     wsCache                   // GetWorkspace's cache, under authGen
+	notices     localNotices              // Notify and Listen on a single-process database
+	lastRecover atomic.Int64              // ClaimRuns' last recovery of expired leases (UnixNano of the store's clock)
+	connLocks   keyLocks                  // RefreshBookConnection's locks on SQLite
+	sealer      atomic.Pointer[sealerBox] // SetSealer's
 }
 
 var _ store.Store = (*DB)(nil)
@@ -218,6 +259,14 @@ func (c conn) stmt(ctx context.Context, q string) (*sql.Stmt, func()) {
 }
 
 func (c conn) exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	res, err := c.execOnce(ctx, q, args...)
+	if err != nil && c.tx == nil && c.db.classify(err) == KindUnsent {
+		return retryUnsent(ctx, c.db, false, func() (sql.Result, error) { return c.execOnce(ctx, q, args...) })
+	}
+	return res, err
+}
+
+func (c conn) execOnce(ctx context.Context, q string, args ...any) (sql.Result, error) {
 	args = c.args(args)
 	if s, done := c.stmt(ctx, q); s != nil { //nolint:sqlclosecheck // cached: closed by the cache
 		defer done()
@@ -227,6 +276,14 @@ func (c conn) exec(ctx context.Context, q string, args ...any) (sql.Result, erro
 }
 
 func (c conn) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	rows, err := c.queryOnce(ctx, q, args...)
+	if err != nil && c.tx == nil && c.db.classify(err) == KindUnsent {
+		return retryUnsent(ctx, c.db, false, func() (*sql.Rows, error) { return c.queryOnce(ctx, q, args...) })
+	}
+	return rows, err
+}
+
+func (c conn) queryOnce(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
 	args = c.args(args)
 	if s, done := c.stmt(ctx, q); s != nil { //nolint:sqlclosecheck // cached: closed by the cache
 		defer done()
@@ -414,7 +471,12 @@ func (c conn) exists(ctx context.Context, q string, args ...any) (bool, error) {
 func (db *DB) tx(ctx context.Context, fn func(c conn) error) error {
 	tx, err := db.w.BeginTx(ctx, nil)
 	if err != nil {
-		return err
+		if k := db.classify(err); k == KindUnsent || k == KindUnavailable {
+			tx, err = retryUnsent(ctx, db, true, func() (*sql.Tx, error) { return db.w.BeginTx(ctx, nil) })
+		}
+		if err != nil {
+			return db.mapErr(err, "begin a transaction")
+		}
 	}
 	if err := fn(conn{db: db, q: tx, sc: db.ws, tx: tx}); err != nil {
 		_ = tx.Rollback()
@@ -491,6 +553,8 @@ func (db *DB) mapErr(err error, what string) error {
 		return fmt.Errorf("%s: a referenced record does not exist: %w", what, store.ErrNotFound)
 	case KindBusy:
 		return fmt.Errorf("%s: %w: %w", what, store.ErrConflict, err)
+	case KindUnavailable, KindUnsent:
+		return fmt.Errorf("%s: %w: %w", what, store.ErrUnavailable, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }

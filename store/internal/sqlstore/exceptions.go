@@ -12,12 +12,14 @@ import (
 
 	"github.com/proserun/prose/store"
 	"github.com/proserun/prose/store/pagination"
+	"github.com/proserun/prose/store/statemachine"
 )
 
 func isNoRows(err error) bool { return errors.Is(err, sql.ErrNoRows) }
 
 const excCols = `e.organization_id, e.workspace_id, e.id, e.run_id, e.automation_id, e.stage, e.step, e.group_id, e.message,
-	e.description, e.loc_start, e.loc_end, e.details, e.state, e.assignee, e.resolver, e.resolution_guide_entry, e.extra, e.create_time, e.update_time`
+	e.description, e.loc_start, e.loc_end, e.details, e.state, e.assignee, e.resolver, e.resolution_guide_entry, e.extra, e.create_time, e.update_time,
+	COALESCE((SELECT rn.number FROM runs rn WHERE rn.id = e.run_id), 0)`
 
 const excSelect = `SELECT ` + excCols + ` FROM exceptions e`
 
@@ -26,7 +28,7 @@ func scanException(s interface{ Scan(...any) error }) (store.Exception, error) {
 	var stage, state string
 	err := s.Scan(&e.OrganizationID, &e.WorkspaceID, &e.ID, &e.RunID, &e.AutomationID, &stage, &e.Step, &e.Group, &e.Message,
 		&e.Description, &e.Location.Start, &e.Location.End, &e.Details, &state, &e.Assignee, &e.Resolver, &e.ResolutionGuideEntry, jsonCol{&e.Extra},
-		ts{&e.CreateTime}, ts{&e.UpdateTime})
+		ts{&e.CreateTime}, ts{&e.UpdateTime}, &e.RunNumber)
 	e.Stage, e.State = store.Stage(stage), store.ExceptionState(state)
 	return e, err
 }
@@ -242,15 +244,18 @@ func (db *DB) SetExceptionDescription(ctx context.Context, org, ws, id, descript
 	return nil
 }
 
-// transition moves an exception from one state to another, conditionally,
-// then lets then move its run. check, when set, is called with the row
-// read (locked) before anything changes and returns the extra columns to
-// set (set, setArgs) or an error that aborts. Exactly one of concurrent
-// transitions from the same state succeeds. The row is read once: the
-// exception returned is that row with the columns changed here.
-func (db *DB) transition(ctx context.Context, org, ws, id string, from, to store.ExceptionState,
+// transition moves an exception on event ev, from the one state the table
+// (store/statemachine) moves on ev to the state it leads to, conditionally
+// (moveException), then lets then move its run. check, when set, is called
+// with the row read (locked) before anything changes and returns the extra
+// columns to set (set, setArgs) or an error that aborts. Exactly one of
+// concurrent transitions from the same state succeeds. The row is read
+// once: the exception returned is that row with the columns changed here.
+func (db *DB) transition(ctx context.Context, org, ws, id string, ev statemachine.Event,
 	check func(e *store.Exception) (set string, setArgs []any, err error),
 	then func(c conn, e store.Exception, now time.Time) error) (store.Exception, error) {
+	from := excMachine.From(ev)[0]
+	to, _ := excMachine.Next(ev, from)
 	now := db.now()
 	var out store.Exception
 	err := db.tx(ctx, func(c conn) error {
@@ -268,15 +273,8 @@ func (db *DB) transition(ctx context.Context, org, ws, id string, from, to store
 		if e.State != from {
 			return fmt.Errorf("exception %q is %s, not %s: %w", id, e.State, from, store.ErrFailedPrecondition)
 		}
-		args := append([]any{string(to), now}, setArgs...)
-		args = append(args, org, ws, id, string(from))
-		res, err := c.exec(ctx, `UPDATE exceptions SET state = ?, update_time = ?`+set+`
-			WHERE organization_id = ? AND workspace_id = ? AND id = ? AND state = ?`, args...)
-		if err != nil {
-			return db.mapErr(err, "update exception")
-		}
-		if rowsAffected(res) == 0 {
-			return fmt.Errorf("exception %q changed concurrently: %w", id, store.ErrFailedPrecondition)
+		if err := c.moveException(ctx, org, ws, id, ev, from, to, now, set, setArgs...); err != nil {
+			return err
 		}
 		if then != nil {
 			if err := then(c, e, now); err != nil {
@@ -293,7 +291,7 @@ func (db *DB) transition(ctx context.Context, org, ws, id string, from, to store
 // ResolveException implements store.Exceptions.
 func (db *DB) ResolveException(ctx context.Context, org, ws, id string, check store.ResolveCheck) (store.Exception, error) {
 	var r store.Resolution
-	return db.transition(ctx, org, ws, id, store.ExceptionPending, store.ExceptionResolved,
+	return db.transition(ctx, org, ws, id, statemachine.Resolve,
 		func(e *store.Exception) (string, []any, error) {
 			var err error
 			if r, err = check(*e); err != nil {
@@ -315,12 +313,12 @@ func (db *DB) ResolveException(ctx context.Context, org, ws, id string, check st
 			if store.HumanGuidance(r.Resolver) {
 				guided = 1
 			}
-			if _, err := c.exec(ctx, `UPDATE runs SET state = 'pending', resolution = ?, guided = guided + ?, state_time = ?, update_time = ?
-				WHERE id = ? AND state = 'awaiting_guidance' AND exception_id = ?`, r.Data, guided, now, now, e.RunID, e.ID); err != nil {
+			if _, err := c.exec(ctx, `UPDATE runs SET state = `+resolveTo+`, resolution = ?, guided = guided + ?, state_time = ?, update_time = ?
+				WHERE id = ? AND `+resolveFrom+` AND exception_id = ?`, r.Data, guided, now, now, e.RunID, e.ID); err != nil {
 				return db.mapErr(err, "resume run")
 			}
-			_, err := c.exec(ctx, `UPDATE runs SET resolution = ?, guided = guided + ?, update_time = ? WHERE id = ? AND state = 'stopped' AND exception_id = ?`,
-				r.Data, guided, now, e.RunID, e.ID)
+			_, err := c.exec(ctx, `UPDATE runs SET resolution = ?, guided = guided + ?, update_time = ? WHERE id = ? AND state = ? AND exception_id = ?`,
+				r.Data, guided, now, e.RunID, string(store.RunStopped), e.ID)
 			return db.mapErr(err, "keep guidance")
 		})
 }
@@ -335,20 +333,20 @@ func only(check store.ExceptionCheck) func(e *store.Exception) (string, []any, e
 
 // ArchiveException implements store.Exceptions.
 func (db *DB) ArchiveException(ctx context.Context, org, ws, id string, check store.ExceptionCheck) (store.Exception, error) {
-	return db.transition(ctx, org, ws, id, store.ExceptionPending, store.ExceptionArchived, only(check),
+	return db.transition(ctx, org, ws, id, statemachine.Archive, only(check),
 		func(c conn, e store.Exception, now time.Time) error {
 			if err := c.insertExceptionEvent(ctx, e, store.ExceptionArchived, "", nil, now); err != nil {
 				return err
 			}
-			_, err := c.exec(ctx, `UPDATE runs SET state = 'stopped', reason = ?, state_time = ?, update_time = ?
-				WHERE id = ? AND state = 'awaiting_guidance' AND exception_id = ?`, "exception "+e.ID+" archived", now, now, e.RunID, e.ID)
+			_, err := c.exec(ctx, `UPDATE runs SET state = `+archiveTo+`, reason = ?, state_time = ?, update_time = ?
+				WHERE id = ? AND `+archiveFrom+` AND exception_id = ?`, "exception "+e.ID+" archived", now, now, e.RunID, e.ID)
 			return db.mapErr(err, "abandon run")
 		})
 }
 
 // UnarchiveException implements store.Exceptions.
 func (db *DB) UnarchiveException(ctx context.Context, org, ws, id string, check store.ExceptionCheck) (store.Exception, error) {
-	return db.transition(ctx, org, ws, id, store.ExceptionArchived, store.ExceptionPending, only(check),
+	return db.transition(ctx, org, ws, id, statemachine.Unarchive, only(check),
 		func(c conn, e store.Exception, now time.Time) error {
 			// Only a run still stopped on this exception can wait for it
 			// again; a run that was continued (or finished) since has moved
@@ -356,8 +354,8 @@ func (db *DB) UnarchiveException(ctx context.Context, org, ws, id string, check 
 			if err := c.insertExceptionEvent(ctx, e, store.ExceptionPending, "", nil, now); err != nil {
 				return err
 			}
-			res, err := c.exec(ctx, `UPDATE runs SET state = 'awaiting_guidance', reason = '', state_time = ?, update_time = ?
-				WHERE id = ? AND state = 'stopped' AND exception_id = ?`, now, now, e.RunID, e.ID)
+			res, err := c.exec(ctx, `UPDATE runs SET state = `+unarchiveTo+`, reason = '', state_time = ?, update_time = ?
+				WHERE id = ? AND `+unarchiveFrom+` AND exception_id = ?`, now, now, e.RunID, e.ID)
 			if err != nil {
 				return db.mapErr(err, "run waits again")
 			}

@@ -329,6 +329,15 @@ var runFields = fields{
 	"state":       {col: "r.state", render: runState},
 	"create_time": {col: "r.create_time", time: true},
 	"parent_run":  {col: "r.parent_run"},
+	// typed conditions of the server (the runs a replay replays)
+	"stage": {col: "r.stage"},
+	"stage_version": {render: func(a *Args, op store.Op, v any) (string, error) {
+		n, err := strconv.ParseInt(fmt.Sprint(v), 10, 64)
+		if err != nil {
+			return "", badFilter("stage_version %q is not a number", v)
+		}
+		return compare(a, "r.stage_version", op, n)
+	}},
 	// set by resource names (see sqlfilter.NameFields)
 	"organization": {col: "r.organization_id"},
 	"workspace":    {col: "r.workspace_id"},
@@ -366,6 +375,7 @@ var exceptionFields = fields{
 	"group":       {col: "e.group_id"},
 	"create_time": {col: "e.create_time", time: true},
 	"assignee":    {col: "e.assignee"}, // typed conditions of the batch methods
+	"resolver":    {col: "e.resolver"},
 	// set by resource names (see sqlfilter.NameFields)
 	"organization": {col: "e.organization_id"},
 	"workspace":    {col: "e.workspace_id"},

@@ -316,9 +316,9 @@ func (db *DB) recordGuidedPG(ctx context.Context, gs []store.GuidedException) ([
 	// The runs' history: each exception raised, and resolved by its entry.
 	q = `WITH ins AS (` + q + `), ev AS (
 		INSERT INTO run_events (run_id, create_time, kind, node_kind, state, reason, ref, loc_start, loc_end)
-		SELECT ins.run_id, ins.create_time, 'exception', '` + store.ExceptionNodeKind + `', s.st, CASE WHEN s.st = 'RESOLVED' THEN ins.resolver ELSE '' END,
+		SELECT ins.run_id, ins.create_time, 'exception', '` + store.ExceptionNodeKind + `', s.st, CASE WHEN s.st = ` + lit(store.ExceptionResolved) + ` THEN ins.resolver ELSE '' END,
 			ins.id, ins.loc_start, ins.loc_end
-		FROM ins CROSS JOIN (VALUES (1, 'PENDING'), (2, 'RESOLVED')) AS s(ord, st) ORDER BY ins.id, s.ord
+		FROM ins CROSS JOIN (VALUES (1, ` + lit(store.ExceptionPending) + `), (2, ` + lit(store.ExceptionResolved) + `)) AS s(ord, st) ORDER BY ins.id, s.ord
 	) SELECT id FROM ins`
 	res, err := db.w.QueryContext(ctx, q, a.Values...)
 	if err != nil {

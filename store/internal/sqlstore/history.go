@@ -123,7 +123,7 @@ func (c conn) insertRunEventsLeased(ctx context.Context, runID, owner string, ev
 			}
 			args = append(args, runID, at, string(kind), e.NodeKind, e.State, e.Reason, e.Ref, e.Location.Start, e.Location.End, e.Data)
 		}
-		b.WriteString(`) v WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping'))`)
+		b.WriteString(`) v WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND lease_owner = ? AND ` + leasedState + `)`)
 		args = append(args, runID, owner)
 		if _, err := c.exec(ctx, b.String(), args...); err != nil {
 			return c.db.mapErr(err, "record the run's history")

@@ -2,6 +2,7 @@ package sqlstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -194,45 +195,12 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 	if len(req.Periods) > store.MaxAggregatePeriods {
 		return nil, store.InvalidField("periods", "at most %d periods (data points) in one query, not %d", store.MaxAggregatePeriods, len(req.Periods))
 	}
-	// Periods must not overlap (a bucket is counted in one period).
-	order := make([]int, len(req.Periods))
-	for i, p := range req.Periods {
-		if !p.Start.IsZero() && !p.End.IsZero() && p.End.Before(p.Start) {
-			return nil, store.InvalidField("periods", "a period ends (%s) before it starts (%s)", p.End.Format(time.RFC3339), p.Start.Format(time.RFC3339))
-		}
-		order[i] = i
-	}
-	slices.SortFunc(order, func(x, y int) int { return req.Periods[x].Start.Compare(req.Periods[y].Start) })
-	for k := 1; k < len(order); k++ {
-		prev, cur := req.Periods[order[k-1]], req.Periods[order[k]]
-		if prev.End.IsZero() || cur.Start.IsZero() || prev.End.After(cur.Start) {
-			return nil, store.InvalidField("periods", "periods overlap")
-		}
+	if err := checkPeriods(req.Periods); err != nil {
+		return nil, err
 	}
 
-	// Each distinct range once (r), and what it adds to which period (m).
-	type target struct{ id, period, w int }
-	ids := map[bucketRange]int{}
-	var ranges []bucketRange
-	var targets []target
-	for i, p := range req.Periods {
-		lo, hi := -hourInf, hourInf
-		if !p.Start.IsZero() {
-			lo = hourOf(p.Start)
-		}
-		if !p.End.IsZero() {
-			hi = hourOf(p.End)
-		}
-		for _, sr := range periodRanges(lo, hi) {
-			id, ok := ids[sr.r]
-			if !ok {
-				id = len(ranges)
-				ids[sr.r] = id
-				ranges = append(ranges, sr.r)
-			}
-			targets = append(targets, target{id, i, sr.w})
-		}
-	}
+	// Each distinct range once, and what it adds to which period.
+	ranges, targets := periodTargets(req.Periods)
 	if len(ranges) == 0 {
 		return nil, nil
 	}
@@ -256,41 +224,7 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 		usdSum, usdSpread = "prose_dec_sum(g.saved_usd, 1)", "prose_dec_sum(s.usd, m.w)"
 	}
 	var b strings.Builder
-	if db.d == store.Postgres {
-		// The ranges and their targets as arrays: the text is the same
-		// for any periods, so the statement is prepared once and its plan
-		// kept (with a VALUES row of parameters per range, 366 days in
-		// Kolkata took 7 ms to parse and 4–7 ms to plan each call).
-		n := len(ranges)
-		rid, rl, rlo, rhi, rh := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-		for i, r := range ranges {
-			rid[i], rl[i], rlo[i], rhi[i], rh[i] = int64(i), int64(r.level), r.lo, r.hi, levelHours[r.level]
-		}
-		mid, mp, mw := make([]int64, len(targets)), make([]int64, len(targets)), make([]int64, len(targets))
-		for i, t := range targets {
-			mid[i], mp[i], mw[i] = int64(t.id), int64(t.period), int64(t.w)
-		}
-		// hours: the size of the range's buckets in hours (the deltas
-		// are hours, migration 00036).
-		fmt.Fprintf(&b, "WITH r (id, level, lo, hi, hours) AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])), ",
-			a.Add(rid), a.Add(rl), a.Add(rlo), a.Add(rhi), a.Add(rh))
-		fmt.Fprintf(&b, "m (id, p, w) AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])", a.Add(mid), a.Add(mp), a.Add(mw))
-	} else {
-		b.WriteString("WITH r (id, level, lo, hi) AS (VALUES ")
-		for i, r := range ranges {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "(%d, %d, CAST(%s AS BIGINT), CAST(%s AS BIGINT))", i, r.level, a.Add(r.lo), a.Add(r.hi))
-		}
-		b.WriteString("), m (id, p, w) AS (VALUES ")
-		for i, t := range targets {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			fmt.Fprintf(&b, "(%d, %d, %d)", t.id, t.period, t.w)
-		}
-	}
+	db.writeAggregateRanges(&b, a, ranges, targets)
 	fmt.Fprintf(&b, `), s AS (SELECT g.workspace_id AS ws, %s AS auto, r.id AS id, CAST(SUM(g.runs) AS BIGINT) AS runs,
 		CAST(SUM(g.completed) AS BIGINT) AS completed, CAST(SUM(g.guided_completed) AS BIGINT) AS guided,
 		CAST(SUM(g.failed) AS BIGINT) AS failed, CAST(SUM(g.awaiting) AS BIGINT) AS awaiting,
@@ -357,6 +291,101 @@ func (db *DB) SumRunAggregates(ctx context.Context, req store.RunAggregatesReque
 		return nil, db.mapErr(err, "sum run aggregates")
 	}
 	defer func() { _ = rows.Close() }()
+	return scanAggregates(rows, rollup)
+}
+
+// checkPeriods checks that periods do not end before they start nor
+// overlap (a bucket is counted in one period).
+func checkPeriods(periods []store.TimeRange) error {
+	// Periods must not overlap (a bucket is counted in one period).
+	order := make([]int, len(periods))
+	for i, p := range periods {
+		if !p.Start.IsZero() && !p.End.IsZero() && p.End.Before(p.Start) {
+			return store.InvalidField("periods", "a period ends (%s) before it starts (%s)", p.End.Format(time.RFC3339), p.Start.Format(time.RFC3339))
+		}
+		order[i] = i
+	}
+	slices.SortFunc(order, func(x, y int) int { return periods[x].Start.Compare(periods[y].Start) })
+	for k := 1; k < len(order); k++ {
+		prev, cur := periods[order[k-1]], periods[order[k]]
+		if prev.End.IsZero() || cur.Start.IsZero() || prev.End.After(cur.Start) {
+			return store.InvalidField("periods", "periods overlap")
+		}
+	}
+	return nil
+}
+
+// aggTarget is what the sum of range id adds to a period: w times.
+type aggTarget struct{ id, period, w int }
+
+// periodTargets are the distinct bucket ranges that cover the periods, and
+// what each adds to which period.
+func periodTargets(periods []store.TimeRange) (ranges []bucketRange, targets []aggTarget) {
+	ids := map[bucketRange]int{}
+	for i, p := range periods {
+		lo, hi := -hourInf, hourInf
+		if !p.Start.IsZero() {
+			lo = hourOf(p.Start)
+		}
+		if !p.End.IsZero() {
+			hi = hourOf(p.End)
+		}
+		for _, sr := range periodRanges(lo, hi) {
+			id, ok := ids[sr.r]
+			if !ok {
+				id = len(ranges)
+				ids[sr.r] = id
+				ranges = append(ranges, sr.r)
+			}
+			targets = append(targets, aggTarget{id, i, sr.w})
+		}
+	}
+	return ranges, targets
+}
+
+// writeAggregateRanges writes the CTEs r (the ranges: id, level, lo, hi;
+// PostgreSQL: and hours) and m (the targets), the last one left open.
+func (db *DB) writeAggregateRanges(b *strings.Builder, a *Args, ranges []bucketRange, targets []aggTarget) {
+	if db.d == store.Postgres {
+		// The ranges and their targets as arrays: the text is the same
+		// for any periods, so the statement is prepared once and its plan
+		// kept (with a VALUES row of parameters per range, 366 days in
+		// Kolkata took 7 ms to parse and 4–7 ms to plan each call).
+		n := len(ranges)
+		rid, rl, rlo, rhi, rh := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+		for i, r := range ranges {
+			rid[i], rl[i], rlo[i], rhi[i], rh[i] = int64(i), int64(r.level), r.lo, r.hi, levelHours[r.level]
+		}
+		mid, mp, mw := make([]int64, len(targets)), make([]int64, len(targets)), make([]int64, len(targets))
+		for i, t := range targets {
+			mid[i], mp[i], mw[i] = int64(t.id), int64(t.period), int64(t.w)
+		}
+		// hours: the size of the range's buckets in hours (the deltas
+		// are hours, migration 00036).
+		fmt.Fprintf(b, "WITH r (id, level, lo, hi, hours) AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[], %s::bigint[])), ",
+			a.Add(rid), a.Add(rl), a.Add(rlo), a.Add(rhi), a.Add(rh))
+		fmt.Fprintf(b, "m (id, p, w) AS (SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[])", a.Add(mid), a.Add(mp), a.Add(mw))
+	} else {
+		b.WriteString("WITH r (id, level, lo, hi) AS (VALUES ")
+		for i, r := range ranges {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "(%d, %d, CAST(%s AS BIGINT), CAST(%s AS BIGINT))", i, r.level, a.Add(r.lo), a.Add(r.hi))
+		}
+		b.WriteString("), m (id, p, w) AS (VALUES ")
+		for i, t := range targets {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(b, "(%d, %d, %d)", t.id, t.period, t.w)
+		}
+	}
+}
+
+// scanAggregates reads SumRunAggregates' rows, leaving out the empty ones
+// (the value only with the rollups, which keep it).
+func scanAggregates(rows *sql.Rows, rollup bool) ([]store.RunAggregate, error) {
 	var out []store.RunAggregate
 	for rows.Next() {
 		var g store.RunAggregate
@@ -459,10 +488,10 @@ func (db *DB) RebuildRunAggregates(ctx context.Context) error {
 		usd = "prose_dec_sum(e.cost_usd, h.completed)"
 	}
 	q := `WITH h AS (SELECT r.organization_id, r.workspace_id, r.automation_id, ` + hour + ` AS hour, count(*) AS runs,
-			sum(CASE WHEN r.state = 'completed' THEN 1 ELSE 0 END) AS completed,
-			sum(CASE WHEN r.state = 'completed' AND r.guided > 0 THEN 1 ELSE 0 END) AS guided,
-			sum(CASE WHEN r.state = 'failed' THEN 1 ELSE 0 END) AS failed,
-			sum(CASE WHEN r.state = 'awaiting_guidance' THEN 1 ELSE 0 END) AS awaiting
+			sum(CASE WHEN r.state = ` + lit(store.RunCompleted) + ` THEN 1 ELSE 0 END) AS completed,
+			sum(CASE WHEN r.state = ` + lit(store.RunCompleted) + ` AND r.guided > 0 THEN 1 ELSE 0 END) AS guided,
+			sum(CASE WHEN r.state = ` + lit(store.RunFailed) + ` THEN 1 ELSE 0 END) AS failed,
+			sum(CASE WHEN r.state = ` + lit(store.RunAwaitingGuidance) + ` THEN 1 ELSE 0 END) AS awaiting
 		FROM runs r GROUP BY 1, 2, 3, 4)
 	INSERT INTO run_aggregates (organization_id, workspace_id, level, bucket, automation_id, runs, completed, guided_completed, failed, awaiting, saved_usd, saved_secs)
 	SELECT h.organization_id, h.workspace_id, l.level, ` + div("h.hour", "l.hours") + `, CASE WHEN x.rollup = 1 THEN '' ELSE h.automation_id END,

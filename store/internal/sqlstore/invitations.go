@@ -85,6 +85,18 @@ func (db *DB) ListInvitations(ctx context.Context, org, ws string, pageSize int,
 	return scanPage(ctx, db, lq, "list invitations", scanInvitation, func(i store.Invitation) []string { return []string{timeKey(i.CreateTime), i.ID} })
 }
 
+// ListOrganizationInvitations implements store.Invitations.
+func (db *DB) ListOrganizationInvitations(ctx context.Context, org string, pageSize int, pageToken string) (store.Page[store.Invitation], error) {
+	var zero store.Page[store.Invitation]
+	ks, _ := newKeyset(nil, store.OrderBy{{Field: "create_time", Desc: true}}, invitationSort, "id")
+	lq, err := newList(db.d, ks, nil, nil, pageToken, pageSize, `SELECT `+invCols+` FROM invitations`, "organization invitations", org)
+	if err != nil {
+		return zero, err
+	}
+	lq.cond("organization_id = " + lq.a.Add(org))
+	return scanPage(ctx, db, lq, "list organization invitations", scanInvitation, func(i store.Invitation) []string { return []string{timeKey(i.CreateTime), i.ID} })
+}
+
 // ---------------------------------------------------------------------------
 // Preferences
 

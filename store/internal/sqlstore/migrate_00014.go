@@ -9,12 +9,12 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	"github.com/proserun/prose/store"
+	persistv1 "github.com/proserun/prose/store/persist/v1"
 )
 
 // Migration 00014 moves what runs keep off the public API's messages onto
-// the private prose.persist.v1 ones (see proto/prose/persist/v1). The
+// the private prose.persist.v1 ones (see proto/internal/prose/persist/v1). The
 // shapes were chosen so that only one column changes on disk:
 //
 //   - runs.resolution was a prose.platform.v1.ResolveExceptionRequest

@@ -5,8 +5,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
+	persistv1 "github.com/proserun/prose/store/persist/v1"
 )
 
 // TestGuidanceOfVersion13: every kind of guidance kept as the platform's

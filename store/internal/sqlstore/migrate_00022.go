@@ -10,8 +10,8 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
-	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	"github.com/proserun/prose/store"
+	persistv1 "github.com/proserun/prose/store/persist/v1"
 )
 
 // Migration 00022 moves agent conversation events and automation details

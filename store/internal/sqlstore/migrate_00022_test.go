@@ -13,9 +13,9 @@ import (
 	"google.golang.org/protobuf/proto"
 	_ "modernc.org/sqlite"
 
-	persistv1 "github.com/proserun/prose/gen/prose/persist/v1"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/store"
+	persistv1 "github.com/proserun/prose/store/persist/v1"
 )
 
 // TestRewriteColumnPages: rewriteColumn rewrites every non-null value of a

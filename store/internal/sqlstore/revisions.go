@@ -10,27 +10,40 @@ import (
 )
 
 const revisionSelect = `SELECT v.organization_id, v.workspace_id, v.automation_id, v.version, v.stage, v.display_name, v.description,
-	v.code, v.details, v.user_id, v.create_time FROM automation_revisions v`
+	v.code, v.details, v.user_id, v.create_time, v.tests, v.publish_check FROM automation_revisions v`
 
 func scanRevision(s interface{ Scan(...any) error }) (store.AutomationRevision, error) {
 	var v store.AutomationRevision
 	var stage string
+	var tests []byte
 	err := s.Scan(&v.OrganizationID, &v.WorkspaceID, &v.AutomationID, &v.Version, &stage, &v.DisplayName, &v.Description,
-		&v.Code, &v.Details, &v.UserID, ts{&v.CreateTime})
+		&v.Code, &v.Details, &v.UserID, ts{&v.CreateTime}, &tests, &v.PublishCheck)
 	v.Stage = store.Stage(stage)
+	if err == nil {
+		v.Tests, err = decodeTests(tests, v)
+	}
 	return v, err
 }
 
 // addRevision writes the revision of a's stage as it is after a change, in
-// the change's transaction.
+// the change's transaction, with the automation's tests as they stand.
 func (c conn) addRevision(ctx context.Context, a store.Automation, stage store.Stage, userID string, now time.Time) error {
+	return c.addRevisionWith(ctx, a, stage, userID, now, nil)
+}
+
+// addRevisionWith is addRevision keeping what a publish checked.
+func (c conn) addRevisionWith(ctx context.Context, a store.Automation, stage store.Stage, userID string, now time.Time, check []byte) error {
 	code, details, version := a.Code, a.Details, a.Version
 	if stage == store.StagePublished {
 		code, details, version = a.PublishedCode, a.PublishedDetails, a.PublishedVersion
 	}
-	_, err := c.exec(ctx, `INSERT INTO automation_revisions (organization_id, workspace_id, automation_id, version, stage, display_name,
-		description, code, details, user_id, create_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		a.OrganizationID, a.WorkspaceID, a.ID, version, string(stage), a.DisplayName, a.Description, code, details, userID, now)
+	tests, err := c.testsSnapshot(ctx, a.OrganizationID, a.WorkspaceID, a.ID)
+	if err != nil {
+		return err
+	}
+	_, err = c.exec(ctx, `INSERT INTO automation_revisions (organization_id, workspace_id, automation_id, version, stage, display_name,
+		description, code, details, user_id, create_time, tests, publish_check) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		a.OrganizationID, a.WorkspaceID, a.ID, version, string(stage), a.DisplayName, a.Description, code, details, userID, now, tests, check)
 	return c.db.mapErr(err, fmt.Sprintf("revision %d of automation %q", version, a.ID))
 }
 

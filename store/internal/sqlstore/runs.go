@@ -11,12 +11,13 @@ import (
 	"time"
 
 	"github.com/proserun/prose/store"
+	"github.com/proserun/prose/store/statemachine"
 )
 
 const runCols = `r.id, r.organization_id, r.workspace_id, r.automation_id, r.name, r.stage, r.stage_version, r.steps, r.user_inputs,
 	r.invocation_details, r.file_ids, r.previous_run, r.request_id, r.state, r.state_time, r.reason, r.exception_id, r.description,
 	r.loc_start, r.loc_end, r.error_id, r.outputs, r.step, r.step_inputs, r.checkpoint, r.resolution, r.lease_owner,
-	r.lease_expire_time, r.create_time, r.update_time, r.parent_run, r.history_events`
+	r.lease_expire_time, r.create_time, r.update_time, r.parent_run, r.history_events, r.number`
 
 const runSelect = `SELECT ` + runCols + ` FROM runs r`
 
@@ -29,7 +30,7 @@ func scanRun(s interface{ Scan(...any) error }) (store.Run, error) {
 	err := s.Scan(&r.ID, &r.OrganizationID, &r.WorkspaceID, &r.AutomationID, &r.Name, &stage, &r.StageVersion, &r.Steps, &r.UserInputs,
 		&r.InvocationDetails, jsonCol{&r.FileIDs}, &r.PreviousRun, &r.RequestID, &state, ts{&r.StateTime}, &r.Reason, &r.ExceptionID, &r.Description,
 		&r.Location.Start, &r.Location.End, &r.ErrorID, &r.Outputs, &r.Step, &r.StepInputs, &r.Checkpoint, &r.Resolution, &r.LeaseOwner,
-		ts{&r.LeaseExpireTime}, ts{&r.CreateTime}, ts{&r.UpdateTime}, &r.ParentRun, &r.HistoryEvents)
+		ts{&r.LeaseExpireTime}, ts{&r.CreateTime}, ts{&r.UpdateTime}, &r.ParentRun, &r.HistoryEvents, &r.Number)
 	r.Stage, r.State = store.Stage(stage), store.RunState(state)
 	if r.FileIDs == nil {
 		r.FileIDs = []string{}
@@ -50,105 +51,13 @@ func (c conn) getRunByID(ctx context.Context, id string) (store.Run, error) {
 	return r, c.db.mapErr(err, fmt.Sprintf("run %q", id))
 }
 
-// CreateRun implements store.Runs.
+// CreateRun implements store.Runs: CreateRuns of one run.
 func (db *DB) CreateRun(ctx context.Context, r store.Run) (store.Run, bool, error) {
-	now := db.now()
-	var out store.Run
-	var created bool
-	if db.d == store.SQLite {
-		err := db.tx(ctx, func(c conn) error {
-			runs, cr, errs, err := c.createRunsSQLite(ctx, []store.Run{r}, now)
-			if err != nil {
-				return err
-			}
-			out, created = runs[0], cr[0]
-			return errs[0]
-		})
-		return out, created, err
-	}
-	err := db.tx(ctx, func(c conn) error {
-		var runErr, err error
-		out, created, runErr, err = c.createRun(ctx, r, now)
-		if err != nil {
-			return err
-		}
-		if created {
-			if err := c.countCreatedRuns(ctx, []store.Run{out}); err != nil {
-				return err
-			}
-		}
-		return runErr
-	})
-	return out, created, err
-}
-
-// createRun is CreateRun inside a transaction. runErr is an error of this
-// run alone that wrote nothing (see checkAutomation); err is any
-// other failure, after which the transaction must not be committed.
-func (c conn) createRun(ctx context.Context, r store.Run, now time.Time) (out store.Run, created bool, runErr, err error) {
-	if r.ID == "" {
-		r.ID = store.NewOrderedID(now)
-	}
-	if r.FileIDs == nil {
-		r.FileIDs = []string{}
-	}
-	if err := checkCreateState(r); err != nil {
-		return store.Run{}, false, err, nil
-	}
-	// One statement looks up the run holding the request id, the
-	// automation and whether runs wait in the queue (three statements were
-	// a third of a create's cost on SQLite). request_id != '' lets SQLite
-	// use the partial unique index runs_request_id (without it, every
-	// create scanned the table).
-	var (
-		existing           sql.NullString
-		version, published sql.NullInt64
-		deleted, queued    sql.NullBool
-	)
-	err = c.queryRow(ctx, `SELECT (SELECT id FROM runs WHERE organization_id = ? AND request_id = ? AND request_id != ''),
-		a.version, a.published_version, a.delete_time IS NOT NULL, EXISTS (SELECT 1 FROM runs WHERE state = 'pending')
-		FROM (SELECT 1) one LEFT JOIN automations a ON a.organization_id = ? AND a.workspace_id = ? AND a.id = ?`,
-		r.OrganizationID, r.RequestID, r.OrganizationID, r.WorkspaceID, r.AutomationID).Scan(&existing, &version, &published, &deleted, &queued)
+	runs, created, errs, err := db.CreateRuns(ctx, []store.Run{r})
 	if err != nil {
-		return store.Run{}, false, nil, c.db.mapErr(err, "create run")
+		return store.Run{}, false, err
 	}
-	if existing.Valid {
-		out, err = c.getRunByID(ctx, existing.String)
-		return out, false, nil, err
-	}
-	if !version.Valid {
-		return store.Run{}, false, automationErr(r, store.ErrNotFound), nil
-	}
-	if runErr := stageErr(r, version.Int64, published.Int64, deleted.Bool); runErr != nil {
-		return store.Run{}, false, runErr, nil
-	}
-	if r.State != store.RunPending && r.State != "" && queued.Bool {
-		// Executed or leased at creation only while no run waits in the
-		// queue (earlier runs of the same batch included): it must not go
-		// before them.
-		r = asPending(r)
-	}
-	ci := createInsert(r)
-	if ci.events > 0 {
-		// What the run said before it was created completed or failed,
-		// before the row (the foreign key is deferred): the state entry its
-		// insert writes comes last, as on a worker.
-		if err := c.insertRunEvents(ctx, r.ID, r.Events, now); err != nil {
-			return store.Run{}, false, nil, err
-		}
-	}
-	// Not read back (RETURNING and its scan were a sixth of a create's
-	// cost on SQLite): the run is what was written (created, below).
-	if _, err := c.exec(ctx, `INSERT INTO runs (id, organization_id, workspace_id, automation_id, name, stage, stage_version, steps,
-		user_inputs, invocation_details, file_ids, previous_run, request_id, state, state_time, step_inputs, create_time, update_time,
-		outputs, step, error_id, description, loc_start, loc_end, lease_owner, lease_expire_time, parent_run, history_events)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, r.OrganizationID, r.WorkspaceID, r.AutomationID, r.Name, string(r.Stage), r.StageVersion, r.Steps,
-		r.UserInputs, r.InvocationDetails, jsonArg(r.FileIDs), r.PreviousRun, r.RequestID, ci.state, now, r.StepInputs, now, now,
-		ci.outputs, ci.step, ci.errorID, ci.description, ci.locStart, ci.locEnd, ci.leaseOwner, ci.leaseExpire, r.ParentRun, ci.events); err != nil {
-		return store.Run{}, false, nil, c.db.mapErr(err, fmt.Sprintf("create run %q", r.ID))
-	}
-	return createdRun(r, ci, now, c.db.d), true, nil, nil
+	return runs[0], created[0], errs[0]
 }
 
 // createdRun is run r as CreateRun wrote it with the columns ci at now, as
@@ -160,7 +69,7 @@ func createdRun(r store.Run, ci createCols, now time.Time, d store.Dialect) stor
 	r.Outputs, r.Step, r.ErrorID, r.Description = ci.outputs, ci.step, ci.errorID, ci.description
 	r.Location = store.Location{Start: ci.locStart, End: ci.locEnd}
 	r.LeaseOwner, r.LeaseExpireTime = ci.leaseOwner, store.Time(ci.leaseExpire)
-	r.HistoryEvents, r.Events = ci.events, nil
+	r.HistoryEvents, r.Events, r.Number = ci.events, nil, ci.number
 	if d == store.SQLite {
 		// SQLite reads an empty blob back as NULL.
 		for _, b := range []*[]byte{&r.Steps, &r.UserInputs, &r.InvocationDetails, &r.StepInputs, &r.Outputs} {
@@ -210,6 +119,9 @@ type createCols struct {
 	// events: the engine's history entries written with a run created
 	// completed or failed (store.Run.Events).
 	events int
+	// number: the run's number in its automation (createDialect.allocate
+	// or the write's RETURNING).
+	number int64
 }
 
 func createInsert(r store.Run) createCols {
@@ -281,11 +193,13 @@ func (db *DB) CreateRuns(ctx context.Context, in []store.Run) (runs []store.Run,
 	}
 	now := db.now()
 	if db.d == store.Postgres {
-		return db.createRunsPG(ctx, in, now)
+		// The runs are written by one statement (createDialect): a
+		// transaction around it would add two round trips and no atomicity.
+		return db.writer().createRuns(ctx, in, now)
 	}
 	err = db.tx(ctx, func(c conn) error {
 		var err error
-		runs, created, errs, err = c.createRunsSQLite(ctx, in, now)
+		runs, created, errs, err = c.createRuns(ctx, in, now)
 		return err
 	})
 	if err != nil {
@@ -411,7 +325,7 @@ const claimWindow = 1000
 // fails those that lost it more than maxLostLeases times in a row (poison
 // runs).
 func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]store.Run, error) {
-	return db.claimRuns(ctx, owner, max, leaseUntil, false)
+	return db.claimRuns(ctx, owner, max, leaseUntil, false, nil)
 }
 
 // ClaimRunsFair implements store.FairClaimer: ClaimRuns, with the runs
@@ -427,10 +341,37 @@ func (db *DB) ClaimRuns(ctx context.Context, owner string, max int, leaseUntil t
 // organization's long runs nor one workspace's can keep another's waiting. It costs more than ClaimRuns (a
 // window over the oldest pending runs instead of an index range).
 func (db *DB) ClaimRunsFair(ctx context.Context, owner string, max int, leaseUntil time.Time) ([]store.Run, error) {
-	return db.claimRuns(ctx, owner, max, leaseUntil, true)
+	return db.claimRuns(ctx, owner, max, leaseUntil, true, nil)
 }
 
-func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time, fair bool) ([]store.Run, error) {
+// ClaimRunsSkipping implements store.FairClaimer: the claim (fair or
+// oldest first) reads the pending runs of the other organizations only.
+// Their runs are found in the index runs_pending past the skipped ones, so
+// a claim costs more as the skipped organizations' queue grows.
+//
+// When no run of the others waits and no recovery of expired leases is due,
+// it only reads: the engine claims skipping an organization whenever a
+// run is created, and an empty claim was still a writer transaction that
+// the creations waited for on SQLite.
+func (db *DB) ClaimRunsSkipping(ctx context.Context, owner string, max int, leaseUntil time.Time, fair bool, skip []string) ([]store.Run, error) {
+	if len(skip) > 0 && max > 0 {
+		last, now := db.lastRecover.Load(), db.now().UnixNano()
+		if now >= last && now-last < int64(recoverEvery) {
+			var one int
+			err := db.reader().queryRow(ctx, `SELECT 1 FROM runs WHERE `+queuedRun+` AND organization_id NOT IN (`+placeholders(len(skip))+`) LIMIT 1`,
+				anySlice(skip)...).Scan(&one)
+			if isNoRows(err) {
+				return nil, nil
+			}
+			if err != nil {
+				return nil, db.mapErr(err, "claim runs")
+			}
+		}
+	}
+	return db.claimRuns(ctx, owner, max, leaseUntil, fair, skip)
+}
+
+func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil time.Time, fair bool, skip []string) ([]store.Run, error) {
 	if max <= 0 {
 		return nil, nil
 	}
@@ -439,9 +380,15 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 	claim := func(c conn) error {
 		// Lease the oldest pending runs (fair: the runs whose turn is next)
 		// and read them back in one statement.
-		q, args := `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
-			WHERE id IN (SELECT id FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?`+db.skipLocked()+`)
-			RETURNING `+runReturning, []any{owner, leaseUntil, now, now, max}
+		// The organizations skipped: a condition on the pending runs read
+		// (parameters, never literals).
+		skipCond, skipArgs := "", anySlice(skip)
+		if len(skip) > 0 {
+			skipCond = " AND organization_id NOT IN (" + placeholders(len(skip)) + ")"
+		}
+		q, args := `UPDATE runs SET state = `+claimTo+`, lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
+			WHERE id IN (SELECT id FROM runs WHERE `+queuedRun+skipCond+` ORDER BY create_time, id LIMIT ?`+db.skipLocked()+`)
+			RETURNING `+runReturning, append(append([]any{owner, leaseUntil, now, now}, skipArgs...), max)
 		if fair {
 			lock := ""
 			if db.d == store.Postgres {
@@ -451,7 +398,7 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 			// its workspace's pending runs plus the runs its workspace
 			// holds) orders the runs of an organization, and its turn is
 			// its rank in that order plus the runs its organization holds.
-			q, args = `UPDATE runs SET state = 'executing', lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
+			q, args = `UPDATE runs SET state = `+claimTo+`, lease_owner = ?, lease_expire_time = ?, state_time = ?, update_time = ?
 			WHERE id IN (
 				SELECT r.id FROM (
 					SELECT w.id, w.create_time, w.ws_turn,
@@ -459,16 +406,16 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 					FROM (
 						SELECT p.id, p.organization_id, p.create_time,
 							ROW_NUMBER() OVER (PARTITION BY p.organization_id, p.workspace_id ORDER BY p.create_time, p.id) + COALESCE(hw.n, 0) AS ws_turn
-						FROM (SELECT id, organization_id, workspace_id, create_time FROM runs WHERE state = 'pending' ORDER BY create_time, id LIMIT ?) p
-						LEFT JOIN (SELECT organization_id, workspace_id, COUNT(*) AS n FROM runs WHERE state IN ('executing', 'stopping') GROUP BY organization_id, workspace_id) hw
+						FROM (SELECT id, organization_id, workspace_id, create_time FROM runs WHERE `+queuedRun+skipCond+` ORDER BY create_time, id LIMIT ?) p
+						LEFT JOIN (SELECT organization_id, workspace_id, COUNT(*) AS n FROM runs WHERE `+leasedState+` GROUP BY organization_id, workspace_id) hw
 							ON hw.organization_id = p.organization_id AND hw.workspace_id = p.workspace_id
 					) w
-					LEFT JOIN (SELECT organization_id, COUNT(*) AS n FROM runs WHERE state IN ('executing', 'stopping') GROUP BY organization_id) h
+					LEFT JOIN (SELECT organization_id, COUNT(*) AS n FROM runs WHERE `+leasedState+` GROUP BY organization_id) h
 						ON h.organization_id = w.organization_id
 				) q JOIN runs r ON r.id = q.id
-				WHERE r.state = 'pending'
+				WHERE `+queuedIn("r.state")+`
 				ORDER BY q.turn, q.ws_turn, q.create_time, q.id LIMIT ?`+lock+`)
-			RETURNING `+runReturning, []any{owner, leaseUntil, now, now, claimWindow, max}
+			RETURNING `+runReturning, append(append([]any{owner, leaseUntil, now, now}, skipArgs...), claimWindow, max)
 		}
 		rows, err := c.query(ctx, q, args...)
 		if err != nil {
@@ -497,16 +444,15 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 			// An executing run that lost its lease more than maxLostLeases
 			// times in a row fails (all right-hand sides read the row as it
 			// was).
-			poison := `state = 'executing' AND lost_leases >= ` + strconv.Itoa(db.maxLostLeases)
-			res, err := c.exec(ctx, `UPDATE runs SET
-				state = CASE WHEN state = 'stopping' THEN 'stopped' WHEN `+poison+` THEN 'failed' ELSE 'pending' END,
-				lost_leases = CASE WHEN state = 'executing' THEN lost_leases + 1 ELSE lost_leases END,
+			poison, to := recoverSQL(db.maxLostLeases)
+			res, err := c.exec(ctx, `UPDATE runs SET state = `+to+`,
+				lost_leases = CASE WHEN `+poisonFrom+` THEN lost_leases + 1 ELSE lost_leases END,
 				error_id = CASE WHEN `+poison+` THEN 'poison-' || id ELSE error_id END,
 				description = CASE WHEN `+poison+` THEN ? ELSE description END,
 				checkpoint = CASE WHEN `+poison+` THEN NULL ELSE checkpoint END,
 				resolution = CASE WHEN `+poison+` THEN NULL ELSE resolution END,
 				state_time = ?, update_time = ?, lease_owner = ''
-				WHERE state IN ('executing', 'stopping') AND lease_expire_time < ?`, poisonDescription(db.maxLostLeases), now, now, now)
+				WHERE `+leaseLostFrom+` AND lease_expire_time < ?`, poisonDescription(db.maxLostLeases), now, now, now)
 			if err != nil {
 				return db.mapErr(err, "recover leased runs")
 			}
@@ -516,8 +462,8 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 			// Parents whose children all settled without waking them (a
 			// child finished in a batch, or its worker died between the
 			// two statements of FinishRun) go back to the queue.
-			if _, err := c.exec(ctx, `UPDATE runs SET state = 'pending', state_time = ?, update_time = ?
-				WHERE state = 'waiting' AND `+noUnsettledChildren, now, now); err != nil {
+			if _, err := c.exec(ctx, `UPDATE runs SET state = `+childFinishedTo+`, state_time = ?, update_time = ?
+				WHERE `+childFinishedFrom+` AND `+noUnsettledChildren, now, now); err != nil {
 				return db.mapErr(err, "wake waiting runs")
 			}
 			return claim(c)
@@ -546,8 +492,34 @@ func (db *DB) claimRuns(ctx context.Context, owner string, max int, leaseUntil t
 // CountPendingRuns implements store.QueueStats.
 func (db *DB) CountPendingRuns(ctx context.Context) (int64, error) {
 	var n int64
-	err := db.reader().queryRow(ctx, `SELECT COUNT(*) FROM runs WHERE state = 'pending'`).Scan(&n)
+	err := db.reader().queryRow(ctx, `SELECT COUNT(*) FROM runs WHERE `+queuedRun).Scan(&n)
 	return n, db.mapErr(err, "count pending runs")
+}
+
+// CountPendingExceptions implements store.QueueStats. It reads the coarsest
+// level of exception_counts (30-day buckets, level 2), reached through its
+// primary key's (organization, workspace, level) prefix from each
+// workspace, so no exception row is read (CROSS JOIN: SQLite keeps
+// workspaces as the outer loop; PostgreSQL plans it as any inner join).
+func (db *DB) CountPendingExceptions(ctx context.Context) ([]store.PendingExceptionCount, error) {
+	rows, err := db.reader().query(ctx, `SELECT c.organization_id, c.workspace_id, c.automation_id, c.group_id, sum(c.n)
+		FROM workspaces w CROSS JOIN exception_counts c
+		WHERE c.organization_id = w.organization_id AND c.workspace_id = w.id AND c.level = ? AND c.state = ?
+		GROUP BY c.organization_id, c.workspace_id, c.automation_id, c.group_id
+		HAVING sum(c.n) > 0`, len(rollupLevels)-1, string(store.ExceptionPending))
+	if err != nil {
+		return nil, db.mapErr(err, "count pending exceptions")
+	}
+	defer func() { _ = rows.Close() }()
+	var out []store.PendingExceptionCount
+	for rows.Next() {
+		var c store.PendingExceptionCount
+		if err := rows.Scan(&c.OrganizationID, &c.WorkspaceID, &c.AutomationID, &c.Group, &c.N); err != nil {
+			return nil, db.mapErr(err, "count pending exceptions")
+		}
+		out = append(out, c)
+	}
+	return out, db.mapErr(rows.Err(), "count pending exceptions")
 }
 
 // OnLeasesRecovered implements store.QueueStats.
@@ -558,7 +530,7 @@ func (db *DB) OnLeasesRecovered(fn func(n int64)) { db.onRecovered.Store(fn) }
 // decide whether long runs should give their workers up for a turn.
 func (db *DB) HasPendingRuns(ctx context.Context) (bool, error) {
 	var one int
-	err := db.reader().queryRow(ctx, `SELECT 1 FROM runs WHERE state = 'pending' LIMIT 1`).Scan(&one)
+	err := db.reader().queryRow(ctx, `SELECT 1 FROM runs WHERE `+queuedRun+` LIMIT 1`).Scan(&one)
 	if isNoRows(err) {
 		return false, nil
 	}
@@ -573,11 +545,11 @@ func (db *DB) RenewLeases(ctx context.Context, owner string, ids []string, lease
 	}
 	err := db.tx(ctx, func(c conn) error {
 		args := append([]any{leaseUntil, owner}, anySlice(ids)...)
-		if _, err := c.exec(ctx, `UPDATE runs SET lease_expire_time = ? WHERE lease_owner = ? AND state IN ('executing', 'stopping')
+		if _, err := c.exec(ctx, `UPDATE runs SET lease_expire_time = ? WHERE lease_owner = ? AND `+leasedState+`
 			AND id IN (`+placeholders(len(ids))+`)`, args...); err != nil {
 			return db.mapErr(err, "renew leases")
 		}
-		rows, err := c.query(ctx, `SELECT id, state FROM runs WHERE lease_owner = ? AND state IN ('executing', 'stopping')
+		rows, err := c.query(ctx, `SELECT id, state FROM runs WHERE lease_owner = ? AND `+leasedState+`
 			AND id IN (`+placeholders(len(ids))+`)`, append([]any{owner}, anySlice(ids)...)...)
 		if err != nil {
 			return db.mapErr(err, "renew leases")
@@ -602,9 +574,9 @@ func (db *DB) ReleaseRuns(ctx context.Context, owner string, ids []string) (int,
 	}
 	now := db.now()
 	args := append([]any{time.Time{}, now, now, owner}, anySlice(ids)...)
-	res, err := db.writer().exec(ctx, `UPDATE runs SET state = CASE WHEN state = 'stopping' THEN 'stopped' ELSE 'pending' END,
+	res, err := db.writer().exec(ctx, `UPDATE runs SET state = `+releaseTo+`,
 		lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?
-		WHERE lease_owner = ? AND state IN ('executing', 'stopping') AND id IN (`+placeholders(len(ids))+`)`, args...)
+		WHERE lease_owner = ? AND `+releaseFrom+` AND id IN (`+placeholders(len(ids))+`)`, args...)
 	if err != nil {
 		return 0, db.mapErr(err, "release runs")
 	}
@@ -619,7 +591,7 @@ func (db *DB) ReleaseRuns(ctx context.Context, owner string, ids []string) (int,
 // returns its state and reason.
 func (c conn) leased(ctx context.Context, owner, id string) (store.RunState, string, error) {
 	var state, reason string
-	err := c.queryRow(ctx, `SELECT state, reason FROM runs WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`+c.db.forUpdate(),
+	err := c.queryRow(ctx, `SELECT state, reason FROM runs WHERE id = ? AND lease_owner = ? AND `+leasedState+c.db.forUpdate(),
 		id, owner).Scan(&state, &reason)
 	if isNoRows(err) {
 		return "", "", notLeased(id, owner)
@@ -662,7 +634,7 @@ func (db *DB) SaveProgress(ctx context.Context, owner, runID string, p store.Pro
 		now := db.now()
 		res, err := c.exec(ctx, `UPDATE runs SET step = ?, step_inputs = ?, checkpoint = ?, resolution = NULL, lost_leases = 0, update_time = ?,
 			history_events = history_events + ?
-			WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`, p.Step, p.StepInputs, p.Checkpoint, now, engineEvents(p.Events), runID, owner)
+			WHERE id = ? AND lease_owner = ? AND `+leasedState, p.Step, p.StepInputs, p.Checkpoint, now, engineEvents(p.Events), runID, owner)
 		if err != nil {
 			return db.mapErr(err, "save progress")
 		}
@@ -697,16 +669,17 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 					return store.Run{}, err
 				}
 			}
-			const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping') RETURNING `
+			const cond = ` WHERE id = ? AND lease_owner = ? AND `
 			var row *sql.Row
 			if o.State == store.RunCompleted {
-				row = c.queryRow(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
-				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?, history_events = history_events + ?`+cond+runReturning,
+				row = c.queryRow(ctx, `UPDATE runs SET state = `+completeTo+`, step = `+completeStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
+				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?, history_events = history_events + ?`+
+					cond+completeFrom+` RETURNING `+runReturning,
 					o.Step, o.Outputs, time.Time{}, now, now, engineEvents(o.Events), runID, owner)
 			} else {
-				row = c.queryRow(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
+				row = c.queryRow(ctx, `UPDATE runs SET state = `+failTo+`, error_id = ?, description = ?, loc_start = ?, loc_end = ?,
 				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?,
-				history_events = history_events + ?`+cond+runReturning,
+				history_events = history_events + ?`+cond+failFrom+` RETURNING `+runReturning,
 					o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, engineEvents(o.Events), runID, owner)
 			}
 			r, err := scanRun(row)
@@ -745,15 +718,17 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 				return db.mapErr(err, "finish run")
 			}
 		}
-		const release = `lease_owner = '', lease_expire_time = ?, lost_leases = 0, state_time = ?, update_time = ?`
+		// Each update changes the run from the state read above (locked),
+		// to the state the table gives for the outcome's event.
+		const release = `, lease_owner = '', lease_expire_time = ?, lost_leases = 0, state_time = ?, update_time = ?`
 		var res error
 		switch o.State {
 		case store.RunCompleted:
-			_, res = c.exec(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
-				exception_id = '', description = '', `+release+` WHERE id = ?`, o.Step, o.Outputs, time.Time{}, now, now, runID)
+			_, res = c.exec(ctx, `UPDATE runs SET state = `+completeTo+`, step = `+completeStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
+				exception_id = '', description = ''`+release+` WHERE id = ? AND `+completeFrom, o.Step, o.Outputs, time.Time{}, now, now, runID)
 		case store.RunFailed:
-			_, res = c.exec(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
-				checkpoint = NULL, resolution = NULL, exception_id = '', `+release+` WHERE id = ?`,
+			_, res = c.exec(ctx, `UPDATE runs SET state = `+failTo+`, error_id = ?, description = ?, loc_start = ?, loc_end = ?,
+				checkpoint = NULL, resolution = NULL, exception_id = ''`+release+` WHERE id = ? AND `+failFrom,
 				o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, runID)
 		case store.RunAwaitingGuidance:
 			if o.Exception == nil {
@@ -774,44 +749,33 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 			if err := c.insertExceptionEvent(ctx, e, store.ExceptionPending, "", nil, now); err != nil {
 				return err
 			}
-			next := finishState(state, o.State)
-			_, res = c.exec(ctx, `UPDATE runs SET state = ?, exception_id = ?, description = ?, loc_start = ?, loc_end = ?,
-				checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?, `+release+` WHERE id = ?`,
-				string(next), e.ID, e.Message, e.Location.Start, e.Location.End, o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now, runID)
+			_, res = c.moveRun(ctx, runID, statemachine.RaiseException, state, nextRun(statemachine.RaiseException, state),
+				`, exception_id = ?, description = ?, loc_start = ?, loc_end = ?, checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?`+release,
+				e.ID, e.Message, e.Location.Start, e.Location.End, o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now)
 		case store.RunStopped:
 			if o.Checkpoint != nil {
 				// Stopped between statements: continue from there.
-				_, res = c.exec(ctx, `UPDATE runs SET state = 'stopped', checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?, `+release+` WHERE id = ?`,
-					o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now, runID)
+				_, res = c.moveRun(ctx, runID, statemachine.Stop, state, nextRun(statemachine.Stop, state),
+					`, checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?`+release, o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now)
 			} else {
-				_, res = c.exec(ctx, `UPDATE runs SET state = 'stopped', `+release+` WHERE id = ?`, time.Time{}, now, now, runID)
+				_, res = c.moveRun(ctx, runID, statemachine.Stop, state, nextRun(statemachine.Stop, state), release, time.Time{}, now, now)
 			}
 		case store.RunWaiting:
-			// The run waits for its children: waiting, or pending at once
-			// when none is unsettled (the count and the update are one
-			// statement; a child settling concurrently wakes the parent
-			// after this transaction commits, see wakeParent).
+			// The run waits for its children (waitTo), or stops if it is
+			// being paused.
 			if o.Checkpoint == nil {
 				return fmt.Errorf("finish run: %w: a waiting outcome needs the state to continue from", store.ErrInvalidArgument)
 			}
-			next := `CASE WHEN ` + noUnsettledChildren + ` THEN 'pending' ELSE 'waiting' END`
-			if state == store.RunStopping {
-				next = `'stopped'`
-			}
-			_, res = c.exec(ctx, `UPDATE runs SET state = `+next+`, checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?, `+release+` WHERE id = ?`,
-				o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now, runID)
+			_, res = c.moveRunTo(ctx, runID, state, waitTo(state), `, checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?`+release,
+				o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now)
 		case store.RunPending:
 			// The run gave its worker up (a turn for other runs): back to the
-			// queue from its state, or stopped if it is being paused.
-			next := store.RunPending
-			if state == store.RunStopping {
-				next = store.RunStopped
-			}
+			// queue, or stopped if it is being paused.
 			if o.Checkpoint == nil {
 				return fmt.Errorf("finish run: %w: a pending outcome needs the state to continue from", store.ErrInvalidArgument)
 			}
-			_, res = c.exec(ctx, `UPDATE runs SET state = ?, checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?, `+release+` WHERE id = ?`,
-				string(next), o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now, runID)
+			_, res = c.moveRun(ctx, runID, statemachine.Yield, state, nextRun(statemachine.Yield, state),
+				`, checkpoint = ?, resolution = NULL, step = ?, step_inputs = ?`+release, o.Checkpoint, o.Step, o.StepInputs, time.Time{}, now, now)
 		default:
 			return fmt.Errorf("finish run: %w: outcome state %q", store.ErrInvalidArgument, o.State)
 		}
@@ -830,17 +794,13 @@ func (db *DB) FinishRun(ctx context.Context, owner, runID string, o store.RunOut
 	return out, err
 }
 
-// noUnsettledChildren is the condition, in a statement on runs, that the
-// run has no child that is neither completed nor failed.
-const noUnsettledChildren = `NOT EXISTS (SELECT 1 FROM runs ch WHERE ch.parent_run = runs.id AND ch.parent_run != '' AND ch.state NOT IN ('completed', 'failed'))`
-
 // wakeParent moves a waiting parent to pending when it has no unsettled
 // child left. On PostgreSQL a parent whose waiting outcome is being written
 // concurrently holds its row lock, so this statement runs after that
 // transaction commits and sees the state it wrote.
 func (db *DB) wakeParent(ctx context.Context, c conn, parent string, now time.Time) error {
-	_, err := c.exec(ctx, `UPDATE runs SET state = 'pending', state_time = ?, update_time = ?
-		WHERE id = ? AND state = 'waiting' AND `+noUnsettledChildren, now, now, parent)
+	_, err := c.exec(ctx, `UPDATE runs SET state = `+childFinishedTo+`, state_time = ?, update_time = ?
+		WHERE id = ? AND `+childFinishedFrom+` AND `+noUnsettledChildren, now, now, parent)
 	return err
 }
 
@@ -906,7 +866,7 @@ func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, out
 		return errs, nil
 	}
 	err = db.tx(ctx, func(c conn) error {
-		const cond = ` WHERE id = ? AND lease_owner = ? AND state IN ('executing', 'stopping')`
+		const cond = ` WHERE id = ? AND lease_owner = ? AND `
 		for k, id := range ids {
 			o := outs[k]
 			var res sql.Result
@@ -921,13 +881,13 @@ func (db *DB) FinishRuns(ctx context.Context, owner string, runIDs []string, out
 				}
 			}
 			if o.State == store.RunCompleted {
-				res, err = c.exec(ctx, `UPDATE runs SET state = `+completedStateSQL+`, step = `+completedStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
-				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?, history_events = history_events + ?`+cond,
+				res, err = c.exec(ctx, `UPDATE runs SET state = `+completeTo+`, step = `+completeStepSQL+`, outputs = ?, checkpoint = NULL, resolution = NULL,
+				exception_id = '', description = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?, history_events = history_events + ?`+cond+completeFrom,
 					o.Step, o.Outputs, time.Time{}, now, now, engineEvents(o.Events), id, owner)
 			} else {
-				res, err = c.exec(ctx, `UPDATE runs SET state = 'failed', error_id = ?, description = ?, loc_start = ?, loc_end = ?,
+				res, err = c.exec(ctx, `UPDATE runs SET state = `+failTo+`, error_id = ?, description = ?, loc_start = ?, loc_end = ?,
 				checkpoint = NULL, resolution = NULL, exception_id = '', lease_owner = '', lease_expire_time = ?, state_time = ?, update_time = ?,
-				history_events = history_events + ?`+cond,
+				history_events = history_events + ?`+cond+failFrom,
 					o.ErrorID, o.Description, o.Location.Start, o.Location.End, time.Time{}, now, now, engineEvents(o.Events), id, owner)
 			}
 			if err != nil {
@@ -952,7 +912,7 @@ func (db *DB) ChangeRun(ctx context.Context, org, ws, automation, id string, che
 	err := db.tx(ctx, func(c conn) error {
 		// The run, locked, and its newest pending exception: one read.
 		var pending string
-		r, err := scanRun(scanAlso{c.queryRow(ctx, `SELECT `+runCols+`, COALESCE((SELECT x.id FROM exceptions x WHERE x.run_id = r.id AND x.state = 'PENDING'
+		r, err := scanRun(scanAlso{c.queryRow(ctx, `SELECT `+runCols+`, COALESCE((SELECT x.id FROM exceptions x WHERE x.run_id = r.id AND x.state = `+lit(store.ExceptionPending)+`
 			ORDER BY x.create_time DESC LIMIT 1), '') FROM runs r WHERE r.id = ? AND r.organization_id = ? AND r.workspace_id = ? AND r.automation_id = ?`+db.forUpdate(),
 			id, org, ws, automation), []any{&pending}})
 		if err != nil {
@@ -965,16 +925,18 @@ func (db *DB) ChangeRun(ctx context.Context, org, ws, automation, id string, che
 		if err != nil {
 			return err
 		}
-		if err := changeAllowed(r, ch); err != nil {
+		ev, err := clientEvent(r, ch)
+		if err != nil {
 			return err
 		}
 		node := store.ContinueNodeKind
-		if ch.State == store.RunStopping || ch.State == store.RunStopped {
+		if ev == statemachine.Pause {
 			node = store.PauseNodeKind
 		}
 		if err := c.insertRunEvents(ctx, id, []store.RunEvent{{Kind: store.RunEventControl, NodeKind: node, Reason: ch.Actor}}, now); err != nil {
 			return err
 		}
+		from := r.State
 		r.State, r.StateTime, r.UpdateTime = ch.State, now, now
 		switch ch.State {
 		case store.RunStopping, store.RunStopped:
@@ -982,8 +944,8 @@ func (db *DB) ChangeRun(ctx context.Context, org, ws, automation, id string, che
 		case store.RunAwaitingGuidance:
 			r.ExceptionID = ch.ExceptionID
 		}
-		_, err = c.exec(ctx, `UPDATE runs SET state = ?, reason = ?, exception_id = ?, state_time = ?, update_time = ? WHERE id = ?`,
-			string(r.State), r.Reason, r.ExceptionID, now, now, id)
+		_, err = c.moveRun(ctx, id, ev, from, r.State, `, reason = ?, exception_id = ?, state_time = ?, update_time = ?`,
+			r.Reason, r.ExceptionID, now, now)
 		if err == nil && ch.State == store.RunStopping && db.d == store.Postgres {
 			// The replica executing the run stops it at once
 			// (store.Notifier.OnRunPause), not at its next renewal.

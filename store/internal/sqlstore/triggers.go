@@ -11,10 +11,13 @@ import (
 const triggerInstanceCols = `t.organization_id, t.workspace_id, t.id, t.name, t.book_name, t.book_version, t.connection_id, t.trigger_id,
 	t.configuration, t.secret, t.automation_ids, t.create_time, t.update_time`
 
-func scanTriggerInstance(s interface{ Scan(...any) error }) (store.TriggerInstance, error) {
+func (db *DB) scanTriggerInstance(s interface{ Scan(...any) error }) (store.TriggerInstance, error) {
 	var t store.TriggerInstance
 	err := s.Scan(&t.OrganizationID, &t.WorkspaceID, &t.ID, &t.Name, &t.BookName, &t.BookVersion, &t.ConnectionID, &t.TriggerID,
 		&t.Configuration, &t.Secret, jsonCol{&t.AutomationIDs}, ts{&t.CreateTime}, ts{&t.UpdateTime})
+	if err == nil {
+		t.Secret, err = db.openSecret("trigger_instances", t.OrganizationID, t.WorkspaceID, t.ID, t.Secret)
+	}
 	if t.AutomationIDs == nil {
 		t.AutomationIDs = []string{}
 	}
@@ -38,7 +41,11 @@ func (db *DB) CreateTriggerInstance(ctx context.Context, t store.TriggerInstance
 	}
 	now := db.now()
 	what := triggerInstanceWhat(t.OrganizationID, t.WorkspaceID, t.ID)
-	err := db.tx(ctx, func(c conn) error {
+	sealed, err := db.sealSecret("trigger_instances", t.OrganizationID, t.WorkspaceID, t.ID, t.Secret)
+	if err != nil {
+		return store.TriggerInstance{}, err
+	}
+	err = db.tx(ctx, func(c conn) error {
 		if err := c.workspaceExists(ctx, t.OrganizationID, t.WorkspaceID); err != nil {
 			return err
 		}
@@ -54,7 +61,7 @@ func (db *DB) CreateTriggerInstance(ctx context.Context, t store.TriggerInstance
 		_, err := c.exec(ctx, `INSERT INTO trigger_instances (organization_id, workspace_id, id, name, book_name, book_version, connection_id,
 			trigger_id, configuration, secret, automation_ids, create_time, update_time) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			t.OrganizationID, t.WorkspaceID, t.ID, t.Name, t.BookName, t.BookVersion, t.ConnectionID, t.TriggerID, t.Configuration,
-			t.Secret, jsonArg(t.AutomationIDs), now, now)
+			sealed, jsonArg(t.AutomationIDs), now, now)
 		return db.mapErr(err, "create "+what)
 	})
 	if err != nil {
@@ -66,7 +73,7 @@ func (db *DB) CreateTriggerInstance(ctx context.Context, t store.TriggerInstance
 
 // GetTriggerInstance implements store.Triggers.
 func (db *DB) GetTriggerInstance(ctx context.Context, org, ws, id string) (store.TriggerInstance, error) {
-	t, err := scanTriggerInstance(db.reader().queryRow(ctx, `SELECT `+triggerInstanceCols+` FROM trigger_instances t
+	t, err := db.scanTriggerInstance(db.reader().queryRow(ctx, `SELECT `+triggerInstanceCols+` FROM trigger_instances t
 		WHERE t.organization_id = ? AND t.workspace_id = ? AND t.id = ?`, org, ws, id))
 	return t, db.mapErr(err, triggerInstanceWhat(org, ws, id))
 }
@@ -76,7 +83,7 @@ func (db *DB) SetTriggerInstanceAutomations(ctx context.Context, org, ws, id str
 	if automationIDs == nil {
 		automationIDs = []string{}
 	}
-	t, err := scanTriggerInstance(db.writer().queryRow(ctx, `UPDATE trigger_instances SET automation_ids = ?, update_time = ?
+	t, err := db.scanTriggerInstance(db.writer().queryRow(ctx, `UPDATE trigger_instances SET automation_ids = ?, update_time = ?
 		WHERE organization_id = ? AND workspace_id = ? AND id = ? RETURNING `+strings.ReplaceAll(triggerInstanceCols, "t.", ""),
 		jsonArg(automationIDs), db.now(), org, ws, id))
 	return t, db.mapErr(err, "update "+triggerInstanceWhat(org, ws, id))
@@ -120,7 +127,7 @@ func (db *DB) ListTriggerInstances(ctx context.Context, org, ws string, f store.
 	defer rows.Close()
 	out := []store.TriggerInstance{}
 	for rows.Next() {
-		t, err := scanTriggerInstance(rows)
+		t, err := db.scanTriggerInstance(rows)
 		if err != nil {
 			return nil, db.mapErr(err, what)
 		}
@@ -142,7 +149,7 @@ func (db *DB) ListTriggerInstancesOfBooks(ctx context.Context, books []string) (
 	}
 	defer rows.Close()
 	for rows.Next() {
-		t, err := scanTriggerInstance(rows)
+		t, err := db.scanTriggerInstance(rows)
 		if err != nil {
 			return nil, db.mapErr(err, "trigger instances of books")
 		}

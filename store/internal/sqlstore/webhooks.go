@@ -11,9 +11,12 @@ import (
 
 const webhookCols = `organization_id, workspace_id, id, display_name, url, runs, exceptions, secret, create_time`
 
-func scanWebhook(s interface{ Scan(...any) error }) (store.Webhook, error) {
+func (db *DB) scanWebhook(s interface{ Scan(...any) error }) (store.Webhook, error) {
 	var w store.Webhook
 	err := s.Scan(&w.OrganizationID, &w.WorkspaceID, &w.ID, &w.DisplayName, &w.URL, &w.Runs, &w.Exceptions, &w.Secret, ts{&w.CreateTime})
+	if err == nil {
+		w.Secret, err = db.openSecret("webhooks", w.OrganizationID, w.WorkspaceID, w.ID, w.Secret)
+	}
 	return w, err
 }
 
@@ -27,7 +30,11 @@ func (db *DB) CreateWebhook(ctx context.Context, w store.Webhook) (store.Webhook
 		w.ID = store.NewID()
 	}
 	w.CreateTime = db.now()
-	err := db.tx(ctx, func(c conn) error {
+	sealed, err := db.sealSecret("webhooks", w.OrganizationID, w.WorkspaceID, w.ID, w.Secret)
+	if err != nil {
+		return store.Webhook{}, err
+	}
+	err = db.tx(ctx, func(c conn) error {
 		if err := c.workspaceExists(ctx, w.OrganizationID, w.WorkspaceID); err != nil {
 			return err
 		}
@@ -41,7 +48,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w store.Webhook) (store.Webhook
 				store.MaxWebhooksPerWorkspace, store.ErrResourceExhausted)
 		}
 		_, err := c.exec(ctx, `INSERT INTO webhooks (`+webhookCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			w.OrganizationID, w.WorkspaceID, w.ID, w.DisplayName, w.URL, w.Runs, w.Exceptions, w.Secret, w.CreateTime)
+			w.OrganizationID, w.WorkspaceID, w.ID, w.DisplayName, w.URL, w.Runs, w.Exceptions, sealed, w.CreateTime)
 		return db.mapErr(err, "create "+webhookWhat(w.OrganizationID, w.WorkspaceID, w.ID))
 	})
 	return w, err
@@ -49,7 +56,7 @@ func (db *DB) CreateWebhook(ctx context.Context, w store.Webhook) (store.Webhook
 
 // GetWebhook implements store.Webhooks.
 func (db *DB) GetWebhook(ctx context.Context, org, ws, id string) (store.Webhook, error) {
-	w, err := scanWebhook(db.reader().queryRow(ctx, `SELECT `+webhookCols+` FROM webhooks WHERE organization_id = ? AND workspace_id = ? AND id = ?`, org, ws, id))
+	w, err := db.scanWebhook(db.reader().queryRow(ctx, `SELECT `+webhookCols+` FROM webhooks WHERE organization_id = ? AND workspace_id = ? AND id = ?`, org, ws, id))
 	return w, db.mapErr(err, webhookWhat(org, ws, id))
 }
 
@@ -64,7 +71,7 @@ func (db *DB) ListWebhooks(ctx context.Context, org, ws string) ([]store.Webhook
 	defer rows.Close()
 	out := []store.Webhook{}
 	for rows.Next() {
-		w, err := scanWebhook(rows)
+		w, err := db.scanWebhook(rows)
 		if err != nil {
 			return nil, db.mapErr(err, what)
 		}
@@ -121,7 +128,30 @@ func (db *DB) ClaimWebhookDeliveries(ctx context.Context, now time.Time, lease t
 		}
 		out = append(out, d)
 	}
-	return out, db.mapErr(rows.Err(), "claim webhook deliveries")
+	if err := rows.Err(); err != nil {
+		return nil, db.mapErr(err, "claim webhook deliveries")
+	}
+	_ = rows.Close() // the writer may be one connection: free it before numbering
+	return out, db.deliverySequences(ctx, out)
+}
+
+// deliverySequences sets the Sequence of each delivery: its rank among the
+// deliveries of its run to its webhook, by (create_time, id) — the order
+// they were written in, since a run's changes of state are one transaction
+// after another. Rows are never rewritten with another time and go only
+// with their webhook, so a delivery's rank is the same at every attempt
+// (index webhook_deliveries_by_run).
+func (db *DB) deliverySequences(ctx context.Context, ds []store.WebhookDelivery) error {
+	for i, d := range ds {
+		err := db.reader().queryRow(ctx, `SELECT count(*) FROM webhook_deliveries d JOIN webhook_deliveries s
+			ON s.webhook_id = d.webhook_id AND s.run_id = d.run_id AND s.organization_id = d.organization_id AND s.workspace_id = d.workspace_id
+			AND (s.create_time < d.create_time OR (s.create_time = d.create_time AND s.id <= d.id))
+			WHERE d.id = ?`, d.ID).Scan(&ds[i].Sequence)
+		if err != nil {
+			return db.mapErr(err, "number webhook deliveries")
+		}
+	}
+	return nil
 }
 
 // FinishWebhookAttempt implements store.Webhooks.
@@ -162,4 +192,31 @@ func (db *DB) ListWebhookDeliveries(ctx context.Context, org, ws, webhook string
 	return scanPage(ctx, db, lq, "list webhook deliveries", scanDelivery, func(d store.WebhookDelivery) []string {
 		return []string{timeKey(d.CreateTime), d.ID}
 	})
+}
+
+// RedeliverWebhookDelivery implements store.Webhooks: one guarded update
+// (a delivery a dispatcher holds is pending, so it is never reset under
+// its lease).
+func (db *DB) RedeliverWebhookDelivery(ctx context.Context, org, ws, webhook, id string) (store.WebhookDelivery, error) {
+	what := fmt.Sprintf("delivery %q of %s", id, webhookWhat(org, ws, webhook))
+	now := db.now()
+	var d store.WebhookDelivery
+	err := db.tx(ctx, func(c conn) error {
+		res, err := c.exec(ctx, `UPDATE webhook_deliveries SET state = ?, attempts = 0, next_attempt_time = ?, lease_until = NULL, update_time = ?
+			WHERE organization_id = ? AND workspace_id = ? AND webhook_id = ? AND id = ? AND state <> ?`,
+			store.DeliveryPending, now, now, org, ws, webhook, id, store.DeliveryPending)
+		if err != nil {
+			return db.mapErr(err, "redeliver "+what)
+		}
+		d, err = scanDelivery(c.queryRow(ctx, `SELECT `+deliveryCols+` FROM webhook_deliveries d
+			WHERE d.organization_id = ? AND d.workspace_id = ? AND d.webhook_id = ? AND d.id = ?`, org, ws, webhook, id))
+		if err != nil {
+			return db.mapErr(err, what)
+		}
+		if rowsAffected(res) == 0 {
+			return fmt.Errorf("%s is still pending (attempt %d): it is sent again on its own: %w", what, d.Attempts+1, store.ErrFailedPrecondition)
+		}
+		return nil
+	})
+	return d, err
 }

@@ -3923,7 +3923,7 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	";BOOK_CONNECTION_CONDITION_REASON_CODE_REPLICA_COUNT_IS_ZERO\x10\x0e\x12C\n" +
 	"?BOOK_CONNECTION_CONDITION_REASON_CODE_NEW_DEPLOYMENT_ROLLED_OUT\x10\x0f\x12>\n" +
 	":BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_IN_PROGRESS\x10\x10\x129\n" +
-	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xd4'\n" +
+	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xd7'\n" +
 	"\x11ConnectionService\x12\xf0\x01\n" +
 	"\x1aAddWorkspaceBookConnection\x120.prose.book.v1.AddWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"y\x82\xd3\xe4\x93\x02s:\x01*\"n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\xff\x01\n" +
 	"\x1cListWorkspaceBookConnections\x122.prose.book.v1.ListWorkspaceBookConnectionsRequest\x1a3.prose.book.v1.ListWorkspaceBookConnectionsResponse\"v\x82\xd3\xe4\x93\x02p\x12n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\x88\x02\n" +
@@ -3943,8 +3943,8 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\x1cUpgradeAutomationConnections\x122.prose.book.v1.UpgradeAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"{\x82\xd3\xe4\x93\x02u:\x01*\"p/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:upgradeConnections\x12\xfa\x01\n" +
 	"\x1bRemoveAutomationConnections\x121.prose.book.v1.RemoveAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:removeConnections\x12\xa0\x02\n" +
 	"(ListWorkspaceBookConnectionDiscoverables\x12>.prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest\x1a?.prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse\"s\x82\xd3\xe4\x93\x02m\x12k/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discoverables\x12\xcd\x01\n" +
-	"\rSetDiscovered\x12#.prose.book.v1.SetDiscoveredRequest\x1a$.prose.book.v1.SetDiscoveredResponse\"q\x82\xd3\xe4\x93\x02k:\x01*\"f/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discover\x12\xf2\x01\n" +
-	" AuthorizeWorkspaceBookConnection\x126.prose.book.v1.AuthorizeWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"o\x82\xd3\xe4\x93\x02i\x1ag/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/authorizeB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
+	"\rSetDiscovered\x12#.prose.book.v1.SetDiscoveredRequest\x1a$.prose.book.v1.SetDiscoveredResponse\"q\x82\xd3\xe4\x93\x02k:\x01*\"f/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discover\x12\xf5\x01\n" +
+	" AuthorizeWorkspaceBookConnection\x126.prose.book.v1.AuthorizeWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"r\x82\xd3\xe4\x93\x02l:\x01*\x1ag/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/authorizeB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
 
 var (
 	file_prose_book_v1_connection_proto_rawDescOnce sync.Once

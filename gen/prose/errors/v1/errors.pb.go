@@ -133,6 +133,25 @@ const (
 	ErrorReason_ERROR_REASON_REVISION_NOT_FOUND ErrorReason = 150
 	ErrorReason_ERROR_REASON_INVALID_TIME_ZONE  ErrorReason = 151
 	ErrorReason_ERROR_REASON_INVALID_ESTIMATE   ErrorReason = 152
+	// The console's product pages (numbers from 170).
+	ErrorReason_ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND ErrorReason = 170
+	// Safe change (numbers from 310): tests, replays and the publish they gate.
+	// A test of an automation that does not exist.
+	ErrorReason_ERROR_REASON_AUTOMATION_TEST_NOT_FOUND ErrorReason = 310
+	// A test id (or display name) already taken in the automation.
+	ErrorReason_ERROR_REASON_AUTOMATION_TEST_ALREADY_EXISTS ErrorReason = 311
+	// A test that cannot run as written (a bad value, an answer of no kind, a stub without a result).
+	ErrorReason_ERROR_REASON_INVALID_AUTOMATION_TEST ErrorReason = 312
+	// A publish refused: a test fails or the replay changes runs (details list them); force with a reason to publish anyway.
+	ErrorReason_ERROR_REASON_PUBLISH_CHECKS_FAILED ErrorReason = 313
+	// An automation that has never been replayed.
+	ErrorReason_ERROR_REASON_REPLAY_NOT_FOUND ErrorReason = 314
+	// A replay of the automation is still running.
+	ErrorReason_ERROR_REASON_REPLAY_RUNNING ErrorReason = 315
+	// The draft changed while its checks ran: publish again.
+	ErrorReason_ERROR_REASON_DRAFT_CHANGED ErrorReason = 316
+	// An automation has as many tests as it may (metadata limit).
+	ErrorReason_ERROR_REASON_AUTOMATION_TEST_LIMIT_REACHED ErrorReason = 317
 )
 
 // Enum value maps for ErrorReason.
@@ -236,6 +255,15 @@ var (
 		150: "ERROR_REASON_REVISION_NOT_FOUND",
 		151: "ERROR_REASON_INVALID_TIME_ZONE",
 		152: "ERROR_REASON_INVALID_ESTIMATE",
+		170: "ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND",
+		310: "ERROR_REASON_AUTOMATION_TEST_NOT_FOUND",
+		311: "ERROR_REASON_AUTOMATION_TEST_ALREADY_EXISTS",
+		312: "ERROR_REASON_INVALID_AUTOMATION_TEST",
+		313: "ERROR_REASON_PUBLISH_CHECKS_FAILED",
+		314: "ERROR_REASON_REPLAY_NOT_FOUND",
+		315: "ERROR_REASON_REPLAY_RUNNING",
+		316: "ERROR_REASON_DRAFT_CHANGED",
+		317: "ERROR_REASON_AUTOMATION_TEST_LIMIT_REACHED",
 	}
 	ErrorReason_value = map[string]int32{
 		"ERROR_REASON_UNSPECIFIED":                     0,
@@ -336,6 +364,15 @@ var (
 		"ERROR_REASON_REVISION_NOT_FOUND":              150,
 		"ERROR_REASON_INVALID_TIME_ZONE":               151,
 		"ERROR_REASON_INVALID_ESTIMATE":                152,
+		"ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND":      170,
+		"ERROR_REASON_AUTOMATION_TEST_NOT_FOUND":       310,
+		"ERROR_REASON_AUTOMATION_TEST_ALREADY_EXISTS":  311,
+		"ERROR_REASON_INVALID_AUTOMATION_TEST":         312,
+		"ERROR_REASON_PUBLISH_CHECKS_FAILED":           313,
+		"ERROR_REASON_REPLAY_NOT_FOUND":                314,
+		"ERROR_REASON_REPLAY_RUNNING":                  315,
+		"ERROR_REASON_DRAFT_CHANGED":                   316,
+		"ERROR_REASON_AUTOMATION_TEST_LIMIT_REACHED":   317,
 	}
 )
 
@@ -370,7 +407,7 @@ var File_prose_errors_v1_errors_proto protoreflect.FileDescriptor
 
 const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"\n" +
-	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\x85\x1d\n" +
+	"\x1cprose/errors/v1/errors.proto\x12\x0fprose.errors.v1*\xfe\x1f\n" +
 	"\vErrorReason\x12\x1c\n" +
 	"\x18ERROR_REASON_UNSPECIFIED\x10\x00\x12%\n" +
 	"!ERROR_REASON_AUTOMATION_NOT_FOUND\x10\x01\x12*\n" +
@@ -470,7 +507,16 @@ const file_prose_errors_v1_errors_proto_rawDesc = "" +
 	"$ERROR_REASON_WORKSPACE_LIMIT_REACHED\x10[\x12$\n" +
 	"\x1fERROR_REASON_REVISION_NOT_FOUND\x10\x96\x01\x12#\n" +
 	"\x1eERROR_REASON_INVALID_TIME_ZONE\x10\x97\x01\x12\"\n" +
-	"\x1dERROR_REASON_INVALID_ESTIMATE\x10\x98\x01B8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
+	"\x1dERROR_REASON_INVALID_ESTIMATE\x10\x98\x01\x12,\n" +
+	"'ERROR_REASON_WEBHOOK_DELIVERY_NOT_FOUND\x10\xaa\x01\x12+\n" +
+	"&ERROR_REASON_AUTOMATION_TEST_NOT_FOUND\x10\xb6\x02\x120\n" +
+	"+ERROR_REASON_AUTOMATION_TEST_ALREADY_EXISTS\x10\xb7\x02\x12)\n" +
+	"$ERROR_REASON_INVALID_AUTOMATION_TEST\x10\xb8\x02\x12'\n" +
+	"\"ERROR_REASON_PUBLISH_CHECKS_FAILED\x10\xb9\x02\x12\"\n" +
+	"\x1dERROR_REASON_REPLAY_NOT_FOUND\x10\xba\x02\x12 \n" +
+	"\x1bERROR_REASON_REPLAY_RUNNING\x10\xbb\x02\x12\x1f\n" +
+	"\x1aERROR_REASON_DRAFT_CHANGED\x10\xbc\x02\x12/\n" +
+	"*ERROR_REASON_AUTOMATION_TEST_LIMIT_REACHED\x10\xbd\x02B8Z6github.com/proserun/prose/gen/prose/errors/v1;errorsv1b\x06proto3"
 
 var (
 	file_prose_errors_v1_errors_proto_rawDescOnce sync.Once

@@ -152,6 +152,132 @@ func (ValueScalarType) EnumDescriptor() ([]byte, []int) {
 	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{1}
 }
 
+// The state of a visualization.
+type VisualizationState int32
+
+const (
+	// Not given.
+	VisualizationState_VISUALIZATION_STATE_UNSPECIFIED VisualizationState = 0
+	// Being made (Prose makes it when asked, so never answered today).
+	VisualizationState_VISUALIZATION_STATE_PENDING VisualizationState = 1
+	// Made.
+	VisualizationState_VISUALIZATION_STATE_COMPLETED VisualizationState = 2
+	// The published code could not be read.
+	VisualizationState_VISUALIZATION_STATE_FAILED VisualizationState = 3
+)
+
+// Enum value maps for VisualizationState.
+var (
+	VisualizationState_name = map[int32]string{
+		0: "VISUALIZATION_STATE_UNSPECIFIED",
+		1: "VISUALIZATION_STATE_PENDING",
+		2: "VISUALIZATION_STATE_COMPLETED",
+		3: "VISUALIZATION_STATE_FAILED",
+	}
+	VisualizationState_value = map[string]int32{
+		"VISUALIZATION_STATE_UNSPECIFIED": 0,
+		"VISUALIZATION_STATE_PENDING":     1,
+		"VISUALIZATION_STATE_COMPLETED":   2,
+		"VISUALIZATION_STATE_FAILED":      3,
+	}
+)
+
+func (x VisualizationState) Enum() *VisualizationState {
+	p := new(VisualizationState)
+	*p = x
+	return p
+}
+
+func (x VisualizationState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (VisualizationState) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_platform_v1_automation_proto_enumTypes[2].Descriptor()
+}
+
+func (VisualizationState) Type() protoreflect.EnumType {
+	return &file_prose_platform_v1_automation_proto_enumTypes[2]
+}
+
+func (x VisualizationState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use VisualizationState.Descriptor instead.
+func (VisualizationState) EnumDescriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{2}
+}
+
+// The kind of a flow graph step.
+type FlowNodeType int32
+
+const (
+	// Not given.
+	FlowNodeType_FLOW_NODE_TYPE_UNSPECIFIED FlowNodeType = 0
+	// Where a run begins.
+	FlowNodeType_FLOW_NODE_TYPE_START FlowNodeType = 1
+	// Where a run ends (also after stop).
+	FlowNodeType_FLOW_NODE_TYPE_END FlowNodeType = 2
+	// A statement: an assignment, a procedure or book call, a check.
+	FlowNodeType_FLOW_NODE_TYPE_PROCESS FlowNodeType = 3
+	// An if/else if condition, or a loop over items.
+	FlowNodeType_FLOW_NODE_TYPE_DECISION FlowNodeType = 4
+	// A value read from outside: get, find, ask.
+	FlowNodeType_FLOW_NODE_TYPE_INPUT FlowNodeType = 5
+	// An output of the run, or a message (say).
+	FlowNodeType_FLOW_NODE_TYPE_OUTPUT FlowNodeType = 6
+)
+
+// Enum value maps for FlowNodeType.
+var (
+	FlowNodeType_name = map[int32]string{
+		0: "FLOW_NODE_TYPE_UNSPECIFIED",
+		1: "FLOW_NODE_TYPE_START",
+		2: "FLOW_NODE_TYPE_END",
+		3: "FLOW_NODE_TYPE_PROCESS",
+		4: "FLOW_NODE_TYPE_DECISION",
+		5: "FLOW_NODE_TYPE_INPUT",
+		6: "FLOW_NODE_TYPE_OUTPUT",
+	}
+	FlowNodeType_value = map[string]int32{
+		"FLOW_NODE_TYPE_UNSPECIFIED": 0,
+		"FLOW_NODE_TYPE_START":       1,
+		"FLOW_NODE_TYPE_END":         2,
+		"FLOW_NODE_TYPE_PROCESS":     3,
+		"FLOW_NODE_TYPE_DECISION":    4,
+		"FLOW_NODE_TYPE_INPUT":       5,
+		"FLOW_NODE_TYPE_OUTPUT":      6,
+	}
+)
+
+func (x FlowNodeType) Enum() *FlowNodeType {
+	p := new(FlowNodeType)
+	*p = x
+	return p
+}
+
+func (x FlowNodeType) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (FlowNodeType) Descriptor() protoreflect.EnumDescriptor {
+	return file_prose_platform_v1_automation_proto_enumTypes[3].Descriptor()
+}
+
+func (FlowNodeType) Type() protoreflect.EnumType {
+	return &file_prose_platform_v1_automation_proto_enumTypes[3]
+}
+
+func (x FlowNodeType) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use FlowNodeType.Descriptor instead.
+func (FlowNodeType) EnumDescriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{3}
+}
+
 // An automation: a Prose program with a draft and a published stage.
 type Automation struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -200,7 +326,12 @@ type Automation struct {
 	// The stage shown by QueryAutomation.
 	Stage AutomationStage `protobuf:"varint,22,opt,name=stage,proto3,enum=prose.platform.v1.AutomationStage" json:"stage,omitempty"`
 	// The version of the stage shown by QueryAutomation.
-	StageVersion  string `protobuf:"bytes,23,opt,name=stage_version,json=stageVersion,proto3" json:"stage_version,omitempty"`
+	StageVersion string `protobuf:"bytes,23,opt,name=stage_version,json=stageVersion,proto3" json:"stage_version,omitempty"`
+	// What the syntax check says of the draft's code beside its errors (the
+	// code still runs), such as an output fact set only inside a block.
+	// Answered by CreateAutomation and UpdateAutomation, for the code the
+	// draft holds after them; empty in other answers.
+	CodeWarnings  []*CodeWarning `protobuf:"bytes,24,rep,name=code_warnings,json=codeWarnings,proto3" json:"code_warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -394,6 +525,13 @@ func (x *Automation) GetStageVersion() string {
 		return x.StageVersion
 	}
 	return ""
+}
+
+func (x *Automation) GetCodeWarnings() []*CodeWarning {
+	if x != nil {
+		return x.CodeWarnings
+	}
+	return nil
 }
 
 // One input of an automation.
@@ -1862,9 +2000,17 @@ type PublishAutomationRequest struct {
 	// The workspace id.
 	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
 	// The automation id.
-	AutomationId  string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	AutomationId string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	// Publish even though a test fails or the replay changes runs (a Prose
+	// extension); force_reason is then required and kept in the revision.
+	Force bool `protobuf:"varint,4,opt,name=force,proto3" json:"force,omitempty"`
+	// Why a forced publish goes on past its failures.
+	ForceReason string `protobuf:"bytes,5,opt,name=force_reason,json=forceReason,proto3" json:"force_reason,omitempty"`
+	// How many of the last finished runs of the published version the publish
+	// replays against the draft: default 100, at most 1000.
+	ReplayRunCount int32 `protobuf:"varint,6,opt,name=replay_run_count,json=replayRunCount,proto3" json:"replay_run_count,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *PublishAutomationRequest) Reset() {
@@ -1916,6 +2062,27 @@ func (x *PublishAutomationRequest) GetAutomationId() string {
 		return x.AutomationId
 	}
 	return ""
+}
+
+func (x *PublishAutomationRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *PublishAutomationRequest) GetForceReason() string {
+	if x != nil {
+		return x.ForceReason
+	}
+	return ""
+}
+
+func (x *PublishAutomationRequest) GetReplayRunCount() int32 {
+	if x != nil {
+		return x.ReplayRunCount
+	}
+	return 0
 }
 
 // Request of DeleteAutomation.
@@ -2196,7 +2363,11 @@ func (x *ParseAutomationCodeRequest) GetCode() string {
 type ParseAutomationCodeResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The syntax errors; empty when the code parses. The parser stops at the first error.
-	Errors        []*CodeSyntaxError `protobuf:"bytes,1,rep,name=errors,proto3" json:"errors,omitempty"`
+	Errors []*CodeSyntaxError `protobuf:"bytes,1,rep,name=errors,proto3" json:"errors,omitempty"`
+	// What the syntax check says beside the errors (the code still runs),
+	// such as an output fact set only inside a block; empty when the code
+	// does not parse.
+	Warnings      []*CodeWarning `protobuf:"bytes,2,rep,name=warnings,proto3" json:"warnings,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2234,6 +2405,13 @@ func (*ParseAutomationCodeResponse) Descriptor() ([]byte, []int) {
 func (x *ParseAutomationCodeResponse) GetErrors() []*CodeSyntaxError {
 	if x != nil {
 		return x.Errors
+	}
+	return nil
+}
+
+func (x *ParseAutomationCodeResponse) GetWarnings() []*CodeWarning {
+	if x != nil {
+		return x.Warnings
 	}
 	return nil
 }
@@ -2311,11 +2489,416 @@ func (x *CodeSyntaxError) GetColumn() int32 {
 	return 0
 }
 
+// Something the author of code likely did not mean, found without running it.
+type CodeWarning struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// What it is, and what to write instead.
+	Message string `protobuf:"bytes,1,opt,name=message,proto3" json:"message,omitempty"`
+	// Where: the byte span in the code (the statement it is about).
+	Location *Location `protobuf:"bytes,2,opt,name=location,proto3" json:"location,omitempty"`
+	// The line of the span's start, from 1.
+	Line int32 `protobuf:"varint,3,opt,name=line,proto3" json:"line,omitempty"`
+	// The column of the span's start, from 1.
+	Column        int32 `protobuf:"varint,4,opt,name=column,proto3" json:"column,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CodeWarning) Reset() {
+	*x = CodeWarning{}
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CodeWarning) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CodeWarning) ProtoMessage() {}
+
+func (x *CodeWarning) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CodeWarning.ProtoReflect.Descriptor instead.
+func (*CodeWarning) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *CodeWarning) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *CodeWarning) GetLocation() *Location {
+	if x != nil {
+		return x.Location
+	}
+	return nil
+}
+
+func (x *CodeWarning) GetLine() int32 {
+	if x != nil {
+		return x.Line
+	}
+	return 0
+}
+
+func (x *CodeWarning) GetColumn() int32 {
+	if x != nil {
+		return x.Column
+	}
+	return 0
+}
+
+// Request of GetAutomationVisualization.
+type GetAutomationVisualizationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization id.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace id.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The automation id.
+	AutomationId  string `protobuf:"bytes,3,opt,name=automation_id,json=automationId,proto3" json:"automation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetAutomationVisualizationRequest) Reset() {
+	*x = GetAutomationVisualizationRequest{}
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetAutomationVisualizationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetAutomationVisualizationRequest) ProtoMessage() {}
+
+func (x *GetAutomationVisualizationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetAutomationVisualizationRequest.ProtoReflect.Descriptor instead.
+func (*GetAutomationVisualizationRequest) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *GetAutomationVisualizationRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *GetAutomationVisualizationRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *GetAutomationVisualizationRequest) GetAutomationId() string {
+	if x != nil {
+		return x.AutomationId
+	}
+	return ""
+}
+
+// The flow graph of an automation's published version (a singleton of the
+// automation, current with its latest publish).
+type AutomationVisualization struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// organizations/{organization}/workspaces/{workspace}/automations/{automation}/visualization.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The graph; absent when state is FAILED.
+	Graph *FlowGraph `protobuf:"bytes,2,opt,name=graph,proto3" json:"graph,omitempty"`
+	// The published version the graph shows, such as "3".
+	AutomationVersion string `protobuf:"bytes,3,opt,name=automation_version,json=automationVersion,proto3" json:"automation_version,omitempty"`
+	// COMPLETED, or FAILED when the published code cannot be read.
+	State VisualizationState `protobuf:"varint,4,opt,name=state,proto3,enum=prose.platform.v1.VisualizationState" json:"state,omitempty"`
+	// Why the graph could not be made (state FAILED).
+	ErrorMessage  string `protobuf:"bytes,5,opt,name=error_message,json=errorMessage,proto3" json:"error_message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AutomationVisualization) Reset() {
+	*x = AutomationVisualization{}
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AutomationVisualization) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AutomationVisualization) ProtoMessage() {}
+
+func (x *AutomationVisualization) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AutomationVisualization.ProtoReflect.Descriptor instead.
+func (*AutomationVisualization) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *AutomationVisualization) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AutomationVisualization) GetGraph() *FlowGraph {
+	if x != nil {
+		return x.Graph
+	}
+	return nil
+}
+
+func (x *AutomationVisualization) GetAutomationVersion() string {
+	if x != nil {
+		return x.AutomationVersion
+	}
+	return ""
+}
+
+func (x *AutomationVisualization) GetState() VisualizationState {
+	if x != nil {
+		return x.State
+	}
+	return VisualizationState_VISUALIZATION_STATE_UNSPECIFIED
+}
+
+func (x *AutomationVisualization) GetErrorMessage() string {
+	if x != nil {
+		return x.ErrorMessage
+	}
+	return ""
+}
+
+// A directed graph of an automation's steps.
+type FlowGraph struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The steps, in program order (START first, END last).
+	Nodes []*FlowNode `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// The transitions between them.
+	Edges         []*FlowEdge `protobuf:"bytes,2,rep,name=edges,proto3" json:"edges,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlowGraph) Reset() {
+	*x = FlowGraph{}
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlowGraph) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlowGraph) ProtoMessage() {}
+
+func (x *FlowGraph) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlowGraph.ProtoReflect.Descriptor instead.
+func (*FlowGraph) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *FlowGraph) GetNodes() []*FlowNode {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *FlowGraph) GetEdges() []*FlowEdge {
+	if x != nil {
+		return x.Edges
+	}
+	return nil
+}
+
+// A step of a flow graph.
+type FlowNode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Unique in the graph: "start", "end", or "s{byte}" where byte is the
+	// offset of the statement's line in the program (a run's events name the
+	// same spans, so a run page can light up the path a run took).
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// The statement, or the condition of a decision, as written.
+	Label string `protobuf:"bytes,2,opt,name=label,proto3" json:"label,omitempty"`
+	// The kind of step.
+	Type          FlowNodeType `protobuf:"varint,3,opt,name=type,proto3,enum=prose.platform.v1.FlowNodeType" json:"type,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlowNode) Reset() {
+	*x = FlowNode{}
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlowNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlowNode) ProtoMessage() {}
+
+func (x *FlowNode) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlowNode.ProtoReflect.Descriptor instead.
+func (*FlowNode) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *FlowNode) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *FlowNode) GetLabel() string {
+	if x != nil {
+		return x.Label
+	}
+	return ""
+}
+
+func (x *FlowNode) GetType() FlowNodeType {
+	if x != nil {
+		return x.Type
+	}
+	return FlowNodeType_FLOW_NODE_TYPE_UNSPECIFIED
+}
+
+// A transition of a flow graph.
+type FlowEdge struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The id of the node it leaves.
+	Source string `protobuf:"bytes,1,opt,name=source,proto3" json:"source,omitempty"`
+	// The id of the node it reaches.
+	Target string `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	// The branch taken: "Yes"/"No" after a condition, "Each"/"Done" after a loop.
+	Condition     string `protobuf:"bytes,3,opt,name=condition,proto3" json:"condition,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FlowEdge) Reset() {
+	*x = FlowEdge{}
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FlowEdge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FlowEdge) ProtoMessage() {}
+
+func (x *FlowEdge) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_automation_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FlowEdge.ProtoReflect.Descriptor instead.
+func (*FlowEdge) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_automation_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *FlowEdge) GetSource() string {
+	if x != nil {
+		return x.Source
+	}
+	return ""
+}
+
+func (x *FlowEdge) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *FlowEdge) GetCondition() string {
+	if x != nil {
+		return x.Condition
+	}
+	return ""
+}
+
 var File_prose_platform_v1_automation_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"\n" +
-	"\"prose/platform/v1/automation.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1dprose/platform/v1/value.proto\"\x96\f\n" +
+	"\"prose/platform/v1/automation.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1bgoogle/protobuf/empty.proto\x1a google/protobuf/field_mask.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1dprose/platform/v1/value.proto\"\xe0\f\n" +
 	"\n" +
 	"Automation\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x122\n" +
@@ -2345,7 +2928,8 @@ const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"\x0edraft_share_id\x18\x14 \x01(\tB\x03\xe0A\x03R\fdraftShareId\x121\n" +
 	"\x12published_share_id\x18\x15 \x01(\tB\x03\xe0A\x03R\x10publishedShareId\x12=\n" +
 	"\x05stage\x18\x16 \x01(\x0e2\".prose.platform.v1.AutomationStageB\x03\xe0A\x03R\x05stage\x12(\n" +
-	"\rstage_version\x18\x17 \x01(\tB\x03\xe0A\x03R\fstageVersion\x1aa\n" +
+	"\rstage_version\x18\x17 \x01(\tB\x03\xe0A\x03R\fstageVersion\x12H\n" +
+	"\rcode_warnings\x18\x18 \x03(\v2\x1e.prose.platform.v1.CodeWarningB\x03\xe0A\x03R\fcodeWarnings\x1aa\n" +
 	"\x10ConnectionsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x127\n" +
 	"\x05value\x18\x02 \x01(\v2!.prose.platform.v1.BookConnectionR\x05value:\x028\x01\x1aZ\n" +
@@ -2452,11 +3036,15 @@ const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"automation\x18\x04 \x01(\v2\x1d.prose.platform.v1.AutomationB\x03\xe0A\x02R\n" +
 	"automation\x12;\n" +
 	"\vupdate_mask\x18\x05 \x01(\v2\x1a.google.protobuf.FieldMaskR\n" +
-	"updateMask\"\x9a\x01\n" +
+	"updateMask\"\x93\x02\n" +
 	"\x18PublishAutomationRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
-	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\"\x99\x01\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\x12\x14\n" +
+	"\x05force\x18\x04 \x01(\bR\x05force\x12+\n" +
+	"\fforce_reason\x18\x05 \x01(\tB\b\xbaH\x05r\x03\x18\xe8\aR\vforceReason\x124\n" +
+	"\x10replay_run_count\x18\x06 \x01(\x05B\n" +
+	"\xbaH\a\x1a\x05\x18\xe8\a(\x00R\x0ereplayRunCount\"\x99\x01\n" +
 	"\x17DeleteAutomationRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
@@ -2478,14 +3066,41 @@ const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"\x1aParseAutomationCodeRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\x12\n" +
-	"\x04code\x18\x03 \x01(\tR\x04code\"Y\n" +
+	"\x04code\x18\x03 \x01(\tR\x04code\"\x95\x01\n" +
 	"\x1bParseAutomationCodeResponse\x12:\n" +
-	"\x06errors\x18\x01 \x03(\v2\".prose.platform.v1.CodeSyntaxErrorR\x06errors\"\x90\x01\n" +
+	"\x06errors\x18\x01 \x03(\v2\".prose.platform.v1.CodeSyntaxErrorR\x06errors\x12:\n" +
+	"\bwarnings\x18\x02 \x03(\v2\x1e.prose.platform.v1.CodeWarningR\bwarnings\"\x90\x01\n" +
 	"\x0fCodeSyntaxError\x12\x18\n" +
 	"\amessage\x18\x01 \x01(\tR\amessage\x127\n" +
 	"\blocation\x18\x02 \x01(\v2\x1b.prose.platform.v1.LocationR\blocation\x12\x12\n" +
 	"\x04line\x18\x03 \x01(\x05R\x04line\x12\x16\n" +
-	"\x06column\x18\x04 \x01(\x05R\x06column*\x9d\x01\n" +
+	"\x06column\x18\x04 \x01(\x05R\x06column\"\x8c\x01\n" +
+	"\vCodeWarning\x12\x18\n" +
+	"\amessage\x18\x01 \x01(\tR\amessage\x127\n" +
+	"\blocation\x18\x02 \x01(\v2\x1b.prose.platform.v1.LocationR\blocation\x12\x12\n" +
+	"\x04line\x18\x03 \x01(\x05R\x04line\x12\x16\n" +
+	"\x06column\x18\x04 \x01(\x05R\x06column\"\xa3\x01\n" +
+	"!GetAutomationVisualizationRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rautomation_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fautomationId\"\x81\x02\n" +
+	"\x17AutomationVisualization\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x122\n" +
+	"\x05graph\x18\x02 \x01(\v2\x1c.prose.platform.v1.FlowGraphR\x05graph\x122\n" +
+	"\x12automation_version\x18\x03 \x01(\tB\x03\xe0A\x03R\x11automationVersion\x12;\n" +
+	"\x05state\x18\x04 \x01(\x0e2%.prose.platform.v1.VisualizationStateR\x05state\x12(\n" +
+	"\rerror_message\x18\x05 \x01(\tB\x03\xe0A\x03R\ferrorMessage\"q\n" +
+	"\tFlowGraph\x121\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x1b.prose.platform.v1.FlowNodeR\x05nodes\x121\n" +
+	"\x05edges\x18\x02 \x03(\v2\x1b.prose.platform.v1.FlowEdgeR\x05edges\"e\n" +
+	"\bFlowNode\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x14\n" +
+	"\x05label\x18\x02 \x01(\tR\x05label\x123\n" +
+	"\x04type\x18\x03 \x01(\x0e2\x1f.prose.platform.v1.FlowNodeTypeR\x04type\"X\n" +
+	"\bFlowEdge\x12\x16\n" +
+	"\x06source\x18\x01 \x01(\tR\x06source\x12\x16\n" +
+	"\x06target\x18\x02 \x01(\tR\x06target\x12\x1c\n" +
+	"\tcondition\x18\x03 \x01(\tR\tcondition*\x9d\x01\n" +
 	"\x19AutomationActivationState\x12+\n" +
 	"'AUTOMATION_ACTIVATION_STATE_UNSPECIFIED\x10\x00\x12&\n" +
 	"\"AUTOMATION_ACTIVATION_STATE_ACTIVE\x10\x01\x12+\n" +
@@ -2498,7 +3113,20 @@ const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"\x1aVALUE_SCALAR_TYPE_DATETIME\x10\x04\x12\x1a\n" +
 	"\x16VALUE_SCALAR_TYPE_DATE\x10\x05\x12\x1a\n" +
 	"\x16VALUE_SCALAR_TYPE_TIME\x10\x06\x12\x1a\n" +
-	"\x16VALUE_SCALAR_TYPE_FILE\x10\a2\xc5\x0e\n" +
+	"\x16VALUE_SCALAR_TYPE_FILE\x10\a*\x9d\x01\n" +
+	"\x12VisualizationState\x12#\n" +
+	"\x1fVISUALIZATION_STATE_UNSPECIFIED\x10\x00\x12\x1f\n" +
+	"\x1bVISUALIZATION_STATE_PENDING\x10\x01\x12!\n" +
+	"\x1dVISUALIZATION_STATE_COMPLETED\x10\x02\x12\x1e\n" +
+	"\x1aVISUALIZATION_STATE_FAILED\x10\x03*\xce\x01\n" +
+	"\fFlowNodeType\x12\x1e\n" +
+	"\x1aFLOW_NODE_TYPE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14FLOW_NODE_TYPE_START\x10\x01\x12\x16\n" +
+	"\x12FLOW_NODE_TYPE_END\x10\x02\x12\x1a\n" +
+	"\x16FLOW_NODE_TYPE_PROCESS\x10\x03\x12\x1b\n" +
+	"\x17FLOW_NODE_TYPE_DECISION\x10\x04\x12\x18\n" +
+	"\x14FLOW_NODE_TYPE_INPUT\x10\x05\x12\x19\n" +
+	"\x15FLOW_NODE_TYPE_OUTPUT\x10\x062\xbb\x10\n" +
 	"\x11AutomationService\x12\xc0\x01\n" +
 	"\x10CreateAutomation\x12*.prose.platform.v1.CreateAutomationRequest\x1a\x1d.prose.platform.v1.Automation\"a\x82\xd3\xe4\x93\x02[:\n" +
 	"automation\"M/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations\x12\xbe\x01\n" +
@@ -2509,7 +3137,8 @@ const file_prose_platform_v1_automation_proto_rawDesc = "" +
 	"automation2]/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}\x12\xd1\x01\n" +
 	"\x11PublishAutomation\x12+.prose.platform.v1.PublishAutomationRequest\x1a\x1d.prose.platform.v1.Automation\"p\x82\xd3\xe4\x93\x02j:\x01*\"e/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:publish\x12\xbd\x01\n" +
 	"\x10DeleteAutomation\x12*.prose.platform.v1.DeleteAutomationRequest\x1a\x16.google.protobuf.Empty\"e\x82\xd3\xe4\x93\x02_*]/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}\x12\xdc\x01\n" +
-	"\x10InvokeAutomation\x12*.prose.platform.v1.InvokeAutomationRequest\x1a+.prose.platform.v1.InvokeAutomationResponse\"o\x82\xd3\xe4\x93\x02i:\x01*\"d/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:invoke\x12\xd8\x01\n" +
+	"\x10InvokeAutomation\x12*.prose.platform.v1.InvokeAutomationRequest\x1a+.prose.platform.v1.InvokeAutomationResponse\"o\x82\xd3\xe4\x93\x02i:\x01*\"d/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:invoke\x12\xf3\x01\n" +
+	"\x1aGetAutomationVisualization\x124.prose.platform.v1.GetAutomationVisualizationRequest\x1a*.prose.platform.v1.AutomationVisualization\"s\x82\xd3\xe4\x93\x02m\x12k/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}/visualization\x12\xd8\x01\n" +
 	"\x13ParseAutomationCode\x12-.prose.platform.v1.ParseAutomationCodeRequest\x1a..prose.platform.v1.ParseAutomationCodeResponse\"b\x82\xd3\xe4\x93\x02\\:\x01*\"W/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations:parseCodeB<Z:github.com/proserun/prose/gen/prose/platform/v1;platformv1b\x06proto3"
 
 var (
@@ -2524,119 +3153,137 @@ func file_prose_platform_v1_automation_proto_rawDescGZIP() []byte {
 	return file_prose_platform_v1_automation_proto_rawDescData
 }
 
-var file_prose_platform_v1_automation_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_prose_platform_v1_automation_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_prose_platform_v1_automation_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_prose_platform_v1_automation_proto_msgTypes = make([]protoimpl.MessageInfo, 38)
 var file_prose_platform_v1_automation_proto_goTypes = []any{
-	(AutomationActivationState)(0),      // 0: prose.platform.v1.AutomationActivationState
-	(ValueScalarType)(0),                // 1: prose.platform.v1.ValueScalarType
-	(*Automation)(nil),                  // 2: prose.platform.v1.Automation
-	(*AutomationInputSpec)(nil),         // 3: prose.platform.v1.AutomationInputSpec
-	(*ValueType)(nil),                   // 4: prose.platform.v1.ValueType
-	(*ValueOptionalType)(nil),           // 5: prose.platform.v1.ValueOptionalType
-	(*ValueListType)(nil),               // 6: prose.platform.v1.ValueListType
-	(*ValueDictionaryType)(nil),         // 7: prose.platform.v1.ValueDictionaryType
-	(*ValueDictionaryTypeField)(nil),    // 8: prose.platform.v1.ValueDictionaryTypeField
-	(*ValueTableType)(nil),              // 9: prose.platform.v1.ValueTableType
-	(*ValueTableTypeColumn)(nil),        // 10: prose.platform.v1.ValueTableTypeColumn
-	(*ValueOpaqueType)(nil),             // 11: prose.platform.v1.ValueOpaqueType
-	(*ValueAnyType)(nil),                // 12: prose.platform.v1.ValueAnyType
-	(*ValueUnionType)(nil),              // 13: prose.platform.v1.ValueUnionType
-	(*ValueSensitiveType)(nil),          // 14: prose.platform.v1.ValueSensitiveType
-	(*ValueEnumType)(nil),               // 15: prose.platform.v1.ValueEnumType
-	(*ValueEnumTypeMember)(nil),         // 16: prose.platform.v1.ValueEnumTypeMember
-	(*ValueGenericDictionaryType)(nil),  // 17: prose.platform.v1.ValueGenericDictionaryType
-	(*CreateAutomationRequest)(nil),     // 18: prose.platform.v1.CreateAutomationRequest
-	(*GetAutomationRequest)(nil),        // 19: prose.platform.v1.GetAutomationRequest
-	(*QueryAutomationRequest)(nil),      // 20: prose.platform.v1.QueryAutomationRequest
-	(*ListAutomationsRequest)(nil),      // 21: prose.platform.v1.ListAutomationsRequest
-	(*ListAutomationsResponse)(nil),     // 22: prose.platform.v1.ListAutomationsResponse
-	(*UpdateAutomationRequest)(nil),     // 23: prose.platform.v1.UpdateAutomationRequest
-	(*PublishAutomationRequest)(nil),    // 24: prose.platform.v1.PublishAutomationRequest
-	(*DeleteAutomationRequest)(nil),     // 25: prose.platform.v1.DeleteAutomationRequest
-	(*InvokeAutomationRequest)(nil),     // 26: prose.platform.v1.InvokeAutomationRequest
-	(*InvokeAutomationResponse)(nil),    // 27: prose.platform.v1.InvokeAutomationResponse
-	(*ParseAutomationCodeRequest)(nil),  // 28: prose.platform.v1.ParseAutomationCodeRequest
-	(*ParseAutomationCodeResponse)(nil), // 29: prose.platform.v1.ParseAutomationCodeResponse
-	(*CodeSyntaxError)(nil),             // 30: prose.platform.v1.CodeSyntaxError
-	nil,                                 // 31: prose.platform.v1.Automation.ConnectionsEntry
-	nil,                                 // 32: prose.platform.v1.Automation.DefaultInputsEntry
-	nil,                                 // 33: prose.platform.v1.InvokeAutomationRequest.InputsEntry
-	(*timestamppb.Timestamp)(nil),       // 34: google.protobuf.Timestamp
-	(AutomationStage)(0),                // 35: prose.platform.v1.AutomationStage
-	(*fieldmaskpb.FieldMask)(nil),       // 36: google.protobuf.FieldMask
-	(*Location)(nil),                    // 37: prose.platform.v1.Location
-	(*BookConnection)(nil),              // 38: prose.platform.v1.BookConnection
-	(*Value)(nil),                       // 39: prose.platform.v1.Value
-	(*emptypb.Empty)(nil),               // 40: google.protobuf.Empty
+	(AutomationActivationState)(0),            // 0: prose.platform.v1.AutomationActivationState
+	(ValueScalarType)(0),                      // 1: prose.platform.v1.ValueScalarType
+	(VisualizationState)(0),                   // 2: prose.platform.v1.VisualizationState
+	(FlowNodeType)(0),                         // 3: prose.platform.v1.FlowNodeType
+	(*Automation)(nil),                        // 4: prose.platform.v1.Automation
+	(*AutomationInputSpec)(nil),               // 5: prose.platform.v1.AutomationInputSpec
+	(*ValueType)(nil),                         // 6: prose.platform.v1.ValueType
+	(*ValueOptionalType)(nil),                 // 7: prose.platform.v1.ValueOptionalType
+	(*ValueListType)(nil),                     // 8: prose.platform.v1.ValueListType
+	(*ValueDictionaryType)(nil),               // 9: prose.platform.v1.ValueDictionaryType
+	(*ValueDictionaryTypeField)(nil),          // 10: prose.platform.v1.ValueDictionaryTypeField
+	(*ValueTableType)(nil),                    // 11: prose.platform.v1.ValueTableType
+	(*ValueTableTypeColumn)(nil),              // 12: prose.platform.v1.ValueTableTypeColumn
+	(*ValueOpaqueType)(nil),                   // 13: prose.platform.v1.ValueOpaqueType
+	(*ValueAnyType)(nil),                      // 14: prose.platform.v1.ValueAnyType
+	(*ValueUnionType)(nil),                    // 15: prose.platform.v1.ValueUnionType
+	(*ValueSensitiveType)(nil),                // 16: prose.platform.v1.ValueSensitiveType
+	(*ValueEnumType)(nil),                     // 17: prose.platform.v1.ValueEnumType
+	(*ValueEnumTypeMember)(nil),               // 18: prose.platform.v1.ValueEnumTypeMember
+	(*ValueGenericDictionaryType)(nil),        // 19: prose.platform.v1.ValueGenericDictionaryType
+	(*CreateAutomationRequest)(nil),           // 20: prose.platform.v1.CreateAutomationRequest
+	(*GetAutomationRequest)(nil),              // 21: prose.platform.v1.GetAutomationRequest
+	(*QueryAutomationRequest)(nil),            // 22: prose.platform.v1.QueryAutomationRequest
+	(*ListAutomationsRequest)(nil),            // 23: prose.platform.v1.ListAutomationsRequest
+	(*ListAutomationsResponse)(nil),           // 24: prose.platform.v1.ListAutomationsResponse
+	(*UpdateAutomationRequest)(nil),           // 25: prose.platform.v1.UpdateAutomationRequest
+	(*PublishAutomationRequest)(nil),          // 26: prose.platform.v1.PublishAutomationRequest
+	(*DeleteAutomationRequest)(nil),           // 27: prose.platform.v1.DeleteAutomationRequest
+	(*InvokeAutomationRequest)(nil),           // 28: prose.platform.v1.InvokeAutomationRequest
+	(*InvokeAutomationResponse)(nil),          // 29: prose.platform.v1.InvokeAutomationResponse
+	(*ParseAutomationCodeRequest)(nil),        // 30: prose.platform.v1.ParseAutomationCodeRequest
+	(*ParseAutomationCodeResponse)(nil),       // 31: prose.platform.v1.ParseAutomationCodeResponse
+	(*CodeSyntaxError)(nil),                   // 32: prose.platform.v1.CodeSyntaxError
+	(*CodeWarning)(nil),                       // 33: prose.platform.v1.CodeWarning
+	(*GetAutomationVisualizationRequest)(nil), // 34: prose.platform.v1.GetAutomationVisualizationRequest
+	(*AutomationVisualization)(nil),           // 35: prose.platform.v1.AutomationVisualization
+	(*FlowGraph)(nil),                         // 36: prose.platform.v1.FlowGraph
+	(*FlowNode)(nil),                          // 37: prose.platform.v1.FlowNode
+	(*FlowEdge)(nil),                          // 38: prose.platform.v1.FlowEdge
+	nil,                                       // 39: prose.platform.v1.Automation.ConnectionsEntry
+	nil,                                       // 40: prose.platform.v1.Automation.DefaultInputsEntry
+	nil,                                       // 41: prose.platform.v1.InvokeAutomationRequest.InputsEntry
+	(*timestamppb.Timestamp)(nil),             // 42: google.protobuf.Timestamp
+	(AutomationStage)(0),                      // 43: prose.platform.v1.AutomationStage
+	(*fieldmaskpb.FieldMask)(nil),             // 44: google.protobuf.FieldMask
+	(*Location)(nil),                          // 45: prose.platform.v1.Location
+	(*BookConnection)(nil),                    // 46: prose.platform.v1.BookConnection
+	(*Value)(nil),                             // 47: prose.platform.v1.Value
+	(*emptypb.Empty)(nil),                     // 48: google.protobuf.Empty
 }
 var file_prose_platform_v1_automation_proto_depIdxs = []int32{
-	34, // 0: prose.platform.v1.Automation.create_time:type_name -> google.protobuf.Timestamp
-	31, // 1: prose.platform.v1.Automation.connections:type_name -> prose.platform.v1.Automation.ConnectionsEntry
-	34, // 2: prose.platform.v1.Automation.update_time:type_name -> google.protobuf.Timestamp
-	34, // 3: prose.platform.v1.Automation.delete_time:type_name -> google.protobuf.Timestamp
-	3,  // 4: prose.platform.v1.Automation.input_specs:type_name -> prose.platform.v1.AutomationInputSpec
-	34, // 5: prose.platform.v1.Automation.publish_time:type_name -> google.protobuf.Timestamp
+	42, // 0: prose.platform.v1.Automation.create_time:type_name -> google.protobuf.Timestamp
+	39, // 1: prose.platform.v1.Automation.connections:type_name -> prose.platform.v1.Automation.ConnectionsEntry
+	42, // 2: prose.platform.v1.Automation.update_time:type_name -> google.protobuf.Timestamp
+	42, // 3: prose.platform.v1.Automation.delete_time:type_name -> google.protobuf.Timestamp
+	5,  // 4: prose.platform.v1.Automation.input_specs:type_name -> prose.platform.v1.AutomationInputSpec
+	42, // 5: prose.platform.v1.Automation.publish_time:type_name -> google.protobuf.Timestamp
 	0,  // 6: prose.platform.v1.Automation.activation_state:type_name -> prose.platform.v1.AutomationActivationState
-	32, // 7: prose.platform.v1.Automation.default_inputs:type_name -> prose.platform.v1.Automation.DefaultInputsEntry
-	35, // 8: prose.platform.v1.Automation.stage:type_name -> prose.platform.v1.AutomationStage
-	4,  // 9: prose.platform.v1.AutomationInputSpec.type:type_name -> prose.platform.v1.ValueType
-	1,  // 10: prose.platform.v1.ValueType.scalar_type:type_name -> prose.platform.v1.ValueScalarType
-	5,  // 11: prose.platform.v1.ValueType.optional_type:type_name -> prose.platform.v1.ValueOptionalType
-	6,  // 12: prose.platform.v1.ValueType.list_type:type_name -> prose.platform.v1.ValueListType
-	7,  // 13: prose.platform.v1.ValueType.dictionary_type:type_name -> prose.platform.v1.ValueDictionaryType
-	9,  // 14: prose.platform.v1.ValueType.table_type:type_name -> prose.platform.v1.ValueTableType
-	11, // 15: prose.platform.v1.ValueType.opaque_type:type_name -> prose.platform.v1.ValueOpaqueType
-	12, // 16: prose.platform.v1.ValueType.any_type:type_name -> prose.platform.v1.ValueAnyType
-	13, // 17: prose.platform.v1.ValueType.union_type:type_name -> prose.platform.v1.ValueUnionType
-	14, // 18: prose.platform.v1.ValueType.sensitive_type:type_name -> prose.platform.v1.ValueSensitiveType
-	15, // 19: prose.platform.v1.ValueType.enum_type:type_name -> prose.platform.v1.ValueEnumType
-	17, // 20: prose.platform.v1.ValueType.generic_dictionary_type:type_name -> prose.platform.v1.ValueGenericDictionaryType
-	4,  // 21: prose.platform.v1.ValueOptionalType.inner:type_name -> prose.platform.v1.ValueType
-	4,  // 22: prose.platform.v1.ValueListType.inner:type_name -> prose.platform.v1.ValueType
-	8,  // 23: prose.platform.v1.ValueDictionaryType.fields:type_name -> prose.platform.v1.ValueDictionaryTypeField
-	4,  // 24: prose.platform.v1.ValueDictionaryTypeField.value:type_name -> prose.platform.v1.ValueType
-	10, // 25: prose.platform.v1.ValueTableType.columns:type_name -> prose.platform.v1.ValueTableTypeColumn
-	4,  // 26: prose.platform.v1.ValueTableTypeColumn.value:type_name -> prose.platform.v1.ValueType
-	4,  // 27: prose.platform.v1.ValueUnionType.inners:type_name -> prose.platform.v1.ValueType
-	4,  // 28: prose.platform.v1.ValueSensitiveType.inner:type_name -> prose.platform.v1.ValueType
-	16, // 29: prose.platform.v1.ValueEnumType.members:type_name -> prose.platform.v1.ValueEnumTypeMember
-	4,  // 30: prose.platform.v1.ValueGenericDictionaryType.key_type:type_name -> prose.platform.v1.ValueType
-	4,  // 31: prose.platform.v1.ValueGenericDictionaryType.value_type:type_name -> prose.platform.v1.ValueType
-	2,  // 32: prose.platform.v1.CreateAutomationRequest.automation:type_name -> prose.platform.v1.Automation
-	35, // 33: prose.platform.v1.QueryAutomationRequest.stage:type_name -> prose.platform.v1.AutomationStage
-	2,  // 34: prose.platform.v1.ListAutomationsResponse.automations:type_name -> prose.platform.v1.Automation
-	2,  // 35: prose.platform.v1.UpdateAutomationRequest.automation:type_name -> prose.platform.v1.Automation
-	36, // 36: prose.platform.v1.UpdateAutomationRequest.update_mask:type_name -> google.protobuf.FieldMask
-	33, // 37: prose.platform.v1.InvokeAutomationRequest.inputs:type_name -> prose.platform.v1.InvokeAutomationRequest.InputsEntry
-	35, // 38: prose.platform.v1.InvokeAutomationRequest.stage:type_name -> prose.platform.v1.AutomationStage
-	30, // 39: prose.platform.v1.ParseAutomationCodeResponse.errors:type_name -> prose.platform.v1.CodeSyntaxError
-	37, // 40: prose.platform.v1.CodeSyntaxError.location:type_name -> prose.platform.v1.Location
-	38, // 41: prose.platform.v1.Automation.ConnectionsEntry.value:type_name -> prose.platform.v1.BookConnection
-	39, // 42: prose.platform.v1.Automation.DefaultInputsEntry.value:type_name -> prose.platform.v1.Value
-	39, // 43: prose.platform.v1.InvokeAutomationRequest.InputsEntry.value:type_name -> prose.platform.v1.Value
-	18, // 44: prose.platform.v1.AutomationService.CreateAutomation:input_type -> prose.platform.v1.CreateAutomationRequest
-	19, // 45: prose.platform.v1.AutomationService.GetAutomation:input_type -> prose.platform.v1.GetAutomationRequest
-	20, // 46: prose.platform.v1.AutomationService.QueryAutomation:input_type -> prose.platform.v1.QueryAutomationRequest
-	21, // 47: prose.platform.v1.AutomationService.ListAutomations:input_type -> prose.platform.v1.ListAutomationsRequest
-	23, // 48: prose.platform.v1.AutomationService.UpdateAutomation:input_type -> prose.platform.v1.UpdateAutomationRequest
-	24, // 49: prose.platform.v1.AutomationService.PublishAutomation:input_type -> prose.platform.v1.PublishAutomationRequest
-	25, // 50: prose.platform.v1.AutomationService.DeleteAutomation:input_type -> prose.platform.v1.DeleteAutomationRequest
-	26, // 51: prose.platform.v1.AutomationService.InvokeAutomation:input_type -> prose.platform.v1.InvokeAutomationRequest
-	28, // 52: prose.platform.v1.AutomationService.ParseAutomationCode:input_type -> prose.platform.v1.ParseAutomationCodeRequest
-	2,  // 53: prose.platform.v1.AutomationService.CreateAutomation:output_type -> prose.platform.v1.Automation
-	2,  // 54: prose.platform.v1.AutomationService.GetAutomation:output_type -> prose.platform.v1.Automation
-	2,  // 55: prose.platform.v1.AutomationService.QueryAutomation:output_type -> prose.platform.v1.Automation
-	22, // 56: prose.platform.v1.AutomationService.ListAutomations:output_type -> prose.platform.v1.ListAutomationsResponse
-	2,  // 57: prose.platform.v1.AutomationService.UpdateAutomation:output_type -> prose.platform.v1.Automation
-	2,  // 58: prose.platform.v1.AutomationService.PublishAutomation:output_type -> prose.platform.v1.Automation
-	40, // 59: prose.platform.v1.AutomationService.DeleteAutomation:output_type -> google.protobuf.Empty
-	27, // 60: prose.platform.v1.AutomationService.InvokeAutomation:output_type -> prose.platform.v1.InvokeAutomationResponse
-	29, // 61: prose.platform.v1.AutomationService.ParseAutomationCode:output_type -> prose.platform.v1.ParseAutomationCodeResponse
-	53, // [53:62] is the sub-list for method output_type
-	44, // [44:53] is the sub-list for method input_type
-	44, // [44:44] is the sub-list for extension type_name
-	44, // [44:44] is the sub-list for extension extendee
-	0,  // [0:44] is the sub-list for field type_name
+	40, // 7: prose.platform.v1.Automation.default_inputs:type_name -> prose.platform.v1.Automation.DefaultInputsEntry
+	43, // 8: prose.platform.v1.Automation.stage:type_name -> prose.platform.v1.AutomationStage
+	33, // 9: prose.platform.v1.Automation.code_warnings:type_name -> prose.platform.v1.CodeWarning
+	6,  // 10: prose.platform.v1.AutomationInputSpec.type:type_name -> prose.platform.v1.ValueType
+	1,  // 11: prose.platform.v1.ValueType.scalar_type:type_name -> prose.platform.v1.ValueScalarType
+	7,  // 12: prose.platform.v1.ValueType.optional_type:type_name -> prose.platform.v1.ValueOptionalType
+	8,  // 13: prose.platform.v1.ValueType.list_type:type_name -> prose.platform.v1.ValueListType
+	9,  // 14: prose.platform.v1.ValueType.dictionary_type:type_name -> prose.platform.v1.ValueDictionaryType
+	11, // 15: prose.platform.v1.ValueType.table_type:type_name -> prose.platform.v1.ValueTableType
+	13, // 16: prose.platform.v1.ValueType.opaque_type:type_name -> prose.platform.v1.ValueOpaqueType
+	14, // 17: prose.platform.v1.ValueType.any_type:type_name -> prose.platform.v1.ValueAnyType
+	15, // 18: prose.platform.v1.ValueType.union_type:type_name -> prose.platform.v1.ValueUnionType
+	16, // 19: prose.platform.v1.ValueType.sensitive_type:type_name -> prose.platform.v1.ValueSensitiveType
+	17, // 20: prose.platform.v1.ValueType.enum_type:type_name -> prose.platform.v1.ValueEnumType
+	19, // 21: prose.platform.v1.ValueType.generic_dictionary_type:type_name -> prose.platform.v1.ValueGenericDictionaryType
+	6,  // 22: prose.platform.v1.ValueOptionalType.inner:type_name -> prose.platform.v1.ValueType
+	6,  // 23: prose.platform.v1.ValueListType.inner:type_name -> prose.platform.v1.ValueType
+	10, // 24: prose.platform.v1.ValueDictionaryType.fields:type_name -> prose.platform.v1.ValueDictionaryTypeField
+	6,  // 25: prose.platform.v1.ValueDictionaryTypeField.value:type_name -> prose.platform.v1.ValueType
+	12, // 26: prose.platform.v1.ValueTableType.columns:type_name -> prose.platform.v1.ValueTableTypeColumn
+	6,  // 27: prose.platform.v1.ValueTableTypeColumn.value:type_name -> prose.platform.v1.ValueType
+	6,  // 28: prose.platform.v1.ValueUnionType.inners:type_name -> prose.platform.v1.ValueType
+	6,  // 29: prose.platform.v1.ValueSensitiveType.inner:type_name -> prose.platform.v1.ValueType
+	18, // 30: prose.platform.v1.ValueEnumType.members:type_name -> prose.platform.v1.ValueEnumTypeMember
+	6,  // 31: prose.platform.v1.ValueGenericDictionaryType.key_type:type_name -> prose.platform.v1.ValueType
+	6,  // 32: prose.platform.v1.ValueGenericDictionaryType.value_type:type_name -> prose.platform.v1.ValueType
+	4,  // 33: prose.platform.v1.CreateAutomationRequest.automation:type_name -> prose.platform.v1.Automation
+	43, // 34: prose.platform.v1.QueryAutomationRequest.stage:type_name -> prose.platform.v1.AutomationStage
+	4,  // 35: prose.platform.v1.ListAutomationsResponse.automations:type_name -> prose.platform.v1.Automation
+	4,  // 36: prose.platform.v1.UpdateAutomationRequest.automation:type_name -> prose.platform.v1.Automation
+	44, // 37: prose.platform.v1.UpdateAutomationRequest.update_mask:type_name -> google.protobuf.FieldMask
+	41, // 38: prose.platform.v1.InvokeAutomationRequest.inputs:type_name -> prose.platform.v1.InvokeAutomationRequest.InputsEntry
+	43, // 39: prose.platform.v1.InvokeAutomationRequest.stage:type_name -> prose.platform.v1.AutomationStage
+	32, // 40: prose.platform.v1.ParseAutomationCodeResponse.errors:type_name -> prose.platform.v1.CodeSyntaxError
+	33, // 41: prose.platform.v1.ParseAutomationCodeResponse.warnings:type_name -> prose.platform.v1.CodeWarning
+	45, // 42: prose.platform.v1.CodeSyntaxError.location:type_name -> prose.platform.v1.Location
+	45, // 43: prose.platform.v1.CodeWarning.location:type_name -> prose.platform.v1.Location
+	36, // 44: prose.platform.v1.AutomationVisualization.graph:type_name -> prose.platform.v1.FlowGraph
+	2,  // 45: prose.platform.v1.AutomationVisualization.state:type_name -> prose.platform.v1.VisualizationState
+	37, // 46: prose.platform.v1.FlowGraph.nodes:type_name -> prose.platform.v1.FlowNode
+	38, // 47: prose.platform.v1.FlowGraph.edges:type_name -> prose.platform.v1.FlowEdge
+	3,  // 48: prose.platform.v1.FlowNode.type:type_name -> prose.platform.v1.FlowNodeType
+	46, // 49: prose.platform.v1.Automation.ConnectionsEntry.value:type_name -> prose.platform.v1.BookConnection
+	47, // 50: prose.platform.v1.Automation.DefaultInputsEntry.value:type_name -> prose.platform.v1.Value
+	47, // 51: prose.platform.v1.InvokeAutomationRequest.InputsEntry.value:type_name -> prose.platform.v1.Value
+	20, // 52: prose.platform.v1.AutomationService.CreateAutomation:input_type -> prose.platform.v1.CreateAutomationRequest
+	21, // 53: prose.platform.v1.AutomationService.GetAutomation:input_type -> prose.platform.v1.GetAutomationRequest
+	22, // 54: prose.platform.v1.AutomationService.QueryAutomation:input_type -> prose.platform.v1.QueryAutomationRequest
+	23, // 55: prose.platform.v1.AutomationService.ListAutomations:input_type -> prose.platform.v1.ListAutomationsRequest
+	25, // 56: prose.platform.v1.AutomationService.UpdateAutomation:input_type -> prose.platform.v1.UpdateAutomationRequest
+	26, // 57: prose.platform.v1.AutomationService.PublishAutomation:input_type -> prose.platform.v1.PublishAutomationRequest
+	27, // 58: prose.platform.v1.AutomationService.DeleteAutomation:input_type -> prose.platform.v1.DeleteAutomationRequest
+	28, // 59: prose.platform.v1.AutomationService.InvokeAutomation:input_type -> prose.platform.v1.InvokeAutomationRequest
+	34, // 60: prose.platform.v1.AutomationService.GetAutomationVisualization:input_type -> prose.platform.v1.GetAutomationVisualizationRequest
+	30, // 61: prose.platform.v1.AutomationService.ParseAutomationCode:input_type -> prose.platform.v1.ParseAutomationCodeRequest
+	4,  // 62: prose.platform.v1.AutomationService.CreateAutomation:output_type -> prose.platform.v1.Automation
+	4,  // 63: prose.platform.v1.AutomationService.GetAutomation:output_type -> prose.platform.v1.Automation
+	4,  // 64: prose.platform.v1.AutomationService.QueryAutomation:output_type -> prose.platform.v1.Automation
+	24, // 65: prose.platform.v1.AutomationService.ListAutomations:output_type -> prose.platform.v1.ListAutomationsResponse
+	4,  // 66: prose.platform.v1.AutomationService.UpdateAutomation:output_type -> prose.platform.v1.Automation
+	4,  // 67: prose.platform.v1.AutomationService.PublishAutomation:output_type -> prose.platform.v1.Automation
+	48, // 68: prose.platform.v1.AutomationService.DeleteAutomation:output_type -> google.protobuf.Empty
+	29, // 69: prose.platform.v1.AutomationService.InvokeAutomation:output_type -> prose.platform.v1.InvokeAutomationResponse
+	35, // 70: prose.platform.v1.AutomationService.GetAutomationVisualization:output_type -> prose.platform.v1.AutomationVisualization
+	31, // 71: prose.platform.v1.AutomationService.ParseAutomationCode:output_type -> prose.platform.v1.ParseAutomationCodeResponse
+	62, // [62:72] is the sub-list for method output_type
+	52, // [52:62] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_prose_platform_v1_automation_proto_init() }
@@ -2664,8 +3311,8 @@ func file_prose_platform_v1_automation_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_platform_v1_automation_proto_rawDesc), len(file_prose_platform_v1_automation_proto_rawDesc)),
-			NumEnums:      2,
-			NumMessages:   32,
+			NumEnums:      4,
+			NumMessages:   38,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,15 +20,16 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	AutomationService_CreateAutomation_FullMethodName    = "/prose.platform.v1.AutomationService/CreateAutomation"
-	AutomationService_GetAutomation_FullMethodName       = "/prose.platform.v1.AutomationService/GetAutomation"
-	AutomationService_QueryAutomation_FullMethodName     = "/prose.platform.v1.AutomationService/QueryAutomation"
-	AutomationService_ListAutomations_FullMethodName     = "/prose.platform.v1.AutomationService/ListAutomations"
-	AutomationService_UpdateAutomation_FullMethodName    = "/prose.platform.v1.AutomationService/UpdateAutomation"
-	AutomationService_PublishAutomation_FullMethodName   = "/prose.platform.v1.AutomationService/PublishAutomation"
-	AutomationService_DeleteAutomation_FullMethodName    = "/prose.platform.v1.AutomationService/DeleteAutomation"
-	AutomationService_InvokeAutomation_FullMethodName    = "/prose.platform.v1.AutomationService/InvokeAutomation"
-	AutomationService_ParseAutomationCode_FullMethodName = "/prose.platform.v1.AutomationService/ParseAutomationCode"
+	AutomationService_CreateAutomation_FullMethodName           = "/prose.platform.v1.AutomationService/CreateAutomation"
+	AutomationService_GetAutomation_FullMethodName              = "/prose.platform.v1.AutomationService/GetAutomation"
+	AutomationService_QueryAutomation_FullMethodName            = "/prose.platform.v1.AutomationService/QueryAutomation"
+	AutomationService_ListAutomations_FullMethodName            = "/prose.platform.v1.AutomationService/ListAutomations"
+	AutomationService_UpdateAutomation_FullMethodName           = "/prose.platform.v1.AutomationService/UpdateAutomation"
+	AutomationService_PublishAutomation_FullMethodName          = "/prose.platform.v1.AutomationService/PublishAutomation"
+	AutomationService_DeleteAutomation_FullMethodName           = "/prose.platform.v1.AutomationService/DeleteAutomation"
+	AutomationService_InvokeAutomation_FullMethodName           = "/prose.platform.v1.AutomationService/InvokeAutomation"
+	AutomationService_GetAutomationVisualization_FullMethodName = "/prose.platform.v1.AutomationService/GetAutomationVisualization"
+	AutomationService_ParseAutomationCode_FullMethodName        = "/prose.platform.v1.AutomationService/ParseAutomationCode"
 )
 
 // AutomationServiceClient is the client API for AutomationService service.
@@ -53,6 +54,10 @@ type AutomationServiceClient interface {
 	DeleteAutomation(ctx context.Context, in *DeleteAutomationRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// Starts a run of an automation at a stage.
 	InvokeAutomation(ctx context.Context, in *InvokeAutomationRequest, opts ...grpc.CallOption) (*InvokeAutomationResponse, error)
+	// Gets the flow graph of an automation's published version, computed from
+	// its parsed program: statements, decisions (if/else, loops), inputs
+	// (get, find, ask) and outputs, labelled in the program's own words.
+	GetAutomationVisualization(ctx context.Context, in *GetAutomationVisualizationRequest, opts ...grpc.CallOption) (*AutomationVisualization, error)
 	// Parses code without saving anything: its syntax errors, with their spans (an editor checks code as it is typed).
 	ParseAutomationCode(ctx context.Context, in *ParseAutomationCodeRequest, opts ...grpc.CallOption) (*ParseAutomationCodeResponse, error)
 }
@@ -145,6 +150,16 @@ func (c *automationServiceClient) InvokeAutomation(ctx context.Context, in *Invo
 	return out, nil
 }
 
+func (c *automationServiceClient) GetAutomationVisualization(ctx context.Context, in *GetAutomationVisualizationRequest, opts ...grpc.CallOption) (*AutomationVisualization, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AutomationVisualization)
+	err := c.cc.Invoke(ctx, AutomationService_GetAutomationVisualization_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *automationServiceClient) ParseAutomationCode(ctx context.Context, in *ParseAutomationCodeRequest, opts ...grpc.CallOption) (*ParseAutomationCodeResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(ParseAutomationCodeResponse)
@@ -177,6 +192,10 @@ type AutomationServiceServer interface {
 	DeleteAutomation(context.Context, *DeleteAutomationRequest) (*emptypb.Empty, error)
 	// Starts a run of an automation at a stage.
 	InvokeAutomation(context.Context, *InvokeAutomationRequest) (*InvokeAutomationResponse, error)
+	// Gets the flow graph of an automation's published version, computed from
+	// its parsed program: statements, decisions (if/else, loops), inputs
+	// (get, find, ask) and outputs, labelled in the program's own words.
+	GetAutomationVisualization(context.Context, *GetAutomationVisualizationRequest) (*AutomationVisualization, error)
 	// Parses code without saving anything: its syntax errors, with their spans (an editor checks code as it is typed).
 	ParseAutomationCode(context.Context, *ParseAutomationCodeRequest) (*ParseAutomationCodeResponse, error)
 	mustEmbedUnimplementedAutomationServiceServer()
@@ -212,6 +231,9 @@ func (UnimplementedAutomationServiceServer) DeleteAutomation(context.Context, *D
 }
 func (UnimplementedAutomationServiceServer) InvokeAutomation(context.Context, *InvokeAutomationRequest) (*InvokeAutomationResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method InvokeAutomation not implemented")
+}
+func (UnimplementedAutomationServiceServer) GetAutomationVisualization(context.Context, *GetAutomationVisualizationRequest) (*AutomationVisualization, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetAutomationVisualization not implemented")
 }
 func (UnimplementedAutomationServiceServer) ParseAutomationCode(context.Context, *ParseAutomationCodeRequest) (*ParseAutomationCodeResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ParseAutomationCode not implemented")
@@ -381,6 +403,24 @@ func _AutomationService_InvokeAutomation_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _AutomationService_GetAutomationVisualization_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetAutomationVisualizationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(AutomationServiceServer).GetAutomationVisualization(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: AutomationService_GetAutomationVisualization_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(AutomationServiceServer).GetAutomationVisualization(ctx, req.(*GetAutomationVisualizationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _AutomationService_ParseAutomationCode_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(ParseAutomationCodeRequest)
 	if err := dec(in); err != nil {
@@ -437,6 +477,10 @@ var AutomationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "InvokeAutomation",
 			Handler:    _AutomationService_InvokeAutomation_Handler,
+		},
+		{
+			MethodName: "GetAutomationVisualization",
+			Handler:    _AutomationService_GetAutomationVisualization_Handler,
 		},
 		{
 			MethodName: "ParseAutomationCode",

@@ -188,8 +188,11 @@ type Exception struct {
 	Resolver string `protobuf:"bytes,16,opt,name=resolver,proto3" json:"resolver,omitempty"`
 	// What the exception asks for, so that a client can offer guidance that fits.
 	GuidanceRequest *GuidanceRequest `protobuf:"bytes,17,opt,name=guidance_request,json=guidanceRequest,proto3" json:"guidance_request,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// The run_number of its run ("Invoices #42"). Not in the reference:
+	// Prose's own.
+	RunNumber     int64 `protobuf:"varint,18,opt,name=run_number,json=runNumber,proto3" json:"run_number,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Exception) Reset() {
@@ -339,6 +342,13 @@ func (x *Exception) GetGuidanceRequest() *GuidanceRequest {
 		return x.GuidanceRequest
 	}
 	return nil
+}
+
+func (x *Exception) GetRunNumber() int64 {
+	if x != nil {
+		return x.RunNumber
+	}
+	return 0
 }
 
 // What an exception asks for.
@@ -2116,7 +2126,7 @@ var File_prose_platform_v1_exception_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\n" +
-	"!prose/platform/v1/exception.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1dprose/platform/v1/value.proto\"\xd1\a\n" +
+	"!prose/platform/v1/exception.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1bprose/platform/v1/run.proto\x1a\x1dprose/platform/v1/value.proto\"\xf5\a\n" +
 	"\tException\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12\x15\n" +
 	"\x03run\x18\x02 \x01(\tB\x03\xe0A\x02R\x03run\x12<\n" +
@@ -2139,7 +2149,9 @@ const file_prose_platform_v1_exception_proto_rawDesc = "" +
 	"\x05extra\x18\x0e \x03(\v2'.prose.platform.v1.Exception.ExtraEntryR\x05extra\x12\x1a\n" +
 	"\bassignee\x18\x0f \x01(\tR\bassignee\x12\x1a\n" +
 	"\bresolver\x18\x10 \x01(\tR\bresolver\x12R\n" +
-	"\x10guidance_request\x18\x11 \x01(\v2\".prose.platform.v1.GuidanceRequestB\x03\xe0A\x03R\x0fguidanceRequest\x1a8\n" +
+	"\x10guidance_request\x18\x11 \x01(\v2\".prose.platform.v1.GuidanceRequestB\x03\xe0A\x03R\x0fguidanceRequest\x12\"\n" +
+	"\n" +
+	"run_number\x18\x12 \x01(\x03B\x03\xe0A\x03R\trunNumber\x1a8\n" +
 	"\n" +
 	"ExtraEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +

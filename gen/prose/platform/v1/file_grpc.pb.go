@@ -35,8 +35,10 @@ const (
 //
 // Stores files of an organization, for runs to use.
 type FileServiceClient interface {
-	// Uploads a file: the request body is the file's bytes, its Content-Type the
-	// file's MIME type, and the query parameter filename its name.
+	// Uploads a file. Over HTTP the body is multipart/form-data with a binary
+	// part content (its Content-Type the file's MIME type) and a part filename;
+	// or, the alternative, the file's raw bytes with their Content-Type and the
+	// query parameter filename.
 	UploadFile(ctx context.Context, in *UploadFileRequest, opts ...grpc.CallOption) (*UploadFileResponse, error)
 	// Downloads a file's bytes.
 	DownloadFile(ctx context.Context, in *DownloadFileRequest, opts ...grpc.CallOption) (*httpbody.HttpBody, error)
@@ -124,8 +126,10 @@ func (c *fileServiceClient) GenerateDownloadUrl(ctx context.Context, in *Generat
 //
 // Stores files of an organization, for runs to use.
 type FileServiceServer interface {
-	// Uploads a file: the request body is the file's bytes, its Content-Type the
-	// file's MIME type, and the query parameter filename its name.
+	// Uploads a file. Over HTTP the body is multipart/form-data with a binary
+	// part content (its Content-Type the file's MIME type) and a part filename;
+	// or, the alternative, the file's raw bytes with their Content-Type and the
+	// query parameter filename.
 	UploadFile(context.Context, *UploadFileRequest) (*UploadFileResponse, error)
 	// Downloads a file's bytes.
 	DownloadFile(context.Context, *DownloadFileRequest) (*httpbody.HttpBody, error)

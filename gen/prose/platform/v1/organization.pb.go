@@ -801,6 +801,335 @@ func (x *GetCurrentUserPermissionsRequest) GetWorkspaceId() string {
 	return ""
 }
 
+// The preferences of an organization.
+type OrganizationPreferences struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// organizations/{organization}/preferences.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Whether the support team may access the organization's workspaces for debugging.
+	SupportTeamAccess bool `protobuf:"varint,2,opt,name=support_team_access,json=supportTeamAccess,proto3" json:"support_team_access,omitempty"`
+	// General preferences.
+	General       *GeneralPreferences `protobuf:"bytes,3,opt,name=general,proto3" json:"general,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OrganizationPreferences) Reset() {
+	*x = OrganizationPreferences{}
+	mi := &file_prose_platform_v1_organization_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OrganizationPreferences) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OrganizationPreferences) ProtoMessage() {}
+
+func (x *OrganizationPreferences) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_organization_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OrganizationPreferences.ProtoReflect.Descriptor instead.
+func (*OrganizationPreferences) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_organization_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *OrganizationPreferences) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *OrganizationPreferences) GetSupportTeamAccess() bool {
+	if x != nil {
+		return x.SupportTeamAccess
+	}
+	return false
+}
+
+func (x *OrganizationPreferences) GetGeneral() *GeneralPreferences {
+	if x != nil {
+		return x.General
+	}
+	return nil
+}
+
+// A pending invitation to an organization or one of its workspaces.
+type Invitation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// organizations/{organization}/invitations/{invitation}.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// The organization's display name.
+	OrganizationDisplayName string `protobuf:"bytes,2,opt,name=organization_display_name,json=organizationDisplayName,proto3" json:"organization_display_name,omitempty"`
+	// The workspace id; empty for an invitation to the organization.
+	WorkspaceId string `protobuf:"bytes,3,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The workspace's display name; empty for an invitation to the organization.
+	WorkspaceDisplayName string `protobuf:"bytes,4,opt,name=workspace_display_name,json=workspaceDisplayName,proto3" json:"workspace_display_name,omitempty"`
+	// The roles it gives, as resource names.
+	Roles []string `protobuf:"bytes,5,rep,name=roles,proto3" json:"roles,omitempty"`
+	// Whether it was accepted (a stored invitation is pending, so false).
+	IsAccepted bool `protobuf:"varint,6,opt,name=is_accepted,json=isAccepted,proto3" json:"is_accepted,omitempty"`
+	// Set when the invitation points to another organization (never, today).
+	RedirectOrganizationId string `protobuf:"bytes,7,opt,name=redirect_organization_id,json=redirectOrganizationId,proto3" json:"redirect_organization_id,omitempty"`
+	// Set when the invitation points to another workspace (never, today).
+	RedirectWorkspaceId string `protobuf:"bytes,8,opt,name=redirect_workspace_id,json=redirectWorkspaceId,proto3" json:"redirect_workspace_id,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *Invitation) Reset() {
+	*x = Invitation{}
+	mi := &file_prose_platform_v1_organization_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Invitation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Invitation) ProtoMessage() {}
+
+func (x *Invitation) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_organization_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Invitation.ProtoReflect.Descriptor instead.
+func (*Invitation) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_organization_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *Invitation) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Invitation) GetOrganizationDisplayName() string {
+	if x != nil {
+		return x.OrganizationDisplayName
+	}
+	return ""
+}
+
+func (x *Invitation) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *Invitation) GetWorkspaceDisplayName() string {
+	if x != nil {
+		return x.WorkspaceDisplayName
+	}
+	return ""
+}
+
+func (x *Invitation) GetRoles() []string {
+	if x != nil {
+		return x.Roles
+	}
+	return nil
+}
+
+func (x *Invitation) GetIsAccepted() bool {
+	if x != nil {
+		return x.IsAccepted
+	}
+	return false
+}
+
+func (x *Invitation) GetRedirectOrganizationId() string {
+	if x != nil {
+		return x.RedirectOrganizationId
+	}
+	return ""
+}
+
+func (x *Invitation) GetRedirectWorkspaceId() string {
+	if x != nil {
+		return x.RedirectWorkspaceId
+	}
+	return ""
+}
+
+// Request of GetOrganizationPreferences.
+type GetOrganizationPreferencesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization id.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
+}
+
+func (x *GetOrganizationPreferencesRequest) Reset() {
+	*x = GetOrganizationPreferencesRequest{}
+	mi := &file_prose_platform_v1_organization_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetOrganizationPreferencesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetOrganizationPreferencesRequest) ProtoMessage() {}
+
+func (x *GetOrganizationPreferencesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_organization_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetOrganizationPreferencesRequest.ProtoReflect.Descriptor instead.
+func (*GetOrganizationPreferencesRequest) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_organization_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *GetOrganizationPreferencesRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+// Request of GetInvitation.
+type GetInvitationRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization id.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The invitation id.
+	InvitationId  string `protobuf:"bytes,2,opt,name=invitation_id,json=invitationId,proto3" json:"invitation_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetInvitationRequest) Reset() {
+	*x = GetInvitationRequest{}
+	mi := &file_prose_platform_v1_organization_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetInvitationRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetInvitationRequest) ProtoMessage() {}
+
+func (x *GetInvitationRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_organization_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetInvitationRequest.ProtoReflect.Descriptor instead.
+func (*GetInvitationRequest) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_organization_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *GetInvitationRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *GetInvitationRequest) GetInvitationId() string {
+	if x != nil {
+		return x.InvitationId
+	}
+	return ""
+}
+
+// Request of GetUserBasicInfo.
+type GetUserBasicInfoRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization id.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The user id.
+	UserId        string `protobuf:"bytes,2,opt,name=user_id,json=userId,proto3" json:"user_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetUserBasicInfoRequest) Reset() {
+	*x = GetUserBasicInfoRequest{}
+	mi := &file_prose_platform_v1_organization_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetUserBasicInfoRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetUserBasicInfoRequest) ProtoMessage() {}
+
+func (x *GetUserBasicInfoRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_organization_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetUserBasicInfoRequest.ProtoReflect.Descriptor instead.
+func (*GetUserBasicInfoRequest) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_organization_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *GetUserBasicInfoRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *GetUserBasicInfoRequest) GetUserId() string {
+	if x != nil {
+		return x.UserId
+	}
+	return ""
+}
+
 var File_prose_platform_v1_organization_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_organization_proto_rawDesc = "" +
@@ -862,13 +1191,39 @@ const file_prose_platform_v1_organization_proto_rawDesc = "" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"s\n" +
 	" GetCurrentUserPermissionsRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12!\n" +
-	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId2\xbc\b\n" +
+	"\fworkspace_id\x18\x02 \x01(\tR\vworkspaceId\"\x9e\x01\n" +
+	"\x17OrganizationPreferences\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12.\n" +
+	"\x13support_team_access\x18\x02 \x01(\bR\x11supportTeamAccess\x12?\n" +
+	"\ageneral\x18\x03 \x01(\v2%.prose.platform.v1.GeneralPreferencesR\ageneral\"\xdf\x02\n" +
+	"\n" +
+	"Invitation\x12\x17\n" +
+	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12:\n" +
+	"\x19organization_display_name\x18\x02 \x01(\tR\x17organizationDisplayName\x12!\n" +
+	"\fworkspace_id\x18\x03 \x01(\tR\vworkspaceId\x124\n" +
+	"\x16workspace_display_name\x18\x04 \x01(\tR\x14workspaceDisplayName\x12\x14\n" +
+	"\x05roles\x18\x05 \x03(\tR\x05roles\x12\x1f\n" +
+	"\vis_accepted\x18\x06 \x01(\bR\n" +
+	"isAccepted\x128\n" +
+	"\x18redirect_organization_id\x18\a \x01(\tR\x16redirectOrganizationId\x122\n" +
+	"\x15redirect_workspace_id\x18\b \x01(\tR\x13redirectWorkspaceId\"Q\n" +
+	"!GetOrganizationPreferencesRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\"n\n" +
+	"\x14GetInvitationRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12(\n" +
+	"\rinvitation_id\x18\x02 \x01(\tB\x03\xe0A\x02R\finvitationId\"e\n" +
+	"\x17GetUserBasicInfoRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12\x1c\n" +
+	"\auser_id\x18\x02 \x01(\tB\x03\xe0A\x02R\x06userId2\xc5\f\n" +
 	"\x13OrganizationService\x12\x8e\x01\n" +
 	"\x0fGetOrganization\x12).prose.platform.v1.GetOrganizationRequest\x1a\x1f.prose.platform.v1.Organization\"/\x82\xd3\xe4\x93\x02)\x12'/api/v1/organizations/{organization_id}\x12\xb1\x01\n" +
 	"\x1cListCurrentUserOrganizations\x126.prose.platform.v1.ListCurrentUserOrganizationsRequest\x1a7.prose.platform.v1.ListCurrentUserOrganizationsResponse\" \x82\xd3\xe4\x93\x02\x1a\x12\x18/api/v1/me/organizations\x12\xb1\x01\n" +
 	"\x15ListOrganizationUsers\x12/.prose.platform.v1.ListOrganizationUsersRequest\x1a0.prose.platform.v1.ListOrganizationUsersResponse\"5\x82\xd3\xe4\x93\x02/\x12-/api/v1/organizations/{organization_id}/users\x12\xb1\x01\n" +
 	"\x15ListOrganizationRoles\x12/.prose.platform.v1.ListOrganizationRolesRequest\x1a0.prose.platform.v1.ListOrganizationRolesResponse\"5\x82\xd3\xe4\x93\x02/\x12-/api/v1/organizations/{organization_id}/roles\x12\xb9\x01\n" +
 	"\x17ListOrganizationInvites\x121.prose.platform.v1.ListOrganizationInvitesRequest\x1a2.prose.platform.v1.ListOrganizationInvitesResponse\"7\x82\xd3\xe4\x93\x021\x12//api/v1/organizations/{organization_id}/invites\x12\xbb\x01\n" +
+	"\x1aGetOrganizationPreferences\x124.prose.platform.v1.GetOrganizationPreferencesRequest\x1a*.prose.platform.v1.OrganizationPreferences\";\x82\xd3\xe4\x93\x025\x123/api/v1/organizations/{organization_id}/preferences\x12\xa4\x01\n" +
+	"\rGetInvitation\x12'.prose.platform.v1.GetInvitationRequest\x1a\x1d.prose.platform.v1.Invitation\"K\x82\xd3\xe4\x93\x02E\x12C/api/v1/organizations/{organization_id}/invitations/{invitation_id}\x12\xa1\x01\n" +
+	"\x10GetUserBasicInfo\x12*.prose.platform.v1.GetUserBasicInfoRequest\x1a .prose.platform.v1.UserBasicInfo\"?\x82\xd3\xe4\x93\x029\x127/api/v1/organizations/{organization_id}/users/{user_id}\x12\xbb\x01\n" +
 	"\x19GetCurrentUserPermissions\x123.prose.platform.v1.GetCurrentUserPermissionsRequest\x1a).prose.platform.v1.CurrentUserPermissions\">\x82\xd3\xe4\x93\x028\x126/api/v1/me/organizations/{organization_id}/permissionsB<Z:github.com/proserun/prose/gen/prose/platform/v1;platformv1b\x06proto3"
 
 var (
@@ -883,7 +1238,7 @@ func file_prose_platform_v1_organization_proto_rawDescGZIP() []byte {
 	return file_prose_platform_v1_organization_proto_rawDescData
 }
 
-var file_prose_platform_v1_organization_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_prose_platform_v1_organization_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_prose_platform_v1_organization_proto_goTypes = []any{
 	(*Organization)(nil),                         // 0: prose.platform.v1.Organization
 	(*CurrentUserPermissions)(nil),               // 1: prose.platform.v1.CurrentUserPermissions
@@ -897,37 +1252,51 @@ var file_prose_platform_v1_organization_proto_goTypes = []any{
 	(*ListOrganizationInvitesRequest)(nil),       // 9: prose.platform.v1.ListOrganizationInvitesRequest
 	(*ListOrganizationInvitesResponse)(nil),      // 10: prose.platform.v1.ListOrganizationInvitesResponse
 	(*GetCurrentUserPermissionsRequest)(nil),     // 11: prose.platform.v1.GetCurrentUserPermissionsRequest
-	(*timestamppb.Timestamp)(nil),                // 12: google.protobuf.Timestamp
-	(*RoleBasicInfo)(nil),                        // 13: prose.platform.v1.RoleBasicInfo
-	(*WorkspaceUser)(nil),                        // 14: prose.platform.v1.WorkspaceUser
-	(*Role)(nil),                                 // 15: prose.platform.v1.Role
-	(*UserInvitation)(nil),                       // 16: prose.platform.v1.UserInvitation
+	(*OrganizationPreferences)(nil),              // 12: prose.platform.v1.OrganizationPreferences
+	(*Invitation)(nil),                           // 13: prose.platform.v1.Invitation
+	(*GetOrganizationPreferencesRequest)(nil),    // 14: prose.platform.v1.GetOrganizationPreferencesRequest
+	(*GetInvitationRequest)(nil),                 // 15: prose.platform.v1.GetInvitationRequest
+	(*GetUserBasicInfoRequest)(nil),              // 16: prose.platform.v1.GetUserBasicInfoRequest
+	(*timestamppb.Timestamp)(nil),                // 17: google.protobuf.Timestamp
+	(*RoleBasicInfo)(nil),                        // 18: prose.platform.v1.RoleBasicInfo
+	(*WorkspaceUser)(nil),                        // 19: prose.platform.v1.WorkspaceUser
+	(*Role)(nil),                                 // 20: prose.platform.v1.Role
+	(*UserInvitation)(nil),                       // 21: prose.platform.v1.UserInvitation
+	(*GeneralPreferences)(nil),                   // 22: prose.platform.v1.GeneralPreferences
+	(*UserBasicInfo)(nil),                        // 23: prose.platform.v1.UserBasicInfo
 }
 var file_prose_platform_v1_organization_proto_depIdxs = []int32{
-	12, // 0: prose.platform.v1.Organization.create_time:type_name -> google.protobuf.Timestamp
-	12, // 1: prose.platform.v1.Organization.update_time:type_name -> google.protobuf.Timestamp
-	13, // 2: prose.platform.v1.CurrentUserPermissions.roles:type_name -> prose.platform.v1.RoleBasicInfo
+	17, // 0: prose.platform.v1.Organization.create_time:type_name -> google.protobuf.Timestamp
+	17, // 1: prose.platform.v1.Organization.update_time:type_name -> google.protobuf.Timestamp
+	18, // 2: prose.platform.v1.CurrentUserPermissions.roles:type_name -> prose.platform.v1.RoleBasicInfo
 	0,  // 3: prose.platform.v1.ListCurrentUserOrganizationsResponse.user_organizations:type_name -> prose.platform.v1.Organization
-	14, // 4: prose.platform.v1.ListOrganizationUsersResponse.users:type_name -> prose.platform.v1.WorkspaceUser
-	15, // 5: prose.platform.v1.ListOrganizationRolesResponse.roles:type_name -> prose.platform.v1.Role
-	16, // 6: prose.platform.v1.ListOrganizationInvitesResponse.invitations:type_name -> prose.platform.v1.UserInvitation
-	2,  // 7: prose.platform.v1.OrganizationService.GetOrganization:input_type -> prose.platform.v1.GetOrganizationRequest
-	3,  // 8: prose.platform.v1.OrganizationService.ListCurrentUserOrganizations:input_type -> prose.platform.v1.ListCurrentUserOrganizationsRequest
-	5,  // 9: prose.platform.v1.OrganizationService.ListOrganizationUsers:input_type -> prose.platform.v1.ListOrganizationUsersRequest
-	7,  // 10: prose.platform.v1.OrganizationService.ListOrganizationRoles:input_type -> prose.platform.v1.ListOrganizationRolesRequest
-	9,  // 11: prose.platform.v1.OrganizationService.ListOrganizationInvites:input_type -> prose.platform.v1.ListOrganizationInvitesRequest
-	11, // 12: prose.platform.v1.OrganizationService.GetCurrentUserPermissions:input_type -> prose.platform.v1.GetCurrentUserPermissionsRequest
-	0,  // 13: prose.platform.v1.OrganizationService.GetOrganization:output_type -> prose.platform.v1.Organization
-	4,  // 14: prose.platform.v1.OrganizationService.ListCurrentUserOrganizations:output_type -> prose.platform.v1.ListCurrentUserOrganizationsResponse
-	6,  // 15: prose.platform.v1.OrganizationService.ListOrganizationUsers:output_type -> prose.platform.v1.ListOrganizationUsersResponse
-	8,  // 16: prose.platform.v1.OrganizationService.ListOrganizationRoles:output_type -> prose.platform.v1.ListOrganizationRolesResponse
-	10, // 17: prose.platform.v1.OrganizationService.ListOrganizationInvites:output_type -> prose.platform.v1.ListOrganizationInvitesResponse
-	1,  // 18: prose.platform.v1.OrganizationService.GetCurrentUserPermissions:output_type -> prose.platform.v1.CurrentUserPermissions
-	13, // [13:19] is the sub-list for method output_type
-	7,  // [7:13] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	19, // 4: prose.platform.v1.ListOrganizationUsersResponse.users:type_name -> prose.platform.v1.WorkspaceUser
+	20, // 5: prose.platform.v1.ListOrganizationRolesResponse.roles:type_name -> prose.platform.v1.Role
+	21, // 6: prose.platform.v1.ListOrganizationInvitesResponse.invitations:type_name -> prose.platform.v1.UserInvitation
+	22, // 7: prose.platform.v1.OrganizationPreferences.general:type_name -> prose.platform.v1.GeneralPreferences
+	2,  // 8: prose.platform.v1.OrganizationService.GetOrganization:input_type -> prose.platform.v1.GetOrganizationRequest
+	3,  // 9: prose.platform.v1.OrganizationService.ListCurrentUserOrganizations:input_type -> prose.platform.v1.ListCurrentUserOrganizationsRequest
+	5,  // 10: prose.platform.v1.OrganizationService.ListOrganizationUsers:input_type -> prose.platform.v1.ListOrganizationUsersRequest
+	7,  // 11: prose.platform.v1.OrganizationService.ListOrganizationRoles:input_type -> prose.platform.v1.ListOrganizationRolesRequest
+	9,  // 12: prose.platform.v1.OrganizationService.ListOrganizationInvites:input_type -> prose.platform.v1.ListOrganizationInvitesRequest
+	14, // 13: prose.platform.v1.OrganizationService.GetOrganizationPreferences:input_type -> prose.platform.v1.GetOrganizationPreferencesRequest
+	15, // 14: prose.platform.v1.OrganizationService.GetInvitation:input_type -> prose.platform.v1.GetInvitationRequest
+	16, // 15: prose.platform.v1.OrganizationService.GetUserBasicInfo:input_type -> prose.platform.v1.GetUserBasicInfoRequest
+	11, // 16: prose.platform.v1.OrganizationService.GetCurrentUserPermissions:input_type -> prose.platform.v1.GetCurrentUserPermissionsRequest
+	0,  // 17: prose.platform.v1.OrganizationService.GetOrganization:output_type -> prose.platform.v1.Organization
+	4,  // 18: prose.platform.v1.OrganizationService.ListCurrentUserOrganizations:output_type -> prose.platform.v1.ListCurrentUserOrganizationsResponse
+	6,  // 19: prose.platform.v1.OrganizationService.ListOrganizationUsers:output_type -> prose.platform.v1.ListOrganizationUsersResponse
+	8,  // 20: prose.platform.v1.OrganizationService.ListOrganizationRoles:output_type -> prose.platform.v1.ListOrganizationRolesResponse
+	10, // 21: prose.platform.v1.OrganizationService.ListOrganizationInvites:output_type -> prose.platform.v1.ListOrganizationInvitesResponse
+	12, // 22: prose.platform.v1.OrganizationService.GetOrganizationPreferences:output_type -> prose.platform.v1.OrganizationPreferences
+	13, // 23: prose.platform.v1.OrganizationService.GetInvitation:output_type -> prose.platform.v1.Invitation
+	23, // 24: prose.platform.v1.OrganizationService.GetUserBasicInfo:output_type -> prose.platform.v1.UserBasicInfo
+	1,  // 25: prose.platform.v1.OrganizationService.GetCurrentUserPermissions:output_type -> prose.platform.v1.CurrentUserPermissions
+	17, // [17:26] is the sub-list for method output_type
+	8,  // [8:17] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_prose_platform_v1_organization_proto_init() }
@@ -942,7 +1311,7 @@ func file_prose_platform_v1_organization_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_platform_v1_organization_proto_rawDesc), len(file_prose_platform_v1_organization_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

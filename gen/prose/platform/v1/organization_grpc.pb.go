@@ -24,6 +24,9 @@ const (
 	OrganizationService_ListOrganizationUsers_FullMethodName        = "/prose.platform.v1.OrganizationService/ListOrganizationUsers"
 	OrganizationService_ListOrganizationRoles_FullMethodName        = "/prose.platform.v1.OrganizationService/ListOrganizationRoles"
 	OrganizationService_ListOrganizationInvites_FullMethodName      = "/prose.platform.v1.OrganizationService/ListOrganizationInvites"
+	OrganizationService_GetOrganizationPreferences_FullMethodName   = "/prose.platform.v1.OrganizationService/GetOrganizationPreferences"
+	OrganizationService_GetInvitation_FullMethodName                = "/prose.platform.v1.OrganizationService/GetInvitation"
+	OrganizationService_GetUserBasicInfo_FullMethodName             = "/prose.platform.v1.OrganizationService/GetUserBasicInfo"
 	OrganizationService_GetCurrentUserPermissions_FullMethodName    = "/prose.platform.v1.OrganizationService/GetCurrentUserPermissions"
 )
 
@@ -43,6 +46,12 @@ type OrganizationServiceClient interface {
 	ListOrganizationRoles(ctx context.Context, in *ListOrganizationRolesRequest, opts ...grpc.CallOption) (*ListOrganizationRolesResponse, error)
 	// Lists the pending invitations to an organization.
 	ListOrganizationInvites(ctx context.Context, in *ListOrganizationInvitesRequest, opts ...grpc.CallOption) (*ListOrganizationInvitesResponse, error)
+	// Gets an organization's preferences: the defaults its workspaces start from.
+	GetOrganizationPreferences(ctx context.Context, in *GetOrganizationPreferencesRequest, opts ...grpc.CallOption) (*OrganizationPreferences, error)
+	// Gets a pending invitation to an organization or one of its workspaces.
+	GetInvitation(ctx context.Context, in *GetInvitationRequest, opts ...grpc.CallOption) (*Invitation, error)
+	// Gets the basic facts of a member of an organization.
+	GetUserBasicInfo(ctx context.Context, in *GetUserBasicInfoRequest, opts ...grpc.CallOption) (*UserBasicInfo, error)
 	// Returns the effective permissions of the caller in an organization and,
 	// when workspace_id is given, in that workspace: the union of the permissions
 	// of their roles, narrowed by the API key's permission level.
@@ -107,6 +116,36 @@ func (c *organizationServiceClient) ListOrganizationInvites(ctx context.Context,
 	return out, nil
 }
 
+func (c *organizationServiceClient) GetOrganizationPreferences(ctx context.Context, in *GetOrganizationPreferencesRequest, opts ...grpc.CallOption) (*OrganizationPreferences, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(OrganizationPreferences)
+	err := c.cc.Invoke(ctx, OrganizationService_GetOrganizationPreferences_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *organizationServiceClient) GetInvitation(ctx context.Context, in *GetInvitationRequest, opts ...grpc.CallOption) (*Invitation, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Invitation)
+	err := c.cc.Invoke(ctx, OrganizationService_GetInvitation_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *organizationServiceClient) GetUserBasicInfo(ctx context.Context, in *GetUserBasicInfoRequest, opts ...grpc.CallOption) (*UserBasicInfo, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UserBasicInfo)
+	err := c.cc.Invoke(ctx, OrganizationService_GetUserBasicInfo_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *organizationServiceClient) GetCurrentUserPermissions(ctx context.Context, in *GetCurrentUserPermissionsRequest, opts ...grpc.CallOption) (*CurrentUserPermissions, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CurrentUserPermissions)
@@ -133,6 +172,12 @@ type OrganizationServiceServer interface {
 	ListOrganizationRoles(context.Context, *ListOrganizationRolesRequest) (*ListOrganizationRolesResponse, error)
 	// Lists the pending invitations to an organization.
 	ListOrganizationInvites(context.Context, *ListOrganizationInvitesRequest) (*ListOrganizationInvitesResponse, error)
+	// Gets an organization's preferences: the defaults its workspaces start from.
+	GetOrganizationPreferences(context.Context, *GetOrganizationPreferencesRequest) (*OrganizationPreferences, error)
+	// Gets a pending invitation to an organization or one of its workspaces.
+	GetInvitation(context.Context, *GetInvitationRequest) (*Invitation, error)
+	// Gets the basic facts of a member of an organization.
+	GetUserBasicInfo(context.Context, *GetUserBasicInfoRequest) (*UserBasicInfo, error)
 	// Returns the effective permissions of the caller in an organization and,
 	// when workspace_id is given, in that workspace: the union of the permissions
 	// of their roles, narrowed by the API key's permission level.
@@ -161,6 +206,15 @@ func (UnimplementedOrganizationServiceServer) ListOrganizationRoles(context.Cont
 }
 func (UnimplementedOrganizationServiceServer) ListOrganizationInvites(context.Context, *ListOrganizationInvitesRequest) (*ListOrganizationInvitesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListOrganizationInvites not implemented")
+}
+func (UnimplementedOrganizationServiceServer) GetOrganizationPreferences(context.Context, *GetOrganizationPreferencesRequest) (*OrganizationPreferences, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetOrganizationPreferences not implemented")
+}
+func (UnimplementedOrganizationServiceServer) GetInvitation(context.Context, *GetInvitationRequest) (*Invitation, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetInvitation not implemented")
+}
+func (UnimplementedOrganizationServiceServer) GetUserBasicInfo(context.Context, *GetUserBasicInfoRequest) (*UserBasicInfo, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetUserBasicInfo not implemented")
 }
 func (UnimplementedOrganizationServiceServer) GetCurrentUserPermissions(context.Context, *GetCurrentUserPermissionsRequest) (*CurrentUserPermissions, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetCurrentUserPermissions not implemented")
@@ -276,6 +330,60 @@ func _OrganizationService_ListOrganizationInvites_Handler(srv interface{}, ctx c
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OrganizationService_GetOrganizationPreferences_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetOrganizationPreferencesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OrganizationServiceServer).GetOrganizationPreferences(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OrganizationService_GetOrganizationPreferences_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OrganizationServiceServer).GetOrganizationPreferences(ctx, req.(*GetOrganizationPreferencesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OrganizationService_GetInvitation_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetInvitationRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OrganizationServiceServer).GetInvitation(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OrganizationService_GetInvitation_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OrganizationServiceServer).GetInvitation(ctx, req.(*GetInvitationRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _OrganizationService_GetUserBasicInfo_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetUserBasicInfoRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OrganizationServiceServer).GetUserBasicInfo(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OrganizationService_GetUserBasicInfo_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OrganizationServiceServer).GetUserBasicInfo(ctx, req.(*GetUserBasicInfoRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _OrganizationService_GetCurrentUserPermissions_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(GetCurrentUserPermissionsRequest)
 	if err := dec(in); err != nil {
@@ -320,6 +428,18 @@ var OrganizationService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListOrganizationInvites",
 			Handler:    _OrganizationService_ListOrganizationInvites_Handler,
+		},
+		{
+			MethodName: "GetOrganizationPreferences",
+			Handler:    _OrganizationService_GetOrganizationPreferences_Handler,
+		},
+		{
+			MethodName: "GetInvitation",
+			Handler:    _OrganizationService_GetInvitation_Handler,
+		},
+		{
+			MethodName: "GetUserBasicInfo",
+			Handler:    _OrganizationService_GetUserBasicInfo_Handler,
 		},
 		{
 			MethodName: "GetCurrentUserPermissions",

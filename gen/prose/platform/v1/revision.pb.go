@@ -33,7 +33,10 @@ type AutomationRevision struct {
 	// When the revision was made.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// Other ids of the same revision: `latest` on the newest.
-	AlternateIds  []string `protobuf:"bytes,4,rep,name=alternate_ids,json=alternateIds,proto3" json:"alternate_ids,omitempty"`
+	AlternateIds []string `protobuf:"bytes,4,rep,name=alternate_ids,json=alternateIds,proto3" json:"alternate_ids,omitempty"`
+	// What the publish checked (a published revision): the tests, the replay,
+	// and the reason of a forced publish (a Prose extension).
+	PublishCheck  *PublishCheck `protobuf:"bytes,5,opt,name=publish_check,json=publishCheck,proto3" json:"publish_check,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -92,6 +95,13 @@ func (x *AutomationRevision) GetCreateTime() *timestamppb.Timestamp {
 func (x *AutomationRevision) GetAlternateIds() []string {
 	if x != nil {
 		return x.AlternateIds
+	}
+	return nil
+}
+
+func (x *AutomationRevision) GetPublishCheck() *PublishCheck {
+	if x != nil {
+		return x.PublishCheck
 	}
 	return nil
 }
@@ -520,13 +530,14 @@ var File_prose_platform_v1_revision_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_revision_proto_rawDesc = "" +
 	"\n" +
-	" prose/platform/v1/revision.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"prose/platform/v1/automation.proto\x1a\x1dprose/platform/v1/value.proto\"\x8a\x03\n" +
+	" prose/platform/v1/revision.proto\x12\x11prose.platform.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\"prose/platform/v1/automation.proto\x1a#prose/platform/v1/safe_change.proto\x1a\x1dprose/platform/v1/value.proto\"\xd5\x03\n" +
 	"\x12AutomationRevision\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12>\n" +
 	"\bsnapshot\x18\x02 \x01(\v2\x1d.prose.platform.v1.AutomationB\x03\xe0A\x03R\bsnapshot\x12@\n" +
 	"\vcreate_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampB\x03\xe0A\x03R\n" +
 	"createTime\x12(\n" +
-	"\ralternate_ids\x18\x04 \x03(\tB\x03\xe0A\x03R\falternateIds:\xae\x01\xeaA\xaa\x01\n" +
+	"\ralternate_ids\x18\x04 \x03(\tB\x03\xe0A\x03R\falternateIds\x12I\n" +
+	"\rpublish_check\x18\x05 \x01(\v2\x1f.prose.platform.v1.PublishCheckB\x03\xe0A\x03R\fpublishCheck:\xae\x01\xeaA\xaa\x01\n" +
 	"\x1cprose.run/AutomationRevision\x12aorganizations/{organization}/workspaces/{workspace}/automations/{automation}/revisions/{revision}*\x13automationRevisions2\x12automationRevision\"\xf4\x01\n" +
 	"\x1eListAutomationRevisionsRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
@@ -592,27 +603,29 @@ var file_prose_platform_v1_revision_proto_goTypes = []any{
 	nil,                                      // 7: prose.platform.v1.DefaultInputsHistoryEntry.DefaultInputsEntry
 	(*Automation)(nil),                       // 8: prose.platform.v1.Automation
 	(*timestamppb.Timestamp)(nil),            // 9: google.protobuf.Timestamp
-	(*Value)(nil),                            // 10: prose.platform.v1.Value
+	(*PublishCheck)(nil),                     // 10: prose.platform.v1.PublishCheck
+	(*Value)(nil),                            // 11: prose.platform.v1.Value
 }
 var file_prose_platform_v1_revision_proto_depIdxs = []int32{
 	8,  // 0: prose.platform.v1.AutomationRevision.snapshot:type_name -> prose.platform.v1.Automation
 	9,  // 1: prose.platform.v1.AutomationRevision.create_time:type_name -> google.protobuf.Timestamp
-	0,  // 2: prose.platform.v1.ListAutomationRevisionsResponse.revisions:type_name -> prose.platform.v1.AutomationRevision
-	6,  // 3: prose.platform.v1.ListDefaultInputsHistoryResponse.default_inputs_history_entries:type_name -> prose.platform.v1.DefaultInputsHistoryEntry
-	7,  // 4: prose.platform.v1.DefaultInputsHistoryEntry.default_inputs:type_name -> prose.platform.v1.DefaultInputsHistoryEntry.DefaultInputsEntry
-	9,  // 5: prose.platform.v1.DefaultInputsHistoryEntry.change_time:type_name -> google.protobuf.Timestamp
-	10, // 6: prose.platform.v1.DefaultInputsHistoryEntry.DefaultInputsEntry.value:type_name -> prose.platform.v1.Value
-	1,  // 7: prose.platform.v1.AutomationRevisionService.ListAutomationRevisions:input_type -> prose.platform.v1.ListAutomationRevisionsRequest
-	3,  // 8: prose.platform.v1.AutomationRevisionService.GetAutomationRevision:input_type -> prose.platform.v1.GetAutomationRevisionRequest
-	4,  // 9: prose.platform.v1.AutomationRevisionService.ListDefaultInputsHistory:input_type -> prose.platform.v1.ListDefaultInputsHistoryRequest
-	2,  // 10: prose.platform.v1.AutomationRevisionService.ListAutomationRevisions:output_type -> prose.platform.v1.ListAutomationRevisionsResponse
-	0,  // 11: prose.platform.v1.AutomationRevisionService.GetAutomationRevision:output_type -> prose.platform.v1.AutomationRevision
-	5,  // 12: prose.platform.v1.AutomationRevisionService.ListDefaultInputsHistory:output_type -> prose.platform.v1.ListDefaultInputsHistoryResponse
-	10, // [10:13] is the sub-list for method output_type
-	7,  // [7:10] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	10, // 2: prose.platform.v1.AutomationRevision.publish_check:type_name -> prose.platform.v1.PublishCheck
+	0,  // 3: prose.platform.v1.ListAutomationRevisionsResponse.revisions:type_name -> prose.platform.v1.AutomationRevision
+	6,  // 4: prose.platform.v1.ListDefaultInputsHistoryResponse.default_inputs_history_entries:type_name -> prose.platform.v1.DefaultInputsHistoryEntry
+	7,  // 5: prose.platform.v1.DefaultInputsHistoryEntry.default_inputs:type_name -> prose.platform.v1.DefaultInputsHistoryEntry.DefaultInputsEntry
+	9,  // 6: prose.platform.v1.DefaultInputsHistoryEntry.change_time:type_name -> google.protobuf.Timestamp
+	11, // 7: prose.platform.v1.DefaultInputsHistoryEntry.DefaultInputsEntry.value:type_name -> prose.platform.v1.Value
+	1,  // 8: prose.platform.v1.AutomationRevisionService.ListAutomationRevisions:input_type -> prose.platform.v1.ListAutomationRevisionsRequest
+	3,  // 9: prose.platform.v1.AutomationRevisionService.GetAutomationRevision:input_type -> prose.platform.v1.GetAutomationRevisionRequest
+	4,  // 10: prose.platform.v1.AutomationRevisionService.ListDefaultInputsHistory:input_type -> prose.platform.v1.ListDefaultInputsHistoryRequest
+	2,  // 11: prose.platform.v1.AutomationRevisionService.ListAutomationRevisions:output_type -> prose.platform.v1.ListAutomationRevisionsResponse
+	0,  // 12: prose.platform.v1.AutomationRevisionService.GetAutomationRevision:output_type -> prose.platform.v1.AutomationRevision
+	5,  // 13: prose.platform.v1.AutomationRevisionService.ListDefaultInputsHistory:output_type -> prose.platform.v1.ListDefaultInputsHistoryResponse
+	11, // [11:14] is the sub-list for method output_type
+	8,  // [8:11] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_prose_platform_v1_revision_proto_init() }
@@ -621,6 +634,7 @@ func file_prose_platform_v1_revision_proto_init() {
 		return
 	}
 	file_prose_platform_v1_automation_proto_init()
+	file_prose_platform_v1_safe_change_proto_init()
 	file_prose_platform_v1_value_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{

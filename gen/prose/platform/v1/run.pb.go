@@ -218,7 +218,11 @@ type Run struct {
 	// child run belongs to its parent's automation and stage; its steps are
 	// the procedure it runs, and its output `output` is the procedure's
 	// result. Not in the reference: Prose's own.
-	ParentRun     string `protobuf:"bytes,11,opt,name=parent_run,json=parentRun,proto3" json:"parent_run,omitempty"`
+	ParentRun string `protobuf:"bytes,11,opt,name=parent_run,json=parentRun,proto3" json:"parent_run,omitempty"`
+	// The run's number in its automation: 1, 2, 3, … in the order the runs
+	// were created, what people call it ("Invoices #42") beside its id. Not
+	// in the reference: Prose's own.
+	RunNumber     int64 `protobuf:"varint,12,opt,name=run_number,json=runNumber,proto3" json:"run_number,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -328,6 +332,13 @@ func (x *Run) GetParentRun() string {
 		return x.ParentRun
 	}
 	return ""
+}
+
+func (x *Run) GetRunNumber() int64 {
+	if x != nil {
+		return x.RunNumber
+	}
+	return 0
 }
 
 // The steps of a run.
@@ -1476,7 +1487,7 @@ var File_prose_platform_v1_run_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_run_proto_rawDesc = "" +
 	"\n" +
-	"\x1bprose/platform/v1/run.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dprose/platform/v1/value.proto\"\xe9\x06\n" +
+	"\x1bprose/platform/v1/run.proto\x12\x11prose.platform.v1\x1a\x1bbuf/validate/validate.proto\x1a\x1cgoogle/api/annotations.proto\x1a\x1fgoogle/api/field_behavior.proto\x1a\x19google/api/resource.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x1dprose/platform/v1/value.proto\"\x8d\a\n" +
 	"\x03Run\x12\x17\n" +
 	"\x04name\x18\x01 \x01(\tB\x03\xe0A\bR\x04name\x12M\n" +
 	"\x10executable_steps\x18\x02 \x01(\v2\".prose.platform.v1.ExecutableStepsR\x0fexecutableSteps\x12@\n" +
@@ -1495,7 +1506,9 @@ const file_prose_platform_v1_run_proto_rawDesc = "" +
 	"userInputs\x124\n" +
 	"\n" +
 	"parent_run\x18\v \x01(\tB\x15\xe0A\x03\xfaA\x0f\n" +
-	"\rprose.run/RunR\tparentRun\x1aW\n" +
+	"\rprose.run/RunR\tparentRun\x12\"\n" +
+	"\n" +
+	"run_number\x18\f \x01(\x03B\x03\xe0A\x03R\trunNumber\x1aW\n" +
 	"\x0fUserInputsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12.\n" +
 	"\x05value\x18\x02 \x01(\v2\x18.prose.platform.v1.ValueR\x05value:\x028\x01:v\xeaAs\n" +

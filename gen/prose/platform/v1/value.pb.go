@@ -1035,8 +1035,9 @@ func (x *Table) GetColumns() []*Column {
 // One column of a table.
 type Column struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// The cells, top to bottom.
-	Values []*BdkValue `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	// The cells, top to bottom. (A BdkCellValue has BdkValue's field
+	// numbers: a column written as BdkValues before reads the same.)
+	Values []*BdkCellValue `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
 	// The column name.
 	Name          string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -1073,7 +1074,7 @@ func (*Column) Descriptor() ([]byte, []int) {
 	return file_prose_platform_v1_value_proto_rawDescGZIP(), []int{11}
 }
 
-func (x *Column) GetValues() []*BdkValue {
+func (x *Column) GetValues() []*BdkCellValue {
 	if x != nil {
 		return x.Values
 	}
@@ -1961,6 +1962,501 @@ func (x *Location) GetEndByte() int64 {
 	return 0
 }
 
+// A table cell: a value of the book protocol without the offloadable
+// members, which only book defaults allow (the reference's bdk v1 Value).
+// Its members have BdkValue's numbers.
+type BdkCellValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The member that is set.
+	//
+	// Types that are valid to be assigned to Kind:
+	//
+	//	*BdkCellValue_NullValue
+	//	*BdkCellValue_ConceptualValue
+	//	*BdkCellValue_TextValue
+	//	*BdkCellValue_NumberValue
+	//	*BdkCellValue_BooleanValue
+	//	*BdkCellValue_DatetimeValue
+	//	*BdkCellValue_DateValue
+	//	*BdkCellValue_TimeValue
+	//	*BdkCellValue_FileValue
+	//	*BdkCellValue_DictionaryValue
+	//	*BdkCellValue_ListValue
+	//	*BdkCellValue_OpaqueValue
+	//	*BdkCellValue_TableValue
+	//	*BdkCellValue_SensitiveValue
+	Kind          isBdkCellValue_Kind `protobuf_oneof:"kind"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BdkCellValue) Reset() {
+	*x = BdkCellValue{}
+	mi := &file_prose_platform_v1_value_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BdkCellValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BdkCellValue) ProtoMessage() {}
+
+func (x *BdkCellValue) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_value_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BdkCellValue.ProtoReflect.Descriptor instead.
+func (*BdkCellValue) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_value_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *BdkCellValue) GetKind() isBdkCellValue_Kind {
+	if x != nil {
+		return x.Kind
+	}
+	return nil
+}
+
+func (x *BdkCellValue) GetNullValue() structpb.NullValue {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_NullValue); ok {
+			return x.NullValue
+		}
+	}
+	return structpb.NullValue(0)
+}
+
+func (x *BdkCellValue) GetConceptualValue() *NounPhrase {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_ConceptualValue); ok {
+			return x.ConceptualValue
+		}
+	}
+	return nil
+}
+
+func (x *BdkCellValue) GetTextValue() string {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_TextValue); ok {
+			return x.TextValue
+		}
+	}
+	return ""
+}
+
+func (x *BdkCellValue) GetNumberValue() float64 {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_NumberValue); ok {
+			return x.NumberValue
+		}
+	}
+	return 0
+}
+
+func (x *BdkCellValue) GetBooleanValue() bool {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_BooleanValue); ok {
+			return x.BooleanValue
+		}
+	}
+	return false
+}
+
+func (x *BdkCellValue) GetDatetimeValue() *timestamppb.Timestamp {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_DatetimeValue); ok {
+			return x.DatetimeValue
+		}
+	}
+	return nil
+}
+
+func (x *BdkCellValue) GetDateValue() *date.Date {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_DateValue); ok {
+			return x.DateValue
+		}
+	}
+	return nil
+}
+
+func (x *BdkCellValue) GetTimeValue() *timeofday.TimeOfDay {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_TimeValue); ok {
+			return x.TimeValue
+		}
+	}
+	return nil
+}
+
+func (x *BdkCellValue) GetFileValue() *FileValue {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_FileValue); ok {
+			return x.FileValue
+		}
+	}
+	return nil
+}
+
+func (x *BdkCellValue) GetDictionaryValue() *BdkCellDictionaryValue {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_DictionaryValue); ok {
+			return x.DictionaryValue
+		}
+	}
+	return nil
+}
+
+func (x *BdkCellValue) GetListValue() *BdkCellListValue {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_ListValue); ok {
+			return x.ListValue
+		}
+	}
+	return nil
+}
+
+func (x *BdkCellValue) GetOpaqueValue() *BdkOpaqueValue {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_OpaqueValue); ok {
+			return x.OpaqueValue
+		}
+	}
+	return nil
+}
+
+func (x *BdkCellValue) GetTableValue() *TableValue {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_TableValue); ok {
+			return x.TableValue
+		}
+	}
+	return nil
+}
+
+func (x *BdkCellValue) GetSensitiveValue() *BdkCellSensitiveValue {
+	if x != nil {
+		if x, ok := x.Kind.(*BdkCellValue_SensitiveValue); ok {
+			return x.SensitiveValue
+		}
+	}
+	return nil
+}
+
+type isBdkCellValue_Kind interface {
+	isBdkCellValue_Kind()
+}
+
+type BdkCellValue_NullValue struct {
+	// The absence of a value.
+	NullValue structpb.NullValue `protobuf:"varint,1,opt,name=null_value,json=nullValue,proto3,enum=google.protobuf.NullValue,oneof"`
+}
+
+type BdkCellValue_ConceptualValue struct {
+	// A concept named by a noun phrase.
+	ConceptualValue *NounPhrase `protobuf:"bytes,2,opt,name=conceptual_value,json=conceptualValue,proto3,oneof"`
+}
+
+type BdkCellValue_TextValue struct {
+	// Text.
+	TextValue string `protobuf:"bytes,3,opt,name=text_value,json=textValue,proto3,oneof"`
+}
+
+type BdkCellValue_NumberValue struct {
+	// A number.
+	NumberValue float64 `protobuf:"fixed64,4,opt,name=number_value,json=numberValue,proto3,oneof"`
+}
+
+type BdkCellValue_BooleanValue struct {
+	// A boolean.
+	BooleanValue bool `protobuf:"varint,5,opt,name=boolean_value,json=booleanValue,proto3,oneof"`
+}
+
+type BdkCellValue_DatetimeValue struct {
+	// A point in time.
+	DatetimeValue *timestamppb.Timestamp `protobuf:"bytes,6,opt,name=datetime_value,json=datetimeValue,proto3,oneof"`
+}
+
+type BdkCellValue_DateValue struct {
+	// A calendar date.
+	DateValue *date.Date `protobuf:"bytes,7,opt,name=date_value,json=dateValue,proto3,oneof"`
+}
+
+type BdkCellValue_TimeValue struct {
+	// A time of day.
+	TimeValue *timeofday.TimeOfDay `protobuf:"bytes,8,opt,name=time_value,json=timeValue,proto3,oneof"`
+}
+
+type BdkCellValue_FileValue struct {
+	// A file.
+	FileValue *FileValue `protobuf:"bytes,9,opt,name=file_value,json=fileValue,proto3,oneof"`
+}
+
+type BdkCellValue_DictionaryValue struct {
+	// A dictionary with string keys.
+	DictionaryValue *BdkCellDictionaryValue `protobuf:"bytes,10,opt,name=dictionary_value,json=dictionaryValue,proto3,oneof"`
+}
+
+type BdkCellValue_ListValue struct {
+	// A list.
+	ListValue *BdkCellListValue `protobuf:"bytes,11,opt,name=list_value,json=listValue,proto3,oneof"`
+}
+
+type BdkCellValue_OpaqueValue struct {
+	// Opaque bytes of a declared kind.
+	OpaqueValue *BdkOpaqueValue `protobuf:"bytes,12,opt,name=opaque_value,json=opaqueValue,proto3,oneof"`
+}
+
+type BdkCellValue_TableValue struct {
+	// A table.
+	TableValue *TableValue `protobuf:"bytes,13,opt,name=table_value,json=tableValue,proto3,oneof"`
+}
+
+type BdkCellValue_SensitiveValue struct {
+	// A value that must not be shown or logged.
+	SensitiveValue *BdkCellSensitiveValue `protobuf:"bytes,14,opt,name=sensitive_value,json=sensitiveValue,proto3,oneof"`
+}
+
+func (*BdkCellValue_NullValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_ConceptualValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_TextValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_NumberValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_BooleanValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_DatetimeValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_DateValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_TimeValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_FileValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_DictionaryValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_ListValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_OpaqueValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_TableValue) isBdkCellValue_Kind() {}
+
+func (*BdkCellValue_SensitiveValue) isBdkCellValue_Kind() {}
+
+// A dictionary in a table cell.
+type BdkCellDictionaryValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The fields, in order.
+	Fields []*BdkCellDictionaryValueField `protobuf:"bytes,1,rep,name=fields,proto3" json:"fields,omitempty"`
+	// What the dictionary is.
+	IsA           []*NounPhrase `protobuf:"bytes,2,rep,name=is_a,json=isA,proto3" json:"is_a,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BdkCellDictionaryValue) Reset() {
+	*x = BdkCellDictionaryValue{}
+	mi := &file_prose_platform_v1_value_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BdkCellDictionaryValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BdkCellDictionaryValue) ProtoMessage() {}
+
+func (x *BdkCellDictionaryValue) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_value_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BdkCellDictionaryValue.ProtoReflect.Descriptor instead.
+func (*BdkCellDictionaryValue) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_value_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *BdkCellDictionaryValue) GetFields() []*BdkCellDictionaryValueField {
+	if x != nil {
+		return x.Fields
+	}
+	return nil
+}
+
+func (x *BdkCellDictionaryValue) GetIsA() []*NounPhrase {
+	if x != nil {
+		return x.IsA
+	}
+	return nil
+}
+
+// One field of a dictionary in a table cell.
+type BdkCellDictionaryValueField struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The key.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// The value.
+	Value         *BdkCellValue `protobuf:"bytes,2,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BdkCellDictionaryValueField) Reset() {
+	*x = BdkCellDictionaryValueField{}
+	mi := &file_prose_platform_v1_value_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BdkCellDictionaryValueField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BdkCellDictionaryValueField) ProtoMessage() {}
+
+func (x *BdkCellDictionaryValueField) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_value_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BdkCellDictionaryValueField.ProtoReflect.Descriptor instead.
+func (*BdkCellDictionaryValueField) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_value_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *BdkCellDictionaryValueField) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *BdkCellDictionaryValueField) GetValue() *BdkCellValue {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+// A list in a table cell.
+type BdkCellListValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The values, in order.
+	Values        []*BdkCellValue `protobuf:"bytes,1,rep,name=values,proto3" json:"values,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BdkCellListValue) Reset() {
+	*x = BdkCellListValue{}
+	mi := &file_prose_platform_v1_value_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BdkCellListValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BdkCellListValue) ProtoMessage() {}
+
+func (x *BdkCellListValue) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_value_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BdkCellListValue.ProtoReflect.Descriptor instead.
+func (*BdkCellListValue) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_value_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *BdkCellListValue) GetValues() []*BdkCellValue {
+	if x != nil {
+		return x.Values
+	}
+	return nil
+}
+
+// A sensitive value in a table cell.
+type BdkCellSensitiveValue struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The wrapped value.
+	Value         *BdkCellValue `protobuf:"bytes,1,opt,name=value,proto3" json:"value,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BdkCellSensitiveValue) Reset() {
+	*x = BdkCellSensitiveValue{}
+	mi := &file_prose_platform_v1_value_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BdkCellSensitiveValue) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BdkCellSensitiveValue) ProtoMessage() {}
+
+func (x *BdkCellSensitiveValue) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_value_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BdkCellSensitiveValue.ProtoReflect.Descriptor instead.
+func (*BdkCellSensitiveValue) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_value_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *BdkCellSensitiveValue) GetValue() *BdkCellValue {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
 var File_prose_platform_v1_value_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_value_proto_rawDesc = "" +
@@ -2025,9 +2521,9 @@ const file_prose_platform_v1_value_proto_rawDesc = "" +
 	"\x06inline\x18\x02 \x01(\v2\x18.prose.platform.v1.TableH\x00R\x06inlineB\x06\n" +
 	"\x04kind\"<\n" +
 	"\x05Table\x123\n" +
-	"\acolumns\x18\x01 \x03(\v2\x19.prose.platform.v1.ColumnR\acolumns\"Q\n" +
-	"\x06Column\x123\n" +
-	"\x06values\x18\x01 \x03(\v2\x1b.prose.platform.v1.BdkValueR\x06values\x12\x12\n" +
+	"\acolumns\x18\x01 \x03(\v2\x19.prose.platform.v1.ColumnR\acolumns\"U\n" +
+	"\x06Column\x127\n" +
+	"\x06values\x18\x01 \x03(\v2\x1f.prose.platform.v1.BdkCellValueR\x06values\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\">\n" +
 	"\n" +
 	"NounPhrase\x12\x1c\n" +
@@ -2085,7 +2581,41 @@ const file_prose_platform_v1_value_proto_rawDesc = "" +
 	"\bLocation\x12\x1d\n" +
 	"\n" +
 	"start_byte\x18\x01 \x01(\x03R\tstartByte\x12\x19\n" +
-	"\bend_byte\x18\x02 \x01(\x03R\aendByteB<Z:github.com/proserun/prose/gen/prose/platform/v1;platformv1b\x06proto3"
+	"\bend_byte\x18\x02 \x01(\x03R\aendByte\"\xfa\x06\n" +
+	"\fBdkCellValue\x12;\n" +
+	"\n" +
+	"null_value\x18\x01 \x01(\x0e2\x1a.google.protobuf.NullValueH\x00R\tnullValue\x12J\n" +
+	"\x10conceptual_value\x18\x02 \x01(\v2\x1d.prose.platform.v1.NounPhraseH\x00R\x0fconceptualValue\x12\x1f\n" +
+	"\n" +
+	"text_value\x18\x03 \x01(\tH\x00R\ttextValue\x12#\n" +
+	"\fnumber_value\x18\x04 \x01(\x01H\x00R\vnumberValue\x12%\n" +
+	"\rboolean_value\x18\x05 \x01(\bH\x00R\fbooleanValue\x12C\n" +
+	"\x0edatetime_value\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampH\x00R\rdatetimeValue\x122\n" +
+	"\n" +
+	"date_value\x18\a \x01(\v2\x11.google.type.DateH\x00R\tdateValue\x127\n" +
+	"\n" +
+	"time_value\x18\b \x01(\v2\x16.google.type.TimeOfDayH\x00R\ttimeValue\x12=\n" +
+	"\n" +
+	"file_value\x18\t \x01(\v2\x1c.prose.platform.v1.FileValueH\x00R\tfileValue\x12V\n" +
+	"\x10dictionary_value\x18\n" +
+	" \x01(\v2).prose.platform.v1.BdkCellDictionaryValueH\x00R\x0fdictionaryValue\x12D\n" +
+	"\n" +
+	"list_value\x18\v \x01(\v2#.prose.platform.v1.BdkCellListValueH\x00R\tlistValue\x12F\n" +
+	"\fopaque_value\x18\f \x01(\v2!.prose.platform.v1.BdkOpaqueValueH\x00R\vopaqueValue\x12@\n" +
+	"\vtable_value\x18\r \x01(\v2\x1d.prose.platform.v1.TableValueH\x00R\n" +
+	"tableValue\x12S\n" +
+	"\x0fsensitive_value\x18\x0e \x01(\v2(.prose.platform.v1.BdkCellSensitiveValueH\x00R\x0esensitiveValueB\x06\n" +
+	"\x04kind\"\x92\x01\n" +
+	"\x16BdkCellDictionaryValue\x12F\n" +
+	"\x06fields\x18\x01 \x03(\v2..prose.platform.v1.BdkCellDictionaryValueFieldR\x06fields\x120\n" +
+	"\x04is_a\x18\x02 \x03(\v2\x1d.prose.platform.v1.NounPhraseR\x03isA\"f\n" +
+	"\x1bBdkCellDictionaryValueField\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x125\n" +
+	"\x05value\x18\x02 \x01(\v2\x1f.prose.platform.v1.BdkCellValueR\x05value\"K\n" +
+	"\x10BdkCellListValue\x127\n" +
+	"\x06values\x18\x01 \x03(\v2\x1f.prose.platform.v1.BdkCellValueR\x06values\"N\n" +
+	"\x15BdkCellSensitiveValue\x125\n" +
+	"\x05value\x18\x01 \x01(\v2\x1f.prose.platform.v1.BdkCellValueR\x05valueB<Z:github.com/proserun/prose/gen/prose/platform/v1;platformv1b\x06proto3"
 
 var (
 	file_prose_platform_v1_value_proto_rawDescOnce sync.Once
@@ -2099,7 +2629,7 @@ func file_prose_platform_v1_value_proto_rawDescGZIP() []byte {
 	return file_prose_platform_v1_value_proto_rawDescData
 }
 
-var file_prose_platform_v1_value_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_prose_platform_v1_value_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_prose_platform_v1_value_proto_goTypes = []any{
 	(*Value)(nil),                         // 0: prose.platform.v1.Value
 	(*Number)(nil),                        // 1: prose.platform.v1.Number
@@ -2124,32 +2654,37 @@ var file_prose_platform_v1_value_proto_goTypes = []any{
 	(*BdkOffloadableDictionaryValue)(nil), // 20: prose.platform.v1.BdkOffloadableDictionaryValue
 	(*BdkOffloadableListValue)(nil),       // 21: prose.platform.v1.BdkOffloadableListValue
 	(*Location)(nil),                      // 22: prose.platform.v1.Location
-	(structpb.NullValue)(0),               // 23: google.protobuf.NullValue
-	(*date.Date)(nil),                     // 24: google.type.Date
-	(*timeofday.TimeOfDay)(nil),           // 25: google.type.TimeOfDay
-	(*datetime.DateTime)(nil),             // 26: google.type.DateTime
-	(*datetime.TimeZone)(nil),             // 27: google.type.TimeZone
-	(*durationpb.Duration)(nil),           // 28: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),         // 29: google.protobuf.Timestamp
+	(*BdkCellValue)(nil),                  // 23: prose.platform.v1.BdkCellValue
+	(*BdkCellDictionaryValue)(nil),        // 24: prose.platform.v1.BdkCellDictionaryValue
+	(*BdkCellDictionaryValueField)(nil),   // 25: prose.platform.v1.BdkCellDictionaryValueField
+	(*BdkCellListValue)(nil),              // 26: prose.platform.v1.BdkCellListValue
+	(*BdkCellSensitiveValue)(nil),         // 27: prose.platform.v1.BdkCellSensitiveValue
+	(structpb.NullValue)(0),               // 28: google.protobuf.NullValue
+	(*date.Date)(nil),                     // 29: google.type.Date
+	(*timeofday.TimeOfDay)(nil),           // 30: google.type.TimeOfDay
+	(*datetime.DateTime)(nil),             // 31: google.type.DateTime
+	(*datetime.TimeZone)(nil),             // 32: google.type.TimeZone
+	(*durationpb.Duration)(nil),           // 33: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),         // 34: google.protobuf.Timestamp
 }
 var file_prose_platform_v1_value_proto_depIdxs = []int32{
-	23, // 0: prose.platform.v1.Value.null_value:type_name -> google.protobuf.NullValue
+	28, // 0: prose.platform.v1.Value.null_value:type_name -> google.protobuf.NullValue
 	1,  // 1: prose.platform.v1.Value.number:type_name -> prose.platform.v1.Number
-	24, // 2: prose.platform.v1.Value.date:type_name -> google.type.Date
-	25, // 3: prose.platform.v1.Value.timeofday:type_name -> google.type.TimeOfDay
-	26, // 4: prose.platform.v1.Value.datetime:type_name -> google.type.DateTime
-	27, // 5: prose.platform.v1.Value.time_zone:type_name -> google.type.TimeZone
-	28, // 6: prose.platform.v1.Value.duration:type_name -> google.protobuf.Duration
+	29, // 2: prose.platform.v1.Value.date:type_name -> google.type.Date
+	30, // 3: prose.platform.v1.Value.timeofday:type_name -> google.type.TimeOfDay
+	31, // 4: prose.platform.v1.Value.datetime:type_name -> google.type.DateTime
+	32, // 5: prose.platform.v1.Value.time_zone:type_name -> google.type.TimeZone
+	33, // 6: prose.platform.v1.Value.duration:type_name -> google.protobuf.Duration
 	3,  // 7: prose.platform.v1.Value.list:type_name -> prose.platform.v1.List
 	4,  // 8: prose.platform.v1.Value.dictionary:type_name -> prose.platform.v1.Dictionary
 	7,  // 9: prose.platform.v1.Value.file:type_name -> prose.platform.v1.FileValue
 	9,  // 10: prose.platform.v1.Value.table:type_name -> prose.platform.v1.TableValue
 	6,  // 11: prose.platform.v1.Value.set:type_name -> prose.platform.v1.Set
 	1,  // 12: prose.platform.v1.HashableValue.number:type_name -> prose.platform.v1.Number
-	24, // 13: prose.platform.v1.HashableValue.date:type_name -> google.type.Date
-	25, // 14: prose.platform.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
-	26, // 15: prose.platform.v1.HashableValue.datetime:type_name -> google.type.DateTime
-	28, // 16: prose.platform.v1.HashableValue.duration:type_name -> google.protobuf.Duration
+	29, // 13: prose.platform.v1.HashableValue.date:type_name -> google.type.Date
+	30, // 14: prose.platform.v1.HashableValue.timeofday:type_name -> google.type.TimeOfDay
+	31, // 15: prose.platform.v1.HashableValue.datetime:type_name -> google.type.DateTime
+	33, // 16: prose.platform.v1.HashableValue.duration:type_name -> google.protobuf.Duration
 	0,  // 17: prose.platform.v1.List.items:type_name -> prose.platform.v1.Value
 	5,  // 18: prose.platform.v1.Dictionary.entries:type_name -> prose.platform.v1.DictionaryEntry
 	2,  // 19: prose.platform.v1.DictionaryEntry.key:type_name -> prose.platform.v1.HashableValue
@@ -2158,12 +2693,12 @@ var file_prose_platform_v1_value_proto_depIdxs = []int32{
 	8,  // 22: prose.platform.v1.FileValue.inline:type_name -> prose.platform.v1.File
 	10, // 23: prose.platform.v1.TableValue.inline:type_name -> prose.platform.v1.Table
 	11, // 24: prose.platform.v1.Table.columns:type_name -> prose.platform.v1.Column
-	13, // 25: prose.platform.v1.Column.values:type_name -> prose.platform.v1.BdkValue
-	23, // 26: prose.platform.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
+	23, // 25: prose.platform.v1.Column.values:type_name -> prose.platform.v1.BdkCellValue
+	28, // 26: prose.platform.v1.BdkValue.null_value:type_name -> google.protobuf.NullValue
 	12, // 27: prose.platform.v1.BdkValue.conceptual_value:type_name -> prose.platform.v1.NounPhrase
-	29, // 28: prose.platform.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
-	24, // 29: prose.platform.v1.BdkValue.date_value:type_name -> google.type.Date
-	25, // 30: prose.platform.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
+	34, // 28: prose.platform.v1.BdkValue.datetime_value:type_name -> google.protobuf.Timestamp
+	29, // 29: prose.platform.v1.BdkValue.date_value:type_name -> google.type.Date
+	30, // 30: prose.platform.v1.BdkValue.time_value:type_name -> google.type.TimeOfDay
 	7,  // 31: prose.platform.v1.BdkValue.file_value:type_name -> prose.platform.v1.FileValue
 	14, // 32: prose.platform.v1.BdkValue.dictionary_value:type_name -> prose.platform.v1.BdkDictionaryValue
 	16, // 33: prose.platform.v1.BdkValue.list_value:type_name -> prose.platform.v1.BdkListValue
@@ -2181,11 +2716,27 @@ var file_prose_platform_v1_value_proto_depIdxs = []int32{
 	13, // 45: prose.platform.v1.BdkSensitiveValue.value:type_name -> prose.platform.v1.BdkValue
 	14, // 46: prose.platform.v1.BdkOffloadableDictionaryValue.inline:type_name -> prose.platform.v1.BdkDictionaryValue
 	16, // 47: prose.platform.v1.BdkOffloadableListValue.inline:type_name -> prose.platform.v1.BdkListValue
-	48, // [48:48] is the sub-list for method output_type
-	48, // [48:48] is the sub-list for method input_type
-	48, // [48:48] is the sub-list for extension type_name
-	48, // [48:48] is the sub-list for extension extendee
-	0,  // [0:48] is the sub-list for field type_name
+	28, // 48: prose.platform.v1.BdkCellValue.null_value:type_name -> google.protobuf.NullValue
+	12, // 49: prose.platform.v1.BdkCellValue.conceptual_value:type_name -> prose.platform.v1.NounPhrase
+	34, // 50: prose.platform.v1.BdkCellValue.datetime_value:type_name -> google.protobuf.Timestamp
+	29, // 51: prose.platform.v1.BdkCellValue.date_value:type_name -> google.type.Date
+	30, // 52: prose.platform.v1.BdkCellValue.time_value:type_name -> google.type.TimeOfDay
+	7,  // 53: prose.platform.v1.BdkCellValue.file_value:type_name -> prose.platform.v1.FileValue
+	24, // 54: prose.platform.v1.BdkCellValue.dictionary_value:type_name -> prose.platform.v1.BdkCellDictionaryValue
+	26, // 55: prose.platform.v1.BdkCellValue.list_value:type_name -> prose.platform.v1.BdkCellListValue
+	17, // 56: prose.platform.v1.BdkCellValue.opaque_value:type_name -> prose.platform.v1.BdkOpaqueValue
+	9,  // 57: prose.platform.v1.BdkCellValue.table_value:type_name -> prose.platform.v1.TableValue
+	27, // 58: prose.platform.v1.BdkCellValue.sensitive_value:type_name -> prose.platform.v1.BdkCellSensitiveValue
+	25, // 59: prose.platform.v1.BdkCellDictionaryValue.fields:type_name -> prose.platform.v1.BdkCellDictionaryValueField
+	12, // 60: prose.platform.v1.BdkCellDictionaryValue.is_a:type_name -> prose.platform.v1.NounPhrase
+	23, // 61: prose.platform.v1.BdkCellDictionaryValueField.value:type_name -> prose.platform.v1.BdkCellValue
+	23, // 62: prose.platform.v1.BdkCellListValue.values:type_name -> prose.platform.v1.BdkCellValue
+	23, // 63: prose.platform.v1.BdkCellSensitiveValue.value:type_name -> prose.platform.v1.BdkCellValue
+	64, // [64:64] is the sub-list for method output_type
+	64, // [64:64] is the sub-list for method input_type
+	64, // [64:64] is the sub-list for extension type_name
+	64, // [64:64] is the sub-list for extension extendee
+	0,  // [0:64] is the sub-list for field type_name
 }
 
 func init() { file_prose_platform_v1_value_proto_init() }
@@ -2245,13 +2796,29 @@ func file_prose_platform_v1_value_proto_init() {
 		(*BdkValue_OffloadableDictionaryValue)(nil),
 		(*BdkValue_OffloadableListValue)(nil),
 	}
+	file_prose_platform_v1_value_proto_msgTypes[23].OneofWrappers = []any{
+		(*BdkCellValue_NullValue)(nil),
+		(*BdkCellValue_ConceptualValue)(nil),
+		(*BdkCellValue_TextValue)(nil),
+		(*BdkCellValue_NumberValue)(nil),
+		(*BdkCellValue_BooleanValue)(nil),
+		(*BdkCellValue_DatetimeValue)(nil),
+		(*BdkCellValue_DateValue)(nil),
+		(*BdkCellValue_TimeValue)(nil),
+		(*BdkCellValue_FileValue)(nil),
+		(*BdkCellValue_DictionaryValue)(nil),
+		(*BdkCellValue_ListValue)(nil),
+		(*BdkCellValue_OpaqueValue)(nil),
+		(*BdkCellValue_TableValue)(nil),
+		(*BdkCellValue_SensitiveValue)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_platform_v1_value_proto_rawDesc), len(file_prose_platform_v1_value_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

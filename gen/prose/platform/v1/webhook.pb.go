@@ -784,6 +784,79 @@ func (x *ListWebhookDeliveriesResponse) GetNextPageToken() string {
 	return ""
 }
 
+// Request of RedeliverWebhookDelivery.
+type RedeliverWebhookDeliveryRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The webhook.
+	WebhookId string `protobuf:"bytes,3,opt,name=webhook_id,json=webhookId,proto3" json:"webhook_id,omitempty"`
+	// The delivery (the last segment of its name).
+	DeliveryId    string `protobuf:"bytes,4,opt,name=delivery_id,json=deliveryId,proto3" json:"delivery_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RedeliverWebhookDeliveryRequest) Reset() {
+	*x = RedeliverWebhookDeliveryRequest{}
+	mi := &file_prose_platform_v1_webhook_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RedeliverWebhookDeliveryRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RedeliverWebhookDeliveryRequest) ProtoMessage() {}
+
+func (x *RedeliverWebhookDeliveryRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_platform_v1_webhook_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RedeliverWebhookDeliveryRequest.ProtoReflect.Descriptor instead.
+func (*RedeliverWebhookDeliveryRequest) Descriptor() ([]byte, []int) {
+	return file_prose_platform_v1_webhook_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RedeliverWebhookDeliveryRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *RedeliverWebhookDeliveryRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *RedeliverWebhookDeliveryRequest) GetWebhookId() string {
+	if x != nil {
+		return x.WebhookId
+	}
+	return ""
+}
+
+func (x *RedeliverWebhookDeliveryRequest) GetDeliveryId() string {
+	if x != nil {
+		return x.DeliveryId
+	}
+	return ""
+}
+
 var File_prose_platform_v1_webhook_proto protoreflect.FileDescriptor
 
 const file_prose_platform_v1_webhook_proto_rawDesc = "" +
@@ -846,7 +919,14 @@ const file_prose_platform_v1_webhook_proto_rawDesc = "" +
 	"\n" +
 	"deliveries\x18\x01 \x03(\v2\".prose.platform.v1.WebhookDeliveryR\n" +
 	"deliveries\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken*\x90\x01\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\xc1\x01\n" +
+	"\x1fRedeliverWebhookDeliveryRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12\"\n" +
+	"\n" +
+	"webhook_id\x18\x03 \x01(\tB\x03\xe0A\x02R\twebhookId\x12$\n" +
+	"\vdelivery_id\x18\x04 \x01(\tB\x03\xe0A\x02R\n" +
+	"deliveryId*\x90\x01\n" +
 	"\x10WebhookEventType\x12\"\n" +
 	"\x1eWEBHOOK_EVENT_TYPE_UNSPECIFIED\x10\x00\x12(\n" +
 	"$WEBHOOK_EVENT_TYPE_RUN_STATE_CHANGED\x10\x01\x12.\n" +
@@ -855,14 +935,15 @@ const file_prose_platform_v1_webhook_proto_rawDesc = "" +
 	"\"WEBHOOK_DELIVERY_STATE_UNSPECIFIED\x10\x00\x12\"\n" +
 	"\x1eWEBHOOK_DELIVERY_STATE_PENDING\x10\x01\x12$\n" +
 	" WEBHOOK_DELIVERY_STATE_SUCCEEDED\x10\x02\x12!\n" +
-	"\x1dWEBHOOK_DELIVERY_STATE_FAILED\x10\x032\xc9\a\n" +
+	"\x1dWEBHOOK_DELIVERY_STATE_FAILED\x10\x032\xc6\t\n" +
 	"\x0eWebhookService\x12\xb1\x01\n" +
 	"\rCreateWebhook\x12'.prose.platform.v1.CreateWebhookRequest\x1a\x1a.prose.platform.v1.Webhook\"[\x82\xd3\xe4\x93\x02U:\awebhook\"J/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/webhooks\x12\xaf\x01\n" +
 	"\n" +
 	"GetWebhook\x12$.prose.platform.v1.GetWebhookRequest\x1a\x1a.prose.platform.v1.Webhook\"_\x82\xd3\xe4\x93\x02Y\x12W/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/webhooks/{webhook_id}\x12\xb3\x01\n" +
 	"\fListWebhooks\x12&.prose.platform.v1.ListWebhooksRequest\x1a'.prose.platform.v1.ListWebhooksResponse\"R\x82\xd3\xe4\x93\x02L\x12J/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/webhooks\x12\xb1\x01\n" +
 	"\rDeleteWebhook\x12'.prose.platform.v1.DeleteWebhookRequest\x1a\x16.google.protobuf.Empty\"_\x82\xd3\xe4\x93\x02Y*W/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/webhooks/{webhook_id}\x12\xe6\x01\n" +
-	"\x15ListWebhookDeliveries\x12/.prose.platform.v1.ListWebhookDeliveriesRequest\x1a0.prose.platform.v1.ListWebhookDeliveriesResponse\"j\x82\xd3\xe4\x93\x02d\x12b/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/webhooks/{webhook_id}/deliveriesB<Z:github.com/proserun/prose/gen/prose/platform/v1;platformv1b\x06proto3"
+	"\x15ListWebhookDeliveries\x12/.prose.platform.v1.ListWebhookDeliveriesRequest\x1a0.prose.platform.v1.ListWebhookDeliveriesResponse\"j\x82\xd3\xe4\x93\x02d\x12b/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/webhooks/{webhook_id}/deliveries\x12\xfa\x01\n" +
+	"\x18RedeliverWebhookDelivery\x122.prose.platform.v1.RedeliverWebhookDeliveryRequest\x1a\".prose.platform.v1.WebhookDelivery\"\x85\x01\x82\xd3\xe4\x93\x02\x7f:\x01*\"z/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/webhooks/{webhook_id}/deliveries/{delivery_id}:redeliverB<Z:github.com/proserun/prose/gen/prose/platform/v1;platformv1b\x06proto3"
 
 var (
 	file_prose_platform_v1_webhook_proto_rawDescOnce sync.Once
@@ -877,31 +958,32 @@ func file_prose_platform_v1_webhook_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_platform_v1_webhook_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_prose_platform_v1_webhook_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_prose_platform_v1_webhook_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_prose_platform_v1_webhook_proto_goTypes = []any{
-	(WebhookEventType)(0),                 // 0: prose.platform.v1.WebhookEventType
-	(WebhookDeliveryState)(0),             // 1: prose.platform.v1.WebhookDeliveryState
-	(*Webhook)(nil),                       // 2: prose.platform.v1.Webhook
-	(*WebhookDelivery)(nil),               // 3: prose.platform.v1.WebhookDelivery
-	(*CreateWebhookRequest)(nil),          // 4: prose.platform.v1.CreateWebhookRequest
-	(*GetWebhookRequest)(nil),             // 5: prose.platform.v1.GetWebhookRequest
-	(*ListWebhooksRequest)(nil),           // 6: prose.platform.v1.ListWebhooksRequest
-	(*ListWebhooksResponse)(nil),          // 7: prose.platform.v1.ListWebhooksResponse
-	(*DeleteWebhookRequest)(nil),          // 8: prose.platform.v1.DeleteWebhookRequest
-	(*ListWebhookDeliveriesRequest)(nil),  // 9: prose.platform.v1.ListWebhookDeliveriesRequest
-	(*ListWebhookDeliveriesResponse)(nil), // 10: prose.platform.v1.ListWebhookDeliveriesResponse
-	(*timestamppb.Timestamp)(nil),         // 11: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),               // 12: google.protobuf.Struct
-	(*emptypb.Empty)(nil),                 // 13: google.protobuf.Empty
+	(WebhookEventType)(0),                   // 0: prose.platform.v1.WebhookEventType
+	(WebhookDeliveryState)(0),               // 1: prose.platform.v1.WebhookDeliveryState
+	(*Webhook)(nil),                         // 2: prose.platform.v1.Webhook
+	(*WebhookDelivery)(nil),                 // 3: prose.platform.v1.WebhookDelivery
+	(*CreateWebhookRequest)(nil),            // 4: prose.platform.v1.CreateWebhookRequest
+	(*GetWebhookRequest)(nil),               // 5: prose.platform.v1.GetWebhookRequest
+	(*ListWebhooksRequest)(nil),             // 6: prose.platform.v1.ListWebhooksRequest
+	(*ListWebhooksResponse)(nil),            // 7: prose.platform.v1.ListWebhooksResponse
+	(*DeleteWebhookRequest)(nil),            // 8: prose.platform.v1.DeleteWebhookRequest
+	(*ListWebhookDeliveriesRequest)(nil),    // 9: prose.platform.v1.ListWebhookDeliveriesRequest
+	(*ListWebhookDeliveriesResponse)(nil),   // 10: prose.platform.v1.ListWebhookDeliveriesResponse
+	(*RedeliverWebhookDeliveryRequest)(nil), // 11: prose.platform.v1.RedeliverWebhookDeliveryRequest
+	(*timestamppb.Timestamp)(nil),           // 12: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),                 // 13: google.protobuf.Struct
+	(*emptypb.Empty)(nil),                   // 14: google.protobuf.Empty
 }
 var file_prose_platform_v1_webhook_proto_depIdxs = []int32{
 	0,  // 0: prose.platform.v1.Webhook.event_types:type_name -> prose.platform.v1.WebhookEventType
-	11, // 1: prose.platform.v1.Webhook.create_time:type_name -> google.protobuf.Timestamp
-	12, // 2: prose.platform.v1.WebhookDelivery.payload:type_name -> google.protobuf.Struct
+	12, // 1: prose.platform.v1.Webhook.create_time:type_name -> google.protobuf.Timestamp
+	13, // 2: prose.platform.v1.WebhookDelivery.payload:type_name -> google.protobuf.Struct
 	1,  // 3: prose.platform.v1.WebhookDelivery.state:type_name -> prose.platform.v1.WebhookDeliveryState
-	11, // 4: prose.platform.v1.WebhookDelivery.create_time:type_name -> google.protobuf.Timestamp
-	11, // 5: prose.platform.v1.WebhookDelivery.next_attempt_time:type_name -> google.protobuf.Timestamp
-	11, // 6: prose.platform.v1.WebhookDelivery.update_time:type_name -> google.protobuf.Timestamp
+	12, // 4: prose.platform.v1.WebhookDelivery.create_time:type_name -> google.protobuf.Timestamp
+	12, // 5: prose.platform.v1.WebhookDelivery.next_attempt_time:type_name -> google.protobuf.Timestamp
+	12, // 6: prose.platform.v1.WebhookDelivery.update_time:type_name -> google.protobuf.Timestamp
 	2,  // 7: prose.platform.v1.CreateWebhookRequest.webhook:type_name -> prose.platform.v1.Webhook
 	2,  // 8: prose.platform.v1.ListWebhooksResponse.webhooks:type_name -> prose.platform.v1.Webhook
 	3,  // 9: prose.platform.v1.ListWebhookDeliveriesResponse.deliveries:type_name -> prose.platform.v1.WebhookDelivery
@@ -910,13 +992,15 @@ var file_prose_platform_v1_webhook_proto_depIdxs = []int32{
 	6,  // 12: prose.platform.v1.WebhookService.ListWebhooks:input_type -> prose.platform.v1.ListWebhooksRequest
 	8,  // 13: prose.platform.v1.WebhookService.DeleteWebhook:input_type -> prose.platform.v1.DeleteWebhookRequest
 	9,  // 14: prose.platform.v1.WebhookService.ListWebhookDeliveries:input_type -> prose.platform.v1.ListWebhookDeliveriesRequest
-	2,  // 15: prose.platform.v1.WebhookService.CreateWebhook:output_type -> prose.platform.v1.Webhook
-	2,  // 16: prose.platform.v1.WebhookService.GetWebhook:output_type -> prose.platform.v1.Webhook
-	7,  // 17: prose.platform.v1.WebhookService.ListWebhooks:output_type -> prose.platform.v1.ListWebhooksResponse
-	13, // 18: prose.platform.v1.WebhookService.DeleteWebhook:output_type -> google.protobuf.Empty
-	10, // 19: prose.platform.v1.WebhookService.ListWebhookDeliveries:output_type -> prose.platform.v1.ListWebhookDeliveriesResponse
-	15, // [15:20] is the sub-list for method output_type
-	10, // [10:15] is the sub-list for method input_type
+	11, // 15: prose.platform.v1.WebhookService.RedeliverWebhookDelivery:input_type -> prose.platform.v1.RedeliverWebhookDeliveryRequest
+	2,  // 16: prose.platform.v1.WebhookService.CreateWebhook:output_type -> prose.platform.v1.Webhook
+	2,  // 17: prose.platform.v1.WebhookService.GetWebhook:output_type -> prose.platform.v1.Webhook
+	7,  // 18: prose.platform.v1.WebhookService.ListWebhooks:output_type -> prose.platform.v1.ListWebhooksResponse
+	14, // 19: prose.platform.v1.WebhookService.DeleteWebhook:output_type -> google.protobuf.Empty
+	10, // 20: prose.platform.v1.WebhookService.ListWebhookDeliveries:output_type -> prose.platform.v1.ListWebhookDeliveriesResponse
+	3,  // 21: prose.platform.v1.WebhookService.RedeliverWebhookDelivery:output_type -> prose.platform.v1.WebhookDelivery
+	16, // [16:22] is the sub-list for method output_type
+	10, // [10:16] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -933,7 +1017,7 @@ func file_prose_platform_v1_webhook_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_platform_v1_webhook_proto_rawDesc), len(file_prose_platform_v1_webhook_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -20,11 +20,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WebhookService_CreateWebhook_FullMethodName         = "/prose.platform.v1.WebhookService/CreateWebhook"
-	WebhookService_GetWebhook_FullMethodName            = "/prose.platform.v1.WebhookService/GetWebhook"
-	WebhookService_ListWebhooks_FullMethodName          = "/prose.platform.v1.WebhookService/ListWebhooks"
-	WebhookService_DeleteWebhook_FullMethodName         = "/prose.platform.v1.WebhookService/DeleteWebhook"
-	WebhookService_ListWebhookDeliveries_FullMethodName = "/prose.platform.v1.WebhookService/ListWebhookDeliveries"
+	WebhookService_CreateWebhook_FullMethodName            = "/prose.platform.v1.WebhookService/CreateWebhook"
+	WebhookService_GetWebhook_FullMethodName               = "/prose.platform.v1.WebhookService/GetWebhook"
+	WebhookService_ListWebhooks_FullMethodName             = "/prose.platform.v1.WebhookService/ListWebhooks"
+	WebhookService_DeleteWebhook_FullMethodName            = "/prose.platform.v1.WebhookService/DeleteWebhook"
+	WebhookService_ListWebhookDeliveries_FullMethodName    = "/prose.platform.v1.WebhookService/ListWebhookDeliveries"
+	WebhookService_RedeliverWebhookDelivery_FullMethodName = "/prose.platform.v1.WebhookService/RedeliverWebhookDelivery"
 )
 
 // WebhookServiceClient is the client API for WebhookService service.
@@ -43,6 +44,10 @@ type WebhookServiceClient interface {
 	DeleteWebhook(ctx context.Context, in *DeleteWebhookRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	// Lists the deliveries of a webhook, newest first: the delivery log.
 	ListWebhookDeliveries(ctx context.Context, in *ListWebhookDeliveriesRequest, opts ...grpc.CallOption) (*ListWebhookDeliveriesResponse, error)
+	// Sends a delivery that succeeded or failed again: it is pending once
+	// more, due now, with its attempts counted from zero and the same id
+	// (X-Prose-Delivery), so a receiver that already has it can tell.
+	RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*WebhookDelivery, error)
 }
 
 type webhookServiceClient struct {
@@ -103,6 +108,16 @@ func (c *webhookServiceClient) ListWebhookDeliveries(ctx context.Context, in *Li
 	return out, nil
 }
 
+func (c *webhookServiceClient) RedeliverWebhookDelivery(ctx context.Context, in *RedeliverWebhookDeliveryRequest, opts ...grpc.CallOption) (*WebhookDelivery, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(WebhookDelivery)
+	err := c.cc.Invoke(ctx, WebhookService_RedeliverWebhookDelivery_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WebhookServiceServer is the server API for WebhookService service.
 // All implementations must embed UnimplementedWebhookServiceServer
 // for forward compatibility.
@@ -119,6 +134,10 @@ type WebhookServiceServer interface {
 	DeleteWebhook(context.Context, *DeleteWebhookRequest) (*emptypb.Empty, error)
 	// Lists the deliveries of a webhook, newest first: the delivery log.
 	ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error)
+	// Sends a delivery that succeeded or failed again: it is pending once
+	// more, due now, with its attempts counted from zero and the same id
+	// (X-Prose-Delivery), so a receiver that already has it can tell.
+	RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*WebhookDelivery, error)
 	mustEmbedUnimplementedWebhookServiceServer()
 }
 
@@ -143,6 +162,9 @@ func (UnimplementedWebhookServiceServer) DeleteWebhook(context.Context, *DeleteW
 }
 func (UnimplementedWebhookServiceServer) ListWebhookDeliveries(context.Context, *ListWebhookDeliveriesRequest) (*ListWebhookDeliveriesResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListWebhookDeliveries not implemented")
+}
+func (UnimplementedWebhookServiceServer) RedeliverWebhookDelivery(context.Context, *RedeliverWebhookDeliveryRequest) (*WebhookDelivery, error) {
+	return nil, status.Error(codes.Unimplemented, "method RedeliverWebhookDelivery not implemented")
 }
 func (UnimplementedWebhookServiceServer) mustEmbedUnimplementedWebhookServiceServer() {}
 func (UnimplementedWebhookServiceServer) testEmbeddedByValue()                        {}
@@ -255,6 +277,24 @@ func _WebhookService_ListWebhookDeliveries_Handler(srv interface{}, ctx context.
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WebhookService_RedeliverWebhookDelivery_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RedeliverWebhookDeliveryRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WebhookServiceServer).RedeliverWebhookDelivery(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WebhookService_RedeliverWebhookDelivery_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WebhookServiceServer).RedeliverWebhookDelivery(ctx, req.(*RedeliverWebhookDeliveryRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WebhookService_ServiceDesc is the grpc.ServiceDesc for WebhookService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -281,6 +321,10 @@ var WebhookService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListWebhookDeliveries",
 			Handler:    _WebhookService_ListWebhookDeliveries_Handler,
+		},
+		{
+			MethodName: "RedeliverWebhookDelivery",
+			Handler:    _WebhookService_RedeliverWebhookDelivery_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
