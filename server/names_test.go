@@ -74,5 +74,16 @@ func TestReadableNames(t *testing.T) {
 		if len(runs) != 3 || runs[0].(map[string]any)["run_number"] != "3" {
 			t.Errorf("list, newest first: %v", list)
 		}
+		// A run is found by its number (the CLI's "Monthly invoices #2").
+		for filter, want := range map[string]string{"run_number = 2": "2", "run_number > 2": "3"} {
+			list := e.mustCall(t, tr, runSvc+"ListRuns", &platformv1.ListRunsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: "monthly-invoices", Filter: filter})
+			runs, _ := list["runs"].([]any)
+			if len(runs) != 1 || runs[0].(map[string]any)["run_number"] != want {
+				t.Errorf("filter %s: %v, want #%s alone", filter, list, want)
+			}
+		}
+		if _, err := e.call(t, tr, runSvc+"ListRuns", &platformv1.ListRunsRequest{OrganizationId: org, WorkspaceId: ws, AutomationId: "-", Filter: `run_number = "2"`}); status.Code(err) != codes.InvalidArgument {
+			t.Errorf("run_number compared with a string: %v, want INVALID_ARGUMENT", err)
+		}
 	})
 }

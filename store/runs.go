@@ -147,8 +147,9 @@ type JournalEntry struct {
 //
 // Filter fields (store.Filter): state (a RunState; = !=; executing also
 // selects waiting runs), create_time (a time; all six comparisons),
-// parent_run (a run id; = !=), and organization, workspace, automation
-// (ids; what a parent_run resource name sets).
+// parent_run (a run id; = !=), run_number (an int64; all six
+// comparisons), and organization, workspace, automation (ids; what a
+// parent_run resource name sets).
 type ListRunsRequest struct {
 	OrganizationID string
 	WorkspaceID    string

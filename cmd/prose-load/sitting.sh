@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# One sitting: base (653be04) vs new (final main), alternating, fresh database each.
-# usage: sitting.sh runs|http  ; binaries in /work/bench: prose-base prose-new prose-load prose-bare
+# One sitting: prose-base against prose-new (see BENCHMARKS.md), alternating, fresh database each.
+# usage: sitting.sh runs|http  ; binaries in BENCH_DIR: prose-base prose-new prose-load prose-bare
 set -uo pipefail
 cd "${BENCH_DIR:-.}"   # the directory holding prose-base, prose-new, prose-load, prose-bare
 PG=postgres://postgres@127.0.0.1:5432

@@ -117,6 +117,16 @@ func TestCLIStatesAndNames(t *testing.T) {
 	if out := c.must(exitAwaiting, "runs", "get", pendingRun); !strings.Contains(out, "invoked by: "+who) || !strings.Contains(out, "automation: Monthly invoices") || !regexp.MustCompile(`number: +#[0-9]+\n`).MatchString(out) {
 		t.Fatalf("runs get names no people:\n%s", out)
 	}
+	// A run by its number in its automation, as the tables show it.
+	number := c.json(exitAwaiting, "runs", "get", pendingRun)["run_number"].(string)
+	for _, ref := range []string{"Monthly invoices #" + number, "invoices#" + number, "#" + number} {
+		if got := c.json(exitAwaiting, "runs", "get", ref)["name"]; got != pendingRun {
+			t.Errorf("runs get %q: %v, want %s", ref, got, pendingRun)
+		}
+	}
+	if code, _, errb := c.run("runs", "get", "Monthly invoices #999"); code != exitNotFound || !strings.Contains(errb, "no run Monthly invoices #999") {
+		t.Errorf("runs get of a number no run has: exit %d %s", code, errb)
+	}
 	// Assign by the person's name; tables show the name, not users/….
 	c.must(0, "exceptions", "assign", exc, "--to", who)
 	out = c.must(0, "exceptions", "list", "--assignee", who)
@@ -127,11 +137,16 @@ func TestCLIStatesAndNames(t *testing.T) {
 		t.Fatalf("exceptions get:\n%s", out)
 	}
 	// Two automations with one title: the title is ambiguous, the ids are not.
-	c.must(0, "automations", "create", "--file", "../../examples/invoice.prose", "--title", "Monthly invoices", "--id", "invoices2")
+	c.must(0, "automations", "create", "--file", "../../examples/invoice.prose", "--title", "Monthly invoices", "--id", "invoices2", "--publish")
 	if code, _, errb := c.run("automations", "get", "Monthly invoices"); code != exitUsage || !strings.Contains(errb, "invoices2") {
 		t.Fatalf("an ambiguous title: exit %d %s", code, errb)
 	}
 	c.must(0, "automations", "get", "invoices2")
+	// #N alone is ambiguous once two automations have a run N.
+	c.must(exitAwaiting, "automations", "invoke", "invoices2", "--wait")
+	if code, _, errb := c.run("runs", "get", "#1"); code != exitUsage || !strings.Contains(errb, `"Monthly invoices #1"`) || !strings.Contains(errb, "name one") {
+		t.Errorf("runs get #1 of two automations: exit %d %s", code, errb)
+	}
 	if code, _, errb := c.run("automations", "get", "No such title"); code != exitNotFound {
 		t.Fatalf("an unknown title: exit %d %s", code, errb)
 	}

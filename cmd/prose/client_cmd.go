@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -449,9 +450,13 @@ func (s *session) idIn(kind, ref string) (string, error) {
 	return names.ID(ref), nil
 }
 
-// runRef splits a run given by name (…/automations/{a}/runs/{r}) or id (its
-// automation then "-", any).
-func (s *session) runRef(ref string) (automation, run string, err error) {
+// runRef splits a run given by name (…/automations/{a}/runs/{r}), id (its
+// automation then "-", any) or number in its automation ("Invoices #42",
+// "invoices#42", or "#42" when one automation has a run #42).
+func (s *session) runRef(ctx context.Context, ref string) (automation, run string, err error) {
+	if m := runNumberRE.FindStringSubmatch(strings.TrimSpace(ref)); m != nil {
+		return s.runByNumber(ctx, strings.TrimSpace(m[1]), m[2])
+	}
 	if org, ws, a, r, ok := names.ParseRun(ref); ok {
 		if org != s.org || ws != s.ws {
 			return "", "", usageErr("run %q is not in the workspace %s (pass --workspace)", ref, s.workspaceName())
@@ -465,6 +470,42 @@ func (s *session) runRef(ref string) (automation, run string, err error) {
 		return "", "", usageErr("no run given")
 	}
 	return "-", ref, nil
+}
+
+// runNumberRE is a run named by its number: an automation (title, id or
+// name; none for any) and #N.
+var runNumberRE = regexp.MustCompile(`^(.*?)\s*#([0-9]{1,18})$`)
+
+// runByNumber finds run #number of the automation (any automation of the
+// workspace when automation is ""; several is a usage error naming them).
+func (s *session) runByNumber(ctx context.Context, automation, number string) (string, string, error) {
+	a, what := "-", "#"+number
+	if automation != "" {
+		var err error
+		if a, err = s.automationID(ctx, automation); err != nil {
+			return "", "", err
+		}
+		what = automation + " #" + number
+	}
+	resp, err := s.c.Runs.ListRuns(ctx, &platformv1.ListRunsRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a,
+		Filter: "run_number = " + number, PageSize: 10})
+	if err != nil {
+		return "", "", apiErr(err)
+	}
+	runs := resp.GetRuns()
+	switch len(runs) {
+	case 0:
+		return "", "", &exitError{code: exitNotFound, err: fmt.Errorf("no run %s in the workspace %s", what, s.workspaceName())}
+	case 1:
+		_, _, aut, id, _ := names.ParseRun(runs[0].GetName())
+		return aut, id, nil
+	}
+	titles := make([]string, 0, len(runs))
+	for _, r := range runs {
+		_, _, aut, _, _ := names.ParseRun(r.GetName())
+		titles = append(titles, fmt.Sprintf("%q", s.automationTitle(ctx, aut)+" #"+number))
+	}
+	return "", "", usageErr("%d automations have a run %s: name one, e.g. %s", len(runs), what, strings.Join(titles, ", "))
 }
 
 // clientGroup makes a command group of client commands sharing the flags.

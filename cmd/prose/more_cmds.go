@@ -32,7 +32,7 @@ step, a pending or waiting one at once; it stays stopped unless someone runs
 		Example: "  prose runs cancel RUN\n  prose runs cancel RUN --reason \"sent twice\"",
 		Args:    exactArgs(1, "RUN"),
 		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, args []string) error {
-			a, id, err := s.runRef(args[0])
+			a, id, err := s.runRef(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,9 @@ func newRunsCmd() *cobra.Command {
 	f := &clientFlags{}
 	return clientGroup("runs", "List, read, watch, pause, continue and cancel runs",
 		`Work with the runs of a workspace on a running server. A run is named by its
-id (any automation) or its full name.`,
+id (any automation), its full name, or its number in its automation as the
+tables show it: "Invoices #42" (title or id, then #N), or "#42" when only
+one automation has a run 42.`,
 		`  prose runs list --state "awaiting guidance" --automation Invoices
   prose runs watch RUN
   prose runs pause RUN --reason "waiting for the supplier"`,
@@ -83,7 +85,7 @@ run's number in its automation (Invoices #42), beside its id.`,
 
 // getRun reads the run of ref.
 func (s *session) getRun(cmd *cobra.Command, ref string) (*platformv1.Run, error) {
-	a, id, err := s.runRef(ref)
+	a, id, err := s.runRef(cmd.Context(), ref)
 	if err != nil {
 		return nil, err
 	}
@@ -136,11 +138,11 @@ func runsGet(f *clientFlags) *cobra.Command {
 		Use:               "get RUN",
 		ValidArgsFunction: completeIDs(f, "run"),
 		Short:             "Show a run: its state, outputs, or what it waits for",
-		Long: `Show a run (by id or name): its state, its outputs when it completed, the
+		Long: `Show a run (by id, name or number: "Invoices #42"): its state, its outputs when it completed, the
 exception it waits on, or why it failed. The exit code follows the state: 0
 completed or still going, 1 failed or stopped, 3 awaiting guidance. --watch
 follows it until it settles first (as 'runs watch').`,
-		Example: "  prose runs get RUN\n  prose runs get RUN --watch\n  prose runs get RUN --jq .state",
+		Example: "  prose runs get RUN\n  prose runs get 'Invoices #42'\n  prose runs get RUN --watch\n  prose runs get RUN --jq .state",
 		Args:    exactArgs(1, "RUN"),
 		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, args []string) error {
 			r, err := s.getRun(cmd, args[0])
@@ -385,7 +387,7 @@ state; 'prose runs continue' resumes it.`,
 			}
 			return nil
 		}, func(cmd *cobra.Command, s *session, _ string, args []string) error {
-			a, id, err := s.runRef(args[0])
+			a, id, err := s.runRef(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}
@@ -413,7 +415,7 @@ func runsContinue(f *clientFlags) *cobra.Command {
 		Example:           "  prose runs continue RUN",
 		Args:              exactArgs(1, "RUN"),
 		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, args []string) error {
-			a, id, err := s.runRef(args[0])
+			a, id, err := s.runRef(cmd.Context(), args[0])
 			if err != nil {
 				return err
 			}

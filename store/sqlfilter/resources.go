@@ -90,13 +90,15 @@ var runStates = map[string]string{
 
 // Runs is the filter of ListRuns: state (= and !=; pending, executing,
 // stopping, stopped, awaiting_guidance, completed, failed, in lower or
-// upper case), create_time (RFC 3339; = != < <= > >=) and parent_run (a
+// upper case), create_time (RFC 3339; = != < <= > >=), parent_run (a
 // run id or resource name; = and !=; parent_run = "" selects the runs no
-// run started).
+// run started) and run_number (the run's number in its automation; = !=
+// < <= > >=).
 var Runs = mustResource("runs",
 	Field{Name: "state", Kind: Enum, Ops: exactOps, Values: runStates},
 	Field{Name: "parent_run", Kind: String, Ops: exactOps, Names: RunParentName},
 	Field{Name: "create_time", Kind: Timestamp, Ops: orderedOps},
+	Field{Name: "run_number", Kind: Integer, Ops: orderedOps},
 )
 
 // ReplayOutcomes are the outcomes of a replayed run, by their enum names

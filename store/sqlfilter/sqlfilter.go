@@ -55,11 +55,14 @@ const (
 	Timestamp
 	// Enum values are one of Values' keys, as bare words or quoted strings.
 	Enum
+	// Integer values are whole numbers, written bare (42).
+	Integer
 )
 
 // Field is one filterable field of a resource. A comparison on it becomes
 // store.Cond{Field: Name, Op: op, Value: v}, v a string (the normalised
-// string, or the stored value of an Enum) or a time.Time (Timestamp).
+// string, or the stored value of an Enum), a time.Time (Timestamp) or an
+// int64 (Integer).
 type Field struct {
 	Name string
 	Kind Kind
@@ -145,8 +148,11 @@ func NewResource(name string, fields ...Field) (*Resource, error) {
 		}
 		r.fields[f.Name] = f
 		t := filtering.TypeString
-		if f.Kind == Timestamp {
+		switch f.Kind {
+		case Timestamp:
 			t = filtering.TypeTimestamp
+		case Integer:
+			t = filtering.TypeInt
 		}
 		opts = append(opts, filtering.DeclareIdent(f.Name, t))
 		if f.Kind == Enum {
@@ -315,8 +321,14 @@ func (r *Resource) value(f *Field, e *expr.Expr) (any, error) {
 	switch {
 	case e.GetConstExpr() != nil:
 		c := e.GetConstExpr()
+		if iv, ok := c.GetConstantKind().(*expr.Constant_Int64Value); ok && f.Kind == Integer {
+			return iv.Int64Value, nil
+		}
 		sv, ok := c.GetConstantKind().(*expr.Constant_StringValue)
 		if !ok {
+			if f.Kind == Integer {
+				return nil, invalid("field %q takes a whole number", f.Name)
+			}
 			return nil, invalid("field %q takes a quoted string", f.Name)
 		}
 		s = sv.StringValue

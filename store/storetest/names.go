@@ -141,6 +141,24 @@ func RunNumbers(t *testing.T, replicas ...store.Store) {
 	if got.Number != first.Number {
 		t.Errorf("get: #%d, created as #%d", got.Number, first.Number)
 	}
+	// A run is found by its number (the CLI's "b #3"), in its automation
+	// or in every automation of the workspace.
+	for _, a := range []string{"b", "-"} {
+		page := of(s.st.ListRuns(s.ctx, store.ListRunsRequest{OrganizationID: "num", WorkspaceID: "w", AutomationID: a,
+			Filter: store.Cond{Field: "run_number", Op: store.OpEq, Value: int64(3)}, PageSize: 10})).must(t)
+		var found []string
+		for _, r := range page.Items {
+			found = append(found, fmt.Sprintf("%s #%d", r.AutomationID, r.Number))
+		}
+		want := []string{"b #3"}
+		if a == "-" {
+			want = []string{"a #3", "b #3"}
+		}
+		slices.Sort(found)
+		if !slices.Equal(found, want) {
+			t.Errorf("automation %s, run_number = 3: %q, want %q", a, found, want)
+		}
+	}
 }
 
 func numberOf(given map[int64]string, id string) int64 {

@@ -73,8 +73,9 @@ type fieldSQL struct {
 	// > >= render "col op ?", ":" a case-insensitive contains, In an IN
 	// list.
 	col string
-	// time says the values are times (others are strings).
-	time bool
+	// time says the values are times, integer that they are int64s
+	// (others are strings).
+	time, integer bool
 	// render, when set, renders a condition instead of col.
 	render func(a *Args, op store.Op, v any) (string, error)
 }
@@ -173,6 +174,13 @@ func (fd fieldSQL) check(name string, v any) error {
 	case string:
 		if fd.time {
 			return badFilter("field %q takes a time", name)
+		}
+		if fd.integer {
+			return badFilter("field %q takes a whole number", name)
+		}
+	case int64:
+		if !fd.integer {
+			return badFilter("field %q takes a string", name)
 		}
 	default:
 		return badFilter("field %q: value of type %T", name, v)
@@ -329,6 +337,7 @@ var runFields = fields{
 	"state":       {col: "r.state", render: runState},
 	"create_time": {col: "r.create_time", time: true},
 	"parent_run":  {col: "r.parent_run"},
+	"run_number":  {col: "r.number", integer: true},
 	// typed conditions of the server (the runs a replay replays)
 	"stage": {col: "r.stage"},
 	"stage_version": {render: func(a *Args, op store.Op, v any) (string, error) {

@@ -109,6 +109,8 @@ func TestAllowListsHaveSQL(t *testing.T) {
 			switch fd.Kind {
 			case sqlfilter.Timestamp:
 				v = time.Now()
+			case sqlfilter.Integer:
+				v = int64(42)
 			case sqlfilter.Enum:
 				for _, stored := range fd.Values {
 					v = stored

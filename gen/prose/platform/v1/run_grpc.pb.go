@@ -34,7 +34,8 @@ type RunServiceClient interface {
 	// Gets one run.
 	GetRun(ctx context.Context, in *GetRunRequest, opts ...grpc.CallOption) (*Run, error)
 	// Lists the runs of an automation, newest first. Filter fields: create_time,
-	// state, parent_run (the child runs of a run; "" for runs no run started).
+	// state, parent_run (the child runs of a run; "" for runs no run started),
+	// run_number (a bare whole number: run_number = 42).
 	ListRuns(ctx context.Context, in *ListRunsRequest, opts ...grpc.CallOption) (*ListRunsResponse, error)
 	// Pauses a run with a reason: an executing run goes to stopping and then
 	// stopped; a pending run, one awaiting guidance or one waiting for its
@@ -101,7 +102,8 @@ type RunServiceServer interface {
 	// Gets one run.
 	GetRun(context.Context, *GetRunRequest) (*Run, error)
 	// Lists the runs of an automation, newest first. Filter fields: create_time,
-	// state, parent_run (the child runs of a run; "" for runs no run started).
+	// state, parent_run (the child runs of a run; "" for runs no run started),
+	// run_number (a bare whole number: run_number = 42).
 	ListRuns(context.Context, *ListRunsRequest) (*ListRunsResponse, error)
 	// Pauses a run with a reason: an executing run goes to stopping and then
 	// stopped; a pending run, one awaiting guidance or one waiting for its
