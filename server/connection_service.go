@@ -345,6 +345,23 @@ func (s *ConnectionService) GetWorkspaceBookConnectionUserInfo(ctx context.Conte
 		Email: u.Email, Username: u.Username, OtherAttributes: u.Other}}, nil
 }
 
+// CheckWorkspaceBookConnection checks a connection against its system
+// (an extension; see books.Connections.Check).
+func (s *ConnectionService) CheckWorkspaceBookConnection(ctx context.Context, req *bookv1.CheckWorkspaceBookConnectionRequest) (*bookv1.CheckWorkspaceBookConnectionResponse, error) {
+	ws, err := s.workspace(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := requireFields(map[string]string{"connection_id": req.GetConnectionId()}); err != nil {
+		return nil, err
+	}
+	c, err := s.conns.Check(ctx, ws, req.GetConnectionId())
+	if err != nil {
+		return nil, connectionError(err, ws, "", "", req.GetConnectionId())
+	}
+	return &bookv1.CheckWorkspaceBookConnectionResponse{Checked: c.Checked, Reached: c.Reached, Problem: c.Problem, Details: c.Details}, nil
+}
+
 // usage is where one connection is named: by automation id, the stages.
 type usage map[string][]platformv1.AutomationStage
 

@@ -13,6 +13,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,10 +184,11 @@ func urlQuery(s string) string {
 // mailSink is an SMTP server on loopback (no TLS; PLAIN auth allowed over
 // the plain connection, as a connection with security "none" uses it).
 type mailSink struct {
-	mu   sync.Mutex
-	msgs [][]byte
-	user string
-	pw   string
+	mu       sync.Mutex
+	msgs     [][]byte
+	user     string
+	pw       string
+	sessions *atomic.Int64 // counts the sessions when set
 }
 
 type sinkSession struct {
@@ -194,8 +196,13 @@ type sinkSession struct {
 	auth bool
 }
 
-func (m *mailSink) NewSession(*smtp.Conn) (smtp.Session, error) { return &sinkSession{s: m}, nil }
-func (s *sinkSession) AuthMechanisms() []string                 { return []string{sasl.Plain} }
+func (m *mailSink) NewSession(*smtp.Conn) (smtp.Session, error) {
+	if m.sessions != nil {
+		m.sessions.Add(1)
+	}
+	return &sinkSession{s: m}, nil
+}
+func (s *sinkSession) AuthMechanisms() []string { return []string{sasl.Plain} }
 func (s *sinkSession) Auth(string) (sasl.Server, error) {
 	return sasl.NewPlainServer(func(_, u, p string) error {
 		if u != s.s.user || p != s.s.pw {

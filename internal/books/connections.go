@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"golang.org/x/sync/singleflight"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -658,6 +659,86 @@ func (c *Connections) UserInfo(ctx context.Context, ws Workspace, id string) (Us
 		}
 	}
 	return out, nil
+}
+
+// ConnectionCheck is what checking a connection found.
+type ConnectionCheck struct {
+	// Checked: the book checks connections remotely (databases, email).
+	Checked bool
+	// Reached: the system answered and took the credentials.
+	Reached bool
+	// Problem: why not (Checked, not Reached), naming no credential.
+	Problem string
+	// Details: what the check learnt, and the connection's user info.
+	Details map[string]string
+}
+
+// checkedTables is how many tables a databases check names.
+const checkedTables = 5
+
+// Check checks connection id against its system without doing anything
+// there: the databases book connects and lists tables, a built-in book
+// with a Check (email) runs it; other books are not checked remotely. A
+// system that cannot be reached is a Problem, not an error.
+func (c *Connections) Check(ctx context.Context, ws Workspace, id string) (ConnectionCheck, error) {
+	info, err := c.UserInfo(ctx, ws, id)
+	if err != nil {
+		return ConnectionCheck{}, err
+	}
+	out := ConnectionCheck{Details: map[string]string{}}
+	maps.Copy(out.Details, info.Other)
+	if info.Email != "" {
+		out.Details["acts as"] = info.Email
+	}
+	if info.Username != "" {
+		out.Details["user"] = info.Username
+	}
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return ConnectionCheck{}, connStoreError(err, id)
+	}
+	check := c.checkOf(row)
+	if check == nil {
+		return out, nil
+	}
+	out.Checked = true
+	conn, err := c.Resolve(ctx, ws, row.BookName, row.ID)
+	if err != nil {
+		return ConnectionCheck{}, err
+	}
+	found, err := check(ctx, conn)
+	if err != nil {
+		out.Problem = redact(err.Error(), conn)
+		return out, nil
+	}
+	out.Reached = true
+	maps.Copy(out.Details, found)
+	return out, nil
+}
+
+// checkOf is how a connection of row's book is checked (nil: it is not).
+func (c *Connections) checkOf(row ConnectionRecord) func(context.Context, *Connection) (map[string]string, error) {
+	b := c.reg.builtin(row.BookName, row.BookVersion)
+	switch {
+	case b == nil:
+		return nil
+	case row.BookName == DatabasesBookName:
+		return func(ctx context.Context, conn *Connection) (map[string]string, error) {
+			ds, err := databaseTables(ctx, c.nw, conn)
+			if err != nil {
+				return nil, err
+			}
+			names := make([]string, 0, checkedTables)
+			for _, d := range ds[:min(len(ds), checkedTables)] {
+				names = append(names, d.Name)
+			}
+			if len(ds) > checkedTables {
+				names = append(names, fmt.Sprintf("… (%d in all)", len(ds)))
+			}
+			return map[string]string{"tables": strings.Join(names, ", ")}, nil
+		}
+	}
+	return b.Check
 }
 
 // UserInfo is who a connection acts as.

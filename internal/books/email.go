@@ -75,7 +75,9 @@ func emailBook(rootCAs *x509.CertPool, nw network, dl downloader) *Builtin {
 	}
 	return &Builtin{Book: b, Funcs: map[string]Func{"send_email": func(ctx context.Context, in map[string]lang.Value) (map[string]lang.Value, error) {
 		return sendEmail(ctx, rootCAs, nw, dl, in)
-	}}}
+	}}, Check: func(ctx context.Context, conn *Connection) (map[string]string, error) {
+		return smtpCheck(ctx, rootCAs, nw, conn)
+	}}
 }
 
 func recipients(v lang.Value) ([]string, error) {
@@ -167,35 +169,16 @@ func sendEmail(ctx context.Context, rootCAs *x509.CertPool, nw network, dl downl
 	if err != nil {
 		return nil, err
 	}
-	host := conn.ConfigText("host")
-	if host == "" {
-		return nil, &InputError{Message: fmt.Sprintf("the connection %q has no host", conn.Name)}
+	srv, err := smtpServerOf(conn)
+	if err != nil {
+		return nil, err
 	}
 	from := conn.ConfigText("from")
 	fromAddr, err := mail.ParseAddress(from)
 	if err != nil {
 		return nil, &InputError{Message: fmt.Sprintf("the connection %q has no valid from address", conn.Name)}
 	}
-	security := strings.ToLower(conn.ConfigText("security"))
-	if security == "" {
-		security = "starttls"
-	}
-	port := map[string]string{"starttls": "587", "tls": "465", "none": "25"}[security]
-	if port == "" {
-		return nil, &InputError{Message: fmt.Sprintf("the connection %q has the security %q; it must be starttls, tls or none", conn.Name, security)}
-	}
-	if p := conn.ConfigText("port"); p != "" {
-		n, err := strconv.Atoi(p)
-		if err != nil || n < 1 || n > 65535 {
-			return nil, &InputError{Message: fmt.Sprintf("the connection %q has the port %s; it must be a whole number from 1 to 65535", conn.Name, p)}
-		}
-		port = p
-	}
-	timeout, err := timeoutOf(conn)
-	if err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, srv.timeout)
 	defer cancel()
 	var parts []attachment
 	total := 0
@@ -213,7 +196,7 @@ func sendEmail(ctx context.Context, rootCAs *x509.CertPool, nw network, dl downl
 	if err != nil {
 		return nil, err
 	}
-	if err := smtpSend(ctx, host, port, security, rootCAs, nw, conn, fromAddr.Address, to, msg); err != nil {
+	if err := smtpSend(ctx, srv, rootCAs, nw, conn, fromAddr.Address, to, msg); err != nil {
 		return nil, errors.New(redact(err.Error(), conn))
 	}
 	return map[string]lang.Value{"message id": lang.Text(msgID)}, nil
@@ -303,17 +286,101 @@ func pathExt(name string) string {
 	return ""
 }
 
-// smtpSend delivers msg. Credentials are sent only over TLS (tls or
-// starttls; a server that offers no STARTTLS is refused) unless security is
-// "none".
-func smtpSend(ctx context.Context, host, port, security string, rootCAs *x509.CertPool, nw network, conn *Connection, from string, to []string, msg []byte) error {
-	addr := net.JoinHostPort(host, port)
+// smtpServer is where an email connection sends: its host, port and
+// security (starttls, tls or none), and how long a session may take.
+type smtpServer struct {
+	host, port, security string
+	timeout              time.Duration
+}
+
+// smtpServerOf reads the connection's server (an InputError for a bad one).
+func smtpServerOf(conn *Connection) (smtpServer, error) {
+	host := conn.ConfigText("host")
+	if host == "" {
+		return smtpServer{}, &InputError{Message: fmt.Sprintf("the connection %q has no host", conn.Name)}
+	}
+	security := strings.ToLower(conn.ConfigText("security"))
+	if security == "" {
+		security = "starttls"
+	}
+	port := map[string]string{"starttls": "587", "tls": "465", "none": "25"}[security]
+	if port == "" {
+		return smtpServer{}, &InputError{Message: fmt.Sprintf("the connection %q has the security %q; it must be starttls, tls or none", conn.Name, security)}
+	}
+	if p := conn.ConfigText("port"); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 || n > 65535 {
+			return smtpServer{}, &InputError{Message: fmt.Sprintf("the connection %q has the port %s; it must be a whole number from 1 to 65535", conn.Name, p)}
+		}
+		port = p
+	}
+	timeout, err := timeoutOf(conn)
+	if err != nil {
+		return smtpServer{}, err
+	}
+	return smtpServer{host: host, port: port, security: security, timeout: timeout}, nil
+}
+
+// smtpSend delivers msg.
+func smtpSend(ctx context.Context, srv smtpServer, rootCAs *x509.CertPool, nw network, conn *Connection, from string, to []string, msg []byte) error {
+	return smtpSession(ctx, srv, rootCAs, nw, conn, func(c *smtp.Client, addr string) error {
+		if err := c.Mail(from); err != nil {
+			return fmt.Errorf("the mail server %s refused the sender: %w", addr, err)
+		}
+		for _, r := range to {
+			if err := c.Rcpt(r); err != nil {
+				return fmt.Errorf("the mail server %s refused the recipient %s: %w", addr, r, err)
+			}
+		}
+		w, err := c.Data()
+		if err != nil {
+			return fmt.Errorf("the mail server %s: %w", addr, err)
+		}
+		if _, err := w.Write(msg); err != nil {
+			return fmt.Errorf("the mail server %s: %w", addr, err)
+		}
+		if err := w.Close(); err != nil {
+			return fmt.Errorf("the mail server %s did not accept the message: %w", addr, err)
+		}
+		return c.Quit()
+	})
+}
+
+// smtpCheck signs in to the connection's server and leaves, sending
+// nothing (Connections.Check).
+func smtpCheck(ctx context.Context, rootCAs *x509.CertPool, nw network, conn *Connection) (map[string]string, error) {
+	srv, err := smtpServerOf(conn)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, srv.timeout)
+	defer cancel()
+	found := map[string]string{"security": srv.security}
+	err = smtpSession(ctx, srv, rootCAs, nw, conn, func(c *smtp.Client, addr string) error {
+		found["server"] = addr
+		if conn.AuthID == "password" {
+			found["user"] = conn.Credentials["username"]
+		}
+		return c.Quit()
+	})
+	if err != nil {
+		return nil, errors.New(redact(err.Error(), conn))
+	}
+	return found, nil
+}
+
+// smtpSession connects to the server, greets it, starts TLS and signs in
+// as the connection says, then does do. Credentials are sent only over TLS
+// (tls or starttls; a server that offers no STARTTLS is refused) unless
+// security is "none".
+func smtpSession(ctx context.Context, srv smtpServer, rootCAs *x509.CertPool, nw network, conn *Connection, do func(c *smtp.Client, addr string) error) error {
+	addr := net.JoinHostPort(srv.host, srv.port)
 	deadline, _ := ctx.Deadline()
 	d := nw.dialer(deadline)
-	tlsCfg := &tls.Config{ServerName: host, RootCAs: rootCAs, MinVersion: tls.VersionTLS12}
+	tlsCfg := &tls.Config{ServerName: srv.host, RootCAs: rootCAs, MinVersion: tls.VersionTLS12}
 	var nc net.Conn
 	var err error
-	if security == "tls" {
+	if srv.security == "tls" {
 		nc, err = (&tls.Dialer{NetDialer: d, Config: tlsCfg}).DialContext(ctx, "tcp", addr)
 	} else {
 		nc, err = d.DialContext(ctx, "tcp", addr)
@@ -326,7 +393,7 @@ func smtpSend(ctx context.Context, host, port, security string, rootCAs *x509.Ce
 	// The session ends when ctx does (a paused run, a shutdown).
 	stop := context.AfterFunc(ctx, func() { _ = nc.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
-	c, err := smtp.NewClient(nc, host)
+	c, err := smtp.NewClient(nc, srv.host)
 	if err != nil {
 		return fmt.Errorf("the mail server %s: %w", addr, err)
 	}
@@ -334,7 +401,7 @@ func smtpSend(ctx context.Context, host, port, security string, rootCAs *x509.Ce
 	if err := c.Hello("prose.localhost"); err != nil {
 		return fmt.Errorf("the mail server %s: %w", addr, err)
 	}
-	if security == "starttls" {
+	if srv.security == "starttls" {
 		if ok, _ := c.Extension("STARTTLS"); !ok {
 			return fmt.Errorf("the mail server %s does not offer STARTTLS (the connection's security is starttls)", addr)
 		}
@@ -346,30 +413,12 @@ func smtpSend(ctx context.Context, host, port, security string, rootCAs *x509.Ce
 		if ok, _ := c.Extension("AUTH"); !ok {
 			return fmt.Errorf("the mail server %s does not offer authentication", addr)
 		}
-		auth := plainAuth{username: conn.Credentials["username"], password: conn.Credentials["password"], host: host, allowPlain: security == "none"}
+		auth := plainAuth{username: conn.Credentials["username"], password: conn.Credentials["password"], host: srv.host, allowPlain: srv.security == "none"}
 		if err := c.Auth(auth); err != nil {
 			return fmt.Errorf("the mail server %s refused the connection's credentials: %w", addr, err)
 		}
 	}
-	if err := c.Mail(from); err != nil {
-		return fmt.Errorf("the mail server %s refused the sender: %w", addr, err)
-	}
-	for _, r := range to {
-		if err := c.Rcpt(r); err != nil {
-			return fmt.Errorf("the mail server %s refused the recipient %s: %w", addr, r, err)
-		}
-	}
-	w, err := c.Data()
-	if err != nil {
-		return fmt.Errorf("the mail server %s: %w", addr, err)
-	}
-	if _, err := w.Write(msg); err != nil {
-		return fmt.Errorf("the mail server %s: %w", addr, err)
-	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("the mail server %s did not accept the message: %w", addr, err)
-	}
-	return c.Quit()
+	return do(c, addr)
 }
 
 // plainAuth is SMTP AUTH PLAIN. Unlike smtp.PlainAuth it sends over a

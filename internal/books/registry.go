@@ -168,6 +168,9 @@ type Builtin struct {
 	Book *bookv1.Book
 	// Funcs holds the implementation of each procedure, by procedure id.
 	Funcs map[string]Func
+	// Check, when set, checks a connection against its system without
+	// doing anything there, and tells what it learnt (Connections.Check).
+	Check func(ctx context.Context, c *Connection) (map[string]string, error)
 }
 
 // Registry is the catalog of books: the built-in books, which every workspace

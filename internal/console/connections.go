@@ -260,8 +260,8 @@ type connectionData struct {
 // connTest is what checking a connection found.
 type connTest struct {
 	OK bool
-	// Reached: the check connected to the system (databases); otherwise
-	// nothing was sent, and the page says so.
+	// Reached: the check connected to the system (databases, email);
+	// otherwise nothing was sent, and the page says so.
 	Reached bool
 	Book    string
 	Detail  []factView
@@ -372,39 +372,24 @@ func (c *Console) connectionAction(w http.ResponseWriter, r *http.Request, s *se
 }
 
 // testConnection checks a connection as far as its book lets one check it
-// without running an automation: a databases connection connects and lists
-// its tables; every book says who the connection acts as, from its
-// configuration (GetWorkspaceBookConnectionUserInfo).
+// without running an automation (CheckWorkspaceBookConnection: a databases
+// connection connects and lists tables, an email connection signs in to
+// its SMTP server); every book says who the connection acts as.
 func (c *Console) testConnection(s *sess, ws, id string) *connTest {
 	org := s.OrganizationID
 	g, err := c.connections.GetWorkspaceBookConnection(s.ctx, &bookv1.GetWorkspaceBookConnectionRequest{OrganizationId: org, WorkspaceId: ws, ConnectionId: id})
 	if err != nil {
 		return &connTest{Error: status.Convert(err).Message()}
 	}
-	t := &connTest{OK: true, Book: g.GetBookConnection().GetBookName()}
-	if t.Book == "databases" {
-		t.Reached = true
-		res, err := c.connections.ListWorkspaceBookConnectionDiscoverables(s.ctx, &bookv1.ListWorkspaceBookConnectionDiscoverablesRequest{OrganizationId: org, WorkspaceId: ws, ConnectionId: id, Limit: 5})
-		if err != nil {
-			return &connTest{Error: status.Convert(err).Message()}
-		}
-		var tables []string
-		for _, x := range res.GetDiscoverables() {
-			tables = append(tables, x.GetName())
-		}
-		t.Detail = append(t.Detail, factView{"connected; tables", strings.Join(tables, ", ")})
-	}
-	ui, err := c.connections.GetWorkspaceBookConnectionUserInfo(s.ctx, &bookv1.GetWorkspaceBookConnectionUserInfoRequest{OrganizationId: org, WorkspaceId: ws, ConnectionId: id})
+	res, err := c.connections.CheckWorkspaceBookConnection(s.ctx, &bookv1.CheckWorkspaceBookConnectionRequest{OrganizationId: org, WorkspaceId: ws, ConnectionId: id})
 	if err != nil {
 		return &connTest{Error: status.Convert(err).Message()}
 	}
-	if e := ui.GetUserInfo().GetEmail(); e != "" {
-		t.Detail = append(t.Detail, factView{"acts as", e})
+	if res.GetChecked() && !res.GetReached() {
+		return &connTest{Error: res.GetProblem()}
 	}
-	if u := ui.GetUserInfo().GetUsername(); u != "" {
-		t.Detail = append(t.Detail, factView{"user", u})
-	}
-	for k, v := range ui.GetUserInfo().GetOtherAttributes() {
+	t := &connTest{OK: true, Reached: res.GetReached(), Book: g.GetBookConnection().GetBookName()}
+	for k, v := range res.GetDetails() {
 		t.Detail = append(t.Detail, factView{k, v})
 	}
 	sort.Slice(t.Detail, func(i, j int) bool { return t.Detail[i].Name < t.Detail[j].Name })

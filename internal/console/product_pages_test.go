@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -182,6 +183,21 @@ func TestConsoleProductActions(t *testing.T) {
 	}
 	_, body, _ = testenv.Page(t, c, e.Srv.URL, ws+"/connections/"+sd.Connection+"?test=1")
 	containsAll(t, "test a connection", body, `id="test-result"`, "The connection is complete for the http book. Nothing was sent")
+	// An email connection is checked at its SMTP server: none listens here.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	m := e.API(t, "POST", e.WsPath()+"/books/email/1.0.0/connections", fmt.Sprintf(`{"connection_name": "mail",
+		"config_map": {"host": {"text_value": "127.0.0.1"}, "port": {"number_value": %d}, "security": {"text_value": "none"}, "from": {"text_value": "robot@acme.test"}}}`, closed), 200)
+	mail := ws + "/connections/" + fmt.Sprint(testenv.Field(m, "book_connection_descriptor.connection_id"))
+	if code, body, _ := testenv.Page(t, c, e.Srv.URL, mail); code != http.StatusOK || !strings.Contains(body, "Signs in with</dt><dd><span class=\"muted\">nothing") {
+		t.Errorf("a connection without authentication: %d", code)
+	}
+	_, body, _ = testenv.Page(t, c, e.Srv.URL, mail+"?test=1")
+	containsAll(t, "test an email connection", body, `class="error" role="status" id="test-result"`, "The check failed: could not reach the mail server")
 	// OAuth without a public URL: the server's reason, on the page.
 	if code, _, body := post("/connections/"+sd.Connection+"/authorize", url.Values{}); code != http.StatusBadRequest || !strings.Contains(body, `class="error"`) {
 		t.Errorf("authorize a bearer connection: %d", code)

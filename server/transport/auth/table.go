@@ -46,6 +46,7 @@ var readExceptions = map[string]bool{
 	"/prose.platform.v1.FileService/GenerateDownloadUrl":                true,
 	"/prose.book.v1.ConnectionService/TraceConnectionUsage":             true,
 	"/prose.book.v1.ConnectionService/ExtractAutomationCodeConnections": true,
+	"/prose.book.v1.ConnectionService/CheckWorkspaceBookConnection":     true, // changes nothing, as discoverables
 	"/prose.platform.v1.AutomationTestService/RunAutomationTests":       true,
 }
 
@@ -256,6 +257,7 @@ var MethodAccess = map[string]Access{
 	"/prose.book.v1.ConnectionService/RemoveAutomationConnections":              w(store.PermAutomationsWrite),
 	"/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionDiscoverables": r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/AuthorizeWorkspaceBookConnection":         w(store.PermAutomationsWrite),
+	"/prose.book.v1.ConnectionService/CheckWorkspaceBookConnection":             r(store.PermAutomationsGet),
 	"/prose.book.v1.ConnectionService/SetDiscovered":                            w(store.PermAutomationsWrite),
 
 	// Legacy v1: a share id or worker id names the workspace only after a

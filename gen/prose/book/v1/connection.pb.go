@@ -3179,6 +3179,144 @@ func (x *AutomationConnectionsResponse) GetAutomation() *v1.Automation {
 }
 
 // Request of ListWorkspaceBookConnectionDiscoverables.
+type CheckWorkspaceBookConnectionRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The organization.
+	OrganizationId string `protobuf:"bytes,1,opt,name=organization_id,json=organizationId,proto3" json:"organization_id,omitempty"`
+	// The workspace.
+	WorkspaceId string `protobuf:"bytes,2,opt,name=workspace_id,json=workspaceId,proto3" json:"workspace_id,omitempty"`
+	// The connection.
+	ConnectionId  string `protobuf:"bytes,3,opt,name=connection_id,json=connectionId,proto3" json:"connection_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckWorkspaceBookConnectionRequest) Reset() {
+	*x = CheckWorkspaceBookConnectionRequest{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckWorkspaceBookConnectionRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckWorkspaceBookConnectionRequest) ProtoMessage() {}
+
+func (x *CheckWorkspaceBookConnectionRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckWorkspaceBookConnectionRequest.ProtoReflect.Descriptor instead.
+func (*CheckWorkspaceBookConnectionRequest) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *CheckWorkspaceBookConnectionRequest) GetOrganizationId() string {
+	if x != nil {
+		return x.OrganizationId
+	}
+	return ""
+}
+
+func (x *CheckWorkspaceBookConnectionRequest) GetWorkspaceId() string {
+	if x != nil {
+		return x.WorkspaceId
+	}
+	return ""
+}
+
+func (x *CheckWorkspaceBookConnectionRequest) GetConnectionId() string {
+	if x != nil {
+		return x.ConnectionId
+	}
+	return ""
+}
+
+// What checking a connection found.
+type CheckWorkspaceBookConnectionResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The connection's book can be checked remotely (databases, email); false:
+	// only the configuration was looked at.
+	Checked bool `protobuf:"varint,1,opt,name=checked,proto3" json:"checked,omitempty"`
+	// The check reached the system and it took the connection's credentials.
+	Reached bool `protobuf:"varint,2,opt,name=reached,proto3" json:"reached,omitempty"`
+	// Why it did not (checked and not reached), naming no credential.
+	Problem string `protobuf:"bytes,3,opt,name=problem,proto3" json:"problem,omitempty"`
+	// What the check learnt: `tables` (databases), `server`, `security` and
+	// `user` (email), and the connection's user info (`acts as`).
+	Details       map[string]string `protobuf:"bytes,4,rep,name=details,proto3" json:"details,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckWorkspaceBookConnectionResponse) Reset() {
+	*x = CheckWorkspaceBookConnectionResponse{}
+	mi := &file_prose_book_v1_connection_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckWorkspaceBookConnectionResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckWorkspaceBookConnectionResponse) ProtoMessage() {}
+
+func (x *CheckWorkspaceBookConnectionResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_prose_book_v1_connection_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckWorkspaceBookConnectionResponse.ProtoReflect.Descriptor instead.
+func (*CheckWorkspaceBookConnectionResponse) Descriptor() ([]byte, []int) {
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{43}
+}
+
+func (x *CheckWorkspaceBookConnectionResponse) GetChecked() bool {
+	if x != nil {
+		return x.Checked
+	}
+	return false
+}
+
+func (x *CheckWorkspaceBookConnectionResponse) GetReached() bool {
+	if x != nil {
+		return x.Reached
+	}
+	return false
+}
+
+func (x *CheckWorkspaceBookConnectionResponse) GetProblem() string {
+	if x != nil {
+		return x.Problem
+	}
+	return ""
+}
+
+func (x *CheckWorkspaceBookConnectionResponse) GetDetails() map[string]string {
+	if x != nil {
+		return x.Details
+	}
+	return nil
+}
+
 type ListWorkspaceBookConnectionDiscoverablesRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The organization.
@@ -3199,7 +3337,7 @@ type ListWorkspaceBookConnectionDiscoverablesRequest struct {
 
 func (x *ListWorkspaceBookConnectionDiscoverablesRequest) Reset() {
 	*x = ListWorkspaceBookConnectionDiscoverablesRequest{}
-	mi := &file_prose_book_v1_connection_proto_msgTypes[42]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3211,7 +3349,7 @@ func (x *ListWorkspaceBookConnectionDiscoverablesRequest) String() string {
 func (*ListWorkspaceBookConnectionDiscoverablesRequest) ProtoMessage() {}
 
 func (x *ListWorkspaceBookConnectionDiscoverablesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_connection_proto_msgTypes[42]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3224,7 +3362,7 @@ func (x *ListWorkspaceBookConnectionDiscoverablesRequest) ProtoReflect() protore
 
 // Deprecated: Use ListWorkspaceBookConnectionDiscoverablesRequest.ProtoReflect.Descriptor instead.
 func (*ListWorkspaceBookConnectionDiscoverablesRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{42}
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *ListWorkspaceBookConnectionDiscoverablesRequest) GetOrganizationId() string {
@@ -3282,7 +3420,7 @@ type Discoverable struct {
 
 func (x *Discoverable) Reset() {
 	*x = Discoverable{}
-	mi := &file_prose_book_v1_connection_proto_msgTypes[43]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3294,7 +3432,7 @@ func (x *Discoverable) String() string {
 func (*Discoverable) ProtoMessage() {}
 
 func (x *Discoverable) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_connection_proto_msgTypes[43]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3307,7 +3445,7 @@ func (x *Discoverable) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Discoverable.ProtoReflect.Descriptor instead.
 func (*Discoverable) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{43}
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *Discoverable) GetName() string {
@@ -3335,7 +3473,7 @@ type ListWorkspaceBookConnectionDiscoverablesResponse struct {
 
 func (x *ListWorkspaceBookConnectionDiscoverablesResponse) Reset() {
 	*x = ListWorkspaceBookConnectionDiscoverablesResponse{}
-	mi := &file_prose_book_v1_connection_proto_msgTypes[44]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3347,7 +3485,7 @@ func (x *ListWorkspaceBookConnectionDiscoverablesResponse) String() string {
 func (*ListWorkspaceBookConnectionDiscoverablesResponse) ProtoMessage() {}
 
 func (x *ListWorkspaceBookConnectionDiscoverablesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_connection_proto_msgTypes[44]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3360,7 +3498,7 @@ func (x *ListWorkspaceBookConnectionDiscoverablesResponse) ProtoReflect() protor
 
 // Deprecated: Use ListWorkspaceBookConnectionDiscoverablesResponse.ProtoReflect.Descriptor instead.
 func (*ListWorkspaceBookConnectionDiscoverablesResponse) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{44}
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *ListWorkspaceBookConnectionDiscoverablesResponse) GetDiscoverables() []*Discoverable {
@@ -3387,7 +3525,7 @@ type SetDiscoveredRequest struct {
 
 func (x *SetDiscoveredRequest) Reset() {
 	*x = SetDiscoveredRequest{}
-	mi := &file_prose_book_v1_connection_proto_msgTypes[45]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3399,7 +3537,7 @@ func (x *SetDiscoveredRequest) String() string {
 func (*SetDiscoveredRequest) ProtoMessage() {}
 
 func (x *SetDiscoveredRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_connection_proto_msgTypes[45]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3412,7 +3550,7 @@ func (x *SetDiscoveredRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetDiscoveredRequest.ProtoReflect.Descriptor instead.
 func (*SetDiscoveredRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{45}
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *SetDiscoveredRequest) GetOrganizationId() string {
@@ -3452,7 +3590,7 @@ type SetDiscoveredResponse struct {
 
 func (x *SetDiscoveredResponse) Reset() {
 	*x = SetDiscoveredResponse{}
-	mi := &file_prose_book_v1_connection_proto_msgTypes[46]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3464,7 +3602,7 @@ func (x *SetDiscoveredResponse) String() string {
 func (*SetDiscoveredResponse) ProtoMessage() {}
 
 func (x *SetDiscoveredResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_connection_proto_msgTypes[46]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3477,7 +3615,7 @@ func (x *SetDiscoveredResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetDiscoveredResponse.ProtoReflect.Descriptor instead.
 func (*SetDiscoveredResponse) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{46}
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{48}
 }
 
 // Request of AuthorizeWorkspaceBookConnection.
@@ -3495,7 +3633,7 @@ type AuthorizeWorkspaceBookConnectionRequest struct {
 
 func (x *AuthorizeWorkspaceBookConnectionRequest) Reset() {
 	*x = AuthorizeWorkspaceBookConnectionRequest{}
-	mi := &file_prose_book_v1_connection_proto_msgTypes[47]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3507,7 +3645,7 @@ func (x *AuthorizeWorkspaceBookConnectionRequest) String() string {
 func (*AuthorizeWorkspaceBookConnectionRequest) ProtoMessage() {}
 
 func (x *AuthorizeWorkspaceBookConnectionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_connection_proto_msgTypes[47]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3520,7 +3658,7 @@ func (x *AuthorizeWorkspaceBookConnectionRequest) ProtoReflect() protoreflect.Me
 
 // Deprecated: Use AuthorizeWorkspaceBookConnectionRequest.ProtoReflect.Descriptor instead.
 func (*AuthorizeWorkspaceBookConnectionRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{47}
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *AuthorizeWorkspaceBookConnectionRequest) GetOrganizationId() string {
@@ -3566,7 +3704,7 @@ type SearchWorkspaceBookConnectionProceduresRequest struct {
 
 func (x *SearchWorkspaceBookConnectionProceduresRequest) Reset() {
 	*x = SearchWorkspaceBookConnectionProceduresRequest{}
-	mi := &file_prose_book_v1_connection_proto_msgTypes[48]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3578,7 +3716,7 @@ func (x *SearchWorkspaceBookConnectionProceduresRequest) String() string {
 func (*SearchWorkspaceBookConnectionProceduresRequest) ProtoMessage() {}
 
 func (x *SearchWorkspaceBookConnectionProceduresRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_prose_book_v1_connection_proto_msgTypes[48]
+	mi := &file_prose_book_v1_connection_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3591,7 +3729,7 @@ func (x *SearchWorkspaceBookConnectionProceduresRequest) ProtoReflect() protoref
 
 // Deprecated: Use SearchWorkspaceBookConnectionProceduresRequest.ProtoReflect.Descriptor instead.
 func (*SearchWorkspaceBookConnectionProceduresRequest) Descriptor() ([]byte, []int) {
-	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{48}
+	return file_prose_book_v1_connection_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *SearchWorkspaceBookConnectionProceduresRequest) GetOrganizationId() string {
@@ -3850,7 +3988,19 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\x1dAutomationConnectionsResponse\x12=\n" +
 	"\n" +
 	"automation\x18\x01 \x01(\v2\x1d.prose.platform.v1.AutomationR\n" +
-	"automation\"\x86\x02\n" +
+	"automation\"\xa5\x01\n" +
+	"#CheckWorkspaceBookConnectionRequest\x12,\n" +
+	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
+	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
+	"\rconnection_id\x18\x03 \x01(\tB\x03\xe0A\x02R\fconnectionId\"\x8c\x02\n" +
+	"$CheckWorkspaceBookConnectionResponse\x12\x18\n" +
+	"\achecked\x18\x01 \x01(\bR\achecked\x12\x18\n" +
+	"\areached\x18\x02 \x01(\bR\areached\x12\x18\n" +
+	"\aproblem\x18\x03 \x01(\tR\aproblem\x12Z\n" +
+	"\adetails\x18\x04 \x03(\v2@.prose.book.v1.CheckWorkspaceBookConnectionResponse.DetailsEntryR\adetails\x1a:\n" +
+	"\fDetailsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x86\x02\n" +
 	"/ListWorkspaceBookConnectionDiscoverablesRequest\x12,\n" +
 	"\x0forganization_id\x18\x01 \x01(\tB\x03\xe0A\x02R\x0eorganizationId\x12&\n" +
 	"\fworkspace_id\x18\x02 \x01(\tB\x03\xe0A\x02R\vworkspaceId\x12(\n" +
@@ -3923,7 +4073,7 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	";BOOK_CONNECTION_CONDITION_REASON_CODE_REPLICA_COUNT_IS_ZERO\x10\x0e\x12C\n" +
 	"?BOOK_CONNECTION_CONDITION_REASON_CODE_NEW_DEPLOYMENT_ROLLED_OUT\x10\x0f\x12>\n" +
 	":BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_IN_PROGRESS\x10\x10\x129\n" +
-	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xd7'\n" +
+	"5BOOK_CONNECTION_CONDITION_REASON_CODE_DISCOVER_FAILED\x10\x112\xd1)\n" +
 	"\x11ConnectionService\x12\xf0\x01\n" +
 	"\x1aAddWorkspaceBookConnection\x120.prose.book.v1.AddWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"y\x82\xd3\xe4\x93\x02s:\x01*\"n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\xff\x01\n" +
 	"\x1cListWorkspaceBookConnections\x122.prose.book.v1.ListWorkspaceBookConnectionsRequest\x1a3.prose.book.v1.ListWorkspaceBookConnectionsResponse\"v\x82\xd3\xe4\x93\x02p\x12n/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/books/{book_name}/{book_version}/connections\x12\x88\x02\n" +
@@ -3943,7 +4093,8 @@ const file_prose_book_v1_connection_proto_rawDesc = "" +
 	"\x1cUpgradeAutomationConnections\x122.prose.book.v1.UpgradeAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"{\x82\xd3\xe4\x93\x02u:\x01*\"p/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:upgradeConnections\x12\xfa\x01\n" +
 	"\x1bRemoveAutomationConnections\x121.prose.book.v1.RemoveAutomationConnectionsRequest\x1a,.prose.book.v1.AutomationConnectionsResponse\"z\x82\xd3\xe4\x93\x02t:\x01*\"o/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/automations/{automation_id}:removeConnections\x12\xa0\x02\n" +
 	"(ListWorkspaceBookConnectionDiscoverables\x12>.prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest\x1a?.prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse\"s\x82\xd3\xe4\x93\x02m\x12k/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discoverables\x12\xcd\x01\n" +
-	"\rSetDiscovered\x12#.prose.book.v1.SetDiscoveredRequest\x1a$.prose.book.v1.SetDiscoveredResponse\"q\x82\xd3\xe4\x93\x02k:\x01*\"f/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discover\x12\xf5\x01\n" +
+	"\rSetDiscovered\x12#.prose.book.v1.SetDiscoveredRequest\x1a$.prose.book.v1.SetDiscoveredResponse\"q\x82\xd3\xe4\x93\x02k:\x01*\"f/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/discover\x12\xf7\x01\n" +
+	"\x1cCheckWorkspaceBookConnection\x122.prose.book.v1.CheckWorkspaceBookConnectionRequest\x1a3.prose.book.v1.CheckWorkspaceBookConnectionResponse\"n\x82\xd3\xe4\x93\x02h:\x01*\"c/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}:check\x12\xf5\x01\n" +
 	" AuthorizeWorkspaceBookConnection\x126.prose.book.v1.AuthorizeWorkspaceBookConnectionRequest\x1a%.prose.book.v1.BookConnectionResponse\"r\x82\xd3\xe4\x93\x02l:\x01*\x1ag/api/v1/organizations/{organization_id}/workspaces/{workspace_id}/connections/{connection_id}/authorizeB4Z2github.com/proserun/prose/gen/prose/book/v1;bookv1b\x06proto3"
 
 var (
@@ -3959,7 +4110,7 @@ func file_prose_book_v1_connection_proto_rawDescGZIP() []byte {
 }
 
 var file_prose_book_v1_connection_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 53)
+var file_prose_book_v1_connection_proto_msgTypes = make([]protoimpl.MessageInfo, 56)
 var file_prose_book_v1_connection_proto_goTypes = []any{
 	(BookConnectionState)(0),                                 // 0: prose.book.v1.BookConnectionState
 	(BookConnectionStateCategory)(0),                         // 1: prose.book.v1.BookConnectionStateCategory
@@ -4008,36 +4159,39 @@ var file_prose_book_v1_connection_proto_goTypes = []any{
 	(*ConnectionRemoval)(nil),                                // 44: prose.book.v1.ConnectionRemoval
 	(*RemoveAutomationConnectionsRequest)(nil),               // 45: prose.book.v1.RemoveAutomationConnectionsRequest
 	(*AutomationConnectionsResponse)(nil),                    // 46: prose.book.v1.AutomationConnectionsResponse
-	(*ListWorkspaceBookConnectionDiscoverablesRequest)(nil),  // 47: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
-	(*Discoverable)(nil),                                     // 48: prose.book.v1.Discoverable
-	(*ListWorkspaceBookConnectionDiscoverablesResponse)(nil), // 49: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
-	(*SetDiscoveredRequest)(nil),                             // 50: prose.book.v1.SetDiscoveredRequest
-	(*SetDiscoveredResponse)(nil),                            // 51: prose.book.v1.SetDiscoveredResponse
-	(*AuthorizeWorkspaceBookConnectionRequest)(nil),          // 52: prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
-	(*SearchWorkspaceBookConnectionProceduresRequest)(nil),   // 53: prose.book.v1.SearchWorkspaceBookConnectionProceduresRequest
-	nil,                     // 54: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
-	nil,                     // 55: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                     // 56: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
-	nil,                     // 57: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
-	(*v1.BdkValue)(nil),     // 58: prose.platform.v1.BdkValue
-	(*NounPhrases)(nil),     // 59: prose.book.v1.NounPhrases
-	(OAuthFlow)(0),          // 60: prose.book.v1.OAuthFlow
-	(*Procedure)(nil),       // 61: prose.book.v1.Procedure
-	(v1.AutomationStage)(0), // 62: prose.platform.v1.AutomationStage
-	(v1.PhaseType)(0),       // 63: prose.platform.v1.PhaseType
-	(*v1.Automation)(nil),   // 64: prose.platform.v1.Automation
-	(*SearchWorkspaceBookProceduresResponse)(nil), // 65: prose.book.v1.SearchWorkspaceBookProceduresResponse
+	(*CheckWorkspaceBookConnectionRequest)(nil),              // 47: prose.book.v1.CheckWorkspaceBookConnectionRequest
+	(*CheckWorkspaceBookConnectionResponse)(nil),             // 48: prose.book.v1.CheckWorkspaceBookConnectionResponse
+	(*ListWorkspaceBookConnectionDiscoverablesRequest)(nil),  // 49: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
+	(*Discoverable)(nil),                                     // 50: prose.book.v1.Discoverable
+	(*ListWorkspaceBookConnectionDiscoverablesResponse)(nil), // 51: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
+	(*SetDiscoveredRequest)(nil),                             // 52: prose.book.v1.SetDiscoveredRequest
+	(*SetDiscoveredResponse)(nil),                            // 53: prose.book.v1.SetDiscoveredResponse
+	(*AuthorizeWorkspaceBookConnectionRequest)(nil),          // 54: prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
+	(*SearchWorkspaceBookConnectionProceduresRequest)(nil),   // 55: prose.book.v1.SearchWorkspaceBookConnectionProceduresRequest
+	nil,                     // 56: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	nil,                     // 57: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                     // 58: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	nil,                     // 59: prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	nil,                     // 60: prose.book.v1.CheckWorkspaceBookConnectionResponse.DetailsEntry
+	(*v1.BdkValue)(nil),     // 61: prose.platform.v1.BdkValue
+	(*NounPhrases)(nil),     // 62: prose.book.v1.NounPhrases
+	(OAuthFlow)(0),          // 63: prose.book.v1.OAuthFlow
+	(*Procedure)(nil),       // 64: prose.book.v1.Procedure
+	(v1.AutomationStage)(0), // 65: prose.platform.v1.AutomationStage
+	(v1.PhaseType)(0),       // 66: prose.platform.v1.PhaseType
+	(*v1.Automation)(nil),   // 67: prose.platform.v1.Automation
+	(*SearchWorkspaceBookProceduresResponse)(nil), // 68: prose.book.v1.SearchWorkspaceBookProceduresResponse
 }
 var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	6,  // 0: prose.book.v1.ConnectionAuthentication.authentication_credentials:type_name -> prose.book.v1.CredentialValue
-	58, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
-	59, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
-	58, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
+	61, // 1: prose.book.v1.CredentialValue.value:type_name -> prose.platform.v1.BdkValue
+	62, // 2: prose.book.v1.ConnectionConceptValue.noun_phrases:type_name -> prose.book.v1.NounPhrases
+	61, // 3: prose.book.v1.ConnectionConceptValue.value:type_name -> prose.platform.v1.BdkValue
 	5,  // 4: prose.book.v1.BookConnectionDescriptor.authentication:type_name -> prose.book.v1.ConnectionAuthentication
 	8,  // 5: prose.book.v1.BookConnectionDescriptor.config:type_name -> prose.book.v1.ConnectionConceptValue
 	7,  // 6: prose.book.v1.BookConnectionDescriptor.labels:type_name -> prose.book.v1.ConnectionLabel
 	11, // 7: prose.book.v1.BookConnectionDescriptor.status:type_name -> prose.book.v1.BookConnectionStatus
-	54, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
+	56, // 8: prose.book.v1.BookConnectionDescriptor.config_map:type_name -> prose.book.v1.BookConnectionDescriptor.ConfigMapEntry
 	2,  // 9: prose.book.v1.BookConnectionCondition.type:type_name -> prose.book.v1.BookConnectionConditionType
 	3,  // 10: prose.book.v1.BookConnectionCondition.status:type_name -> prose.book.v1.BookConnectionConditionStatus
 	4,  // 11: prose.book.v1.BookConnectionCondition.reason_code:type_name -> prose.book.v1.BookConnectionConditionReasonCode
@@ -4047,79 +4201,82 @@ var file_prose_book_v1_connection_proto_depIdxs = []int32{
 	9,  // 15: prose.book.v1.BookConnectionResponse.book_connection_descriptor:type_name -> prose.book.v1.BookConnectionDescriptor
 	12, // 16: prose.book.v1.BookConnectionResponse.authorize_url:type_name -> prose.book.v1.BookConnectionOAuthURLResponse
 	5,  // 17: prose.book.v1.AddWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	55, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
+	57, // 18: prose.book.v1.AddWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 19: prose.book.v1.AddWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	60, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	63, // 20: prose.book.v1.AddWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 21: prose.book.v1.ListWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	5,  // 22: prose.book.v1.UpdateWorkspaceBookConnectionRequest.authentication:type_name -> prose.book.v1.ConnectionAuthentication
-	56, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
+	58, // 23: prose.book.v1.UpdateWorkspaceBookConnectionRequest.config_map:type_name -> prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry
 	7,  // 24: prose.book.v1.UpdateWorkspaceBookConnectionRequest.labels:type_name -> prose.book.v1.ConnectionLabel
-	60, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
+	63, // 25: prose.book.v1.UpdateWorkspaceBookConnectionRequest.oauth_flow:type_name -> prose.book.v1.OAuthFlow
 	9,  // 26: prose.book.v1.GetWorkspaceBookConnectionResponse.book_connection:type_name -> prose.book.v1.BookConnectionDescriptor
 	9,  // 27: prose.book.v1.ListAllWorkspaceBookConnectionsResponse.book_connections:type_name -> prose.book.v1.BookConnectionDescriptor
 	24, // 28: prose.book.v1.DeleteWorkspaceConnectionResponse.affected_automations:type_name -> prose.book.v1.AffectedAutomation
-	61, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
-	57, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
+	64, // 29: prose.book.v1.ListWorkspaceBookConnectionProceduresResponse.procedures:type_name -> prose.book.v1.Procedure
+	59, // 30: prose.book.v1.ConnectionUserInfo.other_attributes:type_name -> prose.book.v1.ConnectionUserInfo.OtherAttributesEntry
 	29, // 31: prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse.user_info:type_name -> prose.book.v1.ConnectionUserInfo
 	32, // 32: prose.book.v1.CountConnectionUsageResponse.connection_counts:type_name -> prose.book.v1.ConnectionAutomationCount
-	62, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
+	65, // 33: prose.book.v1.AutomationConnectionUsage.stages:type_name -> prose.platform.v1.AutomationStage
 	35, // 34: prose.book.v1.TraceConnectionUsageResponse.automations:type_name -> prose.book.v1.AutomationConnectionUsage
-	63, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
+	66, // 35: prose.book.v1.CredentialInfo.phase_type:type_name -> prose.platform.v1.PhaseType
 	38, // 36: prose.book.v1.ExtractAutomationCodeConnectionsResponse.connections:type_name -> prose.book.v1.CredentialInfo
 	38, // 37: prose.book.v1.AddAutomationConnectionsRequest.connections:type_name -> prose.book.v1.CredentialInfo
 	41, // 38: prose.book.v1.SwitchAutomationConnectionsRequest.switches:type_name -> prose.book.v1.ConnectionReplacement
 	41, // 39: prose.book.v1.UpgradeAutomationConnectionsRequest.upgrades:type_name -> prose.book.v1.ConnectionReplacement
 	44, // 40: prose.book.v1.RemoveAutomationConnectionsRequest.removals:type_name -> prose.book.v1.ConnectionRemoval
-	64, // 41: prose.book.v1.AutomationConnectionsResponse.automation:type_name -> prose.platform.v1.Automation
-	48, // 42: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse.discoverables:type_name -> prose.book.v1.Discoverable
-	58, // 43: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	58, // 44: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	58, // 45: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
-	14, // 46: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
-	15, // 47: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
-	17, // 48: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
-	18, // 49: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:input_type -> prose.book.v1.GetWorkspaceBookConnectionRequest
-	20, // 50: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:input_type -> prose.book.v1.ListAllWorkspaceBookConnectionsRequest
-	22, // 51: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
-	25, // 52: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:input_type -> prose.book.v1.UpgradeWorkspaceBookConnectionRequest
-	26, // 53: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
-	53, // 54: prose.book.v1.ConnectionService.SearchWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.SearchWorkspaceBookConnectionProceduresRequest
-	28, // 55: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:input_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
-	31, // 56: prose.book.v1.ConnectionService.CountConnectionUsage:input_type -> prose.book.v1.CountConnectionUsageRequest
-	34, // 57: prose.book.v1.ConnectionService.TraceConnectionUsage:input_type -> prose.book.v1.TraceConnectionUsageRequest
-	37, // 58: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:input_type -> prose.book.v1.ExtractAutomationCodeConnectionsRequest
-	40, // 59: prose.book.v1.ConnectionService.AddAutomationConnections:input_type -> prose.book.v1.AddAutomationConnectionsRequest
-	42, // 60: prose.book.v1.ConnectionService.SwitchAutomationConnections:input_type -> prose.book.v1.SwitchAutomationConnectionsRequest
-	43, // 61: prose.book.v1.ConnectionService.UpgradeAutomationConnections:input_type -> prose.book.v1.UpgradeAutomationConnectionsRequest
-	45, // 62: prose.book.v1.ConnectionService.RemoveAutomationConnections:input_type -> prose.book.v1.RemoveAutomationConnectionsRequest
-	47, // 63: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:input_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
-	50, // 64: prose.book.v1.ConnectionService.SetDiscovered:input_type -> prose.book.v1.SetDiscoveredRequest
-	52, // 65: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:input_type -> prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
-	13, // 66: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	16, // 67: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
-	13, // 68: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	19, // 69: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
-	21, // 70: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
-	23, // 71: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
-	13, // 72: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	27, // 73: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
-	65, // 74: prose.book.v1.ConnectionService.SearchWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.SearchWorkspaceBookProceduresResponse
-	30, // 75: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
-	33, // 76: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
-	36, // 77: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
-	39, // 78: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
-	46, // 79: prose.book.v1.ConnectionService.AddAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 80: prose.book.v1.ConnectionService.SwitchAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 81: prose.book.v1.ConnectionService.UpgradeAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	46, // 82: prose.book.v1.ConnectionService.RemoveAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
-	49, // 83: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:output_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
-	51, // 84: prose.book.v1.ConnectionService.SetDiscovered:output_type -> prose.book.v1.SetDiscoveredResponse
-	13, // 85: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
-	66, // [66:86] is the sub-list for method output_type
-	46, // [46:66] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	67, // 41: prose.book.v1.AutomationConnectionsResponse.automation:type_name -> prose.platform.v1.Automation
+	60, // 42: prose.book.v1.CheckWorkspaceBookConnectionResponse.details:type_name -> prose.book.v1.CheckWorkspaceBookConnectionResponse.DetailsEntry
+	50, // 43: prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse.discoverables:type_name -> prose.book.v1.Discoverable
+	61, // 44: prose.book.v1.BookConnectionDescriptor.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	61, // 45: prose.book.v1.AddWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	61, // 46: prose.book.v1.UpdateWorkspaceBookConnectionRequest.ConfigMapEntry.value:type_name -> prose.platform.v1.BdkValue
+	14, // 47: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:input_type -> prose.book.v1.AddWorkspaceBookConnectionRequest
+	15, // 48: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:input_type -> prose.book.v1.ListWorkspaceBookConnectionsRequest
+	17, // 49: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:input_type -> prose.book.v1.UpdateWorkspaceBookConnectionRequest
+	18, // 50: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:input_type -> prose.book.v1.GetWorkspaceBookConnectionRequest
+	20, // 51: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:input_type -> prose.book.v1.ListAllWorkspaceBookConnectionsRequest
+	22, // 52: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:input_type -> prose.book.v1.DeleteWorkspaceConnectionRequest
+	25, // 53: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:input_type -> prose.book.v1.UpgradeWorkspaceBookConnectionRequest
+	26, // 54: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresRequest
+	55, // 55: prose.book.v1.ConnectionService.SearchWorkspaceBookConnectionProcedures:input_type -> prose.book.v1.SearchWorkspaceBookConnectionProceduresRequest
+	28, // 56: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:input_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoRequest
+	31, // 57: prose.book.v1.ConnectionService.CountConnectionUsage:input_type -> prose.book.v1.CountConnectionUsageRequest
+	34, // 58: prose.book.v1.ConnectionService.TraceConnectionUsage:input_type -> prose.book.v1.TraceConnectionUsageRequest
+	37, // 59: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:input_type -> prose.book.v1.ExtractAutomationCodeConnectionsRequest
+	40, // 60: prose.book.v1.ConnectionService.AddAutomationConnections:input_type -> prose.book.v1.AddAutomationConnectionsRequest
+	42, // 61: prose.book.v1.ConnectionService.SwitchAutomationConnections:input_type -> prose.book.v1.SwitchAutomationConnectionsRequest
+	43, // 62: prose.book.v1.ConnectionService.UpgradeAutomationConnections:input_type -> prose.book.v1.UpgradeAutomationConnectionsRequest
+	45, // 63: prose.book.v1.ConnectionService.RemoveAutomationConnections:input_type -> prose.book.v1.RemoveAutomationConnectionsRequest
+	49, // 64: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:input_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesRequest
+	52, // 65: prose.book.v1.ConnectionService.SetDiscovered:input_type -> prose.book.v1.SetDiscoveredRequest
+	47, // 66: prose.book.v1.ConnectionService.CheckWorkspaceBookConnection:input_type -> prose.book.v1.CheckWorkspaceBookConnectionRequest
+	54, // 67: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:input_type -> prose.book.v1.AuthorizeWorkspaceBookConnectionRequest
+	13, // 68: prose.book.v1.ConnectionService.AddWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	16, // 69: prose.book.v1.ConnectionService.ListWorkspaceBookConnections:output_type -> prose.book.v1.ListWorkspaceBookConnectionsResponse
+	13, // 70: prose.book.v1.ConnectionService.UpdateWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	19, // 71: prose.book.v1.ConnectionService.GetWorkspaceBookConnection:output_type -> prose.book.v1.GetWorkspaceBookConnectionResponse
+	21, // 72: prose.book.v1.ConnectionService.ListAllWorkspaceBookConnections:output_type -> prose.book.v1.ListAllWorkspaceBookConnectionsResponse
+	23, // 73: prose.book.v1.ConnectionService.DeleteWorkspaceConnection:output_type -> prose.book.v1.DeleteWorkspaceConnectionResponse
+	13, // 74: prose.book.v1.ConnectionService.UpgradeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	27, // 75: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.ListWorkspaceBookConnectionProceduresResponse
+	68, // 76: prose.book.v1.ConnectionService.SearchWorkspaceBookConnectionProcedures:output_type -> prose.book.v1.SearchWorkspaceBookProceduresResponse
+	30, // 77: prose.book.v1.ConnectionService.GetWorkspaceBookConnectionUserInfo:output_type -> prose.book.v1.GetWorkspaceBookConnectionUserInfoResponse
+	33, // 78: prose.book.v1.ConnectionService.CountConnectionUsage:output_type -> prose.book.v1.CountConnectionUsageResponse
+	36, // 79: prose.book.v1.ConnectionService.TraceConnectionUsage:output_type -> prose.book.v1.TraceConnectionUsageResponse
+	39, // 80: prose.book.v1.ConnectionService.ExtractAutomationCodeConnections:output_type -> prose.book.v1.ExtractAutomationCodeConnectionsResponse
+	46, // 81: prose.book.v1.ConnectionService.AddAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 82: prose.book.v1.ConnectionService.SwitchAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 83: prose.book.v1.ConnectionService.UpgradeAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	46, // 84: prose.book.v1.ConnectionService.RemoveAutomationConnections:output_type -> prose.book.v1.AutomationConnectionsResponse
+	51, // 85: prose.book.v1.ConnectionService.ListWorkspaceBookConnectionDiscoverables:output_type -> prose.book.v1.ListWorkspaceBookConnectionDiscoverablesResponse
+	53, // 86: prose.book.v1.ConnectionService.SetDiscovered:output_type -> prose.book.v1.SetDiscoveredResponse
+	48, // 87: prose.book.v1.ConnectionService.CheckWorkspaceBookConnection:output_type -> prose.book.v1.CheckWorkspaceBookConnectionResponse
+	13, // 88: prose.book.v1.ConnectionService.AuthorizeWorkspaceBookConnection:output_type -> prose.book.v1.BookConnectionResponse
+	68, // [68:89] is the sub-list for method output_type
+	47, // [47:68] is the sub-list for method input_type
+	47, // [47:47] is the sub-list for extension type_name
+	47, // [47:47] is the sub-list for extension extendee
+	0,  // [0:47] is the sub-list for field type_name
 }
 
 func init() { file_prose_book_v1_connection_proto_init() }
@@ -4135,7 +4292,7 @@ func file_prose_book_v1_connection_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_prose_book_v1_connection_proto_rawDesc), len(file_prose_book_v1_connection_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   53,
+			NumMessages:   56,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -38,6 +38,7 @@ const (
 	ConnectionService_RemoveAutomationConnections_FullMethodName              = "/prose.book.v1.ConnectionService/RemoveAutomationConnections"
 	ConnectionService_ListWorkspaceBookConnectionDiscoverables_FullMethodName = "/prose.book.v1.ConnectionService/ListWorkspaceBookConnectionDiscoverables"
 	ConnectionService_SetDiscovered_FullMethodName                            = "/prose.book.v1.ConnectionService/SetDiscovered"
+	ConnectionService_CheckWorkspaceBookConnection_FullMethodName             = "/prose.book.v1.ConnectionService/CheckWorkspaceBookConnection"
 	ConnectionService_AuthorizeWorkspaceBookConnection_FullMethodName         = "/prose.book.v1.ConnectionService/AuthorizeWorkspaceBookConnection"
 )
 
@@ -113,6 +114,14 @@ type ConnectionServiceClient interface {
 	// Records which discoverables are discovered (the connection's
 	// `discovered`), replacing what was; an empty list clears it.
 	SetDiscovered(ctx context.Context, in *SetDiscoveredRequest, opts ...grpc.CallOption) (*SetDiscoveredResponse, error)
+	// Checks a connection against its system without doing anything there
+	// (a Prose extension, what the console's Test does): the databases book
+	// connects and lists a few tables, the email book signs in to its SMTP
+	// server and leaves; other books are not checked remotely (checked is
+	// false) and tell what their configuration says. A system that cannot be
+	// reached or refuses the credentials is an answer (reached false, with
+	// the problem), not an error.
+	CheckWorkspaceBookConnection(ctx context.Context, in *CheckWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*CheckWorkspaceBookConnectionResponse, error)
 	// Starts the OAuth authorization of a connection (the http book's
 	// `oauth2` authentication): answers the URL a person opens; the provider
 	// sends them back to the server's /oauth/callback, which exchanges the
@@ -318,6 +327,16 @@ func (c *connectionServiceClient) SetDiscovered(ctx context.Context, in *SetDisc
 	return out, nil
 }
 
+func (c *connectionServiceClient) CheckWorkspaceBookConnection(ctx context.Context, in *CheckWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*CheckWorkspaceBookConnectionResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CheckWorkspaceBookConnectionResponse)
+	err := c.cc.Invoke(ctx, ConnectionService_CheckWorkspaceBookConnection_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *connectionServiceClient) AuthorizeWorkspaceBookConnection(ctx context.Context, in *AuthorizeWorkspaceBookConnectionRequest, opts ...grpc.CallOption) (*BookConnectionResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(BookConnectionResponse)
@@ -400,6 +419,14 @@ type ConnectionServiceServer interface {
 	// Records which discoverables are discovered (the connection's
 	// `discovered`), replacing what was; an empty list clears it.
 	SetDiscovered(context.Context, *SetDiscoveredRequest) (*SetDiscoveredResponse, error)
+	// Checks a connection against its system without doing anything there
+	// (a Prose extension, what the console's Test does): the databases book
+	// connects and lists a few tables, the email book signs in to its SMTP
+	// server and leaves; other books are not checked remotely (checked is
+	// false) and tell what their configuration says. A system that cannot be
+	// reached or refuses the credentials is an answer (reached false, with
+	// the problem), not an error.
+	CheckWorkspaceBookConnection(context.Context, *CheckWorkspaceBookConnectionRequest) (*CheckWorkspaceBookConnectionResponse, error)
 	// Starts the OAuth authorization of a connection (the http book's
 	// `oauth2` authentication): answers the URL a person opens; the provider
 	// sends them back to the server's /oauth/callback, which exchanges the
@@ -471,6 +498,9 @@ func (UnimplementedConnectionServiceServer) ListWorkspaceBookConnectionDiscovera
 }
 func (UnimplementedConnectionServiceServer) SetDiscovered(context.Context, *SetDiscoveredRequest) (*SetDiscoveredResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SetDiscovered not implemented")
+}
+func (UnimplementedConnectionServiceServer) CheckWorkspaceBookConnection(context.Context, *CheckWorkspaceBookConnectionRequest) (*CheckWorkspaceBookConnectionResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CheckWorkspaceBookConnection not implemented")
 }
 func (UnimplementedConnectionServiceServer) AuthorizeWorkspaceBookConnection(context.Context, *AuthorizeWorkspaceBookConnectionRequest) (*BookConnectionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AuthorizeWorkspaceBookConnection not implemented")
@@ -838,6 +868,24 @@ func _ConnectionService_SetDiscovered_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ConnectionService_CheckWorkspaceBookConnection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CheckWorkspaceBookConnectionRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ConnectionServiceServer).CheckWorkspaceBookConnection(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ConnectionService_CheckWorkspaceBookConnection_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ConnectionServiceServer).CheckWorkspaceBookConnection(ctx, req.(*CheckWorkspaceBookConnectionRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _ConnectionService_AuthorizeWorkspaceBookConnection_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(AuthorizeWorkspaceBookConnectionRequest)
 	if err := dec(in); err != nil {
@@ -938,6 +986,10 @@ var ConnectionService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SetDiscovered",
 			Handler:    _ConnectionService_SetDiscovered_Handler,
+		},
+		{
+			MethodName: "CheckWorkspaceBookConnection",
+			Handler:    _ConnectionService_CheckWorkspaceBookConnection_Handler,
 		},
 		{
 			MethodName: "AuthorizeWorkspaceBookConnection",
