@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proserun/prose/client"
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/internal/names"
 )
@@ -32,19 +31,7 @@ step, a pending or waiting one at once; it stays stopped unless someone runs
 		Example: "  prose runs cancel RUN\n  prose runs cancel RUN --reason \"sent twice\"",
 		Args:    exactArgs(1, "RUN"),
 		RunE: f.clientRun("", nil, func(cmd *cobra.Command, s *session, _ string, args []string) error {
-			a, id, err := s.runRef(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			r, err := s.c.Runs.PauseRun(cmd.Context(), &platformv1.PauseRunRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, RunId: id, Reason: firstNonEmpty(reason, cancelReason)})
-			if err != nil {
-				return apiErr(err)
-			}
-			if s.json {
-				return s.printJSON(r)
-			}
-			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), stateWords(client.StateName(r)))
-			return nil
+			return s.pauseRun(cmd.Context(), args[0], firstNonEmpty(reason, cancelReason))
 		}),
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why (default: \""+cancelReason+"\")")

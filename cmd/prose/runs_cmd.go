@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -387,19 +388,7 @@ state; 'prose runs continue' resumes it.`,
 			}
 			return nil
 		}, func(cmd *cobra.Command, s *session, _ string, args []string) error {
-			a, id, err := s.runRef(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			r, err := s.c.Runs.PauseRun(cmd.Context(), &platformv1.PauseRunRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, RunId: id, Reason: reason})
-			if err != nil {
-				return apiErr(err)
-			}
-			if s.json {
-				return s.printJSON(r)
-			}
-			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), stateWords(client.StateName(r)))
-			return nil
+			return s.pauseRun(cmd.Context(), args[0], reason)
 		}),
 	}
 	cmd.Flags().StringVar(&reason, "reason", "", "why the run is paused (required)")
@@ -420,14 +409,30 @@ func runsContinue(f *clientFlags) *cobra.Command {
 				return err
 			}
 			r, err := s.c.Runs.ContinueRun(cmd.Context(), &platformv1.ContinueRunRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, RunId: id})
-			if err != nil {
-				return apiErr(err)
-			}
-			if s.json {
-				return s.printJSON(r)
-			}
-			fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), stateWords(client.StateName(r)))
-			return nil
+			return s.showRunState(r, err)
 		}),
 	}
+}
+
+// pauseRun pauses the run of ref with reason (runs pause and runs cancel).
+func (s *session) pauseRun(ctx context.Context, ref, reason string) error {
+	a, id, err := s.runRef(ctx, ref)
+	if err != nil {
+		return err
+	}
+	r, err := s.c.Runs.PauseRun(ctx, &platformv1.PauseRunRequest{OrganizationId: s.org, WorkspaceId: s.ws, AutomationId: a, RunId: id, Reason: reason})
+	return s.showRunState(r, err)
+}
+
+// showRunState prints the run an action answered (or its error): its
+// name and state, or the run itself with -o json.
+func (s *session) showRunState(r *platformv1.Run, err error) error {
+	if err != nil {
+		return apiErr(err)
+	}
+	if s.json {
+		return s.printJSON(r)
+	}
+	fmt.Fprintf(s.out, "%s is %s\n", r.GetName(), stateWords(client.StateName(r)))
+	return nil
 }
