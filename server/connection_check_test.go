@@ -46,6 +46,8 @@ func TestCheckConnection(t *testing.T) {
 		return fmt.Sprint(testenv.Field(m, "book_connection_descriptor.connection_id"))
 	}
 	good, wrong, closed := mail("mail", "mail-pw-Q72", port), mail("wrong", "not-the-pw-77", port), mail("closed", "mail-pw-Q72", closedPort(t))
+	// A connection named as another's id: the check of that id is the other's.
+	mail(good, "mail-pw-Q72", closedPort(t))
 	m := e.API(t, "POST", e.WsPath()+"/books/http/1.0.0/connections", `{"connection_name": "crm",
 		"authentication": {"authentication_id": "bearer", "authentication_credentials": [{"id": "token", "value": {"text_value": "tok-123456"}}]},
 		"config_map": {"base url": {"text_value": "https://crm.example.test"}}}`, 200)

@@ -640,6 +640,11 @@ func (c *Connections) UserInfo(ctx context.Context, ws Workspace, id string) (Us
 	if err != nil {
 		return UserInfo{}, connStoreError(err, id)
 	}
+	return userInfoOf(row)
+}
+
+// userInfoOf is UserInfo of a connection's row.
+func userInfoOf(row ConnectionRecord) (UserInfo, error) {
 	d, err := decodeDescriptor(row)
 	if err != nil {
 		return UserInfo{}, err
@@ -681,7 +686,11 @@ const checkedTables = 5
 // with a Check (email) runs it; other books are not checked remotely. A
 // system that cannot be reached is a Problem, not an error.
 func (c *Connections) Check(ctx context.Context, ws Workspace, id string) (ConnectionCheck, error) {
-	info, err := c.UserInfo(ctx, ws, id)
+	row, err := c.st.GetConnection(ctx, ws, id)
+	if err != nil {
+		return ConnectionCheck{}, connStoreError(err, id)
+	}
+	info, err := userInfoOf(row)
 	if err != nil {
 		return ConnectionCheck{}, err
 	}
@@ -693,16 +702,12 @@ func (c *Connections) Check(ctx context.Context, ws Workspace, id string) (Conne
 	if info.Username != "" {
 		out.Details["user"] = info.Username
 	}
-	row, err := c.st.GetConnection(ctx, ws, id)
-	if err != nil {
-		return ConnectionCheck{}, connStoreError(err, id)
-	}
 	check := c.checkOf(row)
 	if check == nil {
 		return out, nil
 	}
 	out.Checked = true
-	conn, err := c.Resolve(ctx, ws, row.BookName, row.ID)
+	conn, err := c.fromRecord(ws, row, row.Name)
 	if err != nil {
 		return ConnectionCheck{}, err
 	}
@@ -849,7 +854,7 @@ func (c *Connections) discoverables(ctx context.Context, ws Workspace, id string
 	if row.BookName != DatabasesBookName || !c.reg.IsBuiltin(row.BookName, row.BookVersion) {
 		return nil, row, fmt.Errorf("%w: the %s book of connection %q", ErrNotDiscoverable, row.BookName, row.Name)
 	}
-	conn, err := c.Resolve(ctx, ws, row.BookName, row.ID)
+	conn, err := c.fromRecord(ws, row, row.Name)
 	if err != nil {
 		return nil, row, err
 	}

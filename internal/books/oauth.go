@@ -66,7 +66,7 @@ func (c *Connections) Authorize(ctx context.Context, ws Workspace, id, redirectU
 	if err != nil {
 		return nil, "", connStoreError(err, id)
 	}
-	conn, err := c.Resolve(ctx, ws, row.BookName, row.ID)
+	conn, err := c.fromRecord(ws, row, row.Name)
 	if err != nil {
 		return nil, "", err
 	}
@@ -134,7 +134,7 @@ func (c *Connections) CompleteAuthorization(ctx context.Context, state, code, re
 	if err != nil {
 		return "", connStoreError(err, st.ID)
 	}
-	conn, err := c.Resolve(ctx, ws, row.BookName, row.ID)
+	conn, err := c.fromRecord(ws, row, row.Name)
 	if err != nil {
 		return "", err
 	}
