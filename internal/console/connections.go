@@ -213,8 +213,8 @@ func (c *Console) addConnection(w http.ResponseWriter, r *http.Request, s *sess)
 		req.ConfigMap[key] = v
 	}
 	if _, err := c.connections.AddWorkspaceBookConnection(s.ctx, req); err != nil {
-		if st := status.Convert(err); st.Code() == codes.InvalidArgument || st.Code() == codes.AlreadyExists || st.Code() == codes.NotFound || st.Code() == codes.ResourceExhausted {
-			c.showConnections(w, r, s, http.StatusBadRequest, st.Message())
+		if msg, ok := mendable(err, codes.InvalidArgument, codes.AlreadyExists, codes.NotFound, codes.ResourceExhausted); ok {
+			c.showConnections(w, r, s, http.StatusBadRequest, msg)
 			return
 		}
 		c.grpcFail(w, r, s, err)
@@ -342,8 +342,8 @@ func (c *Console) connectionAction(w http.ResponseWriter, r *http.Request, s *se
 	case "authorize":
 		res, err := c.connections.AuthorizeWorkspaceBookConnection(s.ctx, &bookv1.AuthorizeWorkspaceBookConnectionRequest{OrganizationId: org, WorkspaceId: ws, ConnectionId: id})
 		if err != nil {
-			if st := status.Convert(err); st.Code() == codes.FailedPrecondition || st.Code() == codes.InvalidArgument {
-				c.showConnection(w, r, s, http.StatusBadRequest, st.Message(), nil)
+			if msg, ok := mendable(err, codes.FailedPrecondition, codes.InvalidArgument); ok {
+				c.showConnection(w, r, s, http.StatusBadRequest, msg, nil)
 				return
 			}
 			c.grpcFail(w, r, s, err)
@@ -358,8 +358,8 @@ func (c *Console) connectionAction(w http.ResponseWriter, r *http.Request, s *se
 	case "delete":
 		_, err := c.connections.DeleteWorkspaceConnection(s.ctx, &bookv1.DeleteWorkspaceConnectionRequest{OrganizationId: org, WorkspaceId: ws, ConnectionId: id})
 		if err != nil {
-			if st := status.Convert(err); st.Code() == codes.FailedPrecondition {
-				c.showConnection(w, r, s, http.StatusConflict, st.Message(), nil)
+			if msg, ok := mendable(err, codes.FailedPrecondition); ok {
+				c.showConnection(w, r, s, http.StatusConflict, msg, nil)
 				return
 			}
 			c.grpcFail(w, r, s, err)

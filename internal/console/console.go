@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -428,6 +429,17 @@ func (c *Console) signout(w http.ResponseWriter, r *http.Request) {
 		c.setCookie(w, r, sessionCookie, "", -1)
 		http.Redirect(w, r, "/signin", http.StatusSeeOther)
 	})(w, r)
+}
+
+// mendable is the message of err when its code is one of mistakes (an
+// error the person can mend on the page, shown there), ok false otherwise
+// (grpcFail's).
+func mendable(err error, mistakes ...codes.Code) (msg string, ok bool) {
+	st := status.Convert(err)
+	if !slices.Contains(mistakes, st.Code()) {
+		return "", false
+	}
+	return st.Message(), true
 }
 
 // grpcFail renders a gRPC error of a call made for the page.

@@ -161,8 +161,8 @@ func (c *Console) saveAutomation(w http.ResponseWriter, r *http.Request, s *sess
 		})
 	}
 	if err != nil {
-		if st := status.Convert(err); st.Code() == codes.InvalidArgument || st.Code() == codes.FailedPrecondition {
-			c.showAutomation(w, r, s, http.StatusBadRequest, st.Message(), r.PostFormValue("code"))
+		if msg, ok := mendable(err, codes.InvalidArgument, codes.FailedPrecondition); ok {
+			c.showAutomation(w, r, s, http.StatusBadRequest, msg, r.PostFormValue("code"))
 			return
 		}
 		c.grpcFail(w, r, s, err)

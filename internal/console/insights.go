@@ -11,7 +11,6 @@ import (
 
 	"google.golang.org/genproto/googleapis/type/date"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
@@ -295,8 +294,8 @@ func (c *Console) setEstimates(w http.ResponseWriter, r *http.Request, s *sess) 
 	}
 	_, err := c.insightsSvc.ConfigureAutomationEstimates(s.ctx, &platformv1.ConfigureAutomationEstimatesRequest{OrganizationId: s.OrganizationID, WorkspaceId: ws, AutomationEstimates: es})
 	if err != nil {
-		if st := status.Convert(err); st.Code() == codes.InvalidArgument || st.Code() == codes.NotFound {
-			c.showInsights(w, r, s, http.StatusBadRequest, st.Message())
+		if msg, ok := mendable(err, codes.InvalidArgument, codes.NotFound); ok {
+			c.showInsights(w, r, s, http.StatusBadRequest, msg)
 			return
 		}
 		c.grpcFail(w, r, s, err)

@@ -206,8 +206,8 @@ func (c *Console) learningAction(w http.ResponseWriter, r *http.Request, s *sess
 		return
 	}
 	if err != nil {
-		if st := status.Convert(err); st.Code() == codes.FailedPrecondition || st.Code() == codes.AlreadyExists {
-			c.showLearning(w, r, s, http.StatusConflict, st.Message(), nil)
+		if msg, ok := mendable(err, codes.FailedPrecondition, codes.AlreadyExists); ok {
+			c.showLearning(w, r, s, http.StatusConflict, msg, nil)
 			return
 		}
 		c.grpcFail(w, r, s, err)

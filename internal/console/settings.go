@@ -146,12 +146,12 @@ func (c *Console) memberAction(w http.ResponseWriter, r *http.Request, s *sess) 
 		return
 	}
 	if err != nil {
-		if st := status.Convert(err); st.Code() == codes.InvalidArgument || st.Code() == codes.NotFound || st.Code() == codes.FailedPrecondition || st.Code() == codes.AlreadyExists {
+		if msg, ok := mendable(err, codes.InvalidArgument, codes.NotFound, codes.FailedPrecondition, codes.AlreadyExists); ok {
 			code := http.StatusBadRequest
-			if st.Code() != codes.InvalidArgument {
+			if status.Code(err) != codes.InvalidArgument {
 				code = http.StatusConflict
 			}
-			c.showSettings(w, r, s, code, st.Message(), "")
+			c.showSettings(w, r, s, code, msg, "")
 			return
 		}
 		c.grpcFail(w, r, s, err)
@@ -175,8 +175,8 @@ func (c *Console) keyAction(w http.ResponseWriter, r *http.Request, s *sess) {
 			DisplayName: r.PostFormValue("display_name"), PermissionLevel: level, Expiration: exp,
 		}})
 		if err != nil {
-			if st := status.Convert(err); st.Code() == codes.InvalidArgument || st.Code() == codes.ResourceExhausted {
-				c.showSettings(w, r, s, http.StatusBadRequest, st.Message(), "")
+			if msg, ok := mendable(err, codes.InvalidArgument, codes.ResourceExhausted); ok {
+				c.showSettings(w, r, s, http.StatusBadRequest, msg, "")
 				return
 			}
 			c.grpcFail(w, r, s, err)

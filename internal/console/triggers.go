@@ -184,8 +184,8 @@ func (c *Console) addTrigger(w http.ResponseWriter, r *http.Request, s *sess) {
 			TriggerInstanceId: res.GetTriggerInstance().GetId(), AutomationIds: r.PostForm["automation"]})
 	}
 	if err != nil {
-		if st := status.Convert(err); st.Code() == codes.InvalidArgument || st.Code() == codes.ResourceExhausted || st.Code() == codes.NotFound {
-			c.showTriggers(w, r, s, http.StatusBadRequest, st.Message(), nil)
+		if msg, ok := mendable(err, codes.InvalidArgument, codes.ResourceExhausted, codes.NotFound); ok {
+			c.showTriggers(w, r, s, http.StatusBadRequest, msg, nil)
 			return
 		}
 		c.grpcFail(w, r, s, err)
@@ -215,8 +215,8 @@ func (c *Console) triggerAction(w http.ResponseWriter, r *http.Request, s *sess)
 
 func (c *Console) afterTriggers(w http.ResponseWriter, r *http.Request, s *sess, err error, action string) {
 	if err != nil {
-		if st := status.Convert(err); st.Code() == codes.InvalidArgument || st.Code() == codes.FailedPrecondition || st.Code() == codes.AlreadyExists {
-			c.showTriggers(w, r, s, http.StatusBadRequest, st.Message(), nil)
+		if msg, ok := mendable(err, codes.InvalidArgument, codes.FailedPrecondition, codes.AlreadyExists); ok {
+			c.showTriggers(w, r, s, http.StatusBadRequest, msg, nil)
 			return
 		}
 		c.grpcFail(w, r, s, err)

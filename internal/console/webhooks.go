@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	platformv1 "github.com/proserun/prose/gen/prose/platform/v1"
 	"github.com/proserun/prose/internal/names"
@@ -101,8 +100,8 @@ func (c *Console) addWebhook(w http.ResponseWriter, r *http.Request, s *sess) {
 	}
 	res, err := c.webhooks.CreateWebhook(s.ctx, &platformv1.CreateWebhookRequest{OrganizationId: s.OrganizationID, WorkspaceId: r.PathValue("ws"), Webhook: h})
 	if err != nil {
-		if st := status.Convert(err); st.Code() == codes.InvalidArgument || st.Code() == codes.ResourceExhausted {
-			c.showWebhooks(w, r, s, http.StatusBadRequest, st.Message(), nil, &f)
+		if msg, ok := mendable(err, codes.InvalidArgument, codes.ResourceExhausted); ok {
+			c.showWebhooks(w, r, s, http.StatusBadRequest, msg, nil, &f)
 			return
 		}
 		c.grpcFail(w, r, s, err)
@@ -204,8 +203,8 @@ func (c *Console) webhookAction(w http.ResponseWriter, r *http.Request, s *sess)
 		_, err := c.webhooks.RedeliverWebhookDelivery(s.ctx, &platformv1.RedeliverWebhookDeliveryRequest{OrganizationId: s.OrganizationID, WorkspaceId: ws,
 			WebhookId: id, DeliveryId: r.PostFormValue("delivery")})
 		if err != nil {
-			if st := status.Convert(err); st.Code() == codes.FailedPrecondition || st.Code() == codes.NotFound {
-				c.showWebhook(w, r, s, http.StatusConflict, st.Message())
+			if msg, ok := mendable(err, codes.FailedPrecondition, codes.NotFound); ok {
+				c.showWebhook(w, r, s, http.StatusConflict, msg)
 				return
 			}
 			c.grpcFail(w, r, s, err)
